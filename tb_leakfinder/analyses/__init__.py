@@ -1,0 +1,1 @@
+"""Pure functions over the model: no I/O and no TensorBoard."""

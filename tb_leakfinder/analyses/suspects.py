@@ -1,0 +1,127 @@
+"""Leak suspects: never-freed buffers grouped by (op, shape, dtype, region), and their kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_leakfinder.analyses.steps import step_position
+from tb_leakfinder.model.lifetimes import LIVE_AT_END, Buffers
+from tb_leakfinder.model.memory import Steps
+
+GROWING = "growing"
+PERSISTENT = "persistent"
+BOUNDED = "bounded"
+WINDOW_END = "window_end"
+
+
+@dataclass
+class SuspectGroup:
+    op: int
+    shape: int
+    dtype: int
+    region: int
+    kind: str
+    count: int
+    bytes: int
+    steps: int  # distinct steps the never-freed buffers were made in
+    first_step: int | None  # step numbers, not ordinals
+    last_step: int | None
+    bytes_per_step: float
+    score: float
+
+
+@dataclass
+class Suspects:
+    groups: list[SuspectGroup]  # most suspicious first
+    group_of_buffer: np.ndarray  # index into groups, -1 for buffers in none
+
+
+def leak_suspects(buffers: Buffers, steps: Steps) -> Suspects:
+    """Group the buffers live at window end and classify how each group came to be."""
+    num_steps = len(steps)
+    group_of_buffer = np.full(len(buffers), -1, np.int64)
+    live = np.flatnonzero(buffers.status == LIVE_AT_END)
+    if len(live) == 0:
+        return Suspects([], group_of_buffer)
+    key_id = group_keys(buffers)
+    live_ids, live_group = np.unique(key_id[live], return_inverse=True)
+    position = step_position(buffers.alloc_time_ps, steps)
+    # Earliest step in which each key had a buffer that was freed: a rolling cache evicts.
+    freed_pos = np.full(len(live_ids), np.iinfo(np.int64).max, np.int64)
+    freed = np.flatnonzero((buffers.status != LIVE_AT_END) & (position >= 0))
+    slot = np.searchsorted(live_ids, key_id[freed])
+    hit = slot < len(live_ids)
+    hit[hit] = live_ids[slot[hit]] == key_id[freed][hit]
+    np.minimum.at(freed_pos, slot[hit], position[freed][hit])
+    by_group = live[np.argsort(live_group, kind="stable")]
+    bounds = np.cumsum(np.bincount(live_group, minlength=len(live_ids)))[:-1]
+    groups: list[SuspectGroup] = []
+    for g, members in enumerate(np.split(by_group, bounds)):
+        groups.append(_classify(buffers, members, int(freed_pos[g]), position, steps, num_steps))
+    order = sorted(range(len(groups)), key=lambda i: (-groups[i].score, -groups[i].bytes))
+    rank = np.empty(len(groups), np.int64)
+    rank[order] = np.arange(len(groups))
+    group_of_buffer[live] = rank[live_group]
+    return Suspects([groups[i] for i in order], group_of_buffer)
+
+
+def group_keys(buffers: Buffers) -> np.ndarray:
+    """One int64 per buffer, equal exactly when (op, shape, dtype, region) are equal."""
+    key = np.zeros(len(buffers), np.int64)
+    for column in (buffers.op, buffers.shape, buffers.dtype, buffers.region):
+        values, codes = np.unique(column, return_inverse=True)
+        key = key * len(values) + codes
+    return key
+
+
+def _classify(
+    buffers: Buffers,
+    members: np.ndarray,
+    first_freed_position: int,
+    position: np.ndarray,
+    steps: Steps,
+    num_steps: int,
+) -> SuspectGroup:
+    head = members[0]
+    op, shape, dtype, region = (int(c[head]) for c in (buffers.op, buffers.shape, buffers.dtype, buffers.region))
+    sizes = buffers.allocation_bytes[members]
+    total = int(sizes.sum())
+    ords = position[members]
+    in_steps = np.unique(ords[ords >= 0])
+    distinct = len(in_steps)
+    first = int(in_steps[0]) if distinct else None
+    last = int(in_steps[-1]) if distinct else None
+    kind, score, per_step = PERSISTENT, 0.1, 0.0
+    if num_steps and distinct and first is not None and first >= num_steps - 1:
+        kind, score = WINDOW_END, 0.05
+    elif num_steps == 0 or last is None or last <= max(0, num_steps // 10) or distinct <= 1:
+        kind, score = PERSISTENT, 0.1
+    else:
+        reach = num_steps - first  # steps from the group's first never-freed buffer to the end
+        coverage = distinct / reach
+        # A rolling cache keeps its newest entries and frees older ones of the same kind.
+        evicted = first_freed_position < first
+        if distinct >= 3 and last >= num_steps - 2 and coverage >= 0.5 and not (evicted and distinct <= num_steps // 2):
+            kind = GROWING
+            span = last - first + 1
+            per_step = total / span
+            score = 0.5 + 0.5 * coverage * min(1.0, distinct / max(3.0, num_steps / 2))
+        else:
+            kind, score = BOUNDED, 0.3 * coverage
+    step_nums = steps.step_num
+    return SuspectGroup(
+        op=op,
+        shape=shape,
+        dtype=dtype,
+        region=region,
+        kind=kind,
+        count=len(members),
+        bytes=total,
+        steps=distinct,
+        first_step=int(step_nums[first]) if first is not None else None,
+        last_step=int(step_nums[last]) if last is not None else None,
+        bytes_per_step=per_step,
+        score=round(min(1.0, score), 3),
+    )

@@ -1,0 +1,42 @@
+"""Heap over time, downsampled without losing the peak or any spike."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tb_leakfinder.model.lifetimes import LIVE_AT_END, Buffers
+from tb_leakfinder.model.memory import MemoryEvents
+
+
+def held_bytes(events: MemoryEvents, buffers: Buffers, mask: np.ndarray) -> np.ndarray:
+    """After each event, the bytes held by the buffers selected by `mask` that are allocated so far."""
+    delta = np.zeros(len(events), np.int64)
+    chosen = mask & (buffers.alloc_event >= 0)
+    np.add.at(delta, buffers.alloc_event[chosen], buffers.allocation_bytes[chosen])
+    return np.cumsum(delta)
+
+
+def never_freed_bytes(events: MemoryEvents, buffers: Buffers) -> np.ndarray:
+    return held_bytes(events, buffers, buffers.status == LIVE_AT_END)
+
+
+MIN_POINTS = 8
+
+
+def downsample(time_ps: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
+    """Indices of at most `points` (>= MIN_POINTS) samples, in time order.
+
+    Each time bucket keeps its first, last, minimum and maximum sample, and the
+    global maximum is always kept, so the peak and every spike survive.
+    """
+    n = len(time_ps)
+    if n <= points:
+        return np.arange(n)
+    buckets = max(1, (points - 1) // 4)
+    span = int(time_ps[-1] - time_ps[0]) + 1
+    bucket = ((time_ps - time_ps[0]).astype(np.float64) * buckets / span).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    ends = np.r_[starts[1:], n] - 1
+    by_max = np.lexsort((-values, bucket))
+    by_min = np.lexsort((values, bucket))
+    return np.unique(np.concatenate([starts, ends, by_max[starts], by_min[starts], [int(np.argmax(values))]]))

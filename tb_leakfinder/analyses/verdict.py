@@ -1,0 +1,63 @@
+"""The verdict of one allocator: leak, no_leak or inconclusive, with a one-sentence reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.analyses.summary import Summary
+from tb_leakfinder.analyses.suspects import GROWING, SuspectGroup
+
+LEAK = "leak"
+NO_LEAK = "no_leak"
+INCONCLUSIVE = "inconclusive"
+SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
+MIN_STEPS = 3
+
+NO_EVENTS_REASON = (
+    "No memory events in this profile: TensorFlow on CPU records them only with "
+    "TF_CPU_ALLOCATOR_USE_BFC=true set before import, and JAX on CPU records none "
+    "(its compiled programs are in the static view)."
+)
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    reason: str
+
+
+def decide(summary: Summary, groups: list[SuspectGroup], num_steps: int, strings: list[str]) -> Verdict:
+    if summary.num_allocations + summary.num_deallocations == 0:
+        return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
+    growing = [g for g in groups if g.kind == GROWING]
+    if num_steps < MIN_STEPS:
+        lead = f" The largest never-freed group is {_label(groups[0], strings)}." if groups else ""
+        return Verdict(
+            INCONCLUSIVE,
+            f"Inconclusive: {num_steps} step marker(s), too few to tell growth from warm-up; "
+            f"mark at least {MIN_STEPS} steps (step_num).{lead}",
+        )
+    if growing:
+        top = growing[0]
+        return Verdict(
+            LEAK,
+            f"Leak: +{format_bytes(top.bytes_per_step)} per step from {_label(top, strings)}, "
+            f"{top.steps} of {num_steps} steps never freed",
+        )
+    kept = summary.live_at_end_bytes
+    if kept:
+        kinds = sorted({g.kind for g in groups})
+        return Verdict(
+            NO_LEAK,
+            f"No leak: {format_bytes(kept)} live at window end is {', '.join(kinds)}, not growing step after step",
+        )
+    return Verdict(NO_LEAK, f"No leak: every buffer allocated over {num_steps} steps was freed")
+
+
+def _label(group: SuspectGroup, strings: list[str]) -> str:
+    return group_label(strings[group.op], strings[group.shape], strings[group.region])
+
+
+def worst(verdicts: list[str]) -> str:
+    return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)

@@ -1,0 +1,58 @@
+"""A bounded LRU cache that computes each missing value once, however many ask at once."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class ComputeCache(Generic[V]):
+    """Values keyed by e.g. file identity, evicted least-recently-used past `max_weight`.
+
+    Concurrent callers of `get` with the same missing key wait for one
+    computation; an error is raised to every waiter and not cached.
+    """
+
+    def __init__(self, max_weight: int) -> None:
+        self.max_weight = max_weight
+        self._items: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        self._weight = 0
+        self._lock = threading.Lock()
+        self._pending: dict[Hashable, threading.Lock] = {}
+        self.computations = 0
+
+    def get(self, key: Hashable, compute: Callable[[], V], weight: Callable[[V], int]) -> V:
+        while True:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    return self._items[key][0]
+                gate = self._pending.get(key)
+                if gate is None:
+                    gate = self._pending[key] = threading.Lock()
+                    gate.acquire()
+                    break
+            with gate:  # wait for the computing caller, then look again
+                pass
+        try:
+            self.computations += 1
+            value = compute()
+            w = weight(value)
+            with self._lock:
+                self._items[key] = (value, w)
+                self._weight += w
+                while self._weight > self.max_weight and len(self._items) > 1:
+                    _, (_, old) = self._items.popitem(last=False)
+                    self._weight -= old
+            return value
+        finally:
+            with self._lock:
+                del self._pending[key]
+            gate.release()
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,1 @@
+"""Plain columnar data decoded from profiles: no I/O, no analysis."""

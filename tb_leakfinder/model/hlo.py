@@ -1,0 +1,102 @@
+"""The buffer assignment of one compiled XLA program, as columns.
+
+Rows are positions, not XLA ids: a logical buffer's `instruction` is a row of
+`Instructions`, its `allocation` a row of `Allocations`, and a heap-trace
+event's `buffer` a row of `LogicalBuffers` (-1 where the proto named an id that
+does not exist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# HeapSimulatorTrace.Event.Kind
+ALLOC = 0
+FREE = 1
+SHARE_WITH = 2
+
+
+@dataclass
+class Instructions:
+    """Every HLO instruction of every computation, in proto order."""
+
+    name: list[str]
+    opcode: list[str]
+    shape: list[str]  # XLA text without layout, e.g. "f32[256,3072]" or "(f32[2], s32[])"
+    op_name: list[str]  # framework op, e.g. "jit(step)/jvp()/dot_general"
+    source: list[str]  # innermost user frame "file:line", or ""
+    computation: list[str]
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+@dataclass
+class LogicalBuffers:
+    id: np.ndarray  # int64, XLA's logical buffer id
+    size: np.ndarray  # int64 bytes
+    color: np.ndarray  # int64 memory space
+    instruction: np.ndarray  # int32 row in Instructions, -1 if unknown
+    shape: list[str]  # the defining instruction's (sub)shape at the buffer's shape index
+    allocation: np.ndarray  # int32 row in Allocations, -1 if not assigned
+    offset: np.ndarray  # int64 offset inside its allocation
+
+    def __len__(self) -> int:
+        return int(self.id.shape[0])
+
+
+@dataclass
+class Allocations:
+    index: np.ndarray  # int64, XLA's allocation index
+    size: np.ndarray  # int64 bytes
+    color: np.ndarray  # int64 memory space
+    is_thread_local: np.ndarray  # bool
+    is_tuple: np.ndarray  # bool
+    is_parameter: np.ndarray  # bool: an entry computation parameter
+    parameter_number: np.ndarray  # int64, meaningful where is_parameter
+    is_constant: np.ndarray  # bool
+    maybe_live_out: np.ndarray  # bool: returned by the program
+
+    def __len__(self) -> int:
+        return int(self.index.shape[0])
+
+    @property
+    def is_indefinite(self) -> np.ndarray:
+        """Allocations that live for the whole program, outside the heap simulation."""
+        return self.is_thread_local | self.is_parameter | self.is_constant | self.maybe_live_out
+
+
+@dataclass
+class HeapTrace:
+    """One heap-simulator trace: the events of a heap in program order."""
+
+    kind: np.ndarray  # int8: ALLOC, FREE or SHARE_WITH
+    buffer: np.ndarray  # int32 row in LogicalBuffers, -1 if unknown
+    share_with: np.ndarray  # int32 row of the canonical buffer (SHARE_WITH only), else -1
+    instruction: list[str]  # instruction name recorded with each event
+    whole_module: bool
+
+    def __len__(self) -> int:
+        return int(self.kind.shape[0])
+
+
+@dataclass
+class HloModule:
+    """What tb_leakfinder keeps of one `HloProto`."""
+
+    key: str  # "<module>(<program_id>)", the name XProf lists
+    name: str  # HloModuleProto.name
+    program_id: int | None
+    entry_computation: str
+    instructions: Instructions
+    buffers: LogicalBuffers
+    allocations: Allocations
+    traces: list[HeapTrace]
+    source: str  # the file it was read from, for messages
+
+    @property
+    def memory_spaces(self) -> list[int]:
+        """The memory spaces (colors) that hold at least one allocation."""
+        return sorted({int(c) for c in self.allocations.color})

@@ -1,0 +1,38 @@
+"""TensorBoard's entry point: defines the flags and imports the plugin only when loaded.
+
+Importing this module is cheap and cannot fail on a broken install; an import
+error in the plugin is logged and the Leaks tab is left out, never crashing
+TensorBoard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+
+from tensorboard.plugins import base_plugin
+
+logger = logging.getLogger(__name__)
+
+PLUGIN_NAME = "leakfinder"
+
+
+class LeakfinderLoader(base_plugin.TBLoader):
+    def define_flags(self, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("leakfinder plugin")
+        with contextlib.suppress(argparse.ArgumentError):  # another copy of the loader defined it
+            group.add_argument(
+                "--leakfinder_cache_mb",
+                type=int,
+                default=2048,
+                help="Memory the Leaks tab may keep for analysed profiles (LRU), in MiB.",
+            )
+
+    def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin | None:
+        try:
+            from tb_leakfinder.views.plugin import LeakfinderPlugin
+        except Exception:
+            logger.exception("tb_leakfinder could not be imported; the Leaks tab is disabled")
+            return None
+        return LeakfinderPlugin(context)

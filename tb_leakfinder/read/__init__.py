@@ -1,0 +1,1 @@
+"""Finding and decoding profile files: the only package that does I/O."""

@@ -1,0 +1,125 @@
+"""Finding profile runs, sessions and hosts under a logdir without decoding them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.read import files
+
+XPLANE_SUFFIX = ".xplane.pb"
+HLO_SUFFIX = ".hlo_proto.pb"
+MAX_DEPTH = 64
+
+
+@dataclass
+class Run:
+    """One profile session: named as the Profile plugin names it."""
+
+    name: str
+    session_dir: str
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> .xplane.pb path
+
+    def host_path(self, host: str | None) -> tuple[str, str]:
+        """(host, path) for `host`, or the only/first host when None."""
+        if host is None:
+            first = next(iter(self.hosts))
+            return first, self.hosts[first]
+        if host not in self.hosts:
+            raise NotFoundError(f"run {self.name!r} has no host {host!r}; its hosts are {sorted(self.hosts)}")
+        return host, self.hosts[host]
+
+
+def _session_hosts(session_dir: str) -> dict[str, str]:
+    return {
+        name[: -len(XPLANE_SUFFIX)]: files.join(session_dir, name)
+        for name in files.listdir(session_dir)
+        if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX)
+    }
+
+
+def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
+    """(folder, child names) for every folder below `top`, following symlinks once.
+
+    Local symlink cycles end the walk of that branch: each real folder is visited once.
+    """
+    seen: set[str] = set()
+    stack = [(top, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if files.is_local(folder):
+            real = os.path.realpath(folder)
+            if real in seen:
+                continue
+            seen.add(real)
+        children = files.listdir(folder)
+        yield folder, children
+        if depth >= MAX_DEPTH:
+            continue
+        for name in reversed(children):
+            if name == "plugins":
+                continue
+            child = files.join(folder, name)
+            if files.isdir(child):
+                stack.append((child, depth + 1))
+
+
+def discover(logdir: str) -> list[Run]:
+    """Every `<tb_run>/plugins/profile/<session>/` with `.xplane.pb` hosts, sorted by name."""
+    logdir = logdir.rstrip("/") or "/"
+    runs: list[Run] = []
+    for folder, children in _walk_dirs(logdir):
+        if "plugins" not in children:
+            continue
+        profile_dir = files.join(folder, "plugins", "profile")
+        if not files.isdir(profile_dir):
+            continue
+        rel = _relative(folder, logdir)
+        for session in files.listdir(profile_dir):
+            session_dir = files.join(profile_dir, session)
+            if not files.isdir(session_dir):
+                continue
+            hosts = _session_hosts(session_dir)
+            if hosts:
+                name = f"{rel}/{session}" if rel else session
+                runs.append(Run(name, session_dir, hosts))
+    return sorted(runs, key=lambda r: r.name)
+
+
+def _relative(folder: str, logdir: str) -> str:
+    if folder == logdir:
+        return ""
+    return folder[len(logdir) :].strip("/").replace(os.sep, "/")
+
+
+def runs_for_path(path: str) -> list[Run]:
+    """The runs a CLI or API path means: a logdir, one session folder, or one `.xplane.pb`."""
+    if path.endswith(XPLANE_SUFFIX):
+        if not files.exists(path) or files.isdir(path):
+            raise LeakfinderError(f"{path}: no such profile file", source=path)
+        session_dir = files.dirname(path)
+        host = files.basename(path)[: -len(XPLANE_SUFFIX)]
+        return [Run(files.basename(session_dir) or session_dir, session_dir, {host: path})]
+    if not files.isdir(path):
+        raise LeakfinderError(f"{path}: no such logdir, session folder or .xplane.pb file", source=path)
+    hosts = _session_hosts(path)
+    if hosts:
+        return [Run(files.basename(path), path, hosts)]
+    runs = discover(path)
+    if not runs:
+        raise LeakfinderError(
+            f"{path}: no profiles found (expected <run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX})",
+            source=path,
+        )
+    return runs
+
+
+def find_run(runs: list[Run], name: str) -> Run:
+    """The discovered run called `name`; names are only ever matched, never joined into paths."""
+    for run in runs:
+        if run.name == name:
+            return run
+    listed = ", ".join(r.name for r in runs[:20]) or "none"
+    raise NotFoundError(f"no run named {name!r}; discovered runs: {listed}")

@@ -1,0 +1,77 @@
+"""File access through TensorBoard's gfile, so gs://, s3:// and fsspec logdirs work."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+
+from tensorboard.compat import tf
+
+from tb_leakfinder.errors import LeakfinderError
+
+
+def is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def join(base: str, *parts: str) -> str:
+    return os.path.join(base, *parts) if is_local(base) else posixpath.join(base, *parts)
+
+
+def basename(path: str) -> str:
+    return os.path.basename(path.rstrip("/")) if is_local(path) else posixpath.basename(path.rstrip("/"))
+
+
+def dirname(path: str) -> str:
+    return os.path.dirname(path.rstrip("/")) if is_local(path) else posixpath.dirname(path.rstrip("/"))
+
+
+def isdir(path: str) -> bool:
+    return bool(tf.io.gfile.isdir(path))
+
+
+def exists(path: str) -> bool:
+    return bool(tf.io.gfile.exists(path))
+
+
+def listdir(path: str) -> list[str]:
+    try:
+        return sorted(str(name).rstrip("/") for name in tf.io.gfile.listdir(path))
+    except Exception:  # noqa: BLE001 - an unreadable folder is skipped, as TensorBoard does
+        return []
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What decides whether a cached analysis of a file is still valid."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+def identity(path: str) -> FileIdentity:
+    try:
+        if is_local(path):
+            st = os.stat(path)
+            return FileIdentity(path, st.st_size, st.st_mtime_ns)
+        st = tf.io.gfile.stat(path)
+        return FileIdentity(path, int(st.length), int(getattr(st, "mtime_nsec", 0) or 0))
+    except (OSError, Exception) as exc:
+        raise LeakfinderError(f"{path}: cannot read the file ({exc})", source=path) from exc
+
+
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The whole file; `limit` refuses files larger than that many bytes."""
+    size = identity(path).size
+    if limit is not None and size > limit:
+        raise LeakfinderError(
+            f"{path}: the file is {size} bytes, over the {limit}-byte limit for one analysis",
+            source=path,
+        )
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            return bytes(f.read())
+    except Exception as exc:
+        raise LeakfinderError(f"{path}: cannot read the file ({exc})", source=path) from exc

@@ -1,0 +1,237 @@
+"""The one JSON report model that the plugin, the CLI and the Python API all present."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tb_leakfinder.analyses import verdict as verdicts
+from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.labels import dtype_name
+from tb_leakfinder.analyses.timeline import downsample, held_bytes, never_freed_bytes
+from tb_leakfinder.errors import BadArgumentError, NotFoundError
+from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
+from tb_leakfinder.model.memory import Steps
+
+REPORT_VERSION = 1
+Json = dict[str, Any]
+
+
+def steps_json(steps: Steps) -> list[Json]:
+    return [
+        {"step": int(n), "start_ps": int(s), "end_ps": int(e)}
+        for n, s, e in zip(steps.step_num, steps.start_ps, steps.end_ps, strict=True)
+    ]
+
+
+def _step_num(steps: Steps, ordinal: int) -> int | None:
+    return int(steps.step_num[ordinal]) if ordinal >= 0 else None
+
+
+def allocator_json(a: AllocatorAnalysis) -> Json:
+    s, strings = a.summary, a.events.strings
+    leaks = [
+        {
+            "group": i,
+            "op": strings[g.op],
+            "shape": strings[g.shape],
+            "dtype": dtype_name(g.dtype),
+            "region": strings[g.region],
+            "kind": g.kind,
+            "count": g.count,
+            "bytes": g.bytes,
+            "steps": g.steps,
+            "first_step": g.first_step,
+            "last_step": g.last_step,
+            "bytes_per_step": round(g.bytes_per_step, 1),
+            "score": g.score,
+        }
+        for i, g in enumerate(a.suspects.groups)
+    ]
+    breakdown = [
+        {
+            "op": strings[r.op],
+            "shape": strings[r.shape],
+            "dtype": dtype_name(r.dtype),
+            "region": strings[r.region],
+            "count": r.count,
+            "bytes": r.bytes,
+        }
+        for r in a.breakdown
+    ]
+    return {
+        "name": a.name,
+        "num_allocations": s.num_allocations,
+        "num_deallocations": s.num_deallocations,
+        "balance": s.num_allocations - s.num_deallocations,
+        "peak_bytes_in_use": s.peak_bytes_in_use,
+        "peak_time_ps": s.peak_time_ps,
+        "peak_step": s.peak_step,
+        "peak_stack_reserved_bytes": s.peak_stack_reserved_bytes,
+        "peak_fragmentation": round(s.peak_fragmentation, 6),
+        "peak_unattributed_bytes": a.unexplained_peak_bytes,
+        "live_at_end_count": s.live_at_end_count,
+        "live_at_end_bytes": s.live_at_end_bytes,
+        "never_freed_bytes": s.live_at_end_bytes,
+        "freed_before_window_count": s.freed_before_window_count,
+        "growth_bytes_per_step": round(s.growth_bytes_per_step, 1),
+        "verdict": a.verdict.verdict,
+        "reason": a.verdict.reason,
+        "warnings": a.warnings,
+        "leaks": leaks,
+        "peak_breakdown": breakdown,
+    }
+
+
+def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
+    allocators = [allocator_json(a) for a in h.allocators]
+    if allocators:
+        verdict = verdicts.worst([a["verdict"] for a in allocators])
+        reason = next(a["reason"] for a in allocators if a["verdict"] == verdict)
+    else:
+        verdict, reason = verdicts.INCONCLUSIVE, verdicts.NO_EVENTS_REASON
+    return {
+        "host": h.profile.host,
+        "verdict": verdict,
+        "reason": reason,
+        "warnings": list(h.profile.warnings),
+        "duration_ps": h.profile.duration_ps,
+        "num_steps": len(h.profile.steps),
+        "steps": steps_json(h.profile.steps),
+        "allocators": allocators,
+        "modules": modules,
+    }
+
+
+def run_json(name: str, hosts: list[Json]) -> Json:
+    verdict = verdicts.worst([h["verdict"] for h in hosts])
+    return {"run": name, "verdict": verdict, "hosts": hosts}
+
+
+def report_json(runs: list[Json]) -> Json:
+    return {"version": REPORT_VERSION, "runs": runs}
+
+
+def find_allocator(h: HostAnalysis, name: str | None) -> AllocatorAnalysis:
+    if not h.allocators:
+        raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events. {verdicts.NO_EVENTS_REASON}")
+    if name is None:
+        return h.allocators[0]
+    for a in h.allocators:
+        if a.name == name:
+            return a
+    raise NotFoundError(f"host {h.profile.host!r} has no allocator {name!r}; its allocators are {[a.name for a in h.allocators]}")
+
+
+def timeline_json(
+    a: AllocatorAnalysis,
+    steps: Steps,
+    points: int,
+    start_ps: int | None = None,
+    end_ps: int | None = None,
+    group: int | None = None,
+) -> Json:
+    e = a.events
+    nf = never_freed_bytes(e, a.buffers)
+    lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
+    hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
+    heap = e.bytes_in_use[lo:hi]
+    idx = lo + downsample(e.time_ps[lo:hi], heap, points)
+    out: Json = {
+        "allocator": a.name,
+        "total_events": len(e),
+        "time_ps": e.time_ps[idx].tolist(),
+        "heap_bytes": e.bytes_in_use[idx].tolist(),
+        "stack_bytes": e.bytes_reserved[idx].tolist(),
+        "fragmentation": np.round(e.fragmentation[idx], 6).tolist(),
+        "never_freed_bytes": nf[idx].tolist(),
+        "peak": {"time_ps": a.summary.peak_time_ps, "bytes": a.summary.peak_bytes_in_use, "step": a.summary.peak_step},
+        "steps": steps_json(steps),
+    }
+    if group is not None:
+        _check_group(a, group)
+        out["group"] = group
+        out["group_bytes"] = held_bytes(e, a.buffers, a.suspects.group_of_buffer == group)[idx].tolist()
+    return out
+
+
+SORT_KEYS = ("bytes", "alloc_time_ps", "free_time_ps", "lifetime_ps", "op")
+MAX_PAGE = 5000
+
+
+def _check_group(a: AllocatorAnalysis, group: int) -> None:
+    if not 0 <= group < len(a.suspects.groups):
+        raise NotFoundError(f"allocator {a.name!r} has no leak group {group}; it has {len(a.suspects.groups)}")
+
+
+def buffers_json(
+    a: AllocatorAnalysis,
+    steps: Steps,
+    offset: int = 0,
+    limit: int = 100,
+    sort: str = "bytes",
+    order: str = "desc",
+    group: int | None = None,
+    status: str | None = None,
+    start_ps: int | None = None,
+    end_ps: int | None = None,
+) -> Json:
+    b = a.buffers
+    if sort not in SORT_KEYS:
+        raise BadArgumentError(f"sort must be one of {', '.join(SORT_KEYS)}, not {sort!r}")
+    if order not in ("asc", "desc"):
+        raise BadArgumentError(f"order must be asc or desc, not {order!r}")
+    if offset < 0 or not 1 <= limit <= MAX_PAGE:
+        raise BadArgumentError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE}")
+    mask = np.ones(len(b), bool)
+    if group is not None:
+        _check_group(a, group)
+        mask &= a.suspects.group_of_buffer == group
+    if status is not None:
+        if status not in STATUS_NAMES:
+            raise BadArgumentError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}")
+        mask &= b.status == STATUS_NAMES.index(status)
+    end_time = np.where(b.free_time_ps == NO_TIME, np.iinfo(np.int64).max, b.free_time_ps)
+    if start_ps is not None:
+        mask &= end_time >= start_ps
+    if end_ps is not None:
+        mask &= b.alloc_time_ps <= end_ps
+    rows = np.flatnonzero(mask)
+    strings = a.events.strings
+    if sort == "op":
+        key = np.array([strings[i] for i in b.op[rows]], dtype=object) if len(rows) else rows
+        ranked = rows[np.argsort(key, kind="stable")]
+    else:
+        values = {
+            "bytes": b.allocation_bytes,
+            "alloc_time_ps": b.alloc_time_ps,
+            "free_time_ps": end_time,
+            "lifetime_ps": end_time - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps),
+        }[sort][rows]
+        ranked = rows[np.argsort(values, kind="stable")]
+    if order == "desc":
+        ranked = ranked[::-1]
+    page = ranked[offset : offset + limit]
+    return {"total": len(rows), "offset": offset, "limit": limit, "buffers": [_buffer(a, steps, int(i)) for i in page]}
+
+
+def _buffer(a: AllocatorAnalysis, steps: Steps, i: int) -> Json:
+    b, strings = a.buffers, a.events.strings
+    group = int(a.suspects.group_of_buffer[i])
+    return {
+        "id": i,
+        "address": hex(int(b.addr[i])),
+        "alloc_time_ps": None if b.alloc_time_ps[i] == NO_TIME else int(b.alloc_time_ps[i]),
+        "free_time_ps": None if b.free_time_ps[i] == NO_TIME else int(b.free_time_ps[i]),
+        "alloc_step": _step_num(steps, int(b.alloc_step[i])),
+        "free_step": _step_num(steps, int(b.free_step[i])),
+        "requested_bytes": int(b.requested_bytes[i]),
+        "allocation_bytes": int(b.allocation_bytes[i]),
+        "op": strings[b.op[i]],
+        "shape": strings[b.shape[i]],
+        "dtype": dtype_name(int(b.dtype[i])),
+        "region": strings[b.region[i]],
+        "status": STATUS_NAMES[b.status[i]],
+        "group": group if group >= 0 else None,
+    }

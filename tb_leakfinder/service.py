@@ -1,0 +1,105 @@
+"""Runs, their cached analyses and reports: what every view asks for."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tb_leakfinder import report
+from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
+from tb_leakfinder.cache import ComputeCache
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read import discovery, files
+from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.read.xspace import read_host
+
+DEFAULT_CACHE_BYTES = 2 << 30
+DISCOVERY_TTL_S = 5.0
+
+
+@dataclass
+class HostResult:
+    """One host's analysis, or the error its file gives, with the report JSON made once."""
+
+    analysis: HostAnalysis | None
+    error: LeakfinderError | None = None
+    _json: report.Json | None = field(default=None, repr=False)
+
+    def unwrap(self) -> HostAnalysis:
+        if self.error is not None:
+            raise self.error
+        assert self.analysis is not None
+        return self.analysis
+
+    def json(self) -> report.Json:
+        if self._json is None:
+            self._json = report.host_json(self.unwrap(), [])
+        return self._json
+
+
+def _weight(result: HostResult) -> int:
+    if result.analysis is None:
+        return 1024
+    total = 0
+    for a in result.analysis.allocators:
+        for obj in (a.events, a.buffers):
+            total += sum(getattr(v, "nbytes", 0) for v in vars(obj).values())
+    return total + 1024
+
+
+class Engine:
+    """Lists runs and serves their analyses from a cache keyed by file identity."""
+
+    def __init__(self, list_runs: Callable[[], list[Run]], cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self._list_runs = list_runs
+        self._cache: ComputeCache[HostResult] = ComputeCache(cache_bytes)
+        self._runs: list[Run] = []
+        self._runs_at = -DISCOVERY_TTL_S
+        self._runs_lock = threading.Lock()
+
+    @classmethod
+    def for_logdir(cls, logdir: str, cache_bytes: int = DEFAULT_CACHE_BYTES) -> Engine:
+        return cls(lambda: discovery.discover(logdir), cache_bytes)
+
+    @classmethod
+    def for_path(cls, path: str) -> Engine:
+        """A logdir, a session folder or one `.xplane.pb`, as the CLI and API take them."""
+        runs = discovery.runs_for_path(path)
+        return cls(lambda: runs)
+
+    @property
+    def computations(self) -> int:
+        return self._cache.computations
+
+    def runs(self) -> list[Run]:
+        with self._runs_lock:
+            now = time.monotonic()
+            if now - self._runs_at >= DISCOVERY_TTL_S:
+                self._runs = self._list_runs()
+                self._runs_at = now
+            return self._runs
+
+    def run(self, name: str) -> Run:
+        return discovery.find_run(self.runs(), name)
+
+    def host(self, run: Run, host: str | None) -> HostResult:
+        host_name, path = run.host_path(host)
+        key = files.identity(path)
+
+        def compute() -> HostResult:
+            try:
+                return HostResult(analyze_host(read_host(path, host_name)))
+            except LeakfinderError as exc:
+                return HostResult(None, exc)
+
+        return self._cache.get(key, compute, _weight)
+
+    def run_report(self, run: Run, host: str | None = None) -> report.Json:
+        hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
+        return report.run_json(run.name, [self.host(run, h).json() for h in hosts])
+
+    def report(self, run_name: str | None = None, host: str | None = None) -> report.Json:
+        runs = [self.run(run_name)] if run_name is not None else self.runs()
+        return report.report_json([self.run_report(r, host) for r in runs])

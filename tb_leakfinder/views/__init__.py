@@ -1,0 +1,1 @@
+"""What users see: the TensorBoard plugin, the CLI and the Python API."""

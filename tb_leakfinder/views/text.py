@@ -1,0 +1,71 @@
+"""The CLI's human-readable rendering of the report JSON."""
+
+from __future__ import annotations
+
+from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.report import Json
+
+VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
+TOP_ROWS = 10
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return ["    " + fmt.format(*headers).rstrip()] + ["    " + fmt.format(*r).rstrip() for r in rows]
+
+
+def render_allocator(a: Json) -> list[str]:
+    lines = [
+        f"  allocator {a['name']}: {VERDICT_WORDS[a['verdict']]}",
+        f"    {a['reason']}",
+        f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
+        f"peak {format_bytes(a['peak_bytes_in_use'])}"
+        + (f" at step {a['peak_step']}" if a["peak_step"] is not None else "")
+        + f"; never freed {format_bytes(a['never_freed_bytes'])} in {a['live_at_end_count']} buffers; "
+        f"heap growth {format_bytes(a['growth_bytes_per_step'])}/step",
+    ]
+    lines += [f"    warning: {w}" for w in a["warnings"]]
+    if a["leaks"]:
+        lines.append("    never-freed groups:")
+        rows = [
+            [
+                g["kind"],
+                group_label(g["op"], g["shape"], g["region"]),
+                g["dtype"],
+                str(g["count"]),
+                format_bytes(g["bytes"]),
+                f"{g['steps']}",
+                format_bytes(g["bytes_per_step"]) + "/step",
+                f"{g['score']:.2f}",
+            ]
+            for g in a["leaks"][:TOP_ROWS]
+        ]
+        lines += _table(["kind", "op shape region", "dtype", "count", "bytes", "steps", "growth", "score"], rows)
+        if len(a["leaks"]) > TOP_ROWS:
+            lines.append(f"    … and {len(a['leaks']) - TOP_ROWS} more groups (see --json)")
+    if a["peak_breakdown"]:
+        lines.append("    live at peak:")
+        rows = [
+            [group_label(r["op"], r["shape"], r["region"]), r["dtype"], str(r["count"]), format_bytes(r["bytes"])]
+            for r in a["peak_breakdown"][:TOP_ROWS]
+        ]
+        lines += _table(["op shape region", "dtype", "count", "bytes"], rows)
+        if len(a["peak_breakdown"]) > TOP_ROWS:
+            lines.append(f"    … and {len(a['peak_breakdown']) - TOP_ROWS} more groups (see --json)")
+    return lines
+
+
+def render_report(report: Json) -> str:
+    lines: list[str] = []
+    for run in report["runs"]:
+        lines.append(f"run {run['run']}: {VERDICT_WORDS[run['verdict']]}")
+        for host in run["hosts"]:
+            lines.append(f" host {host['host']}: {host['num_steps']} steps")
+            lines += [f"  warning: {w}" for w in host["warnings"]]
+            if not host["allocators"]:
+                lines.append(f"  {host['reason']}")
+            for a in host["allocators"]:
+                lines += render_allocator(a)
+        lines.append("")
+    return "\n".join(lines)
