@@ -23,6 +23,7 @@ setup(
     ],
     extras_require={
         "capture": ["tensorflow-cpu", "jax"],
+        "test": ["pytest", "hypothesis", "ruff", "fsspec", "grpcio-tools"],
     },
     entry_points={
         "tensorboard_plugins": ["leakfinder = tb_leakfinder.plugin_loader:LeakfinderLoader"],

@@ -47,8 +47,9 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
             growth_bytes_per_step=0.0,
             **common,
         )
-    # The peak is where heap plus stack is highest, as XProf's memory profile defines it.
-    peak = int(np.argmax(events.bytes_in_use + events.bytes_reserved))
+    # The peak is where heap plus stack is highest, its last occurrence, as XProf's memory profile has it.
+    total = events.bytes_in_use + events.bytes_reserved
+    peak = len(total) - 1 - int(np.argmax(total[::-1]))
     step = int(containing_step(events.time_ps[peak : peak + 1], steps)[0])
     return Summary(
         peak_event=peak,

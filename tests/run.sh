@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test of tb_leakfinder, from a fresh machine: installs what the tests need, then runs
+# the Python suite (pytest) and the browser suite (node + Debian's chromium).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python -m pip install --quiet --disable-pip-version-check ".[test]"
+if ! command -v chromium >/dev/null 2>&1; then
+  apt-get update && apt-get install -y chromium
+fi
+(cd frontend && npm ci --no-audit --no-fund)
+
+echo "== static checks"
+ruff check .
+python tools/compile_proto.py --check
+(cd frontend && npm run --silent typecheck && npm run --silent check-bundle)
+
+echo "== python tests"
+python -m pytest -q
+
+echo "== browser tests"
+(cd frontend && npm test)

@@ -1,0 +1,23 @@
+"""Peak bytes in use equal XProf's memory_profile converter on the same files."""
+
+from __future__ import annotations
+
+import pytest
+
+import tb_leakfinder
+from tests.conftest import demo_xplane
+from tests.xprof_oracle import memory_profile_peaks
+
+
+@pytest.mark.parametrize("tb_run", ["tf_leak", "tf_fixed"])
+def test_peak_equals_xprof(tb_run):
+    path = str(demo_xplane(tb_run))
+    oracle = memory_profile_peaks(path)
+    (run,) = tb_leakfinder.analyze(path)["runs"]
+    ours = {a["name"]: a for a in run["hosts"][0]["allocators"]}
+    assert set(ours) == set(oracle)
+    for name, peak in oracle.items():
+        assert ours[name]["peak_bytes_in_use"] == peak["heapAllocatedBytes"]
+        assert ours[name]["peak_stack_reserved_bytes"] == peak["stackReservedBytes"]
+        assert ours[name]["peak_fragmentation"] == pytest.approx(peak["fragmentation"], abs=1e-5)
+        assert ours[name]["peak_time_ps"] == peak["time_ps"]

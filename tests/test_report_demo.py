@@ -1,0 +1,70 @@
+"""The whole analysis on the real TensorFlow captures in demo_logs/."""
+
+from __future__ import annotations
+
+import pytest
+
+import tb_leakfinder
+from tests.conftest import demo_capture, demo_xplane
+
+
+def _allocator(report: dict) -> dict:
+    (run,) = report["runs"]
+    (host,) = run["hosts"]
+    (allocator,) = host["allocators"]
+    return allocator
+
+
+def test_leak_run_names_op_shape_and_rate():
+    expected = demo_capture("tf_leak")
+    a = _allocator(tb_leakfinder.analyze(str(demo_xplane("tf_leak"))))
+    assert a["verdict"] == "leak"
+    top = a["leaks"][0]
+    assert (top["op"], top["shape"], top["dtype"], top["region"]) == (
+        expected["leaked_op"], expected["leaked_shape"], expected["leaked_dtype"], expected["leaked_region"],
+    )
+    assert top["kind"] == "growing"
+    assert top["count"] == expected["steps"] and top["steps"] == expected["steps"]
+    assert top["bytes_per_step"] == pytest.approx(expected["leaked_bytes_per_step"], rel=0.05)
+    assert f"{expected['leaked_op']} {expected['leaked_shape']}" in a["reason"]
+    assert "KiB per step" in a["reason"]
+    # Nothing else grows: the other never-freed buffers are the last step's.
+    assert all(g["kind"] != "growing" for g in a["leaks"][1:])
+
+
+def test_fixed_run_has_no_leak():
+    a = _allocator(tb_leakfinder.analyze(str(demo_xplane("tf_fixed"))))
+    assert a["verdict"] == "no_leak", a["reason"]
+    assert all(g["kind"] != "growing" for g in a["leaks"])
+    assert a["growth_bytes_per_step"] < 0.01 * demo_capture("tf_leak")["leaked_bytes_per_step"]
+
+
+def test_counts_are_exact_and_balance():
+    import numpy as np
+
+    from tb_leakfinder import proto
+
+    path = demo_xplane("tf_leak")
+    space = proto.XSpace().FromString(path.read_bytes())
+    cpu = next(p for p in space.planes if p.name == "/host:CPU")
+    names = {k: m.name for k, m in cpu.event_metadata.items()}
+    kinds = np.array([names[e.metadata_id] for line in cpu.lines for e in line.events])
+    a = _allocator(tb_leakfinder.analyze(str(path)))
+    assert a["num_allocations"] == int(np.sum(kinds == "MemoryAllocation"))
+    assert a["num_deallocations"] == int(np.sum(kinds == "MemoryDeallocation"))
+    assert a["balance"] == a["num_allocations"] - a["num_deallocations"]
+
+
+def test_peak_breakdown_explains_the_peak():
+    a = _allocator(tb_leakfinder.analyze(str(demo_xplane("tf_leak"))))
+    explained = sum(r["bytes"] for r in a["peak_breakdown"])
+    assert explained + a["peak_unattributed_bytes"] == a["peak_bytes_in_use"]
+    assert a["peak_breakdown"] == sorted(a["peak_breakdown"], key=lambda r: -r["bytes"])
+    leaked = next(r for r in a["peak_breakdown"] if r["op"] == "Mul" and r["shape"] == "[128,1024]")
+    assert leaked["count"] >= demo_capture("tf_leak")["steps"] - 1
+
+
+def test_logdir_report_lists_both_runs_with_verdicts(demo_logdir):
+    runs = {r["run"].split("/")[0]: r for r in tb_leakfinder.analyze(demo_logdir)["runs"]}
+    assert runs["tf_leak"]["verdict"] == "leak"
+    assert runs["tf_fixed"]["verdict"] == "no_leak"
