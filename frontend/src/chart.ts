@@ -1,0 +1,259 @@
+// Shared uPlot plumbing: theme colours, resizing, tooltips and a rectangle
+// chart (buffer lifetimes, static buffer blocks) drawn through uPlot hooks.
+
+import uPlot from 'uplot';
+import {type Child, cssVar, el} from './dom';
+
+/** Runs `paint` with the canvas clipped to the plotting area (canvas pixels). */
+export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uPlot.BBox) => void): void {
+  const ctx = u.ctx;
+  const box = u.bbox;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(box.left, box.top, box.width, box.height);
+  ctx.clip();
+  try {
+    paint(ctx, box);
+  } finally {
+    ctx.restore();
+  }
+}
+
+export function axisStyle(): Partial<uPlot.Axis> {
+  return {
+    stroke: cssVar('--lf-muted'),
+    grid: {stroke: cssVar('--lf-grid'), width: 1},
+    ticks: {stroke: cssVar('--lf-grid'), width: 1},
+  };
+}
+
+/** Keeps a chart as wide as its container. Returns a disposer. */
+export function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => void {
+  let last = 0;
+  const observer = new ResizeObserver(() => {
+    const width = Math.max(200, Math.floor(container.clientWidth));
+    if (width !== last) {
+      last = width;
+      chart.setSize({width, height});
+    }
+  });
+  observer.observe(container);
+  return () => observer.disconnect();
+}
+
+export function chartWidth(container: HTMLElement): number {
+  return Math.max(200, Math.floor(container.clientWidth || container.getBoundingClientRect().width || 800));
+}
+
+/** A tooltip placed inside `container` near the cursor. */
+export class Tooltip {
+  readonly element = el('div', {class: 'lf-tooltip', role: 'tooltip', hidden: true});
+  constructor(private readonly container: HTMLElement) {
+    container.appendChild(this.element);
+  }
+  show(left: number, top: number, rows: [string, Child][], title?: string): void {
+    const dl = el('dl');
+    for (const [label, value] of rows) dl.append(el('dt', {}, label), el('dd', {}, value));
+    this.element.replaceChildren(...(title ? [el('strong', {}, title)] : []), dl);
+    this.element.hidden = false;
+    const width = this.container.clientWidth;
+    const box = this.element.getBoundingClientRect();
+    this.element.style.left = `${Math.max(0, Math.min(left + 14, width - box.width - 4))}px`;
+    this.element.style.top = `${top + 14}px`;
+  }
+  hide(): void {
+    this.element.hidden = true;
+  }
+}
+
+export function swatch(color: string, label: string): HTMLElement {
+  const box = el('span', {class: 'lf-swatch'});
+  box.style.background = color;
+  return el('span', {}, box, label);
+}
+
+// ---- rectangle chart -----------------------------------------------------
+
+export interface Rect {
+  x0: number;
+  x1: number;
+  y0: number;
+  y1: number;
+  /** Fill colour; highlighted rects are drawn last, with an outline. */
+  color: string;
+  highlight?: boolean;
+}
+
+export interface RectChartOptions<R extends Rect> {
+  height: number;
+  xLabel: string;
+  yLabel: string;
+  xValues(values: number[]): string[];
+  yValues(values: number[]): string[];
+  /** Title and rows of the tooltip for a rect. */
+  describe(rect: R): {title: string; rows: [string, Child][]};
+  /** Takes over zooming: a dragged range, or null on double-click. */
+  onZoom?(range: {min: number; max: number} | null): void;
+}
+
+/**
+ * Rectangles on uPlot axes. uPlot owns the scales, axes, cursor and zoom; a
+ * `draw` hook paints the rects and a `setCursor` hook hit-tests them.
+ */
+export class RectChart<R extends Rect> {
+  readonly element: HTMLElement;
+  private readonly plot: uPlot;
+  private readonly tooltip: Tooltip;
+  private rects: R[] = [];
+  private xRange: [number, number] = [0, 1];
+  private yRange: [number, number] = [0, 1];
+  private readonly dispose: () => void;
+  hovered: R | null = null;
+
+  constructor(private readonly options: RectChartOptions<R>) {
+    this.element = el('div', {class: 'lf-chart'});
+    this.tooltip = new Tooltip(this.element);
+    const axes = axisStyle();
+    const self = this;
+    const opts: uPlot.Options = {
+      width: 800,
+      height: options.height,
+      legend: {show: false},
+      cursor: {drag: {x: true, y: false, setScale: false}, points: {show: false}},
+      scales: {
+        x: {time: false, range: (_u, min, max) => (max > min ? [min, max] : self.xRange)},
+        y: {range: () => self.yRange},
+      },
+      axes: [
+        {...axes, label: options.xLabel, values: (_u, v) => options.xValues(v), size: 40},
+        {...axes, label: options.yLabel, values: (_u, v) => options.yValues(v), size: 80},
+      ],
+      series: [{}, {show: false}],
+      hooks: {
+        draw: [(u) => this.draw(u)],
+        setCursor: [(u) => this.hover(u)],
+        setSelect: [
+          (u) => {
+            const {left, width} = u.select;
+            if (width < 3) return;
+            const range = {min: u.posToVal(left, 'x'), max: u.posToVal(left + width, 'x')};
+            u.setSelect({left: 0, top: 0, width: 0, height: 0}, false);
+            this.zoom(range);
+          },
+        ],
+      },
+    };
+    this.plot = new uPlot(opts, [[], []], this.element);
+    this.plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
+    this.plot.over.addEventListener('dblclick', () => this.zoom(null));
+    this.dispose = autoWidth(this.plot, this.element, options.height);
+  }
+
+  setData(rects: R[], xRange: [number, number], yRange: [number, number]): void {
+    this.rects = rects.slice().sort((a, b) => Number(!!a.highlight) - Number(!!b.highlight));
+    this.xRange = xRange[1] > xRange[0] ? xRange : [xRange[0], xRange[0] + 1];
+    this.yRange = yRange[1] > yRange[0] ? yRange : [yRange[0], yRange[0] + 1];
+    this.plot.setData([[this.xRange[0], this.xRange[1]], [null, null]] as uPlot.AlignedData, true);
+  }
+
+  /** Shows the x range [min, max] (or everything). */
+  setXRange(range: {min: number; max: number} | null): void {
+    const {min, max} = range ?? {min: this.xRange[0], max: this.xRange[1]};
+    this.plot.batch(() => this.plot.setScale('x', {min, max}));
+  }
+
+  redraw(): void {
+    this.plot.redraw(false, false);
+  }
+
+  destroy(): void {
+    this.dispose();
+    this.plot.destroy();
+  }
+
+  private zoom(range: {min: number; max: number} | null): void {
+    if (this.options.onZoom) this.options.onZoom(range);
+    else this.setXRange(range);
+  }
+
+  private draw(u: uPlot): void {
+    clipped(u, (ctx) => this.paint(u, ctx));
+  }
+
+  private paint(u: uPlot, ctx: CanvasRenderingContext2D): void {
+    const outline = cssVar('--lf-text');
+    for (const rect of this.rects) {
+      const x0 = u.valToPos(rect.x0, 'x', true);
+      const x1 = u.valToPos(rect.x1, 'x', true);
+      const y0 = u.valToPos(rect.y0, 'y', true);
+      const y1 = u.valToPos(rect.y1, 'y', true);
+      const x = Math.min(x0, x1);
+      const y = Math.min(y0, y1);
+      const w = Math.max(1, Math.abs(x1 - x0));
+      const h = Math.max(1, Math.abs(y1 - y0));
+      ctx.fillStyle = rect.color;
+      ctx.fillRect(x, y, w, h);
+      if (rect.highlight) {
+        ctx.strokeStyle = outline;
+        ctx.lineWidth = Math.max(1, devicePixelRatio);
+        ctx.strokeRect(x, y, w, h);
+      }
+    }
+  }
+
+  private hover(u: uPlot): void {
+    const {left, top} = u.cursor;
+    if (left === undefined || top === undefined || left < 0 || top < 0) {
+      this.hovered = null;
+      this.tooltip.hide();
+      return;
+    }
+    const x = u.posToVal(left, 'x');
+    const y = u.posToVal(top, 'y');
+    const xTol = Math.abs(u.posToVal(left + 2, 'x') - x);
+    const yTol = Math.abs(u.posToVal(top + 2, 'y') - y);
+    let hit: R | null = null;
+    for (let i = this.rects.length - 1; i >= 0; i--) {
+      const r = this.rects[i];
+      if (x >= Math.min(r.x0, r.x1) - xTol && x <= Math.max(r.x0, r.x1) + xTol && y >= r.y0 - yTol && y <= r.y1 + yTol) {
+        hit = r;
+        break;
+      }
+    }
+    this.hovered = hit;
+    if (!hit) {
+      this.tooltip.hide();
+      return;
+    }
+    const {title, rows} = this.options.describe(hit);
+    this.tooltip.show(left + u.over.offsetLeft, top + u.over.offsetTop, rows, title);
+  }
+}
+
+/**
+ * Keeps at most about 4 points per bucket (first, min, max, last, in order),
+ * so a curve never holds more points than `buckets` pixels can show and its
+ * extremes survive.
+ */
+export function downsample(x: number[], y: number[], buckets: number): [number[], number[]] {
+  if (x.length <= buckets * 4) return [x, y];
+  const ox: number[] = [];
+  const oy: number[] = [];
+  const size = x.length / buckets;
+  for (let b = 0; b < buckets; b++) {
+    const start = Math.floor(b * size);
+    const end = Math.min(x.length, Math.floor((b + 1) * size));
+    if (end <= start) continue;
+    let lo = start;
+    let hi = start;
+    for (let i = start; i < end; i++) {
+      if (y[i] < y[lo]) lo = i;
+      if (y[i] > y[hi]) hi = i;
+    }
+    for (const i of [...new Set([start, lo, hi, end - 1])].sort((a, b2) => a - b2)) {
+      ox.push(x[i]);
+      oy.push(y[i]);
+    }
+  }
+  return [ox, oy];
+}

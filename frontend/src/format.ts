@@ -1,0 +1,67 @@
+// Number formatting: sizes in binary units (KiB, MiB, GiB), times from picoseconds.
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+/** 1536 -> "1.5 KiB"; 524288 -> "512 KiB". */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—';
+  const sign = bytes < 0 ? '-' : '';
+  let value = Math.abs(bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  const digits = unit === 0 || value >= 100 || Number.isInteger(value) ? 0 : value >= 10 ? 1 : 2;
+  const text = value.toFixed(digits).replace(/\.0+$|(\.\d*?)0+$/, '$1');
+  return `${sign}${text} ${BYTE_UNITS[unit]}`;
+}
+
+/** A change in bytes, always signed: "+512 KiB". */
+export function formatBytesDelta(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—';
+  return bytes > 0 ? `+${formatBytes(bytes)}` : formatBytes(bytes);
+}
+
+const TIME_UNITS: [number, string][] = [
+  [1e12, 's'],
+  [1e9, 'ms'],
+  [1e6, 'µs'],
+  [1e3, 'ns'],
+];
+
+/** Picoseconds -> "12.5 ms". */
+export function formatPs(ps: number | null | undefined): string {
+  if (ps === null || ps === undefined || !Number.isFinite(ps)) return '—';
+  const abs = Math.abs(ps);
+  for (const [scale, unit] of TIME_UNITS) {
+    if (abs >= scale) {
+      const v = ps / scale;
+      return `${v.toFixed(Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2)} ${unit}`;
+    }
+  }
+  return `${ps} ps`;
+}
+
+export function formatCount(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '—';
+  return n.toLocaleString('en-US');
+}
+
+export function formatFraction(f: number | null | undefined): string {
+  if (f === null || f === undefined || !Number.isFinite(f)) return '—';
+  return `${(f * 100).toFixed(f < 0.1 ? 1 : 0)}%`;
+}
+
+export function formatStep(step: number | null | undefined): string {
+  return step === null || step === undefined ? '—' : `step ${step}`;
+}
+
+/** Axis ticks for byte scales: "0", "512 KiB", "1 MiB". */
+export function byteTicks(values: number[]): string[] {
+  return values.map((v) => (v === 0 ? '0' : formatBytes(v)));
+}
+
+export function timeTicks(values: number[]): string[] {
+  return values.map((v) => (v === 0 ? '0' : formatPs(v)));
+}

@@ -1,0 +1,194 @@
+// The Leaks tab. TensorBoard loads this module in the plugin iframe and calls
+// render(). All requests are relative to the iframe's base URL.
+
+import uplotCss from 'uplot/dist/uPlot.min.css';
+import {api, type Report, type RunEntry, type Selection} from './api';
+import {el, errorMessage, notice} from './dom';
+import {DATA_RELOADED, HostChannel, loadUrlState, sameOriginParent, saveUrlState, type Theme, watchTheme, xprofUrl} from './host';
+import styles from './styles.css';
+import {RunView} from './view';
+
+type Status = 'loading' | 'ready' | 'empty' | 'error';
+
+function option(value: string, text: string, selected: boolean): HTMLOptionElement {
+  const o = el('option', {value}, text);
+  o.selected = selected;
+  return o;
+}
+
+function pick(wanted: string, available: string[]): string {
+  return available.includes(wanted) ? wanted : (available[0] ?? '');
+}
+
+class App {
+  readonly root = el('main', {class: 'lf-root', 'data-state': 'loading'});
+  private readonly selectors = {
+    run: el('select', {'aria-label': 'Run', 'data-select': 'run'}),
+    host: el('select', {'aria-label': 'Host', 'data-select': 'host'}),
+    allocator: el('select', {'aria-label': 'Allocator (memory ID)', 'data-select': 'allocator'}),
+    module: el('select', {'aria-label': 'Module (static view)', 'data-select': 'module'}),
+  };
+  private readonly links = el('span', {class: 'lf-links'});
+  private readonly content = el('div', {class: 'lf-content'});
+  private sel: Selection = {run: '', host: '', allocator: '', module: ''};
+  private runs: RunEntry[] = [];
+  private report: Report | null = null;
+  private reportRun = '';
+  private view: RunView | null = null;
+  private generation = 0;
+
+  constructor(private readonly channel: HostChannel) {
+    const label = (text: string, select: HTMLSelectElement) => el('label', {}, text, select);
+    this.root.append(
+      el(
+        'div',
+        {class: 'lf-toolbar'},
+        el('h1', {}, 'Leaks'),
+        label('Run', this.selectors.run),
+        label('Host', this.selectors.host),
+        label('Allocator', this.selectors.allocator),
+        label('Module', this.selectors.module),
+        this.links,
+      ),
+      this.content,
+    );
+    for (const key of ['run', 'host', 'allocator', 'module'] as const) {
+      this.selectors[key].addEventListener('change', () => {
+        this.sel = {...this.sel, [key]: this.selectors[key].value};
+        void this.show();
+      });
+    }
+    channel.listen(DATA_RELOADED, () => {
+      void this.reload();
+    });
+  }
+
+  async start(): Promise<void> {
+    const state = await loadUrlState(this.channel);
+    this.sel = {run: state.run ?? '', host: state.host ?? '', allocator: state.allocator ?? '', module: state.module ?? ''};
+    await this.reload();
+  }
+
+  /** Fetches the run list and the current run's report again, keeping the selection. */
+  async reload(): Promise<void> {
+    this.report = null;
+    this.reportRun = '';
+    await this.show();
+  }
+
+  setTheme(theme: Theme): void {
+    document.documentElement.dataset.theme = theme;
+    this.view?.redraw();
+  }
+
+  private setStatus(status: Status, ...message: (Node | string)[]): void {
+    this.root.dataset.state = status;
+    if (message.length) {
+      this.view?.destroy();
+      this.view = null;
+      this.content.replaceChildren(...message);
+    }
+  }
+
+  private async show(): Promise<void> {
+    const generation = ++this.generation;
+    const stale = () => generation !== this.generation;
+    this.setStatus('loading', notice('loading', 'Loading…'));
+    try {
+      if (!this.report) {
+        this.runs = (await api.runs()).runs;
+        if (stale()) return;
+      }
+      this.fillSelect(this.selectors.run, this.runs.map((r) => r.run), 'run');
+      if (!this.runs.length) {
+        this.fillSelect(this.selectors.host, [], 'host');
+        this.fillSelect(this.selectors.allocator, [], 'allocator');
+        this.fillSelect(this.selectors.module, [], 'module');
+        this.setStatus(
+          'empty',
+          el(
+            'div',
+            {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-runs'},
+            el('p', {}, el('strong', {}, 'No profiles found in this logdir.')),
+            el('p', {}, 'Capture one with XProf (tf.profiler.experimental.start(logdir) or jax.profiler.start_trace(logdir)); its files land in <logdir>/<run>/plugins/profile/<session>/.'),
+          ),
+        );
+        this.updateLinks();
+        return;
+      }
+      if (!this.report || this.reportRun !== this.sel.run) {
+        this.content.replaceChildren(notice('loading', `Analysing ${this.sel.run}… (a large profile takes a few seconds the first time)`));
+        const report = await api.report(this.sel.run);
+        if (stale()) return;
+        this.report = report;
+        this.reportRun = this.sel.run;
+      }
+      this.render();
+    } catch (err) {
+      if (stale()) return;
+      this.setStatus('error', notice('error', el('p', {}, el('strong', {}, 'Could not load: '), errorMessage(err))));
+      this.updateLinks();
+    }
+  }
+
+  private fillSelect(select: HTMLSelectElement, values: string[], key: keyof Selection, labels?: Map<string, string>): void {
+    const value = pick(this.sel[key], values);
+    this.sel[key] = value;
+    select.replaceChildren(...values.map((v) => option(v, labels?.get(v) ?? v, v === value)));
+    if (!values.length) select.append(option('', key === 'module' ? 'no modules' : '—', true));
+    select.disabled = values.length <= 1;
+  }
+
+  private render(): void {
+    const run = this.report?.runs.find((r) => r.run === this.sel.run) ?? this.report?.runs[0];
+    if (!run) {
+      this.setStatus('error', notice('error', `The report has no run named ${this.sel.run}.`));
+      return;
+    }
+    this.fillSelect(this.selectors.host, run.hosts.map((h) => h.host), 'host');
+    const host = run.hosts.find((h) => h.host === this.sel.host);
+    if (!host) {
+      this.setStatus('empty', notice('empty', `Run ${run.run} has no hosts.`));
+      return;
+    }
+    const verdicts = new Map(host.allocators.map((a) => [a.name, `${a.name} (${a.verdict.replace('_', ' ')})`]));
+    this.fillSelect(this.selectors.allocator, host.allocators.map((a) => a.name), 'allocator', verdicts);
+    const modules = host.modules ?? [];
+    this.fillSelect(this.selectors.module, modules.map((m) => m.name), 'module');
+    const allocator = host.allocators.find((a) => a.name === this.sel.allocator) ?? null;
+    saveUrlState({...this.sel});
+    this.updateLinks();
+    this.view?.destroy();
+    this.view = new RunView({sel: {...this.sel}, run, host, allocator, module: modules.find((m) => m.name === this.sel.module)});
+    this.content.replaceChildren(this.view.element);
+    this.view.start();
+    this.setStatus('ready');
+  }
+
+  private updateLinks(): void {
+    this.links.replaceChildren();
+    if (!this.sel.run || !sameOriginParent()) return;
+    const link = (text: string, href: string) => el('a', {href, target: '_top', rel: 'noopener'}, text);
+    this.links.append(link('Open in XProf Memory Profile', xprofUrl('memory_profile', this.sel.run, this.sel.host)));
+    if (this.sel.module) this.links.append(link('Open in XProf Memory Viewer', xprofUrl('memory_viewer', this.sel.run, this.sel.host, this.sel.module)));
+  }
+}
+
+let started = false;
+
+export async function render(): Promise<void> {
+  if (started) return;
+  started = true;
+  const style = document.createElement('style');
+  style.textContent = `${uplotCss}\n${styles}`;
+  document.head.appendChild(style);
+  const meta = document.createElement('meta');
+  meta.name = 'viewport';
+  meta.content = 'width=device-width, initial-scale=1';
+  document.head.appendChild(meta);
+  const channel = new HostChannel(window.parent && window.parent !== window ? window.parent : null);
+  const app = new App(channel);
+  document.documentElement.dataset.theme = watchTheme((theme) => app.setTheme(theme));
+  document.body.appendChild(app.root);
+  await app.start();
+}

@@ -1,0 +1,278 @@
+// Buffer lifetimes: x is time, y is address (unused address gaps removed),
+// height is size. Never-freed buffers reach to the end of the window in the
+// warning colour. The selected leak group is highlighted. Below, every buffer,
+// paged from the server.
+
+import {api, type Buffer, type BufferStatus, type LeakGroup, type Selection} from '../api';
+import {type Rect, RectChart, swatch} from '../chart';
+import {cssVar, el, errorMessage, isAbort} from '../dom';
+import {byteTicks, formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
+import {DataTable} from '../table';
+import type {TimeRange} from './timeline';
+
+/** The chart draws at most this many buffers (the largest in the range). */
+export const MAX_DRAWN = 2000;
+
+interface BufferRect extends Rect {
+  buffer: Buffer;
+  address: number;
+}
+
+export function parseAddress(address: string): number {
+  const text = address.trim();
+  return /^0x/i.test(text) ? parseInt(text.slice(2), 16) : Number(text);
+}
+
+/**
+ * Maps addresses onto a packed axis: address ranges in use keep their
+ * relative layout, the unused gaps between them shrink to a small gap.
+ */
+export function packAddresses(spans: {address: number; size: number}[]): (address: number) => number {
+  const sorted = spans.filter((s) => Number.isFinite(s.address)).sort((a, b) => a.address - b.address);
+  const segments: {start: number; end: number; base: number}[] = [];
+  const total = sorted.reduce((sum, s) => sum + s.size, 0);
+  const gap = Math.max(1, total / 200);
+  let base = 0;
+  for (const s of sorted) {
+    const last = segments[segments.length - 1];
+    if (last && s.address <= last.end) {
+      last.end = Math.max(last.end, s.address + s.size);
+      continue;
+    }
+    if (last) base = last.base + (last.end - last.start) + gap;
+    segments.push({start: s.address, end: s.address + s.size, base});
+  }
+  return (address: number) => {
+    let lo = 0;
+    let hi = segments.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (segments[mid].start <= address) lo = mid;
+      else hi = mid - 1;
+    }
+    const seg = segments[lo];
+    return seg ? seg.base + (address - seg.start) : 0;
+  };
+}
+
+function describeGroup(g: LeakGroup): string {
+  return [g.op, g.shape, g.region].filter(Boolean).join(' ');
+}
+
+export class LifetimesPanel {
+  readonly element: HTMLElement;
+  private readonly chart: RectChart<BufferRect>;
+  private readonly note: HTMLElement;
+  private readonly table: DataTable<Buffer>;
+  private range: TimeRange | null = null;
+  private group: LeakGroup | null = null;
+  private status: BufferStatus | '' = '';
+  private largest: Buffer[] = [];
+  private grouped: Buffer[] = [];
+  private total = 0;
+  private controller: AbortController | null = null;
+
+  constructor(
+    private readonly sel: Selection,
+    private readonly durationPs: number,
+    private readonly onGroupTimes: (times: number[]) => void,
+    private readonly onZoom: (range: TimeRange | null) => void,
+  ) {
+    this.chart = new RectChart<BufferRect>({
+      height: 320,
+      xLabel: 'time',
+      yLabel: 'address (unused gaps removed)',
+      xValues: timeTicks,
+      yValues: byteTicks,
+      describe: (r) => this.describe(r.buffer),
+      onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
+    });
+    this.chart.element.dataset.chart = 'lifetimes';
+    this.note = el('div', {class: 'lf-chart-note', role: 'status'});
+    const statusSelect = el(
+      'select',
+      {'aria-label': 'Buffer status'},
+      el('option', {value: ''}, 'all buffers'),
+      el('option', {value: 'live_at_end'}, 'live at the end (never freed)'),
+      el('option', {value: 'freed'}, 'freed'),
+      el('option', {value: 'before_window'}, 'allocated before the window'),
+    );
+    statusSelect.addEventListener('change', () => {
+      this.status = statusSelect.value as BufferStatus | '';
+      void this.table.reset();
+    });
+    this.table = new DataTable<Buffer>({
+      caption: 'Buffers',
+      pageSize: 25,
+      sort: 'bytes',
+      order: 'desc',
+      extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
+      rowKey: (b) => String(b.id),
+      rowClass: (b) => (b.status === 'live_at_end' ? 'lf-live' : ''),
+      columns: [
+        {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (b) => b.op || '(unknown)'},
+        {key: 'shape', label: 'Shape', wrap: true, cell: (b) => b.shape},
+        {key: 'dtype', label: 'Dtype', cell: (b) => b.dtype},
+        {key: 'region', label: 'Region', cell: (b) => b.region},
+        {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.allocation_bytes)},
+        {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b) => (b.alloc_time_ps === null ? 'before window' : formatPs(b.alloc_time_ps))},
+        {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatPs(b.free_time_ps))},
+        {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs)},
+        {key: 'step', label: 'Step', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
+        {key: 'group', label: 'Suspect', numeric: true, cell: (b) => (b.group === null ? '' : `#${b.group}`)},
+      ],
+      source: async (q, signal) => {
+        const page = await api.buffers(
+          this.sel,
+          {
+            offset: q.offset,
+            limit: q.limit,
+            sort: q.sort as never,
+            order: q.order,
+            group: this.group?.group ?? null,
+            status: this.status,
+            start_ps: this.range?.start_ps ?? null,
+            end_ps: this.range?.end_ps ?? null,
+          },
+          signal,
+        );
+        return {rows: page.buffers, total: page.total};
+      },
+    });
+    const legend = el(
+      'div',
+      {class: 'lf-legend'},
+      swatch(cssVar('--lf-buffer'), 'freed'),
+      swatch(cssVar('--lf-leak'), 'never freed (drawn to the end of the window)'),
+      swatch(cssVar('--lf-buffer-dim'), 'allocated before the window'),
+      swatch(cssVar('--lf-highlight'), 'selected suspect'),
+    );
+    this.element = el(
+      'div',
+      {},
+      el('p', {class: 'lf-muted'}, 'Each bar is one buffer: from its allocation to its free, at its address, as tall as its size. Hover for details; drag to zoom.'),
+      legend,
+      this.chart.element,
+      this.note,
+      el('h3', {}, 'All buffers'),
+      this.table.element,
+    );
+  }
+
+  async load(): Promise<void> {
+    this.controller?.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    const range = {start_ps: this.range?.start_ps ?? null, end_ps: this.range?.end_ps ?? null};
+    this.note.textContent = 'Loading buffers…';
+    try {
+      const [largest, grouped] = await Promise.all([
+        api.buffers(this.sel, {limit: MAX_DRAWN, sort: 'bytes', order: 'desc', ...range}, controller.signal),
+        this.group ? api.buffers(this.sel, {limit: 5000, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal) : null,
+      ]);
+      if (controller.signal.aborted) return;
+      this.largest = largest.buffers;
+      this.total = largest.total;
+      this.grouped = grouped?.buffers ?? [];
+      this.onGroupTimes(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
+      this.draw();
+    } catch (err) {
+      if (isAbort(err) || controller.signal.aborted) return;
+      this.note.textContent = `Could not load buffers: ${errorMessage(err)}`;
+    }
+    void this.table.load();
+  }
+
+  setGroup(group: LeakGroup | null): Promise<void> {
+    this.group = group;
+    void this.table.reset();
+    return this.load();
+  }
+
+  setRange(range: TimeRange | null): Promise<void> {
+    this.range = range;
+    void this.table.reset();
+    this.chart.setXRange(range ? {min: range.start_ps, max: range.end_ps} : null);
+    return this.load();
+  }
+
+  /** Rebuilds the rects from loaded buffers (after load or a theme change). */
+  draw(): void {
+    const byId = new Map<number, Buffer>();
+    for (const b of this.largest) byId.set(b.id, b);
+    for (const b of this.grouped) byId.set(b.id, b);
+    const buffers = [...byId.values()];
+    const pack = packAddresses(buffers.map((b) => ({address: parseAddress(b.address), size: b.allocation_bytes})));
+    const colors = {
+      freed: cssVar('--lf-buffer'),
+      live: cssVar('--lf-leak'),
+      before: cssVar('--lf-buffer-dim'),
+      dim: cssVar('--lf-buffer-dim'),
+      highlight: cssVar('--lf-highlight'),
+    };
+    const selected = this.group?.group ?? null;
+    let yMax = 1;
+    let highlighted = 0;
+    const rects: BufferRect[] = buffers.map((b) => {
+      const address = parseAddress(b.address);
+      const y0 = pack(address);
+      const y1 = y0 + Math.max(1, b.allocation_bytes);
+      yMax = Math.max(yMax, y1);
+      const hit = selected !== null && b.group === selected;
+      if (hit) highlighted++;
+      let color = b.status === 'live_at_end' ? colors.live : b.status === 'before_window' ? colors.before : colors.freed;
+      if (selected !== null && !hit) color = colors.dim;
+      if (hit) color = colors.highlight;
+      return {
+        buffer: b,
+        address,
+        x0: b.alloc_time_ps ?? 0,
+        x1: b.free_time_ps ?? this.durationPs,
+        y0,
+        y1,
+        color,
+        highlight: hit,
+      };
+    });
+    this.chart.setData(rects, [0, Math.max(1, this.durationPs)], [0, yMax * 1.02]);
+    if (this.range) this.chart.setXRange({min: this.range.start_ps, max: this.range.end_ps});
+    const el_ = this.chart.element;
+    el_.dataset.highlightGroup = selected === null ? '' : String(selected);
+    el_.dataset.highlighted = String(highlighted);
+    el_.dataset.drawn = String(rects.length);
+    const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
+    const where = this.range ? ` between ${formatPs(this.range.start_ps)} and ${formatPs(this.range.end_ps)}` : '';
+    const hl = this.group
+      ? ` Highlighted: ${formatCount(highlighted)} buffers of suspect #${this.group.group} (${describeGroup(this.group)}).`
+      : ' Click a suspect above to highlight its buffers.';
+    this.note.textContent = `Showing ${shown}${where}.${hl}`;
+  }
+
+  destroy(): void {
+    this.controller?.abort();
+    this.chart.destroy();
+  }
+
+  private describe(b: Buffer): {title: string; rows: [string, string][]} {
+    return {
+      title: b.op || '(unknown op)',
+      rows: [
+        ['shape', b.shape || '—'],
+        ['dtype', b.dtype || '—'],
+        ['region', b.region || '—'],
+        ['size', `${formatBytes(b.allocation_bytes)} (requested ${formatBytes(b.requested_bytes)})`],
+        ['address', b.address],
+        ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatPs(b.alloc_time_ps)}, ${formatStep(b.alloc_step)}`],
+        ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatPs(b.free_time_ps)}, ${formatStep(b.free_step)}`],
+        ['suspect', b.group === null ? '—' : `#${b.group}`],
+      ],
+    };
+  }
+}
+
+function lifetime(b: Buffer, durationPs: number): string {
+  const start = b.alloc_time_ps ?? 0;
+  const end = b.free_time_ps ?? durationPs;
+  const text = formatPs(end - start);
+  return b.alloc_time_ps === null || b.free_time_ps === null ? `≥ ${text}` : text;
+}

@@ -1,0 +1,42 @@
+// Summary cards: allocations and frees, peak, bytes never freed, growth per step.
+
+import type {AllocatorReport} from '../api';
+import {type Child, el} from '../dom';
+import {formatBytes, formatBytesDelta, formatCount, formatFraction, formatPs, formatStep} from '../format';
+
+function card(label: string, value: Child, detail: Child, bad = false): HTMLElement {
+  return el(
+    'div',
+    {class: `lf-card${bad ? ' lf-card-bad' : ''}`},
+    el('div', {class: 'lf-card-label'}, label),
+    el('div', {class: 'lf-card-value'}, value),
+    el('div', {class: 'lf-card-detail'}, detail),
+  );
+}
+
+export function renderSummary(a: AllocatorReport): HTMLElement {
+  const growth = a.growth_bytes_per_step;
+  return el(
+    'div',
+    {class: 'lf-cards', 'aria-label': 'Summary'},
+    card(
+      'Allocations / frees',
+      `${formatCount(a.num_allocations)} / ${formatCount(a.num_deallocations)}`,
+      `balance ${a.balance > 0 ? '+' : ''}${formatCount(a.balance)}` +
+        (a.freed_before_window_count ? `; ${formatCount(a.freed_before_window_count)} freed from before the window` : ''),
+      a.balance > 0 && a.verdict === 'leak',
+    ),
+    card(
+      'Peak heap in use',
+      formatBytes(a.peak_bytes_in_use),
+      `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
+    ),
+    card(
+      'Never freed',
+      formatBytes(a.never_freed_bytes),
+      `${formatCount(a.live_at_end_count)} buffers live at the end (${formatBytes(a.live_at_end_bytes)})`,
+      a.verdict === 'leak',
+    ),
+    card('Growth per step', growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`, 'heap trend across steps', a.verdict === 'leak' && (growth ?? 0) > 0),
+  );
+}

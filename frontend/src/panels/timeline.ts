@@ -1,0 +1,199 @@
+// Memory timeline: heap in use, bytes held by never-freed buffers and
+// fragmentation, with steps as bands. Dragging zooms; the server downsamples
+// each range again (keeping every bucket's min and max, so the peak stays).
+
+import uPlot from 'uplot';
+import {api, type Selection, type Timeline} from '../api';
+import {autoWidth, axisStyle, chartWidth, clipped} from '../chart';
+import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
+import {byteTicks, formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
+
+export interface TimeRange {
+  start_ps: number;
+  end_ps: number;
+}
+
+const HEIGHT = 280;
+
+export class TimelinePanel {
+  readonly element: HTMLElement;
+  private readonly chartBox: HTMLElement;
+  private readonly note: HTMLElement;
+  private readonly resetButton: HTMLButtonElement;
+  private plot: uPlot | null = null;
+  private disposeSize: (() => void) | null = null;
+  private data: Timeline | null = null;
+  private marks: number[] = [];
+  private controller: AbortController | null = null;
+
+  constructor(
+    private readonly sel: Selection,
+    private readonly onRange: (range: TimeRange | null) => void,
+  ) {
+    this.chartBox = el('div', {class: 'lf-chart', 'data-chart': 'timeline'});
+    this.note = el('div', {class: 'lf-chart-note', role: 'status'});
+    this.resetButton = el('button', {type: 'button', disabled: true}, 'Reset zoom');
+    this.resetButton.addEventListener('click', () => this.setRange(null, true));
+    this.element = el(
+      'div',
+      {},
+      el('div', {class: 'lf-table-tools'}, el('span', {class: 'lf-muted'}, 'Drag across the chart to zoom; double-click or'), this.resetButton),
+      this.chartBox,
+      this.note,
+    );
+  }
+
+  /** Loads the timeline of `range` (or the whole window). */
+  async setRange(range: TimeRange | null, notify = false): Promise<void> {
+    this.resetButton.disabled = range === null;
+    if (notify) this.onRange(range);
+    this.controller?.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    if (!this.plot) this.chartBox.replaceChildren(notice('loading', 'Loading the memory timeline…'));
+    const points = Math.min(20000, Math.max(200, chartWidth(this.chartBox) * 2));
+    try {
+      const data = await api.timeline(this.sel, points, range, controller.signal);
+      if (controller.signal.aborted) return;
+      this.data = data;
+      this.draw();
+    } catch (err) {
+      if (isAbort(err) || controller.signal.aborted) return;
+      this.destroyPlot();
+      this.chartBox.replaceChildren(notice('error', `Could not load the timeline: ${errorMessage(err)}`));
+    }
+  }
+
+  /** Marks times (allocations of the selected leak group) on the chart. */
+  highlight(times: number[]): void {
+    this.marks = times;
+    this.plot?.redraw(false, false);
+  }
+
+  /** Rebuilds the chart, e.g. after a theme change. */
+  draw(): void {
+    const data = this.data;
+    if (!data) return;
+    this.destroyPlot();
+    clear(this.chartBox);
+    if (!data.time_ps.length) {
+      this.chartBox.appendChild(notice('empty', 'No memory events in this time range.'));
+      return;
+    }
+    const axes = axisStyle();
+    const heap = cssVar('--lf-heap');
+    const leak = cssVar('--lf-leak');
+    const opts: uPlot.Options = {
+      width: chartWidth(this.chartBox),
+      height: HEIGHT,
+      cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
+      scales: {x: {time: false}, bytes: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}, frac: {range: [0, 1]}},
+      axes: [
+        {...axes, values: (_u, v) => timeTicks(v), size: 36},
+        {...axes, scale: 'bytes', values: (_u, v) => byteTicks(v), size: 76},
+        {...axes, scale: 'frac', side: 1, grid: {show: false}, values: (_u, v) => v.map((x) => formatFraction(x)), size: 50},
+      ],
+      series: [
+        {label: 'time', value: (_u, v) => formatPs(v)},
+        {label: 'heap in use', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
+        {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
+        {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
+      ],
+      hooks: {
+        drawClear: [(u) => this.drawSteps(u)],
+        draw: [(u) => this.drawMarks(u)],
+        setSelect: [(u) => this.onSelect(u)],
+      },
+    };
+    const aligned: uPlot.AlignedData = [data.time_ps, data.heap_bytes, data.never_freed_bytes, data.fragmentation];
+    this.plot = new uPlot(opts, aligned, this.chartBox);
+    this.plot.over.addEventListener('dblclick', () => this.setRange(null, true));
+    this.disposeSize = autoWidth(this.plot, this.chartBox, HEIGHT);
+    const shown = data.time_ps.length;
+    this.note.textContent =
+      `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum). ` +
+      `Peak ${formatBytes(data.peak.bytes)} at ${formatPs(data.peak.time_ps)}` +
+      (data.peak.step === null ? '.' : `, step ${data.peak.step}.`);
+  }
+
+  destroy(): void {
+    this.controller?.abort();
+    this.destroyPlot();
+  }
+
+  private destroyPlot(): void {
+    this.disposeSize?.();
+    this.disposeSize = null;
+    this.plot?.destroy();
+    this.plot = null;
+  }
+
+  private onSelect(u: uPlot): void {
+    const {left, width} = u.select;
+    if (width < 3) return;
+    const start = u.posToVal(left, 'x');
+    const end = u.posToVal(left + width, 'x');
+    u.setSelect({left: 0, top: 0, width: 0, height: 0}, false);
+    void this.setRange({start_ps: Math.max(0, start), end_ps: end}, true);
+  }
+
+  private drawSteps(u: uPlot): void {
+    clipped(u, (ctx, box) => this.paintSteps(u, ctx, box));
+  }
+
+  private paintSteps(u: uPlot, ctx: CanvasRenderingContext2D, {left, top, width, height}: uPlot.BBox): void {
+    const steps = this.data?.steps ?? [];
+    ctx.fillStyle = cssVar('--lf-step-band');
+    const labels = cssVar('--lf-muted');
+    ctx.font = `${Math.round(10 * devicePixelRatio)}px sans-serif`;
+    steps.forEach((step, i) => {
+      const x0 = u.valToPos(step.start_ps, 'x', true);
+      const x1 = u.valToPos(step.end_ps, 'x', true);
+      if (x1 < left || x0 > left + width) return;
+      if (i % 2 === 0) {
+        ctx.fillStyle = cssVar('--lf-step-band');
+        ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+      }
+      if (x1 - x0 > 34 * devicePixelRatio) {
+        ctx.fillStyle = labels;
+        ctx.fillText(`step ${step.step}`, x0 + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+      }
+    });
+  }
+
+  private drawMarks(u: uPlot): void {
+    clipped(u, (ctx, box) => this.paintMarks(u, ctx, box));
+  }
+
+  private paintMarks(u: uPlot, ctx: CanvasRenderingContext2D, {left, top, width, height}: uPlot.BBox): void {
+    const data = this.data;
+    if (!data) return;
+    if (this.marks.length) {
+      ctx.strokeStyle = cssVar('--lf-highlight');
+      ctx.lineWidth = 2 * devicePixelRatio;
+      ctx.beginPath();
+      for (const t of this.marks) {
+        const x = Math.round(u.valToPos(t, 'x', true));
+        ctx.moveTo(x, top + height);
+        ctx.lineTo(x, top + height - 14 * devicePixelRatio);
+      }
+      ctx.stroke();
+    }
+    const peak = data.peak;
+    if (peak.time_ps !== null) {
+      const x = u.valToPos(peak.time_ps, 'x', true);
+      const y = u.valToPos(peak.bytes, 'bytes', true);
+      if (x >= left && x <= left + width) {
+        ctx.fillStyle = cssVar('--lf-leak');
+        ctx.beginPath();
+        ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI);
+        ctx.fill();
+        ctx.fillStyle = cssVar('--lf-text');
+        ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`;
+        const text = `peak ${formatBytes(peak.bytes)}`;
+        const tw = ctx.measureText(text).width;
+        ctx.fillText(text, Math.min(x + 6 * devicePixelRatio, left + width - tw - 2), Math.max(top + 24 * devicePixelRatio, y - 6 * devicePixelRatio));
+      }
+    }
+  }
+}

@@ -1,0 +1,23 @@
+// The verdict banner: leak, no leak or inconclusive, with the report's reason.
+
+import type {AllocatorReport, HostReport, Verdict} from '../api';
+import {el} from '../dom';
+
+export const VERDICT_LABEL: Record<Verdict, string> = {
+  leak: 'Leak',
+  no_leak: 'No leak',
+  inconclusive: 'Inconclusive',
+};
+
+export function renderVerdict(host: HostReport, allocator: AllocatorReport | null): HTMLElement {
+  const verdict: Verdict = allocator?.verdict ?? 'inconclusive';
+  const reason = allocator?.reason ?? 'This run has no memory events, so there is nothing to judge.';
+  const warnings = host.warnings ?? [];
+  return el(
+    'div',
+    {class: `lf-verdict lf-verdict-${verdict}`, role: 'status', 'data-verdict': verdict},
+    el('span', {class: 'lf-verdict-label'}, VERDICT_LABEL[verdict] ?? verdict),
+    el('span', {class: 'lf-verdict-reason'}, reason),
+    warnings.length ? el('ul', {'aria-label': 'Warnings'}, ...warnings.map((w) => el('li', {}, w))) : null,
+  );
+}

@@ -1,0 +1,106 @@
+// One run's view: the panels for a (run, host, allocator, module) selection.
+// Panels take their data and a selection, so a later layout can place two
+// views side by side.
+
+import type {AllocatorReport, HostReport, LeakGroup, ModuleSummary, RunReport, Selection} from './api';
+import {el, section} from './dom';
+import {renderBreakdown} from './panels/breakdown';
+import {LifetimesPanel} from './panels/lifetimes';
+import {StaticPanel} from './panels/static';
+import {renderSummary} from './panels/summary';
+import {renderSuspects} from './panels/suspects';
+import {TimelinePanel, type TimeRange} from './panels/timeline';
+import {renderVerdict} from './panels/verdict';
+
+export interface ViewData {
+  sel: Selection;
+  run: RunReport;
+  host: HostReport;
+  allocator: AllocatorReport | null;
+  module: ModuleSummary | undefined;
+}
+
+export function noMemoryEvents(host: HostReport): HTMLElement {
+  return el(
+    'div',
+    {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-memory-events'},
+    el('p', {}, el('strong', {}, 'This run has no memory events.')),
+    el(
+      'p',
+      {},
+      'Memory events (MemoryAllocation / MemoryDeallocation) come from a BFC allocator. TensorFlow on CPU records them only when ',
+      el('code', {}, 'TF_CPU_ALLOCATOR_USE_BFC=true'),
+      ' is set in the environment before TensorFlow is imported. JAX on CPU emits none, because its CPU client has no BFC allocator; on GPU both TensorFlow and JAX record them.',
+    ),
+    host.modules?.length
+      ? el('p', {}, 'The static view below shows what the compiled XLA programs of this run allocate.')
+      : el('p', {}, 'This run has no compiled XLA programs either, so there is nothing to show.'),
+  );
+}
+
+export class RunView {
+  readonly element: HTMLElement;
+  private timeline: TimelinePanel | null = null;
+  private lifetimes: LifetimesPanel | null = null;
+  private staticPanel: StaticPanel | null = null;
+
+  constructor(data: ViewData) {
+    const {sel, host, allocator} = data;
+    this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
+    this.element.append(renderVerdict(host, allocator));
+    if (allocator) {
+      this.element.append(renderSummary(allocator));
+      this.timeline = new TimelinePanel(sel, (range) => this.onRange(range));
+      this.lifetimes = new LifetimesPanel(
+        sel,
+        host.duration_ps,
+        (times) => this.timeline?.highlight(times),
+        (range) => {
+          void this.timeline?.setRange(range);
+          this.onRange(range);
+        },
+      );
+      const suspects = renderSuspects(allocator.leaks, (group) => this.selectGroup(group));
+      this.element.append(
+        section('Memory timeline', 'timeline', this.timeline.element),
+        section(`Leak suspects (${allocator.leaks.length})`, 'suspects', suspects.element),
+        section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
+        section('Peak breakdown', 'breakdown', renderBreakdown(allocator)),
+      );
+    } else {
+      this.element.append(noMemoryEvents(host));
+    }
+    if (sel.module) {
+      this.staticPanel = new StaticPanel(sel, data.module);
+      this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
+    }
+  }
+
+  /** Starts the panels' own requests; call once the element is in the page. */
+  start(): void {
+    void this.timeline?.setRange(null);
+    void this.lifetimes?.load();
+    void this.staticPanel?.load();
+  }
+
+  /** Redraws the charts with the current theme's colours. */
+  redraw(): void {
+    this.timeline?.draw();
+    this.lifetimes?.draw();
+    this.staticPanel?.draw();
+  }
+
+  destroy(): void {
+    this.timeline?.destroy();
+    this.lifetimes?.destroy();
+    this.staticPanel?.destroy();
+  }
+
+  private onRange(range: TimeRange | null): void {
+    void this.lifetimes?.setRange(range);
+  }
+
+  private selectGroup(group: LeakGroup | null): void {
+    void this.lifetimes?.setGroup(group);
+  }
+}
