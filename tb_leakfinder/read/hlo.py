@@ -1,0 +1,292 @@
+"""Decode XLA HloProtos (module + buffer assignment) into `model.hlo.HloModule`.
+
+Serialized HloProtos come from two places: the `/host:metadata` plane of an
+XSpace (`hlo_protos_from_metadata_plane`) and the `<module>(<id>).hlo_proto.pb`
+files XProf writes into a session folder (`session_hlo_files`). Both give a
+dict "<module>(<program_id>)" -> bytes, which `decode_modules` / `read_module`
+turn into models.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+import numpy as np
+from google.protobuf.message import DecodeError, Message
+from tensorboard.compat import tf
+
+from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.model.hlo import (
+    SHARE_WITH,
+    Allocations,
+    HeapTrace,
+    HloModule,
+    Instructions,
+    LogicalBuffers,
+)
+from tb_leakfinder.proto import HloProto
+
+METADATA_PLANE = "/host:metadata"
+HLO_PROTO_STAT = "Hlo Proto"
+PROGRAM_ID_STAT = "program_id"
+SESSION_FILE_SUFFIX = ".hlo_proto.pb"
+
+_KEY = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")
+
+# xla.PrimitiveType -> the spelling XLA uses in shapes.
+_ELEMENT_TYPES = {
+    1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32", 9: "u64",
+    10: "f16", 11: "f32", 12: "f64", 13: "tuple", 14: "opaque", 15: "c64", 16: "bf16",
+    17: "token", 18: "c128", 19: "f8e5m2", 20: "f8e4m3fn", 21: "s4", 22: "u4",
+    23: "f8e4m3b11fnuz", 24: "f8e5m2fnuz", 25: "f8e4m3fnuz", 26: "s2", 27: "u2",
+    28: "f8e4m3", 29: "f8e3m4", 32: "f4e2m1fn", 33: "f8e8m0fnu",
+}  # fmt: skip
+_TUPLE = 13
+
+
+def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
+    """ "<module>(<program_id>)" -> serialized HloProto, from a decoded `/host:metadata` XPlane.
+
+    `plane` is a `tb_leakfinder.xplane.XPlane`. Event metadata without an
+    `Hlo Proto` stat are skipped. Names already carry the program id in JAX and
+    TF; a bare name gets the `program_id` stat appended, as XProf names it.
+    """
+    stat_names = {sid: meta.name for sid, meta in plane.stat_metadata.items()}
+    protos: dict[str, bytes] = {}
+    for meta in plane.event_metadata.values():
+        data: bytes | None = None
+        program_id: int | None = None
+        for stat in meta.stats:
+            stat_name = stat_names.get(stat.metadata_id)
+            if stat_name == HLO_PROTO_STAT and stat.WhichOneof("value") == "bytes_value":
+                data = stat.bytes_value
+            elif stat_name == PROGRAM_ID_STAT:
+                kind = stat.WhichOneof("value")
+                program_id = getattr(stat, kind) if kind in ("int64_value", "uint64_value") else None
+        if data is None:
+            continue
+        key = meta.name
+        if not _KEY.match(key) and program_id is not None:
+            key = f"{key}({program_id})"
+        protos[key] = data
+    return protos
+
+
+def session_hlo_files(session_dir: str) -> dict[str, bytes]:
+    """ "<module>(<id>)" -> bytes of each `<module>(<id>).hlo_proto.pb` in a session folder.
+
+    Listing, not globbing: module names contain parentheses and the folder
+    may contain glob metacharacters.
+    """
+    gfile = tf.io.gfile
+    if not gfile.isdir(session_dir):
+        return {}
+    protos: dict[str, bytes] = {}
+    for name in sorted(gfile.listdir(session_dir)):
+        if not name.endswith(SESSION_FILE_SUFFIX):
+            continue
+        path = os.path.join(session_dir, name)
+        try:
+            with gfile.GFile(path, "rb") as f:
+                protos[name[: -len(SESSION_FILE_SUFFIX)]] = f.read()
+        except OSError as e:
+            raise LeakfinderError(f"{path}: cannot read HLO proto file: {e}", source=path) from e
+    return protos
+
+
+def decode_modules(hlo_protos: dict[str, bytes], source: str) -> tuple[list[HloModule], list[str]]:
+    """Every module that can be decoded, sorted by key, and one warning per module that cannot."""
+    modules: list[HloModule] = []
+    warnings: list[str] = []
+    for key in sorted(hlo_protos):
+        try:
+            modules.append(decode_module(key, hlo_protos[key], source))
+        except LeakfinderError as e:
+            warnings.append(e.message)
+    return modules, warnings
+
+
+def read_module(hlo_protos: dict[str, bytes], key: str, source: str) -> HloModule:
+    """The module named `key`; NotFoundError listing the known names otherwise."""
+    if key not in hlo_protos:
+        known = ", ".join(sorted(hlo_protos)) or "none"
+        raise NotFoundError(f"{source}: no HLO module named {key!r} (modules: {known})")
+    return decode_module(key, hlo_protos[key], source)
+
+
+def decode_module(key: str, data: bytes, source: str) -> HloModule:
+    """Decode one serialized HloProto; LeakfinderError naming module and file if it cannot be used."""
+    where = f"{source}: HLO module {key}"
+    try:
+        proto = HloProto().FromString(data)
+    except DecodeError as e:
+        raise LeakfinderError(f"{where}: corrupt HloProto ({len(data)} bytes): {e}", source=source) from e
+    if not proto.HasField("hlo_module") or not proto.hlo_module.computations:
+        raise LeakfinderError(f"{where}: the HloProto holds no HLO module", source=source)
+    assignment = proto.buffer_assignment
+    if not proto.HasField("buffer_assignment") or not assignment.buffer_allocations:
+        raise LeakfinderError(
+            f"{where}: no buffer assignment recorded (the program was not compiled with one,"
+            " or the profiler stored only the HLO graph)",
+            source=source,
+        )
+    instructions, row_by_id, row_by_name = _instructions(proto.hlo_module)
+    buffers, buffer_row = _logical_buffers(assignment, proto.hlo_module, row_by_id, row_by_name)
+    allocations = _allocations(assignment, buffers, buffer_row)
+    traces = [_trace(trace, buffer_row) for trace in assignment.heap_simulator_traces]
+    match = _KEY.match(key)
+    return HloModule(
+        key=key,
+        name=proto.hlo_module.name or (match.group("name") if match else key),
+        program_id=int(match.group("id")) if match else None,
+        entry_computation=proto.hlo_module.entry_computation_name,
+        instructions=instructions,
+        buffers=buffers,
+        allocations=allocations,
+        traces=traces,
+        source=source,
+    )
+
+
+def _instructions(module: Message) -> tuple[Instructions, dict[int, int], dict[str, int]]:
+    source_of = _source_resolver(module)
+    names: list[str] = []
+    opcodes: list[str] = []
+    shapes: list[str] = []
+    op_names: list[str] = []
+    sources: list[str] = []
+    computations: list[str] = []
+    row_by_id: dict[int, int] = {}
+    row_by_name: dict[str, int] = {}
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            row = len(names)
+            row_by_id[instruction.id] = row
+            row_by_name[instruction.name] = row
+            names.append(instruction.name)
+            opcodes.append(instruction.opcode)
+            shapes.append(shape_text(instruction.shape))
+            metadata = instruction.metadata
+            op_names.append(metadata.op_name)
+            if metadata.source_file:
+                sources.append(f"{metadata.source_file}:{metadata.source_line}")
+            else:
+                sources.append(source_of(metadata.stack_frame_id))
+            computations.append(computation.name)
+    table = Instructions(names, opcodes, shapes, op_names, sources, computations)
+    return table, row_by_id, row_by_name
+
+
+def _source_resolver(module: Message):
+    """stack_frame_id -> "file:line" of that (innermost) frame, "" when absent."""
+    index = module.stack_frame_index
+
+    @functools.cache
+    def source(frame_id: int) -> str:
+        if not 0 < frame_id <= len(index.stack_frames):
+            return ""
+        location_id = index.stack_frames[frame_id - 1].file_location_id
+        if not 0 < location_id <= len(index.file_locations):
+            return ""
+        location = index.file_locations[location_id - 1]
+        if not 0 < location.file_name_id <= len(index.file_names):
+            return ""
+        return f"{index.file_names[location.file_name_id - 1]}:{location.line}"
+
+    return source
+
+
+def shape_text(shape: Message) -> str:
+    """XLA's text for a ShapeProto, without layout: "f32[256,3072]", "(f32[2], s32[])"."""
+    if shape.element_type == _TUPLE:
+        return "(" + ", ".join(shape_text(s) for s in shape.tuple_shapes) + ")"
+    element = _ELEMENT_TYPES.get(shape.element_type, f"type{shape.element_type}")
+    return f"{element}[{','.join(str(d) for d in shape.dimensions)}]"
+
+
+def _sub_shape(shape: Message, index: list[int]) -> Message:
+    for i in index:
+        if shape.element_type != _TUPLE or not 0 <= i < len(shape.tuple_shapes):
+            break
+        shape = shape.tuple_shapes[i]
+    return shape
+
+
+def _logical_buffers(
+    assignment: Message, module: Message, row_by_id: dict[int, int], row_by_name: dict[str, int]
+) -> tuple[LogicalBuffers, dict[int, int]]:
+    instruction_protos = [i for c in module.computations for i in c.instructions]
+    n = len(assignment.logical_buffers)
+    ids = np.empty(n, np.int64)
+    sizes = np.empty(n, np.int64)
+    colors = np.empty(n, np.int64)
+    rows = np.empty(n, np.int32)
+    shapes: list[str] = []
+    buffer_row: dict[int, int] = {}
+    for k, buffer in enumerate(assignment.logical_buffers):
+        ids[k] = buffer.id
+        sizes[k] = buffer.size
+        colors[k] = buffer.color
+        buffer_row[buffer.id] = k
+        defined_at = buffer.defined_at
+        row = row_by_id.get(defined_at.instruction_id, -1)
+        if row < 0:  # older protos name the instruction only
+            row = row_by_name.get(defined_at.instruction_name, -1)
+        rows[k] = row
+        if row < 0:
+            shapes.append("")
+        else:
+            shapes.append(shape_text(_sub_shape(instruction_protos[row].shape, list(defined_at.shape_index))))
+    buffers = LogicalBuffers(
+        id=ids,
+        size=sizes,
+        color=colors,
+        instruction=rows,
+        shape=shapes,
+        allocation=np.full(n, -1, np.int32),
+        offset=np.zeros(n, np.int64),
+    )
+    return buffers, buffer_row
+
+
+def _allocations(assignment: Message, buffers: LogicalBuffers, buffer_row: dict[int, int]) -> Allocations:
+    protos = assignment.buffer_allocations
+    for row, allocation in enumerate(protos):
+        for assigned in allocation.assigned:
+            k = buffer_row.get(assigned.logical_buffer_id)
+            if k is not None:
+                buffers.allocation[k] = row
+                buffers.offset[k] = assigned.offset
+
+    def column(field: str, dtype: type) -> np.ndarray:
+        return np.fromiter((getattr(a, field) for a in protos), dtype, len(protos))
+
+    return Allocations(
+        index=column("index", np.int64),
+        size=column("size", np.int64),
+        color=column("color", np.int64),
+        is_thread_local=column("is_thread_local", np.bool_),
+        is_tuple=column("is_tuple", np.bool_),
+        is_parameter=column("is_entry_computation_parameter", np.bool_),
+        parameter_number=column("parameter_number", np.int64),
+        is_constant=column("is_constant", np.bool_),
+        maybe_live_out=column("maybe_live_out", np.bool_),
+    )
+
+
+def _trace(trace: Message, buffer_row: dict[int, int]) -> HeapTrace:
+    events = trace.events
+    n = len(events)
+    kind = np.empty(n, np.int8)
+    buffer = np.empty(n, np.int32)
+    share_with = np.full(n, -1, np.int32)
+    instruction: list[str] = []
+    for k, event in enumerate(events):
+        kind[k] = event.kind
+        buffer[k] = buffer_row.get(event.buffer_id, -1)
+        if event.kind == SHARE_WITH:
+            share_with[k] = buffer_row.get(event.share_with_canonical_id, -1)
+        instruction.append(event.instruction_name)
+    return HeapTrace(kind, buffer, share_with, instruction, bool(trace.whole_module_simulation))
