@@ -19,12 +19,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tb-leakfinder", description="Find memory leaks in XProf profiles (.xplane.pb).")
     sub = parser.add_subparsers(dest="command", required=True)
     path_help = "a logdir, one profile session folder, or one <host>.xplane.pb file"
-    rep = sub.add_parser("report", help="print the leak report")
+    rep_help = "print the leak report"
+    rep = sub.add_parser("report", help=rep_help, description=rep_help)
     rep.add_argument("path", help=path_help)
     rep.add_argument("--run", help="only this run (as listed by TensorBoard, e.g. train/2026_11_29_09_31_25)")
     rep.add_argument("--host", help="only this host")
     rep.add_argument("--json", action="store_true", help="print the report JSON (the same as the plugin's /report)")
-    chk = sub.add_parser("check", help="exit 1 if any run leaks, 0 if none, 2 on bad input")
+    chk_help = "exit 1 if any run leaks, 0 if none, 2 on bad input"
+    chk = sub.add_parser("check", help=chk_help, description=chk_help)
     chk.add_argument("path", help=path_help)
     chk.add_argument("--run", help="only this run")
     return parser

@@ -1,0 +1,93 @@
+"""`tb-leakfinder report` and `check`: output and exit codes, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import DEMO_LOGS, demo_capture, demo_xplane
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "tb_leakfinder.views.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("tb-leakfinder")
+    assert exe, "pip install . puts tb-leakfinder on PATH"
+    out = subprocess.run([exe, "check", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "exit 1 if any run leaks" in out.stdout
+
+
+def _file(folder, name: str, content: bytes):
+    path = folder / name
+    path.write_bytes(content)
+    return path
+
+
+def test_check_exits_1_on_a_leaking_logdir():
+    out = cli("check", str(DEMO_LOGS))
+    assert out.returncode == 1, out.stderr
+    assert "leak" in out.stdout and "Mul [128,1024]" in out.stdout
+
+
+def test_check_exits_0_on_the_fixed_run():
+    out = cli("check", str(demo_xplane("tf_fixed").parent))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "no_leak" in out.stdout
+
+
+def test_report_text_names_the_leak():
+    expected = demo_capture("tf_leak")
+    out = cli("report", str(demo_xplane("tf_leak")))
+    assert out.returncode == 0
+    assert "LEAK" in out.stdout
+    assert f"{expected['leaked_op']} {expected['leaked_shape']} output" in out.stdout
+    assert "growing" in out.stdout and "KiB per step" in out.stdout
+
+
+def test_report_json_has_the_documented_keys():
+    out = cli("report", str(DEMO_LOGS), "--json")
+    report = json.loads(out.stdout)
+    run = report["runs"][0]
+    assert {"run", "hosts", "verdict"} <= set(run)
+    allocator = next(h for r in report["runs"] for h in r["hosts"] if h["allocators"])["allocators"][0]
+    assert {
+        "name",
+        "num_allocations",
+        "num_deallocations",
+        "peak_bytes_in_use",
+        "never_freed_bytes",
+        "verdict",
+        "reason",
+        "leaks",
+    } <= set(allocator)
+    leak = next(a for r in report["runs"] for h in r["hosts"] for a in h["allocators"] if a["leaks"])["leaks"][0]
+    assert {"op", "shape", "dtype", "region", "kind", "count", "bytes", "steps", "bytes_per_step", "score"} <= set(leak)
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda d: d / "missing", "no such"),
+        (lambda d: _file(d, "empty.xplane.pb", b""), "empty"),
+        (lambda d: _file(d, "junk.xplane.pb", b"\x0a\xff\xff\xff\x0f"), "corrupt"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, make, words):
+    path = make(tmp_path)
+    for command in ("check", "report"):
+        out = cli(command, str(path))
+        assert out.returncode == 2
+        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+        assert words in out.stderr and str(path) in out.stderr
+
+
+def test_unknown_run_exits_2():
+    out = cli("check", str(DEMO_LOGS), "--run", "nope")
+    assert out.returncode == 2 and "no run named 'nope'" in out.stderr
