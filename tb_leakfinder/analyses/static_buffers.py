@@ -411,7 +411,7 @@ def _header(module: HloModule, sim: _Simulation, space: int) -> dict:
         "module": module.name,
         "program_id": module.program_id,
         "memory_space": space,
-        "num_instructions": len(module.instructions),
+        "num_instructions": module.num_instructions,
         "num_positions": sim.num_events,
         "peak_heap_bytes": sim.peak_bytes,
         "peak_position": sim.peak_position,

@@ -20,11 +20,10 @@ SHARE_WITH = 2
 
 @dataclass
 class Instructions:
-    """Every HLO instruction of every computation, in proto order."""
+    """The HLO instructions that define logical buffers (the others are only counted)."""
 
     name: list[str]
     opcode: list[str]
-    shape: list[str]  # XLA text without layout, e.g. "f32[256,3072]" or "(f32[2], s32[])"
     op_name: list[str]  # framework op, e.g. "jit(step)/jvp()/dot_general"
     source: list[str]  # innermost user frame "file:line", or ""
     computation: list[str]
@@ -39,7 +38,7 @@ class LogicalBuffers:
     size: np.ndarray  # int64 bytes
     color: np.ndarray  # int64 memory space
     instruction: np.ndarray  # int32 row in Instructions, -1 if unknown
-    shape: list[str]  # the defining instruction's (sub)shape at the buffer's shape index
+    shape: list[str]  # XLA text without layout of the defining instruction's (sub)shape, e.g. "f32[256,3072]"
     allocation: np.ndarray  # int32 row in Allocations, -1 if not assigned
     offset: np.ndarray  # int64 offset inside its allocation
 
@@ -90,6 +89,7 @@ class HloModule:
     name: str  # HloModuleProto.name
     program_id: int | None
     entry_computation: str
+    num_instructions: int
     instructions: Instructions
     buffers: LogicalBuffers
     allocations: Allocations

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
@@ -132,8 +133,7 @@ def decode_module(key: str, data: bytes, source: str) -> HloModule:
             " or the profiler stored only the HLO graph)",
             source=source,
         )
-    instructions, row_by_id, row_by_name = _instructions(proto.hlo_module)
-    buffers, buffer_row = _logical_buffers(assignment, proto.hlo_module, row_by_id, row_by_name)
+    buffers, instructions, buffer_row = _logical_buffers(assignment, proto.hlo_module)
     allocations = _allocations(assignment, buffers, buffer_row)
     traces = [_trace(trace, buffer_row) for trace in assignment.heap_simulator_traces]
     match = _KEY.match(key)
@@ -142,6 +142,7 @@ def decode_module(key: str, data: bytes, source: str) -> HloModule:
         name=proto.hlo_module.name or (match.group("name") if match else key),
         program_id=int(match.group("id")) if match else None,
         entry_computation=proto.hlo_module.entry_computation_name,
+        num_instructions=sum(len(c.instructions) for c in proto.hlo_module.computations),
         instructions=instructions,
         buffers=buffers,
         allocations=allocations,
@@ -150,33 +151,41 @@ def decode_module(key: str, data: bytes, source: str) -> HloModule:
     )
 
 
-def _instructions(module: Message) -> tuple[Instructions, dict[int, int], dict[str, int]]:
-    source_of = _source_resolver(module)
-    names: list[str] = []
-    opcodes: list[str] = []
-    shapes: list[str] = []
-    op_names: list[str] = []
-    sources: list[str] = []
-    computations: list[str] = []
-    row_by_id: dict[int, int] = {}
-    row_by_name: dict[str, int] = {}
-    for computation in module.computations:
-        for instruction in computation.instructions:
-            row = len(names)
-            row_by_id[instruction.id] = row
-            row_by_name[instruction.name] = row
-            names.append(instruction.name)
-            opcodes.append(instruction.opcode)
-            shapes.append(shape_text(instruction.shape))
+class _InstructionTable:
+    """Instructions.columns, filled only for the instructions that define a logical buffer:
+    a large program has several times more instructions than buffers."""
+
+    def __init__(self, module: Message) -> None:
+        self._source_of = _source_resolver(module)
+        self._by_id: dict[int, tuple[str, Message]] = {}
+        self._by_name: dict[str, tuple[str, Message]] = {}
+        for computation in module.computations:
+            for instruction in computation.instructions:
+                self._by_id[instruction.id] = (computation.name, instruction)
+                self._by_name[instruction.name] = (computation.name, instruction)
+        self._row: dict[str, int] = {}
+        self.table = Instructions([], [], [], [], [])
+
+    def row(self, instruction_id: int, instruction_name: str) -> tuple[int, Message | None]:
+        """The table row of an instruction (-1 if unknown, e.g. older protos that name it only) and its proto."""
+        found = self._by_id.get(instruction_id) or self._by_name.get(instruction_name)
+        if found is None:
+            return -1, None
+        computation, instruction = found
+        key = instruction.name  # unique within an HLO module
+        if key not in self._row:
+            self._row[key] = len(self.table)
             metadata = instruction.metadata
-            op_names.append(metadata.op_name)
+            t = self.table
+            t.name.append(instruction.name)
+            t.opcode.append(instruction.opcode)
+            t.op_name.append(metadata.op_name)
             if metadata.source_file:
-                sources.append(f"{metadata.source_file}:{metadata.source_line}")
+                t.source.append(f"{metadata.source_file}:{metadata.source_line}")
             else:
-                sources.append(source_of(metadata.stack_frame_id))
-            computations.append(computation.name)
-    table = Instructions(names, opcodes, shapes, op_names, sources, computations)
-    return table, row_by_id, row_by_name
+                t.source.append(self._source_of(metadata.stack_frame_id))
+            t.computation.append(computation)
+        return self._row[key], instruction
 
 
 def _source_resolver(module: Message):
@@ -206,7 +215,7 @@ def shape_text(shape: Message) -> str:
     return f"{element}[{','.join(str(d) for d in shape.dimensions)}]"
 
 
-def _sub_shape(shape: Message, index: list[int]) -> Message:
+def _sub_shape(shape: Message, index: Sequence[int]) -> Message:
     for i in index:
         if shape.element_type != _TUPLE or not 0 <= i < len(shape.tuple_shapes):
             break
@@ -214,10 +223,8 @@ def _sub_shape(shape: Message, index: list[int]) -> Message:
     return shape
 
 
-def _logical_buffers(
-    assignment: Message, module: Message, row_by_id: dict[int, int], row_by_name: dict[str, int]
-) -> tuple[LogicalBuffers, dict[int, int]]:
-    instruction_protos = [i for c in module.computations for i in c.instructions]
+def _logical_buffers(assignment: Message, module: Message) -> tuple[LogicalBuffers, Instructions, dict[int, int]]:
+    instructions = _InstructionTable(module)
     n = len(assignment.logical_buffers)
     ids = np.empty(n, np.int64)
     sizes = np.empty(n, np.int64)
@@ -231,14 +238,8 @@ def _logical_buffers(
         colors[k] = buffer.color
         buffer_row[buffer.id] = k
         defined_at = buffer.defined_at
-        row = row_by_id.get(defined_at.instruction_id, -1)
-        if row < 0:  # older protos name the instruction only
-            row = row_by_name.get(defined_at.instruction_name, -1)
-        rows[k] = row
-        if row < 0:
-            shapes.append("")
-        else:
-            shapes.append(shape_text(_sub_shape(instruction_protos[row].shape, list(defined_at.shape_index))))
+        rows[k], instruction = instructions.row(defined_at.instruction_id, defined_at.instruction_name)
+        shapes.append("" if instruction is None else shape_text(_sub_shape(instruction.shape, defined_at.shape_index)))
     buffers = LogicalBuffers(
         id=ids,
         size=sizes,
@@ -248,7 +249,7 @@ def _logical_buffers(
         allocation=np.full(n, -1, np.int32),
         offset=np.zeros(n, np.int64),
     )
-    return buffers, buffer_row
+    return buffers, instructions.table, buffer_row
 
 
 def _allocations(assignment: Message, buffers: LogicalBuffers, buffer_row: dict[int, int]) -> Allocations:
