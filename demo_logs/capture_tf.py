@@ -61,7 +61,7 @@ def capture(run_dir: pathlib.Path, leak: bool) -> None:
             loss = tf.reduce_mean(
                 tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
             )
-        optimizer.apply_gradients(zip(tape.gradient(loss, params), params))
+        optimizer.apply_gradients(zip(tape.gradient(loss, params), params, strict=True))
         return hidden
 
     # A warm-up step outside the window, so one-off setup allocations are not in the profile.
