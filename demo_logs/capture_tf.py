@@ -58,9 +58,7 @@ def capture(run_dir: pathlib.Path, leak: bool) -> None:
         with tf.GradientTape() as tape:
             hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
             logits = tf.matmul(hidden, w2) + b2
-            loss = tf.reduce_mean(
-                tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-            )
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         optimizer.apply_gradients(zip(tape.gradient(loss, params), params, strict=True))
         return hidden
 
