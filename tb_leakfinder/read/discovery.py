@@ -117,9 +117,15 @@ def runs_for_path(path: str) -> list[Run]:
 
 
 def find_run(runs: list[Run], name: str) -> Run:
-    """The discovered run called `name`; names are only ever matched, never joined into paths."""
+    """The discovered run called `name`, or the only session of TensorBoard run `name`.
+
+    Names are only ever matched against discovered ones, never joined into paths.
+    """
     for run in runs:
         if run.name == name:
             return run
+    sessions = [run for run in runs if run.name.rpartition("/")[0] == name]
+    if len(sessions) == 1:
+        return sessions[0]
     listed = ", ".join(r.name for r in runs[:20]) or "none"
     raise NotFoundError(f"no run named {name!r}; discovered runs: {listed}")

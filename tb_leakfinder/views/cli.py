@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 
-from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.service import Engine
+from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.text import render_report
 
 EXIT_OK = 0
@@ -29,12 +31,48 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help=chk_help, description=chk_help)
     chk.add_argument("path", help=path_help)
     chk.add_argument("--run", help="only this run")
+    dif_help = "compare run B with base run A; exit 1 if B brings a new growing leak or a leak verdict"
+    dif = sub.add_parser("diff", help=dif_help, description=dif_help)
+    dif.add_argument("path_a", help=f"base (A): {path_help}")
+    dif.add_argument("path_b", help=f"change (B): {path_help}")
+    for side in ("a", "b"):
+        dif.add_argument(f"--run-{side}", help=f"the run of {side.upper()} when its path holds several")
+        dif.add_argument(f"--host-{side}", help=f"only this host of {side.upper()}")
+    dif.add_argument("--json", action="store_true", help="print the comparison JSON (the same as the plugin's /compare)")
+    dif.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
     return parser
+
+
+def _side_report(path: str, run_name: str | None) -> dict:
+    engine = Engine.for_path(path)
+    runs = engine.runs()
+    if run_name is None and len(runs) > 1:
+        names = ", ".join(r.name for r in runs)
+        raise BadArgumentError(f"{path} holds {len(runs)} runs ({names}); choose one with --run-a/--run-b")
+    run = engine.run(run_name) if run_name is not None else runs[0]
+    return engine.run_report(run)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    result = compare(
+        _side_report(args.path_a, args.run_a), _side_report(args.path_b, args.run_b), args.host_a, args.host_b
+    )
+    text = render_comparison(result)
+    if args.markdown:
+        try:
+            with open(args.markdown, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
+    print(json.dumps(result, indent=1) if args.json else text)
+    return EXIT_LEAK if result["regression"] else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "diff":
+            return _diff(args)
         engine = Engine.for_path(args.path)
         result = engine.report(args.run, getattr(args, "host", None))
     except LeakfinderError as exc:
