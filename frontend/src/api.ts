@@ -66,14 +66,96 @@ export interface AllocatorReport {
   peak_breakdown: BreakdownRow[];
 }
 
-/** One compiled XLA program, as summarised in the report (`modules`). */
+/** What identifies a logical buffer of a compiled program, and where it came from. */
+export interface HloBufferInfo {
+  logical_buffer: number | null;
+  instruction: string;
+  opcode: string;
+  op_name: string;
+  shape: string;
+  source: string;
+  bytes: number;
+}
+
+export type WholeProgramReason = 'parameter' | 'live_out' | 'constant' | 'thread_local' | 'never_freed';
+
+export interface WholeProgramBuffer extends HloBufferInfo {
+  reason: WholeProgramReason;
+  why: string;
+  allocation: number;
+  parameter_number: number | null;
+  live_out: boolean;
+  aliases_parameter: boolean;
+  actionable: boolean;
+  /** Set when small buffers are folded into one row. */
+  count?: number;
+  label?: string;
+}
+
+export interface Actionable {
+  instruction: string;
+  op_name: string;
+  shape: string;
+  source: string;
+  bytes: number;
+  reason: WholeProgramReason;
+  message: string;
+}
+
+export interface PeakBuffer extends HloBufferInfo {
+  kind: string;
+  count?: number;
+  label?: string;
+}
+
+/** One logical buffer's live range in program order: [start, end). */
+export interface LogicalBuffer extends HloBufferInfo {
+  allocation: number | null;
+  offset: number;
+  start: number;
+  end: number;
+  /** `temporary`, or why it lives for the whole program. */
+  kind: string;
+  shares_with: number | null;
+  freed_after: string | null;
+}
+
+/** One compiled XLA program and memory space, as summarised in the report (`modules`). */
 export interface ModuleSummary {
   name: string;
-  [key: string]: unknown;
+  module: string;
+  program_id: number | null;
+  memory_space: number;
+  num_instructions: number;
+  num_positions: number;
+  peak_heap_bytes: number;
+  peak_position: number | null;
+  peak_instruction: string | null;
+  peak_temporary_bytes: number;
+  whole_program_bytes: number;
+  live_out_bytes: number;
+  parameter_bytes: number;
+  constant_bytes: number;
+  thread_local_bytes: number;
+  whole_program_buffers?: WholeProgramBuffer[];
+  actionable?: Actionable[];
+}
+
+/** `GET module`: one program in detail. */
+export interface ModuleDetail extends ModuleSummary {
+  memory_spaces: number[];
+  curve: {position: number[]; heap_bytes: number[]; instruction: (string | null)[]};
+  peak_buffers: PeakBuffer[];
+  whole_program_buffers: WholeProgramBuffer[];
+  actionable: Actionable[];
+  buffers: LogicalBuffer[];
 }
 
 export interface HostReport {
   host: string;
+  /** The host's verdict and reason: its worst allocator's, or why there is none. */
+  verdict?: Verdict;
+  reason?: string;
   warnings: string[];
   duration_ps: number;
   num_steps: number;
@@ -144,44 +226,17 @@ export interface BufferQuery {
   end_ps?: number | null;
 }
 
-/** One logical buffer of a compiled program, in program order. */
-export interface LogicalBuffer {
-  id?: number;
-  start: number;
-  end: number;
-  size: number;
-  offset: number;
-  instruction: string;
-  opcode: string;
-  shape: string;
-  op_name: string;
-  source: string;
-  /** Set for buffers that live for the whole program (parameter, constant, live-out, ...). */
-  reason?: string | null;
-  [key: string]: unknown;
-}
-
-export interface ModuleDetail {
-  run: string;
-  host: string;
-  module: string;
-  /** Heap in program order: one value per heap-simulator event. */
-  heap_bytes: number[];
-  program_order?: number[];
-  peak_bytes?: number;
-  peak_index?: number;
-  buffers: LogicalBuffer[];
-  whole_program: LogicalBuffer[];
-  peak_buffers: LogicalBuffer[];
-  [key: string]: unknown;
-}
-
 /** Where the plugin's routes live; identity of the view being shown. */
 export interface Selection {
   run: string;
   host: string;
   allocator: string;
+  /** The module's key in the selector: its name, with the memory space when not 0. */
   module: string;
+}
+
+export function moduleKey(m: Pick<ModuleSummary, 'name' | 'memory_space'>): string {
+  return m.memory_space ? `${m.name} (memory space ${m.memory_space})` : m.name;
 }
 
 export class ApiError extends Error {
@@ -262,7 +317,9 @@ export const api = {
       signal,
     );
   },
-  module(sel: Pick<Selection, 'run' | 'host' | 'module'>, signal?: AbortSignal): Promise<ModuleDetail> {
-    return getJson('module', {run: sel.run, host: sel.host, module: sel.module}, signal);
+  /** `memory_space` is sent only when it is not 0 (the default). */
+  module(run: string, host: string, module: Pick<ModuleSummary, 'name' | 'memory_space'>, points: number, signal?: AbortSignal): Promise<ModuleDetail> {
+    const memory_space = module.memory_space ? module.memory_space : null;
+    return getJson('module', {run, host, module: module.name, memory_space, points}, signal);
   },
 };

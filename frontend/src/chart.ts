@@ -12,6 +12,9 @@ export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uP
   ctx.beginPath();
   ctx.rect(box.left, box.top, box.width, box.height);
   ctx.clip();
+  // uPlot leaves its axis text settings on the context.
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'alphabetic';
   try {
     paint(ctx, box);
   } finally {
@@ -82,6 +85,8 @@ export interface Rect {
   /** Fill colour; highlighted rects are drawn last, with an outline. */
   color: string;
   highlight?: boolean;
+  /** Written inside the rect when it is large enough. */
+  label?: string;
 }
 
 export interface RectChartOptions<R extends Rect> {
@@ -197,6 +202,11 @@ export class RectChart<R extends Rect> {
         ctx.strokeStyle = outline;
         ctx.lineWidth = Math.max(1, devicePixelRatio);
         ctx.strokeRect(x, y, w, h);
+      }
+      if (rect.label && h >= 14 * devicePixelRatio && w >= 80 * devicePixelRatio) {
+        ctx.fillStyle = outline;
+        ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`;
+        ctx.fillText(rect.label, x + 4 * devicePixelRatio, y + h / 2 + 4 * devicePixelRatio, w - 8 * devicePixelRatio);
       }
     }
   }

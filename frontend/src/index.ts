@@ -2,7 +2,7 @@
 // render(). All requests are relative to the iframe's base URL.
 
 import uplotCss from 'uplot/dist/uPlot.min.css';
-import {api, type Report, type RunEntry, type Selection} from './api';
+import {api, moduleKey, type ModuleSummary, type Report, type RunEntry, type Selection} from './api';
 import {el, errorMessage, notice} from './dom';
 import {DATA_RELOADED, HostChannel, loadUrlState, sameOriginParent, saveUrlState, type Theme, watchTheme, xprofUrl} from './host';
 import styles from './styles.css';
@@ -154,15 +154,21 @@ class App {
     const verdicts = new Map(host.allocators.map((a) => [a.name, `${a.name} (${a.verdict.replace('_', ' ')})`]));
     this.fillSelect(this.selectors.allocator, host.allocators.map((a) => a.name), 'allocator', verdicts);
     const modules = host.modules ?? [];
-    this.fillSelect(this.selectors.module, modules.map((m) => m.name), 'module');
+    this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module');
     const allocator = host.allocators.find((a) => a.name === this.sel.allocator) ?? null;
     saveUrlState({...this.sel});
     this.updateLinks();
     this.view?.destroy();
-    this.view = new RunView({sel: {...this.sel}, run, host, allocator, module: modules.find((m) => m.name === this.sel.module)});
+    this.view = new RunView({sel: {...this.sel}, run, host, allocator, module: modules.find((m) => moduleKey(m) === this.sel.module)});
     this.content.replaceChildren(this.view.element);
     this.view.start();
     this.setStatus('ready');
+  }
+
+  private currentModule(): ModuleSummary | undefined {
+    const run = this.report?.runs.find((r) => r.run === this.sel.run);
+    const host = run?.hosts.find((h) => h.host === this.sel.host);
+    return host?.modules?.find((m) => moduleKey(m) === this.sel.module);
   }
 
   private updateLinks(): void {
@@ -170,7 +176,8 @@ class App {
     if (!this.sel.run || !sameOriginParent()) return;
     const link = (text: string, href: string) => el('a', {href, target: '_top', rel: 'noopener'}, text);
     this.links.append(link('Open in XProf Memory Profile', xprofUrl('memory_profile', this.sel.run, this.sel.host)));
-    if (this.sel.module) this.links.append(link('Open in XProf Memory Viewer', xprofUrl('memory_viewer', this.sel.run, this.sel.host, this.sel.module)));
+    const module = this.currentModule();
+    if (module) this.links.append(link('Open in XProf Memory Viewer', xprofUrl('memory_viewer', this.sel.run, this.sel.host, module.name)));
   }
 }
 

@@ -70,8 +70,8 @@ export class RunView {
     } else {
       this.element.append(noMemoryEvents(host));
     }
-    if (sel.module) {
-      this.staticPanel = new StaticPanel(sel, data.module);
+    if (data.module) {
+      this.staticPanel = new StaticPanel(sel.run, sel.host, data.module);
       this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
     }
   }
@@ -79,7 +79,7 @@ export class RunView {
   /** Starts the panels' own requests; call once the element is in the page. */
   start(): void {
     void this.timeline?.setRange(null);
-    void this.lifetimes?.load();
+    this.lifetimes?.start();
     void this.staticPanel?.load();
   }
 

@@ -103,7 +103,7 @@ export class LifetimesPanel {
     });
     this.table = new DataTable<Buffer>({
       caption: 'Buffers',
-      pageSize: 25,
+      pageSize: 10,
       sort: 'bytes',
       order: 'desc',
       extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
@@ -180,6 +180,11 @@ export class LifetimesPanel {
       if (isAbort(err) || controller.signal.aborted) return;
       this.note.textContent = `Could not load buffers: ${errorMessage(err)}`;
     }
+  }
+
+  /** First load: the chart and the first page of the table. */
+  start(): void {
+    void this.load();
     void this.table.load();
   }
 

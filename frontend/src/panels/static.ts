@@ -1,66 +1,86 @@
-// Static panel: one compiled XLA program's buffer assignment. The heap in
-// program order, its buffers as blocks (whole-program buffers highlighted
-// with their reason), and the buffers live at the peak.
+// Static panel: one compiled XLA program's buffer assignment, as XProf's
+// Memory Viewer reads it. The heap in program order; its buffers as blocks,
+// whole-program buffers highlighted with their reason; what to check; the
+// whole-program buffers and the buffers at the peak.
 
 import uPlot from 'uplot';
-import {api, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type Selection} from '../api';
-import {autoWidth, axisStyle, chartWidth, downsample, type Rect, RectChart, swatch} from '../chart';
-import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
+import {api, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
+import {autoWidth, axisStyle, chartWidth, clipped, downsample, type Rect, RectChart, swatch} from '../chart';
+import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {byteTicks, formatBytes, formatCount} from '../format';
-import {byField, DataTable, memorySource} from '../table';
+import {byField, type Column, DataTable, memorySource} from '../table';
 
 /** The chart draws at most this many logical buffers (the largest). */
 const MAX_BLOCKS = 5000;
 const HEAP_HEIGHT = 220;
 
+export const REASON_LABEL: Record<string, string> = {
+  parameter: 'parameter',
+  live_out: 'live-out',
+  constant: 'constant',
+  thread_local: 'thread-local',
+  never_freed: 'never freed',
+  temporary: 'temporary',
+};
+
+function reasonPill(reason: string, title?: string): HTMLElement {
+  return el('span', {class: `lf-reason lf-reason-${reason}`, title}, REASON_LABEL[reason] ?? reason);
+}
+
+/** Live-out buffers are what a user most often keeps by mistake: the warning colour. */
+function reasonColor(kind: string): string {
+  if (kind === 'temporary') return cssVar('--lf-buffer');
+  if (kind === 'live_out' || kind === 'never_freed') return cssVar('--lf-leak');
+  if (kind === 'parameter') return cssVar('--lf-highlight');
+  return cssVar('--lf-buffer-dim');
+}
+
 interface BlockRect extends Rect {
   buffer: LogicalBuffer;
 }
 
-function label(b: LogicalBuffer): string {
-  return b.op_name || b.instruction || '(unnamed)';
+type Row = (WholeProgramBuffer | PeakBuffer) & {reason?: string; kind?: string; why?: string};
+
+function nameOf(b: {instruction: string; label?: string; logical_buffer: number | null}): string {
+  return b.label ?? (b.instruction || (b.logical_buffer === null ? '' : `logical buffer ${b.logical_buffer}`));
 }
 
-function bufferColumns(withReason: boolean) {
-  return [
-    {key: 'instruction', label: 'Instruction', sort: 'instruction', wrap: true, cell: (b: LogicalBuffer) => b.instruction},
-    {key: 'op_name', label: 'Op name', sort: 'op_name', wrap: true, cell: (b: LogicalBuffer) => b.op_name},
-    {key: 'opcode', label: 'Opcode', sort: 'opcode', cell: (b: LogicalBuffer) => b.opcode},
-    {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (b: LogicalBuffer) => b.shape},
-    {key: 'size', label: 'Size', sort: 'size', numeric: true, cell: (b: LogicalBuffer) => formatBytes(b.size)},
-    withReason
-      ? {key: 'reason', label: 'Why whole-program', sort: 'reason', cell: (b: LogicalBuffer) => (b.reason ? el('span', {class: 'lf-reason'}, b.reason) : '')}
-      : {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b: LogicalBuffer) => b.source},
-  ];
-}
+const COMMON_COLUMNS: Column<Row>[] = [
+  {key: 'instruction', label: 'Instruction', sort: 'instruction', wrap: true, cell: (b) => nameOf(b)},
+  {key: 'op_name', label: 'Op name', sort: 'op_name', wrap: true, cell: (b) => b.op_name},
+  {key: 'opcode', label: 'Opcode', sort: 'opcode', cell: (b) => b.opcode},
+  {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (b) => b.shape},
+  {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.bytes) + (b.count && b.count > 1 ? ` (${formatCount(b.count)})` : '')},
+];
 
-function bufferTable(caption: string, rows: LogicalBuffer[], withReason: boolean): HTMLElement {
-  const table = new DataTable<LogicalBuffer>({
+function bufferTable(caption: string, rows: Row[], last: Column<Row>[]): HTMLElement {
+  const table = new DataTable<Row>({
     caption,
-    pageSize: 15,
-    sort: 'size',
+    pageSize: 10,
+    sort: 'bytes',
     order: 'desc',
     filterLabel: 'Filter by name, opcode, shape…',
     emptyText: 'None.',
-    rowKey: (b) => `${b.id ?? ''}:${b.instruction}:${b.offset}`,
-    columns: bufferColumns(withReason),
-    source: memorySource(rows, byField, (b) => [b.instruction, b.op_name, b.opcode, b.shape, b.source, b.reason ?? ''].join(' ')),
+    rowKey: (b) => `${b.logical_buffer ?? b.label ?? ''}:${b.instruction}:${b.reason ?? b.kind ?? ''}`,
+    columns: [...COMMON_COLUMNS, ...last],
+    source: memorySource(rows, byField, (b) => [nameOf(b), b.op_name, b.opcode, b.shape, b.source, b.reason ?? b.kind ?? ''].join(' ')),
   });
   void table.load();
   return table.element;
 }
 
-/** Numbers of the report's module summary, shown as small facts. */
-function summaryFacts(summary: ModuleSummary | undefined): HTMLElement | null {
-  if (!summary) return null;
-  const facts = Object.entries(summary)
-    .filter(([key, value]) => typeof value === 'number' && key !== 'program_id')
-    .map(([key, value]) => {
-      const name = key.replace(/_/g, ' ');
-      const text = key.endsWith('bytes') ? formatBytes(value as number) : formatCount(value as number);
-      return el('div', {class: 'lf-card'}, el('div', {class: 'lf-card-label'}, name), el('div', {class: 'lf-card-value'}, text));
-    });
-  return facts.length ? el('div', {class: 'lf-cards'}, ...facts) : null;
+function fact(label: string, value: Child, detail?: Child): HTMLElement {
+  return el('div', {class: 'lf-card'}, el('div', {class: 'lf-card-label'}, label), el('div', {class: 'lf-card-value'}, value), detail ? el('div', {class: 'lf-card-detail'}, detail) : null);
+}
+
+export function moduleFacts(m: ModuleSummary): HTMLElement {
+  return el(
+    'div',
+    {class: 'lf-cards'},
+    fact('Peak heap', formatBytes(m.peak_heap_bytes), m.peak_instruction ? `at ${m.peak_instruction} (position ${formatCount(m.peak_position)})` : null),
+    fact('Whole-program bytes', formatBytes(m.whole_program_bytes), `live-out ${formatBytes(m.live_out_bytes)}, parameters ${formatBytes(m.parameter_bytes)}, constants ${formatBytes(m.constant_bytes)}`),
+    fact('Temporaries at the peak', formatBytes(m.peak_temporary_bytes), `${formatCount(m.num_positions)} positions, ${formatCount(m.num_instructions)} instructions`),
+  );
 }
 
 export class StaticPanel {
@@ -73,11 +93,12 @@ export class StaticPanel {
   private controller: AbortController | null = null;
 
   constructor(
-    private readonly sel: Selection,
-    private readonly summary: ModuleSummary | undefined,
+    private readonly run: string,
+    private readonly host: string,
+    private readonly summary: ModuleSummary,
   ) {
     this.body = el('div', {});
-    this.element = el('div', {'data-module': sel.module}, this.body);
+    this.element = el('div', {'data-module': summary.name}, this.body);
   }
 
   async load(): Promise<void> {
@@ -86,13 +107,14 @@ export class StaticPanel {
     this.controller = controller;
     this.body.replaceChildren(notice('loading', 'Loading the program’s buffer assignment…'));
     try {
-      const detail = await api.module(this.sel, controller.signal);
+      const points = Math.min(20000, Math.max(200, chartWidth(this.element) * 2));
+      const detail = await api.module(this.run, this.host, this.summary, points, controller.signal);
       if (controller.signal.aborted) return;
       this.detail = detail;
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
-      this.body.replaceChildren(summaryFacts(this.summary) ?? '', notice('error', `Could not load module ${this.sel.module}: ${errorMessage(err)}`));
+      this.body.replaceChildren(moduleFacts(this.summary), notice('error', `Could not load module ${this.summary.name}: ${errorMessage(err)}`));
     }
   }
 
@@ -103,61 +125,34 @@ export class StaticPanel {
     this.destroyCharts();
     clear(this.body);
     const heapBox = el('div', {class: 'lf-chart', 'data-chart': 'static-heap'});
-    const wholeProgram = d.whole_program ?? [];
-    const peakBuffers = d.peak_buffers ?? [];
-    this.body.append(
-      summaryFacts(this.summary) ?? '',
-      el('h3', {}, 'Heap in program order'),
-      heapBox,
-    );
-    this.body.append(el('h3', {}, 'Buffer blocks'));
-    const legend = el(
-      'div',
-      {class: 'lf-legend'},
-      swatch(cssVar('--lf-buffer'), 'temporary buffer'),
-      swatch(cssVar('--lf-highlight'), 'whole-program buffer (parameter, constant, live-out, …)'),
-    );
-    this.blocks = new RectChart<BlockRect>({
-      height: 300,
-      xLabel: 'program order',
-      yLabel: 'offset',
-      xValues: (v) => v.map((x) => formatCount(Math.round(x))),
-      yValues: byteTicks,
-      describe: (r) => ({
-        title: label(r.buffer),
-        rows: [
-          ['instruction', r.buffer.instruction],
-          ['opcode', r.buffer.opcode],
-          ['shape', r.buffer.shape],
-          ['size', formatBytes(r.buffer.size)],
-          ['offset', formatBytes(r.buffer.offset)],
-          ['live', `${formatCount(r.buffer.start)} – ${formatCount(r.buffer.end)}`],
-          ['whole program', r.buffer.reason || 'no'],
-          ['source', r.buffer.source || '—'],
-        ],
-      }),
-    });
-    this.blocks.element.dataset.chart = 'static-blocks';
-    this.body.append(legend, this.blocks.element);
-    const drawn = (d.buffers ?? []).slice().sort((a, b) => b.size - a.size).slice(0, MAX_BLOCKS);
-    const normal = cssVar('--lf-buffer');
-    const whole = cssVar('--lf-highlight');
-    let xMax = Math.max(1, d.heap_bytes?.length ?? 0);
-    let yMax = 1;
-    const rects: BlockRect[] = drawn.map((b) => {
-      xMax = Math.max(xMax, b.end + 1);
-      yMax = Math.max(yMax, b.offset + b.size);
-      return {buffer: b, x0: b.start, x1: Math.max(b.end, b.start + 1), y0: b.offset, y1: b.offset + Math.max(1, b.size), color: b.reason ? whole : normal, highlight: !!b.reason};
-    });
-    this.blocks.setData(rects, [0, xMax], [0, yMax * 1.02]);
-    if ((d.buffers ?? []).length > drawn.length) {
-      this.body.append(el('div', {class: 'lf-chart-note'}, `Drawing the ${formatCount(drawn.length)} largest of ${formatCount(d.buffers.length)} logical buffers.`));
+    this.body.append(moduleFacts(d));
+    if (d.actionable.length) {
+      this.body.append(
+        el('h3', {}, 'Worth checking'),
+        el('ul', {class: 'lf-actionable', 'data-list': 'actionable'}, ...d.actionable.map((a) => el('li', {}, reasonPill(a.reason), ' ', a.message))),
+      );
     }
+    this.body.append(el('h3', {}, 'Heap in program order'), heapBox, el('h3', {}, 'Buffer blocks'));
+    this.drawBlocks(d);
     this.body.append(
-      el('h3', {}, `Whole-program buffers (${formatCount(wholeProgram.length)})`),
-      el('div', {'data-table': 'whole-program'}, bufferTable('Whole-program buffers', wholeProgram, true)),
-      el('h3', {}, `Buffers at the peak (${formatCount(peakBuffers.length)})`),
-      el('div', {'data-table': 'peak-buffers'}, bufferTable('Buffers at the peak', peakBuffers, false)),
+      el('h3', {}, `Whole-program buffers (${formatCount(d.whole_program_buffers.length)})`),
+      el(
+        'div',
+        {'data-table': 'whole-program'},
+        bufferTable('Whole-program buffers', d.whole_program_buffers, [
+          {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, b.why) : '')},
+          {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
+        ]),
+      ),
+      el('h3', {}, `Buffers at the peak (${formatCount(d.peak_buffers.length)} rows, no size cutoff; buffers under 16 KiB folded into one row)`),
+      el(
+        'div',
+        {'data-table': 'peak-buffers'},
+        bufferTable('Buffers at the peak', d.peak_buffers, [
+          {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => (b.kind ? reasonPill(b.kind) : '')},
+          {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b) => b.source},
+        ]),
+      ),
     );
     this.drawHeap(heapBox, d);
   }
@@ -176,20 +171,94 @@ export class StaticPanel {
     this.blocks = null;
   }
 
+  /**
+   * Temporaries at their offset in the heap; whole-program buffers (each in
+   * an allocation of its own) stacked above them across the whole program.
+   */
+  private drawBlocks(d: ModuleDetail): void {
+    const legend = el(
+      'div',
+      {class: 'lf-legend'},
+      swatch(reasonColor('temporary'), 'temporary (at its heap offset)'),
+      swatch(reasonColor('live_out'), 'whole program: live-out or never freed'),
+      swatch(reasonColor('parameter'), 'whole program: parameter'),
+      swatch(reasonColor('constant'), 'whole program: constant, thread-local'),
+    );
+    const blocks = new RectChart<BlockRect>({
+      height: 300,
+      xLabel: 'program order',
+      yLabel: 'offset',
+      xValues: (v) => v.map((x) => formatCount(Math.round(x))),
+      yValues: byteTicks,
+      describe: (r) => ({
+        title: r.buffer.op_name || nameOf(r.buffer) || '(unnamed)',
+        rows: [
+          ['instruction', r.buffer.instruction || '—'],
+          ['opcode', r.buffer.opcode || '—'],
+          ['shape', r.buffer.shape || '—'],
+          ['size', formatBytes(r.buffer.bytes)],
+          ['live', `positions ${formatCount(r.buffer.start)} – ${formatCount(r.buffer.end)}`],
+          ['kind', REASON_LABEL[r.buffer.kind] ?? r.buffer.kind],
+          ['freed after', r.buffer.freed_after ?? '—'],
+          ['source', r.buffer.source || '—'],
+        ],
+      }),
+    });
+    this.blocks = blocks;
+    blocks.element.dataset.chart = 'static-blocks';
+    this.body.append(legend, blocks.element);
+    const drawn = d.buffers.slice().sort((a, b) => b.bytes - a.bytes).slice(0, MAX_BLOCKS);
+    const end = Math.max(1, d.num_positions);
+    const temporaries = drawn.filter((b) => b.kind === 'temporary');
+    const heapTop = temporaries.reduce((top, b) => Math.max(top, b.offset + b.bytes), 0);
+    // One band per whole-program allocation, above the heap.
+    const bandOf = new Map<string, number>();
+    let stack = heapTop;
+    const rects: BlockRect[] = drawn.map((b) => {
+      const temporary = b.kind === 'temporary';
+      let y0 = b.offset;
+      let first = false;
+      if (!temporary) {
+        const key = b.allocation === null ? `lb${b.logical_buffer}` : `a${b.allocation}`;
+        if (!bandOf.has(key)) {
+          bandOf.set(key, stack);
+          stack += b.bytes;
+          first = true;
+        }
+        y0 = (bandOf.get(key) ?? 0) + b.offset;
+      }
+      return {
+        buffer: b,
+        x0: temporary ? b.start : Math.max(0, b.start),
+        x1: Math.max(b.end, b.start + 1),
+        y0,
+        y1: y0 + Math.max(1, b.bytes),
+        color: reasonColor(b.kind),
+        highlight: !temporary,
+        label: first ? `${REASON_LABEL[b.kind] ?? b.kind}: ${b.op_name || nameOf(b)} ${b.shape}` : undefined,
+      };
+    });
+    blocks.setData(rects, [0, end], [0, Math.max(1, stack) * 1.02]);
+    blocks.element.dataset.drawn = String(rects.length);
+    if (d.buffers.length > drawn.length) {
+      this.body.append(el('div', {class: 'lf-chart-note'}, `Drawing the ${formatCount(drawn.length)} largest of ${formatCount(d.buffers.length)} logical buffers.`));
+    }
+  }
+
   private drawHeap(box: HTMLElement, d: ModuleDetail): void {
-    const heap = d.heap_bytes ?? [];
+    const heap = d.curve.heap_bytes;
     if (!heap.length) {
       box.appendChild(notice('empty', 'This program has no heap-simulator trace.'));
       return;
     }
-    const fullOrder = d.program_order && d.program_order.length === heap.length ? d.program_order : heap.map((_v, i) => i);
-    const [order, values] = downsample(fullOrder, heap, chartWidth(box));
+    const [order, values] = downsample(d.curve.position, heap, chartWidth(box));
     const axes = axisStyle();
+    const peak = d.peak_position;
     const opts: uPlot.Options = {
       width: chartWidth(box),
       height: HEAP_HEIGHT,
       cursor: {drag: {x: true, y: false}},
-      scales: {x: {time: false}, y: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}},
+      scales: {x: {time: false}, y: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.08]}},
       axes: [
         {...axes, values: (_u, v) => v.map((x) => formatCount(Math.round(x))), size: 36},
         {...axes, values: (_u, v) => byteTicks(v), size: 76},
@@ -198,6 +267,20 @@ export class StaticPanel {
         {label: 'program order', value: (_u, v) => formatCount(v)},
         {label: 'heap', stroke: cssVar('--lf-heap'), fill: cssVar('--lf-heap-fill'), width: 1.5, paths: uPlot.paths.stepped?.({align: 1}), value: (_u, v) => formatBytes(v)},
       ],
+      hooks: {
+        draw: [
+          (u) =>
+            clipped(u, (ctx) => {
+              if (peak === null) return;
+              const x = u.valToPos(peak, 'x', true);
+              const y = u.valToPos(d.peak_heap_bytes, 'y', true);
+              ctx.fillStyle = cssVar('--lf-leak');
+              ctx.beginPath();
+              ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI);
+              ctx.fill();
+            }),
+        ],
+      },
     };
     this.heapPlot = new uPlot(opts, [order, values], box);
     this.disposeSize = autoWidth(this.heapPlot, box, HEAP_HEIGHT);

@@ -143,7 +143,6 @@ export class TimelinePanel {
 
   private paintSteps(u: uPlot, ctx: CanvasRenderingContext2D, {left, top, width, height}: uPlot.BBox): void {
     const steps = this.data?.steps ?? [];
-    ctx.fillStyle = cssVar('--lf-step-band');
     const labels = cssVar('--lf-muted');
     ctx.font = `${Math.round(10 * devicePixelRatio)}px sans-serif`;
     steps.forEach((step, i) => {

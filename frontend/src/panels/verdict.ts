@@ -10,8 +10,8 @@ export const VERDICT_LABEL: Record<Verdict, string> = {
 };
 
 export function renderVerdict(host: HostReport, allocator: AllocatorReport | null): HTMLElement {
-  const verdict: Verdict = allocator?.verdict ?? 'inconclusive';
-  const reason = allocator?.reason ?? 'This run has no memory events, so there is nothing to judge.';
+  const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
+  const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
   const warnings = host.warnings ?? [];
   return el(
     'div',
