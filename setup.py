@@ -1,6 +1,33 @@
 """tb_leakfinder: a TensorBoard plugin that finds memory leaks in XProf profiles."""
 
-from setuptools import find_packages, setup
+import sys
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    """Builds the compiled XSpace scanner when it can; the pure-Python decoder serves otherwise."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # noqa: BLE001 - no compiler is not an install failure
+            print(f"tb_leakfinder: not building the compiled scanner ({exc}); using the pure-Python decoder")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001
+            print(f"tb_leakfinder: not building {ext.name} ({exc}); using the pure-Python decoder")
+
+
+# The scanner reads fixed64 fields with memcpy: little-endian hosts only.
+ext_modules = (
+    [Extension("tb_leakfinder.read._xspace_scan", ["tb_leakfinder/read/_xspace_scan.c"], extra_compile_args=["-O2"])]
+    if sys.byteorder == "little"
+    else []
+)
 
 setup(
     name="tb_leakfinder",
@@ -25,6 +52,8 @@ setup(
         "capture": ["tensorflow-cpu", "jax"],
         "test": ["pytest", "hypothesis", "ruff", "fsspec", "grpcio-tools"],
     },
+    ext_modules=ext_modules,
+    cmdclass={"build_ext": OptionalBuildExt},
     entry_points={
         "tensorboard_plugins": ["leakfinder = tb_leakfinder.plugin_loader:LeakfinderLoader"],
         "console_scripts": ["tb-leakfinder = tb_leakfinder.views.cli:main"],

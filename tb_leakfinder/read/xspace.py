@@ -1,15 +1,124 @@
-"""Reading one host's `.xplane.pb` into the model."""
+"""Reading one host's `.xplane.pb` into the model.
+
+Two readers give identical `HostProfile`s: the compiled scanner
+(`_xspace_scan.c`, which walks the wire format straight into columns without
+building message objects) and the reference decoder over protobuf objects
+(`xspace_proto`). The scanner is used when it was built, unless
+TB_LEAKFINDER_PURE_PYTHON=1 asks for the reference decoder.
+"""
 
 from __future__ import annotations
 
-from tb_leakfinder.model.memory import HostProfile
-from tb_leakfinder.read import files, xspace_proto
+import os
+import struct
+from types import ModuleType
+
+import numpy as np
+
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
+from tb_leakfinder.read import files, hlo, xspace_proto
+
+_scanner: ModuleType | None
+try:
+    from tb_leakfinder.read import _xspace_scan as _scanner
+except ImportError:  # not built (no compiler at install time): the reference decoder serves
+    _scanner = None
+
+PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"
 
 # Profiles larger than this are refused rather than read into memory.
 MAX_FILE_BYTES = 4 << 30
 
 
+def compiled_scanner() -> ModuleType | None:
+    """The compiled scanner module, or None when it is not built or TB_LEAKFINDER_PURE_PYTHON=1."""
+    if os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return None
+    return _scanner
+
+
 def read_host(path: str, host: str) -> HostProfile:
     """Decode `path` (one host's XSpace) into memory events, steps and HLO modules."""
     data = files.read_bytes(path, limit=MAX_FILE_BYTES)
-    return xspace_proto.decode(data, host, path)
+    return decode(data, host, path)
+
+
+def decode(data: bytes, host: str, path: str) -> HostProfile:
+    scanner = compiled_scanner()
+    if scanner is None:
+        return xspace_proto.decode(data, host, path)
+    if not data:
+        raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
+    try:
+        scanned = scanner.scan(data)
+    except scanner.ScanError as exc:
+        raise LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({exc})", source=path) from exc
+    return _host_profile(scanned, host, path)
+
+
+def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
+    warnings: list[str] = []
+    hlo_protos = _hlo_protos(scanned["hlo"])
+    if not scanned["has_cpu"]:
+        if scanned["num_planes"] == 0:
+            warnings.append(f"{path}: the profile has no planes")
+        return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings)
+    columns = {name: _column(scanned["columns"][name], dtype) for name, dtype in EVENT_COLUMNS.items()}
+    names, index = _allocator_names(scanned["allocators"])
+    if index is not None:
+        columns["allocator"] = index[columns["allocator"]]
+    time_ps = columns["time_ps"]
+    if len(time_ps) > 1 and not bool(np.all(time_ps[1:] >= time_ps[:-1])):
+        order = np.argsort(time_ps, kind="stable")
+        columns = {name: column[order] for name, column in columns.items()}
+    strings = [s.decode() for s in scanned["strings"]]
+    events = MemoryEvents(**columns, strings=strings, allocator_names=names)
+    rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
+    steps = xspace_proto._steps([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
+    return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings)
+
+
+def _column(buffer: object, dtype: type) -> np.ndarray:
+    return np.frombuffer(buffer, dtype) if memoryview(buffer).nbytes else np.zeros(0, dtype)
+
+
+def _allocator_name(key: bytes) -> str:
+    """The name the reference decoder gives an `allocator_name` stat: str() of its value."""
+    tag, value = key[:1], key[1:]
+    if tag == b"S":
+        return value.decode()
+    if tag == b"B":
+        return str(value)
+    if tag == b"D":
+        return str(struct.unpack("<d", value)[0])
+    return str(int.from_bytes(value, "little", signed=tag == b"I"))
+
+
+def _allocator_names(keys: list[bytes]) -> tuple[list[str], np.ndarray | None]:
+    """Allocator names in order of first use, and a remapping of indices when two keys give one name."""
+    names: list[str] = []
+    position: dict[str, int] = {}
+    index = []
+    for key in keys:
+        name = _allocator_name(key)
+        index.append(position.setdefault(name, len(names)))
+        if index[-1] == len(names):
+            names.append(name)
+    if len(names) == len(keys):
+        return names, None
+    return names, np.asarray(index, np.int32)
+
+
+def _hlo_protos(entries: list[tuple[int, str, bytes | None, int | None]]) -> dict[str, bytes]:
+    """As `hlo.hlo_protos_from_metadata_plane`: one serialized HloProto per module name."""
+    by_key = {key: (name, data, program_id) for key, name, data, program_id in entries}  # a repeated map key: the last wins
+    protos: dict[str, bytes] = {}
+    for name, data, program_id in by_key.values():
+        if data is None:
+            continue
+        key = name
+        if not hlo._KEY.match(key) and program_id is not None:
+            key = f"{key}({program_id})"
+        protos[key] = data
+    return protos

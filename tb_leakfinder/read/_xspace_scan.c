@@ -1,0 +1,1005 @@
+/* A compiled scanner of serialized XSpace profiles (tb_leakfinder/proto/xplane.proto).
+ *
+ * It walks the protobuf wire format directly and builds no message objects:
+ * the /host:CPU plane's memory events and step markers become columns, and the
+ * /host:metadata plane's event metadata give their `Hlo Proto` bytes. Every
+ * other field is checked (bounds, wire types, UTF-8 of string fields, nesting
+ * depth) but not kept, so that a file the protobuf library rejects is rejected
+ * here too. Every length and varint is bounds-checked before use; declared
+ * lengths never size an allocation. The scan runs without the GIL.
+ *
+ * Semantics follow the reference decoder (xspace_proto.py) over protobuf:
+ * the last occurrence of a scalar field wins, setting one member of a oneof
+ * clears the other, a field with an unexpected wire type is an unknown field,
+ * repeated map keys keep the last entry, and a message field that occurs
+ * twice is merged.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Field numbers: tests/test_xspace_scan.py checks them against the descriptor. */
+#define XSPACE_PLANES 1
+#define XSPACE_ERRORS 2
+#define XSPACE_HOSTNAMES 4
+#define XPLANE_NAME 2
+#define XPLANE_LINES 3
+#define XPLANE_EVENT_METADATA 4
+#define XPLANE_STAT_METADATA 5
+#define XPLANE_STATS 6
+#define XLINE_NAME 2
+#define XLINE_DISPLAY_NAME 11
+#define XLINE_TIMESTAMP_NS 3
+#define XLINE_EVENTS 4
+#define XEVENT_METADATA_ID 1
+#define XEVENT_OFFSET_PS 2
+#define XEVENT_NUM_OCCURRENCES 5
+#define XEVENT_DURATION_PS 3
+#define XEVENT_STATS 4
+#define XSTAT_METADATA_ID 1
+#define XSTAT_DOUBLE_VALUE 2
+#define XSTAT_UINT64_VALUE 3
+#define XSTAT_INT64_VALUE 4
+#define XSTAT_STR_VALUE 5
+#define XSTAT_BYTES_VALUE 6
+#define XSTAT_REF_VALUE 7
+#define XEVENTMD_NAME 2
+#define XEVENTMD_DISPLAY_NAME 4
+#define XEVENTMD_STATS 5
+#define XEVENTMD_CHILD_ID 6
+#define XSTATMD_NAME 2
+#define XSTATMD_DESCRIPTION 3
+#define MAP_KEY 1
+#define MAP_VALUE 2
+
+/* The field numbers above by "Message.field", exposed as FIELDS for the schema test. */
+static const struct { const char *name; int number; } FIELD_NUMBERS[] = {
+    {"XSpace.planes", XSPACE_PLANES}, {"XSpace.errors", XSPACE_ERRORS}, {"XSpace.hostnames", XSPACE_HOSTNAMES},
+    {"XPlane.name", XPLANE_NAME}, {"XPlane.lines", XPLANE_LINES}, {"XPlane.event_metadata", XPLANE_EVENT_METADATA},
+    {"XPlane.stat_metadata", XPLANE_STAT_METADATA}, {"XPlane.stats", XPLANE_STATS},
+    {"XLine.name", XLINE_NAME}, {"XLine.display_name", XLINE_DISPLAY_NAME}, {"XLine.timestamp_ns", XLINE_TIMESTAMP_NS},
+    {"XLine.events", XLINE_EVENTS},
+    {"XEvent.metadata_id", XEVENT_METADATA_ID}, {"XEvent.offset_ps", XEVENT_OFFSET_PS},
+    {"XEvent.num_occurrences", XEVENT_NUM_OCCURRENCES}, {"XEvent.duration_ps", XEVENT_DURATION_PS}, {"XEvent.stats", XEVENT_STATS},
+    {"XStat.metadata_id", XSTAT_METADATA_ID}, {"XStat.double_value", XSTAT_DOUBLE_VALUE}, {"XStat.uint64_value", XSTAT_UINT64_VALUE},
+    {"XStat.int64_value", XSTAT_INT64_VALUE}, {"XStat.str_value", XSTAT_STR_VALUE}, {"XStat.bytes_value", XSTAT_BYTES_VALUE},
+    {"XStat.ref_value", XSTAT_REF_VALUE},
+    {"XEventMetadata.name", XEVENTMD_NAME}, {"XEventMetadata.display_name", XEVENTMD_DISPLAY_NAME},
+    {"XEventMetadata.stats", XEVENTMD_STATS}, {"XEventMetadata.child_id", XEVENTMD_CHILD_ID},
+    {"XStatMetadata.name", XSTATMD_NAME}, {"XStatMetadata.description", XSTATMD_DESCRIPTION},
+};
+
+#define WT_VARINT 0
+#define WT_I64 1
+#define WT_LEN 2
+#define WT_SGROUP 3
+#define WT_EGROUP 4
+#define WT_I32 5
+
+/* The protobuf library's default nesting limit (messages and groups). */
+#define MAX_DEPTH 100
+
+enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2 };
+enum { V_NONE = 0, V_DOUBLE, V_UINT64, V_INT64, V_STR, V_BYTES, V_REF };
+enum {
+    ROLE_NONE = 0, ROLE_ALLOCATOR, ROLE_ADDR, ROLE_FRAGMENTATION, ROLE_STEP, ROLE_HLO, ROLE_PROGRAM_ID,
+    ROLE_REQUESTED, ROLE_ALLOCATION, ROLE_IN_USE, ROLE_RESERVED, ROLE_PEAK, ROLE_DTYPE,
+    ROLE_OP, ROLE_SHAPE, ROLE_REGION,
+};
+#define FIRST_INT_ROLE ROLE_REQUESTED
+#define FIRST_STR_ROLE ROLE_OP
+
+static const struct { const char *name; int role; } ROLE_NAMES[] = {
+    {"allocator_name", ROLE_ALLOCATOR}, {"addr", ROLE_ADDR}, {"fragmentation", ROLE_FRAGMENTATION},
+    {"step_num", ROLE_STEP}, {"Hlo Proto", ROLE_HLO}, {"program_id", ROLE_PROGRAM_ID},
+    {"requested_bytes", ROLE_REQUESTED}, {"allocation_bytes", ROLE_ALLOCATION}, {"bytes_allocated", ROLE_IN_USE},
+    {"bytes_reserved", ROLE_RESERVED}, {"peak_bytes_in_use", ROLE_PEAK}, {"data_type", ROLE_DTYPE},
+    {"tf_op", ROLE_OP}, {"shape", ROLE_SHAPE}, {"region_type", ROLE_REGION},
+};
+
+typedef const uint8_t *ptr;
+
+/* ---- growable memory ---------------------------------------------------- */
+
+static int grow(void **buf, size_t *cap, size_t need, size_t item) {
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) {
+        if (n > SIZE_MAX / 2 / item) return -1;
+        n *= 2;
+    }
+    void *p = realloc(*buf, n * item);
+    if (!p) return -1;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+/* ---- int64 id -> int32 index, open addressing ----------------------------- */
+
+#define DENSE_IDS 4096 /* ids below this (TF numbers them from 1) skip the hash table */
+
+typedef struct {
+    int32_t dense[DENSE_IDS]; /* -1: none */
+    int64_t *keys;
+    int32_t *vals; /* -1: empty slot */
+    size_t cap, len;
+} IdMap;
+
+static size_t id_hash(int64_t k, size_t cap) { return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1); }
+
+static inline int32_t idmap_get(const IdMap *m, int64_t k) {
+    if ((uint64_t)k < DENSE_IDS) return m->dense[k];
+    if (!m->cap) return -1;
+    for (size_t i = id_hash(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->vals[i] < 0) return -1;
+        if (m->keys[i] == k) return m->vals[i];
+    }
+}
+
+static int idmap_put(IdMap *m, int64_t k, int32_t v) {
+    if ((uint64_t)k < DENSE_IDS) {
+        m->dense[k] = v;
+        return 0;
+    }
+    if ((m->len + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        int64_t *keys = malloc(ncap * sizeof *keys);
+        int32_t *vals = malloc(ncap * sizeof *vals);
+        if (!keys || !vals) { free(keys); free(vals); return -1; }
+        memset(vals, 0xff, ncap * sizeof *vals);
+        for (size_t j = 0; j < m->cap; j++) {
+            if (m->vals[j] < 0) continue;
+            size_t i = id_hash(m->keys[j], ncap);
+            while (vals[i] >= 0) i = (i + 1) & (ncap - 1);
+            keys[i] = m->keys[j];
+            vals[i] = m->vals[j];
+        }
+        free(m->keys); free(m->vals);
+        m->keys = keys; m->vals = vals; m->cap = ncap;
+    }
+    size_t i = id_hash(k, m->cap);
+    while (m->vals[i] >= 0 && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
+    if (m->vals[i] < 0) m->len++;
+    m->keys[i] = k;
+    m->vals[i] = v;
+    return 0;
+}
+
+static void idmap_clear(IdMap *m) {
+    free(m->keys); free(m->vals);
+    memset(m, 0, sizeof *m);
+    memset(m->dense, 0xff, sizeof m->dense);
+}
+
+/* ---- byte-string interning (owned copies), in order of first appearance ---- */
+
+typedef struct { char *data; size_t len; } Str;
+typedef struct {
+    Str *items;
+    size_t len, cap;
+    int32_t *slots; /* -1: empty */
+    size_t nslots;
+} Intern;
+
+static uint64_t bytes_hash(const void *p, size_t n) {
+    const uint8_t *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Index of (tag, data) in `t`, added if new; -1 when out of memory. tag < 0: none. */
+static int32_t intern(Intern *t, int tag, const void *data, size_t len) {
+    size_t total = len + (tag >= 0);
+    if ((t->len + 1) * 2 > t->nslots) {
+        size_t n = t->nslots ? t->nslots * 2 : 64;
+        int32_t *slots = malloc(n * sizeof *slots);
+        if (!slots) return -1;
+        memset(slots, 0xff, n * sizeof *slots);
+        for (size_t j = 0; j < t->len; j++) {
+            size_t i = bytes_hash(t->items[j].data, t->items[j].len) & (n - 1);
+            while (slots[i] >= 0) i = (i + 1) & (n - 1);
+            slots[i] = (int32_t)j;
+        }
+        free(t->slots);
+        t->slots = slots;
+        t->nslots = n;
+    }
+    char small[64];
+    char *key = total <= sizeof small ? small : malloc(total ? total : 1);
+    if (!key) return -1;
+    if (tag >= 0) key[0] = (char)tag;
+    if (len) memcpy(key + (tag >= 0), data, len);
+    size_t i = bytes_hash(key, total) & (t->nslots - 1);
+    for (; t->slots[i] >= 0; i = (i + 1) & (t->nslots - 1)) {
+        Str *s = &t->items[t->slots[i]];
+        if (s->len == total && memcmp(s->data, key, total) == 0) {
+            if (key != small) free(key);
+            return t->slots[i];
+        }
+    }
+    if (t->len >= INT32_MAX || grow((void **)&t->items, &t->cap, t->len + 1, sizeof(Str)) < 0) {
+        if (key != small) free(key);
+        return -1;
+    }
+    char *own = key;
+    if (key == small) {
+        own = malloc(total ? total : 1);
+        if (!own) return -1;
+        memcpy(own, small, total);
+    }
+    t->items[t->len] = (Str){own, total};
+    t->slots[i] = (int32_t)t->len;
+    return (int32_t)t->len++;
+}
+
+static void intern_free(Intern *t) {
+    for (size_t j = 0; j < t->len; j++) free(t->items[j].data);
+    free(t->items); free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+/* Memory-event columns, as in tb_leakfinder.model.memory.EVENT_COLUMNS. */
+typedef struct {
+    int64_t *time_ps; int8_t *kind; int32_t *allocator; uint64_t *addr;
+    int64_t *ints[6]; /* requested, allocation, in use, reserved, peak, (unused: dtype is int32) */
+    double *fragmentation;
+    int32_t *strs[3]; /* op, shape, region */
+    int32_t *dtype;
+    size_t len, cap;
+} Columns;
+
+typedef struct { int64_t step, start, end; } StepRow;
+typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n; } LineFix;
+
+typedef struct { ptr name; size_t name_len; int role; int32_t str_index, alloc_index; } StatMeta;
+/* One XStat: the last value given (kind V_*), and its metadata id. */
+typedef struct { int kind; uint64_t v; ptr data; size_t len; int64_t mid; } Stat;
+
+typedef struct {
+    int64_t key;
+    ptr name; size_t name_len;
+    ptr hlo; size_t hlo_len; int has_hlo;
+    int pid_kind; uint64_t pid;
+} MetaEntry;
+
+typedef struct {
+    ptr base;
+    const char *err;
+    size_t err_at;
+    int oom;
+    /* per plane */
+    IdMap stat_ids; StatMeta *stats; size_t nstats, capstats;
+    IdMap event_kinds;
+    /* outputs */
+    Columns c;
+    StepRow *steps; size_t nsteps, capsteps;
+    LineFix *lines; size_t nlines, caplines;
+    Intern strings, allocators;
+    MetaEntry *meta; size_t nmeta, capmeta;
+    Stat *scratch; size_t capscratch; /* one event's stats */
+    int has_cpu;
+    size_t num_planes;
+    int64_t end_ps;
+} Scan;
+
+#define FAIL(s, at, msg) do { if (!(s)->err) { (s)->err = (msg); (s)->err_at = (size_t)((at) - (s)->base); } return -1; } while (0)
+#define NOMEM(s) do { (s)->oom = 1; FAIL(s, (s)->base, "out of memory"); } while (0)
+
+/* ---- wire format ------------------------------------------------------------ */
+
+static inline __attribute__((always_inline)) int read_varint(Scan *s, ptr *pp, ptr end, uint64_t *out) {
+    ptr p = *pp;
+    if (p < end && *p < 0x80) { *out = *p; *pp = p + 1; return 0; }
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p >= end) FAIL(s, p, "truncated varint");
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) { *out = v; *pp = p; return 0; }
+    }
+    FAIL(s, *pp, "varint longer than 10 bytes");
+}
+
+typedef struct {
+    uint32_t field, wt;
+    uint64_t v;      /* varint, fixed64 or fixed32 value */
+    ptr data;        /* WT_LEN payload */
+    size_t len;
+} Field;
+
+static int skip_group(Scan *s, ptr *pp, ptr end, uint32_t field, int depth);
+
+/* Reads the next field of a message body, skipping groups. 1: a field, 0: end of body, -1: error. */
+static inline __attribute__((always_inline)) int next_field(Scan *s, ptr *pp, ptr end, int depth, Field *f) {
+    if (*pp >= end) return 0;
+    ptr at = *pp;
+    uint64_t tag = *at;
+    if (tag < 0x80 && tag >= 8) { /* one-byte tag */
+        *pp = at + 1;
+    } else if (read_varint(s, pp, end, &tag) < 0) {
+        return -1;
+    }
+    if (tag > UINT32_MAX || (tag >> 3) == 0) FAIL(s, at, "invalid field tag");
+    f->field = (uint32_t)(tag >> 3);
+    f->wt = (uint32_t)(tag & 7);
+    switch (f->wt) {
+    case WT_VARINT:
+        return read_varint(s, pp, end, &f->v) < 0 ? -1 : 1;
+    case WT_I64:
+        if (end - *pp < 8) FAIL(s, *pp, "truncated fixed64");
+        memcpy(&f->v, *pp, 8); /* little-endian hosts only, see setup.py */
+        *pp += 8;
+        return 1;
+    case WT_I32: {
+        uint32_t v32;
+        if (end - *pp < 4) FAIL(s, *pp, "truncated fixed32");
+        memcpy(&v32, *pp, 4);
+        f->v = v32;
+        *pp += 4;
+        return 1;
+    }
+    case WT_LEN: {
+        uint64_t n;
+        if (read_varint(s, pp, end, &n) < 0) return -1;
+        if (n > (uint64_t)(end - *pp)) FAIL(s, at, "length past the end of its message");
+        f->data = *pp;
+        f->len = (size_t)n;
+        *pp += n;
+        return 1;
+    }
+    case WT_SGROUP:
+        return skip_group(s, pp, end, f->field, depth + 1) < 0 ? -1 : 1;
+    default:
+        FAIL(s, at, "invalid wire type");
+    }
+}
+
+static int skip_group(Scan *s, ptr *pp, ptr end, uint32_t field, int depth) {
+    if (depth > MAX_DEPTH) FAIL(s, *pp, "nested too deeply");
+    for (;;) {
+        if (*pp >= end) FAIL(s, *pp, "unterminated group");
+        ptr at = *pp;
+        uint64_t tag;
+        if (read_varint(s, pp, end, &tag) < 0) return -1;
+        if ((tag & 7) == WT_EGROUP && tag <= UINT32_MAX) {
+            if ((tag >> 3) != field) FAIL(s, at, "mismatched end of group");
+            return 0;
+        }
+        *pp = at;
+        Field f = {0};
+        if (next_field(s, pp, end, depth, &f) < 0) return -1;
+    }
+}
+
+/* Strict UTF-8, as protobuf requires of string fields. */
+static int utf8_ok(ptr p, size_t n) {
+    ptr end = p + n;
+    while (p < end) {
+        uint8_t b = *p;
+        if (b < 0x80) { p++; continue; }
+        size_t k;
+        uint32_t cp, min;
+        if ((b & 0xe0) == 0xc0) { k = 1; cp = b & 0x1f; min = 0x80; }
+        else if ((b & 0xf0) == 0xe0) { k = 2; cp = b & 0x0f; min = 0x800; }
+        else if ((b & 0xf8) == 0xf0) { k = 3; cp = b & 0x07; min = 0x10000; }
+        else return 0;
+        if ((size_t)(end - p) <= k) return 0;
+        for (size_t i = 1; i <= k; i++) {
+            if ((p[i] & 0xc0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+        p += k + 1;
+    }
+    return 1;
+}
+
+static inline int check_string(Scan *s, const Field *f) {
+    if (f->wt == WT_LEN && !utf8_ok(f->data, f->len)) FAIL(s, f->data, "string field is not valid UTF-8");
+    return 0;
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+
+static int read_stat(Scan *s, ptr p, ptr end, int depth, Stat *st) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    Field f = {0};
+    int r;
+    st->kind = V_NONE;
+    st->mid = 0;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        switch (f.field) {
+        case XSTAT_METADATA_ID: if (f.wt == WT_VARINT) st->mid = (int64_t)f.v; break;
+        case XSTAT_DOUBLE_VALUE: if (f.wt == WT_I64) { st->kind = V_DOUBLE; st->v = f.v; } break;
+        case XSTAT_UINT64_VALUE: if (f.wt == WT_VARINT) { st->kind = V_UINT64; st->v = f.v; } break;
+        case XSTAT_INT64_VALUE: if (f.wt == WT_VARINT) { st->kind = V_INT64; st->v = f.v; } break;
+        case XSTAT_REF_VALUE: if (f.wt == WT_VARINT) { st->kind = V_REF; st->v = f.v; } break;
+        case XSTAT_STR_VALUE:
+            if (f.wt == WT_LEN) {
+                if (check_string(s, &f) < 0) return -1;
+                st->kind = V_STR; st->data = f.data; st->len = f.len;
+            }
+            break;
+        case XSTAT_BYTES_VALUE: if (f.wt == WT_LEN) { st->kind = V_BYTES; st->data = f.data; st->len = f.len; } break;
+        default: break;
+        }
+    }
+    return r;
+}
+
+static inline const StatMeta *stat_meta(const Scan *s, int64_t id) {
+    int32_t i = idmap_get(&s->stat_ids, id);
+    return i < 0 ? NULL : &s->stats[i];
+}
+
+/* The stat metadata a ref_value names (NULL when none: its value is then ""). */
+static inline StatMeta *ref_meta(Scan *s, uint64_t ref) {
+    if (ref > INT64_MAX) return NULL; /* map keys are int64 */
+    int32_t i = idmap_get(&s->stat_ids, (int64_t)ref);
+    return i < 0 ? NULL : &s->stats[i];
+}
+
+/* A map entry {int64 key = 1; message value = 2}: the key and the value bodies, in order. */
+typedef struct { int64_t key; ptr values[4]; size_t lens[4]; size_t n; ptr entry, entry_end; } MapEntry;
+
+static int read_map_entry(Scan *s, ptr p, ptr end, int depth, MapEntry *e) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    Field f = {0};
+    int r;
+    e->key = 0;
+    e->n = 0;
+    e->entry = p;
+    e->entry_end = end;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        if (f.field == MAP_KEY && f.wt == WT_VARINT) e->key = (int64_t)f.v;
+        else if (f.field == MAP_VALUE && f.wt == WT_LEN && e->n < 4) {
+            e->values[e->n] = f.data;
+            e->lens[e->n++] = f.len;
+        } else if (f.field == MAP_VALUE && f.wt == WT_LEN) {
+            e->n = 5; /* rare: walk the entry again, see for_each_value */
+        }
+    }
+    return r;
+}
+
+/* Calls fn on each value body of an entry; a value given more than 4 times is walked again from the entry. */
+typedef int (*ValueFn)(Scan *s, ptr p, ptr end, int depth, void *ctx);
+
+static int for_each_value(Scan *s, const MapEntry *e, int depth, ValueFn fn, void *ctx) {
+    if (e->n <= 4) {
+        for (size_t i = 0; i < e->n; i++)
+            if (fn(s, e->values[i], e->values[i] + e->lens[i], depth + 1, ctx) < 0) return -1;
+        return 0;
+    }
+    ptr p = e->entry;
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &p, e->entry_end, depth, &f)) > 0)
+        if (f.field == MAP_VALUE && f.wt == WT_LEN && fn(s, f.data, f.data + f.len, depth + 1, ctx) < 0) return -1;
+    return r;
+}
+
+/* XStatMetadata: the last name given. */
+typedef struct { ptr name; size_t len; } NameCtx;
+
+static int stat_md_value(Scan *s, ptr p, ptr end, int depth, void *vctx) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    NameCtx *ctx = vctx;
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        if ((f.field == XSTATMD_NAME || f.field == XSTATMD_DESCRIPTION) && check_string(s, &f) < 0) return -1;
+        if (f.field == XSTATMD_NAME && f.wt == WT_LEN) { ctx->name = f.data; ctx->len = f.len; }
+    }
+    return r;
+}
+
+static int role_of(ptr name, size_t len) {
+    for (size_t i = 0; i < sizeof ROLE_NAMES / sizeof ROLE_NAMES[0]; i++)
+        if (strlen(ROLE_NAMES[i].name) == len && memcmp(ROLE_NAMES[i].name, name, len) == 0) return ROLE_NAMES[i].role;
+    return ROLE_NONE;
+}
+
+static int add_stat_metadata(Scan *s, ptr p, ptr end, int depth) {
+    MapEntry e;
+    NameCtx name = {(ptr) "", 0};
+    if (read_map_entry(s, p, end, depth, &e) < 0 || for_each_value(s, &e, depth, stat_md_value, &name) < 0) return -1;
+    int32_t i = idmap_get(&s->stat_ids, e.key);
+    if (i < 0) {
+        if (s->nstats >= INT32_MAX || grow((void **)&s->stats, &s->capstats, s->nstats + 1, sizeof(StatMeta)) < 0) NOMEM(s);
+        i = (int32_t)s->nstats++;
+        if (idmap_put(&s->stat_ids, e.key, i) < 0) NOMEM(s);
+    }
+    s->stats[i] = (StatMeta){name.name, name.len, role_of(name.name, name.len), -1, -1};
+    return 0;
+}
+
+/* XEventMetadata: the last name, and (for /host:metadata) its `Hlo Proto` and `program_id` stats. */
+typedef struct { NameCtx name; MetaEntry *meta; } EventMdCtx;
+
+static int event_md_value(Scan *s, ptr p, ptr end, int depth, void *vctx) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    EventMdCtx *ctx = vctx;
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        switch (f.field) {
+        case XEVENTMD_NAME:
+            if (check_string(s, &f) < 0) return -1;
+            if (f.wt == WT_LEN) { ctx->name.name = f.data; ctx->name.len = f.len; }
+            break;
+        case XEVENTMD_DISPLAY_NAME:
+            if (check_string(s, &f) < 0) return -1;
+            break;
+        case XEVENTMD_STATS:
+            if (f.wt == WT_LEN) {
+                Stat st;
+                if (read_stat(s, f.data, f.data + f.len, depth + 1, &st) < 0) return -1;
+                const StatMeta *m = ctx->meta ? stat_meta(s, st.mid) : NULL;
+                if (m && m->role == ROLE_HLO && st.kind == V_BYTES) {
+                    ctx->meta->hlo = st.data; ctx->meta->hlo_len = st.len; ctx->meta->has_hlo = 1;
+                } else if (m && m->role == ROLE_PROGRAM_ID) {
+                    int integral = st.kind == V_INT64 || st.kind == V_UINT64;
+                    ctx->meta->pid_kind = integral ? st.kind : V_NONE;
+                    ctx->meta->pid = st.v;
+                }
+            }
+            break;
+        case XEVENTMD_CHILD_ID:
+            if (f.wt == WT_LEN) { /* packed: a whole number of varints */
+                ptr q = f.data, qend = f.data + f.len;
+                uint64_t v;
+                while (q < qend)
+                    if (read_varint(s, &q, qend, &v) < 0) return -1;
+            }
+            break;
+        default: break;
+        }
+    }
+    return r;
+}
+
+static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) {
+    MapEntry e;
+    MetaEntry meta = {0};
+    EventMdCtx ctx = {{(ptr) "", 0}, keep_hlo ? &meta : NULL};
+    if (read_map_entry(s, p, end, depth, &e) < 0 || for_each_value(s, &e, depth, event_md_value, &ctx) < 0) return -1;
+    if (keep_hlo) {
+        meta.key = e.key;
+        meta.name = ctx.name.name;
+        meta.name_len = ctx.name.len;
+        if (grow((void **)&s->meta, &s->capmeta, s->nmeta + 1, sizeof(MetaEntry)) < 0) NOMEM(s);
+        s->meta[s->nmeta++] = meta;
+        return 0;
+    }
+    size_t n = ctx.name.len;
+    int kind = n == 16 && memcmp(ctx.name.name, "MemoryAllocation", 16) == 0     ? KIND_ALLOC
+               : n == 18 && memcmp(ctx.name.name, "MemoryDeallocation", 18) == 0 ? KIND_FREE
+                                                                                  : KIND_NONE;
+    if (idmap_put(&s->event_kinds, e.key, kind) < 0) NOMEM(s);
+    return 0;
+}
+
+/* ---- events ---------------------------------------------------------------------- */
+
+static int push_row(Scan *s) {
+    Columns *c = &s->c;
+    if (c->len < c->cap) return 0;
+    size_t n = c->cap ? c->cap * 2 : 4096;
+#define GROW(field) do { void *q = realloc(c->field, n * sizeof *c->field); if (!q) return -1; c->field = q; } while (0)
+    GROW(time_ps); GROW(kind); GROW(allocator); GROW(addr); GROW(fragmentation); GROW(dtype);
+    for (int i = 0; i < 5; i++) GROW(ints[i]);
+    for (int i = 0; i < 3; i++) GROW(strs[i]);
+#undef GROW
+    c->cap = n;
+    return 0;
+}
+
+/* The interned allocator key of a stat value: its kind tag and bytes (turned into a name in Python). */
+static int32_t allocator_key(Scan *s, const Stat *st) {
+    if (st->kind == V_REF) {
+        StatMeta *m = ref_meta(s, st->v);
+        if (!m) return intern(&s->allocators, 'S', "", 0);
+        if (m->alloc_index < 0) m->alloc_index = intern(&s->allocators, 'S', m->name, m->name_len);
+        return m->alloc_index;
+    }
+    switch (st->kind) {
+    case V_STR: return intern(&s->allocators, 'S', st->data, st->len);
+    case V_BYTES: return intern(&s->allocators, 'B', st->data, st->len);
+    case V_INT64: return intern(&s->allocators, 'I', &st->v, 8);
+    case V_UINT64: return intern(&s->allocators, 'U', &st->v, 8);
+    default: return intern(&s->allocators, 'D', &st->v, 8);
+    }
+}
+
+static int32_t string_index(Scan *s, const Stat *st) {
+    if (st->kind == V_STR) return intern(&s->strings, -1, st->data, st->len);
+    StatMeta *m = ref_meta(s, st->v);
+    if (!m) return 0; /* "" */
+    if (m->str_index < 0) m->str_index = intern(&s->strings, -1, m->name, m->name_len);
+    return m->str_index;
+}
+
+static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int64_t start) {
+    if (push_row(s) < 0) NOMEM(s);
+    Columns *c = &s->c;
+    size_t row = c->len;
+    int64_t ints[6] = {0, 0, 0, 0, 0, -1}; /* requested, allocation, in use, reserved, peak, dtype */
+    int32_t strs[3] = {0, 0, 0};
+    uint64_t addr = 0;
+    double frag = 0.0;
+    int32_t alloc = -2; /* not given: "" */
+    for (size_t i = 0; i < nstats; i++) {
+        const Stat *st = &stats[i];
+        const StatMeta *m = stat_meta(s, st->mid);
+        if (!m || st->kind == V_NONE) continue;
+        int integral = st->kind == V_INT64 || st->kind == V_UINT64;
+        int role = m->role;
+        if (role == ROLE_ALLOCATOR) {
+            if ((alloc = allocator_key(s, st)) < 0) NOMEM(s);
+        } else if (role == ROLE_ADDR && integral) {
+            addr = st->v;
+        } else if (role == ROLE_FRAGMENTATION) {
+            if (st->kind == V_DOUBLE) memcpy(&frag, &st->v, 8);
+            else if (st->kind == V_INT64) frag = (double)(int64_t)st->v;
+            else if (st->kind == V_UINT64) frag = (double)st->v;
+        } else if (role >= FIRST_INT_ROLE && role < FIRST_STR_ROLE && integral) {
+            ints[role - FIRST_INT_ROLE] = (int64_t)st->v;
+        } else if (role >= FIRST_STR_ROLE && (st->kind == V_STR || st->kind == V_REF)) {
+            if ((strs[role - FIRST_STR_ROLE] = string_index(s, st)) < 0) NOMEM(s);
+        }
+    }
+    if (alloc == -2 && (alloc = intern(&s->allocators, 'S', "", 0)) < 0) NOMEM(s);
+    c->time_ps[row] = start;
+    c->kind[row] = (int8_t)kind;
+    c->allocator[row] = alloc;
+    c->addr[row] = addr;
+    for (int i = 0; i < 5; i++) c->ints[i][row] = ints[i];
+    c->dtype[row] = (int32_t)ints[5];
+    c->fragmentation[row] = frag;
+    for (int i = 0; i < 3; i++) c->strs[i][row] = strs[i];
+    c->len++;
+    return 0;
+}
+
+/* A step marker is an event with an integral `step_num` stat (the first one counts). */
+static int step_marker(Scan *s, const Stat *stats, size_t nstats, int64_t start, int64_t dur) {
+    for (size_t i = 0; i < nstats; i++) {
+        const Stat *st = &stats[i];
+        if (st->kind != V_INT64 && st->kind != V_UINT64) continue;
+        const StatMeta *m = stat_meta(s, st->mid);
+        if (!m || m->role != ROLE_STEP) continue;
+        if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(StepRow)) < 0) NOMEM(s);
+        s->steps[s->nsteps++] = (StepRow){(int64_t)st->v, start, (int64_t)((uint64_t)start + (uint64_t)dur)};
+        return 0;
+    }
+    return 0;
+}
+
+typedef struct { int64_t max_end; size_t n; } LineAcc;
+
+/* One XEvent, in one pass: its stats are parsed into s->scratch and used once its metadata_id is known. */
+static int walk_event(Scan *s, ptr p, ptr end, int depth, int extract, LineAcc *acc) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    int64_t mid = 0, offset = 0, dur = 0;
+    size_t nstats = 0;
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        if (f.field == XEVENT_STATS && f.wt == WT_LEN) {
+            if (nstats == s->capscratch && grow((void **)&s->scratch, &s->capscratch, nstats + 1, sizeof(Stat)) < 0) NOMEM(s);
+            if (read_stat(s, f.data, f.data + f.len, depth + 1, &s->scratch[nstats]) < 0) return -1;
+            nstats++;
+        } else if (f.wt == WT_VARINT) {
+            if (f.field == XEVENT_METADATA_ID) mid = (int64_t)f.v;
+            else if (f.field == XEVENT_OFFSET_PS) offset = (int64_t)f.v;
+            else if (f.field == XEVENT_NUM_OCCURRENCES) offset = 0; /* the other member of the oneof */
+            else if (f.field == XEVENT_DURATION_PS) dur = (int64_t)f.v;
+        }
+    }
+    if (r < 0) return -1;
+    int64_t event_end = (int64_t)((uint64_t)offset + (uint64_t)dur);
+    if (acc->n++ == 0 || event_end > acc->max_end) acc->max_end = event_end;
+    if (!extract) return 0;
+    int32_t kind = idmap_get(&s->event_kinds, mid);
+    if (kind == KIND_ALLOC || kind == KIND_FREE) return memory_event(s, s->scratch, nstats, kind, offset);
+    return step_marker(s, s->scratch, nstats, offset, dur);
+}
+
+static int walk_line(Scan *s, ptr p, ptr end, int depth, int extract) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    LineAcc acc = {0, 0};
+    int64_t ts = 0;
+    size_t ev_first = s->c.len, st_first = s->nsteps;
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        switch (f.field) {
+        case XLINE_TIMESTAMP_NS: if (f.wt == WT_VARINT) ts = (int64_t)f.v; break;
+        case XLINE_NAME:
+        case XLINE_DISPLAY_NAME:
+            if (check_string(s, &f) < 0) return -1;
+            break;
+        case XLINE_EVENTS:
+            if (f.wt == WT_LEN && walk_event(s, f.data, f.data + f.len, depth + 1, extract, &acc) < 0) return -1;
+            break;
+        default: break;
+        }
+    }
+    if (r < 0) return -1;
+    if (extract && acc.n) {
+        if (grow((void **)&s->lines, &s->caplines, s->nlines + 1, sizeof(LineFix)) < 0) NOMEM(s);
+        s->lines[s->nlines++] = (LineFix){ts, acc.max_end, ev_first, s->c.len - ev_first, st_first, s->nsteps - st_first};
+    }
+    return 0;
+}
+
+/* ---- planes ------------------------------------------------------------------------ */
+
+enum { PLANE_OTHER, PLANE_CPU, PLANE_METADATA };
+
+static int walk_plane(Scan *s, ptr p, ptr end, int depth, int role) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    idmap_clear(&s->stat_ids);
+    idmap_clear(&s->event_kinds);
+    s->nstats = 0;
+    ptr q = p;
+    Field f = {0};
+    int r;
+    /* First the metadata tables, which the lines and /host:metadata's event metadata need. */
+    while ((r = next_field(s, &q, end, depth, &f)) > 0) {
+        if (f.wt != WT_LEN) continue;
+        if (f.field == XPLANE_STAT_METADATA) {
+            if (add_stat_metadata(s, f.data, f.data + f.len, depth + 1) < 0) return -1;
+        } else if (f.field == XPLANE_EVENT_METADATA && role != PLANE_METADATA) {
+            if (add_event_metadata(s, f.data, f.data + f.len, depth + 1, 0) < 0) return -1;
+        } else if (f.field == XPLANE_STATS) {
+            Stat st;
+            if (read_stat(s, f.data, f.data + f.len, depth + 1, &st) < 0) return -1;
+        } else if (f.field == XPLANE_NAME && check_string(s, &f) < 0) {
+            return -1;
+        }
+    }
+    if (r < 0) return -1;
+    q = p;
+    while ((r = next_field(s, &q, end, depth, &f)) > 0) {
+        if (f.wt != WT_LEN) continue;
+        if (f.field == XPLANE_LINES) {
+            if (walk_line(s, f.data, f.data + f.len, depth + 1, role == PLANE_CPU) < 0) return -1;
+        } else if (f.field == XPLANE_EVENT_METADATA && role == PLANE_METADATA) {
+            if (add_event_metadata(s, f.data, f.data + f.len, depth + 1, 1) < 0) return -1;
+        }
+    }
+    return r;
+}
+
+/* The last `name` field of a plane (found without walking its lines). */
+static int plane_name(Scan *s, ptr p, ptr end, int depth, NameCtx *name) {
+    Field f = {0};
+    int r;
+    name->name = (ptr) "";
+    name->len = 0;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0)
+        if (f.field == XPLANE_NAME && f.wt == WT_LEN) { name->name = f.data; name->len = f.len; }
+    return r;
+}
+
+static int name_is(const NameCtx *n, const char *want) { return n->len == strlen(want) && memcmp(n->name, want, n->len) == 0; }
+
+typedef struct { ptr p; size_t len; } Span;
+
+static int scan_space(Scan *s, ptr p, ptr end) {
+    Span *planes = NULL;
+    size_t nplanes = 0, cap = 0;
+    ptr q = p;
+    Field f = {0};
+    int r;
+    long cpu = -1, meta = -1;
+    while ((r = next_field(s, &q, end, 0, &f)) > 0) {
+        if (f.field == XSPACE_PLANES && f.wt == WT_LEN) {
+            NameCtx name = {0};
+            if (plane_name(s, f.data, f.data + f.len, 1, &name) < 0) goto fail;
+            if (grow((void **)&planes, &cap, nplanes + 1, sizeof(Span)) < 0) { s->oom = 1; s->err = "out of memory"; goto fail; }
+            if (name_is(&name, "/host:CPU")) cpu = (long)nplanes;
+            if (name_is(&name, "/host:metadata")) meta = (long)nplanes;
+            planes[nplanes++] = (Span){f.data, f.len};
+        } else if ((f.field == XSPACE_ERRORS || f.field == XSPACE_HOSTNAMES) && check_string(s, &f) < 0) {
+            goto fail;
+        }
+    }
+    if (r < 0) goto fail;
+    for (size_t i = 0; i < nplanes; i++) {
+        int role = (long)i == cpu ? PLANE_CPU : (long)i == meta ? PLANE_METADATA : PLANE_OTHER;
+        if (walk_plane(s, planes[i].p, planes[i].p + planes[i].len, 1, role) < 0) goto fail;
+    }
+    s->has_cpu = cpu >= 0;
+    s->num_planes = nplanes;
+    free(planes);
+    return 0;
+fail:
+    free(planes);
+    return -1;
+}
+
+/* Times become picoseconds from the earliest line that has events, as the reference decoder computes them. */
+static void place_lines(Scan *s) {
+    if (!s->nlines) return;
+    int64_t base = s->lines[0].ts;
+    for (size_t i = 1; i < s->nlines; i++)
+        if (s->lines[i].ts < base) base = s->lines[i].ts;
+    uint64_t end_ps = 0;
+    int have_end = 0;
+    for (size_t i = 0; i < s->nlines; i++) {
+        const LineFix *l = &s->lines[i];
+        uint64_t shift = ((uint64_t)l->ts - (uint64_t)base) * 1000u;
+        for (size_t j = l->ev_first; j < l->ev_first + l->ev_n; j++) s->c.time_ps[j] = (int64_t)((uint64_t)s->c.time_ps[j] + shift);
+        for (size_t j = l->st_first; j < l->st_first + l->st_n; j++) {
+            s->steps[j].start = (int64_t)((uint64_t)s->steps[j].start + shift);
+            s->steps[j].end = (int64_t)((uint64_t)s->steps[j].end + shift);
+        }
+        uint64_t e = (uint64_t)l->max_end + shift;
+        if (!have_end || (int64_t)e > (int64_t)end_ps) { end_ps = e; have_end = 1; }
+    }
+    s->end_ps = (int64_t)end_ps > 0 ? (int64_t)end_ps : 0;
+}
+
+static void scan_free(Scan *s) {
+    Columns *c = &s->c;
+    free(c->time_ps); free(c->kind); free(c->allocator); free(c->addr); free(c->fragmentation); free(c->dtype);
+    for (int i = 0; i < 5; i++) free(c->ints[i]);
+    for (int i = 0; i < 3; i++) free(c->strs[i]);
+    free(s->steps); free(s->lines); free(s->stats); free(s->meta); free(s->scratch);
+    idmap_clear(&s->stat_ids);
+    idmap_clear(&s->event_kinds);
+    intern_free(&s->strings);
+    intern_free(&s->allocators);
+}
+
+/* ---- Python: a column owns its malloc'd buffer and exposes it to np.frombuffer ---- */
+
+typedef struct { PyObject_HEAD void *buf; Py_ssize_t len; } ColumnObject;
+
+static int column_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    ColumnObject *c = (ColumnObject *)self;
+    return PyBuffer_FillInfo(view, self, c->buf, c->len, 0, flags);
+}
+
+static void column_dealloc(PyObject *self) {
+    free(((ColumnObject *)self)->buf);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs column_as_buffer = {column_getbuffer, NULL};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tb_leakfinder.read._xspace_scan.Column",
+    .tp_basicsize = sizeof(ColumnObject),
+    .tp_dealloc = column_dealloc,
+    .tp_as_buffer = &column_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A buffer of one memory-event column (wrap with numpy.frombuffer).",
+};
+
+/* Hands `*buf` (n items of `size` bytes) to a new Column; `*buf` is then NULL. */
+static PyObject *column(void **buf, size_t n, size_t size) {
+    ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
+    if (!c) return NULL;
+    c->buf = *buf;
+    c->len = (Py_ssize_t)(n * size);
+    *buf = NULL;
+    return (PyObject *)c;
+}
+
+static PyObject *ScanError;
+
+static PyObject *intern_list(const Intern *t) {
+    PyObject *list = PyList_New((Py_ssize_t)t->len);
+    for (size_t i = 0; list && i < t->len; i++) {
+        PyObject *b = PyBytes_FromStringAndSize(t->items[i].data, (Py_ssize_t)t->items[i].len);
+        if (!b) { Py_CLEAR(list); break; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, b);
+    }
+    return list;
+}
+
+static PyObject *meta_list(const Scan *s) {
+    PyObject *list = PyList_New((Py_ssize_t)s->nmeta);
+    for (size_t i = 0; list && i < s->nmeta; i++) {
+        const MetaEntry *m = &s->meta[i];
+        PyObject *pid = m->pid_kind == V_INT64    ? PyLong_FromLongLong((long long)(int64_t)m->pid)
+                        : m->pid_kind == V_UINT64 ? PyLong_FromUnsignedLongLong(m->pid)
+                                                  : Py_NewRef(Py_None);
+        PyObject *hlo = m->has_hlo ? PyBytes_FromStringAndSize((const char *)m->hlo, (Py_ssize_t)m->hlo_len) : Py_NewRef(Py_None);
+        PyObject *item = pid && hlo ? Py_BuildValue("(Ls#OO)", (long long)m->key, m->name, (Py_ssize_t)m->name_len, hlo, pid) : NULL;
+        Py_XDECREF(pid);
+        Py_XDECREF(hlo);
+        if (!item) { Py_CLEAR(list); break; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *scan(PyObject *module, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Scan s;
+    memset(&s, 0, sizeof s);
+    idmap_clear(&s.stat_ids);
+    idmap_clear(&s.event_kinds);
+    s.base = view.buf;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = intern(&s.strings, -1, "", 0) < 0 ? -1 : scan_space(&s, view.buf, (ptr)view.buf + view.len);
+    if (rc == 0) place_lines(&s);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (rc < 0) {
+        if (s.oom) PyErr_NoMemory();
+        else PyErr_Format(ScanError, "%s at byte %zu", s.err ? s.err : "corrupt", s.err_at);
+        goto done;
+    }
+    size_t n = s.c.len;
+    Columns *c = &s.c;
+    PyObject *columns = Py_BuildValue(
+        "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
+        "time_ps", column((void **)&c->time_ps, n, 8), "kind", column((void **)&c->kind, n, 1),
+        "allocator", column((void **)&c->allocator, n, 4), "addr", column((void **)&c->addr, n, 8),
+        "requested_bytes", column((void **)&c->ints[0], n, 8), "allocation_bytes", column((void **)&c->ints[1], n, 8),
+        "bytes_in_use", column((void **)&c->ints[2], n, 8), "bytes_reserved", column((void **)&c->ints[3], n, 8),
+        "peak_bytes_in_use", column((void **)&c->ints[4], n, 8), "fragmentation", column((void **)&c->fragmentation, n, 8),
+        "op", column((void **)&c->strs[0], n, 4), "shape", column((void **)&c->strs[1], n, 4),
+        "region", column((void **)&c->strs[2], n, 4), "dtype", column((void **)&c->dtype, n, 4));
+    PyObject *steps = columns ? column((void **)&s.steps, s.nsteps * 3, 8) : NULL;
+    PyObject *strings = steps ? intern_list(&s.strings) : NULL;
+    PyObject *allocators = strings ? intern_list(&s.allocators) : NULL;
+    PyObject *meta = allocators ? meta_list(&s) : NULL;
+    if (meta)
+        result = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:O,s:n,s:L}", "columns", columns, "steps", steps, "strings", strings,
+                               "allocators", allocators, "hlo", meta, "has_cpu", s.has_cpu ? Py_True : Py_False,
+                               "num_planes", (Py_ssize_t)s.num_planes, "end_ps", (long long)s.end_ps);
+    else {
+        Py_XDECREF(columns); Py_XDECREF(steps); Py_XDECREF(strings); Py_XDECREF(allocators);
+    }
+done:
+    scan_free(&s);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_O,
+     "scan(data) -> dict: the /host:CPU memory-event columns, step rows (step, start, end), interned strings,\n"
+     "allocator keys (a kind byte S/B/I/U/D and the value), /host:metadata entries (key, name, hlo, program_id)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_xspace_scan", "Compiled XSpace scanner.", -1, methods};
+
+PyMODINIT_FUNC PyInit__xspace_scan(void) {
+    if (PyType_Ready(&ColumnType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    ScanError = PyErr_NewException("tb_leakfinder.read._xspace_scan.ScanError", PyExc_ValueError, NULL);
+    PyObject *fields = PyDict_New();
+    for (size_t i = 0; fields && i < sizeof FIELD_NUMBERS / sizeof FIELD_NUMBERS[0]; i++) {
+        PyObject *v = PyLong_FromLong(FIELD_NUMBERS[i].number);
+        if (!v || PyDict_SetItemString(fields, FIELD_NUMBERS[i].name, v) < 0) Py_CLEAR(fields);
+        Py_XDECREF(v);
+    }
+    if (!ScanError || !fields || PyModule_AddObjectRef(m, "ScanError", ScanError) < 0 ||
+        PyModule_AddObject(m, "FIELDS", fields) < 0 || PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) < 0) {
+        Py_XDECREF(fields);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
