@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import report
+from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.service import DEFAULT_CACHE_BYTES, Engine
@@ -21,16 +23,44 @@ JSON = "application/json"
 DEFAULT_POINTS = 1000
 MAX_POINTS = 20000
 
+# Per-request limits (docs/http_api.md, "Limits"); the largest file analysed is read/xspace.py's MAX_FILE_BYTES.
+MAX_HOSTS_PER_REQUEST = 32  # a report over more hosts must name one
+REQUEST_TIMEOUT_S = 120.0  # then 503; the analysis goes on and a retry gets it from the cache
+MAX_ARG_CHARS = 1024
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+# The query arguments each route takes; any other is refused, so a typo is not silently ignored.
+ROUTE_ARGS = {
+    "/runs": (),
+    "/compare": ("run_a", "run_b", "host_a", "host_b"),
+    "/report": ("run", "host"),
+    "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "group"),
+    "/buffers": ("run", "host", "allocator", "offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps"),
+}
+
+
+def check_args(request: Request, allowed: tuple[str, ...]) -> None:
+    for name in request.args:
+        if name not in allowed:
+            expected = ", ".join(allowed) or "none"
+            raise BadArgumentError(f"unknown query argument {name[:64]!r}; this route takes: {expected}")
+        if len(request.args.getlist(name)) > 1:
+            raise BadArgumentError(f"the query argument {name!r} is given more than once")
+
 
 def int_arg(request: Request, name: str, default: int | None = None, lo: int | None = None, hi: int | None = None) -> int | None:
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = int(raw) if len(raw) <= 32 else None
     except ValueError:
-        raise BadArgumentError(f"{name} must be an integer, not {raw!r}") from None
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        value = None
+    if value is None:
+        raise BadArgumentError(f"{name} must be an integer, not {raw[:64]!r}")
+    lo = INT64_MIN if lo is None else lo
+    hi = INT64_MAX if hi is None else hi
+    if not lo <= value <= hi:
         raise BadArgumentError(f"{name} must be between {lo} and {hi}, not {value}")
     return value
 
@@ -43,7 +73,32 @@ def str_arg(request: Request, name: str, required: bool = False) -> str | None:
         return None
     if "\x00" in value:
         raise BadArgumentError(f"{name} must not contain NUL bytes")
+    if len(value) > MAX_ARG_CHARS:
+        raise BadArgumentError(f"{name} is {len(value)} characters long, over the limit of {MAX_ARG_CHARS}")
     return value
+
+
+def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: str) -> report.Json:
+    """`work()` in a worker thread; a 503 if it takes longer than `timeout_s` (it still finishes, into the cache)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the request thread, which answers for it
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="leakfinder-request", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise LeakfinderError(
+            f"{what} is still being analysed after {timeout_s:g} s; the analysis goes on, try again shortly",
+            status=503,
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 class LeakfinderPlugin(base_plugin.TBPlugin):
@@ -68,10 +123,11 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def get_plugin_apps(self) -> dict[str, Callable[..., Any]]:
         routes = {
             "/index.js": self._index_js,
-            "/runs": self._json(self._runs),
-            "/report": self._json(self._report),
-            "/timeline": self._json(self._timeline),
-            "/buffers": self._json(self._buffers),
+            "/runs": self._json(self._runs, ROUTE_ARGS["/runs"]),
+            "/report": self._json(self._report, ROUTE_ARGS["/report"]),
+            "/timeline": self._json(self._timeline, ROUTE_ARGS["/timeline"]),
+            "/buffers": self._json(self._buffers, ROUTE_ARGS["/buffers"]),
+            "/compare": self._json(self._compare, ROUTE_ARGS["/compare"]),
         }
         return routes
 
@@ -81,11 +137,13 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         bundle = importlib.resources.files("tb_leakfinder.static").joinpath("index.js").read_bytes()
         return http_util.Respond(request, bundle, "application/javascript")
 
-    def _json(self, handler: Callable[[Request], report.Json]) -> Callable[..., Any]:
+    def _json(self, handler: Callable[[Request], report.Json], args: tuple[str, ...]) -> Callable[..., Any]:
         @Request.application
         def app(request: Request) -> Response:
             try:
-                return http_util.Respond(request, handler(request), JSON)
+                check_args(request, args)
+                body = call_with_timeout(lambda: handler(request), REQUEST_TIMEOUT_S, request.path)
+                return http_util.Respond(request, body, JSON)
             except LeakfinderError as exc:
                 return http_util.Respond(request, {"error": exc.message}, JSON, code=exc.status)
             except Exception:
@@ -98,9 +156,23 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _runs(self, request: Request) -> report.Json:
         return {"runs": [{"run": r.name, "hosts": list(r.hosts)} for r in self.engine.runs()]}
 
+    def _compare(self, request: Request) -> report.Json:
+        sides = []
+        for side in ("a", "b"):
+            run = self.engine.run(str_arg(request, f"run_{side}", required=True) or "")
+            host = str_arg(request, f"host_{side}")
+            sides.append((self.engine.run_report(run, host), host))
+        (run_a, host_a), (run_b, host_b) = sides
+        return compare(run_a, run_b, host_a, host_b)
+
     def _report(self, request: Request) -> report.Json:
         run = self.engine.run(str_arg(request, "run", required=True) or "")
         host = str_arg(request, "host")
+        if host is None and len(run.hosts) > MAX_HOSTS_PER_REQUEST:
+            raise BadArgumentError(
+                f"run {run.name!r} has {len(run.hosts)} hosts, more than the {MAX_HOSTS_PER_REQUEST} analysed in one"
+                f" request; ask for one with host= (hosts: {', '.join(sorted(run.hosts)[:10])}, ...)"
+            )
         return report.report_json([self.engine.run_report(run, host)])
 
     def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
