@@ -24,7 +24,7 @@ MIN_POINTS = 8
 
 
 def downsample(time_ps: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
-    """Indices of at most `points` (>= MIN_POINTS) samples, in time order.
+    """Indices of at most `points` (>= MIN_POINTS) samples of a time-sorted series, in time order.
 
     Each time bucket keeps its first, last, minimum and maximum sample, and the
     global maximum is always kept, so the peak and every spike survive.
@@ -37,6 +37,19 @@ def downsample(time_ps: np.ndarray, values: np.ndarray, points: int) -> np.ndarr
     bucket = ((time_ps - time_ps[0]).astype(np.float64) * buckets / span).astype(np.int64)
     starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     ends = np.r_[starts[1:], n] - 1
-    by_max = np.lexsort((-values, bucket))
-    by_min = np.lexsort((values, bucket))
-    return np.unique(np.concatenate([starts, ends, by_max[starts], by_min[starts], [int(np.argmax(values))]]))
+    highs = _first_extreme(values, starts, np.maximum)
+    lows = _first_extreme(values, starts, np.minimum)
+    return np.unique(np.concatenate([starts, ends, highs, lows, [int(np.argmax(values))]]))
+
+
+def _first_extreme(values: np.ndarray, starts: np.ndarray, extreme: np.ufunc) -> np.ndarray:
+    """In each run of samples from one start to the next, the first index holding the run's extreme value.
+
+    Runs are contiguous because the series is sorted by time: a reduction per
+    run replaces a sort of the whole series.
+    """
+    per_run = extreme.reduceat(values, starts)
+    run = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))
+    hits = np.flatnonzero(values == per_run[run])
+    first = np.r_[True, run[hits][1:] != run[hits][:-1]]
+    return hits[first]
