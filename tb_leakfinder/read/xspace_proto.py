@@ -26,7 +26,6 @@ INT_STATS = {
     "bytes_allocated": "bytes_in_use",
     "bytes_reserved": "bytes_reserved",
     "peak_bytes_in_use": "peak_bytes_in_use",
-    "data_type": "dtype",
 }
 STRING_STATS = {"tf_op": "op", "shape": "shape", "region_type": "region"}
 U64 = 1 << 64
@@ -91,13 +90,15 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
     for line in lines:
         line_base = (line.timestamp_ns - base_ns) * 1000
         for event in line.events:
-            start = line_base + event.offset_ps
-            end_ps = max(end_ps, start + event.duration_ps)
+            # Absurd timestamps wrap around int64, exactly as the compiled scanner's arithmetic does.
+            start = _as_int64(line_base + event.offset_ps)
+            end = _as_int64(start + event.duration_ps)
+            end_ps = max(end_ps, end)
             kind = kinds.get(event.metadata_id)
             if kind is None:
                 step = _step_num(event, stat_names)
                 if step is not None:
-                    step_rows.append((step, start, start + event.duration_ps))
+                    step_rows.append((step, start, end))
                 continue
             row = {
                 "requested_bytes": 0,
@@ -124,6 +125,8 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
                     row["addr"] = value % U64
                 elif name == "fragmentation" and isinstance(value, (int, float)):
                     row["fragmentation"] = float(value)
+                elif name == "data_type" and isinstance(value, int):
+                    row["dtype"] = _as_int32(value)
                 elif name in INT_STATS and isinstance(value, int):
                     row[INT_STATS[name]] = _as_int64(value)
                 elif name in STRING_STATS and isinstance(value, str):
@@ -148,6 +151,11 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
 def _as_int64(value: int) -> int:
     value %= U64
     return value - U64 if value >= 1 << 63 else value
+
+
+def _as_int32(value: int) -> int:
+    value %= 1 << 32
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _step_num(event: Message, stat_names: dict[int, str]) -> int | None:
