@@ -136,7 +136,10 @@ def hlo_inputs(seed: int, count: int) -> Iterator[tuple[str, str, bytes]]:
 
 
 def run_hlo_input(tally: Tally, name: str, key: str, data: bytes) -> None:
-    run_guarded(tally, name, lambda: summarise(key, data), lambda message: SOURCE in message and key in message)
+    def names_input(message: str) -> bool:
+        return SOURCE in message and key in message
+
+    run_guarded(tally, name, lambda: summarise(key, data), names_input, label="summary")
 
 
 def test_seeds_decode_and_summarise():

@@ -10,6 +10,7 @@ JSON. `tests/fuzz_long.py` runs the same harness for 100,000+ inputs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -28,7 +29,6 @@ import pytest
 from tb_leakfinder import proto, report
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read import xspace
 from tb_leakfinder.synthetic import ProfileBuilder, encode_varint, synthesize_training
 
@@ -343,39 +343,72 @@ class Tally:
 
 
 def analyse_file(path: str) -> str:
-    """What the plugin does with one host file: 'report', or raise LeakfinderError."""
+    """What the plugin does with one host file: the JSON it would answer, or raise LeakfinderError."""
     analysis = analyze_host(xspace.read_host(path, "fuzz"))
     body = report.host_json(analysis, [])
     for allocator in analysis.allocators:
         body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, 64)
         body["buffers"] = report.buffers_json(allocator, analysis.profile.steps, limit=20)
-    json.dumps(body, allow_nan=False)  # strict JSON: a NaN or an Infinity would break the frontend
-    return "report"
+    return json.dumps(body, allow_nan=False, sort_keys=True)  # strict JSON: NaN or Infinity would break the frontend
 
 
-def run_guarded(tally: Tally, name: str, attempt: Callable[[], str], names_input: Callable[[str], bool]) -> None:
-    """One input; anything but a result or a LeakfinderError whose message names the input is a crash."""
+def run_guarded(
+    tally: Tally, name: str, attempt: Callable[[], str], names_input: Callable[[str], bool], label: str = "report"
+) -> str:
+    """One input: `attempt()`'s value (counted as `label`), else "error", or a crash recorded in `tally`.
+
+    A crash is any exception but a LeakfinderError, and a LeakfinderError whose message does not say which input.
+    """
     start = time.perf_counter()
     try:
-        outcome = attempt()
+        answer = attempt()
+        outcome = label
     except LeakfinderError as exc:
-        outcome = "error" if names_input(exc.message) else "error_unnamed"
+        answer = outcome = "error" if names_input(exc.message) else "error_unnamed"
         if outcome != "error":
             tally.crashes.append(f"{name}: the message does not say which input: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - recording exactly these is the point of the fuzzer
-        outcome = "crash"
+        answer = outcome = "crash"
         tally.crashes.append(f"{name}: {type(exc).__name__}: {exc}")
     seconds = time.perf_counter() - start
     tally.inputs += 1
     tally.outcomes[outcome] += 1
     if seconds > tally.max_seconds:
         tally.max_seconds, tally.slowest = seconds, name
+    return answer
 
 
-def run_input(tally: Tally, name: str, data: bytes, path: Path, target: Callable[[str], str] = analyse_file) -> None:
-    """One XSpace input through `target`, from a file as the plugin reads it."""
+def run_input(tally: Tally, name: str, data: bytes, path: Path) -> str:
+    """One XSpace input, from a file as the plugin reads it."""
     path.write_bytes(data)
-    run_guarded(tally, name, lambda: target(str(path)), lambda message: str(path) in message)
+    return run_guarded(tally, name, lambda: analyse_file(str(path)), lambda message: str(path) in message)
+
+
+def decoder_paths() -> list[str]:
+    return ["pure", "compiled"] if xspace.compiled_scanner() is not None else ["pure"]
+
+
+@contextlib.contextmanager
+def decoder_path(name: str) -> Iterator[None]:
+    """Force the reference decoder ("pure") or let read/xspace.py pick the compiled scanner."""
+    saved = os.environ.get(PURE_ENV)
+    os.environ[PURE_ENV] = "1" if name == "pure" else ""
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[PURE_ENV]
+        else:
+            os.environ[PURE_ENV] = saved
+
+
+def run_differential(tallies: dict[str, Tally], name: str, data: bytes, path: Path) -> bool:
+    """One input through each decoder path named in `tallies`; True when their answers are identical."""
+    answers = set()
+    for decoder, tally in tallies.items():
+        with decoder_path(decoder):
+            answers.add(run_input(tally, name, data, path))
+    return len(answers) == 1
 
 
 def fuzz_inputs(seed: int, count: int) -> Iterator[tuple[str, bytes]]:
@@ -421,18 +454,21 @@ def test_seeds_analyse_cleanly(tmp_path, decoder):
     assert tally.outcomes == {"report": len(small) + len(whole)}
 
 
-def test_fuzzed_inputs_end_in_report_or_project_error(tmp_path, decoder):
+def test_fuzzed_inputs_end_in_report_or_project_error(tmp_path):
+    """Each input through both decoders: no crash, bounded time and memory, and the very same answer."""
     rss_before = peak_rss_bytes()
-    tally = Tally()
-    for name, data in fuzz_inputs(CI_SEED, CI_INPUTS):
-        run_input(tally, name, data, tmp_path / "fuzz.xplane.pb")
-    assert tally.inputs == CI_INPUTS
-    assert tally.crashes == [], tally.crashes[:10]
-    assert tally.max_seconds < MAX_SECONDS_PER_INPUT, tally.slowest
+    tallies = {decoder: Tally() for decoder in decoder_paths()}
+    path = tmp_path / "f.xplane.pb"
+    disagreements = [name for name, data in fuzz_inputs(CI_SEED, CI_INPUTS) if not run_differential(tallies, name, data, path)]
+    assert disagreements == [], disagreements[:10]
+    for tally in tallies.values():
+        assert tally.inputs == CI_INPUTS
+        assert tally.crashes == [], tally.crashes[:10]
+        assert tally.max_seconds < MAX_SECONDS_PER_INPUT, tally.slowest
+        # The mutator is neither so gentle that nothing fails nor so rough that nothing parses.
+        assert tally.outcomes["report"] >= CI_INPUTS // 10, tally.outcomes
+        assert tally.outcomes["error"] >= CI_INPUTS // 10, tally.outcomes
     assert peak_rss_bytes() - rss_before < MAX_RSS_GROWTH_BYTES
-    # Both branches were exercised: the mutator is not so gentle that nothing fails, nor so rough that nothing parses.
-    assert tally.outcomes["report"] >= CI_INPUTS // 10, tally.outcomes
-    assert tally.outcomes["error"] >= CI_INPUTS // 10, tally.outcomes
 
 
 HUGE_DECLARATIONS = {
@@ -484,17 +520,3 @@ def _error_message(path: Path) -> str:
     with pytest.raises(LeakfinderError) as info:
         analyse_file(str(path))
     return info.value.message
-
-
-def test_memory_event_pairing_survives_scrambled_kinds(tmp_path):
-    """Field-level nonsense that parses: events whose kinds and addresses are shuffled still pair into a report."""
-    rng = random.Random(CI_SEED)
-    builder = ProfileBuilder("scrambled")
-    for step in range(5):
-        builder.step(step, step * 100, step * 100 + 99)
-    for _ in range(400):
-        kind = rng.choice((ALLOC, FREE))
-        (builder.alloc if kind == ALLOC else builder.free)(rng.randrange(500), rng.randrange(8) * 16, rng.randrange(1, 4096))
-    path = tmp_path / "scrambled.xplane.pb"
-    builder.write(path)
-    assert analyse_file(str(path)) == "report"
