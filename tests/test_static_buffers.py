@@ -184,7 +184,11 @@ def test_long_lived_temporaries_cover_most_of_the_program():
     assert long_lived
     for e in long_lived:
         assert e["end"] - e["start"] >= sb.LONG_LIVED_FRACTION * n and e["bytes"] >= sb.SMALL_BUFFER_BYTES
-        assert e["freed_after"] in e["why"]
+        assert e["last_user"] and e["last_user"] in e["why"]
+    # The pre-activation x @ w1 is kept for the backward pass: its last user is an op of the transposed jvp.
+    (pre_activation,) = [e for e in long_lived if e["op_name"].endswith("/jvp()/dot_general")]
+    backward = {b["instruction"] for b in detail["buffers"] if "/transpose(jvp())/" in b["op_name"]}
+    assert pre_activation["last_user"] in backward
 
 
 def test_bad_arguments_are_clear_errors():

@@ -248,6 +248,7 @@ def _describe(module: HloModule, row: int) -> dict:
         "op_name": instructions.op_name[instruction] if known else "",
         "shape": buffers.shape[row],
         "source": instructions.source[instruction] if known else "",
+        "last_user": instructions.last_user[instruction] if known else "",
     }
 
 
@@ -331,7 +332,7 @@ def _group_small(entries: list[dict], label_key: str) -> list[dict]:
     if small:
         grouped.append(
             {
-                **dict.fromkeys(("instruction", "opcode", "op_name", "shape", "source"), ""),
+                **dict.fromkeys(("instruction", "opcode", "op_name", "shape", "source", "last_user"), ""),
                 "logical_buffer": None,
                 "label": f"small (<{SMALL_BUFFER_BYTES // 1024} KiB)",
                 "bytes": sum(e["bytes"] for e in small),
@@ -353,16 +354,16 @@ def _long_lived(module: HloModule, sim: _Simulation) -> list[dict]:
     entries = []
     for row in rows.tolist():
         s, e = int(sim.start[row]), int(sim.end[row])
+        described = _describe(module, row)
+        until = f"its last user {described['last_user']}" if described["last_user"] else f"position {e}"
         entries.append(
             {
-                **_describe(module, row),
+                **described,
                 "bytes": int(sizes[row]),
                 "start": s,
                 "end": e,
                 "fraction": round((e - s) / n, 4),
-                "freed_after": sim.trace.instruction[e],
-                "why": f"live over {e - s} of {n} positions: from {sim.trace.instruction[s]} to its last use in "
-                f"{sim.trace.instruction[e]}",
+                "why": f"live over {e - s} of {n} positions, from {described['instruction'] or 'position ' + str(s)} to {until}",
             }
         )
     entries.sort(key=lambda x: (-x["bytes"] * x["fraction"], x["instruction"]))
@@ -472,9 +473,9 @@ def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[dict]:
         allocation = int(buffers.allocation[row])
         if sim.start[row] >= 0:
             s, e = int(sim.start[row]), int(sim.end[row])
-            kind, freed_after = ("temporary", sim.trace.instruction[e]) if e < n else ("never_freed", None)
+            kind = "temporary" if e < n else "never_freed"
         elif allocation in whole:
-            s, e, kind, freed_after = 0, n, _reason(module, allocation), None
+            s, e, kind = 0, n, _reason(module, allocation)
         else:
             continue
         root = int(sim.root[row])
@@ -488,7 +489,6 @@ def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[dict]:
                 "end": e,
                 "kind": kind,
                 "shares_with": int(buffers.id[root]) if root != row else None,
-                "freed_after": freed_after,
             }
         )
     entries.sort(key=lambda x: (x["start"], -x["bytes"], x["logical_buffer"]))

@@ -27,6 +27,7 @@ class Instructions:
     op_name: list[str]  # framework op, e.g. "jit(step)/jvp()/dot_general"
     source: list[str]  # innermost user frame "file:line", or ""
     computation: list[str]
+    last_user: list[str]  # the user that runs last in the schedule (through bitcasts, tuples), or ""
 
     def __len__(self) -> int:
         return len(self.name)

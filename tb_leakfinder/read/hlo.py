@@ -45,6 +45,8 @@ _ELEMENT_TYPES = {
     28: "f8e4m3", 29: "f8e3m4", 32: "f4e2m1fn", 33: "f8e8m0fnu",
 }  # fmt: skip
 _TUPLE = 13
+# Ops whose result is (part of) their operand's buffer: its users use the buffer too.
+_FORWARDING = frozenset({"bitcast", "get-tuple-element", "tuple", "optimization-barrier"})
 
 
 def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
@@ -159,12 +161,31 @@ class _InstructionTable:
         self._source_of = _source_resolver(module)
         self._by_id: dict[int, tuple[str, Message]] = {}
         self._by_name: dict[str, tuple[str, Message]] = {}
+        self._users: dict[int, list[int]] = {}
         for computation in module.computations:
             for instruction in computation.instructions:
                 self._by_id[instruction.id] = (computation.name, instruction)
                 self._by_name[instruction.name] = (computation.name, instruction)
+                for operand in instruction.operand_ids:
+                    self._users.setdefault(operand, []).append(instruction.id)
+        self._position = {
+            iid: k for sequence in module.schedule.sequences.values() for k, iid in enumerate(sequence.instruction_ids)
+        }
         self._row: dict[str, int] = {}
-        self.table = Instructions([], [], [], [], [])
+        self.table = Instructions([], [], [], [], [], [])
+
+    def _last_user(self, instruction_id: int) -> str:
+        """The user that runs last, looking through the ops that pass the buffer on; "" without a schedule."""
+        users: set[int] = set()
+        frontier = [instruction_id]
+        while frontier:
+            for user in self._users.get(frontier.pop(), ()):
+                if user not in users:
+                    users.add(user)
+                    if self._by_id[user][1].opcode in _FORWARDING:
+                        frontier.append(user)
+        scheduled = [u for u in users if u in self._position]
+        return self._by_id[max(scheduled, key=self._position.__getitem__)][1].name if scheduled else ""
 
     def row(self, instruction_id: int, instruction_name: str) -> tuple[int, Message | None]:
         """The table row of an instruction (-1 if unknown, e.g. older protos that name it only) and its proto."""
@@ -185,6 +206,7 @@ class _InstructionTable:
             else:
                 t.source.append(self._source_of(metadata.stack_frame_id))
             t.computation.append(computation)
+            t.last_user.append(self._last_user(instruction.id))
         return self._row[key], instruction
 
 
