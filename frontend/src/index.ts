@@ -31,7 +31,7 @@ class App {
   private readonly links = el('span', {class: 'lf-links'});
   private readonly content = el('div', {class: 'lf-content'});
   private sel: Selection = {run: '', host: '', allocator: '', module: ''};
-  private runs: RunEntry[] = [];
+  private runs: RunEntry[] | null = null;
   private report: Report | null = null;
   private reportRun = '';
   private view: RunView | null = null;
@@ -66,13 +66,28 @@ class App {
   async start(): Promise<void> {
     const state = await loadUrlState(this.channel);
     this.sel = {run: state.run ?? '', host: state.host ?? '', allocator: state.allocator ?? '', module: state.module ?? ''};
-    await this.reload();
+    await this.show();
   }
 
-  /** Fetches the run list and the current run's report again, keeping the selection. */
+  /**
+   * TensorBoard reloaded its data (reload button or auto-reload): fetches the
+   * run list and the current report again, and redraws only if they changed,
+   * so that a periodic reload does not reset what the user is looking at.
+   */
   async reload(): Promise<void> {
-    this.report = null;
-    this.reportRun = '';
+    if (!this.report || !this.runs) return this.show();
+    const generation = this.generation;
+    try {
+      const runs = (await api.runs()).runs;
+      const report = this.reportRun ? await api.report(this.reportRun) : null;
+      if (generation !== this.generation) return;
+      if (JSON.stringify(runs) === JSON.stringify(this.runs) && JSON.stringify(report) === JSON.stringify(this.report)) return;
+      this.runs = runs;
+      this.report = report;
+    } catch {
+      this.runs = null;
+      this.report = null;
+    }
     await this.show();
   }
 
@@ -95,9 +110,10 @@ class App {
     const stale = () => generation !== this.generation;
     this.setStatus('loading', notice('loading', 'Loading…'));
     try {
-      if (!this.report) {
-        this.runs = (await api.runs()).runs;
+      if (!this.runs) {
+        const runs = (await api.runs()).runs;
         if (stale()) return;
+        this.runs = runs;
       }
       this.fillSelect(this.selectors.run, this.runs.map((r) => r.run), 'run');
       if (!this.runs.length) {

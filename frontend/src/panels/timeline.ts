@@ -67,6 +67,7 @@ export class TimelinePanel {
   /** Marks times (allocations of the selected leak group) on the chart. */
   highlight(times: number[]): void {
     this.marks = times;
+    this.chartBox.dataset.marks = String(times.length);
     this.plot?.redraw(false, false);
   }
 
