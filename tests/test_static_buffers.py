@@ -15,7 +15,7 @@ import pytest
 
 from tb_leakfinder import proto
 from tb_leakfinder.analyses import static_buffers as sb
-from tb_leakfinder.errors import BadArgumentError, NotFoundError
+from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import hlo
 from tb_leakfinder.synthetic import ProfileBuilder
@@ -137,7 +137,8 @@ def test_single_result_programs_are_not_flagged():
 
 @pytest.mark.parametrize("run", JAX_RUNS)
 def test_summaries_list_every_module_largest_peak_first(run):
-    summaries = sb.module_summaries(list(demo_modules(run).values()))
+    summaries, warnings = sb.module_summaries(list(demo_modules(run).values()))
+    assert warnings == []
     assert sorted(s["name"] for s in summaries) == sorted(demo_modules(run))
     peaks = [s["peak_heap_bytes"] for s in summaries]
     assert peaks == sorted(peaks, reverse=True)
@@ -189,6 +190,21 @@ def test_long_lived_temporaries_cover_most_of_the_program():
     (pre_activation,) = [e for e in long_lived if e["op_name"].endswith("/jvp()/dot_general")]
     backward = {b["instruction"] for b in detail["buffers"] if "/transpose(jvp())/" in b["op_name"]}
     assert pre_activation["last_user"] in backward
+
+
+def test_a_broken_heap_trace_is_a_warning_and_the_other_modules_are_still_summarised():
+    good = step_of("jax_clean")
+    data = proto.HloProto().FromString(large_program(40, seed=2))
+    trace = data.buffer_assignment.heap_simulator_traces[0]
+    first_free = next(e for e in trace.events if e.kind == 1)
+    trace.events.add(kind=1, buffer_id=first_free.buffer_id)  # freed twice
+    broken = hlo.decode_module("jit_broken(4)", data.SerializeToString(), "h.xplane.pb")
+    with pytest.raises(LeakfinderError, match="freed more than once") as err:
+        sb.module_detail(broken)
+    assert "jit_broken(4)" in err.value.message and "h.xplane.pb" in err.value.message
+    summaries, warnings = sb.module_summaries([broken, good])
+    assert [s["name"] for s in summaries] == [good.key]
+    assert len(warnings) == 1 and "jit_broken(4)" in warnings[0]
 
 
 def test_bad_arguments_are_clear_errors():

@@ -438,11 +438,18 @@ def module_summary(module: HloModule, memory_space: int | None = None) -> dict:
     }
 
 
-def module_summaries(modules: list[HloModule]) -> list[dict]:
-    """`module_summary` for every module and memory space, largest peak first."""
-    summaries = [module_summary(m, space) for m in modules for space in m.memory_spaces]
+def module_summaries(modules: list[HloModule]) -> tuple[list[dict], list[str]]:
+    """`module_summary` for every module and memory space, largest peak first, and one warning
+    per module whose heap trace cannot be simulated (the others are still summarised)."""
+    summaries: list[dict] = []
+    warnings: list[str] = []
+    for module in modules:
+        try:
+            summaries.extend([module_summary(module, space) for space in module.memory_spaces])
+        except LeakfinderError as e:
+            warnings.append(e.message)
     summaries.sort(key=lambda s: (-s["peak_heap_bytes"], s["name"], s["memory_space"]))
-    return summaries
+    return summaries, warnings
 
 
 def _downsample(values: np.ndarray, points: int, keep: int | None) -> np.ndarray:
