@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tb_leakfinder import report
@@ -39,21 +41,29 @@ class HostResult:
         return self._json
 
 
+def _nbytes(obj: object) -> int:
+    return sum(getattr(v, "nbytes", 0) for v in vars(obj).values())
+
+
 def _weight(result: HostResult) -> int:
+    """The bytes of the columns a cached analysis holds: the host's events and each allocator's own."""
     if result.analysis is None:
         return 1024
-    total = 0
+    total = _nbytes(result.analysis.profile.events) + _nbytes(result.analysis.profile.steps)
     for a in result.analysis.allocators:
-        for obj in (a.events, a.buffers):
-            total += sum(getattr(v, "nbytes", 0) for v in vars(obj).values())
+        total += _nbytes(a.events) + _nbytes(a.buffers)
     return total + 1024
 
 
 class Engine:
     """Lists runs and serves their analyses from a cache keyed by file identity."""
 
-    def __init__(self, list_runs: Callable[[], list[Run]], cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(
+        self, list_runs: Callable[[], list[Run]], cache_bytes: int = DEFAULT_CACHE_BYTES, workers: int | None = None
+    ) -> None:
+        """`workers`: how many hosts of a run are read and analysed at once (default: one per CPU)."""
         self._list_runs = list_runs
+        self.workers = max(1, workers or os.cpu_count() or 1)
         self._cache: ComputeCache[HostResult] = ComputeCache(cache_bytes)
         self._runs: list[Run] = []
         self._runs_at = -DISCOVERY_TTL_S
@@ -64,10 +74,10 @@ class Engine:
         return cls(lambda: discovery.discover(logdir), cache_bytes)
 
     @classmethod
-    def for_path(cls, path: str) -> Engine:
+    def for_path(cls, path: str, workers: int | None = None) -> Engine:
         """A logdir, a session folder or one `.xplane.pb`, as the CLI and API take them."""
         runs = discovery.runs_for_path(path)
-        return cls(lambda: runs)
+        return cls(lambda: runs, workers=workers)
 
     @property
     def computations(self) -> int:
@@ -98,7 +108,13 @@ class Engine:
 
     def run_report(self, run: Run, host: str | None = None) -> report.Json:
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
-        return report.run_json(run.name, [self.host(run, h).json() for h in hosts])
+        if len(hosts) > 1 and self.workers > 1:
+            # Hosts in parallel: the scanner and numpy release the GIL for most of the work.
+            with ThreadPoolExecutor(min(self.workers, len(hosts))) as pool:
+                results = list(pool.map(lambda h: self.host(run, h), hosts))
+        else:
+            results = [self.host(run, h) for h in hosts]
+        return report.run_json(run.name, [r.json() for r in results])
 
     def report(self, run_name: str | None = None, host: str | None = None) -> report.Json:
         runs = [self.run(run_name)] if run_name is not None else self.runs()
