@@ -96,6 +96,21 @@ def test_session_files_written_by_xprof_decode_like_the_metadata_plane(tmp_path)
         assert (from_file.allocations.size == from_plane.allocations.size).all()
 
 
+def test_session_files_through_gfile_on_a_remote_filesystem():
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    protos = metadata_protos("jax_clean")
+    key = sorted(protos)[-1]
+    folder = "/hlo_remote/run/plugins/profile/s1"
+    for name, data in ((f"{key}.hlo_proto.pb", protos[key]), ("host.xplane.pb", b"x"), ("cache_version.txt", b"1")):
+        with fs.open(f"{folder}/{name}", "wb") as f:
+            f.write(data)
+    try:
+        assert hlo.session_hlo_files(f"memory://{folder}") == {key: protos[key]}
+    finally:
+        fs.rm("/hlo_remote", recursive=True)
+
+
 def test_session_files_of_a_missing_folder_are_none(tmp_path):
     assert hlo.session_hlo_files(str(tmp_path / "absent")) == {}
 
