@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -10,9 +10,12 @@ from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import Verdict, decide
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, Verdict, decide
 from tb_leakfinder.model.lifetimes import Buffers
-from tb_leakfinder.model.memory import HostProfile, MemoryEvents
+from tb_leakfinder.model.memory import ALLOC, HostProfile, MemoryEvents, Steps
+
+# No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
+MAX_PLAUSIBLE_BYTES = 1 << 50
 
 
 @dataclass
@@ -35,6 +38,7 @@ class HostAnalysis:
 
 
 def analyze_host(profile: HostProfile) -> HostAnalysis:
+    profile = replace(profile, warnings=[*profile.warnings, *_step_warnings(profile.steps)])
     events = profile.events
     result = []
     for index, name in enumerate(events.allocator_names):
@@ -45,13 +49,27 @@ def analyze_host(profile: HostProfile) -> HostAnalysis:
 
 
 def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> AllocatorAnalysis:
+    warnings: list[str] = []
+    finite = np.isfinite(events.fragmentation)
+    if not finite.all():
+        events.fragmentation = np.where(finite, events.fragmentation, 0.0)
+        warnings.append(f"{name}: {np.count_nonzero(~finite)} fragmentation value(s) not finite (NaN or infinite), shown as 0")
+    if np.any(events.time_ps < 0):
+        warnings.append(
+            f"{name}: {np.count_nonzero(events.time_ps < 0)} memory event(s) before the profile's start: "
+            "its clock runs backwards or its timestamps are corrupt"
+        )
+    problems = _inconsistencies(events)
+    warnings += [f"{name}: {problem}" for problem in problems]
     pairing = pair_events(events, profile.steps)
     buffers = pairing.buffers
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps)
     rows, unexplained = peak_breakdown(events, buffers, summary.peak_event)
     verdict = decide(summary, suspects.groups, len(profile.steps), events.strings)
-    warnings = []
+    if problems and verdict.verdict != INCONCLUSIVE:
+        # Never present a verdict built on impossible numbers as certain.
+        verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
     if pairing.double_allocations:
         warnings.append(
             f"{name}: {pairing.double_allocations} allocation(s) of an address already in use; "
@@ -60,3 +78,28 @@ def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> 
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
     return AllocatorAnalysis(name, events, buffers, summary, suspects, rows, unexplained, verdict, warnings)
+
+
+def _inconsistencies(events: MemoryEvents) -> list[str]:
+    """What makes an allocator's numbers impossible: each one leaves its verdict inconclusive."""
+    checks = [
+        ((events.allocation_bytes < 0) | (events.requested_bytes < 0), "with a negative size"),
+        (
+            (events.allocation_bytes > MAX_PLAUSIBLE_BYTES) | (events.requested_bytes > MAX_PLAUSIBLE_BYTES),
+            "with an absurd size (over 1 PiB)",
+        ),
+        (
+            (events.bytes_in_use < 0) | (events.bytes_reserved < 0) | (events.bytes_in_use > MAX_PLAUSIBLE_BYTES),
+            "with a negative or absurd heap counter (bytes_allocated, bytes_reserved)",
+        ),
+        (events.addr == 0, "without an integer addr stat, so they cannot be paired"),
+        ((events.kind == ALLOC) & (events.allocation_bytes == 0), "allocating 0 bytes (no allocation_bytes stat)"),
+    ]
+    return [f"{np.count_nonzero(bad)} of {len(events)} memory events {what}" for bad, what in checks if np.any(bad)]
+
+
+def _step_warnings(steps: Steps) -> list[str]:
+    backwards = steps.end_ps < steps.start_ps
+    if not np.any(backwards):
+        return []
+    return [f"{np.count_nonzero(backwards)} step marker(s) end before they start; those steps hold no events"]
