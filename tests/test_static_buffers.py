@@ -127,6 +127,17 @@ def test_the_clean_step_returns_no_such_buffer():
     assert liveout["live_out_bytes"] - summary["live_out_bytes"] >= mistake["bytes"]
 
 
+def test_cli_text_names_the_activation_and_lists_every_module():
+    summaries, _ = sb.module_summaries(list(demo_modules("jax_liveout").values()))
+    text = sb.format_modules_text(summaries, detailed=1)
+    (flag,) = [f for s in summaries for f in s["actionable"]]
+    assert f"CHECK {flag['bytes'] / MIB:.2f} MiB: {flag['instruction']}" in text
+    assert all(s["name"] in text for s in summaries)
+    assert f"{len(summaries) - 1} more module(s), nothing to check:" in text  # the step is the largest and flagged
+    clean, _ = sb.module_summaries(list(demo_modules("jax_clean").values()))
+    assert "CHECK" not in sb.format_modules_text(clean)
+
+
 def test_single_result_programs_are_not_flagged():
     for module in demo_modules("jax_clean").values():
         summary = sb.module_summary(module)

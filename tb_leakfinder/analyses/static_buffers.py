@@ -551,3 +551,16 @@ def format_module_text(summary: dict) -> str:
         lines.append(f"    {_size_text(e['bytes']):>10}  {e['reason']:<12} {name} {e['shape']}{alias}".rstrip())
     lines.extend(f"  CHECK {_size_text(flag['bytes'])}: {flag['message']}" for flag in summary["actionable"])
     return "\n".join(lines)
+
+
+def format_modules_text(summaries: list[dict], detailed: int = 3) -> str:
+    """The CLI's section for all modules (as `module_summaries` sorts them): a full section for each
+    module with something to check and for the `detailed` largest peaks, one line for each other."""
+    shown = [s for i, s in enumerate(summaries) if s["actionable"] or i < detailed]
+    rest = [s for s in summaries if not any(s is t for t in shown)]
+    parts = [format_module_text(s) for s in shown]
+    if rest:
+        lines = [f"{len(rest)} more module(s), nothing to check:"]
+        lines.extend(f"  {_size_text(s['peak_heap_bytes']):>10}  {s['name']} (memory space {s['memory_space']})" for s in rest)
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
