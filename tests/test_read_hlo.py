@@ -111,8 +111,11 @@ def test_session_files_through_gfile_on_a_remote_filesystem():
         fs.rm("/hlo_remote", recursive=True)
 
 
-def test_session_files_of_a_missing_folder_are_none(tmp_path):
+def test_session_files_of_a_missing_folder_are_none_and_an_unreadable_one_is_an_error(tmp_path):
     assert hlo.session_hlo_files(str(tmp_path / "absent")) == {}
+    (tmp_path / "jit_f(1).hlo_proto.pb").mkdir()
+    with pytest.raises(LeakfinderError, match=r"jit_f\(1\)\.hlo_proto\.pb"):
+        hlo.session_hlo_files(str(tmp_path))
 
 
 def test_shape_text_of_nested_tuples():

@@ -10,13 +10,11 @@ turn into models.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
-from tensorboard.compat import tf
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import (
@@ -28,6 +26,7 @@ from tb_leakfinder.model.hlo import (
     LogicalBuffers,
 )
 from tb_leakfinder.proto import HloProto
+from tb_leakfinder.read import files
 
 METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
@@ -50,11 +49,11 @@ _FORWARDING = frozenset({"bitcast", "get-tuple-element", "tuple", "optimization-
 
 
 def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
-    """ "<module>(<program_id>)" -> serialized HloProto, from a decoded `/host:metadata` XPlane.
+    """Map "<module>(<program_id>)" to serialized HloProto, from a decoded `/host:metadata` XPlane.
 
     `plane` is a `tb_leakfinder.xplane.XPlane`. Event metadata without an
-    `Hlo Proto` stat are skipped. Names already carry the program id in JAX and
-    TF; a bare name gets the `program_id` stat appended, as XProf names it.
+    `Hlo Proto` stat are skipped. JAX's names carry the program id; TF-XLA's
+    do not and get the `program_id` stat appended, as XProf names them.
     """
     stat_names = {sid: meta.name for sid, meta in plane.stat_metadata.items()}
     protos: dict[str, bytes] = {}
@@ -78,25 +77,18 @@ def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
 
 
 def session_hlo_files(session_dir: str) -> dict[str, bytes]:
-    """ "<module>(<id>)" -> bytes of each `<module>(<id>).hlo_proto.pb` in a session folder.
+    """Map "<module>(<id>)" to the bytes of each `<module>(<id>).hlo_proto.pb` in a session folder.
 
-    Listing, not globbing: module names contain parentheses and the folder
-    may contain glob metacharacters.
+    Through `read.files` (gfile for remote paths). Listing, not globbing:
+    module names hold parentheses and a folder may hold glob metacharacters.
     """
-    gfile = tf.io.gfile
-    if not gfile.isdir(session_dir):
+    if not files.isdir(session_dir):
         return {}
-    protos: dict[str, bytes] = {}
-    for name in sorted(gfile.listdir(session_dir)):
-        if not name.endswith(SESSION_FILE_SUFFIX):
-            continue
-        path = os.path.join(session_dir, name)
-        try:
-            with gfile.GFile(path, "rb") as f:
-                protos[name[: -len(SESSION_FILE_SUFFIX)]] = f.read()
-        except OSError as e:
-            raise LeakfinderError(f"{path}: cannot read HLO proto file: {e}", source=path) from e
-    return protos
+    return {
+        name[: -len(SESSION_FILE_SUFFIX)]: files.read_bytes(files.join(session_dir, name))
+        for name in files.listdir(session_dir)
+        if name.endswith(SESSION_FILE_SUFFIX)
+    }
 
 
 def decode_modules(hlo_protos: dict[str, bytes], source: str) -> tuple[list[HloModule], list[str]]:
