@@ -636,7 +636,7 @@ static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int
     int32_t strs[3] = {0, 0, 0};
     uint64_t addr = 0;
     double frag = 0.0;
-    int32_t alloc = -2; /* not given: "" */
+    const Stat *allocator = NULL; /* the last allocator_name given; only it is interned */
     for (size_t i = 0; i < nstats; i++) {
         const Stat *st = &stats[i];
         const StatMeta *m = stat_meta(s, st->mid);
@@ -644,7 +644,7 @@ static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int
         int integral = st->kind == V_INT64 || st->kind == V_UINT64;
         int role = m->role;
         if (role == ROLE_ALLOCATOR) {
-            if ((alloc = allocator_key(s, st)) < 0) NOMEM(s);
+            allocator = st;
         } else if (role == ROLE_ADDR && integral) {
             addr = st->v;
         } else if (role == ROLE_FRAGMENTATION) {
@@ -657,7 +657,8 @@ static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int
             if ((strs[role - FIRST_STR_ROLE] = string_index(s, st)) < 0) NOMEM(s);
         }
     }
-    if (alloc == -2 && (alloc = intern(&s->allocators, 'S', "", 0)) < 0) NOMEM(s);
+    int32_t alloc = allocator ? allocator_key(s, allocator) : intern(&s->allocators, 'S', "", 0);
+    if (alloc < 0) NOMEM(s);
     c->time_ps[row] = start;
     c->kind[row] = (int8_t)kind;
     c->allocator[row] = alloc;

@@ -1,0 +1,340 @@
+"""The compiled XSpace scanner against the reference decoder over protobuf objects.
+
+Both must give identical HostProfiles (every column, string table, allocator
+name, step, duration, warning and HLO module) on real captures, synthesised
+training profiles and odd hand-made ones, and must agree on which damaged
+files are unreadable.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from google.protobuf import descriptor
+
+from tb_leakfinder import proto
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, HostProfile
+from tb_leakfinder.read import xspace, xspace_proto
+from tb_leakfinder.synthetic import ProfileBuilder, synthesize_training
+from tests.conftest import DEMO_LOGS
+
+scanner = xspace.compiled_scanner()
+pytestmark = pytest.mark.skipif(scanner is None, reason="the C scanner (read/_xspace_scan.c) is not built")
+
+PATH = "/logs/run/plugins/profile/s/host0.xplane.pb"
+MESSAGES = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
+
+
+# --- wire bytes by hand, for what protobuf itself never writes ---------------------
+
+
+def varint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def vi(field: int, value: int) -> bytes:
+    return varint(field << 3) + varint(value)
+
+
+def ld(field: int, payload: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def f64(field: int, value: float) -> bytes:
+    return varint(field << 3 | 1) + struct.pack("<d", value)
+
+
+def stat(mid: int, body: bytes) -> bytes:
+    return vi(1, mid) + body
+
+
+def entry(field: int, key: int, value: bytes) -> bytes:
+    """A map entry of XPlane.event_metadata (4) or .stat_metadata (5)."""
+    return ld(field, vi(1, key) + ld(2, value))
+
+
+def named(field: int, names: dict[int, str]) -> bytes:
+    return b"".join(entry(field, key, vi(1, key) + ld(2, name.encode())) for key, name in names.items())
+
+
+STAT_NAMES = {
+    1: "allocator_name", 2: "bytes_allocated", 3: "addr", 4: "tf_op", 5: "requested_bytes", 6: "allocation_bytes",
+    7: "fragmentation", 8: "region_type", 9: "shape", 10: "data_type", 11: "step_num", 12: "bytes_reserved",
+    13: "peak_bytes_in_use", 20: "GPU_0_bfc", 21: "Mul", 22: "[8]", 23: "output", 24: "7",
+}  # fmt: skip
+EVENT_NAMES = {1: "MemoryAllocation", 2: "MemoryDeallocation", 3: "train", 4: "Other"}
+
+
+def mem_event(mid: int, offset: int, *stats: bytes, extra: bytes = b"") -> bytes:
+    return ld(4, vi(1, mid) + vi(2, offset) + b"".join(ld(4, s) for s in stats) + extra)
+
+
+def cpu_plane(*lines: bytes, stat_names: dict[int, str] = STAT_NAMES, tail: bytes = b"") -> bytes:
+    return ld(1, ld(2, b"/host:CPU") + b"".join(ld(3, line) for line in lines)
+              + named(4, EVENT_NAMES) + named(5, stat_names) + tail)  # fmt: skip
+
+
+# --- comparing the two decoders --------------------------------------------------------
+
+
+def decode_both(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[HostProfile | str, HostProfile | str]:
+    """Each decoder's HostProfile, or its LeakfinderError message."""
+    out = []
+    for pure in ("", "1"):
+        monkeypatch.setenv(xspace.PURE_PYTHON_ENV, pure)
+        try:
+            out.append(xspace.decode(data, "host0", PATH))
+        except LeakfinderError as exc:
+            out.append(exc.message)
+    monkeypatch.delenv(xspace.PURE_PYTHON_ENV)
+    return out[0], out[1]
+
+
+def assert_same(fast: HostProfile | str, ref: HostProfile | str) -> None:
+    if isinstance(ref, str) or isinstance(fast, str):
+        assert isinstance(fast, str) and isinstance(ref, str), (fast, ref)
+        assert fast.startswith(f"{PATH}: ") and ref.startswith(f"{PATH}: ")
+        assert ("incomplete or corrupt profile" in fast) == ("incomplete or corrupt profile" in ref)
+        return
+    assert (fast.host, fast.path, fast.duration_ps, fast.warnings) == (ref.host, ref.path, ref.duration_ps, ref.warnings)
+    assert fast.hlo_protos == ref.hlo_protos
+    assert fast.events.strings == ref.events.strings
+    assert fast.events.allocator_names == ref.events.allocator_names
+    for name, dtype in EVENT_COLUMNS.items():
+        a, b = getattr(fast.events, name), getattr(ref.events, name)
+        assert a.dtype == b.dtype == dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    for name in ("step_num", "start_ps", "end_ps"):
+        np.testing.assert_array_equal(getattr(fast.steps, name), getattr(ref.steps, name), err_msg=name)
+
+
+def same(data: bytes, monkeypatch: pytest.MonkeyPatch) -> HostProfile:
+    fast, ref = decode_both(data, monkeypatch)
+    assert_same(fast, ref)
+    assert not isinstance(fast, str), fast
+    return fast
+
+
+# --- the schema --------------------------------------------------------------------------
+
+
+def _descriptor(message: str) -> descriptor.Descriptor:
+    return proto.message_class(f"tb_leakfinder.xplane.{message}").DESCRIPTOR
+
+
+def test_field_numbers_are_the_schemas():
+    for name, number in scanner.FIELDS.items():
+        message, field = name.split(".")
+        assert _descriptor(message).fields_by_name[field].number == number, name
+
+
+def test_every_string_and_message_field_of_the_schema_is_walked():
+    """What protobuf checks (UTF-8 of strings, the wire format of submessages) the scanner checks too."""
+    walked = set(scanner.FIELDS)
+    for message in MESSAGES:
+        for field in _descriptor(message).fields:
+            if field.type in (field.TYPE_STRING, field.TYPE_MESSAGE):
+                assert f"{message}.{field.name}" in walked, f"{message}.{field.name}"
+
+
+def test_pure_python_env_forces_the_reference_decoder(monkeypatch):
+    monkeypatch.setenv(xspace.PURE_PYTHON_ENV, "1")
+    assert xspace.compiled_scanner() is None
+    monkeypatch.setenv(xspace.PURE_PYTHON_ENV, "0")
+    assert xspace.compiled_scanner() is scanner
+
+
+# --- identical results -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(DEMO_LOGS.glob("*/plugins/profile/*/*.xplane.pb")), ids=lambda p: p.parts[-5])
+def test_demo_captures_decode_identically(path: Path, monkeypatch):
+    profile = same(path.read_bytes(), monkeypatch)
+    assert len(profile.steps) > 0
+    if path.parts[-5].startswith("tf_"):
+        assert len(profile.events) > 1000
+    else:
+        assert profile.hlo_protos
+
+
+def test_synthesised_training_decodes_identically(monkeypatch):
+    builder, planted = synthesize_training(num_events=20_000, steps=12, allocators=("GPU_0_bfc", "GPU_1_bfc", "cpu"))
+    builder.add_hlo_module("jit_step(3)", b"\x0a\x02\x0a\x00")
+    builder.add_hlo_module("bare", b"\x12\x00", program_id=9)
+    profile = same(builder.to_bytes(), monkeypatch)
+    assert len(profile.events) == planted["num_events"]
+    assert profile.events.allocator_names == ["GPU_0_bfc", "GPU_1_bfc", "cpu"]
+    assert set(profile.hlo_protos) == {"jit_step(3)", "bare(9)"}
+    assert bool(np.all(np.diff(profile.events.time_ps) >= 0))
+
+
+@pytest.mark.parametrize("int_kind", ["int64", "uint64"])
+def test_builder_odd_kinds_and_missing_stats_decode_identically(int_kind, monkeypatch):
+    b = ProfileBuilder(int_kind=int_kind)
+    for s in range(4):
+        b.step(s, s * 1000, s * 1000 + 999)
+    high = (1 << 64) - 4096  # an address past 2**63: negative as int64
+    b.add_memory_events([10, 20, 30], [ALLOC, ALLOC, FREE], [high, 64, high], [256, 512, 256],
+                        allocator=["a", "b", "a"], line=["l1", "l2", "l1"])  # fmt: skip
+    b.add_memory_events([1500, 1600], [ALLOC, FREE], [8, 8], [16, 16], omit=("allocator_name", "tf_op", "addr", "fragmentation"))
+    b.add_memory_events([2500], [ALLOC], [9], [32], kinds={"fragmentation": "int64", "data_type": "uint64"},
+                        overrides={"fragmentation": 3, "data_type": 7}, op="Op", line="l3")  # fmt: skip
+    # Allocator names given as numbers (the builder writes the ref ids as values): str() of the value.
+    b.add_memory_events([2600, 2700], [ALLOC, ALLOC], [1, 2], [4, 4], kinds={"allocator_name": int_kind})
+    b.add_memory_events([2800], [ALLOC], [3], [4], kinds={"allocator_name": "double"}, shape="[2]")
+    b.event("odd", 3000, 5, stats={"step_num": 2.5})  # a double step number marks nothing
+    b.event("odd", 3100, 5, stats={"step_num": "7"})  # nor does a ref
+    b.event("train", 3200, 50, stats={"step_num": ("uint64", (1 << 64) - 1)})
+    b.step(1, 3300, 3400)  # a step given twice: one interval, their union
+    profile = same(b.to_bytes(), monkeypatch)
+    assert len(profile.events) == 9
+    assert int(profile.events.addr[0]) == high
+    assert "" in profile.events.allocator_names
+
+
+def test_wire_quirks_decode_identically(monkeypatch):
+    """What protobuf accepts but never writes: repeated scalars, late fields, oneof switches, duplicate keys."""
+    alloc = (stat(1, vi(7, 20)), stat(2, vi(4, 100)), stat(3, vi(3, 0xABC)), stat(4, vi(7, 21)), stat(6, vi(4, 64)))
+    line1 = (
+        vi(3, 5_000)  # timestamp_ns, written again after the events below
+        + mem_event(1, 10, *alloc)
+        + mem_event(2, 20, stat(3, vi(4, 0xABC)), stat(2, vi(4, 0)), stat(1, ld(5, b"GPU_0_bfc")))
+        + mem_event(4, 30, *alloc, extra=vi(1, 1))  # metadata_id given twice: the last (an allocation) wins
+        + mem_event(1, 40, *alloc, extra=vi(5, 3))  # num_occurrences clears offset_ps (same oneof)
+        + ld(4, vi(1, 3) + vi(2, 0) + vi(3, 10_000) + ld(4, stat(11, vi(3, 1))))
+        + vi(3, 4_000)
+    )
+    line2 = vi(3, 3_000) + mem_event(1, 7, stat(1, vi(4, 7)), stat(3, vi(4, -1)), stat(10, vi(3, 1 << 40)))
+    line3 = vi(3, 1) + ld(2, b"no events: not the time base")
+    odd_stats = (
+        stat(1, vi(7, 24)),  # allocator "7" by ref...
+        stat(99, vi(4, 5)),  # a stat with no metadata
+        stat(2, b""),  # a stat with no value
+        stat(4, vi(7, 1 << 63)),  # a ref past int64: no such metadata, ""
+        stat(7, vi(4, -3)),  # an integral fragmentation
+        stat(9, ld(5, "形状".encode())),  # a str shape
+        stat(12, vi(2, 5)),  # a known field with the wrong wire type is an unknown field
+    )
+    line4 = (
+        vi(3, 4_500)
+        + mem_event(1, 1, *odd_stats)
+        + mem_event(1, 2, stat(1, vi(4, 3)), stat(1, f64(2, 7.0)))  # two allocator names: the last counts
+        + mem_event(1, 3, stat(1, ld(6, b"\x00b")))
+    )
+    tail = entry(5, 24, vi(1, 24) + ld(2, b"seven")) + entry(5, 24, ld(2, b"7"))  # a repeated key: the last entry wins
+    data = cpu_plane(line1, line2, line3, line4, tail=tail) + ld(4, b"host0")
+    profile = same(data, monkeypatch)
+    # int64 7, ref "7" merge into one allocator "7"; double 7.0 and bytes are spelled as str() spells them.
+    assert profile.events.allocator_names == ["GPU_0_bfc", "7", "7.0", "b'\\x00b'"]
+    assert profile.events.time_ps[0] == 7 and len(profile.steps) == 1
+
+
+def test_planes_metadata_and_hlo_identically(monkeypatch):
+    hlo_stats = named(5, {1: "Hlo Proto", 2: "program_id"})
+
+    def module(key: int, name: str, *stats: bytes) -> bytes:
+        return entry(4, key, vi(1, key) + ld(2, name.encode()) + b"".join(ld(5, s) for s in stats))
+
+    meta = (
+        ld(2, b"/host:metadata")
+        + module(1, "jit_a(4)", stat(1, ld(6, b"A")), stat(2, vi(4, 4)))
+        + module(2, "bare", stat(1, ld(6, b"B")), stat(2, vi(3, 11)))  # named with its program_id: bare(11)
+        + module(3, "bare_str", stat(1, ld(6, b"C")), stat(2, vi(4, 1)), stat(2, ld(5, b"x")))  # program_id reset
+        + module(4, "no_hlo", stat(1, ld(5, b"not bytes")))
+        + module(5, "twice", stat(1, ld(6, b"D1")), stat(1, ld(6, b"D2")))  # the last Hlo Proto wins
+        + module(6, "dup", stat(1, ld(6, b"E1"))) + module(6, "dup", stat(1, ld(6, b"E2")))
+        + hlo_stats
+    )
+    first_cpu = cpu_plane(mem_event(1, 5, stat(1, vi(7, 20))))
+    last_cpu = cpu_plane(mem_event(1, 9, stat(1, vi(7, 20)), stat(6, vi(4, 1))))  # two /host:CPU planes: the last
+    data = first_cpu + ld(1, ld(2, b"/device:GPU:0") + ld(3, mem_event(1, 1))) + ld(1, meta) + last_cpu
+    profile = same(data, monkeypatch)
+    assert profile.hlo_protos == {"jit_a(4)": b"A", "bare(11)": b"B", "bare_str": b"C", "twice": b"D2", "dup": b"E2"}
+    assert profile.events.time_ps.tolist() == [9] and profile.events.allocation_bytes.tolist() == [1]
+    assert same(ld(1, meta), monkeypatch).hlo_protos == profile.hlo_protos
+    assert same(ld(4, b"host0"), monkeypatch).warnings == [f"{PATH}: the profile has no planes"]
+
+
+# --- damaged files: the same verdict as protobuf's -----------------------------------------
+
+
+def _small_profile() -> bytes:
+    builder, _ = synthesize_training(num_events=300, steps=4, allocators=("GPU_0_bfc", "cpu"), weights_per_allocator=2,
+                                     cache_entries=2, live_temporaries=4)  # fmt: skip
+    builder.add_hlo_module("jit_f(1)", b"\x0a\x00")
+    return builder.to_bytes()
+
+
+def test_truncated_files_fail_alike_and_name_the_file(monkeypatch):
+    data = _small_profile()
+    cuts = sorted(set(range(1, 300)) | set(range(300, len(data), max(1, len(data) // 400))))
+    refused = 0
+    for cut in cuts:
+        fast, ref = decode_both(data[:cut], monkeypatch)
+        assert_same(fast, ref)
+        refused += isinstance(fast, str)
+    assert refused > len(cuts) * 0.9
+    fast, _ = decode_both(data[:-1], monkeypatch)
+    assert isinstance(fast, str) and "incomplete or corrupt profile" in fast and PATH in fast
+
+
+def test_mutated_files_fail_or_decode_alike(monkeypatch):
+    data = _small_profile()
+    rng = random.Random(20261129)
+    outcomes = {"refused": 0, "decoded": 0}
+    for _ in range(400):
+        mutated = bytearray(data)
+        for _ in range(rng.choice((1, 1, 2, 4))):
+            at = rng.randrange(len(mutated))
+            op = rng.random()
+            if op < 0.5:
+                mutated[at] ^= 1 << rng.randrange(8)
+            elif op < 0.8:
+                mutated[at] = rng.choice((0x00, 0x7F, 0x80, 0xFF, 0x0B, 0x0C, 0x13))
+            else:
+                del mutated[at : at + rng.randrange(1, 8)]
+        fast, ref = decode_both(bytes(mutated), monkeypatch)
+        assert_same(fast, ref)
+        outcomes["refused" if isinstance(fast, str) else "decoded"] += 1
+    assert min(outcomes.values()) > 20, outcomes
+
+
+@pytest.mark.parametrize("length", [2**31 - 1, 2**32 + 5, 2**62, 2**64 - 1])
+def test_huge_declared_lengths_are_refused(length, monkeypatch):
+    data = cpu_plane(mem_event(1, 5)) + varint(1 << 3 | 2) + varint(length) + b"\x00" * 16
+    fast, ref = decode_both(data, monkeypatch)
+    assert_same(fast, ref)
+    assert isinstance(fast, str) and "past the end" in fast
+
+
+@pytest.mark.parametrize(("depth", "readable"), [(99, True), (100, True), (101, False)])
+def test_nesting_limit_is_protobufs(depth, readable, monkeypatch):
+    """Groups nested in an unknown field of the root: protobuf allows 100 levels."""
+    data = varint(9 << 3 | 3) * depth + varint(9 << 3 | 4) * depth
+    fast, ref = decode_both(data, monkeypatch)
+    assert_same(fast, ref)
+    assert isinstance(fast, str) != readable
+
+
+def test_invalid_utf8_in_any_string_field_is_refused(monkeypatch):
+    bad = b"\xc3\x28"
+    for data in (
+        ld(1, ld(2, bad)),  # plane name
+        cpu_plane(ld(2, bad)),  # line name
+        cpu_plane(mem_event(1, 5, stat(9, ld(5, bad)))),  # str stat of a memory event
+        ld(1, ld(2, b"/other") + entry(5, 1, ld(3, bad))),  # a stat description on another plane
+        ld(2, bad),  # XSpace.errors
+        ld(9, bad) + ld(4, b"h"),  # an unknown field is not checked: readable
+    ):
+        fast, ref = decode_both(data, monkeypatch)
+        assert_same(fast, ref)
