@@ -1,16 +1,17 @@
 // Dev helper: screenshot the Leaks tab of a running TensorBoard.
-//   node dev/shot.mjs http://127.0.0.1:6006/ out.png [run]
+//   node dev/shot.mjs http://127.0.0.1:6006/ out.png [run] [light|dark] [height] [select]
+// With `select`, the top leak suspect is clicked first (its buffers highlighted).
 import {chromium} from 'playwright-core';
 import {mkdtempSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 
-const [base = 'http://127.0.0.1:6006/', out = '/tmp/leaks.png', run = '', theme = 'light'] = process.argv.slice(2);
+const [base = 'http://127.0.0.1:6006/', out = '/tmp/leaks.png', run = '', theme = 'light', height = '2400', select = ''] = process.argv.slice(2);
 const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'lf-chrome-')), {
   executablePath: '/usr/bin/chromium',
   headless: true,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: {width: 1400, height: 2400},
+  viewport: {width: 1400, height: Number(height)},
   colorScheme: theme,
 });
 const page = context.pages()[0] ?? (await context.newPage());
@@ -24,9 +25,14 @@ await page.waitForSelector('iframe, main.lf-root', {timeout: 30000});
 const frameEl = await page.$('iframe');
 const frame = frameEl ? await frameEl.contentFrame() : page.mainFrame();
 await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 60000});
-await page.waitForTimeout(2500);
+await page.waitForTimeout(1500);
+if (select) {
+  await frame.click('[data-panel=suspects] tbody tr:first-child');
+  await frame.waitForSelector('[data-chart=lifetimes][data-highlighted]:not([data-highlight-group=""])');
+  await page.waitForTimeout(1000);
+}
 const h = await frame.evaluate(() => document.documentElement.scrollHeight);
 console.log('iframe content height', h);
-await page.screenshot({path: out, fullPage: true});
+await page.screenshot({path: out});
 console.log(await frame.evaluate(() => document.querySelector('.lf-verdict')?.textContent));
 await context.close();

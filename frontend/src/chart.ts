@@ -195,10 +195,11 @@ export class RectChart<R extends Rect> {
       const x = Math.min(x0, x1);
       const y = Math.min(y0, y1);
       const w = Math.max(1, Math.abs(x1 - x0));
-      const h = Math.max(1, Math.abs(y1 - y0));
+      // Highlighted rects stay visible however small they are.
+      const h = Math.max(rect.highlight ? 3 * devicePixelRatio : 1, Math.abs(y1 - y0));
       ctx.fillStyle = rect.color;
       ctx.fillRect(x, y, w, h);
-      if (rect.highlight) {
+      if (rect.highlight && h >= 6 * devicePixelRatio) {
         ctx.strokeStyle = outline;
         ctx.lineWidth = Math.max(1, devicePixelRatio);
         ctx.strokeRect(x, y, w, h);

@@ -12,6 +12,8 @@ import type {TimeRange} from './timeline';
 
 /** The chart draws at most this many buffers (the largest in the range). */
 export const MAX_DRAWN = 2000;
+/** ...plus up to this many buffers of the selected suspect (the route's page limit). */
+export const MAX_GROUP = 5000;
 
 interface BufferRect extends Rect {
   buffer: Buffer;
@@ -30,17 +32,18 @@ export function parseAddress(address: string): number {
 export function packAddresses(spans: {address: number; size: number}[]): (address: number) => number {
   const sorted = spans.filter((s) => Number.isFinite(s.address)).sort((a, b) => a.address - b.address);
   const segments: {start: number; end: number; base: number}[] = [];
-  const total = sorted.reduce((sum, s) => sum + s.size, 0);
-  const gap = Math.max(1, total / 200);
-  let base = 0;
   for (const s of sorted) {
     const last = segments[segments.length - 1];
-    if (last && s.address <= last.end) {
-      last.end = Math.max(last.end, s.address + s.size);
-      continue;
-    }
-    if (last) base = last.base + (last.end - last.start) + gap;
-    segments.push({start: s.address, end: s.address + s.size, base});
+    if (last && s.address <= last.end) last.end = Math.max(last.end, s.address + s.size);
+    else segments.push({start: s.address, end: s.address + s.size, base: 0});
+  }
+  // All gaps together take a tenth of the axis.
+  const used = segments.reduce((sum, s) => sum + (s.end - s.start), 0);
+  const gap = segments.length > 1 ? (0.1 * used) / (segments.length - 1) : 0;
+  let base = 0;
+  for (const s of segments) {
+    s.base = base;
+    base += s.end - s.start + gap;
   }
   return (address: number) => {
     let lo = 0;
@@ -70,7 +73,8 @@ export class LifetimesPanel {
   private largest: Buffer[] = [];
   private grouped: Buffer[] = [];
   private total = 0;
-  private controller: AbortController | null = null;
+  private largestRequest: AbortController | null = null;
+  private groupRequest: AbortController | null = null;
 
   constructor(
     private readonly sel: Selection,
@@ -159,22 +163,18 @@ export class LifetimesPanel {
     );
   }
 
-  async load(): Promise<void> {
-    this.controller?.abort();
+  /** The largest buffers of the time range: what the chart draws. */
+  private async loadLargest(): Promise<void> {
+    this.largestRequest?.abort();
     const controller = new AbortController();
-    this.controller = controller;
+    this.largestRequest = controller;
     const range = {start_ps: this.range?.start_ps ?? null, end_ps: this.range?.end_ps ?? null};
     this.note.textContent = 'Loading buffers…';
     try {
-      const [largest, grouped] = await Promise.all([
-        api.buffers(this.sel, {limit: MAX_DRAWN, sort: 'bytes', order: 'desc', ...range}, controller.signal),
-        this.group ? api.buffers(this.sel, {limit: 5000, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal) : null,
-      ]);
+      const page = await api.buffers(this.sel, {limit: MAX_DRAWN, sort: 'bytes', order: 'desc', ...range}, controller.signal);
       if (controller.signal.aborted) return;
-      this.largest = largest.buffers;
-      this.total = largest.total;
-      this.grouped = grouped?.buffers ?? [];
-      this.onGroupTimes(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
+      this.largest = page.buffers;
+      this.total = page.total;
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
@@ -182,23 +182,40 @@ export class LifetimesPanel {
     }
   }
 
+  /** Every buffer of the selected suspect, drawn on top whatever their size. */
+  private async loadGroup(): Promise<void> {
+    this.groupRequest?.abort();
+    const controller = new AbortController();
+    this.groupRequest = controller;
+    try {
+      const page = this.group ? await api.buffers(this.sel, {limit: MAX_GROUP, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal) : null;
+      if (controller.signal.aborted) return;
+      this.grouped = page?.buffers ?? [];
+      this.onGroupTimes(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
+      this.draw();
+    } catch (err) {
+      if (isAbort(err) || controller.signal.aborted) return;
+      this.note.textContent = `Could not load the suspect's buffers: ${errorMessage(err)}`;
+    }
+  }
+
   /** First load: the chart and the first page of the table. */
   start(): void {
-    void this.load();
+    void this.loadLargest();
     void this.table.load();
   }
 
   setGroup(group: LeakGroup | null): Promise<void> {
     this.group = group;
     void this.table.reset();
-    return this.load();
+    return this.loadGroup();
   }
 
   setRange(range: TimeRange | null): Promise<void> {
     this.range = range;
     void this.table.reset();
     this.chart.setXRange(range ? {min: range.start_ps, max: range.end_ps} : null);
-    return this.load();
+    return this.loadLargest();
   }
 
   /** Rebuilds the rects from loaded buffers (after load or a theme change). */
@@ -254,7 +271,8 @@ export class LifetimesPanel {
   }
 
   destroy(): void {
-    this.controller?.abort();
+    this.largestRequest?.abort();
+    this.groupRequest?.abort();
     this.chart.destroy();
   }
 

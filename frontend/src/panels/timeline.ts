@@ -192,7 +192,9 @@ export class TimelinePanel {
         ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`;
         const text = `peak ${formatBytes(peak.bytes)}`;
         const tw = ctx.measureText(text).width;
-        ctx.fillText(text, Math.min(x + 6 * devicePixelRatio, left + width - tw - 2), Math.max(top + 24 * devicePixelRatio, y - 6 * devicePixelRatio));
+        // Beside the point, inside the plot, below the step labels.
+        const tx = x + 6 * devicePixelRatio + tw < left + width ? x + 6 * devicePixelRatio : x - 6 * devicePixelRatio - tw;
+        ctx.fillText(text, tx, Math.max(top + 28 * devicePixelRatio, y + 4 * devicePixelRatio));
       }
     }
   }
