@@ -19,7 +19,7 @@ from google.protobuf import descriptor
 from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, HostProfile
-from tb_leakfinder.read import xspace, xspace_proto
+from tb_leakfinder.read import xspace
 from tb_leakfinder.synthetic import ProfileBuilder, synthesize_training
 from tests.conftest import DEMO_LOGS
 
