@@ -8,7 +8,7 @@ import numpy as np
 
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
-from tb_leakfinder.analyses.labels import dtype_name
+from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.timeline import downsample, held_bytes, never_freed_bytes
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
@@ -91,6 +91,11 @@ def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
         reason = next(a["reason"] for a in allocators if a["verdict"] == verdict)
     else:
         verdict, reason = verdicts.INCONCLUSIVE, verdicts.NO_EVENTS_REASON
+    flagged = [f"{item['instruction']} {item['shape']} ({format_bytes(item['bytes'])}, {item['reason']}) in {m['name']}"
+               for m in modules for item in m.get("actionable", [])]
+    if flagged:
+        more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
+        reason += f" Static view: check {'; '.join(flagged[:3])}{more}."
     return {
         "host": h.profile.host,
         "verdict": verdict,

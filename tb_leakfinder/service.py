@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tb_leakfinder import report
+from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
 from tb_leakfinder.cache import ComputeCache
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read import discovery, files
+from tb_leakfinder.read import discovery, files, hlo
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.xspace import read_host
 
@@ -23,10 +24,12 @@ DISCOVERY_TTL_S = 5.0
 
 @dataclass
 class HostResult:
-    """One host's analysis, or the error its file gives, with the report JSON made once."""
+    """One host's analyses, or the error its file gives, with the report JSON made once."""
 
     analysis: HostAnalysis | None
     error: LeakfinderError | None = None
+    hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
+    modules: list[report.Json] = field(default_factory=list)  # static_buffers.module_summaries
     _json: report.Json | None = field(default=None, repr=False)
 
     def unwrap(self) -> HostAnalysis:
@@ -37,8 +40,28 @@ class HostResult:
 
     def json(self) -> report.Json:
         if self._json is None:
-            self._json = report.host_json(self.unwrap(), [])
+            self._json = report.host_json(self.unwrap(), self.modules)
         return self._json
+
+    def module(self, name: str, memory_space: int | None, points: int) -> report.Json:
+        """One module in detail (the `module` route); only names the profile holds are looked up."""
+        analysis = self.unwrap()
+        module = hlo.read_module(self.hlo_protos, name, analysis.profile.path)
+        return static_buffers.module_detail(module, memory_space, points)
+
+
+def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
+    """Everything tb_leakfinder derives from one host's profile."""
+    profile = read_host(path, host)
+    try:
+        protos = {**hlo.session_hlo_files(session_dir), **profile.hlo_protos}
+    except LeakfinderError as exc:  # XProf's cache files are a bonus: the plane still counts
+        profile.warnings.append(str(exc))
+        protos = dict(profile.hlo_protos)
+    modules, decode_warnings = hlo.decode_modules(protos, path)
+    summaries, summary_warnings = static_buffers.module_summaries(modules)
+    profile.warnings.extend(decode_warnings + summary_warnings)
+    return HostResult(analyze_host(profile), hlo_protos=protos, modules=summaries)
 
 
 def _nbytes(obj: object) -> int:
@@ -100,7 +123,7 @@ class Engine:
 
         def compute() -> HostResult:
             try:
-                return HostResult(analyze_host(read_host(path, host_name)))
+                return analyze_file(path, host_name, run.session_dir)
             except LeakfinderError as exc:
                 return HostResult(None, exc)
 

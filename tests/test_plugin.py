@@ -172,3 +172,27 @@ def test_copied_logdir_is_analysed_identically(tmp_path, client):
     other = make_client(str(tmp_path))[0]
     run = _run_name(client, "tf_leak")
     assert _get(other, "report", run=run) == _get(client, "report", run=run)
+
+
+def test_report_lists_static_modules_and_flags_the_returned_activation(client):
+    status, body = _get(client, "report", run="jax_liveout")
+    assert status == 200
+    host = body["runs"][0]["hosts"][0]
+    modules = {m["name"]: m for m in host["modules"]}
+    step = next(m for name, m in modules.items() if name.startswith("jit_train_step_liveout("))
+    (flag,) = step["actionable"]
+    assert flag["reason"] == "live_out" and flag["shape"] == "f32[256,3072]" and flag["bytes"] == 256 * 3072 * 4
+    assert flag["instruction"] in host["reason"]
+    _, clean = _get(client, "report", run="jax_clean")
+    assert not any(m["actionable"] for m in clean["runs"][0]["hosts"][0]["modules"])
+
+
+def test_module_route(client):
+    _, body = _get(client, "report", run="jax_liveout")
+    name = next(m["name"] for m in body["runs"][0]["hosts"][0]["modules"] if m["actionable"])
+    status, detail = _get(client, "module", run="jax_liveout", module=name, points=16)
+    assert status == 200 and detail["name"] == name
+    for args, code in (({"module": "nope(1)"}, 404), ({"module": "../" + name}, 404), ({}, 400),
+                       ({"module": name, "memory_space": "7"}, 404), ({"module": name, "points": "x"}, 400)):
+        status, error = _get(client, "module", run="jax_liveout", **args)
+        assert status == code and error["error"]

@@ -30,13 +30,16 @@ def _fetch(url: str) -> tuple[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def tensorboard_url():
+def tensorboard_url(tmp_path_factory):
+    # The Profile plugin writes cache files into sessions it lists: serve a copy.
+    logdir = tmp_path_factory.mktemp("tb") / "demo_logs"
+    shutil.copytree(DEMO_LOGS, logdir)
     exe = shutil.which("tensorboard")
     assert exe, "tensorboard is not on PATH"
     port = _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [exe, "--logdir", str(DEMO_LOGS), "--host", "127.0.0.1", "--port", str(port)],
+        [exe, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/",
     )
     url = f"http://127.0.0.1:{port}"

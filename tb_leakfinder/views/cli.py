@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from tb_leakfinder.analyses.diff import compare
@@ -64,8 +65,16 @@ def _diff(args: argparse.Namespace) -> int:
                 f.write(text)
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
-    print(json.dumps(result, indent=1) if args.json else text)
+    _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
+
+
+def _print(text: str) -> None:
+    """Print, without a traceback when the reader goes away (`| head`)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout stays open until exit
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tb-leakfinder: error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.command == "report":
-        print(json.dumps(result, indent=1) if args.json else render_report(result))
+        _print(json.dumps(result, indent=1) if args.json else render_report(result))
         return EXIT_OK
     leaking = [r for r in result["runs"] if r["verdict"] == "leak"]
     for run in result["runs"]:

@@ -33,6 +33,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 ROUTE_ARGS = {
     "/runs": (),
     "/compare": ("run_a", "run_b", "host_a", "host_b"),
+    "/module": ("run", "host", "module", "memory_space", "points"),
     "/report": ("run", "host"),
     "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "group"),
     "/buffers": ("run", "host", "allocator", "offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps"),
@@ -128,6 +129,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             "/timeline": self._json(self._timeline, ROUTE_ARGS["/timeline"]),
             "/buffers": self._json(self._buffers, ROUTE_ARGS["/buffers"]),
             "/compare": self._json(self._compare, ROUTE_ARGS["/compare"]),
+            "/module": self._json(self._module, ROUTE_ARGS["/module"]),
         }
         return routes
 
@@ -155,6 +157,14 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
     def _runs(self, request: Request) -> report.Json:
         return {"runs": [{"run": r.name, "hosts": list(r.hosts)} for r in self.engine.runs()]}
+
+    def _module(self, request: Request) -> report.Json:
+        run = self.engine.run(str_arg(request, "run", required=True) or "")
+        host, _ = run.host_path(str_arg(request, "host"))
+        module = str_arg(request, "module", required=True) or ""
+        points = int_arg(request, "points", DEFAULT_POINTS, 8, MAX_POINTS) or DEFAULT_POINTS
+        detail = self.engine.host(run, host).module(module, int_arg(request, "memory_space", None, 0), points)
+        return {"run": run.name, "host": host, **detail}
 
     def _compare(self, request: Request) -> report.Json:
         sides = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.analyses.static_buffers import format_modules_text
 from tb_leakfinder.report import Json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
@@ -67,5 +68,8 @@ def render_report(report: Json) -> str:
                 lines.append(f"  {host['reason']}")
             for a in host["allocators"]:
                 lines += render_allocator(a)
+            if host["modules"]:
+                lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
+                lines += ["    " + line for line in format_modules_text(host["modules"]).splitlines()]
         lines.append("")
     return "\n".join(lines)
