@@ -162,7 +162,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         run = self.engine.run(str_arg(request, "run", required=True) or "")
         host, _ = run.host_path(str_arg(request, "host"))
         module = str_arg(request, "module", required=True) or ""
-        points = int_arg(request, "points", DEFAULT_POINTS, 8, MAX_POINTS) or DEFAULT_POINTS
+        points = int_arg(request, "points", DEFAULT_POINTS, 4, MAX_POINTS) or DEFAULT_POINTS
         detail = self.engine.host(run, host).module(module, int_arg(request, "memory_space", None, 0), points)
         return {"run": run.name, "host": host, **detail}
 
