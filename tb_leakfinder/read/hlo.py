@@ -18,6 +18,8 @@ from google.protobuf.message import DecodeError, Message
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import (
+    ALLOC,
+    FREE,
     SHARE_WITH,
     Allocations,
     HeapTrace,
@@ -299,7 +301,8 @@ def _trace(trace: Message, buffer_row: dict[int, int]) -> HeapTrace:
     share_with = np.full(n, -1, np.int32)
     instruction: list[str] = []
     for k, event in enumerate(events):
-        kind[k] = event.kind
+        # An unknown kind (an open enum: any int32) becomes -1, which the simulation refuses by name.
+        kind[k] = event.kind if event.kind in (ALLOC, FREE, SHARE_WITH) else -1
         buffer[k] = buffer_row.get(event.buffer_id, -1)
         if event.kind == SHARE_WITH:
             share_with[k] = buffer_row.get(event.share_with_canonical_id, -1)
