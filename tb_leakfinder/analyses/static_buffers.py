@@ -35,6 +35,7 @@ LARGE_FRACTION = 0.05
 LONG_LIVED_FRACTION = 0.5
 DEFAULT_POINTS = 1000
 MAX_POINTS = 20000
+_INT64_MAX = (1 << 63) - 1
 
 _WHY = {
     "parameter": "entry computation parameter: the caller's input, held for the whole call",
@@ -197,6 +198,8 @@ def _run_trace(
                 take(r, i)
         else:
             raise LeakfinderError(f"{where}: unknown heap-simulator event kind {kind} at event {i}")
+        if heap > _INT64_MAX:
+            raise LeakfinderError(f"{where}: the heap size passes 2^63 bytes at event {i}: the buffer sizes are corrupt")
         heap_after[i] = heap
     blocks = (np.array(block_root, np.int64), np.array(block_start, np.int64), np.array(block_end, np.int64))
     return heap_after, start, end, root, blocks
