@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from collections.abc import Iterator
 
 import pytest
 
 from tb_leakfinder import proto
 from tb_leakfinder.analyses import static_buffers
+from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import hlo, xspace_proto
 from tests.test_fuzz_xspace import (
     MAX_SECONDS_PER_INPUT,
@@ -179,3 +181,31 @@ def test_deeply_nested_tuple_shapes(depth):
     run_hlo_input(tally, f"depth {depth}", "m(1)", data)
     assert tally.crashes == []
     assert tally.outcomes == ({"summary": 1} if depth < 100 else {"error": 1})
+
+
+def _edited(edit) -> bytes:
+    message = proto.HloProto()().FromString(synthetic_module())
+    edit(message)
+    return message.SerializeToString()
+
+
+def _set_first_event_kind(message) -> None:
+    message.buffer_assignment.heap_simulator_traces[0].events[0].kind = -(2**31)
+
+
+def _set_huge_sizes(message) -> None:
+    for buffer in message.buffer_assignment.logical_buffers:
+        buffer.size = 2**62
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [(_set_first_event_kind, "unknown heap-simulator event kind"), (_set_huge_sizes, "the heap size passes 2^63 bytes")],
+)
+def test_values_found_by_the_long_fuzz_run(edit, message):
+    """Each once raised an OverflowError; now a LeakfinderError that names the module and the file."""
+    tally = Tally()
+    run_hlo_input(tally, "regression", "jit_train_step(10)", _edited(edit))
+    assert tally.crashes == [] and tally.outcomes == {"error": 1}
+    with pytest.raises(LeakfinderError, match=re.escape(message)):
+        summarise("jit_train_step(10)", _edited(edit))
