@@ -69,8 +69,13 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
     free_time = _take(events.time_ps, free_event, NO_TIME)
     free_time[n_paired : n_paired + len(reuse_event)] = events.time_ps[reuse_event]
 
-    source = np.where(alloc_event >= 0, alloc_event, free_event)
     alloc_time = _take(events.time_ps, alloc_event, NO_TIME)
+    # Into time order first, so that each column below is gathered once, already in its place.
+    by_time = np.lexsort((free_time, alloc_time))
+    alloc_event, free_event, alloc_time, free_time, status = (
+        column[by_time] for column in (alloc_event, free_event, alloc_time, free_time, status)
+    )
+    source = np.where(alloc_event >= 0, alloc_event, free_event)
     buffers = Buffers(
         alloc_event=alloc_event.astype(np.int64),
         free_event=free_event.astype(np.int64),
@@ -87,9 +92,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
         region=_take(events.region, alloc_event, 0),
         status=status,
     )
-    order_by_time = np.lexsort((buffers.free_time_ps, buffers.alloc_time_ps))
-    sorted_buffers = Buffers(**{name: getattr(buffers, name)[order_by_time] for name in Buffers.__dataclass_fields__})
-    return Pairing(sorted_buffers, int(reused.sum()), int(unmatched.sum()))
+    return Pairing(buffers, int(reused.sum()), int(unmatched.sum()))
 
 
 def _take(column: np.ndarray, index: np.ndarray, missing: int) -> np.ndarray:
