@@ -43,7 +43,8 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     live = np.flatnonzero(live_at(buffers, peak_event, int(events.time_ps[peak_event])))
     keys = group_keys(buffers)[live]
     ids, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    sizes = np.bincount(inverse, weights=buffers.allocation_bytes[live], minlength=len(ids)).astype(np.int64)
+    sizes = np.zeros(len(ids), np.int64)  # integer sums: float weights would round large byte counts
+    np.add.at(sizes, inverse, buffers.allocation_bytes[live])
     counts = np.bincount(inverse, minlength=len(ids))
     heads = live[first]
     rows = [
