@@ -16,6 +16,7 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.service import DEFAULT_CACHE_BYTES, Engine
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,15 @@ def str_arg(request: Request, name: str, required: bool = False) -> str | None:
     if len(value) > MAX_ARG_CHARS:
         raise BadArgumentError(f"{name} is {len(value)} characters long, over the limit of {MAX_ARG_CHARS}")
     return value
+
+
+def _check_hosts(run: Run, host: str | None) -> None:
+    """A report over all hosts of a run analyses at most MAX_HOSTS_PER_REQUEST of them."""
+    if host is None and len(run.hosts) > MAX_HOSTS_PER_REQUEST:
+        raise BadArgumentError(
+            f"run {run.name!r} has {len(run.hosts)} hosts, more than the {MAX_HOSTS_PER_REQUEST} analysed in one"
+            f" request; ask for one host at a time (hosts: {', '.join(sorted(run.hosts)[:10])}, ...)"
+        )
 
 
 def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: str) -> report.Json:
@@ -171,6 +181,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         for side in ("a", "b"):
             run = self.engine.run(str_arg(request, f"run_{side}", required=True) or "")
             host = str_arg(request, f"host_{side}")
+            _check_hosts(run, host)
             sides.append((self.engine.run_report(run, host), host))
         (run_a, host_a), (run_b, host_b) = sides
         return compare(run_a, run_b, host_a, host_b)
@@ -178,11 +189,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _report(self, request: Request) -> report.Json:
         run = self.engine.run(str_arg(request, "run", required=True) or "")
         host = str_arg(request, "host")
-        if host is None and len(run.hosts) > MAX_HOSTS_PER_REQUEST:
-            raise BadArgumentError(
-                f"run {run.name!r} has {len(run.hosts)} hosts, more than the {MAX_HOSTS_PER_REQUEST} analysed in one"
-                f" request; ask for one with host= (hosts: {', '.join(sorted(run.hosts)[:10])}, ...)"
-            )
+        _check_hosts(run, host)
         return report.report_json([self.engine.run_report(run, host)])
 
     def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
