@@ -93,6 +93,13 @@ ROUTES_AND_ARGS = [
     ("buffers", "run", ""),
     ("buffers", "host", f"run=train%2F{SESSION}&"),
     ("buffers", "allocator", f"run=train%2F{SESSION}&"),
+    ("module", "run", "module=m&"),
+    ("module", "host", f"run=train%2F{SESSION}&module=m&"),
+    ("module", "module", f"run=train%2F{SESSION}&"),
+    ("compare", "run_a", f"run_b=train%2F{SESSION}&"),
+    ("compare", "run_b", f"run_a=train%2F{SESSION}&"),
+    ("compare", "host_a", f"run_a=train%2F{SESSION}&run_b=train%2F{SESSION}&"),
+    ("compare", "host_b", f"run_a=train%2F{SESSION}&run_b=train%2F{SESSION}&"),
 ]
 
 @pytest.mark.parametrize(("route", "arg", "prefix"), ROUTES_AND_ARGS)
@@ -182,6 +189,8 @@ def test_every_json_route_sets_type_and_nosniff(site):
         "report": f"run=train%2F{SESSION}",
         "timeline": f"run=train%2F{SESSION}",
         "buffers": f"run=train%2F{SESSION}",
+        "module": f"run=train%2F{SESSION}&module=m(1)",
+        "compare": f"run_a=train%2F{SESSION}&run_b=linked%2F{SESSION}",
     }
     for route, query in queries.items():
         for q in (query, query + "&bogus=1"):
@@ -217,6 +226,11 @@ BAD_ARGS = [
     ("buffers", f"run=train%2F{SESSION}&status=%3Cscript%3E"),
     ("buffers", f"run=train%2F{SESSION}&offset=0x10"),
     ("buffers", f"run=train%2F{SESSION}&start_ps=%20"),
+    ("module", f"run=train%2F{SESSION}"),
+    ("module", f"run=train%2F{SESSION}&module=m(1)&points=3"),
+    ("module", f"run=train%2F{SESSION}&module=m(1)&memory_space=-1"),
+    ("compare", f"run_a=train%2F{SESSION}"),
+    ("compare", f"run_a=train%2F{SESSION}&run_b=linked%2F{SESSION}&run=x"),
 ]
 
 

@@ -68,6 +68,8 @@ def test_a_report_over_more_hosts_than_the_limit_must_name_one(tmp_path, monkeyp
     status, body = _get(client, "report", run=f"wide/{SESSION}")
     assert status == 400
     assert "4 hosts, more than the 3" in body["error"] and "host0" in body["error"]
+    status, body = _get(client, "compare", run_a=f"wide/{SESSION}", run_b=f"wide/{SESSION}", host_b="host1")
+    assert status == 400 and "4 hosts, more than the 3" in body["error"]
     status, body = _get(client, "report", run=f"wide/{SESSION}", host="host3")
     assert status == 200 and [h["host"] for h in body["runs"][0]["hosts"]] == ["host3"]
     monkeypatch.setattr(plugin, "MAX_HOSTS_PER_REQUEST", 4)
