@@ -74,6 +74,8 @@ export interface HloBufferInfo {
   op_name: string;
   shape: string;
   source: string;
+  /** The user that runs last in the schedule ("" when the proto has no schedule). */
+  last_user?: string;
   bytes: number;
 }
 
@@ -117,7 +119,6 @@ export interface LogicalBuffer extends HloBufferInfo {
   /** `temporary`, or why it lives for the whole program. */
   kind: string;
   shares_with: number | null;
-  freed_after: string | null;
 }
 
 /** One compiled XLA program and memory space, as summarised in the report (`modules`). */

@@ -117,14 +117,17 @@ export async function launchBrowser() {
  * dialogs (an injected alert() would open one) and page errors.
  */
 export function watch(page) {
-  const seen = {failures: [], dialogs: [], errors: [], pluginRequests: []};
+  // `aborted`: requests the page itself cancelled (a newer one replaced them, or the page navigated away).
+  const seen = {failures: [], aborted: [], dialogs: [], errors: [], pluginRequests: []};
   page.on('response', (r) => {
     if (!r.url().includes('/data/plugin/leakfinder/')) return;
     seen.pluginRequests.push(r.url());
     if (r.status() >= 400) seen.failures.push(`${r.status()} ${r.url()}`);
   });
   page.on('requestfailed', (r) => {
-    if (r.url().includes('/data/plugin/leakfinder/')) seen.failures.push(`${r.failure()?.errorText} ${r.url()}`);
+    if (!r.url().includes('/data/plugin/leakfinder/')) return;
+    const reason = r.failure()?.errorText ?? '';
+    (reason === 'net::ERR_ABORTED' ? seen.aborted : seen.failures).push(`${reason} ${r.url()}`);
   });
   page.on('dialog', (d) => {
     seen.dialogs.push(d.message());

@@ -21,6 +21,7 @@ export const REASON_LABEL: Record<string, string> = {
   thread_local: 'thread-local',
   never_freed: 'never freed',
   temporary: 'temporary',
+  small: 'small (< 16 KiB)',
 };
 
 function reasonPill(reason: string, title?: string): HTMLElement {
@@ -199,7 +200,8 @@ export class StaticPanel {
           ['size', formatBytes(r.buffer.bytes)],
           ['live', `positions ${formatCount(r.buffer.start)} – ${formatCount(r.buffer.end)}`],
           ['kind', REASON_LABEL[r.buffer.kind] ?? r.buffer.kind],
-          ['freed after', r.buffer.freed_after ?? '—'],
+          ['last user', r.buffer.last_user || '—'],
+          ['shares memory of', r.buffer.shares_with === null ? '—' : `logical buffer ${r.buffer.shares_with}`],
           ['source', r.buffer.source || '—'],
         ],
       }),
