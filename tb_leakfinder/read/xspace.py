@@ -72,14 +72,16 @@ def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
         if scanned["num_planes"] == 0:
             warnings.append(f"{path}: the profile has no planes")
         return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings)
-    columns = {name: _column(scanned["columns"][name], dtype) for name, dtype in EVENT_COLUMNS.items()}
+    raw = scanned.pop("columns")  # the arrays below become the only owners of the scanner's buffers
+    columns = {name: _column(raw.pop(name), dtype) for name, dtype in EVENT_COLUMNS.items()}
     names, index = _allocator_names(scanned["allocators"])
     if index is not None:
         columns["allocator"] = index[columns["allocator"]]
     time_ps = columns["time_ps"]
     if len(time_ps) > 1 and not bool(np.all(time_ps[1:] >= time_ps[:-1])):
         order = np.argsort(time_ps, kind="stable")
-        columns = {name: column[order] for name, column in columns.items()}
+        for name in columns:  # one column at a time: each unsorted buffer is freed as it is replaced
+            columns[name] = columns[name][order]
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
