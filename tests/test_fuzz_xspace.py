@@ -507,13 +507,18 @@ print(json.dumps({{"outcomes": dict(tally.outcomes), "crashes": tally.crashes}})
         assert result == {"outcomes": {"error": len(HUGE_DECLARATIONS)}, "crashes": []}
 
 
-def test_deep_nesting_is_refused_not_recursed(tmp_path):
+def test_deep_nesting_is_refused_not_recursed(tmp_path, decoder):
     path = tmp_path / "deep.xplane.pb"
-    group = encode_varint(15 << 3 | 3) * 100_000 + encode_varint(15 << 3 | 4) * 100_000
+    groups = encode_varint(15 << 3 | 3) * 100_000 + encode_varint(15 << 3 | 4) * 100_000
+    plane = b"\x12\x09/host:CPU"
+    for _ in range(5000):  # an unknown length-delimited field inside each other, inside a plane
+        plane = encode_varint(15 << 3 | 2) + encode_varint(len(plane)) + plane
     tally = Tally()
-    run_input(tally, "deep_groups", group, path)
+    run_input(tally, "deep_groups", groups, path)
     assert tally.outcomes == {"error": 1}, tally.crashes
     assert "incomplete or corrupt profile" in _error_message(path)
+    run_input(tally, "deep_unknown_fields", b"\x0a" + encode_varint(len(plane)) + plane, path)
+    assert tally.crashes == []
 
 
 def _error_message(path: Path) -> str:
