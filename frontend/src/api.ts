@@ -260,8 +260,26 @@ export function routeUrl(route: string, params: Params = {}): string {
   return `./${route}${qs ? `?${qs}` : ''}`;
 }
 
+/** A 503 means "still being analysed": the analysis goes on, so ask again (for up to ~10 minutes). */
+const RETRY_MS = 3000;
+const MAX_RETRIES = 200;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(new DOMException('Aborted', 'AbortError'));
+    });
+  });
+}
+
 async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
-  const response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
+  let response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
+  for (let attempt = 0; response.status === 503 && attempt < MAX_RETRIES; attempt++) {
+    await sleep(RETRY_MS, signal);
+    response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
+  }
   let body: unknown = null;
   try {
     body = await response.json();

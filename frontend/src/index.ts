@@ -6,9 +6,13 @@ import {api, moduleKey, type ModuleSummary, type Report, type RunEntry, type Sel
 import {el, errorMessage, notice} from './dom';
 import {DATA_RELOADED, HostChannel, loadUrlState, sameOriginParent, saveUrlState, type Theme, watchTheme, xprofUrl} from './host';
 import styles from './styles.css';
+import {VERDICT_LABEL} from './panels/verdict';
 import {RunView} from './view';
 
 type Status = 'loading' | 'ready' | 'empty' | 'error';
+
+/** How long the first opening may spend looking for a run that leaks. */
+const PICK_BUDGET_MS = 8000;
 
 function option(value: string, text: string, selected: boolean): HTMLOptionElement {
   const o = el('option', {value}, text);
@@ -32,8 +36,8 @@ class App {
   private readonly content = el('div', {class: 'lf-content'});
   private sel: Selection = {run: '', host: '', allocator: '', module: ''};
   private runs: RunEntry[] | null = null;
-  private report: Report | null = null;
-  private reportRun = '';
+  /** Reports fetched so far, by run. */
+  private reports = new Map<string, Report>();
   private view: RunView | null = null;
   private generation = 0;
 
@@ -75,18 +79,20 @@ class App {
    * so that a periodic reload does not reset what the user is looking at.
    */
   async reload(): Promise<void> {
-    if (!this.report || !this.runs) return this.show();
+    const current = this.reports.get(this.sel.run);
+    if (!current || !this.runs) return this.show();
     const generation = this.generation;
     try {
       const runs = (await api.runs()).runs;
-      const report = this.reportRun ? await api.report(this.reportRun) : null;
+      const report = await api.report(this.sel.run);
       if (generation !== this.generation) return;
-      if (JSON.stringify(runs) === JSON.stringify(this.runs) && JSON.stringify(report) === JSON.stringify(this.report)) return;
+      const same = JSON.stringify(runs) === JSON.stringify(this.runs) && JSON.stringify(report) === JSON.stringify(current);
+      this.reports = new Map([[this.sel.run, report]]);
+      if (same) return;
       this.runs = runs;
-      this.report = report;
     } catch {
       this.runs = null;
-      this.report = null;
+      this.reports.clear();
     }
     await this.show();
   }
@@ -115,7 +121,12 @@ class App {
         if (stale()) return;
         this.runs = runs;
       }
-      this.fillSelect(this.selectors.run, this.runs.map((r) => r.run), 'run');
+      const runNames = this.runs.map((r) => r.run);
+      if (!runNames.includes(this.sel.run) && runNames.length > 1) {
+        this.sel.run = await this.pickDefaultRun(runNames, stale);
+        if (stale()) return;
+      }
+      this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
       if (!this.runs.length) {
         this.fillSelect(this.selectors.host, [], 'host');
         this.fillSelect(this.selectors.allocator, [], 'allocator');
@@ -132,12 +143,12 @@ class App {
         this.updateLinks();
         return;
       }
-      if (!this.report || this.reportRun !== this.sel.run) {
+      if (!this.reports.has(this.sel.run)) {
         this.content.replaceChildren(notice('loading', `Analysing ${this.sel.run}… (a large profile takes a few seconds the first time)`));
         const report = await api.report(this.sel.run);
         if (stale()) return;
-        this.report = report;
-        this.reportRun = this.sel.run;
+        this.reports.set(this.sel.run, report);
+        this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
       }
       this.render();
     } catch (err) {
@@ -145,6 +156,36 @@ class App {
       this.setStatus('error', notice('error', el('p', {}, el('strong', {}, 'Could not load: '), errorMessage(err))));
       this.updateLinks();
     }
+  }
+
+  /**
+   * With no run asked for, opens the first run that leaks: reports are
+   * fetched in order for a few seconds at most, else the first run is shown.
+   */
+  private async pickDefaultRun(runs: string[], stale: () => boolean): Promise<string> {
+    const deadline = Date.now() + PICK_BUDGET_MS;
+    for (const [i, run] of runs.entries()) {
+      if (Date.now() > deadline) break;
+      this.content.replaceChildren(notice('loading', `Looking for a run that leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
+      try {
+        const report = this.reports.get(run) ?? (await api.report(run));
+        if (stale()) return '';
+        this.reports.set(run, report);
+        if (report.runs.some((r) => r.verdict === 'leak')) return run;
+      } catch {
+        // shown when that run is opened
+      }
+    }
+    return runs[0];
+  }
+
+  private runLabels(): Map<string, string> {
+    const labels = new Map<string, string>();
+    for (const [run, report] of this.reports) {
+      const verdict = report.runs.find((r) => r.run === run)?.verdict;
+      if (verdict) labels.set(run, `${run} (${VERDICT_LABEL[verdict].toLowerCase()})`);
+    }
+    return labels;
   }
 
   private fillSelect(select: HTMLSelectElement, values: string[], key: keyof Selection, labels?: Map<string, string>): void {
@@ -156,7 +197,8 @@ class App {
   }
 
   private render(): void {
-    const run = this.report?.runs.find((r) => r.run === this.sel.run) ?? this.report?.runs[0];
+    const report = this.reports.get(this.sel.run);
+    const run = report?.runs.find((r) => r.run === this.sel.run) ?? report?.runs[0];
     if (!run) {
       this.setStatus('error', notice('error', `The report has no run named ${this.sel.run}.`));
       return;
@@ -182,7 +224,7 @@ class App {
   }
 
   private currentModule(): ModuleSummary | undefined {
-    const run = this.report?.runs.find((r) => r.run === this.sel.run);
+    const run = this.reports.get(this.sel.run)?.runs.find((r) => r.run === this.sel.run);
     const host = run?.hosts.find((h) => h.host === this.sel.host);
     return host?.modules?.find((m) => moduleKey(m) === this.sel.module);
   }

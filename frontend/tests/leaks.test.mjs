@@ -15,9 +15,10 @@ import sys
 from tb_leakfinder.synthetic import synthesize_training, write_session
 builder, _ = synthesize_training(num_events=3000, steps=12, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=${JSON.stringify(XSS)}, leak_shape="[64,1024]")
 write_session(sys.argv[1], "xss", "2026_01_01_00_00_00", {"host0": builder})
-# A profile cut short: the plugin must answer with an error that names it.
+# A profile cut short: the plugin must answer with an error that names it. Named to sort
+# last, so that the tab's search for a leaking run (in name order) stops before it.
 import os
-folder = os.path.join(sys.argv[1], "corrupt", "plugins", "profile", "2026_01_01_00_00_00")
+folder = os.path.join(sys.argv[1], "zz_corrupt", "plugins", "profile", "2026_01_01_00_00_00")
 os.makedirs(folder)
 with open(os.path.join(folder, "host0.xplane.pb"), "wb") as f:
     f.write(builder.to_bytes()[:5000])
@@ -68,6 +69,13 @@ test('the leak run shows the verdict "leak" naming the op and its bytes per step
   await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
   // For a look after a CI run (docs/screenshot-leaks.png is made by dev/shot.mjs).
   await page.screenshot({path: join(process.env.SCREENSHOT_DIR ?? tmpdir(), 'leakfinder-leak-run.png'), fullPage: true});
+});
+
+test('opened without a run, the tab shows a run that leaks', async () => {
+  const {frame} = await open('');
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
+  const label = await frame.$eval('[data-select=run]', (s) => s.selectedOptions[0].textContent);
+  assert.match(label, /\(leak\)$/);
 });
 
 test('the fixed run shows "no leak"', async () => {
@@ -236,7 +244,7 @@ test('links open the same run in XProf (Memory Profile)', async () => {
 test('a profile that cannot be analysed shows the error, naming the file', async () => {
   const page = await browser.context.newPage();
   // Not watched for failures: this run's report answers 4xx on purpose.
-  await page.goto(`${tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(runName(logdir, 'corrupt'))}`);
+  await page.goto(`${tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(runName(logdir, 'zz_corrupt'))}`);
   const frame = await (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]')).contentFrame();
   await frame.waitForSelector('main.lf-root[data-state="error"]', {timeout: 60_000});
   assert.match(await text(frame, '.lf-notice-error'), /host0\.xplane\.pb/);
