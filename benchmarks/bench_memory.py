@@ -82,11 +82,12 @@ MULTIHOST_CHILD = """
 import json, sys, time
 from tb_leakfinder.service import Engine
 engine = Engine.for_path(sys.argv[1], workers=int(sys.argv[2]))
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 result = engine.report()
-elapsed = time.perf_counter() - start
+elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
 hosts = result["runs"][0]["hosts"]
-print(json.dumps({"report_s": elapsed, "hosts": len(hosts), "leaking_hosts": sum(h["verdict"] == "leak" for h in hosts)}))
+leaking = sum(h["verdict"] == "leak" for h in hosts)
+print(json.dumps({"report_s": elapsed, "cpu_s": cpu, "hosts": len(hosts), "leaking_hosts": leaking}))
 """
 
 
@@ -217,6 +218,7 @@ def compare(session: Path, planted: dict, repeats: int) -> bool:
           f"found in every run: {found}")
     agree = {name: (xprof_peaks.get(name), our_peaks.get(name)) for name in sorted(set(xprof_peaks) | set(our_peaks))}
     print(f"peak heap per allocator, XProf vs tb_leakfinder: {agree}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     ok = time_ratio <= MAX_TIME_RATIO and rss_ratio <= MAX_RSS_RATIO and cached <= MAX_CACHED_REQUEST_S and found
     print(f"targets met: {ok}")
     return ok
@@ -237,13 +239,16 @@ def multihost(workdir: Path, hosts: int, events: int, steps: int, repeats: int) 
             walls[w].append(m.wall_s)
     s = statistics.median(r["report_s"] for r in serial)
     p = statistics.median(r["report_s"] for r in parallel)
+    s_cpu = statistics.median(r["cpu_s"] / r["report_s"] for r in serial)
+    p_cpu = statistics.median(r["cpu_s"] / r["report_s"] for r in parallel)
     leaking = parallel[0]["leaking_hosts"]
     total_bytes = sum(info["file_bytes"] for info in planted)
     print(f"{hosts}-host run ({hosts * events:,} events, {total_bytes / 1e6:.0f} MB), report of the whole run, cold, "
           f"{repeats} runs each:")
-    print(f"| workers | median report time | median process wall |\n|---|---|---|\n"
-          f"| 1 (host after host) | {fmt_s(s)} | {fmt_s(statistics.median(walls[1]))} |\n"
-          f"| {workers} (thread pool) | {fmt_s(p)} | {fmt_s(statistics.median(walls[workers]))} |")
+    print(f"| workers | median report time | median process wall | CPU time / report time |\n|---|---|---|---|\n"
+          f"| 1 (host after host) | {fmt_s(s)} | {fmt_s(statistics.median(walls[1]))} | {s_cpu:.2f} |\n"
+          f"| {workers} (thread pool) | {fmt_s(p)} | {fmt_s(statistics.median(walls[workers]))} | {p_cpu:.2f} |")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {workers} CPUs")
     print(f"speed-up {s / p:.2f}x on {workers} CPUs; {fmt_s(p / hosts)} per host; hosts with the planted leak found: "
           f"{leaking}/{hosts}")
     return leaking == hosts
