@@ -148,6 +148,10 @@ test('follows the dark theme of the page', async () => {
   await frame.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
   const bg = await frame.evaluate(() => getComputedStyle(document.body).backgroundColor);
   assert.equal(bg, 'rgb(32, 33, 36)');
+  // TensorBoard's own dark-mode toggle wins over the browser's preference.
+  await page.click('app-header-dark-mode-toggle button');
+  await page.click('[role=menuitem]:has-text("Light")');
+  await frame.waitForFunction(() => document.documentElement.dataset.theme === 'light');
 });
 
 test("TensorBoard's reload button reloads the tab's data", async () => {

@@ -92,6 +92,8 @@ export class LifetimesPanel {
       onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
     });
     this.chart.element.dataset.chart = 'lifetimes';
+    this.chart.element.setAttribute('role', 'img');
+    this.chart.element.setAttribute('aria-label', 'Buffer lifetimes: each buffer from allocation to free, at its address; the table below lists them');
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     const statusSelect = el(
       'select',

@@ -125,7 +125,7 @@ export class StaticPanel {
     if (!d) return;
     this.destroyCharts();
     clear(this.body);
-    const heapBox = el('div', {class: 'lf-chart', 'data-chart': 'static-heap'});
+    const heapBox = el('div', {class: 'lf-chart', 'data-chart': 'static-heap', role: 'img', 'aria-label': `Heap in program order; peak ${formatBytes(d.peak_heap_bytes)}`});
     this.body.append(moduleFacts(d));
     if (d.actionable.length) {
       this.body.append(
@@ -208,6 +208,8 @@ export class StaticPanel {
     });
     this.blocks = blocks;
     blocks.element.dataset.chart = 'static-blocks';
+    blocks.element.setAttribute('role', 'img');
+    blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below');
     this.body.append(legend, blocks.element);
     const drawn = d.buffers.slice().sort((a, b) => b.bytes - a.bytes).slice(0, MAX_BLOCKS);
     const end = Math.max(1, d.num_positions);

@@ -30,7 +30,12 @@ export class TimelinePanel {
     private readonly sel: Selection,
     private readonly onRange: (range: TimeRange | null) => void,
   ) {
-    this.chartBox = el('div', {class: 'lf-chart', 'data-chart': 'timeline'});
+    this.chartBox = el('div', {
+      class: 'lf-chart',
+      'data-chart': 'timeline',
+      role: 'img',
+      'aria-label': 'Memory timeline: heap in use, bytes held by never-freed buffers and fragmentation over time, steps as bands',
+    });
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     this.resetButton = el('button', {type: 'button', disabled: true}, 'Reset zoom');
     this.resetButton.addEventListener('click', () => this.setRange(null, true));
