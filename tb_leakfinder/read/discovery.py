@@ -54,16 +54,13 @@ def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
             if real in seen:
                 continue
             seen.add(real)
-        children = files.listdir(folder)
+        children, folders = files.listdir_and_subdirs(folder)
         yield folder, children
         if depth >= MAX_DEPTH:
             continue
-        for name in reversed(children):
-            if name == "plugins":
-                continue
-            child = files.join(folder, name)
-            if files.isdir(child):
-                stack.append((child, depth + 1))
+        for name in reversed(folders):
+            if name != "plugins":
+                stack.append((files.join(folder, name), depth + 1))
 
 
 def discover(logdir: str) -> list[Run]:

@@ -47,6 +47,32 @@ def listdir(path: str) -> list[str]:
         return []
 
 
+def listdir_and_subdirs(path: str) -> tuple[list[str], list[str]]:
+    """(every name, the names of folders) in `path`, sorted; [] for an unreadable folder.
+
+    A local folder is read with scandir, whose entries know their type without a
+    stat each (only symlinks are followed with one): a logdir that links to a
+    large tree is walked many times faster than with an isdir() per name.
+    """
+    if not is_local(path):
+        names = listdir(path)
+        return names, [name for name in names if isdir(join(path, name))]
+    try:
+        with os.scandir(path) as entries:
+            typed = [(entry.name, _is_dir(entry)) for entry in entries]
+    except OSError:
+        return [], []
+    typed.sort()
+    return [name for name, _ in typed], [name for name, folder in typed if folder]
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks, as isdir() does
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class FileIdentity:
     """What decides whether a cached analysis of a file is still valid."""
