@@ -4,10 +4,17 @@ import type {AllocatorReport, BreakdownRow} from '../api';
 import {el} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, formatStep} from '../format';
 import {byField, DataTable, memorySource} from '../table';
+import {kindPill} from './suspects';
 
 export function renderBreakdown(a: AllocatorReport): HTMLElement {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use || rows.reduce((sum, r) => sum + r.bytes, 0);
+  const key = (g: {op: string; shape: string; dtype: string; region: string}) => [g.op, g.shape, g.dtype, g.region].join('\u0000');
+  const suspects = new Map(a.leaks.map((g) => [key(g), g]));
+  const suspectOf = (r: BreakdownRow) => {
+    const g = suspects.get(key(r));
+    return g ? el('span', {}, kindPill(g.kind), ` #${g.group}`) : '';
+  };
   const table = new DataTable<BreakdownRow>({
     caption: 'Peak breakdown',
     pageSize: 25,
@@ -15,7 +22,7 @@ export function renderBreakdown(a: AllocatorReport): HTMLElement {
     order: 'desc',
     filterLabel: 'Filter by op, shape…',
     emptyText: 'Nothing was live at the peak.',
-    rowKey: (r) => [r.op, r.shape, r.dtype, r.region].join('\u0000'),
+    rowKey: key,
     columns: [
       {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (r) => r.op || '(unknown)'},
       {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (r) => r.shape},
@@ -23,7 +30,8 @@ export function renderBreakdown(a: AllocatorReport): HTMLElement {
       {key: 'region', label: 'Region', sort: 'region', cell: (r) => r.region},
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (r) => formatCount(r.count)},
       {key: 'bytes', label: 'Bytes', sort: 'bytes', numeric: true, cell: (r) => formatBytes(r.bytes)},
-      {key: 'share', label: 'Of peak', sort: 'bytes', numeric: true, cell: (r) => formatFraction(peak ? r.bytes / peak : 0)},
+      {key: 'share', label: 'Of peak', numeric: true, cell: (r) => formatFraction(peak ? r.bytes / peak : 0)},
+      {key: 'suspect', label: 'Suspect', title: 'the leak suspect with the same op, shape, dtype and region', cell: (r) => suspectOf(r)},
     ],
     source: memorySource(
       rows,
