@@ -409,8 +409,40 @@ static inline int check_string(Scan *s, const Field *f) {
 /* ---- messages ---------------------------------------------------------------- */
 
 
+/* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
+static inline int read_stat_common(ptr p, ptr end, Stat *st) {
+    if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
+    uint8_t tag = p[2];
+    p += 3;
+    if (tag == (XSTAT_DOUBLE_VALUE << 3 | WT_I64)) {
+        if (end - p != 8) return 0;
+        memcpy(&st->v, p, 8);
+        st->kind = V_DOUBLE;
+    } else {
+        int kind = tag == (XSTAT_INT64_VALUE << 3 | WT_VARINT)    ? V_INT64
+                   : tag == (XSTAT_REF_VALUE << 3 | WT_VARINT)    ? V_REF
+                   : tag == (XSTAT_UINT64_VALUE << 3 | WT_VARINT) ? V_UINT64
+                                                                  : V_NONE;
+        if (kind == V_NONE || end - p > 10) return 0;
+        uint64_t v = 0;
+        for (int i = 0;; i++) { /* the varint must end exactly at the end of the stat */
+            if (p + i >= end) return 0;
+            v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+            if (!(p[i] & 0x80)) {
+                if (p + i + 1 != end) return 0;
+                break;
+            }
+        }
+        st->v = v;
+        st->kind = kind;
+    }
+    st->mid = p[-2];
+    return 1;
+}
+
 static int read_stat(Scan *s, ptr p, ptr end, int depth, Stat *st) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    if (read_stat_common(p, end, st)) return 0;
     Field f = {0};
     int r;
     st->kind = V_NONE;
