@@ -36,8 +36,23 @@ class App {
   private readonly content = el('div', {class: 'lf-content'});
   private sel: Selection = {run: '', host: '', allocator: '', module: ''};
   private runs: RunEntry[] | null = null;
-  /** Reports fetched so far, by run. */
+  /**
+   * Reports fetched so far, by run and host. Each asks for one host, so a run
+   * with many hosts costs one host's analysis at a time.
+   */
   private reports = new Map<string, Report>();
+
+  private hostsOf(run: string): string[] {
+    return this.runs?.find((r) => r.run === run)?.hosts ?? [];
+  }
+
+  private reportKey(run = this.sel.run, host = this.sel.host): string {
+    return `${run}\u0000${host}`;
+  }
+
+  private fetchReport(run: string, host: string): Promise<Report> {
+    return api.report(run, host || undefined);
+  }
   private view: RunView | null = null;
   private generation = 0;
 
@@ -79,15 +94,15 @@ class App {
    * so that a periodic reload does not reset what the user is looking at.
    */
   async reload(): Promise<void> {
-    const current = this.reports.get(this.sel.run);
+    const current = this.reports.get(this.reportKey());
     if (!current || !this.runs) return this.show();
     const generation = this.generation;
     try {
       const runs = (await api.runs()).runs;
-      const report = await api.report(this.sel.run);
+      const report = await this.fetchReport(this.sel.run, this.sel.host);
       if (generation !== this.generation) return;
       const same = JSON.stringify(runs) === JSON.stringify(this.runs) && JSON.stringify(report) === JSON.stringify(current);
-      this.reports = new Map([[this.sel.run, report]]);
+      this.reports = new Map([[this.reportKey(), report]]);
       if (same) return;
       this.runs = runs;
     } catch {
@@ -143,11 +158,12 @@ class App {
         this.updateLinks();
         return;
       }
-      if (!this.reports.has(this.sel.run)) {
-        this.content.replaceChildren(notice('loading', `Analysing ${this.sel.run}… (a large profile takes a few seconds the first time)`));
-        const report = await api.report(this.sel.run);
+      this.fillSelect(this.selectors.host, this.hostsOf(this.sel.run), 'host');
+      if (!this.reports.has(this.reportKey())) {
+        this.content.replaceChildren(notice('loading', `Analysing ${this.sel.run}${this.sel.host ? ` (${this.sel.host})` : ''}… (a large profile takes a few seconds the first time)`));
+        const report = await this.fetchReport(this.sel.run, this.sel.host);
         if (stale()) return;
-        this.reports.set(this.sel.run, report);
+        this.reports.set(this.reportKey(), report);
         this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
       }
       this.render();
@@ -168,9 +184,10 @@ class App {
       if (Date.now() > deadline) break;
       this.content.replaceChildren(notice('loading', `Looking for a run that leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
       try {
-        const report = this.reports.get(run) ?? (await api.report(run));
+        const host = this.hostsOf(run)[0] ?? '';
+        const report = this.reports.get(this.reportKey(run, host)) ?? (await this.fetchReport(run, host));
         if (stale()) return '';
-        this.reports.set(run, report);
+        this.reports.set(this.reportKey(run, host), report);
         if (report.runs.some((r) => r.verdict === 'leak')) return run;
       } catch {
         // shown when that run is opened
@@ -181,9 +198,11 @@ class App {
 
   private runLabels(): Map<string, string> {
     const labels = new Map<string, string>();
-    for (const [run, report] of this.reports) {
-      const verdict = report.runs.find((r) => r.run === run)?.verdict;
-      if (verdict) labels.set(run, `${run} (${VERDICT_LABEL[verdict].toLowerCase()})`);
+    for (const report of this.reports.values()) {
+      for (const run of report.runs) {
+        // With several hosts, a verdict is only the run's when every host was analysed.
+        if (this.hostsOf(run.run).length <= 1) labels.set(run.run, `${run.run} (${VERDICT_LABEL[run.verdict].toLowerCase()})`);
+      }
     }
     return labels;
   }
@@ -197,14 +216,13 @@ class App {
   }
 
   private render(): void {
-    const report = this.reports.get(this.sel.run);
+    const report = this.reports.get(this.reportKey());
     const run = report?.runs.find((r) => r.run === this.sel.run) ?? report?.runs[0];
     if (!run) {
       this.setStatus('error', notice('error', `The report has no run named ${this.sel.run}.`));
       return;
     }
-    this.fillSelect(this.selectors.host, run.hosts.map((h) => h.host), 'host');
-    const host = run.hosts.find((h) => h.host === this.sel.host);
+    const host = run.hosts.find((h) => h.host === this.sel.host) ?? run.hosts[0];
     if (!host) {
       this.setStatus('empty', notice('empty', `Run ${run.run} has no hosts.`));
       return;
@@ -224,7 +242,7 @@ class App {
   }
 
   private currentModule(): ModuleSummary | undefined {
-    const run = this.reports.get(this.sel.run)?.runs.find((r) => r.run === this.sel.run);
+    const run = this.reports.get(this.reportKey())?.runs.find((r) => r.run === this.sel.run);
     const host = run?.hosts.find((h) => h.host === this.sel.host);
     return host?.modules?.find((m) => moduleKey(m) === this.sel.module);
   }

@@ -22,6 +22,11 @@ folder = os.path.join(sys.argv[1], "zz_corrupt", "plugins", "profile", "2026_01_
 os.makedirs(folder)
 with open(os.path.join(folder, "host0.xplane.pb"), "wb") as f:
     f.write(builder.to_bytes()[:5000])
+# Two hosts that leak different ops (sorted last too).
+hosts = {}
+for host, op in (("host0", "LeakOnHost0"), ("host1", "LeakOnHost1")):
+    hosts[host], _ = synthesize_training(num_events=2000, steps=10, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=op, hostname=host)
+write_session(sys.argv[1], "zz_multihost", "2026_01_01_00_00_00", hosts)
 `;
 
 let tb;
@@ -243,6 +248,16 @@ test('links open the same run in XProf (Memory Profile)', async () => {
   await frame.click('.lf-links a');
   await page.waitForURL(/tag=memory_profile/);
   await page.waitForSelector('iframe[src*="name=profile"], iframe[src*="plugin_entry.html?name=profile"]', {timeout: 30_000}).catch(() => null);
+});
+
+test('the host selector switches between the hosts of a run', async () => {
+  const {frame} = await open(runName(logdir, 'zz_multihost'));
+  assert.deepEqual(await frame.$$eval('[data-select=host] option', (os) => os.map((o) => o.value)), ['host0', 'host1']);
+  assert.match(await text(frame, '.lf-verdict-reason'), /LeakOnHost0/);
+  await frame.selectOption('[data-select=host]', 'host1');
+  await frame.waitForFunction(() => /LeakOnHost1/.test(document.querySelector('.lf-verdict-reason')?.textContent ?? ''));
+  await frame.waitForSelector('main.lf-root[data-state="ready"]');
+  await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
 });
 
 test('a profile that cannot be analysed shows the error, naming the file', async () => {
