@@ -6,13 +6,18 @@ from dataclasses import dataclass
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
 from tb_leakfinder.analyses.summary import Summary
-from tb_leakfinder.analyses.suspects import GROWING, SuspectGroup
+from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, SuspectGroup
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
 INCONCLUSIVE = "inconclusive"
 SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
 MIN_STEPS = 3
+KIND_WORDS = {
+    PERSISTENT: "made once and kept (persistent)",
+    BOUNDED: "a cache that stopped growing (bounded)",
+    WINDOW_END: "made in the last step (window_end)",
+}
 
 NO_EVENTS_REASON = (
     "No memory events in this profile: TensorFlow on CPU records them only with "
@@ -47,10 +52,11 @@ def decide(summary: Summary, groups: list[SuspectGroup], num_steps: int, strings
         )
     kept = summary.live_at_end_bytes
     if kept:
-        kinds = sorted({g.kind for g in groups})
+        kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in groups)]
         return Verdict(
             NO_LEAK,
-            f"No leak: {format_bytes(kept)} live at window end is {', '.join(kinds)}, not growing step after step",
+            f"No leak: nothing grows step after step over {num_steps} steps; "
+            f"the {format_bytes(kept)} still live at window end is {' or '.join(kinds)}",
         )
     return Verdict(NO_LEAK, f"No leak: every buffer allocated over {num_steps} steps was freed")
 
