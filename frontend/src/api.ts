@@ -64,6 +64,9 @@ export interface AllocatorReport {
   reason: string;
   leaks: LeakGroup[];
   peak_breakdown: BreakdownRow[];
+  /** Bytes in use at the peak that no buffer of the window accounts for (allocated before it). */
+  peak_unattributed_bytes?: number;
+  warnings?: string[];
 }
 
 /** What identifies a logical buffer of a compiled program, and where it came from. */

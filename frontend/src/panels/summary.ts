@@ -37,6 +37,11 @@ export function renderSummary(a: AllocatorReport): HTMLElement {
       `${formatCount(a.live_at_end_count)} buffers live at the end (${formatBytes(a.live_at_end_bytes)})`,
       a.verdict === 'leak',
     ),
-    card('Growth per step', growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`, 'heap trend across steps', a.verdict === 'leak' && (growth ?? 0) > 0),
+    card(
+      'Heap growth per step',
+      growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`,
+      'trend of the whole heap across steps; the suspects below say what grows',
+      a.verdict === 'leak' && (growth ?? 0) > 0,
+    ),
   );
 }

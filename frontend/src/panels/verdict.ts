@@ -12,7 +12,7 @@ export const VERDICT_LABEL: Record<Verdict, string> = {
 export function renderVerdict(host: HostReport, allocator: AllocatorReport | null): HTMLElement {
   const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
   const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
-  const warnings = host.warnings ?? [];
+  const warnings = [...(host.warnings ?? []), ...(allocator?.warnings ?? [])];
   return el(
     'div',
     {class: `lf-verdict lf-verdict-${verdict}`, role: 'status', 'data-verdict': verdict},
