@@ -479,8 +479,9 @@ static inline StatMeta *ref_meta(Scan *s, uint64_t ref) {
     return i < 0 ? NULL : &s->stats[i];
 }
 
-/* A map entry {int64 key = 1; message value = 2}: the key and the value bodies, in order. */
-typedef struct { int64_t key; ptr values[4]; size_t lens[4]; size_t n; ptr entry, entry_end; } MapEntry;
+/* A map entry {int64 key = 1; message value = 2}: the key and the value bodies, in order.
+ * An entry holding any other field is dropped, as protobuf (upb) drops it from the map. */
+typedef struct { int64_t key; ptr values[4]; size_t lens[4]; size_t n; ptr entry, entry_end; int other; } MapEntry;
 
 static int read_map_entry(Scan *s, ptr p, ptr end, int depth, MapEntry *e) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
@@ -490,6 +491,7 @@ static int read_map_entry(Scan *s, ptr p, ptr end, int depth, MapEntry *e) {
     e->n = 0;
     e->entry = p;
     e->entry_end = end;
+    e->other = 0;
     while ((r = next_field(s, &p, end, depth, &f)) > 0) {
         if (f.field == MAP_KEY && f.wt == WT_VARINT) e->key = (int64_t)f.v;
         else if (f.field == MAP_VALUE && f.wt == WT_LEN && e->n < 4) {
@@ -497,6 +499,8 @@ static int read_map_entry(Scan *s, ptr p, ptr end, int depth, MapEntry *e) {
             e->lens[e->n++] = f.len;
         } else if (f.field == MAP_VALUE && f.wt == WT_LEN) {
             e->n = 5; /* rare: walk the entry again, see for_each_value */
+        } else {
+            e->other = 1;
         }
     }
     return r;
@@ -544,6 +548,7 @@ static int add_stat_metadata(Scan *s, ptr p, ptr end, int depth) {
     MapEntry e;
     NameCtx name = {(ptr) "", 0};
     if (read_map_entry(s, p, end, depth, &e) < 0 || for_each_value(s, &e, depth, stat_md_value, &name) < 0) return -1;
+    if (e.other) return 0;
     int32_t i = idmap_get(&s->stat_ids, e.key);
     if (i < 0) {
         if (s->nstats >= INT32_MAX || grow((void **)&s->stats, &s->capstats, s->nstats + 1, sizeof(StatMeta)) < 0) NOMEM(s);
@@ -604,6 +609,7 @@ static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) 
     MetaEntry meta = {0};
     EventMdCtx ctx = {{(ptr) "", 0}, keep_hlo ? &meta : NULL};
     if (read_map_entry(s, p, end, depth, &e) < 0 || for_each_value(s, &e, depth, event_md_value, &ctx) < 0) return -1;
+    if (e.other) return 0;
     if (keep_hlo) {
         meta.key = e.key;
         meta.name = ctx.name.name;
