@@ -525,3 +525,26 @@ def _error_message(path: Path) -> str:
     with pytest.raises(LeakfinderError) as info:
         analyse_file(str(path))
     return info.value.message
+
+
+def test_a_map_entry_with_an_unknown_field_is_dropped_by_both_decoders(tmp_path):
+    """Found by the long run: protobuf drops such an entry from the map; the C scanner once kept it."""
+    builder = ProfileBuilder("host0")
+    for step in range(4):
+        builder.step(step, step * 1000, step * 1000 + 999)
+        builder.alloc(step * 1000 + 10, 0x1000 + step * 0x100, 1024, allocator="GPU_0_bfc", op="Mul")
+    data = builder.to_bytes()
+    fields = wire_fields(data)
+    assert fields is not None
+    # The value of the stat-metadata entry named tf_op (XPlane field 5, entry field 2): add field 3 after it.
+    tf_op = b"\x12\x05tf_op"
+    value = next(f for f in fields if f.wire_type == 2 and data[f.body : f.end].endswith(tf_op) and len(f.parents) == 2)
+    data = replace_in_message(data, fields, value, value.end, value.end, b"\x18\x01")
+    answers = {}
+    for decoder in decoder_paths():
+        with decoder_path(decoder):
+            tally = Tally()
+            answers[decoder] = run_input(tally, decoder, data, tmp_path / "host0.xplane.pb")
+    assert len(set(answers.values())) == 1
+    allocator = json.loads(answers["pure"])["allocators"][0]
+    assert allocator["leaks"] and {leak["op"] for leak in allocator["leaks"]} == {""}
