@@ -26,6 +26,7 @@ from tests.test_fuzz_hlo import hlo_inputs, run_hlo_input
 from tests.test_fuzz_xspace import Tally, decoder_paths, fuzz_inputs, peak_rss_bytes, run_differential
 
 HANG_SECONDS = 120
+PROGRESS_EVERY = 5000
 
 
 def _keep(crash_dir: Path, label: str, index: int, data: bytes) -> None:
@@ -49,6 +50,8 @@ def xspace_run(seed: int, count: int, crash_dir: Path, work: Path) -> dict:
             _keep(crash_dir, "disagree", index, data)
         if sum(len(t.crashes) for t in tallies.values()) > crashes:
             _keep(crash_dir, "xspace", index, data)
+        if (index + 1) % PROGRESS_EVERY == 0:
+            print(f"xspace {index + 1}/{count}: {len(disagreements)} disagreements, {time.monotonic() - start:.0f} s", flush=True)
     faulthandler.cancel_dump_traceback_later()
     result = {f"xspace_{decoder}": _summary(tally, start) for decoder, tally in tallies.items()}
     return {**result, "decoder_disagreements": len(disagreements), "first_disagreements": disagreements[:20]}
@@ -63,6 +66,8 @@ def hlo_run(seed: int, count: int, crash_dir: Path) -> dict:
         run_hlo_input(tally, name, key, data)
         if len(tally.crashes) > crashes:
             _keep(crash_dir, "hlo", index, data)
+        if (index + 1) % PROGRESS_EVERY == 0:
+            print(f"hlo {index + 1}/{count}: {len(tally.crashes)} crashes, {time.monotonic() - start:.0f} s", flush=True)
     faulthandler.cancel_dump_traceback_later()
     return {"hlo": _summary(tally, start)}
 
