@@ -54,7 +54,7 @@ export class RunView {
       this.lifetimes = new LifetimesPanel(
         sel,
         host.duration_ps,
-        (times) => this.timeline?.highlight(times),
+        (spans) => this.timeline?.highlight(spans),
         (range) => {
           void this.timeline?.setRange(range);
           this.onRange(range);

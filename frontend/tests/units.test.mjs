@@ -16,6 +16,7 @@ before(async () => {
     export {packAddresses, parseAddress} from './panels/lifetimes';
     export {readHashState, writeHashState} from './host';
     export {downsample} from './chart';
+    export {heldOver} from './panels/timeline';
     export {routeUrl, moduleKey} from './api';
   `;
   const out = await esbuild.build({
@@ -26,9 +27,17 @@ before(async () => {
     platform: 'neutral',
     loader: {'.css': 'text'},
     // uPlot touches `window` when loaded; the functions under test do not need it.
-    external: ['uplot'],
+    plugins: [
+      {
+        name: 'stub-uplot',
+        setup(build) {
+          build.onResolve({filter: /^uplot$/}, () => ({path: 'uplot', namespace: 'stub'}));
+          build.onLoad({filter: /.*/, namespace: 'stub'}, () => ({contents: 'export default {};', loader: 'js'}));
+        },
+      },
+    ],
   });
-  const code = out.outputFiles[0].text.replace(/^import .* from "uplot";$/m, 'const uPlot = {};');
+  const code = out.outputFiles[0].text;
   m = await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
 });
 
@@ -91,4 +100,13 @@ test('routes are relative URLs with their arguments encoded', () => {
   assert.equal(m.routeUrl('runs'), './runs');
   assert.equal(m.moduleKey({name: 'jit_f(3)', memory_space: 0}), 'jit_f(3)');
   assert.equal(m.moduleKey({name: 'jit_f(3)', memory_space: 1}), 'jit_f(3) (memory space 1)');
+});
+
+test("a suspect's held bytes over time: live from allocation (or the start) until free", () => {
+  const spans = [
+    {alloc_ps: 10, free_ps: null, bytes: 100},
+    {alloc_ps: 20, free_ps: 30, bytes: 50},
+    {alloc_ps: null, free_ps: 15, bytes: 7},
+  ];
+  assert.deepEqual(m.heldOver([0, 10, 15, 20, 29, 30, 99], spans), [7, 107, 100, 150, 150, 100, 100]);
 });

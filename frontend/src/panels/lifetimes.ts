@@ -8,7 +8,7 @@ import {type Rect, RectChart, swatch} from '../chart';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {byteTicks, formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
 import {DataTable} from '../table';
-import type {TimeRange} from './timeline';
+import type {BufferSpan, TimeRange} from './timeline';
 
 /** The chart draws at most this many buffers (the largest in the range). */
 export const MAX_DRAWN = 2000;
@@ -79,7 +79,7 @@ export class LifetimesPanel {
   constructor(
     private readonly sel: Selection,
     private readonly durationPs: number,
-    private readonly onGroupTimes: (times: number[]) => void,
+    private readonly onGroupBuffers: (spans: BufferSpan[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
   ) {
     this.chart = new RectChart<BufferRect>({
@@ -193,7 +193,7 @@ export class LifetimesPanel {
       const page = this.group ? await api.buffers(this.sel, {limit: MAX_GROUP, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal) : null;
       if (controller.signal.aborted) return;
       this.grouped = page?.buffers ?? [];
-      this.onGroupTimes(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
+      this.onGroupBuffers(this.grouped.map((b) => ({alloc_ps: b.alloc_time_ps, free_ps: b.free_time_ps, bytes: b.allocation_bytes})));
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;

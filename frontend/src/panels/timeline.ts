@@ -8,6 +8,30 @@ import {autoWidth, axisStyle, chartWidth, clipped} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {byteTicks, formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
 
+export interface BufferSpan {
+  alloc_ps: number | null;
+  free_ps: number | null;
+  bytes: number;
+}
+
+/** Bytes held by `spans` at each time of `times` (sorted): live from alloc (or the start) until free. */
+export function heldOver(times: number[], spans: BufferSpan[]): number[] {
+  const deltas: [number, number][] = [];
+  for (const s of spans) {
+    deltas.push([s.alloc_ps ?? -Infinity, s.bytes]);
+    if (s.free_ps !== null) deltas.push([s.free_ps, -s.bytes]);
+  }
+  deltas.sort((a, b) => a[0] - b[0]);
+  const out: number[] = [];
+  let held = 0;
+  let i = 0;
+  for (const t of times) {
+    while (i < deltas.length && deltas[i][0] <= t) held += deltas[i++][1];
+    out.push(held);
+  }
+  return out;
+}
+
 export interface TimeRange {
   start_ps: number;
   end_ps: number;
@@ -24,6 +48,7 @@ export class TimelinePanel {
   private disposeSize: (() => void) | null = null;
   private data: Timeline | null = null;
   private marks: number[] = [];
+  private spans: BufferSpan[] = [];
   private controller: AbortController | null = null;
 
   constructor(
@@ -69,11 +94,24 @@ export class TimelinePanel {
     }
   }
 
-  /** Marks times (allocations of the selected leak group) on the chart. */
-  highlight(times: number[]): void {
-    this.marks = times;
-    this.chartBox.dataset.marks = String(times.length);
-    this.plot?.redraw(false, false);
+  /**
+   * Shows the selected suspect's buffers: a tick at each allocation and the
+   * bytes they hold over time, as a series of its own.
+   */
+  highlight(spans: BufferSpan[]): void {
+    this.spans = spans;
+    this.marks = spans.map((s) => s.alloc_ps).filter((t): t is number => t !== null);
+    this.chartBox.dataset.marks = String(this.marks.length);
+    if (this.plot && this.data) {
+      // Keeps the zoom: without resetting scales uPlot does not redraw by itself.
+      this.plot.setData(this.aligned(this.data), false);
+      this.plot.redraw(true, false);
+    }
+  }
+
+  private aligned(data: Timeline): uPlot.AlignedData {
+    const held = this.spans.length ? heldOver(data.time_ps, this.spans) : data.time_ps.map(() => null);
+    return [data.time_ps, data.heap_bytes, data.never_freed_bytes, data.fragmentation, held];
   }
 
   /** Rebuilds the chart, e.g. after a theme change. */
@@ -104,6 +142,7 @@ export class TimelinePanel {
         {label: 'heap in use', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
+        {label: 'selected suspect', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
       ],
       hooks: {
         drawClear: [(u) => this.drawSteps(u)],
@@ -111,8 +150,7 @@ export class TimelinePanel {
         setSelect: [(u) => this.onSelect(u)],
       },
     };
-    const aligned: uPlot.AlignedData = [data.time_ps, data.heap_bytes, data.never_freed_bytes, data.fragmentation];
-    this.plot = new uPlot(opts, aligned, this.chartBox);
+    this.plot = new uPlot(opts, this.aligned(data), this.chartBox);
     this.plot.over.addEventListener('dblclick', () => this.setRange(null, true));
     this.disposeSize = autoWidth(this.plot, this.chartBox, HEIGHT);
     const shown = data.time_ps.length;
