@@ -92,6 +92,7 @@ test('the fixed run shows "no leak"', async () => {
 test('clicking the top suspect highlights its buffers on the lifetime chart and the timeline', async () => {
   const {frame} = await open(runName(logdir, 'tf_leak'));
   const row = await frame.waitForSelector('[data-panel=suspects] tbody tr:first-child');
+  await frame.waitForSelector('[data-chart=timeline] canvas');
   const key = await row.getAttribute('data-key');
   const count = Number((await row.$$eval('td', (tds) => tds[5].textContent)).replace(/,/g, ''));
   await row.click();
@@ -99,6 +100,15 @@ test('clicking the top suspect highlights its buffers on the lifetime chart and 
   const chart = await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-group="${key}"]`);
   assert.equal(Number(await chart.getAttribute('data-highlighted')), count);
   await frame.waitForSelector(`[data-chart=timeline][data-marks="${count}"]`);
+  // ...and drawn: the timeline's canvas now holds the highlight colour (#f9ab00).
+  const highlighted = () =>
+    frame.$eval('[data-chart=timeline] canvas', (c) => {
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < px.length; i += 4) if (px[i] > 235 && px[i + 1] > 160 && px[i + 1] < 185 && px[i + 2] < 30) n++;
+      return n;
+    });
+  assert.ok((await highlighted()) > 100, 'the suspect is drawn on the timeline');
   assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} buffers of suspect #${key} \\(Mul \\[128,1024\\] output\\)`));
   // The buffers table is filtered to that group too.
   await frame.waitForFunction(
