@@ -55,6 +55,8 @@ class App {
   }
   private view: RunView | null = null;
   private generation = 0;
+  /** How many show() calls are fetching: they fetch fresh data anyway, so a reload then is moot. */
+  private showing = 0;
 
   constructor(private readonly channel: HostChannel) {
     const label = (text: string, select: HTMLSelectElement) => el('label', {}, text, select);
@@ -94,6 +96,7 @@ class App {
    * so that a periodic reload does not reset what the user is looking at.
    */
   async reload(): Promise<void> {
+    if (this.showing > 0) return;
     const current = this.reports.get(this.reportKey());
     if (!current || !this.runs) return this.show();
     const generation = this.generation;
@@ -127,6 +130,15 @@ class App {
   }
 
   private async show(): Promise<void> {
+    this.showing++;
+    try {
+      await this.showNow();
+    } finally {
+      this.showing--;
+    }
+  }
+
+  private async showNow(): Promise<void> {
     const generation = ++this.generation;
     const stale = () => generation !== this.generation;
     this.setStatus('loading', notice('loading', 'Loading…'));

@@ -148,10 +148,11 @@ export class LifetimesPanel {
     const legend = el(
       'div',
       {class: 'lf-legend'},
-      swatch(cssVar('--lf-buffer'), 'freed'),
-      swatch(cssVar('--lf-leak'), 'never freed (drawn to the end of the window)'),
-      swatch(cssVar('--lf-buffer-dim'), 'allocated before the window'),
-      swatch(cssVar('--lf-highlight'), 'selected suspect'),
+      // CSS references, so that the legend follows a theme change by itself.
+      swatch('var(--lf-buffer)', 'freed'),
+      swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
+      swatch('var(--lf-buffer-dim)', 'allocated before the window'),
+      swatch('var(--lf-highlight)', 'selected suspect'),
     );
     this.element = el(
       'div',
