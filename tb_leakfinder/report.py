@@ -25,10 +25,6 @@ def steps_json(steps: Steps) -> list[Json]:
     ]
 
 
-def _step_num(steps: Steps, ordinal: int) -> int | None:
-    return int(steps.step_num[ordinal]) if ordinal >= 0 else None
-
-
 def allocator_json(a: AllocatorAnalysis) -> Json:
     s, strings = a.summary, a.events.strings
     leaks = [
@@ -218,25 +214,37 @@ def buffers_json(
     if order == "desc":
         ranked = ranked[::-1]
     page = ranked[offset : offset + limit]
-    return {"total": len(rows), "offset": offset, "limit": limit, "buffers": [_buffer(a, steps, int(i)) for i in page]}
+    return {"total": len(rows), "offset": offset, "limit": limit, "buffers": _buffer_rows(a, steps, page)}
 
 
-def _buffer(a: AllocatorAnalysis, steps: Steps, i: int) -> Json:
-    b, strings = a.buffers, a.events.strings
-    group = int(a.suspects.group_of_buffer[i])
-    return {
-        "id": i,
-        "address": hex(int(b.addr[i])),
-        "alloc_time_ps": None if b.alloc_time_ps[i] == NO_TIME else int(b.alloc_time_ps[i]),
-        "free_time_ps": None if b.free_time_ps[i] == NO_TIME else int(b.free_time_ps[i]),
-        "alloc_step": _step_num(steps, int(b.alloc_step[i])),
-        "free_step": _step_num(steps, int(b.free_step[i])),
-        "requested_bytes": int(b.requested_bytes[i]),
-        "allocation_bytes": int(b.allocation_bytes[i]),
-        "op": strings[b.op[i]],
-        "shape": strings[b.shape[i]],
-        "dtype": dtype_name(int(b.dtype[i])),
-        "region": strings[b.region[i]],
-        "status": STATUS_NAMES[b.status[i]],
-        "group": group if group >= 0 else None,
-    }
+_BUFFER_COLUMNS = (
+    "addr", "alloc_time_ps", "free_time_ps", "alloc_step", "free_step", "requested_bytes", "allocation_bytes",
+    "op", "shape", "dtype", "region", "status",
+)  # fmt: skip
+
+
+def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[Json]:
+    """The JSON of the buffers at `page`; each column is gathered once for the whole page, not per row."""
+    strings, step_nums = a.events.strings, steps.step_num.tolist()
+    columns = [getattr(a.buffers, name)[page].tolist() for name in _BUFFER_COLUMNS]
+    groups = a.suspects.group_of_buffer[page].tolist()
+    return [
+        {
+            "id": i,
+            "address": hex(addr),
+            "alloc_time_ps": None if alloc_time == NO_TIME else alloc_time,
+            "free_time_ps": None if free_time == NO_TIME else free_time,
+            "alloc_step": step_nums[alloc_step] if alloc_step >= 0 else None,
+            "free_step": step_nums[free_step] if free_step >= 0 else None,
+            "requested_bytes": requested,
+            "allocation_bytes": allocated,
+            "op": strings[op],
+            "shape": strings[shape],
+            "dtype": dtype_name(dtype),
+            "region": strings[region],
+            "status": STATUS_NAMES[status],
+            "group": group if group >= 0 else None,
+        }
+        for i, (addr, alloc_time, free_time, alloc_step, free_step, requested, allocated, op, shape, dtype, region, status), group
+        in zip(page.tolist(), zip(*columns, strict=True), groups, strict=True)
+    ]
