@@ -101,14 +101,15 @@ test('clicking the top suspect highlights its buffers on the lifetime chart and 
   assert.equal(Number(await chart.getAttribute('data-highlighted')), count);
   await frame.waitForSelector(`[data-chart=timeline][data-marks="${count}"]`);
   // ...and drawn: the timeline's canvas now holds the highlight colour (#f9ab00).
-  const highlighted = () =>
-    frame.$eval('[data-chart=timeline] canvas', (c) => {
+  const highlighted = (chart = 'timeline') =>
+    frame.$eval(`[data-chart=${chart}] canvas`, (c) => {
       const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       let n = 0;
       for (let i = 0; i < px.length; i += 4) if (px[i] > 235 && px[i + 1] > 160 && px[i + 1] < 185 && px[i + 2] < 30) n++;
       return n;
     });
   assert.ok((await highlighted()) > 100, 'the suspect is drawn on the timeline');
+  assert.ok((await highlighted('lifetimes')) > 100, 'its buffers are drawn in the highlight colour');
   assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} buffers of suspect #${key} \\(Mul \\[128,1024\\] output\\)`));
   // The buffers table is filtered to that group too.
   await frame.waitForFunction(
@@ -119,6 +120,15 @@ test('clicking the top suspect highlights its buffers on the lifetime chart and 
   await row.focus();
   await row.press('Enter');
   await frame.waitForSelector('[data-chart=lifetimes][data-highlight-group=""]');
+  // Sorting from the keyboard: Enter on a column header.
+  const header = await frame.$('[data-panel=suspects] th button[data-sort=bytes]');
+  await header.focus();
+  await header.press('Enter');
+  assert.equal(await frame.$eval('[data-panel=suspects] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
+  await header.press('Enter');
+  assert.equal(await frame.$eval('[data-panel=suspects] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
+  const sizes = await frame.$$eval('[data-panel=suspects] tbody tr td:nth-child(7)', (tds) => tds.map((td) => td.textContent));
+  assert.equal(sizes[sizes.length - 1], '12.6 MiB', `largest last when ascending: ${sizes}`);
 });
 
 test('the static panel shows the live-out activation of the JAX run', async () => {
