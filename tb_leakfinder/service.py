@@ -19,6 +19,8 @@ from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.xspace import read_host
 
 DEFAULT_CACHE_BYTES = 2 << 30
+# Each host being read holds its file and its columns (about twice the file) until it is analysed.
+MAX_DEFAULT_WORKERS = 4
 DISCOVERY_TTL_S = 5.0
 
 
@@ -85,9 +87,9 @@ class Engine:
     def __init__(
         self, list_runs: Callable[[], list[Run]], cache_bytes: int = DEFAULT_CACHE_BYTES, workers: int | None = None
     ) -> None:
-        """`workers`: how many hosts of a run are read and analysed at once (default: one per CPU)."""
+        """`workers`: how many hosts of a run are read and analysed at once (default: one per CPU, at most 4)."""
         self._list_runs = list_runs
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = max(1, workers or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
         self._cache: ComputeCache[HostResult] = ComputeCache(cache_bytes)
         self._runs: list[Run] = []
         self._runs_at = -DISCOVERY_TTL_S
