@@ -248,7 +248,7 @@ static void intern_free(Intern *t) {
 /* Memory-event columns, as in tb_leakfinder.model.memory.EVENT_COLUMNS. */
 typedef struct {
     int64_t *time_ps; int8_t *kind; int32_t *allocator; uint64_t *addr;
-    int64_t *ints[6]; /* requested, allocation, in use, reserved, peak, (unused: dtype is int32) */
+    int64_t *ints[5]; /* requested, allocation, in use, reserved, peak (dtype, int32, has its own) */
     double *fragmentation;
     int32_t *strs[3]; /* op, shape, region */
     int32_t *dtype;
