@@ -187,6 +187,9 @@ export class RectChart<R extends Rect> {
 
   private paint(u: uPlot, ctx: CanvasRenderingContext2D): void {
     const outline = cssVar('--lf-text');
+    const plate = cssVar('--lf-bg');
+    const dpr = devicePixelRatio;
+    const labels: [string, number, number, number, number][] = [];
     for (const rect of this.rects) {
       const x0 = u.valToPos(rect.x0, 'x', true);
       const x1 = u.valToPos(rect.x1, 'x', true);
@@ -196,19 +199,27 @@ export class RectChart<R extends Rect> {
       const y = Math.min(y0, y1);
       const w = Math.max(1, Math.abs(x1 - x0));
       // Highlighted rects stay visible however small they are.
-      const h = Math.max(rect.highlight ? 3 * devicePixelRatio : 1, Math.abs(y1 - y0));
+      const h = Math.max(rect.highlight ? 3 * dpr : 1, Math.abs(y1 - y0));
       ctx.fillStyle = rect.color;
       ctx.fillRect(x, y, w, h);
-      if (rect.highlight && h >= 6 * devicePixelRatio) {
+      if (rect.highlight && h >= 6 * dpr) {
         ctx.strokeStyle = outline;
-        ctx.lineWidth = Math.max(1, devicePixelRatio);
+        ctx.lineWidth = Math.max(1, dpr);
         ctx.strokeRect(x, y, w, h);
       }
-      if (rect.label && h >= 14 * devicePixelRatio && w >= 80 * devicePixelRatio) {
-        ctx.fillStyle = outline;
-        ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`;
-        ctx.fillText(rect.label, x + 4 * devicePixelRatio, y + h / 2 + 4 * devicePixelRatio, w - 8 * devicePixelRatio);
-      }
+      if (rect.label && h >= 14 * dpr && w >= 80 * dpr) labels.push([rect.label, x, y, w, h]);
+    }
+    // Labels last, so no later fill covers them; each on a plate of the page's
+    // background, so it reads on any fill in either theme.
+    ctx.font = `${Math.round(11 * dpr)}px sans-serif`;
+    for (const [label, x, y, w, h] of labels) {
+      const tw = Math.min(ctx.measureText(label).width, w - 12 * dpr);
+      ctx.fillStyle = plate;
+      ctx.globalAlpha = 0.85;
+      ctx.fillRect(x + 3 * dpr, y + h / 2 - 7 * dpr, tw + 6 * dpr, 14 * dpr);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = outline;
+      ctx.fillText(label, x + 6 * dpr, y + h / 2 + 4 * dpr, tw);
     }
   }
 
