@@ -338,3 +338,16 @@ def test_invalid_utf8_in_any_string_field_is_refused(monkeypatch):
     ):
         fast, ref = decode_both(data, monkeypatch)
         assert_same(fast, ref)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [vi(3, 1), ld(1, b"\x01"), vi(2, 7), varint(9 << 3 | 3) + varint(9 << 3 | 4)],
+    ids=["unknown field", "key as bytes", "value as varint", "group"],
+)
+def test_a_map_entry_with_another_field_is_dropped(extra, monkeypatch):
+    """protobuf leaves such an entry out of the map: the stat it names is then unknown."""
+    named_addr = vi(1, 30) + ld(2, vi(1, 30) + ld(2, b"addr"))
+    kept = same(cpu_plane(mem_event(1, 5, stat(30, vi(4, 77))), tail=ld(5, named_addr)), monkeypatch)
+    dropped = same(cpu_plane(mem_event(1, 5, stat(30, vi(4, 77))), tail=ld(5, named_addr + extra)), monkeypatch)
+    assert kept.events.addr.tolist() == [77] and dropped.events.addr.tolist() == [0]
