@@ -1,5 +1,6 @@
 """tb_leakfinder: a TensorBoard plugin that finds memory leaks in XProf profiles."""
 
+import pathlib
 import sys
 
 from setuptools import Extension, find_packages, setup
@@ -33,7 +34,7 @@ setup(
     name="tb_leakfinder",
     version="0.1.0",
     description="Find memory leaks in ML programs from their XProf profiles, in TensorBoard.",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=pathlib.Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["tb_leakfinder", "tb_leakfinder.*"]),
@@ -50,7 +51,8 @@ setup(
     ],
     extras_require={
         "capture": ["tensorflow-cpu", "jax"],
-        "test": ["pytest", "hypothesis", "ruff", "fsspec", "grpcio-tools"],
+        # The oracle tests compare with XProf 2.24.2's converters (later ones count thread-local buffers).
+        "test": ["pytest", "hypothesis", "ruff", "fsspec", "grpcio-tools", "xprof==2.24.2"],
     },
     ext_modules=ext_modules,
     cmdclass={"build_ext": OptionalBuildExt},
