@@ -25,7 +25,14 @@ class OptionalBuildExt(build_ext):
 
 # The scanner reads fixed64 fields with memcpy: little-endian hosts only.
 ext_modules = (
-    [Extension("tb_leakfinder.read._xspace_scan", ["tb_leakfinder/read/_xspace_scan.c"], extra_compile_args=["-O2"])]
+    [
+        Extension(
+            "tb_leakfinder.read._xspace_scan",
+            ["tb_leakfinder/read/_xspace_scan.c"],
+            extra_compile_args=["-O2", "-pthread"],
+            extra_link_args=["-pthread"],
+        )
+    ]
     if sys.byteorder == "little"
     else []
 )

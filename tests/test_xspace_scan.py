@@ -354,3 +354,32 @@ def test_a_map_entry_with_another_field_is_dropped(extra, monkeypatch):
     kept = same(cpu_plane(mem_event(1, 5, stat(30, vi(4, 77))), tail=ld(5, named_addr)), monkeypatch)
     dropped = same(cpu_plane(mem_event(1, 5, stat(30, vi(4, 77))), tail=ld(5, named_addr + extra)), monkeypatch)
     assert kept.events.addr.tolist() == [77] and dropped.events.addr.tolist() == [0]
+
+
+def _scanned(data: bytes, **options: int) -> dict | str:
+    """The scanner's raw output with its buffers as bytes, or its error message."""
+    try:
+        out = scanner.scan(data, **options)
+    except scanner.ScanError as exc:
+        return str(exc)
+    out["columns"] = {name: bytes(memoryview(column)) for name, column in out["columns"].items()}
+    out["steps"] = bytes(memoryview(out["steps"]))
+    return out
+
+
+def test_threads_and_chunks_do_not_change_the_scan():
+    """The CPU plane's events cut into chunks and scanned by several threads: the same rows, strings and errors."""
+    builder, _ = synthesize_training(num_events=6_000, steps=6, allocators=("a", "b", "c"), lines=("l1", "l2", "l3"))
+    seeds = [builder.to_bytes(), _small_profile(), *(p.read_bytes() for p in DEMO_LOGS.glob("*/plugins/profile/*/*.xplane.pb"))]
+    rng = random.Random(11)
+    inputs = [*seeds, *(seed[: rng.randrange(len(seed))] for seed in seeds for _ in range(20))]
+    for _ in range(100):  # mutations, some of them in the events the workers scan
+        mutated = bytearray(rng.choice(seeds))
+        mutated[rng.randrange(len(mutated))] ^= 1 << rng.randrange(8)
+        inputs.append(bytes(mutated))
+    for data in inputs:
+        one = _scanned(data)
+        for threads, chunk_bytes in ((2, 1 << 20), (2, 300), (3, 64), (16, 1)):
+            assert _scanned(data, threads=threads, chunk_bytes=chunk_bytes) == one
+    with pytest.raises(ValueError):
+        scanner.scan(seeds[0], threads=0)

@@ -6,7 +6,9 @@
  * other field is checked (bounds, wire types, UTF-8 of string fields, nesting
  * depth) but not kept, so that a file the protobuf library rejects is rejected
  * here too. Every length and varint is bounds-checked before use; declared
- * lengths never size an allocation. The scan runs without the GIL.
+ * lengths never size an allocation. The scan runs without the GIL, and the
+ * /host:CPU plane's events are cut into chunks that several threads scan;
+ * their rows and string tables are merged back in wire order.
  *
  * Semantics follow the reference decoder (xspace_proto.py) over protobuf:
  * the last occurrence of a scalar field wins, setting one member of a oneof
@@ -17,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +259,10 @@ typedef struct {
 } Columns;
 
 typedef struct { int64_t step, start, end; } StepRow;
+/* The rows one chunk of a line gave, placed in time by the line's timestamp once all lines are known. */
 typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n; } LineFix;
+/* A run of one line's event fields [p, end), scanned as a unit by one worker. */
+typedef struct { ptr p, end; int64_t ts; } Chunk;
 
 typedef struct { ptr name; size_t name_len; int role; int32_t str_index, alloc_index; } StatMeta;
 /* One XStat: the last value given (kind V_*), and its metadata id. */
@@ -284,6 +290,9 @@ typedef struct {
     Intern strings, allocators;
     MetaEntry *meta; size_t nmeta, capmeta;
     Stat *scratch; size_t capscratch; /* one event's stats */
+    Chunk *chunks; size_t nchunks, capchunks;
+    size_t chunk_bytes;
+    int threads;
     int has_cpu;
     size_t num_planes;
     int64_t end_ps;
@@ -628,10 +637,11 @@ static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) 
 
 /* ---- events ---------------------------------------------------------------------- */
 
-static int push_row(Scan *s) {
+static int reserve_rows(Scan *s, size_t need) {
     Columns *c = &s->c;
-    if (c->len < c->cap) return 0;
+    if (need <= c->cap) return 0;
     size_t n = c->cap ? c->cap * 2 : 4096;
+    if (n < need) n = need;
 #define GROW(field) do { void *q = realloc(c->field, n * sizeof *c->field); if (!q) return -1; c->field = q; } while (0)
     GROW(time_ps); GROW(kind); GROW(allocator); GROW(addr); GROW(fragmentation); GROW(dtype);
     for (int i = 0; i < 5; i++) GROW(ints[i]);
@@ -667,7 +677,7 @@ static int32_t string_index(Scan *s, const Stat *st) {
 }
 
 static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int64_t start) {
-    if (push_row(s) < 0) NOMEM(s);
+    if (reserve_rows(s, s->c.len + 1) < 0) NOMEM(s);
     Columns *c = &s->c;
     size_t row = c->len;
     int64_t ints[6] = {0, 0, 0, 0, 0, -1}; /* requested, allocation, in use, reserved, peak, dtype */
@@ -753,32 +763,205 @@ static int walk_event(Scan *s, ptr p, ptr end, int depth, int extract, LineAcc *
     return step_marker(s, s->scratch, nstats, offset, dur);
 }
 
-static int walk_line(Scan *s, ptr p, ptr end, int depth, int extract) {
+/* A line of a plane other than /host:CPU: checked, not kept. */
+static int check_line(Scan *s, ptr p, ptr end, int depth) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     LineAcc acc = {0, 0};
-    int64_t ts = 0;
-    size_t ev_first = s->c.len, st_first = s->nsteps;
     Field f = {0};
     int r;
     while ((r = next_field(s, &p, end, depth, &f)) > 0) {
-        switch (f.field) {
-        case XLINE_TIMESTAMP_NS: if (f.wt == WT_VARINT) ts = (int64_t)f.v; break;
-        case XLINE_NAME:
-        case XLINE_DISPLAY_NAME:
-            if (check_string(s, &f) < 0) return -1;
-            break;
-        case XLINE_EVENTS:
-            if (f.wt == WT_LEN && walk_event(s, f.data, f.data + f.len, depth + 1, extract, &acc) < 0) return -1;
-            break;
-        default: break;
+        if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) return -1;
+        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(s, f.data, f.data + f.len, depth + 1, 0, &acc) < 0) return -1;
+    }
+    return r;
+}
+
+static int push_chunk(Scan *s, ptr p, ptr end) {
+    if (grow((void **)&s->chunks, &s->capchunks, s->nchunks + 1, sizeof(Chunk)) < 0) NOMEM(s);
+    s->chunks[s->nchunks++] = (Chunk){p, end, 0};
+    return 0;
+}
+
+/* A /host:CPU line: checks its own fields and cuts its events into chunks of about s->chunk_bytes. */
+static int cut_line(Scan *s, ptr p, ptr end, int depth) {
+    if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    int64_t ts = 0; /* the last timestamp_ns, wherever it is among the events */
+    size_t first = s->nchunks;
+    ptr at = p, start = NULL, last = NULL;
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) {
+            ts = (int64_t)f.v;
+        } else if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) {
+            return -1;
+        } else if (f.field == XLINE_EVENTS && f.wt == WT_LEN) {
+            if (!start) start = at;
+            last = p;
+            if ((size_t)(last - start) >= s->chunk_bytes) {
+                if (push_chunk(s, start, last) < 0) return -1;
+                start = NULL;
+            }
         }
+        at = p;
     }
     if (r < 0) return -1;
-    if (extract && acc.n) {
-        if (grow((void **)&s->lines, &s->caplines, s->nlines + 1, sizeof(LineFix)) < 0) NOMEM(s);
-        s->lines[s->nlines++] = (LineFix){ts, acc.max_end, ev_first, s->c.len - ev_first, st_first, s->nsteps - st_first};
-    }
+    if (start && push_chunk(s, start, last) < 0) return -1;
+    for (size_t i = first; i < s->nchunks; i++) s->chunks[i].ts = ts;
     return 0;
+}
+
+/* The events of one chunk (fields other than events were checked by cut_line). */
+static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
+    LineAcc acc = {0, 0};
+    size_t ev_first = w->c.len, st_first = w->nsteps;
+    ptr p = ch->p;
+    Field f = {0};
+    int r;
+    while ((r = next_field(w, &p, ch->end, depth, &f)) > 0)
+        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, 1, &acc) < 0) return -1;
+    if (r < 0) return -1;
+    if (grow((void **)&w->lines, &w->caplines, w->nlines + 1, sizeof(LineFix)) < 0) NOMEM(w);
+    w->lines[w->nlines++] = (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first};
+    return 0;
+}
+
+/* ---- workers: contiguous runs of chunks, merged back in wire order ---------------------- */
+
+#define MAX_WORKERS 16
+
+typedef struct { Scan *w; const Chunk *chunks; size_t n; int depth; int rc; } Job;
+
+static void *run_job(void *arg) {
+    Job *j = arg;
+    j->rc = 0;
+    for (size_t i = 0; i < j->n && j->rc == 0; i++) j->rc = scan_chunk(j->w, &j->chunks[i], j->depth);
+    return NULL;
+}
+
+/* The outputs of a worker (its metadata tables are the main scan's, not its own). */
+static void worker_free(Scan *w) {
+    Columns *c = &w->c;
+    free(c->time_ps); free(c->kind); free(c->allocator); free(c->addr); free(c->fragmentation); free(c->dtype);
+    for (int i = 0; i < 5; i++) free(c->ints[i]);
+    for (int i = 0; i < 3; i++) free(c->strs[i]);
+    free(w->steps); free(w->lines); free(w->stats); free(w->scratch);
+    intern_free(&w->strings);
+    intern_free(&w->allocators);
+}
+
+/* A worker reads the main scan's input and metadata; its outputs and per-stat caches are its own. */
+static int worker_init(Scan *w, const Scan *s) {
+    memset(w, 0, sizeof *w);
+    w->base = s->base;
+    w->stat_ids = s->stat_ids;
+    w->event_kinds = s->event_kinds;
+    w->nstats = w->capstats = s->nstats;
+    w->stats = malloc((s->nstats ? s->nstats : 1) * sizeof(StatMeta));
+    if (!w->stats) return -1;
+    memcpy(w->stats, s->stats, s->nstats * sizeof(StatMeta));
+    return intern(&w->strings, -1, "", 0) < 0 ? -1 : 0;
+}
+
+/* Appends worker w's rows to s, its string and allocator indices turned into s's. */
+static int merge_worker(Scan *s, Scan *w) {
+    size_t base = s->c.len, n = w->c.len, nstr = w->strings.len, nalloc = w->allocators.len;
+    int32_t *smap = malloc((nstr + nalloc + 1) * sizeof(int32_t));
+    if (!smap) NOMEM(s);
+    int32_t *amap = smap + nstr;
+    for (size_t j = 0; j < nstr; j++) smap[j] = intern(&s->strings, -1, w->strings.items[j].data, w->strings.items[j].len);
+    for (size_t j = 0; j < nalloc; j++) {
+        const Str *k = &w->allocators.items[j]; /* a kind byte, then the value */
+        amap[j] = intern(&s->allocators, (uint8_t)k->data[0], k->data + 1, k->len - 1);
+    }
+    int ok = reserve_rows(s, base + n) == 0;
+    for (size_t j = 0; ok && j < nstr + nalloc; j++) ok = smap[j] >= 0;
+    if (!ok) { free(smap); NOMEM(s); }
+    Columns *c = &s->c, *d = &w->c;
+    if (!n) goto steps; /* no columns to copy (nor pointers to copy from) */
+    memcpy(c->time_ps + base, d->time_ps, n * 8);
+    memcpy(c->kind + base, d->kind, n);
+    memcpy(c->addr + base, d->addr, n * 8);
+    memcpy(c->fragmentation + base, d->fragmentation, n * 8);
+    memcpy(c->dtype + base, d->dtype, n * 4);
+    for (int i = 0; i < 5; i++) memcpy(c->ints[i] + base, d->ints[i], n * 8);
+    for (size_t r = 0; r < n; r++) {
+        c->allocator[base + r] = amap[d->allocator[r]];
+        for (int i = 0; i < 3; i++) c->strs[i][base + r] = smap[d->strs[i][r]];
+    }
+    c->len = base + n;
+steps:
+    free(smap);
+    if (!w->nsteps && !w->nlines) return 0;
+    if (grow((void **)&s->steps, &s->capsteps, s->nsteps + w->nsteps, sizeof(StepRow)) < 0 ||
+        grow((void **)&s->lines, &s->caplines, s->nlines + w->nlines, sizeof(LineFix)) < 0)
+        NOMEM(s);
+    if (w->nsteps) memcpy(s->steps + s->nsteps, w->steps, w->nsteps * sizeof(StepRow));
+    for (size_t i = 0; i < w->nlines; i++) {
+        LineFix l = w->lines[i];
+        l.ev_first += base;
+        l.st_first += s->nsteps;
+        s->lines[s->nlines + i] = l;
+    }
+    s->nsteps += w->nsteps;
+    s->nlines += w->nlines;
+    return 0;
+}
+
+/* Scans the chunks: the first run on this thread, the others on their own threads, split by bytes. */
+static int scan_chunks(Scan *s, int depth) {
+    size_t n = s->nchunks, workers = (size_t)s->threads < n ? (size_t)s->threads : n;
+    if (workers > MAX_WORKERS) workers = MAX_WORKERS;
+    size_t total = 0, done = 0, k = 0, from = 0;
+    for (size_t i = 0; i < n; i++) total += (size_t)(s->chunks[i].end - s->chunks[i].p);
+    Job jobs[MAX_WORKERS];
+    pthread_t tids[MAX_WORKERS];
+    int started[MAX_WORKERS] = {0}, rc = 0;
+    for (size_t i = 0; i < n && k + 1 < workers; i++) {
+        done += (size_t)(s->chunks[i].end - s->chunks[i].p);
+        if (done * workers >= total * (k + 1)) {
+            jobs[k] = (Job){NULL, s->chunks + from, i + 1 - from, depth, 0};
+            from = i + 1;
+            k++;
+        }
+    }
+    jobs[k] = (Job){NULL, s->chunks + from, n - from, depth, 0};
+    workers = from == n && k ? k : k + 1; /* the last cut may have taken every chunk */
+    jobs[0].w = s;
+    if (workers == 1) {
+        run_job(&jobs[0]);
+        return jobs[0].rc;
+    }
+    Scan *extra = calloc(workers - 1, sizeof(Scan));
+    if (!extra) NOMEM(s);
+    size_t ready = 1;
+    for (; ready < workers; ready++) {
+        if (worker_init(&extra[ready - 1], s) < 0) { worker_free(&extra[ready - 1]); break; }
+        jobs[ready].w = &extra[ready - 1];
+    }
+    if (ready < workers) { /* out of memory: no worker ran yet */
+        for (size_t i = 1; i < ready; i++) worker_free(&extra[i - 1]);
+        free(extra);
+        NOMEM(s);
+    }
+    for (size_t i = 1; i < workers; i++) started[i] = pthread_create(&tids[i], NULL, run_job, &jobs[i]) == 0;
+    run_job(&jobs[0]);
+    for (size_t i = 1; i < workers; i++) {
+        if (started[i]) pthread_join(tids[i], NULL);
+        else run_job(&jobs[i]); /* no thread: run it here */
+    }
+    /* The first failure in wire order is the one reported, as a single thread would report it. */
+    for (size_t i = 0; i < workers && rc == 0; i++) {
+        if (jobs[i].rc == 0) continue;
+        rc = -1;
+        if (i > 0) { s->err = extra[i - 1].err; s->err_at = extra[i - 1].err_at; s->oom = extra[i - 1].oom; }
+    }
+    for (size_t i = 1; i < workers; i++) {
+        if (rc == 0 && merge_worker(s, &extra[i - 1]) < 0) rc = -1;
+        worker_free(&extra[i - 1]);
+    }
+    free(extra);
+    return rc;
 }
 
 /* ---- planes ------------------------------------------------------------------------ */
@@ -812,12 +995,15 @@ static int walk_plane(Scan *s, ptr p, ptr end, int depth, int role) {
     while ((r = next_field(s, &q, end, depth, &f)) > 0) {
         if (f.wt != WT_LEN) continue;
         if (f.field == XPLANE_LINES) {
-            if (walk_line(s, f.data, f.data + f.len, depth + 1, role == PLANE_CPU) < 0) return -1;
+            int checked = role == PLANE_CPU ? cut_line(s, f.data, f.data + f.len, depth + 1)
+                                            : check_line(s, f.data, f.data + f.len, depth + 1);
+            if (checked < 0) return -1;
         } else if (f.field == XPLANE_EVENT_METADATA && role == PLANE_METADATA) {
             if (add_event_metadata(s, f.data, f.data + f.len, depth + 1, 1) < 0) return -1;
         }
     }
-    return r;
+    if (r < 0) return -1;
+    return role == PLANE_CPU ? scan_chunks(s, depth + 1) : 0;
 }
 
 /* The last `name` field of a plane (found without walking its lines). */
@@ -895,7 +1081,7 @@ static void scan_free(Scan *s) {
     free(c->time_ps); free(c->kind); free(c->allocator); free(c->addr); free(c->fragmentation); free(c->dtype);
     for (int i = 0; i < 5; i++) free(c->ints[i]);
     for (int i = 0; i < 3; i++) free(c->strs[i]);
-    free(s->steps); free(s->lines); free(s->stats); free(s->meta); free(s->scratch);
+    free(s->steps); free(s->lines); free(s->stats); free(s->meta); free(s->scratch); free(s->chunks);
     idmap_clear(&s->stat_ids);
     idmap_clear(&s->event_kinds);
     intern_free(&s->strings);
@@ -967,11 +1153,21 @@ static PyObject *meta_list(const Scan *s) {
     return list;
 }
 
-static PyObject *scan(PyObject *module, PyObject *arg) {
+static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"data", "threads", "chunk_bytes", NULL};
+    PyObject *data;
+    Py_ssize_t threads = 1, chunk_bytes = 1 << 20;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|nn", keywords, &data, &threads, &chunk_bytes)) return NULL;
+    if (threads < 1 || chunk_bytes < 1) {
+        PyErr_SetString(PyExc_ValueError, "threads and chunk_bytes must be at least 1");
+        return NULL;
+    }
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
     Scan s;
     memset(&s, 0, sizeof s);
+    s.threads = threads > MAX_WORKERS ? MAX_WORKERS : (int)threads;
+    s.chunk_bytes = (size_t)chunk_bytes;
     idmap_clear(&s.stat_ids);
     idmap_clear(&s.event_kinds);
     s.base = view.buf;
@@ -1015,9 +1211,11 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_O,
-     "scan(data) -> dict: the /host:CPU memory-event columns, step rows (step, start, end), interned strings,\n"
-     "allocator keys (a kind byte S/B/I/U/D and the value), /host:metadata entries (key, name, hlo, program_id)."},
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
+     "scan(data, threads=1, chunk_bytes=1 << 20) -> dict: the /host:CPU memory-event columns, step rows\n"
+     "(step, start, end), interned strings, allocator keys (a kind byte S/B/I/U/D and the value), and the\n"
+     "/host:metadata entries (key, name, hlo, program_id). The CPU plane's events are cut into chunks of\n"
+     "about chunk_bytes, scanned by up to `threads` threads; the result does not depend on either."},
     {NULL, NULL, 0, NULL},
 };
 

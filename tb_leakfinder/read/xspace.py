@@ -29,6 +29,8 @@ PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"
 
 # Profiles larger than this are refused rather than read into memory.
 MAX_FILE_BYTES = 4 << 30
+# Threads that scan one profile's /host:CPU events (in chunks of about 1 MB; smaller profiles use one).
+SCAN_THREADS = min(os.cpu_count() or 1, 4)
 
 
 def compiled_scanner() -> ModuleType | None:
@@ -60,7 +62,7 @@ def _scan(scanner: ModuleType, data: bytes, path: str) -> dict:
     if not data:
         raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
     try:
-        return scanner.scan(data)
+        return scanner.scan(data, threads=SCAN_THREADS)
     except scanner.ScanError as exc:
         raise LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({exc})", source=path) from exc
 
