@@ -839,7 +839,7 @@ static void *run_job(void *arg) {
     return NULL;
 }
 
-/* The outputs of a worker (its metadata tables are the main scan's, not its own). */
+/* The outputs and per-stat caches of a scan or worker (a worker's metadata tables are the main scan's). */
 static void worker_free(Scan *w) {
     Columns *c = &w->c;
     free(c->time_ps); free(c->kind); free(c->allocator); free(c->addr); free(c->fragmentation); free(c->dtype);
@@ -1077,15 +1077,11 @@ static void place_lines(Scan *s) {
 }
 
 static void scan_free(Scan *s) {
-    Columns *c = &s->c;
-    free(c->time_ps); free(c->kind); free(c->allocator); free(c->addr); free(c->fragmentation); free(c->dtype);
-    for (int i = 0; i < 5; i++) free(c->ints[i]);
-    for (int i = 0; i < 3; i++) free(c->strs[i]);
-    free(s->steps); free(s->lines); free(s->stats); free(s->meta); free(s->scratch); free(s->chunks);
+    worker_free(s);
+    free(s->meta);
+    free(s->chunks);
     idmap_clear(&s->stat_ids);
     idmap_clear(&s->event_kinds);
-    intern_free(&s->strings);
-    intern_free(&s->allocators);
 }
 
 /* ---- Python: a column owns its malloc'd buffer and exposes it to np.frombuffer ---- */
