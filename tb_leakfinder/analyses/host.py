@@ -50,10 +50,11 @@ def analyze_host(profile: HostProfile) -> HostAnalysis:
 
 def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> AllocatorAnalysis:
     warnings: list[str] = []
-    finite = np.isfinite(events.fragmentation)
-    if not finite.all():
-        events.fragmentation = np.where(finite, events.fragmentation, 0.0)
-        warnings.append(f"{name}: {np.count_nonzero(~finite)} fragmentation value(s) not finite (NaN or infinite), shown as 0")
+    # Fragmentation is a share of the pool: NaN, infinite or past [0, 1] is corruption (and would break JSON).
+    fraction = np.isfinite(events.fragmentation) & (events.fragmentation >= 0) & (events.fragmentation <= 1)
+    if not fraction.all():
+        events.fragmentation = np.where(fraction, events.fragmentation, 0.0)
+        warnings.append(f"{name}: {np.count_nonzero(~fraction)} fragmentation value(s) not a fraction in [0, 1], shown as 0")
     if np.any(events.time_ps < 0):
         warnings.append(
             f"{name}: {np.count_nonzero(events.time_ps < 0)} memory event(s) before the profile's start: "
