@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+from typing import TYPE_CHECKING
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import Message
+if TYPE_CHECKING:
+    from google.protobuf.descriptor_pool import DescriptorPool
+    from google.protobuf.message import Message
 
 
 @functools.cache
-def _pool() -> descriptor_pool.DescriptorPool:
+def _pool() -> DescriptorPool:
+    # Imported here: the compiled scanner reads profiles without protobuf, so cold starts skip it.
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
     data = importlib.resources.files(__package__).joinpath("schema.binpb").read_bytes()
     pool = descriptor_pool.DescriptorPool()
     for file_proto in descriptor_pb2.FileDescriptorSet.FromString(data).file:
@@ -24,6 +29,8 @@ def _pool() -> descriptor_pool.DescriptorPool:
 
 def message_class(full_name: str) -> type[Message]:
     """The message class for e.g. 'tb_leakfinder.xplane.XSpace'."""
+    from google.protobuf import message_factory
+
     return message_factory.GetMessageClass(_pool().FindMessageTypeByName(full_name))
 
 
