@@ -1,12 +1,13 @@
 // Dev helper: screenshot the Leaks tab of a running TensorBoard.
-//   node dev/shot.mjs http://127.0.0.1:6006/ out.png [run] [light|dark] [height] [select]
+//   node dev/shot.mjs http://127.0.0.1:6006/ out.png [run] [light|dark] [height] [select] [compare]
 // With `select`, the top leak suspect is clicked first (its buffers highlighted).
+// With `compare` (a run name), the tab compares `run` (A) with it (B).
 import {chromium} from 'playwright-core';
 import {mkdtempSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 
-const [base = 'http://127.0.0.1:6006/', out = '/tmp/leaks.png', run = '', theme = 'light', height = '2400', select = ''] = process.argv.slice(2);
+const [base = 'http://127.0.0.1:6006/', out = '/tmp/leaks.png', run = '', theme = 'light', height = '2400', select = '', compare = ''] = process.argv.slice(2);
 const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'lf-chrome-')), {
   executablePath: '/usr/bin/chromium',
   headless: true,
@@ -19,13 +20,14 @@ page.on('console', (m) => console.log('console:', m.type(), m.text()));
 page.on('pageerror', (e) => console.log('pageerror:', e.message));
 page.on('requestfailed', (r) => console.log('requestfailed:', r.url()));
 page.on('response', (r) => { if (r.status() >= 400) console.log('HTTP', r.status(), r.url()); });
-const hash = run ? `&p.leakfinder.run=${encodeURIComponent(run)}` : '';
+const hash = (run ? `&p.leakfinder.run=${encodeURIComponent(run)}` : '') + (compare ? `&p.leakfinder.compare=${encodeURIComponent(compare)}` : '');
 await page.goto(`${base}#leakfinder${hash}`);
 await page.waitForSelector('iframe, main.lf-root', {timeout: 30000});
 const frameEl = await page.$('iframe');
 const frame = frameEl ? await frameEl.contentFrame() : page.mainFrame();
 await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 60000});
 await page.waitForTimeout(1500);
+if (compare) await frame.waitForSelector('[data-chart=compare-timeline][data-drawn]', {timeout: 60000}).catch((e) => console.log('not drawn:', e.message.split('\n')[0]));
 if (select) {
   await frame.click('[data-panel=suspects] tbody tr:first-child');
   await frame.waitForSelector('[data-chart=lifetimes][data-highlighted]:not([data-highlight-group=""])');

@@ -1,4 +1,4 @@
-// Typed client for the plugin's routes (docs/http_api.md, docs/http_api_modules.md).
+// Typed client for the plugin's routes (docs/http_api.md).
 // Every URL is relative: the plugin iframe's <base href> is
 // `<prefix>/data/plugin/leakfinder/`, so this works under --path_prefix.
 
@@ -230,6 +230,86 @@ export interface BufferQuery {
   end_ps?: number | null;
 }
 
+// ---- compare (run B, the change, against run A, the base) -------------------
+
+export type GroupStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
+
+/** A figure of both runs: `delta` is b - a. */
+export interface Delta {
+  a: number;
+  b: number;
+  delta: number;
+}
+
+/** A never-freed group matched across the runs by (op, shape, dtype, region). */
+export interface GroupDiff {
+  op: string;
+  shape: string;
+  dtype: string;
+  region: string;
+  status: GroupStatus;
+  kind_a: LeakKind | null;
+  kind_b: LeakKind | null;
+  count_a: number;
+  count_b: number;
+  bytes_a: number;
+  bytes_b: number;
+  bytes_per_step_a: number;
+  bytes_per_step_b: number;
+  /** Growing in B and not in A. */
+  new_leak: boolean;
+}
+
+export interface AllocatorDiff {
+  /** null on the side that has no allocator of that name. */
+  name_a: string | null;
+  name_b: string | null;
+  verdict_a: Verdict | null;
+  verdict_b: Verdict | null;
+  reason_a: string | null;
+  reason_b: string | null;
+  peak_bytes_in_use: Delta;
+  never_freed_bytes: Delta;
+  growth_bytes_per_step: Delta;
+  num_allocations: Delta;
+  num_deallocations: Delta;
+  groups: GroupDiff[];
+}
+
+export interface ModuleDiff {
+  /** The module's name without its program id. */
+  name: string;
+  name_a: string | null;
+  name_b: string | null;
+  peak_heap_bytes: Delta;
+  live_out_bytes: Delta;
+  whole_program_buffers_added: WholeProgramBuffer[];
+  whole_program_buffers_removed: WholeProgramBuffer[];
+}
+
+export interface HostDiff {
+  host_a: string;
+  host_b: string;
+  verdict_a: Verdict;
+  verdict_b: Verdict;
+  reason_a: string;
+  reason_b: string;
+  allocators: AllocatorDiff[];
+  modules: ModuleDiff[];
+}
+
+/** `GET compare`. */
+export interface Comparison {
+  run_a: string;
+  run_b: string;
+  verdict_a: Verdict;
+  verdict_b: Verdict;
+  hosts: HostDiff[];
+  unmatched_hosts: string[];
+  regression: boolean;
+  regressions: string[];
+}
+
 /** Where the plugin's routes live; identity of the view being shown. */
 export interface Selection {
   run: string;
@@ -338,6 +418,10 @@ export const api = {
       },
       signal,
     );
+  },
+  /** Run B (the change) against run A (the base); a host is sent only when given. */
+  compare(a: {run: string; host: string}, b: {run: string; host: string}, signal?: AbortSignal): Promise<Comparison> {
+    return getJson('compare', {run_a: a.run, run_b: b.run, host_a: a.host, host_b: b.host}, signal);
   },
   /** `memory_space` is sent only when it is not 0 (the default). */
   module(run: string, host: string, module: Pick<ModuleSummary, 'name' | 'memory_space'>, points: number, signal?: AbortSignal): Promise<ModuleDetail> {

@@ -22,6 +22,35 @@ export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uP
   }
 }
 
+/**
+ * A dot at a peak with `text` beside it (inside the plot, below the step
+ * labels); nothing when the peak is outside the x range. Call from `clipped`.
+ */
+export function paintPeak(
+  u: uPlot,
+  ctx: CanvasRenderingContext2D,
+  peak: {time_ps: number | null; bytes: number},
+  scale: string,
+  text: string,
+  color: string,
+): void {
+  if (peak.time_ps === null) return;
+  const {left, top, width} = u.bbox;
+  const dpr = devicePixelRatio;
+  const x = u.valToPos(peak.time_ps, 'x', true);
+  const y = u.valToPos(peak.bytes, scale, true);
+  if (x < left || x > left + width) return;
+  ctx.fillStyle = color;
+  ctx.beginPath();
+  ctx.arc(x, y, 4 * dpr, 0, 2 * Math.PI);
+  ctx.fill();
+  ctx.fillStyle = cssVar('--lf-text');
+  ctx.font = `${Math.round(11 * dpr)}px sans-serif`;
+  const tw = ctx.measureText(text).width;
+  const tx = x + 6 * dpr + tw < left + width ? x + 6 * dpr : x - 6 * dpr - tw;
+  ctx.fillText(text, tx, Math.max(top + 28 * dpr, y + 4 * dpr));
+}
+
 export function axisStyle(): Partial<uPlot.Axis> {
   return {
     stroke: cssVar('--lf-muted'),
@@ -46,6 +75,43 @@ export function autoWidth(chart: uPlot, container: HTMLElement, height: number):
 
 export function chartWidth(container: HTMLElement): number {
   return Math.max(200, Math.floor(container.clientWidth || container.getBoundingClientRect().width || 800));
+}
+
+/** The x range dragged across `u`, clearing the selection; null for a mere click. */
+export function takeSelection(u: uPlot): [number, number] | null {
+  const {left, width} = u.select;
+  if (width < 3) return null;
+  const range: [number, number] = [u.posToVal(left, 'x'), u.posToVal(left + width, 'x')];
+  u.setSelect({left: 0, top: 0, width: 0, height: 0}, false);
+  return range;
+}
+
+/** One uPlot chart at a time in `container`, kept as wide as it. */
+export class SizedPlot {
+  plot: uPlot | null = null;
+  private dispose: (() => void) | null = null;
+
+  constructor(
+    private readonly container: HTMLElement,
+    private readonly height: number,
+  ) {}
+
+  /** Replaces the chart; `onDoubleClick` typically resets the zoom. */
+  create(opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData, onDoubleClick?: () => void): uPlot {
+    this.destroy();
+    const plot = new uPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container);
+    if (onDoubleClick) plot.over.addEventListener('dblclick', onDoubleClick);
+    this.dispose = autoWidth(plot, this.container, this.height);
+    this.plot = plot;
+    return plot;
+  }
+
+  destroy(): void {
+    this.dispose?.();
+    this.dispose = null;
+    this.plot?.destroy();
+    this.plot = null;
+  }
 }
 
 /** A tooltip placed inside `container` near the cursor. */
@@ -139,11 +205,8 @@ export class RectChart<R extends Rect> {
         setCursor: [(u) => this.hover(u)],
         setSelect: [
           (u) => {
-            const {left, width} = u.select;
-            if (width < 3) return;
-            const range = {min: u.posToVal(left, 'x'), max: u.posToVal(left + width, 'x')};
-            u.setSelect({left: 0, top: 0, width: 0, height: 0}, false);
-            this.zoom(range);
+            const range = takeSelection(u);
+            if (range) this.zoom({min: range[0], max: range[1]});
           },
         ],
       },

@@ -48,6 +48,12 @@ export function formatCount(n: number | null | undefined): string {
   return n.toLocaleString('en-US');
 }
 
+/** A change in a count, always signed: "+25", "0", "-3". */
+export function formatCountDelta(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '—';
+  return n > 0 ? `+${formatCount(n)}` : formatCount(n);
+}
+
 export function formatFraction(f: number | null | undefined): string {
   if (f === null || f === undefined || !Number.isFinite(f)) return '—';
   return `${(f * 100).toFixed(f < 0.1 ? 1 : 0)}%`;

@@ -2,7 +2,8 @@
 // render(). All requests are relative to the iframe's base URL.
 
 import uplotCss from 'uplot/dist/uPlot.min.css';
-import {api, moduleKey, type ModuleSummary, type Report, type RunEntry, type Selection} from './api';
+import {api, type Comparison, moduleKey, type ModuleSummary, type Report, type RunEntry, type Selection, type Verdict} from './api';
+import {CompareView} from './compare';
 import {el, errorMessage, notice} from './dom';
 import {DATA_RELOADED, HostChannel, loadUrlState, sameOriginParent, saveUrlState, type Theme, watchTheme, xprofUrl} from './host';
 import styles from './styles.css';
@@ -32,6 +33,17 @@ class App {
     allocator: el('select', {'aria-label': 'Allocator (memory ID)', 'data-select': 'allocator'}),
     module: el('select', {'aria-label': 'Module (static view)', 'data-select': 'module'}),
   };
+  /** Run B and its host: "Compare with…" (empty: the single-run view). */
+  private readonly compareSelectors = {
+    run: el('select', {'aria-label': 'Compare with (run B)', 'data-select': 'compare'}),
+    host: el('select', {'aria-label': 'Host of run B', 'data-select': 'compare-host'}),
+  };
+  private readonly swapButton = el('button', {type: 'button', 'data-action': 'swap', title: 'Swap runs A and B'}, '⇄ Swap');
+  private readonly runLabel = el('span', {}, 'Run');
+  private readonly compareHostLabel = el('label', {}, 'Host B', this.compareSelectors.host);
+  private cmp = {run: '', host: ''};
+  /** Comparisons fetched so far, by both runs and hosts. */
+  private comparisons = new Map<string, Comparison>();
   private readonly links = el('span', {class: 'lf-links'});
   private readonly content = el('div', {class: 'lf-content'});
   private sel: Selection = {run: '', host: '', allocator: '', module: ''};
@@ -53,7 +65,14 @@ class App {
   private fetchReport(run: string, host: string): Promise<Report> {
     return api.report(run, host || undefined);
   }
-  private view: RunView | null = null;
+  private compareKey(): string {
+    return this.cmp.run ? [this.sel.run, this.sel.host, this.cmp.run, this.cmp.host].join('\u0000') : '';
+  }
+
+  private fetchCompare(): Promise<Comparison> {
+    return api.compare({run: this.sel.run, host: this.sel.host}, this.cmp);
+  }
+  private view: RunView | CompareView | null = null;
   private generation = 0;
   /** How many show() calls are fetching: they fetch fresh data anyway, so a reload then is moot. */
   private showing = 0;
@@ -65,8 +84,11 @@ class App {
         'div',
         {class: 'lf-toolbar'},
         el('h1', {}, 'Leaks'),
-        label('Run', this.selectors.run),
+        el('label', {}, this.runLabel, this.selectors.run),
         label('Host', this.selectors.host),
+        label('Compare with…', this.compareSelectors.run),
+        this.compareHostLabel,
+        this.swapButton,
         label('Allocator', this.selectors.allocator),
         label('Module', this.selectors.module),
         this.links,
@@ -79,6 +101,20 @@ class App {
         void this.show();
       });
     }
+    this.compareSelectors.run.addEventListener('change', () => {
+      this.cmp = {run: this.compareSelectors.run.value, host: ''};
+      void this.show();
+    });
+    this.compareSelectors.host.addEventListener('change', () => {
+      this.cmp = {...this.cmp, host: this.compareSelectors.host.value};
+      void this.show();
+    });
+    this.swapButton.addEventListener('click', () => {
+      const a = {run: this.sel.run, host: this.sel.host};
+      this.sel = {...this.sel, run: this.cmp.run, host: this.cmp.host};
+      this.cmp = a;
+      void this.show();
+    });
     channel.listen(DATA_RELOADED, () => {
       void this.reload();
     });
@@ -87,6 +123,7 @@ class App {
   async start(): Promise<void> {
     const state = await loadUrlState(this.channel);
     this.sel = {run: state.run ?? '', host: state.host ?? '', allocator: state.allocator ?? '', module: state.module ?? ''};
+    this.cmp = {run: state.compare ?? '', host: state.compare_host ?? ''};
     await this.show();
   }
 
@@ -98,19 +135,27 @@ class App {
   async reload(): Promise<void> {
     if (this.showing > 0) return;
     const current = this.reports.get(this.reportKey());
-    if (!current || !this.runs) return this.show();
+    const compareKey = this.compareKey();
+    const currentComparison = this.comparisons.get(compareKey);
+    if (!current || !this.runs || (compareKey && !currentComparison)) return this.show();
     const generation = this.generation;
     try {
       const runs = (await api.runs()).runs;
       const report = await this.fetchReport(this.sel.run, this.sel.host);
+      const comparison = compareKey ? await this.fetchCompare() : undefined;
       if (generation !== this.generation) return;
-      const same = JSON.stringify(runs) === JSON.stringify(this.runs) && JSON.stringify(report) === JSON.stringify(current);
+      const same =
+        JSON.stringify(runs) === JSON.stringify(this.runs) &&
+        JSON.stringify(report) === JSON.stringify(current) &&
+        JSON.stringify(comparison) === JSON.stringify(currentComparison);
       this.reports = new Map([[this.reportKey(), report]]);
+      this.comparisons = comparison ? new Map([[compareKey, comparison]]) : new Map();
       if (same) return;
       this.runs = runs;
     } catch {
       this.runs = null;
       this.reports.clear();
+      this.comparisons.clear();
     }
     await this.show();
   }
@@ -158,6 +203,7 @@ class App {
         this.fillSelect(this.selectors.host, [], 'host');
         this.fillSelect(this.selectors.allocator, [], 'allocator');
         this.fillSelect(this.selectors.module, [], 'module');
+        this.fillCompare(runNames);
         this.setStatus(
           'empty',
           el(
@@ -171,12 +217,22 @@ class App {
         return;
       }
       this.fillSelect(this.selectors.host, this.hostsOf(this.sel.run), 'host');
+      this.fillCompare(runNames);
       if (!this.reports.has(this.reportKey())) {
         this.content.replaceChildren(notice('loading', `Analysing ${this.sel.run}${this.sel.host ? ` (${this.sel.host})` : ''}… (a large profile takes a few seconds the first time)`));
         const report = await this.fetchReport(this.sel.run, this.sel.host);
         if (stale()) return;
         this.reports.set(this.reportKey(), report);
         this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
+        this.fillCompare(runNames);
+      }
+      const compareKey = this.compareKey();
+      if (compareKey && !this.comparisons.has(compareKey)) {
+        this.content.replaceChildren(notice('loading', `Comparing ${this.sel.run} (A) with ${this.cmp.run} (B)…`));
+        const comparison = await this.fetchCompare();
+        if (stale()) return;
+        this.comparisons.set(compareKey, comparison);
+        this.fillCompare(runNames);
       }
       this.render();
     } catch (err) {
@@ -209,12 +265,13 @@ class App {
   }
 
   private runLabels(): Map<string, string> {
+    const verdicts: [string, Verdict][] = [];
+    for (const report of this.reports.values()) verdicts.push(...report.runs.map((r): [string, Verdict] => [r.run, r.verdict]));
+    for (const c of this.comparisons.values()) verdicts.push([c.run_a, c.verdict_a], [c.run_b, c.verdict_b]);
     const labels = new Map<string, string>();
-    for (const report of this.reports.values()) {
-      for (const run of report.runs) {
-        // With several hosts, a verdict is only the run's when every host was analysed.
-        if (this.hostsOf(run.run).length <= 1) labels.set(run.run, `${run.run} (${VERDICT_LABEL[run.verdict].toLowerCase()})`);
-      }
+    for (const [run, verdict] of verdicts) {
+      // With several hosts, a verdict is only the run's when every host was analysed.
+      if (this.hostsOf(run).length <= 1) labels.set(run, `${run} (${VERDICT_LABEL[verdict].toLowerCase()})`);
     }
     return labels;
   }
@@ -225,6 +282,31 @@ class App {
     select.replaceChildren(...values.map((v) => option(v, labels?.get(v) ?? v, v === value)));
     if (!values.length) select.append(option('', key === 'module' ? 'no modules' : '—', true));
     select.disabled = values.length <= 1;
+  }
+
+  /**
+   * "Compare with…": every run (a run with itself compares two of its hosts),
+   * and a run of the URL that is no longer listed, so that its error shows.
+   */
+  private fillCompare(runNames: string[]): void {
+    const {run: select, host: hostSelect} = this.compareSelectors;
+    const labels = this.runLabels();
+    const names = this.cmp.run && !runNames.includes(this.cmp.run) ? [...runNames, this.cmp.run] : runNames;
+    select.replaceChildren(
+      option('', 'none (this run alone)', !this.cmp.run),
+      ...names.map((v) => option(v, runNames.includes(v) ? (labels.get(v) ?? v) : `${v} (not found)`, v === this.cmp.run)),
+    );
+    select.disabled = !runNames.length;
+    const hosts = this.hostsOf(this.cmp.run);
+    if (hosts.length) this.cmp.host = hosts.includes(this.cmp.host) ? this.cmp.host : hosts.includes(this.sel.host) ? this.sel.host : hosts[0];
+    hostSelect.replaceChildren(...hosts.map((h) => option(h, h, h === this.cmp.host)));
+    if (!hosts.length) hostSelect.append(option(this.cmp.host, this.cmp.host || '—', true));
+    hostSelect.disabled = hosts.length <= 1;
+    const comparing = !!this.cmp.run;
+    this.compareHostLabel.hidden = !comparing;
+    this.swapButton.hidden = !comparing;
+    this.runLabel.textContent = comparing ? 'Run A' : 'Run';
+    this.root.dataset.compare = comparing ? 'on' : 'off';
   }
 
   private render(): void {
@@ -244,10 +326,15 @@ class App {
     const modules = host.modules ?? [];
     this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module');
     const allocator = host.allocators.find((a) => a.name === this.sel.allocator) ?? null;
-    saveUrlState({...this.sel});
+    saveUrlState({...this.sel, compare: this.cmp.run, compare_host: this.cmp.host});
     this.updateLinks();
     this.view?.destroy();
-    this.view = new RunView({sel: {...this.sel}, run, host, allocator, module: modules.find((m) => moduleKey(m) === this.sel.module)});
+    const comparison = this.comparisons.get(this.compareKey());
+    // The static view is one run's: its selector waits while comparing.
+    if (comparison) this.selectors.module.disabled = true;
+    this.view = comparison
+      ? new CompareView({comparison, a: {...this.sel}, b: {...this.cmp}})
+      : new RunView({sel: {...this.sel}, run, host, allocator, module: modules.find((m) => moduleKey(m) === this.sel.module)});
     this.content.replaceChildren(this.view.element);
     this.view.start();
     this.setStatus('ready');

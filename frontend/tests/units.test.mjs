@@ -54,6 +54,10 @@ test('sizes are in binary units', () => {
   assert.equal(m.formatBytes(null), '—');
   assert.equal(m.formatBytesDelta(524288), '+512 KiB');
   assert.equal(m.formatBytesDelta(0), '0 B');
+  assert.equal(m.formatBytesDelta(-12709120), '-12.1 MiB');
+  assert.equal(m.formatCountDelta(25), '+25');
+  assert.equal(m.formatCountDelta(-1234), '-1,234');
+  assert.equal(m.formatCountDelta(0), '0');
 });
 
 test('times are read from picoseconds', () => {

@@ -5,7 +5,7 @@
 
 import uPlot from 'uplot';
 import {api, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
-import {autoWidth, axisStyle, chartWidth, clipped, downsample, type Rect, RectChart, swatch} from '../chart';
+import {axisStyle, chartWidth, clipped, downsample, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {byteTicks, formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
@@ -87,8 +87,7 @@ export function moduleFacts(m: ModuleSummary): HTMLElement {
 export class StaticPanel {
   readonly element: HTMLElement;
   private readonly body: HTMLElement;
-  private heapPlot: uPlot | null = null;
-  private disposeSize: (() => void) | null = null;
+  private heapPlot: SizedPlot | null = null;
   private blocks: RectChart<BlockRect> | null = null;
   private detail: ModuleDetail | null = null;
   private controller: AbortController | null = null;
@@ -164,8 +163,6 @@ export class StaticPanel {
   }
 
   private destroyCharts(): void {
-    this.disposeSize?.();
-    this.disposeSize = null;
     this.heapPlot?.destroy();
     this.heapPlot = null;
     this.blocks?.destroy();
@@ -258,9 +255,7 @@ export class StaticPanel {
     const [order, values] = downsample(d.curve.position, heap, chartWidth(box));
     const axes = axisStyle();
     const peak = d.peak_position;
-    const opts: uPlot.Options = {
-      width: chartWidth(box),
-      height: HEAP_HEIGHT,
+    const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false}},
       scales: {x: {time: false}, y: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.08]}},
       axes: [
@@ -286,7 +281,7 @@ export class StaticPanel {
         ],
       },
     };
-    this.heapPlot = new uPlot(opts, [order, values], box);
-    this.disposeSize = autoWidth(this.heapPlot, box, HEAP_HEIGHT);
+    this.heapPlot = new SizedPlot(box, HEAP_HEIGHT);
+    this.heapPlot.create(opts, [order, values]);
   }
 }

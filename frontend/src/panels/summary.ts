@@ -4,10 +4,11 @@ import type {AllocatorReport} from '../api';
 import {type Child, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatFraction, formatPs, formatStep} from '../format';
 
-function card(label: string, value: Child, detail: Child, bad = false): HTMLElement {
+/** A figure with its label and detail; `tone` colours the value (a leak's figures are bad). */
+export function card(label: string, value: Child, detail: Child, tone: 'bad' | 'good' | null | false = null): HTMLElement {
   return el(
     'div',
-    {class: `lf-card${bad ? ' lf-card-bad' : ''}`},
+    {class: `lf-card${tone ? ` lf-card-${tone}` : ''}`},
     el('div', {class: 'lf-card-label'}, label),
     el('div', {class: 'lf-card-value'}, value),
     el('div', {class: 'lf-card-detail'}, detail),
@@ -24,7 +25,7 @@ export function renderSummary(a: AllocatorReport): HTMLElement {
       `${formatCount(a.num_allocations)} / ${formatCount(a.num_deallocations)}`,
       `balance ${a.balance > 0 ? '+' : ''}${formatCount(a.balance)}` +
         (a.freed_before_window_count ? `; ${formatCount(a.freed_before_window_count)} freed from before the window` : ''),
-      a.balance > 0 && a.verdict === 'leak',
+      a.balance > 0 && a.verdict === 'leak' && 'bad',
     ),
     card(
       'Peak heap in use',
@@ -35,13 +36,13 @@ export function renderSummary(a: AllocatorReport): HTMLElement {
       'Never freed',
       formatBytes(a.never_freed_bytes),
       `${formatCount(a.live_at_end_count)} buffers live at the end (${formatBytes(a.live_at_end_bytes)})`,
-      a.verdict === 'leak',
+      a.verdict === 'leak' && 'bad',
     ),
     card(
       'Heap growth per step',
       growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`,
       'trend of the whole heap across steps; the suspects below say what grows',
-      a.verdict === 'leak' && (growth ?? 0) > 0,
+      a.verdict === 'leak' && (growth ?? 0) > 0 && 'bad',
     ),
   );
 }

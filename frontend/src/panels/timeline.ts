@@ -4,7 +4,7 @@
 
 import uPlot from 'uplot';
 import {api, type Selection, type Timeline} from '../api';
-import {autoWidth, axisStyle, chartWidth, clipped} from '../chart';
+import {axisStyle, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {byteTicks, formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
 
@@ -44,8 +44,7 @@ export class TimelinePanel {
   private readonly chartBox: HTMLElement;
   private readonly note: HTMLElement;
   private readonly resetButton: HTMLButtonElement;
-  private plot: uPlot | null = null;
-  private disposeSize: (() => void) | null = null;
+  private readonly chart: SizedPlot;
   private data: Timeline | null = null;
   private marks: number[] = [];
   private spans: BufferSpan[] = [];
@@ -61,6 +60,7 @@ export class TimelinePanel {
       role: 'img',
       'aria-label': 'Memory timeline: heap in use, bytes held by never-freed buffers and fragmentation over time, steps as bands',
     });
+    this.chart = new SizedPlot(this.chartBox, HEIGHT);
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     this.resetButton = el('button', {type: 'button', disabled: true}, 'Reset zoom');
     this.resetButton.addEventListener('click', () => this.setRange(null, true));
@@ -80,7 +80,7 @@ export class TimelinePanel {
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
-    if (!this.plot) this.chartBox.replaceChildren(notice('loading', 'Loading the memory timeline…'));
+    if (!this.chart.plot) this.chartBox.replaceChildren(notice('loading', 'Loading the memory timeline…'));
     const points = Math.min(20000, Math.max(200, chartWidth(this.chartBox) * 2));
     try {
       const data = await api.timeline(this.sel, points, range, controller.signal);
@@ -102,10 +102,11 @@ export class TimelinePanel {
     this.spans = spans;
     this.marks = spans.map((s) => s.alloc_ps).filter((t): t is number => t !== null);
     this.chartBox.dataset.marks = String(this.marks.length);
-    if (this.plot && this.data) {
+    const plot = this.chart.plot;
+    if (plot && this.data) {
       // Keeps the zoom: without resetting scales uPlot does not redraw by itself.
-      this.plot.setData(this.aligned(this.data), false);
-      this.plot.redraw(true, false);
+      plot.setData(this.aligned(this.data), false);
+      plot.redraw(true, false);
     }
   }
 
@@ -127,9 +128,7 @@ export class TimelinePanel {
     const axes = axisStyle();
     const heap = cssVar('--lf-heap');
     const leak = cssVar('--lf-leak');
-    const opts: uPlot.Options = {
-      width: chartWidth(this.chartBox),
-      height: HEIGHT,
+    const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
       scales: {x: {time: false}, bytes: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}, frac: {range: [0, 1]}},
       axes: [
@@ -150,9 +149,7 @@ export class TimelinePanel {
         setSelect: [(u) => this.onSelect(u)],
       },
     };
-    this.plot = new uPlot(opts, this.aligned(data), this.chartBox);
-    this.plot.over.addEventListener('dblclick', () => this.setRange(null, true));
-    this.disposeSize = autoWidth(this.plot, this.chartBox, HEIGHT);
+    this.chart.create(opts, this.aligned(data), () => this.setRange(null, true));
     const shown = data.time_ps.length;
     this.note.textContent =
       `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum). ` +
@@ -166,19 +163,12 @@ export class TimelinePanel {
   }
 
   private destroyPlot(): void {
-    this.disposeSize?.();
-    this.disposeSize = null;
-    this.plot?.destroy();
-    this.plot = null;
+    this.chart.destroy();
   }
 
   private onSelect(u: uPlot): void {
-    const {left, width} = u.select;
-    if (width < 3) return;
-    const start = u.posToVal(left, 'x');
-    const end = u.posToVal(left + width, 'x');
-    u.setSelect({left: 0, top: 0, width: 0, height: 0}, false);
-    void this.setRange({start_ps: Math.max(0, start), end_ps: end}, true);
+    const range = takeSelection(u);
+    if (range) void this.setRange({start_ps: Math.max(0, range[0]), end_ps: range[1]}, true);
   }
 
   private drawSteps(u: uPlot): void {
@@ -208,7 +198,7 @@ export class TimelinePanel {
     clipped(u, (ctx, box) => this.paintMarks(u, ctx, box));
   }
 
-  private paintMarks(u: uPlot, ctx: CanvasRenderingContext2D, {left, top, width, height}: uPlot.BBox): void {
+  private paintMarks(u: uPlot, ctx: CanvasRenderingContext2D, {top, height}: uPlot.BBox): void {
     const data = this.data;
     if (!data) return;
     if (this.marks.length) {
@@ -222,23 +212,6 @@ export class TimelinePanel {
       }
       ctx.stroke();
     }
-    const peak = data.peak;
-    if (peak.time_ps !== null) {
-      const x = u.valToPos(peak.time_ps, 'x', true);
-      const y = u.valToPos(peak.bytes, 'bytes', true);
-      if (x >= left && x <= left + width) {
-        ctx.fillStyle = cssVar('--lf-leak');
-        ctx.beginPath();
-        ctx.arc(x, y, 4 * devicePixelRatio, 0, 2 * Math.PI);
-        ctx.fill();
-        ctx.fillStyle = cssVar('--lf-text');
-        ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`;
-        const text = `peak ${formatBytes(peak.bytes)}`;
-        const tw = ctx.measureText(text).width;
-        // Beside the point, inside the plot, below the step labels.
-        const tx = x + 6 * devicePixelRatio + tw < left + width ? x + 6 * devicePixelRatio : x - 6 * devicePixelRatio - tw;
-        ctx.fillText(text, tx, Math.max(top + 28 * devicePixelRatio, y + 4 * devicePixelRatio));
-      }
-    }
+    paintPeak(u, ctx, data.peak, 'bytes', `peak ${formatBytes(data.peak.bytes)}`, cssVar('--lf-leak'));
   }
 }

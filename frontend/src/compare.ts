@@ -1,0 +1,64 @@
+// The comparison view: run B (the change) against run A (the base), side by
+// side. Built from one `compare` answer plus both runs' timelines.
+
+import type {Comparison} from './api';
+import {el, notice, section} from './dom';
+import {renderDeltas, renderGroups, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
+import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
+
+export interface CompareData {
+  comparison: Comparison;
+  a: SideSelection;
+  b: Pick<SideSelection, 'run' | 'host'>;
+}
+
+export class CompareView {
+  readonly element: HTMLElement;
+  private timeline: CompareTimeline | null = null;
+
+  constructor({comparison: c, a, b}: CompareData) {
+    this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
+    // Hosts are asked for by name, so there is one pair at most.
+    const host = c.hosts[0];
+    // The allocator chosen in the toolbar (A's); else the first pair.
+    const alloc = host?.allocators.find((x) => x.name_a === a.allocator) ?? host?.allocators[0];
+    this.element.append(renderRegression(c, host), renderVerdicts(c, host, alloc));
+    if (c.unmatched_hosts.length) {
+      this.element.append(notice('empty', `Hosts in one run only, left out: ${c.unmatched_hosts.join(', ')}.`));
+    }
+    if (!host) {
+      this.element.append(notice('empty', `No host of ${sideName(a.run, a.host)} matches one of ${sideName(b.run, b.host)}: pick the hosts to compare.`));
+      return;
+    }
+    if (alloc) {
+      const name = alloc.name_a === alloc.name_b || !alloc.name_b ? (alloc.name_a ?? '') : `${alloc.name_a ?? '—'} / ${alloc.name_b}`;
+      this.timeline = new CompareTimeline({
+        a: alloc.name_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.name_a},
+        b: alloc.name_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.name_b},
+      });
+      this.element.append(
+        section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
+        section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
+        section(`Never-freed groups, A → B (${alloc.groups.length})`, 'compare-groups', renderGroups(alloc.groups)),
+      );
+    } else {
+      this.element.append(notice('empty', 'Neither run has memory events (a BFC allocator), so only their compiled programs are compared.'));
+    }
+    if (host.modules.length) {
+      this.element.append(section(`Compiled programs (${host.modules.length})`, 'compare-modules', renderModules(host.modules)));
+    }
+  }
+
+  /** Starts the timelines' requests; call once the element is in the page. */
+  start(): void {
+    void this.timeline?.load();
+  }
+
+  redraw(): void {
+    this.timeline?.draw();
+  }
+
+  destroy(): void {
+    this.timeline?.destroy();
+  }
+}

@@ -1,0 +1,168 @@
+// Browser tests of the comparison view ("Compare with…"): Debian chromium
+// (playwright-core) against a real `tensorboard` process over copies of the
+// demo captures.
+
+import assert from 'node:assert/strict';
+import {rmSync} from 'node:fs';
+import {after, before, test} from 'node:test';
+import {launchBrowser, makeLogdir, openLeaks, runName, startTensorBoard, watch} from './harness.mjs';
+
+let tb;
+let browser;
+let logdir;
+let fixed;
+let leak;
+const pages = [];
+
+before(async () => {
+  logdir = makeLogdir(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean']);
+  fixed = runName(logdir, 'tf_fixed');
+  leak = runName(logdir, 'tf_leak');
+  tb = await startTensorBoard(logdir, ['--path_prefix', '/tb']);
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await tb?.stop();
+  if (logdir) rmSync(logdir, {recursive: true, force: true});
+});
+
+async function newPage() {
+  const page = await browser.context.newPage();
+  pages.push(watch(page));
+  return page;
+}
+
+/** The plugin frame of a page already on the tab, once it is ready. */
+async function leaksFrame(page) {
+  const frame = await (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]', {timeout: 60_000})).contentFrame();
+  await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 90_000});
+  return frame;
+}
+
+const text = (frame, selector) => frame.$eval(selector, (e) => e.textContent ?? '');
+const firstRow = (frame) => frame.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+const hashState = (url) => new URLSearchParams(new URL(url).hash.slice(1));
+
+/** Waits for the comparison of runs a and b to be shown, both timelines drawn. */
+async function waitForComparison(frame, a, b) {
+  await frame.waitForSelector(`.lf-compare[data-run-a="${a}"][data-run-b="${b}"]`, {timeout: 90_000});
+  await frame.waitForSelector('main.lf-root[data-state="ready"]');
+  await frame.waitForSelector('[data-table=compare-groups] tbody tr');
+  await frame.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
+}
+
+async function expectFixedThenLeak(frame) {
+  assert.equal(await frame.$eval('[data-select=run]', (s) => s.value), fixed);
+  assert.equal(await frame.$eval('[data-select=compare]', (s) => s.value), leak);
+  const [status, op, shape, dtype, region, kinds, bytesA, bytesB, perStepA, perStepB, flag] = await firstRow(frame);
+  assert.deepEqual([status, op, shape, dtype, region], ['new', 'Mul', '[128,1024]', 'float', 'output']);
+  assert.equal(kinds, '— → growing');
+  assert.equal(bytesA, '—');
+  assert.match(bytesB, /^12\.6 MiB$/);
+  assert.equal(perStepA, '—');
+  assert.match(perStepB, /^\+5\d\d KiB$/);
+  assert.equal(flag, 'new leak');
+  // The regression banner lists what B brings.
+  assert.equal(await frame.$eval('.lf-regression', (e) => e.dataset.regression), 'true');
+  assert.match(await text(frame, '.lf-regression'), /new growing group Mul \[128,1024\] output \(\+5\d\d KiB per step\)/);
+  // Both verdicts, each with its reason.
+  assert.equal(await frame.$eval('.lf-verdict[data-side=a]', (e) => e.dataset.verdict), 'no_leak');
+  assert.equal(await frame.$eval('.lf-verdict[data-side=b]', (e) => e.dataset.verdict), 'leak');
+  assert.match(await text(frame, '.lf-verdict[data-side=b] .lf-verdict-reason'), /\+517 KiB per step from Mul \[128,1024\]/);
+  // Deltas with their sign, in binary units.
+  assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '+12.1 MiB');
+  assert.equal(await text(frame, '[data-delta="Never freed"] .lf-card-value'), '+12.6 MiB');
+  assert.match(await text(frame, '[data-delta="Heap growth per step"] .lf-card-value'), /^\+516 KiB \/ step$/);
+  assert.equal(await text(frame, '[data-delta="Allocations"] .lf-card-value'), '+25');
+  assert.match(await text(frame, '[data-delta="Peak heap in use"] .lf-card-detail'), /A 4\.24 MiB → B 16\.4 MiB/);
+}
+
+test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner; the link reopens it; swapped, the leak is fixed', async () => {
+  const page = await newPage();
+  const frame = await openLeaks(page, tb.base, fixed);
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'no_leak');
+  assert.equal(await frame.$('.lf-compare'), null);
+  assert.equal(await frame.$eval('[data-select=compare]', (s) => s.value), '', 'no comparison by default');
+  await frame.selectOption('[data-select=compare]', leak);
+  await waitForComparison(frame, fixed, leak);
+  await expectFixedThenLeak(frame);
+  assert.equal(await frame.$eval('[data-select=compare-host]', (s) => s.value), 'vm');
+
+  // The comparison is in TensorBoard's URL: a new page opened on it shows the same.
+  const url = page.url();
+  assert.equal(hashState(url).get('p.leakfinder.run'), fixed);
+  assert.equal(hashState(url).get('p.leakfinder.compare'), leak);
+  const again = await newPage();
+  await again.goto(url);
+  const frame2 = await leaksFrame(again);
+  await waitForComparison(frame2, fixed, leak);
+  await expectFixedThenLeak(frame2);
+
+  // Swapped: A leaks, B does not: the group is fixed, and there is no regression.
+  await frame.click('[data-action=swap]');
+  await waitForComparison(frame, leak, fixed);
+  assert.equal(await frame.$eval('[data-select=run]', (s) => s.value), leak);
+  assert.equal(await frame.$eval('[data-select=compare]', (s) => s.value), fixed);
+  const [status, op, shape, , , , , , , , flag] = await firstRow(frame);
+  assert.deepEqual([status, op, shape, flag], ['fixed', 'Mul', '[128,1024]', '']);
+  assert.equal(await frame.$('.lf-regression'), null, 'no regression banner');
+  assert.match(await text(frame, '.lf-compare-ok'), /A's leak is gone in B/);
+  assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '-12.1 MiB');
+  assert.equal(await frame.$eval('[data-delta="Peak heap in use"]', (e) => e.classList.contains('lf-card-good')), true);
+  assert.equal(hashState(page.url()).get('p.leakfinder.run'), leak);
+  assert.equal(hashState(page.url()).get('p.leakfinder.compare'), fixed);
+
+  // Clearing "Compare with…" returns to the single-run view, and drops it from the URL.
+  await frame.selectOption('[data-select=compare]', '');
+  await frame.waitForSelector('.lf-view[data-run] [data-panel=suspects]');
+  assert.equal(await frame.$('.lf-compare'), null);
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
+  assert.equal(await frame.$eval('[data-select=compare-host]', (s) => s.closest('label').hidden), true);
+  assert.equal(hashState(page.url()).get('p.leakfinder.compare'), null);
+});
+
+test('the same comparison typed by hand in reverse (tf_leak as A) shows "fixed"', async () => {
+  const page = await newPage();
+  const frame = await openLeaks(page, tb.base, leak);
+  await frame.selectOption('[data-select=compare]', fixed);
+  await waitForComparison(frame, leak, fixed);
+  assert.equal((await firstRow(frame))[0], 'fixed');
+  assert.equal(await frame.$('.lf-regression'), null);
+});
+
+test('runs with compiled programs show the changes of their modules', async () => {
+  const page = await newPage();
+  const frame = await openLeaks(page, tb.base, runName(logdir, 'jax_clean'));
+  await frame.selectOption('[data-select=compare]', runName(logdir, 'jax_liveout'));
+  const rows = await frame.waitForSelector('[data-table=compare-modules] tbody tr');
+  assert.ok(rows);
+  const table = await text(frame, '[data-table=compare-modules]');
+  assert.match(table, /jit_train_step_liveout \(only in B\)/);
+  assert.match(table, /live-out: broadcast_maximum_fusion f32\[256,3072\] \(3 MiB\)/);
+  // Neither run has memory events: no cards, no timeline, and it says so.
+  assert.equal(await frame.$('[data-panel=compare-timeline]'), null);
+  assert.match(await text(frame, '.lf-compare'), /Neither run has memory events/);
+});
+
+test('comparing with a run that no longer exists shows the server\'s message', async () => {
+  const page = await browser.context.newPage();
+  // Not watched for failures: this comparison answers 404 on purpose.
+  const gone = 'tf_gone/2026_01_01_00_00_00';
+  await page.goto(`${tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(fixed)}&p.leakfinder.compare=${encodeURIComponent(gone)}`);
+  const frame = await (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]')).contentFrame();
+  await frame.waitForSelector('main.lf-root[data-state="error"]', {timeout: 90_000});
+  assert.match(await text(frame, '.lf-notice-error'), /no run named 'tf_gone\/2026_01_01_00_00_00'/);
+  // The selector keeps it, marked, and can clear it.
+  assert.match(await frame.$eval('[data-select=compare]', (s) => s.selectedOptions[0].textContent), /\(not found\)$/);
+  await frame.selectOption('[data-select=compare]', '');
+  await frame.waitForSelector('main.lf-root[data-state="ready"] .lf-verdict[data-verdict=no_leak]');
+});
+
+test('no request under /data/plugin/leakfinder/ failed', () => {
+  const failures = pages.flatMap((p) => p.failures);
+  assert.deepEqual(failures, [], `failed plugin requests:\n${failures.join('\n')}`);
+  assert.deepEqual(pages.flatMap((p) => p.errors), [], 'no page errors');
+  assert.ok(pages.some((p) => p.pluginRequests.some((u) => u.includes('/compare?'))));
+});
