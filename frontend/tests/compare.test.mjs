@@ -3,9 +3,8 @@
 // demo captures.
 
 import assert from 'node:assert/strict';
-import {rmSync} from 'node:fs';
 import {after, before, test} from 'node:test';
-import {launchBrowser, makeLogdir, openLeaks, runName, startTensorBoard, watch} from './harness.mjs';
+import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 
 let tb;
 let browser;
@@ -14,19 +13,14 @@ let fixed;
 let leak;
 const pages = [];
 
+let suite;
 before(async () => {
-  logdir = makeLogdir(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean']);
+  suite = await startSuite(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean']);
+  ({tb, browser, logdir} = suite);
   fixed = runName(logdir, 'tf_fixed');
   leak = runName(logdir, 'tf_leak');
-  tb = await startTensorBoard(logdir, ['--path_prefix', '/tb']);
-  browser = await launchBrowser();
 });
-
-after(async () => {
-  await browser?.close();
-  await tb?.stop();
-  if (logdir) rmSync(logdir, {recursive: true, force: true});
-});
+after(() => suite?.stop());
 
 async function newPage() {
   const page = await browser.context.newPage();

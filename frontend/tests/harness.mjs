@@ -137,6 +137,27 @@ export function watch(page) {
   return seen;
 }
 
+/**
+ * What a test file needs: a fresh logdir (copies of `demoRuns` and what
+ * `pythonSnippet` writes), `tensorboard --path_prefix /tb` on it (so that the
+ * bundle's relative URLs are proven) and a browser. `stop()` ends and removes all.
+ */
+export async function startSuite(demoRuns, pythonSnippet) {
+  const logdir = makeLogdir(demoRuns, pythonSnippet);
+  const tb = await startTensorBoard(logdir, ['--path_prefix', '/tb']);
+  const browser = await launchBrowser();
+  return {
+    logdir,
+    tb,
+    browser,
+    async stop() {
+      await browser.close();
+      await tb.stop();
+      rmSync(logdir, {recursive: true, force: true});
+    },
+  };
+}
+
 /** Opens TensorBoard on the Leaks tab with `run` selected; returns the plugin's frame once it is ready. */
 export async function openLeaks(page, base, run) {
   const hash = `#leakfinder${run ? `&p.leakfinder.run=${encodeURIComponent(run)}` : ''}`;

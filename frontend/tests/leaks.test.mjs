@@ -2,11 +2,10 @@
 // real `tensorboard` process over the demo captures and a profile built here.
 
 import assert from 'node:assert/strict';
-import {rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {after, before, test} from 'node:test';
-import {launchBrowser, makeLogdir, openLeaks, runName, startTensorBoard, watch} from './harness.mjs';
+import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 
 const XSS = '<img src=x onerror=alert(1)>';
 // A small training profile whose leaking op is named with HTML.
@@ -34,18 +33,12 @@ let browser;
 let logdir;
 const pages = [];
 
+let suite;
 before(async () => {
-  logdir = makeLogdir(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean'], BUILD_XSS_PROFILE);
-  // Under a path prefix, so that the bundle's relative URLs are proven.
-  tb = await startTensorBoard(logdir, ['--path_prefix', '/tb']);
-  browser = await launchBrowser();
+  suite = await startSuite(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean'], BUILD_XSS_PROFILE);
+  ({tb, browser, logdir} = suite);
 });
-
-after(async () => {
-  await browser?.close();
-  await tb?.stop();
-  if (logdir) rmSync(logdir, {recursive: true, force: true});
-});
+after(() => suite?.stop());
 
 async function open(run) {
   const page = await browser.context.newPage();
