@@ -3,6 +3,7 @@
 
 import uPlot from 'uplot';
 import {type Child, cssVar, el} from './dom';
+import {byteTicks} from './format';
 
 /** Runs `paint` with the canvas clipped to the plotting area (canvas pixels). */
 export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uPlot.BBox) => void): void {
@@ -44,11 +45,25 @@ export function paintPeak(
   ctx.beginPath();
   ctx.arc(x, y, 4 * dpr, 0, 2 * Math.PI);
   ctx.fill();
-  ctx.fillStyle = cssVar('--lf-text');
   ctx.font = `${Math.round(11 * dpr)}px sans-serif`;
   const tw = ctx.measureText(text).width;
   const tx = x + 6 * dpr + tw < left + width ? x + 6 * dpr : x - 6 * dpr - tw;
-  ctx.fillText(text, tx, Math.max(top + 28 * dpr, y + 4 * dpr));
+  const ty = Math.max(top + 28 * dpr, y + 4 * dpr);
+  // On a plate of the page's background, so that it reads over the lines.
+  ctx.fillStyle = cssVar('--lf-bg');
+  ctx.globalAlpha = 0.85;
+  ctx.fillRect(tx - 3 * dpr, ty - 11 * dpr, tw + 6 * dpr, 15 * dpr);
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = cssVar('--lf-text');
+  ctx.fillText(text, tx, ty);
+}
+
+/** Tick steps of a byte axis: powers of two, so that ticks read 4 MiB, 8 MiB, not 4.77 MiB. */
+const BYTE_INCRS = Array.from({length: 51}, (_, i) => 2 ** i);
+
+/** A byte axis on `scale`: binary steps, labelled in binary units. */
+export function byteAxis(scale?: string): Partial<uPlot.Axis> {
+  return {...axisStyle(), scale, incrs: BYTE_INCRS, values: (_u, v) => byteTicks(v), size: 76};
 }
 
 export function axisStyle(): Partial<uPlot.Axis> {

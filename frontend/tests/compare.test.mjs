@@ -6,6 +6,17 @@ import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
 import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 
+const XSS = '<img src=x onerror=alert(1)>';
+// Two hosts of one run that leak different ops, one of them named with HTML.
+const BUILD_TWO_HOSTS = `
+import sys
+from tb_leakfinder.synthetic import synthesize_training, write_session
+hosts = {}
+for host, op in (("host0", "LeakOnHost0"), ("host1", ${JSON.stringify(XSS)})):
+    hosts[host], _ = synthesize_training(num_events=2000, steps=10, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=op, hostname=host)
+write_session(sys.argv[1], "zz_multihost", "2026_01_01_00_00_00", hosts)
+`;
+
 let tb;
 let browser;
 let logdir;
@@ -15,7 +26,7 @@ const pages = [];
 
 let suite;
 before(async () => {
-  suite = await startSuite(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean']);
+  suite = await startSuite(['tf_leak', 'tf_fixed', 'jax_liveout', 'jax_clean'], BUILD_TWO_HOSTS);
   ({tb, browser, logdir} = suite);
   fixed = runName(logdir, 'tf_fixed');
   leak = runName(logdir, 'tf_leak');
@@ -124,6 +135,42 @@ test('the same comparison typed by hand in reverse (tf_leak as A) shows "fixed"'
   await waitForComparison(frame, leak, fixed);
   assert.equal((await firstRow(frame))[0], 'fixed');
   assert.equal(await frame.$('.lf-regression'), null);
+});
+
+test('two hosts of one run: host B is chosen next to "Compare with…"; an op named with HTML stays text', async () => {
+  const page = await newPage();
+  const seen = pages[pages.length - 1];
+  const run = runName(logdir, 'zz_multihost');
+  const frame = await openLeaks(page, tb.base, run);
+  await frame.selectOption('[data-select=compare]', run);
+  await frame.waitForSelector(`.lf-compare[data-run-a="${run}"][data-run-b="${run}"]`);
+  assert.deepEqual(await frame.$$eval('[data-select=compare-host] option', (os) => os.map((o) => o.value)), ['host0', 'host1']);
+  // The host of A is preselected: a host against itself changes nothing.
+  assert.equal(await frame.$eval('[data-select=compare-host]', (s) => s.value), 'host0');
+  assert.equal(await frame.$('.lf-regression'), null);
+  await frame.selectOption('[data-select=compare-host]', 'host1');
+  await frame.waitForSelector('.lf-regression');
+  await frame.waitForSelector('main.lf-root[data-state="ready"]');
+  const statuses = await frame.$$eval('[data-table=compare-groups] tbody tr', (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]));
+  assert.deepEqual(statuses.slice(0, 1), [['new', XSS]]);
+  assert.ok(statuses.some(([status, op]) => status === 'fixed' && op === 'LeakOnHost0'), JSON.stringify(statuses));
+  assert.ok((await text(frame, '.lf-regression')).includes(XSS));
+  assert.equal(hashState(page.url()).get('p.leakfinder.compare_host'), 'host1');
+  assert.equal(await frame.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
+  assert.deepEqual(seen.dialogs, []);
+});
+
+test("TensorBoard's reload button fetches the comparison again and keeps it", async () => {
+  const page = await newPage();
+  await page.goto(`${tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(fixed)}&p.leakfinder.compare=${encodeURIComponent(leak)}`);
+  const frame = await leaksFrame(page);
+  await waitForComparison(frame, fixed, leak);
+  const reloaded = page.waitForResponse((r) => r.url().includes('/data/plugin/leakfinder/compare?'), {timeout: 30_000});
+  await page.click('app-header-reload button');
+  await reloaded;
+  await frame.waitForSelector('main.lf-root[data-state="ready"]');
+  assert.equal((await firstRow(frame))[0], 'new');
+  assert.ok(await frame.$('[data-chart=compare-timeline][data-drawn=ab] canvas'), 'the chart was kept');
 });
 
 test('runs with compiled programs show the changes of their modules', async () => {

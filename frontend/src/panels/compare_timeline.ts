@@ -4,9 +4,9 @@
 
 import uPlot from 'uplot';
 import {api, type Selection, type Timeline} from '../api';
-import {axisStyle, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
+import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {byteTicks, formatBytes, formatCount, formatPs, timeTicks} from '../format';
+import {formatBytes, formatCount, formatPs, timeTicks} from '../format';
 
 const HEIGHT = 300;
 
@@ -124,7 +124,7 @@ export class CompareTimeline {
       },
       axes: [
         {...axes, label: 'time from the window start', values: (_u, v) => timeTicks(v), size: 50},
-        {...axes, scale: 'bytes', values: (_u, v) => byteTicks(v), size: 76},
+        byteAxis('bytes'),
       ],
       series: [
         {label: 'time', value: (_u, v) => formatPs(v)},

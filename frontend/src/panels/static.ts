@@ -5,7 +5,7 @@
 
 import uPlot from 'uplot';
 import {api, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
-import {axisStyle, chartWidth, clipped, downsample, type Rect, RectChart, SizedPlot, swatch} from '../chart';
+import {axisStyle, byteAxis, chartWidth, clipped, downsample, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {byteTicks, formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
@@ -260,7 +260,7 @@ export class StaticPanel {
       scales: {x: {time: false}, y: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.08]}},
       axes: [
         {...axes, values: (_u, v) => v.map((x) => formatCount(Math.round(x))), size: 36},
-        {...axes, values: (_u, v) => byteTicks(v), size: 76},
+        byteAxis(),
       ],
       series: [
         {label: 'program order', value: (_u, v) => formatCount(v)},

@@ -4,9 +4,9 @@
 
 import uPlot from 'uplot';
 import {api, type Selection, type Timeline} from '../api';
-import {axisStyle, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
+import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {byteTicks, formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
+import {formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
 
 export interface BufferSpan {
   alloc_ps: number | null;
@@ -133,7 +133,7 @@ export class TimelinePanel {
       scales: {x: {time: false}, bytes: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}, frac: {range: [0, 1]}},
       axes: [
         {...axes, values: (_u, v) => timeTicks(v), size: 36},
-        {...axes, scale: 'bytes', values: (_u, v) => byteTicks(v), size: 76},
+        byteAxis('bytes'),
         {...axes, scale: 'frac', side: 1, grid: {show: false}, values: (_u, v) => v.map((x) => formatFraction(x)), size: 50},
       ],
       series: [
