@@ -7,8 +7,10 @@ from typing import Any
 import numpy as np
 
 from tb_leakfinder.analyses import verdict as verdicts
+from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
+from tb_leakfinder.analyses.suspects import SuspectGroup
 from tb_leakfinder.analyses.timeline import downsample, held_bytes, never_freed_bytes
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
@@ -25,15 +27,16 @@ def steps_json(steps: Steps) -> list[Json]:
     ]
 
 
+def _group_key_json(strings: list[str], row: SuspectGroup | BreakdownRow) -> Json:
+    return {"op": strings[row.op], "shape": strings[row.shape], "dtype": dtype_name(row.dtype), "region": strings[row.region]}
+
+
 def allocator_json(a: AllocatorAnalysis) -> Json:
     s, strings = a.summary, a.events.strings
     leaks = [
         {
             "group": i,
-            "op": strings[g.op],
-            "shape": strings[g.shape],
-            "dtype": dtype_name(g.dtype),
-            "region": strings[g.region],
+            **_group_key_json(strings, g),
             "kind": g.kind,
             "count": g.count,
             "bytes": g.bytes,
@@ -45,17 +48,7 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
         }
         for i, g in enumerate(a.suspects.groups)
     ]
-    breakdown = [
-        {
-            "op": strings[r.op],
-            "shape": strings[r.shape],
-            "dtype": dtype_name(r.dtype),
-            "region": strings[r.region],
-            "count": r.count,
-            "bytes": r.bytes,
-        }
-        for r in a.breakdown
-    ]
+    breakdown = [{**_group_key_json(strings, r), "count": r.count, "bytes": r.bytes} for r in a.breakdown]
     return {
         "name": a.name,
         "num_allocations": s.num_allocations,
