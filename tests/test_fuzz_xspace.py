@@ -34,6 +34,7 @@ from tb_leakfinder.synthetic import ProfileBuilder, encode_varint, synthesize_tr
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_ENV = xspace.PURE_PYTHON_ENV
+REQUIRE_SCANNER_ENV = "TB_LEAKFINDER_REQUIRE_SCANNER"  # set by tests/run.sh, which builds the scanner
 CI_SEED = 20261129
 CI_INPUTS = 1200
 # Bounded time: generous enough never to flake on a loaded 2-core CI machine.
@@ -385,7 +386,10 @@ def run_input(tally: Tally, name: str, data: bytes, path: Path) -> str:
 
 
 def decoder_paths() -> list[str]:
-    return ["pure", "compiled"] if xspace.compiled_scanner() is not None else ["pure"]
+    """The reference decoder, and the C scanner where it is built (always where CI requires it)."""
+    if xspace.compiled_scanner() is not None or os.environ.get(REQUIRE_SCANNER_ENV) == "1":
+        return ["pure", "compiled"]
+    return ["pure"]
 
 
 @contextlib.contextmanager
@@ -394,6 +398,8 @@ def decoder_path(name: str) -> Iterator[None]:
     saved = os.environ.get(PURE_ENV)
     os.environ[PURE_ENV] = "1" if name == "pure" else ""
     try:
+        if name == "compiled" and xspace.compiled_scanner() is None:
+            raise RuntimeError("the C scanner is not built (python setup.py build_ext --inplace)")
         yield
     finally:
         if saved is None:
@@ -426,16 +432,10 @@ def peak_rss_bytes() -> int:
 # --- the tests ---------------------------------------------------------------
 
 
-@pytest.fixture(params=["pure", "compiled"])
-def decoder(request, monkeypatch) -> str:
-    """Both decoder paths: the reference decoder, and the C scanner where it is built."""
-    if request.param == "pure":
-        monkeypatch.setenv(PURE_ENV, "1")
-    else:
-        monkeypatch.delenv(PURE_ENV, raising=False)
-        if xspace.compiled_scanner() is None:
-            pytest.skip("the C scanner (read/_xspace_scan.c) is not built")
-    return request.param
+@pytest.fixture(params=decoder_paths())
+def decoder(request) -> Iterator[str]:
+    with decoder_path(request.param):
+        yield request.param
 
 
 def test_wire_scanner_reads_every_seed():
