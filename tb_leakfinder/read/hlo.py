@@ -71,11 +71,15 @@ def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
                 program_id = getattr(stat, kind) if kind in ("int64_value", "uint64_value") else None
         if data is None:
             continue
-        key = meta.name
-        if not _KEY.match(key) and program_id is not None:
-            key = f"{key}({program_id})"
-        protos[key] = data
+        protos[module_key(meta.name, program_id)] = data
     return protos
+
+
+def module_key(name: str, program_id: int | None) -> str:
+    """The "<module>(<program_id>)" a module is known by; names that carry their id keep it."""
+    if _KEY.match(name) or program_id is None:
+        return name
+    return f"{name}({program_id})"
 
 
 def session_hlo_files(session_dir: str) -> dict[str, bytes]:

@@ -87,7 +87,7 @@ def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
-    steps = xspace_proto._steps([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
+    steps = xspace_proto.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
     return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings)
 
 
@@ -129,8 +129,5 @@ def _hlo_protos(entries: list[tuple[int, str, bytes | None, int | None]]) -> dic
     for name, data, program_id in by_key.values():
         if data is None:
             continue
-        key = name
-        if not hlo._KEY.match(key) and program_id is not None:
-            key = f"{key}({program_id})"
-        protos[key] = data
+        protos[hlo.module_key(name, program_id)] = data
     return protos

@@ -145,7 +145,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
     }
     order = np.argsort(arrays["time_ps"], kind="stable")
     events = MemoryEvents(**{n: a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators)
-    return events, _steps(step_rows, warnings), end_ps
+    return events, steps_from_markers(step_rows, warnings), end_ps
 
 
 def _as_int64(value: int) -> int:
@@ -167,7 +167,7 @@ def _step_num(event: Message, stat_names: dict[int, str]) -> int | None:
     return None
 
 
-def _steps(rows: list[tuple[int, int, int]], warnings: list[str]) -> Steps:
+def steps_from_markers(rows: list[tuple[int, int, int]], warnings: list[str]) -> Steps:
     """One interval per step number (the union of its markers), sorted by start."""
     merged: dict[int, tuple[int, int]] = {}
     for step, start, end in rows:
