@@ -33,8 +33,9 @@ def downsample(time_ps: np.ndarray, values: np.ndarray, points: int) -> np.ndarr
     if n <= points:
         return np.arange(n)
     buckets = max(1, (points - 1) // 4)
-    span = int(time_ps[-1] - time_ps[0]) + 1
-    bucket = ((time_ps - time_ps[0]).astype(np.float64) * buckets / span).astype(np.int64)
+    # In floats: the times of a corrupt profile can be far enough apart to overflow int64.
+    offset = time_ps.astype(np.float64) - float(time_ps[0])
+    bucket = np.minimum(offset * buckets / (offset[-1] + 1), buckets - 1).astype(np.int64)
     starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     ends = np.r_[starts[1:], n] - 1
     highs = _first_extreme(values, starts, np.maximum)
