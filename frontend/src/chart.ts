@@ -62,7 +62,7 @@ export function paintPeak(
 const BYTE_INCRS = Array.from({length: 51}, (_, i) => 2 ** i);
 
 /** A byte axis on `scale`: binary steps, labelled in binary units. */
-export function byteAxis(scale?: string): Partial<uPlot.Axis> {
+export function byteAxis(scale = 'y'): Partial<uPlot.Axis> {
   return {...axisStyle(), scale, incrs: BYTE_INCRS, values: (_u, v) => byteTicks(v), size: 76};
 }
 
@@ -173,9 +173,9 @@ export interface Rect {
 export interface RectChartOptions<R extends Rect> {
   height: number;
   xLabel: string;
+  /** The y axis is in bytes (an address or an offset). */
   yLabel: string;
   xValues(values: number[]): string[];
-  yValues(values: number[]): string[];
   /** Title and rows of the tooltip for a rect. */
   describe(rect: R): {title: string; rows: [string, Child][]};
   /** Takes over zooming: a dragged range, or null on double-click. */
@@ -212,7 +212,7 @@ export class RectChart<R extends Rect> {
       },
       axes: [
         {...axes, label: options.xLabel, values: (_u, v) => options.xValues(v), size: 40},
-        {...axes, label: options.yLabel, values: (_u, v) => options.yValues(v), size: 80},
+        {...byteAxis('y'), label: options.yLabel, size: 80},
       ],
       series: [{}, {show: false}],
       hooks: {

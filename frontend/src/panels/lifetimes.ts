@@ -6,7 +6,7 @@
 import {api, type Buffer, type BufferStatus, type LeakGroup, type Selection} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
-import {byteTicks, formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
+import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
 import {DataTable} from '../table';
 import type {BufferSpan, TimeRange} from './timeline';
 
@@ -87,7 +87,6 @@ export class LifetimesPanel {
       xLabel: 'time',
       yLabel: 'address (unused gaps removed)',
       xValues: timeTicks,
-      yValues: byteTicks,
       describe: (r) => this.describe(r.buffer),
       onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
     });

@@ -7,7 +7,7 @@ import uPlot from 'uplot';
 import {api, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, downsample, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {byteTicks, formatBytes, formatCount} from '../format';
+import {formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
 
 /** The chart draws at most this many logical buffers (the largest). */
@@ -187,7 +187,6 @@ export class StaticPanel {
       xLabel: 'program order',
       yLabel: 'offset',
       xValues: (v) => v.map((x) => formatCount(Math.round(x))),
-      yValues: byteTicks,
       describe: (r) => ({
         title: r.buffer.op_name || nameOf(r.buffer) || '(unnamed)',
         rows: [
