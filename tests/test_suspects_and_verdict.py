@@ -132,3 +132,26 @@ def test_no_step_markers_is_inconclusive():
     a = _analyze(loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]"), markers=False))
     assert a.verdict.verdict == "inconclusive"
     assert "0 step marker" in a.verdict.reason
+
+
+@pytest.mark.parametrize("every", [3, 10])
+def test_periodic_leak_is_growing(every):
+    """Kept every Nth step (e.g. metrics appended when logging) still grows without bound."""
+    loop = Loop(40)
+    b = loop.run(lambda step, t: loop.alloc(t, 96 * KIB, "Pack", "[24,1024]") if step % every == 0 else None)
+    a = _analyze(b)
+    (top,) = a.suspects.groups
+    assert top.kind == "growing" and a.verdict.verdict == "leak"
+    kept = len(range(0, 40, every))
+    assert top.steps == kept
+    assert top.bytes_per_step == pytest.approx(kept * 96 * KIB / (top.last_step - top.first_step + 1))
+    assert f"{kept} of 40 steps" in a.verdict.reason
+
+
+def test_leak_that_starts_after_warm_up_is_growing():
+    loop = Loop(30)
+    b = loop.run(lambda step, t: loop.alloc(t, 16 * KIB, "Stack", "[4,1024]") if step >= 20 else None)
+    a = _analyze(b)
+    (top,) = a.suspects.groups
+    assert top.kind == "growing" and top.first_step == 20 and top.bytes_per_step == 16 * KIB
+    assert 0.5 <= top.score < 1.0  # ten steps of growth: less certain than a whole window of it

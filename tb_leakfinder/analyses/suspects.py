@@ -99,17 +99,18 @@ def _classify(
     elif num_steps == 0 or last is None or last <= max(0, num_steps // 10) or distinct <= 1:
         kind, score = PERSISTENT, 0.1
     else:
-        reach = num_steps - first  # steps from the group's first never-freed buffer to the end
-        coverage = distinct / reach
         # A rolling cache keeps its newest entries and frees older ones of the same kind.
         evicted = first_freed_position < first
-        if distinct >= 3 and last >= num_steps - 2 and coverage >= 0.5 and not (evicted and distinct <= num_steps // 2):
-            kind = GROWING
-            span = last - first + 1
-            per_step = total / span
-            score = 0.5 + 0.5 * coverage * min(1.0, distinct / max(3.0, num_steps / 2))
+        span = last - first + 1
+        # Steps between additions: a leak may add every step or, say, every 10th (periodic logging).
+        cadence = float(np.median(np.diff(in_steps)))
+        still_adding = num_steps - 1 - last <= max(2.0, 2 * cadence)
+        if distinct >= 3 and still_adding and not (evicted and distinct <= num_steps // 2):
+            kind, per_step = GROWING, total / span
+            regularity = min(1.0, distinct / ((last - first) / cadence + 1))
+            score = 0.5 + 0.5 * min(1.0, span / max(3.0, num_steps / 2)) * regularity
         else:
-            kind, score = BOUNDED, 0.3 * coverage
+            kind, score = BOUNDED, 0.3 * distinct / (num_steps - first)
     step_nums = steps.step_num
     return SuspectGroup(
         op=op,
