@@ -672,6 +672,8 @@ def synthesize_training(
     Returns the builder and a description of what was planted, with the
     tracked peaks and the exact number of events.
     """
+    if cache_entries < 1 or live_temporaries < 1:
+        raise ValueError(f"cache_entries and live_temporaries must be at least 1, not {cache_entries}, {live_temporaries}")
     rng = np.random.default_rng(seed)
     leak_allocator = leak_allocator or allocators[0]
     builder = ProfileBuilder(hostname, spool=spool)
