@@ -12,7 +12,7 @@ from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.suspects import SuspectGroup
 from tb_leakfinder.analyses.timeline import downsample, held_bytes, never_freed_bytes
-from tb_leakfinder.errors import BadArgumentError, NotFoundError
+from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
 
@@ -95,6 +95,22 @@ def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
         "steps": steps_json(h.profile.steps),
         "allocators": allocators,
         "modules": modules,
+    }
+
+
+def host_error_json(host: str, error: LeakfinderError) -> Json:
+    """A host of a multi-host run whose file cannot be analysed: the others still are."""
+    return {
+        "host": host,
+        "verdict": verdicts.INCONCLUSIVE,
+        "reason": f"Not analysed: {error.message}",
+        "error": error.message,
+        "warnings": [],
+        "duration_ps": 0,
+        "num_steps": 0,
+        "steps": [],
+        "allocators": [],
+        "modules": [],
     }
 
 

@@ -140,7 +140,12 @@ class Engine:
                 results = list(pool.map(lambda h: self.host(run, h), hosts))
         else:
             results = [self.host(run, h) for h in hosts]
-        return report.run_json(run.name, [r.json() for r in results])
+        errors = [r.error for r in results if r.error is not None]
+        if len(errors) == len(results):
+            raise errors[0]
+        # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
+        host_json = [report.host_error_json(h, r.error) if r.error else r.json() for h, r in zip(hosts, results, strict=True)]
+        return report.run_json(run.name, host_json)
 
     def report(self, run_name: str | None = None, host: str | None = None) -> report.Json:
         runs = [self.run(run_name)] if run_name is not None else self.runs()

@@ -91,3 +91,27 @@ def test_bad_input_exits_2_with_one_line(tmp_path, make, words):
 def test_unknown_run_exits_2():
     out = cli("check", str(DEMO_LOGS), "--run", "nope")
     assert out.returncode == 2 and "no run named 'nope'" in out.stderr
+
+
+def _two_host_session(tmp_path, good: str) -> str:
+    """A session whose host `a` is the demo run `good` and host `b` a file cut short mid-write."""
+    session = tmp_path / "job" / "plugins" / "profile" / "s"
+    session.mkdir(parents=True)
+    data = demo_xplane(good).read_bytes()
+    (session / "a.xplane.pb").write_bytes(data)
+    (session / "b.xplane.pb").write_bytes(data[: len(data) // 2])
+    return str(session)
+
+
+def test_check_with_one_unreadable_host_still_reports_the_leak(tmp_path):
+    out = cli("check", _two_host_session(tmp_path, "tf_leak"))
+    assert out.returncode == 1
+    assert "Mul [128,1024]" in out.stdout
+    assert "b.xplane.pb" in out.stderr and "incomplete or corrupt" in out.stderr
+
+
+def test_check_with_one_unreadable_host_and_no_leak_is_bad_input(tmp_path):
+    out = cli("check", _two_host_session(tmp_path, "tf_fixed"))
+    assert out.returncode == 2
+    assert out.stdout.split()[0] == "inconclusive"  # one host could not be read
+    assert "b.xplane.pb" in out.stderr

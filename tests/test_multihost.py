@@ -76,7 +76,16 @@ def test_a_broken_host_is_named_and_the_others_still_analyse(session, tmp_path):
     (broken / "host01.xplane.pb").write_bytes((session / "host01.xplane.pb").read_bytes()[:-7])
     engine = Engine.for_path(str(broken), workers=3)
     run = engine.run("session")
-    with pytest.raises(LeakfinderError, match="incomplete or corrupt profile") as raised:
-        engine.report()
-    assert str(broken / "host01.xplane.pb") in raised.value.message
-    assert engine.host(run, "host00").unwrap().allocators and engine.host(run, "host02").unwrap().allocators
+    hosts = {h["host"]: h for h in engine.report()["runs"][0]["hosts"]}
+    bad = hosts["host01"]
+    assert bad["verdict"] == "inconclusive" and bad["allocators"] == []
+    assert "incomplete or corrupt profile" in bad["error"] and str(broken / "host01.xplane.pb") in bad["error"]
+    assert bad["reason"] == f"Not analysed: {bad['error']}"
+    assert hosts["host00"]["allocators"] and hosts["host02"]["allocators"] and "error" not in hosts["host00"]
+    # Asked for by name, the broken host is an error of its own.
+    with pytest.raises(LeakfinderError, match="incomplete or corrupt profile"):
+        engine.run_report(run, "host01")
+    (broken / "host00.xplane.pb").write_bytes(b"")
+    (broken / "host02.xplane.pb").write_bytes(b"\xff")
+    with pytest.raises(LeakfinderError):  # nothing readable: the run itself is bad input
+        Engine.for_path(str(broken)).report()

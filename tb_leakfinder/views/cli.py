@@ -94,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
         print(f"{run['verdict']:>12}  {run['run']}: {reasons}")
-    return EXIT_LEAK if leaking else EXIT_OK
+    errors = [h["error"] for r in result["runs"] for h in r["hosts"] if "error" in h]
+    for message in errors:
+        print(f"tb-leakfinder: error: {message}", file=sys.stderr)
+    if leaking:
+        return EXIT_LEAK
+    return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
 if __name__ == "__main__":
