@@ -71,10 +71,10 @@ def _nbytes(obj: object) -> int:
 
 
 def _weight(result: HostResult) -> int:
-    """The bytes a cached analysis holds: the host's events, each allocator's own columns, the HLO protos."""
+    """The bytes a cached analysis holds: each allocator's columns, the steps, the HLO protos."""
     if result.analysis is None:
         return 1024
-    total = _nbytes(result.analysis.profile.events) + _nbytes(result.analysis.profile.steps)
+    total = _nbytes(result.analysis.profile.steps)
     total += sum(len(data) for data in result.hlo_protos.values())
     for a in result.analysis.allocators:
         total += _nbytes(a.events) + _nbytes(a.buffers)

@@ -6,9 +6,12 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from tb_leakfinder.analyses.host import HostAnalysis
 from tb_leakfinder.cache import ComputeCache
+from tb_leakfinder.model.memory import EVENT_COLUMNS
 from tb_leakfinder.service import Engine, _weight
 from tb_leakfinder.synthetic import synthesize_training, write_session
 from tests.plugin_client import make_client
@@ -64,7 +67,10 @@ def test_a_changed_file_is_recomputed(tmp_path):
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
     after = engine.host(run, "host0").unwrap()
     assert engine.computations == 2
-    assert len(after.profile.events) == planted["num_events"] != len(before.profile.events)
+    def num_events(analysis: HostAnalysis) -> int:
+        return sum(len(a.events) for a in analysis.allocators)
+
+    assert num_events(after) == planted["num_events"] != num_events(before)
 
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))  # same bytes, new mtime
     engine.host(run, "host0")
@@ -74,7 +80,8 @@ def test_a_changed_file_is_recomputed(tmp_path):
 def test_the_plugin_flag_bounds_the_cache(logdir):
     probe = Engine.for_logdir(str(logdir))
     weight = _weight(probe.host(probe.run("run0/session"), "host0"))
-    assert weight > 4 * MIB  # the columns of 30,000 events and their buffers
+    event_bytes = sum(np.dtype(dtype).itemsize for dtype in EVENT_COLUMNS.values())
+    assert weight > 30_000 * event_bytes  # the columns of 30,000 events, and their buffers on top
     cache_mb = (weight * 3 // 2) // MIB + 1  # room for one analysis, not two
     _, plugin = make_client(str(logdir), leakfinder_cache_mb=cache_mb)
     engine = plugin.engine

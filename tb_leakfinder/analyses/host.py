@@ -33,16 +33,17 @@ class AllocatorAnalysis:
 
 @dataclass
 class HostAnalysis:
-    profile: HostProfile
+    profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
     allocators: list[AllocatorAnalysis]  # largest peak first
 
 
 def analyze_host(profile: HostProfile) -> HostAnalysis:
-    profile = replace(profile, warnings=[*profile.warnings, *_step_warnings(profile.steps)])
     events = profile.events
+    profile = replace(profile, events=MemoryEvents.empty(), warnings=[*profile.warnings, *_step_warnings(profile.steps)])
     result = []
     for index, name in enumerate(events.allocator_names):
-        mine = events.take(np.flatnonzero(events.allocator == index))
+        # One allocator (the usual case) takes the host's columns as they are, without a copy.
+        mine = events if len(events.allocator_names) == 1 else events.take(np.flatnonzero(events.allocator == index))
         result.append(analyze_allocator(name or "(unnamed allocator)", mine, profile))
     result.sort(key=lambda a: -a.summary.peak_bytes_in_use)
     return HostAnalysis(profile, result)
@@ -53,7 +54,7 @@ def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> 
     # Fragmentation is a share of the pool: NaN, infinite or past [0, 1] is corruption (and would break JSON).
     fraction = np.isfinite(events.fragmentation) & (events.fragmentation >= 0) & (events.fragmentation <= 1)
     if not fraction.all():
-        events.fragmentation = np.where(fraction, events.fragmentation, 0.0)
+        events = replace(events, fragmentation=np.where(fraction, events.fragmentation, 0.0))
         warnings.append(f"{name}: {np.count_nonzero(~fraction)} fragmentation value(s) not a fraction in [0, 1], shown as 0")
     if np.any(events.time_ps < 0):
         warnings.append(
