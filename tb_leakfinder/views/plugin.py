@@ -67,16 +67,21 @@ def int_arg(request: Request, name: str, default: int | None = None, lo: int | N
     return value
 
 
-def str_arg(request: Request, name: str, required: bool = False) -> str | None:
+def str_arg(request: Request, name: str) -> str | None:
     value = request.args.get(name)
     if value is None or value == "":
-        if required:
-            raise BadArgumentError(f"the query argument {name!r} is required")
         return None
     if "\x00" in value:
         raise BadArgumentError(f"{name} must not contain NUL bytes")
     if len(value) > MAX_ARG_CHARS:
         raise BadArgumentError(f"{name} is {len(value)} characters long, over the limit of {MAX_ARG_CHARS}")
+    return value
+
+
+def required_arg(request: Request, name: str) -> str:
+    value = str_arg(request, name)
+    if value is None:
+        raise BadArgumentError(f"the query argument {name!r} is required")
     return value
 
 
@@ -119,7 +124,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         flags = context.flags
         cache_mb = getattr(flags, "leakfinder_cache_mb", None) if flags is not None else None
         cache_bytes = cache_mb << 20 if cache_mb else DEFAULT_CACHE_BYTES
-        self.engine = Engine.for_logdir(context.logdir or "", cache_bytes) if context.logdir else Engine(list)
+        self.engine = Engine.for_logdir(context.logdir, cache_bytes) if context.logdir else Engine(list)
 
     def frontend_metadata(self) -> base_plugin.FrontendMetadata:
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Leaks")
@@ -165,13 +170,16 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
         return app
 
+    def _run(self, request: Request, arg: str = "run") -> Run:
+        return self.engine.run(required_arg(request, arg))
+
     def _runs(self, request: Request) -> report.Json:
         return {"runs": [{"run": r.name, "hosts": list(r.hosts)} for r in self.engine.runs()]}
 
     def _module(self, request: Request) -> report.Json:
-        run = self.engine.run(str_arg(request, "run", required=True) or "")
+        run = self._run(request)
         host, _ = run.host_path(str_arg(request, "host"))
-        module = str_arg(request, "module", required=True) or ""
+        module = required_arg(request, "module")
         points = int_arg(request, "points", DEFAULT_POINTS, 4, MAX_POINTS) or DEFAULT_POINTS
         detail = self.engine.host(run, host).module(module, int_arg(request, "memory_space", None, 0), points)
         return {"run": run.name, "host": host, **detail}
@@ -179,7 +187,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _compare(self, request: Request) -> report.Json:
         sides = []
         for side in ("a", "b"):
-            run = self.engine.run(str_arg(request, f"run_{side}", required=True) or "")
+            run = self._run(request, f"run_{side}")
             host = str_arg(request, f"host_{side}")
             _check_hosts(run, host)
             sides.append((self.engine.run_report(run, host), host))
@@ -187,13 +195,13 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         return compare(run_a, run_b, host_a, host_b)
 
     def _report(self, request: Request) -> report.Json:
-        run = self.engine.run(str_arg(request, "run", required=True) or "")
+        run = self._run(request)
         host = str_arg(request, "host")
         _check_hosts(run, host)
         return report.report_json([self.engine.run_report(run, host)])
 
     def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
-        run = self.engine.run(str_arg(request, "run", required=True) or "")
+        run = self._run(request)
         host, _ = run.host_path(str_arg(request, "host"))
         analysis = self.engine.host(run, host).unwrap()
         allocator = report.find_allocator(analysis, str_arg(request, "allocator"))
