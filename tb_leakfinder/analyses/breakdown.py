@@ -41,7 +41,7 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     if peak_event < 0:
         return [], 0
     live = np.flatnonzero(live_at(buffers, peak_event, int(events.time_ps[peak_event])))
-    keys = group_keys(buffers)[live]
+    keys = group_keys(buffers, live)
     ids, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     sizes = np.zeros(len(ids), np.int64)  # integer sums: float weights would round large byte counts
     np.add.at(sizes, inverse, buffers.allocation_bytes[live])

@@ -67,11 +67,11 @@ def leak_suspects(buffers: Buffers, steps: Steps) -> Suspects:
     return Suspects([groups[i] for i in order], group_of_buffer)
 
 
-def group_keys(buffers: Buffers) -> np.ndarray:
-    """One int64 per buffer, equal exactly when (op, shape, dtype, region) are equal."""
-    key = np.zeros(len(buffers), np.int64)
+def group_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
+    """One int64 per buffer (or per buffer in `rows`), equal exactly when (op, shape, dtype, region) are."""
+    key = np.zeros(len(buffers) if rows is None else len(rows), np.int64)
     for column in (buffers.op, buffers.shape, buffers.dtype, buffers.region):
-        values, codes = np.unique(column, return_inverse=True)
+        values, codes = np.unique(column if rows is None else column[rows], return_inverse=True)
         key = key * len(values) + codes
     return key
 
