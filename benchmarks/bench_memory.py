@@ -4,7 +4,7 @@
     python benchmarks/bench_memory.py --hosts 64       # also a 64-host run, hosts in parallel vs one by one
     python benchmarks/bench_memory.py --ten-million    # also a 10M-event (~1.2 GB) profile, within 8 GB RSS
 
-The profile is synthesised by tb_leakfinder.synthetic (several allocators,
+The profile is synthesised by tests.synthetic (several allocators,
 temporaries, persistent weights, a bounded cache and one planted leak) and
 kept in --workdir for the next run. Every measured run is a fresh subprocess
 (cold: imports, file read, decode, analysis); XProf and tb_leakfinder
@@ -126,7 +126,8 @@ def profile(workdir: Path, events: int, steps: int, hosts: int = 1, seed: int = 
     described = session / "planted.json"
     if described.exists():
         return session, json.loads(described.read_text())
-    from tb_leakfinder.synthetic import write_training
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test-only profile builder lives in tests/
+    from tests.synthetic import write_training
 
     session.mkdir(parents=True, exist_ok=True)
     planted = []
@@ -143,8 +144,11 @@ def profile(workdir: Path, events: int, steps: int, hosts: int = 1, seed: int = 
         )
         planted.append({**info, "host": name})
         if hosts == 1 or h == 0:
-            print(f"  synthesised {name}: {info['num_events']:,} events, {info['file_bytes'] / 1e6:.0f} MB "
-                  f"in {time.perf_counter() - start:.0f} s", flush=True)
+            print(
+                f"  synthesised {name}: {info['num_events']:,} events, {info['file_bytes'] / 1e6:.0f} MB "
+                f"in {time.perf_counter() - start:.0f} s",
+                flush=True,
+            )
     described.write_text(json.dumps(planted))
     return session, planted
 
@@ -188,8 +192,11 @@ def compare(session: Path, planted: dict, repeats: int) -> bool:
                 xprof.append(run_child(XPROF_CHILD, path, env=env))
             else:
                 ours.append(run_child(LEAKFINDER_CHILD, path, env=env))
-        print(f"  run {i + 1}/{repeats}: XProf {fmt_s(xprof[-1].wall_s)} {fmt_gb(xprof[-1].rss_bytes)}, "
-              f"tb_leakfinder {fmt_s(ours[-1].wall_s)} {fmt_gb(ours[-1].rss_bytes)}", flush=True)
+        print(
+            f"  run {i + 1}/{repeats}: XProf {fmt_s(xprof[-1].wall_s)} {fmt_gb(xprof[-1].rss_bytes)}, "
+            f"tb_leakfinder {fmt_s(ours[-1].wall_s)} {fmt_gb(ours[-1].rss_bytes)}",
+            flush=True,
+        )
     x_wall = statistics.median(m.wall_s for m in xprof)
     x_rss = statistics.median(m.rss_bytes for m in xprof)
     o_wall = statistics.median(m.wall_s for m in ours)
@@ -198,28 +205,34 @@ def compare(session: Path, planted: dict, repeats: int) -> bool:
     o_cpu = statistics.median(m.cpu_s for m in ours)
     found = all(leak_found(json.loads(m.stdout), planted) for m in ours)
     xprof_peaks = json.loads(xprof[0].stdout)
-    our_peaks = {
-        a["name"]: a["peak_bytes_in_use"] for a in json.loads(ours[0].stdout)["runs"][0]["hosts"][0]["allocators"]
-    }
+    our_peaks = {a["name"]: a["peak_bytes_in_use"] for a in json.loads(ours[0].stdout)["runs"][0]["hosts"][0]["allocators"]}
 
     cache = json.loads(run_child(CACHE_CHILD, str(session.parent.parent.parent.parent), "20", env=env).stdout)
     cached = statistics.median(cache["cached_s"])
 
     time_ratio, rss_ratio = o_wall / x_wall, o_rss / x_rss
     print()
-    print(f"1M-event profile: {planted['num_events']:,} memory events, {planted['steps']} steps, "
-          f"{len(planted['allocators'])} allocators, {planted['file_bytes'] / 1e6:.0f} MB; {repeats} cold runs each")
+    print(
+        f"1M-event profile: {planted['num_events']:,} memory events, {planted['steps']} steps, "
+        f"{len(planted['allocators'])} allocators, {planted['file_bytes'] / 1e6:.0f} MB; {repeats} cold runs each"
+    )
     print("| | median wall | median peak RSS | median CPU time |")
     print("|---|---|---|---|")
     print(f"| XProf memory_profile converter | {fmt_s(x_wall)} | {fmt_gb(x_rss)} | {fmt_s(x_cpu)} |")
     print(f"| tb_leakfinder full analysis | {fmt_s(o_wall)} | {fmt_gb(o_rss)} | {fmt_s(o_cpu)} |")
-    print(f"| ratio (target) | {time_ratio:.2f}x (<= {MAX_TIME_RATIO}) | {rss_ratio:.2f}x (<= {MAX_RSS_RATIO}) "
-          f"| {o_cpu / x_cpu:.2f}x |")
-    print(f"second request for the run (plugin /report, cached): median {fmt_s(cached)}, max {fmt_s(max(cache['cached_s']))} "
-          f"over {len(cache['cached_s'])}; first {fmt_s(cache['first_s'])}; computations {cache['computations']} "
-          f"(target <= {fmt_s(MAX_CACHED_REQUEST_S)})")
-    print(f"planted leak ({planted['leak']['op']} {planted['leak']['shape']} on {planted['leak']['allocator']}) "
-          f"found in every run: {found}")
+    print(
+        f"| ratio (target) | {time_ratio:.2f}x (<= {MAX_TIME_RATIO}) | {rss_ratio:.2f}x (<= {MAX_RSS_RATIO}) "
+        f"| {o_cpu / x_cpu:.2f}x |"
+    )
+    print(
+        f"second request for the run (plugin /report, cached): median {fmt_s(cached)}, max {fmt_s(max(cache['cached_s']))} "
+        f"over {len(cache['cached_s'])}; first {fmt_s(cache['first_s'])}; computations {cache['computations']} "
+        f"(target <= {fmt_s(MAX_CACHED_REQUEST_S)})"
+    )
+    print(
+        f"planted leak ({planted['leak']['op']} {planted['leak']['shape']} on {planted['leak']['allocator']}) "
+        f"found in every run: {found}"
+    )
     agree = {name: (xprof_peaks.get(name), our_peaks.get(name)) for name in sorted(set(xprof_peaks) | set(our_peaks))}
     print(f"peak heap per allocator, XProf vs tb_leakfinder: {agree}")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
@@ -237,7 +250,7 @@ def multihost(workdir: Path, hosts: int, events: int, steps: int, repeats: int) 
     parallel: list[dict] = []
     walls: dict[int, list[float]] = {1: [], workers: []}
     for i in range(repeats):
-        for w in ((1, workers) if i % 2 == 0 else (workers, 1)):
+        for w in (1, workers) if i % 2 == 0 else (workers, 1):
             m = run_child(MULTIHOST_CHILD, str(session), str(w), env=env)
             (serial if w == 1 else parallel).append(json.loads(m.stdout))
             walls[w].append(m.wall_s)
@@ -247,14 +260,20 @@ def multihost(workdir: Path, hosts: int, events: int, steps: int, repeats: int) 
     p_cpu = statistics.median(r["cpu_s"] / r["report_s"] for r in parallel)
     leaking = parallel[0]["leaking_hosts"]
     total_bytes = sum(info["file_bytes"] for info in planted)
-    print(f"{hosts}-host run ({hosts * events:,} events, {total_bytes / 1e6:.0f} MB), report of the whole run, cold, "
-          f"{repeats} runs each:")
-    print(f"| workers | median report time | median process wall | CPU time / report time |\n|---|---|---|---|\n"
-          f"| 1 (host after host) | {fmt_s(s)} | {fmt_s(statistics.median(walls[1]))} | {s_cpu:.2f} |\n"
-          f"| {workers} (thread pool) | {fmt_s(p)} | {fmt_s(statistics.median(walls[workers]))} | {p_cpu:.2f} |")
+    print(
+        f"{hosts}-host run ({hosts * events:,} events, {total_bytes / 1e6:.0f} MB), report of the whole run, cold, "
+        f"{repeats} runs each:"
+    )
+    print(
+        f"| workers | median report time | median process wall | CPU time / report time |\n|---|---|---|---|\n"
+        f"| 1 (host after host) | {fmt_s(s)} | {fmt_s(statistics.median(walls[1]))} | {s_cpu:.2f} |\n"
+        f"| {workers} (thread pool) | {fmt_s(p)} | {fmt_s(statistics.median(walls[workers]))} | {p_cpu:.2f} |"
+    )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {workers} CPUs")
-    print(f"speed-up {s / p:.2f}x on {workers} CPUs; {fmt_s(p / hosts)} per host; hosts with the planted leak found: "
-          f"{leaking}/{hosts}")
+    print(
+        f"speed-up {s / p:.2f}x on {workers} CPUs; {fmt_s(p / hosts)} per host; hosts with the planted leak found: "
+        f"{leaking}/{hosts}"
+    )
     return leaking == hosts
 
 
@@ -265,9 +284,11 @@ def ten_million(workdir: Path, steps: int) -> bool:
     m = run_child(LEAKFINDER_CHILD, path, env=child_env())
     found = leak_found(json.loads(m.stdout), planted[0])
     ok = m.rss_bytes <= MAX_10M_RSS_BYTES and found
-    print(f"10M events, {planted[0]['file_bytes'] / 1e9:.2f} GB: tb_leakfinder full analysis {fmt_s(m.wall_s)} "
-          f"(CPU time {fmt_s(m.cpu_s)}, load average {os.getloadavg()[0]:.1f}), "
-          f"peak RSS {fmt_gb(m.rss_bytes)} (target <= {fmt_gb(MAX_10M_RSS_BYTES)}); leak found: {found}; ok: {ok}")
+    print(
+        f"10M events, {planted[0]['file_bytes'] / 1e9:.2f} GB: tb_leakfinder full analysis {fmt_s(m.wall_s)} "
+        f"(CPU time {fmt_s(m.cpu_s)}, load average {os.getloadavg()[0]:.1f}), "
+        f"peak RSS {fmt_gb(m.rss_bytes)} (target <= {fmt_gb(MAX_10M_RSS_BYTES)}); leak found: {found}; ok: {ok}"
+    )
     return ok
 
 
@@ -286,8 +307,10 @@ def main() -> int:
     from tb_leakfinder.read import xspace
 
     if xspace.compiled_scanner() is None:
-        print("warning: the compiled scanner is not built (python setup.py build_ext --inplace); "
-              "measuring the pure-Python decoder", flush=True)
+        print(
+            "warning: the compiled scanner is not built (python setup.py build_ext --inplace); measuring the pure-Python decoder",
+            flush=True,
+        )
     ok = True
     if not args.skip_compare:
         print(f"synthesising {args.events:,} events (once; reused from {args.workdir})", flush=True)

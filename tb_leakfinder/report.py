@@ -80,8 +80,11 @@ def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
         reason = next(a["reason"] for a in allocators if a["verdict"] == verdict)
     else:
         verdict, reason = verdicts.INCONCLUSIVE, verdicts.NO_EVENTS_REASON
-    flagged = [f"{item['instruction']} {item['shape']} ({format_bytes(item['bytes'])}, {item['reason']}) in {m['name']}"
-               for m in modules for item in m.get("actionable", [])]
+    flagged = [
+        f"{item['instruction']} {item['shape']} ({format_bytes(item['bytes'])}, {item['reason']}) in {m['name']}"
+        for m in modules
+        for item in m.get("actionable", [])
+    ]
     if flagged:
         more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
         reason += f" Static view: check {'; '.join(flagged[:3])}{more}."
@@ -227,9 +230,19 @@ def buffers_json(
 
 
 _BUFFER_COLUMNS = (
-    "addr", "alloc_time_ps", "free_time_ps", "alloc_step", "free_step", "requested_bytes", "allocation_bytes",
-    "op", "shape", "dtype", "region", "status",
-)  # fmt: skip
+    "addr",
+    "alloc_time_ps",
+    "free_time_ps",
+    "alloc_step",
+    "free_step",
+    "requested_bytes",
+    "allocation_bytes",
+    "op",
+    "shape",
+    "dtype",
+    "region",
+    "status",
+)
 
 
 def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[Json]:
@@ -254,6 +267,18 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[J
             "status": STATUS_NAMES[status],
             "group": group if group >= 0 else None,
         }
-        for i, (addr, alloc_time, free_time, alloc_step, free_step, requested, allocated, op, shape, dtype, region, status), group
-        in zip(page.tolist(), zip(*columns, strict=True), groups, strict=True)
+        for i, (
+            addr,
+            alloc_time,
+            free_time,
+            alloc_step,
+            free_step,
+            requested,
+            allocated,
+            op,
+            shape,
+            dtype,
+            region,
+            status,
+        ), group in zip(page.tolist(), zip(*columns, strict=True), groups, strict=True)
     ]

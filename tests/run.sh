@@ -16,6 +16,7 @@ fi
 
 echo "== static checks"
 ruff check .
+ruff format --check .
 python tools/compile_proto.py --check
 (cd frontend && npm run --silent typecheck && npm run --silent check-bundle)
 

@@ -13,8 +13,8 @@ from tb_leakfinder.analyses.host import HostAnalysis
 from tb_leakfinder.cache import ComputeCache
 from tb_leakfinder.model.memory import EVENT_COLUMNS
 from tb_leakfinder.service import Engine, _weight
-from tb_leakfinder.synthetic import synthesize_training, write_session
 from tests.plugin_client import make_client
+from tests.synthetic import synthesize_training, write_session
 
 MIB = 1 << 20
 
@@ -67,6 +67,7 @@ def test_a_changed_file_is_recomputed(tmp_path):
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
     after = engine.host(run, "host0").unwrap()
     assert engine.computations == 2
+
     def num_events(analysis: HostAnalysis) -> int:
         return sum(len(a.events) for a in analysis.allocators)
 

@@ -78,8 +78,12 @@ def synthetic_module(name: str = "jit_train_step", temporaries: int = 6) -> byte
         if iname == "out":
             buffer.defined_at.shape_index.extend([1, 0])
             buffer.size = 4
-    flags = {"p0": "is_entry_computation_parameter", "p1": "is_entry_computation_parameter", "c0": "is_constant",
-             "out": "maybe_live_out"}  # fmt: skip
+    flags = {
+        "p0": "is_entry_computation_parameter",
+        "p1": "is_entry_computation_parameter",
+        "c0": "is_constant",
+        "out": "maybe_live_out",
+    }
     temp = None
     for bid, iname in enumerate(names, start=1):
         if iname in flags or temp is None:
@@ -110,7 +114,7 @@ def synthetic_module(name: str = "jit_train_step", temporaries: int = 6) -> byte
 
 @functools.cache
 def hlo_seed_protos() -> dict[str, bytes]:
-    """"<module>(<id>)" -> serialized HloProto: the demo captures' modules and synthesised ones."""
+    """ "<module>(<id>)" -> serialized HloProto: the demo captures' modules and synthesised ones."""
     protos = {"jit_train_step(10)": synthetic_module(), "jit_tiny(3)": synthetic_module("jit_tiny", 1)}
     for path in demo_xplanes():
         space = xspace_proto.parse_xspace(path.read_bytes(), str(path))

@@ -30,7 +30,7 @@ from tb_leakfinder import proto, report
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import xspace
-from tb_leakfinder.synthetic import ProfileBuilder, encode_varint, synthesize_training
+from tests.synthetic import ProfileBuilder, encode_varint, synthesize_training
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_ENV = xspace.PURE_PYTHON_ENV
@@ -75,8 +75,9 @@ class Field:
     parents: tuple[int, ...] = ()
 
 
-def wire_fields(data: bytes, start: int = 0, end: int | None = None, parents: tuple[int, ...] = (),
-                out: list[Field] | None = None) -> list[Field] | None:  # fmt: skip
+def wire_fields(
+    data: bytes, start: int = 0, end: int | None = None, parents: tuple[int, ...] = (), out: list[Field] | None = None
+) -> list[Field] | None:
     """Every field of the message in data[start:end], nested messages included; None if not a message."""
     end = len(data) if end is None else end
     out = [] if out is None else out

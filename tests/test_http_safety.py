@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder.read import discovery
-from tb_leakfinder.synthetic import ProfileBuilder, write_session
 from tests.plugin_client import PREFIX, make_client
+from tests.synthetic import ProfileBuilder, write_session
 
 SESSION = "2026_11_29_09_31_25"
 SECRET = b"not a profile: private data outside the logdir"
@@ -101,6 +101,7 @@ ROUTES_AND_ARGS = [
     ("compare", "host_a", f"run_a=train%2F{SESSION}&run_b=train%2F{SESSION}&"),
     ("compare", "host_b", f"run_a=train%2F{SESSION}&run_b=train%2F{SESSION}&"),
 ]
+
 
 @pytest.mark.parametrize(("route", "arg", "prefix"), ROUTES_AND_ARGS)
 def test_traversal_attempts_are_refused(site, route, arg, prefix):

@@ -7,7 +7,7 @@ import numpy as np
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, LIVE_AT_END, NO_TIME
 from tb_leakfinder.read.xspace_proto import decode
-from tb_leakfinder.synthetic import ProfileBuilder
+from tests.synthetic import ProfileBuilder
 
 MIB = 1 << 20
 

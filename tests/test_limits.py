@@ -12,9 +12,9 @@ import pytest
 
 from tb_leakfinder import service
 from tb_leakfinder.read import xspace
-from tb_leakfinder.synthetic import ProfileBuilder, write_session
 from tb_leakfinder.views import plugin
 from tests.plugin_client import PREFIX, make_client
+from tests.synthetic import ProfileBuilder, write_session
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "2026_11_29_09_31_25"

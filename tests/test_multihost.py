@@ -10,7 +10,7 @@ import pytest
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import xspace
 from tb_leakfinder.service import Engine
-from tb_leakfinder.synthetic import synthesize_training, write_session
+from tests.synthetic import synthesize_training, write_session
 
 HOSTS = 64
 

@@ -45,7 +45,9 @@ def test_report_route_equals_cli_json(client):
     assert status == 200
     cli = subprocess.run(
         [sys.executable, "-m", "tb_leakfinder.views.cli", "report", str(DEMO_LOGS), "--run", run, "--json"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     assert json.loads(cli.stdout) == body
     assert body["runs"][0]["verdict"] == "leak"
@@ -192,7 +194,12 @@ def test_module_route(client):
     name = next(m["name"] for m in body["runs"][0]["hosts"][0]["modules"] if m["actionable"])
     status, detail = _get(client, "module", run="jax_liveout", module=name, points=16)
     assert status == 200 and detail["name"] == name
-    for args, code in (({"module": "nope(1)"}, 404), ({"module": "../" + name}, 404), ({}, 400),
-                       ({"module": name, "memory_space": "7"}, 404), ({"module": name, "points": "x"}, 400)):
+    for args, code in (
+        ({"module": "nope(1)"}, 404),
+        ({"module": "../" + name}, 404),
+        ({}, 400),
+        ({"module": name, "memory_space": "7"}, 404),
+        ({"module": name, "points": "x"}, 400),
+    ):
         status, error = _get(client, "module", run="jax_liveout", **args)
         assert status == code and error["error"]

@@ -21,7 +21,10 @@ def test_leak_run_names_op_shape_and_rate():
     assert a["verdict"] == "leak"
     top = a["leaks"][0]
     assert (top["op"], top["shape"], top["dtype"], top["region"]) == (
-        expected["leaked_op"], expected["leaked_shape"], expected["leaked_dtype"], expected["leaked_region"],
+        expected["leaked_op"],
+        expected["leaked_shape"],
+        expected["leaked_dtype"],
+        expected["leaked_region"],
     )
     assert top["kind"] == "growing"
     assert top["count"] == expected["steps"] and top["steps"] == expected["steps"]

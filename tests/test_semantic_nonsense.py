@@ -14,7 +14,7 @@ import pytest
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.synthetic import ProfileBuilder, encode_varint
+from tests.synthetic import ProfileBuilder, encode_varint
 from tests.test_fuzz_xspace import analyse_file, decoder_path, decoder_paths
 
 STEPS = 8

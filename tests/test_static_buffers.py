@@ -18,8 +18,8 @@ from tb_leakfinder.analyses import static_buffers as sb
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import hlo
-from tb_leakfinder.synthetic import ProfileBuilder
 from tests.conftest import demo_capture, demo_xplane
+from tests.synthetic import ProfileBuilder
 
 JAX_RUNS = ("jax_liveout", "jax_clean")
 MIB = float(1 << 20)

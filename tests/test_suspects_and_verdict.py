@@ -8,7 +8,7 @@ import pytest
 
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.read.xspace_proto import decode
-from tb_leakfinder.synthetic import ProfileBuilder
+from tests.synthetic import ProfileBuilder
 
 KIB = 1024
 STEP_PS = 1_000_000

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tb_leakfinder import synthetic
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.proto import XSpace, message_class
+from tests import synthetic
 
 TF_LEAK = pathlib.Path(__file__).resolve().parents[1] / "demo_logs" / "tf_leak"
 MEMORY = ("MemoryAllocation", "MemoryDeallocation")

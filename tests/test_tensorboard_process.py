@@ -40,7 +40,10 @@ def tensorboard_url(tmp_path_factory):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [exe, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd="/",
     )
     url = f"http://127.0.0.1:{port}"
     try:

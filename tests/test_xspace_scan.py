@@ -21,8 +21,8 @@ from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, HostProfile
 from tb_leakfinder.read import xspace
-from tb_leakfinder.synthetic import ProfileBuilder, synthesize_training
 from tests.conftest import DEMO_LOGS
+from tests.synthetic import ProfileBuilder, synthesize_training
 
 scanner = xspace.compiled_scanner()
 if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  # CI builds it: not skipping there
@@ -71,10 +71,25 @@ def named(field: int, names: dict[int, str]) -> bytes:
 
 
 STAT_NAMES = {
-    1: "allocator_name", 2: "bytes_allocated", 3: "addr", 4: "tf_op", 5: "requested_bytes", 6: "allocation_bytes",
-    7: "fragmentation", 8: "region_type", 9: "shape", 10: "data_type", 11: "step_num", 12: "bytes_reserved",
-    13: "peak_bytes_in_use", 20: "GPU_0_bfc", 21: "Mul", 22: "[8]", 23: "output", 24: "7",
-}  # fmt: skip
+    1: "allocator_name",
+    2: "bytes_allocated",
+    3: "addr",
+    4: "tf_op",
+    5: "requested_bytes",
+    6: "allocation_bytes",
+    7: "fragmentation",
+    8: "region_type",
+    9: "shape",
+    10: "data_type",
+    11: "step_num",
+    12: "bytes_reserved",
+    13: "peak_bytes_in_use",
+    20: "GPU_0_bfc",
+    21: "Mul",
+    22: "[8]",
+    23: "output",
+    24: "7",
+}
 EVENT_NAMES = {1: "MemoryAllocation", 2: "MemoryDeallocation", 3: "train", 4: "Other"}
 
 
@@ -83,8 +98,9 @@ def mem_event(mid: int, offset: int, *stats: bytes, extra: bytes = b"") -> bytes
 
 
 def cpu_plane(*lines: bytes, stat_names: dict[int, str] = STAT_NAMES, tail: bytes = b"") -> bytes:
-    return ld(1, ld(2, b"/host:CPU") + b"".join(ld(3, line) for line in lines)
-              + named(4, EVENT_NAMES) + named(5, stat_names) + tail)  # fmt: skip
+    return ld(
+        1, ld(2, b"/host:CPU") + b"".join(ld(3, line) for line in lines) + named(4, EVENT_NAMES) + named(5, stat_names) + tail
+    )
 
 
 # --- comparing the two decoders --------------------------------------------------------
@@ -187,11 +203,20 @@ def test_builder_odd_kinds_and_missing_stats_decode_identically(int_kind, monkey
     for s in range(4):
         b.step(s, s * 1000, s * 1000 + 999)
     high = (1 << 64) - 4096  # an address past 2**63: negative as int64
-    b.add_memory_events([10, 20, 30], [ALLOC, ALLOC, FREE], [high, 64, high], [256, 512, 256],
-                        allocator=["a", "b", "a"], line=["l1", "l2", "l1"])  # fmt: skip
+    b.add_memory_events(
+        [10, 20, 30], [ALLOC, ALLOC, FREE], [high, 64, high], [256, 512, 256], allocator=["a", "b", "a"], line=["l1", "l2", "l1"]
+    )
     b.add_memory_events([1500, 1600], [ALLOC, FREE], [8, 8], [16, 16], omit=("allocator_name", "tf_op", "addr", "fragmentation"))
-    b.add_memory_events([2500], [ALLOC], [9], [32], kinds={"fragmentation": "int64", "data_type": "uint64"},
-                        overrides={"fragmentation": 3, "data_type": 7}, op="Op", line="l3")  # fmt: skip
+    b.add_memory_events(
+        [2500],
+        [ALLOC],
+        [9],
+        [32],
+        kinds={"fragmentation": "int64", "data_type": "uint64"},
+        overrides={"fragmentation": 3, "data_type": 7},
+        op="Op",
+        line="l3",
+    )
     # Allocator names given as numbers (the builder writes the ref ids as values): str() of the value.
     b.add_memory_events([2600, 2700], [ALLOC, ALLOC], [1, 2], [4, 4], kinds={"allocator_name": int_kind})
     b.add_memory_events([2800], [ALLOC], [3], [4], kinds={"allocator_name": "double"}, shape="[2]")
@@ -255,7 +280,8 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
         + module(3, "bare_str", stat(1, ld(6, b"C")), stat(2, vi(4, 1)), stat(2, ld(5, b"x")))  # program_id reset
         + module(4, "no_hlo", stat(1, ld(5, b"not bytes")))
         + module(5, "twice", stat(1, ld(6, b"D1")), stat(1, ld(6, b"D2")))  # the last Hlo Proto wins
-        + module(6, "dup", stat(1, ld(6, b"E1"))) + module(6, "dup", stat(1, ld(6, b"E2")))
+        + module(6, "dup", stat(1, ld(6, b"E1")))
+        + module(6, "dup", stat(1, ld(6, b"E2")))
         + hlo_stats
     )
     first_cpu = cpu_plane(mem_event(1, 5, stat(1, vi(7, 20))))
@@ -272,8 +298,9 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
 
 
 def _small_profile() -> bytes:
-    builder, _ = synthesize_training(num_events=300, steps=4, allocators=("GPU_0_bfc", "cpu"), weights_per_allocator=2,
-                                     cache_entries=2, live_temporaries=4)  # fmt: skip
+    builder, _ = synthesize_training(
+        num_events=300, steps=4, allocators=("GPU_0_bfc", "cpu"), weights_per_allocator=2, cache_entries=2, live_temporaries=4
+    )
     builder.add_hlo_module("jit_f(1)", b"\x0a\x00")
     return builder.to_bytes()
 

@@ -20,7 +20,10 @@ sys.stdout.write(data if isinstance(data, str) else data.decode())
 def xprof_tool(path: str, tool: str, params: dict | None = None) -> dict:
     out = subprocess.run(
         [sys.executable, "-c", _SCRIPT, path, tool, json.dumps(params or {})],
-        check=True, capture_output=True, text=True, timeout=600,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     return json.loads(out.stdout)
 

@@ -87,14 +87,24 @@ def diff_groups(groups_a: list[Json], groups_b: list[Json]) -> list[Json]:
     for key in list(side_a) + [k for k in side_b if k not in side_a]:
         a, b = side_a.get(key), side_b.get(key)
         status = _group_status(a, b)
-        rows.append({
-            "op": key[0], "shape": key[1], "dtype": key[2], "region": key[3], "status": status,
-            "kind_a": a["kind"] if a else None, "kind_b": b["kind"] if b else None,
-            "count_a": a["count"] if a else 0, "count_b": b["count"] if b else 0,
-            "bytes_a": a["bytes"] if a else 0, "bytes_b": b["bytes"] if b else 0,
-            "bytes_per_step_a": a["bytes_per_step"] if a else 0, "bytes_per_step_b": b["bytes_per_step"] if b else 0,
-            "new_leak": bool(b and b["kind"] == GROWING and not (a and a["kind"] == GROWING)),
-        })
+        rows.append(
+            {
+                "op": key[0],
+                "shape": key[1],
+                "dtype": key[2],
+                "region": key[3],
+                "status": status,
+                "kind_a": a["kind"] if a else None,
+                "kind_b": b["kind"] if b else None,
+                "count_a": a["count"] if a else 0,
+                "count_b": b["count"] if b else 0,
+                "bytes_a": a["bytes"] if a else 0,
+                "bytes_b": b["bytes"] if b else 0,
+                "bytes_per_step_a": a["bytes_per_step"] if a else 0,
+                "bytes_per_step_b": b["bytes_per_step"] if b else 0,
+                "new_leak": bool(b and b["kind"] == GROWING and not (a and a["kind"] == GROWING)),
+            }
+        )
     rows.sort(key=lambda r: (STATUS_ORDER.index(r["status"]), -abs(r["bytes_b"] - r["bytes_a"])))
     return rows
 
@@ -109,13 +119,25 @@ def _pair_by_name(items_a: list[Json], items_b: list[Json], key) -> list[tuple[J
 
 
 def diff_allocator(a: Json | None, b: Json | None) -> Json:
-    empty: Json = {"name": None, "verdict": None, "reason": None, "leaks": [], "peak_bytes_in_use": 0,
-                   "never_freed_bytes": 0, "growth_bytes_per_step": 0, "num_allocations": 0, "num_deallocations": 0}
+    empty: Json = {
+        "name": None,
+        "verdict": None,
+        "reason": None,
+        "leaks": [],
+        "peak_bytes_in_use": 0,
+        "never_freed_bytes": 0,
+        "growth_bytes_per_step": 0,
+        "num_allocations": 0,
+        "num_deallocations": 0,
+    }
     a, b = a or empty, b or empty
     return {
-        "name_a": a["name"], "name_b": b["name"],
-        "verdict_a": a["verdict"], "verdict_b": b["verdict"],
-        "reason_a": a["reason"], "reason_b": b["reason"],
+        "name_a": a["name"],
+        "name_b": b["name"],
+        "verdict_a": a["verdict"],
+        "verdict_b": b["verdict"],
+        "reason_a": a["reason"],
+        "reason_b": b["reason"],
         "peak_bytes_in_use": _delta(a["peak_bytes_in_use"], b["peak_bytes_in_use"]),
         "never_freed_bytes": _delta(a["never_freed_bytes"], b["never_freed_bytes"]),
         "growth_bytes_per_step": _delta(a["growth_bytes_per_step"], b["growth_bytes_per_step"]),
@@ -134,7 +156,8 @@ def diff_module(a: Json | None, b: Json | None) -> Json:
     wb = {_buffer_key(w): w for w in (b or {}).get("whole_program_buffers", [])}
     return {
         "name": module_base_name((a or b or {}).get("name", "")),
-        "name_a": a["name"] if a else None, "name_b": b["name"] if b else None,
+        "name_a": a["name"] if a else None,
+        "name_b": b["name"] if b else None,
         "peak_heap_bytes": _delta((a or {}).get("peak_heap_bytes"), (b or {}).get("peak_heap_bytes")),
         "live_out_bytes": _delta((a or {}).get("live_out_bytes"), (b or {}).get("live_out_bytes")),
         "whole_program_buffers_added": [w for k, w in wb.items() if k not in wa],
@@ -148,8 +171,16 @@ def diff_hosts(a: Json, b: Json) -> Json:
         a.get("modules", []), b.get("modules", []), lambda m: (module_base_name(m["name"]), m.get("memory_space"))
     )
     modules = [diff_module(x, y) for x, y in module_pairs]
-    return {"host_a": a["host"], "host_b": b["host"], "verdict_a": a["verdict"], "verdict_b": b["verdict"],
-            "reason_a": a["reason"], "reason_b": b["reason"], "allocators": allocators, "modules": modules}
+    return {
+        "host_a": a["host"],
+        "host_b": b["host"],
+        "verdict_a": a["verdict"],
+        "verdict_b": b["verdict"],
+        "reason_a": a["reason"],
+        "reason_b": b["reason"],
+        "allocators": allocators,
+        "modules": modules,
+    }
 
 
 def regressions(hosts: list[Json]) -> list[str]:
@@ -177,8 +208,12 @@ def compare(run_a: Json, run_b: Json, host_a: str | None = None, host_b: str | N
     unmatched = [x["host"] for x, y in pairs if y is None] + [y["host"] for x, y in pairs if x is None]
     found = regressions(hosts)
     return {
-        "run_a": run_a["run"], "run_b": run_b["run"],
-        "verdict_a": run_a["verdict"], "verdict_b": run_b["verdict"],
-        "hosts": hosts, "unmatched_hosts": unmatched,
-        "regression": bool(found), "regressions": found,
+        "run_a": run_a["run"],
+        "run_b": run_b["run"],
+        "verdict_a": run_a["verdict"],
+        "verdict_b": run_b["verdict"],
+        "hosts": hosts,
+        "unmatched_hosts": unmatched,
+        "regression": bool(found),
+        "regressions": found,
     }

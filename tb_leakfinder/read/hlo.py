@@ -39,12 +39,38 @@ _KEY = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")
 
 # xla.PrimitiveType -> the spelling XLA uses in shapes.
 _ELEMENT_TYPES = {
-    1: "pred", 2: "s8", 3: "s16", 4: "s32", 5: "s64", 6: "u8", 7: "u16", 8: "u32", 9: "u64",
-    10: "f16", 11: "f32", 12: "f64", 13: "tuple", 14: "opaque", 15: "c64", 16: "bf16",
-    17: "token", 18: "c128", 19: "f8e5m2", 20: "f8e4m3fn", 21: "s4", 22: "u4",
-    23: "f8e4m3b11fnuz", 24: "f8e5m2fnuz", 25: "f8e4m3fnuz", 26: "s2", 27: "u2",
-    28: "f8e4m3", 29: "f8e3m4", 32: "f4e2m1fn", 33: "f8e8m0fnu",
-}  # fmt: skip
+    1: "pred",
+    2: "s8",
+    3: "s16",
+    4: "s32",
+    5: "s64",
+    6: "u8",
+    7: "u16",
+    8: "u32",
+    9: "u64",
+    10: "f16",
+    11: "f32",
+    12: "f64",
+    13: "tuple",
+    14: "opaque",
+    15: "c64",
+    16: "bf16",
+    17: "token",
+    18: "c128",
+    19: "f8e5m2",
+    20: "f8e4m3fn",
+    21: "s4",
+    22: "u4",
+    23: "f8e4m3b11fnuz",
+    24: "f8e5m2fnuz",
+    25: "f8e4m3fnuz",
+    26: "s2",
+    27: "u2",
+    28: "f8e4m3",
+    29: "f8e3m4",
+    32: "f4e2m1fn",
+    33: "f8e8m0fnu",
+}
 _TUPLE = 13
 # Ops whose result is (part of) their operand's buffer: its users use the buffer too.
 _FORWARDING = frozenset({"bitcast", "get-tuple-element", "tuple", "optimization-barrier"})

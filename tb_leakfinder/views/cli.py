@@ -55,9 +55,7 @@ def _side_report(path: str, run_name: str | None) -> dict:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    result = compare(
-        _side_report(args.path_a, args.run_a), _side_report(args.path_b, args.run_b), args.host_a, args.host_b
-    )
+    result = compare(_side_report(args.path_a, args.run_a), _side_report(args.path_b, args.run_b), args.host_a, args.host_b)
     text = render_comparison(result)
     if args.markdown:
         try:

@@ -35,14 +35,16 @@ def render_comparison(c: Json) -> str:
                 "| | A | B | change |",
                 "|---|---:|---:|---:|",
             ]
-            for label, key in (("peak in use", "peak_bytes_in_use"), ("never freed", "never_freed_bytes"),
-                               ("heap growth per step", "growth_bytes_per_step")):
+            for label, key in (
+                ("peak in use", "peak_bytes_in_use"),
+                ("never freed", "never_freed_bytes"),
+                ("heap growth per step", "growth_bytes_per_step"),
+            ):
                 d = alloc[key]
                 lines.append(f"| {label} | {format_bytes(d['a'])} | {format_bytes(d['b'])} | {_signed(d['delta'])} |")
             changed = [g for g in alloc["groups"] if g["status"] != "unchanged"]
             if changed:
-                lines += ["", "| status | group | dtype | A | B | A per step | B per step |",
-                          "|---|---|---|---:|---:|---:|---:|"]
+                lines += ["", "| status | group | dtype | A | B | A per step | B per step |", "|---|---|---|---:|---:|---:|---:|"]
                 lines += [
                     f"| {g['status']} | `{_cell(group_label(g['op'], g['shape'], g['region']))}` | {_cell(g['dtype'])} | "
                     f"{format_bytes(g['bytes_a'])} | {format_bytes(g['bytes_b'])} | "
@@ -50,8 +52,10 @@ def render_comparison(c: Json) -> str:
                     for g in changed
                 ]
         for m in h["modules"]:
-            added = ", ".join(f"`{_cell(w['instruction'])}` ({w['reason']}, {format_bytes(w['bytes'])})"
-                              for w in m["whole_program_buffers_added"])
+            added = ", ".join(
+                f"`{_cell(w['instruction'])}` ({w['reason']}, {format_bytes(w['bytes'])})"
+                for w in m["whole_program_buffers_added"]
+            )
             lines += [
                 "",
                 f"### module `{_cell(m['name'])}`: peak {_signed(m['peak_heap_bytes']['delta'])}, "
