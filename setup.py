@@ -47,7 +47,7 @@ setup(
     packages=find_packages(include=["tb_leakfinder", "tb_leakfinder.*"]),
     package_data={
         "tb_leakfinder.proto": ["*.proto", "schema.binpb"],
-        "tb_leakfinder.static": ["*.js", "*.css", "*.html"],
+        "tb_leakfinder.webapp": ["*.js", "*.css", "*.html"],
     },
     install_requires=[
         "tensorboard>=2.12",

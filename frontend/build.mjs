@@ -1,4 +1,4 @@
-// Bundles src/index.ts into one ES module, tb_leakfinder/static/index.js.
+// Bundles src/index.ts into one ES module, tb_leakfinder/webapp/index.js.
 //   node build.mjs          build into the package
 //   node build.mjs --check  build into a temp file; fail if the committed copy differs
 import * as esbuild from 'esbuild';
@@ -8,7 +8,7 @@ import {dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const committed = join(here, '..', 'tb_leakfinder', 'static', 'index.js');
+const committed = join(here, '..', 'tb_leakfinder', 'webapp', 'index.js');
 const check = process.argv.includes('--check');
 const tmp = check ? mkdtempSync(join(tmpdir(), 'leakfinder-bundle-')) : null;
 const outfile = check ? join(tmp, 'index.js') : committed;

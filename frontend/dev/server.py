@@ -17,7 +17,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUNDLE = os.path.join(HERE, "..", "..", "tb_leakfinder", "static", "index.js")
+BUNDLE = os.path.join(HERE, "..", "..", "tb_leakfinder", "webapp", "index.js")
 PREFIX = "/data/plugin/leakfinder/"
 PAGE = b"""<!DOCTYPE html><head><base href="data/plugin/leakfinder/" /></head>
 <body><script type="module">import("./index.js").then((m) => void m.render());</script></body>"""

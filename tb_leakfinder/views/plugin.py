@@ -151,7 +151,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     @staticmethod
     @Request.application
     def _index_js(request: Request) -> Response:
-        bundle = importlib.resources.files("tb_leakfinder.static").joinpath("index.js").read_bytes()
+        bundle = importlib.resources.files("tb_leakfinder.webapp").joinpath("index.js").read_bytes()
         return http_util.Respond(request, bundle, "application/javascript")
 
     def _json(self, handler: Callable[[Request], report.Json], args: tuple[str, ...]) -> Callable[..., Any]:
