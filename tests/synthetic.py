@@ -15,6 +15,17 @@ The layout follows TensorFlow 2.21's own output (see demo_logs/README.md):
   `ref_value` stats point to;
 - `train` step markers with `step_num` and `_r`.
 
+Accelerator conventions (see the format notes, "Accelerator profiles"):
+- an allocator keyed by `index_on_host` or `device_ordinal` (an int64, as
+  TPU runtimes write it) instead of `allocator_name` (`id_stat`);
+- `group_id` on events, root events (`_r`) and the host calls XProf groups
+  by (`TraceContext`, `FunctionRun`, `__inference_*`, `PjitFunction(...)`),
+  written with `span`;
+- `/device:TPU:N` / `/device:GPU:N` planes whose `XLA Modules` line holds one
+  `<module>(<program_id>)` event per execution (with `run_id`) and whose
+  `Steps` line holds one event per step (`xla_module`, `device_step`,
+  `device_event`).
+
 HLO modules go on a `/host:metadata` plane, as JAX writes them.
 """
 
@@ -39,6 +50,8 @@ StatValue = int | float | str | bytes | tuple[str, Any]
 
 # The memory stats in the order TF 2.21 writes them, with TF's value kinds.
 MEMORY_STATS: dict[str, str] = {
+    "index_on_host": "int64",
+    "device_ordinal": "int64",
     "allocator_name": "ref",
     "bytes_reserved": "int64",
     "bytes_allocated": "int64",
@@ -53,7 +66,11 @@ MEMORY_STATS: dict[str, str] = {
     "region_type": "ref",
     "data_type": "int64",
     "shape": "ref",
+    "group_id": "int64",
 }
+# The stats that can name an event's allocator (its memory id); the builder writes one of them.
+ID_STATS = ("allocator_name", "index_on_host", "device_ordinal")
+_WRITTEN_WHEN_GIVEN = ("index_on_host", "device_ordinal", "group_id")
 INT_KINDS = ("int64", "uint64")
 _KIND_TAG = {"double": 0x11, "uint64": 0x18, "int64": 0x20, "str": 0x2A, "bytes": 0x32, "ref": 0x38}
 _WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN = 0, 1, 2
@@ -253,6 +270,42 @@ class _Table:
         )
 
 
+def _stat_value(table: _Table, int_kind: str, name: str, value: StatValue) -> bytes:
+    """One XStat named `name` in `table`: a bare int is `int_kind`, float double, str ref, bytes bytes."""
+    if isinstance(value, tuple):
+        kind, raw = value
+    elif isinstance(value, bool | int):
+        kind, raw = int_kind, int(value)
+    elif isinstance(value, float):
+        kind, raw = "double", value
+    elif isinstance(value, str):
+        kind, raw = "ref", value
+    else:
+        kind, raw = "bytes", value
+    if kind == "ref":
+        raw = table.id(str(raw))
+    return _stat(table.id(name), kind, raw)
+
+
+@dataclass
+class _DevicePlane:
+    """A `/device:...` plane: its own metadata tables, and encoded events per line name."""
+
+    name: str
+    timestamp_ns: int
+    events: _Table = field(default_factory=_Table)
+    stats: _Table = field(default_factory=_Table)
+    lines: dict[str, list[bytes]] = field(default_factory=dict)
+
+    def to_bytes(self, plane_id: int) -> bytes:
+        lines = b"".join(
+            _len_field(3, _int_field(1, k) + _len_field(2, name.encode()) + _int_field(3, self.timestamp_ns) + b"".join(events))
+            for k, (name, events) in enumerate(self.lines.items(), start=1)
+        )
+        head = _int_field(1, plane_id) + _len_field(2, self.name.encode())
+        return head + lines + self.events.entries(4) + self.stats.entries(5)
+
+
 def _column(value: Any, n: int, dtype: type) -> np.ndarray:
     column = np.asarray(value, dtype=dtype)
     return np.broadcast_to(column, (n,)) if column.ndim == 0 else column
@@ -292,6 +345,7 @@ class ProfileBuilder:
         self._allocators: dict[str, _Allocator] = {}
         self._pending: list[tuple[Any, ...]] = []
         self._hlo: list[tuple[str, int, bytes]] = []
+        self._devices: dict[str, _DevicePlane] = {}
         self._end_ps = 0
         self.num_memory_events = 0
 
@@ -336,12 +390,14 @@ class ProfileBuilder:
         nbytes: Any,
         *,
         allocator: str | Sequence[str] | np.ndarray = "GPU_0_bfc",
+        id_stat: str | Sequence[str] | np.ndarray = "allocator_name",
         op: Any = None,
         shape: Any = None,
         region: Any = None,
         dtype: Any = 1,
         requested: Any = None,
         step_id: Any = 0,
+        group_id: Any = None,
         line: str | Sequence[str] | np.ndarray = "tf_Compute",
         omit: Collection[str] = (),
         kinds: Mapping[str, str] | None = None,
@@ -353,7 +409,11 @@ class ProfileBuilder:
         allocation size (`allocation_bytes`) and `requested` defaults to it.
         `op`, `shape` and `region` are written as ref stats where non-empty
         (TF writes them on allocations only). `data_type` is `dtype` on
-        allocations and 0 on frees, as TF writes it. `omit` drops stats
+        allocations and 0 on frees, as TF writes it. `id_stat` is the stat
+        that names the allocator (ID_STATS): `allocator_name` writes the name
+        as a ref; `index_on_host` and `device_ordinal` write int(name) as an
+        int64, as TPU runtimes do. `group_id` (None: not written; per event,
+        None where absent) is XProf's step group. `omit` drops stats
         entirely; `kinds` changes a stat's value kind; `overrides` replaces a
         stat's values (one or one per event) after tracking.
         """
@@ -390,8 +450,19 @@ class ProfileBuilder:
                 state.peak_bytes_in_use = int(peak[rows][-1])
 
         allocator_ids, _ = self._ref_ids(allocator_names[0] if allocator_col.ndim == 0 else allocator_col, n)
+        id_col = _column(np.asarray(id_stat, dtype=object), n, object)
+        if not set(id_col) <= set(ID_STATS):
+            raise ValueError(f"id_stat must be one of {ID_STATS}, not {sorted(set(id_col) - set(ID_STATS))}")
+        numeric = id_col != "allocator_name"
+        numeric_ids = np.zeros(n, np.int64)
+        if numeric.any():
+            numeric_ids[numeric] = np.broadcast_to(allocator_col, (n,))[numeric].astype(np.int64)
+        groups = _column(np.asarray(group_id, dtype=object), n, object)
+        grouped = np.array([g is not None for g in groups], bool)
         columns: dict[str, tuple[np.ndarray, np.ndarray | None]] = {
-            "allocator_name": (allocator_ids, None),
+            "index_on_host": (numeric_ids, id_col == "index_on_host"),
+            "device_ordinal": (numeric_ids, id_col == "device_ordinal"),
+            "allocator_name": (allocator_ids, ~numeric),
             "bytes_reserved": (reserved, None),
             "bytes_allocated": (in_use, None),
             "bytes_available": (limit - reserved - in_use, None),
@@ -405,6 +476,7 @@ class ProfileBuilder:
             "region_type": self._ref_ids(region, n),
             "data_type": (np.where(kind_col == ALLOC, _column(dtype, n, np.int64), 0), None),
             "shape": self._ref_ids(shape, n),
+            "group_id": (np.where(grouped, groups, 0).astype(np.int64), grouped),
         }
         for name, value in (overrides or {}).items():
             if MEMORY_STATS.get(name) == "ref":
@@ -418,6 +490,8 @@ class ProfileBuilder:
                 continue
             stat_kind = (kinds or {}).get(name) or (self.int_kind if default_kind in INT_KINDS else default_kind)
             values, present = columns[name]
+            if name in _WRITTEN_WHEN_GIVEN and present is not None and not present.any():
+                continue  # not even a stat-metadata entry: TF's own files have none
             stats.append(_StatColumn(self._stats.id(name), stat_kind, values, present))
 
         event_ids = np.where(kind_col == ALLOC, self._events.id("MemoryAllocation"), self._events.id("MemoryDeallocation"))
@@ -440,16 +514,20 @@ class ProfileBuilder:
         nbytes: int,
         *,
         allocator: str = "GPU_0_bfc",
+        id_stat: str = "allocator_name",
         op: str | None = "Mul",
         shape: str | None = "[128,1024]",
         dtype: int = 1,
         region: str | None = "output",
         requested: int | None = None,
         step_id: int = 0,
+        group_id: int | None = None,
         line: str = "tf_Compute",
     ) -> None:
         """Add one MemoryAllocation (buffered; encoded with its neighbours in bulk)."""
-        self._pending.append((time_ps, ALLOC, addr, nbytes, allocator, op, shape, region, dtype, requested, step_id, line))
+        self._pending.append(
+            (time_ps, ALLOC, addr, nbytes, allocator, id_stat, op, shape, region, dtype, requested, step_id, group_id, line)
+        )
         if len(self._pending) >= _CHUNK_EVENTS:
             self._flush()
 
@@ -460,12 +538,14 @@ class ProfileBuilder:
         nbytes: int,
         *,
         allocator: str = "GPU_0_bfc",
+        id_stat: str = "allocator_name",
         op: str | None = None,
         step_id: int = 0,
+        group_id: int | None = None,
         line: str = "tf_Compute",
     ) -> None:
         """Add one MemoryDeallocation (buffered like `alloc`)."""
-        self._pending.append((time_ps, FREE, addr, nbytes, allocator, op, None, None, 0, None, step_id, line))
+        self._pending.append((time_ps, FREE, addr, nbytes, allocator, id_stat, op, None, None, 0, None, step_id, group_id, line))
         if len(self._pending) >= _CHUNK_EVENTS:
             self._flush()
 
@@ -473,19 +553,23 @@ class ProfileBuilder:
         if not self._pending:
             return
         rows, self._pending = self._pending, []
-        time, kind, addr, nbytes, allocator, op, shape, region, dtype, requested, step_id, line = zip(*rows, strict=True)
+        time, kind, addr, nbytes, allocator, id_stat, op, shape, region, dtype, requested, step_id, group_id, line = zip(
+            *rows, strict=True
+        )
         self.add_memory_events(
             np.array(time, np.int64),
             np.array(kind, np.int8),
             np.array(addr, np.uint64),
             np.array(nbytes, np.int64),
             allocator=np.array(allocator, dtype=object),
+            id_stat=np.array(id_stat, dtype=object),
             op=["" if v is None else v for v in op],
             shape=["" if v is None else v for v in shape],
             region=["" if v is None else v for v in region],
             dtype=np.array(dtype, np.int64),
             requested=np.array([b if r is None else r for r, b in zip(requested, nbytes, strict=True)], np.int64),
             step_id=np.array(step_id, np.int64),
+            group_id=None if all(g is None for g in group_id) else np.array(group_id, dtype=object),
             line=np.array(line, dtype=object),
         )
 
@@ -510,20 +594,60 @@ class ProfileBuilder:
         target.num_events += 1
         self._end_ps = max(self._end_ps, time_ps + duration_ps)
 
+    def span(
+        self,
+        name: str,
+        start_ps: int,
+        end_ps: int,
+        *,
+        line: str = "python",
+        root: bool = False,
+        group_id: int | None = None,
+        stats: Mapping[str, StatValue] | None = None,
+    ) -> None:
+        """A host event with a duration, e.g. `FunctionRun`, `PjitFunction(f)`; `_r=1` if `root`, and its `group_id`."""
+        given = dict(stats or {})
+        if root:
+            given["_r"] = 1
+        if group_id is not None:
+            given["group_id"] = group_id
+        self.event(name, start_ps, end_ps - start_ps, line=line, stats=given)
+
+    def device_plane(self, name: str, *, timestamp_ns: int | None = None) -> None:
+        """Declare a device plane (e.g. `/device:TPU:0`); its lines start at `timestamp_ns` (the builder's by default)."""
+        if name not in self._devices:
+            self._devices[name] = _DevicePlane(name, self.timestamp_ns if timestamp_ns is None else timestamp_ns)
+
+    def device_event(
+        self,
+        device: str,
+        line: str,
+        name: str,
+        start_ps: int,
+        duration_ps: int = 0,
+        *,
+        stats: Mapping[str, StatValue] | None = None,
+    ) -> None:
+        """Any event on a line of a device plane (declared on first use)."""
+        self.device_plane(device)
+        plane = self._devices[device]
+        body = _int_field(1, plane.events.id(name)) + _int_field(2, start_ps)
+        if duration_ps:
+            body += _int_field(3, duration_ps)
+        for stat_name, value in (stats or {}).items():
+            body += _len_field(4, _stat_value(plane.stats, self.int_kind, stat_name, value))
+        plane.lines.setdefault(line, []).append(_len_field(4, body))
+
+    def xla_module(self, device: str, module: str, start_ps: int, end_ps: int, *, run_id: int) -> None:
+        """One execution of a compiled program, `<module>(<program_id>)`, on the device's `XLA Modules` line."""
+        self.device_event(device, "XLA Modules", module, start_ps, end_ps - start_ps, stats={"run_id": run_id})
+
+    def device_step(self, device: str, step: int, start_ps: int, end_ps: int) -> None:
+        """One step on the device's `Steps` line (TPU), named by its number."""
+        self.device_event(device, "Steps", str(step), start_ps, end_ps - start_ps, stats={"step_num": step})
+
     def _stat_value(self, name: str, value: StatValue) -> bytes:
-        if isinstance(value, tuple):
-            kind, raw = value
-        elif isinstance(value, bool | int):
-            kind, raw = self.int_kind, int(value)
-        elif isinstance(value, float):
-            kind, raw = "double", value
-        elif isinstance(value, str):
-            kind, raw = "ref", value
-        else:
-            kind, raw = "bytes", value
-        if kind == "ref":
-            raw = self._stats.id(str(raw))
-        return _stat(self._stats.id(name), kind, raw)
+        return _stat_value(self._stats, self.int_kind, name, value)
 
     def step(self, step_num: int, start_ps: int, end_ps: int, *, line: str = "python", name: str = "train") -> None:
         """A step marker as `tf.profiler.experimental.Trace("train", step_num=i, _r=1)` writes it."""
@@ -556,6 +680,8 @@ class ProfileBuilder:
             line.spool.copy_to(out)
             out.write(tail)
         out.write(trailer)
+        for plane_id, device in enumerate(self._devices.values(), start=10):
+            out.write(_len_field(1, device.to_bytes(plane_id)))
         if self._hlo:
             out.write(_len_field(1, self._metadata_plane()))
         if self.start_time_ns is not None:
@@ -812,3 +938,113 @@ def write_training(path: str | os.PathLike[str], **kwargs: Any) -> dict[str, Any
     finally:
         builder.close()
     return planted
+
+
+# --- an accelerator profile ---------------------------------------------------
+
+
+def synthesize_devices(
+    devices: int = 4,
+    steps: int = 10,
+    *,
+    platform: str = "TPU",
+    id_stat: str = "index_on_host",
+    stack_bytes: int = 1 << 30,
+    limit_bytes: int = 16 << 30,
+    preallocated_bytes: int = 0,
+    leak_device: int | None = None,
+    leak_bytes_per_step: int = 1 << 20,
+    temporaries_per_step: int = 6,
+    step_ps: int = 10_000_000_000,
+    module: str = "jit_train_step(7)",
+    step_markers: bool = False,
+    group_ids: bool = False,
+    hostname: str = "host0",
+) -> tuple[ProfileBuilder, dict[str, Any]]:
+    """A host driving `devices` accelerators, as a PJRT runtime records it.
+
+    Each device has its own allocator, named by `id_stat` (`index_on_host` or
+    `device_ordinal`: the device number; `allocator_name`: `GPU_<n>_bfc`), a
+    stack reservation of `stack_bytes`, `preallocated_bytes` in use before the
+    window, and the same addresses as every other device. Per step, every
+    device allocates and frees `temporaries_per_step` buffers and runs
+    `module` once on its `XLA Modules` line (TPU planes get a `Steps` line
+    too); the host calls `PjitFunction(train_step)`. `leak_device` keeps one
+    buffer per step. `step_markers` adds `train` markers with `step_num`,
+    `group_ids` puts the step number on every memory event as `group_id`.
+    """
+    builder = ProfileBuilder(hostname)
+    tpu = platform == "TPU"
+    names = [f"GPU_{d}_bfc" if id_stat == "allocator_name" else str(d) for d in range(devices)]
+    for name in names:
+        builder.allocator(name, limit_bytes=limit_bytes, bytes_in_use=preallocated_bytes, bytes_reserved=stack_bytes)
+    op, shape, dtype = ("dummy", "f32[256,1024]{1,0:T(8,128)}", 0) if tpu else ("Mul", "[256,1024]", 1)
+    weights = [(0x10_0000_0000 + k * (4 << 20), 4 << 20) for k in range(4)]
+    temp_base, leak_base, size = 0x20_0000_0000, 0x30_0000_0000, 256 * 1024 * 4
+    first_ps = step_ps // 100
+    for d, name in enumerate(names):
+        builder.add_memory_events(
+            first_ps // 2 + np.arange(len(weights)) * 1000 + d,
+            ALLOC,
+            np.array([a for a, _ in weights], np.uint64),
+            [b for _, b in weights],
+            allocator=name,
+            id_stat=id_stat,
+            op=op,
+            shape="f32[1024,1024]" if tpu else "[1024,1024]",
+            region="persist",
+            dtype=dtype,
+            line="python",
+        )
+    for s in range(steps):
+        start, end = first_ps + s * step_ps, first_ps + (s + 1) * step_ps - 1
+        if step_markers:
+            builder.step(s, start, end)
+        builder.span("PjitFunction(train_step)", start + 10, start + step_ps // 50, line="python")
+        for d, name in enumerate(names):
+            device = f"/device:{platform}:{d}"
+            builder.xla_module(device, module, start + step_ps // 20, end - step_ps // 20, run_id=1000 + s)
+            if tpu:
+                builder.device_step(device, s, start + step_ps // 25, end - step_ps // 25)
+            k = temporaries_per_step
+            alloc_t = start + step_ps // 10 + np.arange(k) * (step_ps // (4 * k)) + d
+            free_t = alloc_t + step_ps // (8 * k)
+            times = [*alloc_t, *free_t]
+            kinds = [ALLOC] * k + [FREE] * k
+            addrs = [temp_base + j * size for j in range(k)] * 2
+            if leak_device == d:
+                times.append(start + step_ps // 2 + d)
+                kinds.append(ALLOC)
+                addrs.append(leak_base + s * leak_bytes_per_step)
+            order = np.argsort(times, kind="stable")
+            sizes = np.array([size] * (2 * k) + [leak_bytes_per_step] * (len(times) - 2 * k))[order]
+            builder.add_memory_events(
+                np.array(times, np.int64)[order],
+                np.array(kinds, np.int8)[order],
+                np.array(addrs, np.uint64)[order],
+                sizes,
+                allocator=name,
+                id_stat=id_stat,
+                op=np.where(np.array(kinds)[order] == ALLOC, op, ""),
+                shape=np.where(np.array(kinds)[order] == ALLOC, shape, ""),
+                region="output",
+                dtype=dtype,
+                group_id=s if group_ids else None,
+                line="tpu_runtime" if tpu else "tf_Compute",
+            )
+    planted = {
+        "memory_ids": names,
+        "devices": [f"/device:{platform}:{d}" for d in range(devices)],
+        "steps": steps,
+        "step_ps": step_ps,
+        "first_step_ps": first_ps,
+        "stack_bytes": stack_bytes,
+        "limit_bytes": limit_bytes,
+        "preallocated_bytes": preallocated_bytes,
+        "leak": None
+        if leak_device is None
+        else {"memory_id": names[leak_device], "bytes_per_step": leak_bytes_per_step, "count": steps, "op": op, "shape": shape},
+        "peak_heap_bytes": builder.peak_bytes_in_use(),
+        "bytes_in_use_at_end": builder.bytes_in_use(),
+    }
+    return builder, planted
