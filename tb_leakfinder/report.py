@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-
-from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
+from tb_leakfinder.analyses.downsample import downsample
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
+from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import SuspectGroup
-from tb_leakfinder.analyses.timeline import downsample, held_bytes, never_freed_bytes
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
+
+from tb_leakfinder.analyses import verdict as verdicts
+from tb_leakfinder.analyses.timeline import held_bytes, never_freed_bytes
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
@@ -73,7 +76,7 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
     }
 
 
-def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
+def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     allocators = [allocator_json(a) for a in h.allocators]
     if allocators:
         verdict = verdicts.worst([a["verdict"] for a in allocators])
@@ -81,9 +84,9 @@ def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
     else:
         verdict, reason = verdicts.INCONCLUSIVE, verdicts.NO_EVENTS_REASON
     flagged = [
-        f"{item['instruction']} {item['shape']} ({format_bytes(item['bytes'])}, {item['reason']}) in {m['name']}"
+        f"{item.instruction} {item.shape} ({format_bytes(item.bytes)}, {item.reason}) in {m.name}"
         for m in modules
-        for item in m.get("actionable", [])
+        for item in m.actionable
     ]
     if flagged:
         more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
@@ -97,7 +100,7 @@ def host_json(h: HostAnalysis, modules: list[Json]) -> Json:
         "num_steps": len(h.profile.steps),
         "steps": steps_json(h.profile.steps),
         "allocators": allocators,
-        "modules": modules,
+        "modules": [module_summary_json(m) for m in modules],
     }
 
 
@@ -124,6 +127,44 @@ def run_json(name: str, hosts: list[Json]) -> Json:
 
 def report_json(runs: list[Json]) -> Json:
     return {"version": REPORT_VERSION, "runs": runs}
+
+
+# Long-lived temporaries a module summary lists (the module route lists all of them).
+SUMMARY_LONG_LIVED = 3
+
+
+def _group_small(entries: list[PeakBuffer] | list[WholeProgramBuffer], label_key: str) -> list[Json]:
+    """Entries below SMALL_BUFFER_BYTES folded into one, so that totals stay whole."""
+    grouped = [{**asdict(e), "count": 1} for e in entries if e.bytes >= SMALL_BUFFER_BYTES]
+    small = [e for e in entries if e.bytes < SMALL_BUFFER_BYTES]
+    if small:
+        grouped.append(
+            {
+                **dict.fromkeys(("instruction", "opcode", "op_name", "shape", "source", "last_user"), ""),
+                "logical_buffer": None,
+                "label": f"small (<{format_bytes(SMALL_BUFFER_BYTES)})",
+                "bytes": sum(e.bytes for e in small),
+                "count": len(small),
+                label_key: "small",
+            }
+        )
+    return grouped
+
+
+def module_summary_json(m: ModuleSummary) -> Json:
+    """A module's entry in the report: small whole-program buffers folded, the top long-lived temporaries."""
+    out = asdict(m)
+    out["whole_program_buffers"] = _group_small(m.whole_program_buffers, "reason")
+    out["num_long_lived_temporaries"] = len(m.long_lived_temporaries)
+    out["long_lived_temporaries"] = out["long_lived_temporaries"][:SUMMARY_LONG_LIVED]
+    return out
+
+
+def module_detail_json(m: ModuleDetail) -> Json:
+    """The module route's answer: the peak's small buffers folded, everything else in full."""
+    out = asdict(m)
+    out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
+    return out
 
 
 def find_allocator(h: HostAnalysis, name: str | None) -> AllocatorAnalysis:

@@ -9,14 +9,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from tb_leakfinder import report
-from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
+from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import discovery, files, hlo
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.xspace import read_host
+
+from tb_leakfinder import report
+from tb_leakfinder.analyses import static_buffers
 
 DEFAULT_CACHE_BYTES = 2 << 30
 # Each host being read holds its file and its columns (about twice the file) until it is analysed.
@@ -31,7 +33,7 @@ class HostResult:
     analysis: HostAnalysis | None
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
-    modules: list[report.Json] = field(default_factory=list)  # static_buffers.module_summaries
+    modules: list[ModuleSummary] = field(default_factory=list)
     _json: report.Json | None = field(default=None, repr=False)
 
     def unwrap(self) -> HostAnalysis:
@@ -45,7 +47,7 @@ class HostResult:
             self._json = report.host_json(self.unwrap(), self.modules)
         return self._json
 
-    def module(self, name: str, memory_space: int | None, points: int) -> report.Json:
+    def module(self, name: str, memory_space: int | None, points: int) -> ModuleDetail:
         """One module in detail (the `module` route); only names the profile holds are looked up."""
         analysis = self.unwrap()
         module = hlo.read_module(self.hlo_protos, name, analysis.profile.path)

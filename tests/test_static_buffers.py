@@ -13,11 +13,14 @@ import time
 import numpy as np
 import pytest
 
-from tb_leakfinder import proto
+from tb_leakfinder import proto, report
 from tb_leakfinder.analyses import static_buffers as sb
+from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS
+from tb_leakfinder.analyses.labels import format_bytes
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import hlo
+from tb_leakfinder.views.text import render_module, render_modules
 from tests.conftest import demo_capture, demo_xplane
 from tests.synthetic import ProfileBuilder
 
@@ -49,6 +52,21 @@ def memory_viewer(session_dir, tmp_path) -> dict[str, dict]:
     return json.loads(out.stdout)
 
 
+def summary_of(module: HloModule, memory_space: int | None = None) -> dict:
+    """A module's summary as the report shows it."""
+    return report.module_summary_json(sb.module_summary(module, memory_space))
+
+
+def summaries_of(modules: list[HloModule]) -> tuple[list[dict], list[str]]:
+    summaries, warnings = sb.module_summaries(modules)
+    return [report.module_summary_json(s) for s in summaries], warnings
+
+
+def detail_of(module: HloModule, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> dict:
+    """A module in detail as the module route answers it."""
+    return report.module_detail_json(sb.module_detail(module, memory_space, points))
+
+
 @functools.cache
 def demo_modules(run: str) -> dict[str, HloModule]:
     space = proto.XSpace().FromString(demo_xplane(run).read_bytes())
@@ -64,8 +82,8 @@ def step_of(run: str) -> HloModule:
 
 
 def assert_agrees_with_xprof(module: HloModule, xprof: dict) -> None:
-    summary = sb.module_summary(module, 0)
-    detail = sb.module_detail(module, 0, points=sb.MAX_POINTS)
+    summary = summary_of(module, 0)
+    detail = detail_of(module, 0, points=MAX_POINTS)
     where = module.key
     assert summary["peak_heap_bytes"] / MIB == xprof["peakHeapMib"], where
     assert summary["live_out_bytes"] / MIB == xprof.get("maybeLiveOutMib", 0), where
@@ -98,7 +116,7 @@ def test_every_demo_module_agrees_with_xprof_memory_viewer(run, tmp_path):
 
 def test_the_returned_activation_is_a_live_out_whole_program_buffer_called_out_by_name():
     mistake = demo_capture("jax_liveout")["returned_by_mistake"]
-    summary = sb.module_summary(step_of("jax_liveout"))
+    summary = summary_of(step_of("jax_liveout"))
     shape = f"f32[{','.join(map(str, mistake['shape']))}]"
     (entry,) = [e for e in summary["whole_program_buffers"] if e["reason"] == "live_out" and e["bytes"] >= sb.SMALL_BUFFER_BYTES]
     assert entry["bytes"] == mistake["bytes"] and entry["shape"] == shape
@@ -111,36 +129,36 @@ def test_the_returned_activation_is_a_live_out_whole_program_buffer_called_out_b
     aliases = [e for e in summary["whole_program_buffers"] if e.get("aliases_parameter")]
     assert aliases and not any(e["actionable"] for e in aliases)
     assert all(e["reason"] == "parameter" and e["live_out"] for e in aliases)
-    text = sb.format_module_text(summary)
-    assert f"CHECK {mistake['bytes'] / MIB:.2f} MiB" in text and entry["instruction"] in text
+    text = render_module(summary)
+    assert f"CHECK {format_bytes(mistake['bytes'])}" in text and entry["instruction"] in text
 
 
 def test_the_clean_step_returns_no_such_buffer():
     mistake = demo_capture("jax_liveout")["returned_by_mistake"]
-    summary = sb.module_summary(step_of("jax_clean"))
+    summary = summary_of(step_of("jax_clean"))
     live_out = [e for e in summary["whole_program_buffers"] if e["reason"] == "live_out"]
     assert all(e["bytes"] < sb.SMALL_BUFFER_BYTES for e in live_out)
     assert summary["actionable"] == []
-    assert "CHECK" not in sb.format_module_text(summary)
+    assert "CHECK" not in render_module(summary)
     # The live-out step holds the activation on top of what the clean one returns.
-    liveout = sb.module_summary(step_of("jax_liveout"))
+    liveout = summary_of(step_of("jax_liveout"))
     assert liveout["live_out_bytes"] - summary["live_out_bytes"] >= mistake["bytes"]
 
 
 def test_cli_text_names_the_activation_and_lists_every_module():
-    summaries, _ = sb.module_summaries(list(demo_modules("jax_liveout").values()))
-    text = sb.format_modules_text(summaries, detailed=1)
+    summaries, _ = summaries_of(list(demo_modules("jax_liveout").values()))
+    text = render_modules(summaries, detailed=1)
     (flag,) = [f for s in summaries for f in s["actionable"]]
-    assert f"CHECK {flag['bytes'] / MIB:.2f} MiB: {flag['instruction']}" in text
+    assert f"CHECK {format_bytes(flag['bytes'])}: {flag['instruction']}" in text
     assert all(s["name"] in text for s in summaries)
     assert f"{len(summaries) - 1} more module(s), nothing to check:" in text  # the step is the largest and flagged
-    clean, _ = sb.module_summaries(list(demo_modules("jax_clean").values()))
-    assert "CHECK" not in sb.format_modules_text(clean)
+    clean, _ = summaries_of(list(demo_modules("jax_clean").values()))
+    assert "CHECK" not in render_modules(clean)
 
 
 def test_single_result_programs_are_not_flagged():
     for module in demo_modules("jax_clean").values():
-        summary = sb.module_summary(module)
+        summary = summary_of(module)
         results = module.allocations.maybe_live_out & ~module.allocations.is_tuple
         if int(results.sum()) == 1:
             assert summary["actionable"] == [], module.key
@@ -148,7 +166,7 @@ def test_single_result_programs_are_not_flagged():
 
 @pytest.mark.parametrize("run", JAX_RUNS)
 def test_summaries_list_every_module_largest_peak_first(run):
-    summaries, warnings = sb.module_summaries(list(demo_modules(run).values()))
+    summaries, warnings = summaries_of(list(demo_modules(run).values()))
     assert warnings == []
     assert sorted(s["name"] for s in summaries) == sorted(demo_modules(run))
     peaks = [s["peak_heap_bytes"] for s in summaries]
@@ -163,7 +181,7 @@ def test_summaries_list_every_module_largest_peak_first(run):
 @pytest.mark.parametrize("run", JAX_RUNS)
 def test_peak_buffers_add_up_to_the_peak_with_small_ones_grouped(run):
     for module in demo_modules(run).values():
-        detail = sb.module_detail(module)
+        detail = detail_of(module)
         peak = detail["peak_buffers"]
         assert sum(e["bytes"] for e in peak) == detail["peak_heap_bytes"], module.key
         sizes = [e["bytes"] for e in peak if e["kind"] != "small"]
@@ -178,8 +196,8 @@ def test_peak_buffers_add_up_to_the_peak_with_small_ones_grouped(run):
 
 def test_curve_downsampling_keeps_the_peak_and_the_ends():
     module = step_of("jax_liveout")
-    full = sb.module_detail(module, points=sb.MAX_POINTS)["curve"]
-    small = sb.module_detail(module, points=8)
+    full = detail_of(module, points=MAX_POINTS)["curve"]
+    small = detail_of(module, points=8)
     curve = small["curve"]
     assert len(curve["position"]) < len(full["position"])
     assert curve["position"][0] == 0 and curve["position"][-1] == full["position"][-1]
@@ -190,7 +208,7 @@ def test_curve_downsampling_keeps_the_peak_and_the_ends():
 
 
 def test_long_lived_temporaries_cover_most_of_the_program():
-    detail = sb.module_detail(step_of("jax_liveout"))
+    detail = detail_of(step_of("jax_liveout"))
     n = detail["num_positions"]
     long_lived = detail["long_lived_temporaries"]
     assert long_lived
@@ -211,9 +229,9 @@ def test_a_broken_heap_trace_is_a_warning_and_the_other_modules_are_still_summar
     trace.events.add(kind=1, buffer_id=first_free.buffer_id)  # freed twice
     broken = hlo.decode_module("jit_broken(4)", data.SerializeToString(), "h.xplane.pb")
     with pytest.raises(LeakfinderError, match="freed more than once") as err:
-        sb.module_detail(broken)
+        detail_of(broken)
     assert "jit_broken(4)" in err.value.message and "h.xplane.pb" in err.value.message
-    summaries, warnings = sb.module_summaries([broken, good])
+    summaries, warnings = summaries_of([broken, good])
     assert [s["name"] for s in summaries] == [good.key]
     assert len(warnings) == 1 and "jit_broken(4)" in warnings[0]
 
@@ -221,10 +239,10 @@ def test_a_broken_heap_trace_is_a_warning_and_the_other_modules_are_still_summar
 def test_bad_arguments_are_clear_errors():
     module = step_of("jax_clean")
     with pytest.raises(NotFoundError, match="memory space 5") as err:
-        sb.module_detail(module, 5)
+        detail_of(module, 5)
     assert module.key in err.value.message and err.value.status == 404
     with pytest.raises(BadArgumentError):
-        sb.module_detail(module, 0, points=2)
+        detail_of(module, 0, points=2)
 
 
 # --- a synthesised large program --------------------------------------------
@@ -311,7 +329,7 @@ def test_large_program_summary_is_quick():
     module = large_module()
     assert module.num_instructions > 3000 and len(module.traces[0]) > 5000
     start = time.perf_counter()
-    summary = sb.module_summary(module)
+    summary = summary_of(module)
     elapsed = time.perf_counter() - start
     print(f"module_summary of {module.num_instructions} instructions, {len(module.traces[0])} events: {elapsed * 1000:.1f} ms")
     assert elapsed < 1.0
@@ -329,9 +347,9 @@ def test_large_program_agrees_with_xprof(tmp_path):
     builder.write(session / "host0.xplane.pb")
     xprof = memory_viewer(session, tmp_path)
     assert_agrees_with_xprof(large_module(), xprof["jit_large(1)"])
-    detail = sb.module_detail(large_module())
+    detail = detail_of(large_module())
     assert sum(e["bytes"] for e in detail["peak_buffers"]) == detail["peak_heap_bytes"]
-    assert len(detail["curve"]["position"]) <= sb.DEFAULT_POINTS + 1
+    assert len(detail["curve"]["position"]) <= DEFAULT_POINTS
     # Whole-program bytes: parameters, constant, results; thread-local scratch is outside the heap.
     a = large_module().allocations
     assert detail["whole_program_bytes"] == int(a.size[a.is_parameter | a.is_constant | a.maybe_live_out].sum())

@@ -21,9 +21,11 @@ or SHARE_WITH) until event `end` (its FREE; the number of events if none).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS, downsample
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import ALLOC, FREE, SHARE_WITH, HeapTrace, HloModule
 
@@ -33,8 +35,6 @@ SMALL_BUFFER_BYTES = 16 * 1024
 LARGE_FRACTION = 0.05
 # A temporary is long-lived when its range covers at least this share of the program.
 LONG_LIVED_FRACTION = 0.5
-DEFAULT_POINTS = 1000
-MAX_POINTS = 20000
 _INT64_MAX = (1 << 63) - 1
 
 _WHY = {
@@ -44,6 +44,126 @@ _WHY = {
     "thread_local": "thread-local scratch, reserved for the whole program outside the heap",
     "never_freed": "no FREE in the heap trace: kept from its allocation to the end",
 }
+
+
+@dataclass
+class BufferOrigin:
+    """Where a logical buffer comes from."""
+
+    logical_buffer: int
+    instruction: str  # "" when the buffer names no known instruction
+    opcode: str
+    op_name: str
+    shape: str
+    source: str
+    last_user: str
+
+
+@dataclass
+class WholeProgramBuffer(BufferOrigin):
+    """An allocation (or never-freed heap block) live for the whole program, and why."""
+
+    bytes: int
+    reason: str  # parameter, live_out, constant, thread_local or never_freed
+    why: str
+    allocation: int
+    parameter_number: int | None
+    live_out: bool
+    aliases_parameter: bool
+    actionable: bool
+
+
+@dataclass
+class PeakBuffer(BufferOrigin):
+    """A buffer in the heap at the peak."""
+
+    bytes: int
+    kind: str  # temporary, or the whole-program reason
+
+
+@dataclass
+class LongLivedTemporary(BufferOrigin):
+    """A freed temporary whose range covers most of the program."""
+
+    bytes: int
+    start: int
+    end: int
+    fraction: float
+    why: str
+
+
+@dataclass
+class BufferRange(BufferOrigin):
+    """A logical buffer's live range in program order."""
+
+    bytes: int
+    allocation: int | None
+    offset: int
+    start: int
+    end: int
+    kind: str
+    shares_with: int | None  # the logical buffer whose memory it uses
+
+
+@dataclass
+class Flag:
+    """A whole-program buffer worth checking, with the sentence that says why."""
+
+    instruction: str
+    op_name: str
+    shape: str
+    source: str
+    bytes: int
+    reason: str
+    message: str
+
+
+@dataclass
+class HeapCurve:
+    position: list[int]
+    heap_bytes: list[int]
+    instruction: list[str | None]
+
+
+@dataclass
+class ModuleHeader:
+    name: str  # "<module>(<program_id>)"
+    module: str
+    program_id: int | None
+    memory_space: int
+    num_instructions: int
+    num_positions: int
+    peak_heap_bytes: int
+    peak_position: int | None
+    peak_instruction: str | None
+    peak_temporary_bytes: int
+    whole_program_bytes: int
+    live_out_bytes: int
+    parameter_bytes: int
+    constant_bytes: int
+    thread_local_bytes: int
+
+
+@dataclass
+class ModuleSummary(ModuleHeader):
+    """What the report says of one module and memory space."""
+
+    whole_program_buffers: list[WholeProgramBuffer]  # largest first
+    actionable: list[Flag]
+    long_lived_temporaries: list[LongLivedTemporary]  # by bytes x share of the program
+
+
+@dataclass
+class ModuleDetail(ModuleHeader):
+    """One module in detail for the UI."""
+
+    memory_spaces: list[int]
+    curve: HeapCurve
+    peak_buffers: list[PeakBuffer]  # largest first; the sizes add up to the peak
+    whole_program_buffers: list[WholeProgramBuffer]
+    actionable: list[Flag]
+    long_lived_temporaries: list[LongLivedTemporary]
+    buffers: list[BufferRange]  # in program order
 
 
 @dataclass
@@ -238,8 +358,8 @@ def _representative(module: HloModule, allocation: int, reason: str) -> int:
     return max(np.flatnonzero(buffers.allocation == allocation).tolist(), key=preference)
 
 
-def _describe(module: HloModule, row: int) -> dict:
-    """Where a logical buffer comes from, JSON-ready."""
+def _describe(module: HloModule, row: int) -> dict[str, Any]:
+    """The `BufferOrigin` fields of a logical buffer."""
     buffers = module.buffers
     instructions = module.instructions
     instruction = int(buffers.instruction[row])
@@ -255,14 +375,14 @@ def _describe(module: HloModule, row: int) -> dict:
     }
 
 
-def _whole_program_buffers(module: HloModule, sim: _Simulation) -> list[dict]:
+def _whole_program_buffers(module: HloModule, sim: _Simulation) -> list[WholeProgramBuffer]:
     """One entry per whole-program allocation and per never-freed heap block, largest first."""
     allocations = module.allocations
     large = max(SMALL_BUFFER_BYTES, int(sim.peak_bytes * LARGE_FRACTION))
     # A program with a single result returns it on purpose: only one of several results is suspect.
     results = allocations.maybe_live_out & ~allocations.is_tuple & (allocations.color == sim.space)
     single_result = int(np.count_nonzero(results)) <= 1
-    entries: list[dict] = []
+    entries: list[WholeProgramBuffer] = []
     for allocation in [*sim.whole_rows.tolist(), *sim.thread_local_rows.tolist()]:
         reason = _reason(module, allocation)
         live_out = bool(allocations.maybe_live_out[allocation])
@@ -274,48 +394,48 @@ def _whole_program_buffers(module: HloModule, sim: _Simulation) -> list[dict]:
         elif reason == "live_out" and single_result:
             why += "; it is the program's only result"
         entries.append(
-            {
+            WholeProgramBuffer(
                 **_describe(module, _representative(module, allocation, reason)),
-                "bytes": size,
-                "reason": reason,
-                "why": why,
-                "allocation": int(allocations.index[allocation]),
-                "parameter_number": int(allocations.parameter_number[allocation]) if reason == "parameter" else None,
-                "live_out": live_out,
-                "aliases_parameter": aliased,
+                bytes=size,
+                reason=reason,
+                why=why,
+                allocation=int(allocations.index[allocation]),
+                parameter_number=int(allocations.parameter_number[allocation]) if reason == "parameter" else None,
+                live_out=live_out,
+                aliases_parameter=aliased,
                 # What the program returns is its author's choice; its inputs are not.
-                "actionable": reason == "live_out" and size >= large and not single_result,
-            }
+                actionable=reason == "live_out" and size >= large and not single_result,
+            )
         )
     never_released = np.flatnonzero(sim.block_end == sim.num_events)
     roots = sim.block_root[never_released]
     for root, holder in zip(roots.tolist(), _holders(sim, roots, sim.num_events - 1).tolist(), strict=True):
         size = int(module.buffers.size[root])
         entries.append(
-            {
+            WholeProgramBuffer(
                 **_describe(module, holder),
-                "bytes": size,
-                "reason": "never_freed",
-                "why": f"{_WHY['never_freed']} (allocated at position {int(sim.start[holder])})",
-                "allocation": int(allocations.index[module.buffers.allocation[root]]),
-                "parameter_number": None,
-                "live_out": False,
-                "aliases_parameter": False,
-                "actionable": size >= large,
-            }
+                bytes=size,
+                reason="never_freed",
+                why=f"{_WHY['never_freed']} (allocated at position {int(sim.start[holder])})",
+                allocation=int(allocations.index[module.buffers.allocation[root]]),
+                parameter_number=None,
+                live_out=False,
+                aliases_parameter=False,
+                actionable=size >= large,
+            )
         )
-    entries.sort(key=lambda e: (-e["bytes"], e["instruction"]))
+    entries.sort(key=lambda e: (-e.bytes, e.instruction))
     return entries
 
 
-def _peak_buffers(module: HloModule, sim: _Simulation) -> list[dict]:
+def _peak_buffers(module: HloModule, sim: _Simulation) -> list[PeakBuffer]:
     """Everything in the heap at the peak, largest first; the sizes add up to the peak."""
     entries = [
-        {
+        PeakBuffer(
             **_describe(module, _representative(module, allocation, _reason(module, allocation))),
-            "bytes": int(module.allocations.size[allocation]),
-            "kind": _reason(module, allocation),
-        }
+            bytes=int(module.allocations.size[allocation]),
+            kind=_reason(module, allocation),
+        )
         for allocation in sim.whole_rows.tolist()
     ]
     p = sim.peak_position
@@ -323,30 +443,12 @@ def _peak_buffers(module: HloModule, sim: _Simulation) -> list[dict]:
         live = np.flatnonzero((sim.block_start <= p) & (p < sim.block_end))
         roots = sim.block_root[live]
         for root, holder in zip(roots.tolist(), _holders(sim, roots, p).tolist(), strict=True):
-            entries.append({**_describe(module, holder), "bytes": int(module.buffers.size[root]), "kind": "temporary"})
-    entries.sort(key=lambda e: (-e["bytes"], e["instruction"]))
+            entries.append(PeakBuffer(**_describe(module, holder), bytes=int(module.buffers.size[root]), kind="temporary"))
+    entries.sort(key=lambda e: (-e.bytes, e.instruction))
     return entries
 
 
-def _group_small(entries: list[dict], label_key: str) -> list[dict]:
-    """Entries below SMALL_BUFFER_BYTES folded into one, so that totals stay whole."""
-    grouped = [dict(e, count=1) for e in entries if e["bytes"] >= SMALL_BUFFER_BYTES]
-    small = [e for e in entries if e["bytes"] < SMALL_BUFFER_BYTES]
-    if small:
-        grouped.append(
-            {
-                **dict.fromkeys(("instruction", "opcode", "op_name", "shape", "source", "last_user"), ""),
-                "logical_buffer": None,
-                "label": f"small (<{SMALL_BUFFER_BYTES // 1024} KiB)",
-                "bytes": sum(e["bytes"] for e in small),
-                "count": len(small),
-                label_key: "small",
-            }
-        )
-    return grouped
-
-
-def _long_lived(module: HloModule, sim: _Simulation) -> list[dict]:
+def _long_lived(module: HloModule, sim: _Simulation) -> list[LongLivedTemporary]:
     """Freed temporaries whose own range covers most of the program, by bytes x share of the program."""
     n = sim.num_events
     if sim.trace is None or not n:
@@ -360,41 +462,41 @@ def _long_lived(module: HloModule, sim: _Simulation) -> list[dict]:
         described = _describe(module, row)
         until = f"its last user {described['last_user']}" if described["last_user"] else f"position {e}"
         entries.append(
-            {
+            LongLivedTemporary(
                 **described,
-                "bytes": int(sizes[row]),
-                "start": s,
-                "end": e,
-                "fraction": round((e - s) / n, 4),
-                "why": f"live over {e - s} of {n} positions, from {described['instruction'] or 'position ' + str(s)} to {until}",
-            }
+                bytes=int(sizes[row]),
+                start=s,
+                end=e,
+                fraction=round((e - s) / n, 4),
+                why=f"live over {e - s} of {n} positions, from {described['instruction'] or 'position ' + str(s)} to {until}",
+            )
         )
-    entries.sort(key=lambda x: (-x["bytes"] * x["fraction"], x["instruction"]))
+    entries.sort(key=lambda x: (-x.bytes * x.fraction, x.instruction))
     return entries
 
 
-def _actionable(module: HloModule, whole_program: list[dict]) -> list[dict]:
-    parameter_of_shape = {e["shape"]: e["parameter_number"] for e in whole_program if e["reason"] == "parameter"}
+def _actionable(module: HloModule, whole_program: list[WholeProgramBuffer]) -> list[Flag]:
+    parameter_of_shape = {e.shape: e.parameter_number for e in whole_program if e.reason == "parameter"}
     flags = []
     for e in whole_program:
-        if not e["actionable"]:
+        if not e.actionable:
             continue
-        what = f"{e['instruction'] or 'logical buffer ' + str(e['logical_buffer'])} {e['shape']}"
-        if e["op_name"]:
-            what += f" ({e['op_name']}{' at ' + e['source'] if e['source'] else ''})"
-        if e["reason"] == "live_out":
+        what = f"{e.instruction or 'logical buffer ' + str(e.logical_buffer)} {e.shape}"
+        if e.op_name:
+            what += f" ({e.op_name}{' at ' + e.source if e.source else ''})"
+        if e.reason == "live_out":
             message = (
                 f"{what} is returned by {module.key} and is not an input's alias: XLA keeps it for the whole"
                 " program; check that the caller needs it"
             )
-            if e["shape"] in parameter_of_shape:
+            if e.shape in parameter_of_shape:
                 message += (
-                    f" (it has the shape of parameter {parameter_of_shape[e['shape']]}: if it replaces that input,"
+                    f" (it has the shape of parameter {parameter_of_shape[e.shape]}: if it replaces that input,"
                     " donate the argument so that the output reuses its buffer)"
                 )
         else:
             message = f"{what} is never freed in {module.key}'s heap trace"
-        flags.append({k: e[k] for k in ("instruction", "op_name", "shape", "source", "bytes", "reason")} | {"message": message})
+        flags.append(Flag(e.instruction, e.op_name, e.shape, e.source, e.bytes, e.reason, message))
     return flags
 
 
@@ -409,7 +511,8 @@ def _special_bytes(module: HloModule, space: int) -> dict[str, int]:
     }
 
 
-def _header(module: HloModule, sim: _Simulation, space: int) -> dict:
+def _header(module: HloModule, sim: _Simulation, space: int) -> dict[str, Any]:
+    """The `ModuleHeader` fields."""
     return {
         "name": module.key,
         "module": module.name,
@@ -426,59 +529,39 @@ def _header(module: HloModule, sim: _Simulation, space: int) -> dict:
     }
 
 
-def module_summary(module: HloModule, memory_space: int | None = None) -> dict:
-    """The report's entry for one module and memory space (default 0), JSON-ready."""
+def module_summary(module: HloModule, memory_space: int | None = None) -> ModuleSummary:
+    """The report's entry for one module and memory space (default 0)."""
     space = memory_space_of(module, memory_space)
     sim = _simulate(module, space)
     whole_program = _whole_program_buffers(module, sim)
-    long_lived = _long_lived(module, sim)
-    return {
+    return ModuleSummary(
         **_header(module, sim, space),
-        "whole_program_buffers": _group_small(whole_program, "reason"),
-        "actionable": _actionable(module, whole_program),
-        "num_long_lived_temporaries": len(long_lived),
-        "long_lived_temporaries": long_lived[:3],
-    }
+        whole_program_buffers=whole_program,
+        actionable=_actionable(module, whole_program),
+        long_lived_temporaries=_long_lived(module, sim),
+    )
 
 
-def module_summaries(modules: list[HloModule]) -> tuple[list[dict], list[str]]:
+def module_summaries(modules: list[HloModule]) -> tuple[list[ModuleSummary], list[str]]:
     """`module_summary` for every module and memory space, largest peak first, and one warning
     per module whose heap trace cannot be simulated (the others are still summarised)."""
-    summaries: list[dict] = []
+    summaries: list[ModuleSummary] = []
     warnings: list[str] = []
     for module in modules:
         try:
             summaries.extend([module_summary(module, space) for space in module.memory_spaces])
         except LeakfinderError as e:
             warnings.append(e.message)
-    summaries.sort(key=lambda s: (-s["peak_heap_bytes"], s["name"], s["memory_space"]))
+    summaries.sort(key=lambda s: (-s.peak_heap_bytes, s.name, s.memory_space))
     return summaries, warnings
 
 
-def _downsample(values: np.ndarray, points: int, keep: int | None) -> np.ndarray:
-    """Positions that draw `values` in about `points` points: each bucket's first, last, min and max, and `keep`."""
-    n = len(values)
-    if n <= points:
-        return np.arange(n)
-    buckets = max(1, points // 4)
-    starts = np.linspace(0, n, buckets + 1).astype(np.int64)[:-1]
-    bucket_of = np.repeat(np.arange(buckets), np.diff(np.append(starts, n)))
-    chosen = [starts, np.append(starts[1:], n) - 1]
-    for reduce in (np.maximum, np.minimum):
-        hits = np.flatnonzero(values == reduce.reduceat(values, starts)[bucket_of])
-        _, first = np.unique(bucket_of[hits], return_index=True)
-        chosen.append(hits[first])
-    if keep is not None:
-        chosen.append(np.array([keep]))
-    return np.unique(np.concatenate(chosen))
-
-
-def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[dict]:
+def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[BufferRange]:
     """Every logical buffer of the memory space that has a range, in program order."""
     buffers = module.buffers
     n = sim.num_events
     whole = set(sim.whole_rows.tolist()) | set(sim.thread_local_rows.tolist())
-    entries: list[dict] = []
+    entries: list[BufferRange] = []
     for row in np.flatnonzero(buffers.color == space).tolist():
         allocation = int(buffers.allocation[row])
         if sim.start[row] >= 0:
@@ -490,80 +573,41 @@ def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[dict]:
             continue
         root = int(sim.root[row])
         entries.append(
-            {
+            BufferRange(
                 **_describe(module, row),
-                "bytes": int(buffers.size[row]),
-                "allocation": int(module.allocations.index[allocation]) if allocation >= 0 else None,
-                "offset": int(buffers.offset[row]),
-                "start": s,
-                "end": e,
-                "kind": kind,
-                "shares_with": int(buffers.id[root]) if root != row else None,
-            }
+                bytes=int(buffers.size[row]),
+                allocation=int(module.allocations.index[allocation]) if allocation >= 0 else None,
+                offset=int(buffers.offset[row]),
+                start=s,
+                end=e,
+                kind=kind,
+                shares_with=int(buffers.id[root]) if root != row else None,
+            )
         )
-    entries.sort(key=lambda x: (x["start"], -x["bytes"], x["logical_buffer"]))
+    entries.sort(key=lambda x: (x.start, -x.bytes, x.logical_buffer))
     return entries
 
 
-def module_detail(module: HloModule, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> dict:
+def module_detail(module: HloModule, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> ModuleDetail:
     """One module in detail for the UI: heap curve, buffer ranges, peak and whole-program buffers."""
-    if not 4 <= points <= MAX_POINTS:
-        raise BadArgumentError(f"points must be between 4 and {MAX_POINTS}, not {points}")
+    if not MIN_POINTS <= points <= MAX_POINTS:
+        raise BadArgumentError(f"points must be between {MIN_POINTS} and {MAX_POINTS}, not {points}")
     space = memory_space_of(module, memory_space)
     sim = _simulate(module, space)
-    keep = _downsample(sim.heap_after, points, sim.peak_position)
+    # The first position of the peak is the first maximum, which the downsampler keeps.
+    keep = downsample(np.arange(sim.num_events), sim.heap_after, points).tolist()
     whole_program = _whole_program_buffers(module, sim)
-    return {
+    return ModuleDetail(
         **_header(module, sim, space),
-        "memory_spaces": module.memory_spaces,
-        "curve": {
-            "position": keep.tolist(),
-            "heap_bytes": (sim.heap_after[keep] + sim.whole_bytes).tolist(),
-            "instruction": [sim.instruction_at(i) for i in keep.tolist()],
-        },
-        "peak_buffers": _group_small(_peak_buffers(module, sim), "kind"),
-        "whole_program_buffers": whole_program,
-        "actionable": _actionable(module, whole_program),
-        "long_lived_temporaries": _long_lived(module, sim),
-        "buffers": _ranges(module, sim, space),
-    }
-
-
-def _size_text(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n} B"
-
-
-def format_module_text(summary: dict) -> str:
-    """A short plain-text section for `tb-leakfinder report`, from `module_summary`'s dict."""
-    at = ""
-    if summary["peak_position"] is not None:
-        at = f" at position {summary['peak_position']} of {summary['num_positions']} ({summary['peak_instruction']})"
-    lines = [
-        f"{summary['name']}: memory space {summary['memory_space']}, {summary['num_instructions']} instructions",
-        f"  peak heap {_size_text(summary['peak_heap_bytes'])}{at}",
-        f"  whole program {_size_text(summary['whole_program_bytes'])}: parameters {_size_text(summary['parameter_bytes'])},"
-        f" live-out {_size_text(summary['live_out_bytes'])}, constants {_size_text(summary['constant_bytes'])}"
-        f" (+ thread-local {_size_text(summary['thread_local_bytes'])})",
-    ]
-    for e in summary["whole_program_buffers"][:5]:
-        name = e.get("label") or e["instruction"]
-        alias = " (returned in place: donated)" if e.get("aliases_parameter") else ""
-        lines.append(f"    {_size_text(e['bytes']):>10}  {e['reason']:<12} {name} {e['shape']}{alias}".rstrip())
-    lines.extend(f"  CHECK {_size_text(flag['bytes'])}: {flag['message']}" for flag in summary["actionable"])
-    return "\n".join(lines)
-
-
-def format_modules_text(summaries: list[dict], detailed: int = 3) -> str:
-    """The CLI's section for all modules (as `module_summaries` sorts them): a full section for each
-    module with something to check and for the `detailed` largest peaks, one line for each other."""
-    shown = [s for i, s in enumerate(summaries) if s["actionable"] or i < detailed]
-    rest = [s for s in summaries if not any(s is t for t in shown)]
-    parts = [format_module_text(s) for s in shown]
-    if rest:
-        lines = [f"{len(rest)} more module(s), nothing to check:"]
-        lines.extend(f"  {_size_text(s['peak_heap_bytes']):>10}  {s['name']} (memory space {s['memory_space']})" for s in rest)
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
+        memory_spaces=module.memory_spaces,
+        curve=HeapCurve(
+            position=keep,
+            heap_bytes=(sim.heap_after[keep] + sim.whole_bytes).tolist(),
+            instruction=[sim.instruction_at(i) for i in keep],
+        ),
+        peak_buffers=_peak_buffers(module, sim),
+        whole_program_buffers=whole_program,
+        actionable=_actionable(module, whole_program),
+        long_lived_temporaries=_long_lived(module, sim),
+        buffers=_ranges(module, sim, space),
+    )

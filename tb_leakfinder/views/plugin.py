@@ -8,21 +8,20 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
+from tb_leakfinder.errors import BadArgumentError, LeakfinderError
+from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.read.discovery import Run
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import report
-from tb_leakfinder.analyses.diff import compare
-from tb_leakfinder.errors import BadArgumentError, LeakfinderError
-from tb_leakfinder.plugin_loader import PLUGIN_NAME
-from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.service import DEFAULT_CACHE_BYTES, Engine
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"
-DEFAULT_POINTS = 1000
-MAX_POINTS = 20000
 
 # Per-request limits (docs/http_api.md, "Limits"); the largest file analysed is read/xspace.py's MAX_FILE_BYTES.
 MAX_HOSTS_PER_REQUEST = 256  # a report over more hosts must name one
@@ -180,9 +179,9 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         run = self._run(request)
         host, _ = run.host_path(str_arg(request, "host"))
         module = required_arg(request, "module")
-        points = int_arg(request, "points", DEFAULT_POINTS, 4, MAX_POINTS) or DEFAULT_POINTS
+        points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS) or DEFAULT_POINTS
         detail = self.engine.host(run, host).module(module, int_arg(request, "memory_space", None, 0), points)
-        return {"run": run.name, "host": host, **detail}
+        return {"run": run.name, "host": host, **report.module_detail_json(detail)}
 
     def _compare(self, request: Request) -> report.Json:
         sides = []
@@ -209,7 +208,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
     def _timeline(self, request: Request) -> report.Json:
         analysis, allocator, run, host = self._allocator(request)
-        points = int_arg(request, "points", DEFAULT_POINTS, 8, MAX_POINTS) or DEFAULT_POINTS
+        points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS) or DEFAULT_POINTS
         body = report.timeline_json(
             allocator,
             analysis.profile.steps,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
-from tb_leakfinder.analyses.static_buffers import format_modules_text
+
 from tb_leakfinder.report import Json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
@@ -57,6 +57,39 @@ def render_allocator(a: Json) -> list[str]:
     return lines
 
 
+def render_module(summary: Json) -> str:
+    """A short section for one entry of a host's `modules`."""
+    at = ""
+    if summary["peak_position"] is not None:
+        at = f" at position {summary['peak_position']} of {summary['num_positions']} ({summary['peak_instruction']})"
+    lines = [
+        f"{summary['name']}: memory space {summary['memory_space']}, {summary['num_instructions']} instructions",
+        f"  peak heap {format_bytes(summary['peak_heap_bytes'])}{at}",
+        f"  whole program {format_bytes(summary['whole_program_bytes'])}: parameters {format_bytes(summary['parameter_bytes'])},"
+        f" live-out {format_bytes(summary['live_out_bytes'])}, constants {format_bytes(summary['constant_bytes'])}"
+        f" (+ thread-local {format_bytes(summary['thread_local_bytes'])})",
+    ]
+    for e in summary["whole_program_buffers"][:5]:
+        name = e.get("label") or e["instruction"]
+        alias = " (returned in place: donated)" if e.get("aliases_parameter") else ""
+        lines.append(f"    {format_bytes(e['bytes']):>10}  {e['reason']:<12} {name} {e['shape']}{alias}".rstrip())
+    lines.extend(f"  CHECK {format_bytes(flag['bytes'])}: {flag['message']}" for flag in summary["actionable"])
+    return "\n".join(lines)
+
+
+def render_modules(summaries: list[Json], detailed: int = 3) -> str:
+    """All modules of a host (largest peak first): a full section for each module with something to
+    check and for the `detailed` largest peaks, one line for each other."""
+    shown = [s for i, s in enumerate(summaries) if s["actionable"] or i < detailed]
+    rest = [s for s in summaries if not any(s is t for t in shown)]
+    parts = [render_module(s) for s in shown]
+    if rest:
+        lines = [f"{len(rest)} more module(s), nothing to check:"]
+        lines.extend(f"  {format_bytes(s['peak_heap_bytes']):>10}  {s['name']} (memory space {s['memory_space']})" for s in rest)
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def render_report(report: Json) -> str:
     lines: list[str] = []
     for run in report["runs"]:
@@ -70,6 +103,6 @@ def render_report(report: Json) -> str:
                 lines += render_allocator(a)
             if host["modules"]:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
-                lines += ["    " + line for line in format_modules_text(host["modules"]).splitlines()]
+                lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
         lines.append("")
     return "\n".join(lines)
