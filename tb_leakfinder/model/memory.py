@@ -1,4 +1,4 @@
-"""Memory events and step markers of one host, as columns."""
+"""Memory events, step markers and step-like spans of one host, as columns."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ EVENT_COLUMNS: dict[str, type] = {
     "allocation_bytes": np.int64,
     "bytes_in_use": np.int64,
     "bytes_reserved": np.int64,
+    "bytes_available": np.int64,
     "peak_bytes_in_use": np.int64,
     "fragmentation": np.float64,
     "op": np.int32,
     "shape": np.int32,
     "region": np.int32,
     "dtype": np.int32,
+    "group_id": np.int64,
 }
 
 
@@ -34,8 +36,11 @@ class MemoryEvents:
 
     Times are picoseconds from the start of the profile window. String columns
     (`op`, `shape`, `region`) index into `strings`, where index 0 is "";
-    `allocator` indexes `allocator_names`. `dtype` is TF's DataType enum, -1
-    when the event has none.
+    `allocator` indexes `allocator_names`, which hold each allocator's memory
+    id exactly as XProf keys it: the last of `index_on_host` / `device_ordinal`
+    (decimal) or `allocator_name` on the event, "" when none. `dtype` is TF's
+    DataType enum, -1 when the event has none. `bytes_available` is 0 and
+    `group_id` -1 when the event has none.
     """
 
     time_ps: np.ndarray
@@ -46,12 +51,14 @@ class MemoryEvents:
     allocation_bytes: np.ndarray
     bytes_in_use: np.ndarray
     bytes_reserved: np.ndarray
+    bytes_available: np.ndarray
     peak_bytes_in_use: np.ndarray
     fragmentation: np.ndarray
     op: np.ndarray
     shape: np.ndarray
     region: np.ndarray
     dtype: np.ndarray
+    group_id: np.ndarray
     strings: list[str] = field(default_factory=lambda: [""])
     allocator_names: list[str] = field(default_factory=list)
 
@@ -85,6 +92,55 @@ class Steps:
         return cls(z, z.copy(), z.copy())
 
 
+# Spans.source: where a candidate step span comes from.
+SPAN_HOST_ROOT = 0  # a /host:CPU root event (`_r`) or a call XProf groups by: TraceContext, FunctionRun, ...
+SPAN_DEVICE_PROGRAM = 1  # an event of a device plane's `XLA Modules` line: one program execution
+SPAN_DEVICE_STEP = 2  # an event of a device plane's `Steps` line
+
+
+@dataclass
+class Spans:
+    """Candidate step spans, sorted by start (then end, source, device, name, root).
+
+    `name` indexes `names` (sorted); `device` indexes HostProfile.device_planes,
+    -1 on the host; `root` is True where the event carried a nonzero integer
+    `_r` stat. Times are in MemoryEvents.time_ps's time base.
+    """
+
+    source: np.ndarray  # int8, SPAN_*
+    name: np.ndarray  # int32
+    device: np.ndarray  # int32
+    root: np.ndarray  # bool
+    start_ps: np.ndarray  # int64
+    end_ps: np.ndarray  # int64
+    names: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return int(self.start_ps.shape[0])
+
+    @classmethod
+    def empty(cls) -> Spans:
+        z = np.zeros(0, np.int64)
+        return cls(np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool), z, z.copy())
+
+
+@dataclass
+class Groups:
+    """Extent of each `group_id` seen on /host:CPU events: the earliest start and latest end, sorted by start."""
+
+    group_id: np.ndarray  # int64
+    start_ps: np.ndarray  # int64
+    end_ps: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return int(self.group_id.shape[0])
+
+    @classmethod
+    def empty(cls) -> Groups:
+        z = np.zeros(0, np.int64)
+        return cls(z, z.copy(), z.copy())
+
+
 @dataclass
 class HostProfile:
     """What one `<host>.xplane.pb` holds that tb_leakfinder uses."""
@@ -96,3 +152,6 @@ class HostProfile:
     duration_ps: int
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> serialized HloProto
     warnings: list[str] = field(default_factory=list)
+    device_planes: list[str] = field(default_factory=list)  # "/device:TPU:2", ... in file order
+    spans: Spans = field(default_factory=Spans.empty)
+    groups: Groups = field(default_factory=Groups.empty)

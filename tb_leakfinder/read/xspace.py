@@ -75,7 +75,10 @@ def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
             warnings.append(f"{path}: the profile has no planes")
         return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings)
     raw = scanned.pop("columns")  # the arrays below become the only owners of the scanner's buffers
-    columns = {name: _column(raw.pop(name), dtype) for name, dtype in EVENT_COLUMNS.items()}
+    # Until the scanner extracts bytes_available and group_id: their "absent" values.
+    n = len(memoryview(raw["time_ps"])) // 8
+    defaults = {"bytes_available": np.zeros(n, np.int64), "group_id": np.full(n, -1, np.int64)}
+    columns = {name: _column(raw.pop(name), dtype) if name in raw else defaults[name] for name, dtype in EVENT_COLUMNS.items()}
     names, index = _allocator_names(scanned["allocators"])
     if index is not None:
         columns["allocator"] = index[columns["allocator"]]

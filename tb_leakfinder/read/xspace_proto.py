@@ -11,13 +11,33 @@ from google.protobuf.message import DecodeError, Message
 
 from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, HostProfile, MemoryEvents, Steps
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    EVENT_COLUMNS,
+    FREE,
+    SPAN_DEVICE_PROGRAM,
+    SPAN_DEVICE_STEP,
+    SPAN_HOST_ROOT,
+    Groups,
+    HostProfile,
+    MemoryEvents,
+    Spans,
+    Steps,
+)
 
 HOST_CPU_PLANE = "/host:CPU"
 METADATA_PLANE = "/host:metadata"
+DEVICE_PLANE_PREFIX = "/device:"
 ALLOC_EVENT = "MemoryAllocation"
 FREE_EVENT = "MemoryDeallocation"
 STEP_STAT = "step_num"
+ROOT_STAT = "_r"
+GROUP_STAT = "group_id"
+# A device plane's lines whose events are step-like spans, and their Spans.source.
+DEVICE_SPAN_LINES = {"XLA Modules": SPAN_DEVICE_PROGRAM, "Steps": SPAN_DEVICE_STEP}
+# Host events XProf groups steps by even without `_r`: exact names, then name prefixes (PjitFunction(...) also ends in ")").
+HOST_SPAN_NAMES = ("TraceContext", "FunctionRun")
+HOST_SPAN_PREFIXES = ("__inference_", "PjitFunction(")
 
 # stat name -> event column; strings are interned into MemoryEvents.strings.
 INT_STATS = {
@@ -25,10 +45,22 @@ INT_STATS = {
     "allocation_bytes": "allocation_bytes",
     "bytes_allocated": "bytes_in_use",
     "bytes_reserved": "bytes_reserved",
+    "bytes_available": "bytes_available",
     "peak_bytes_in_use": "peak_bytes_in_use",
+    "group_id": "group_id",
 }
 STRING_STATS = {"tf_op": "op", "shape": "shape", "region_type": "region"}
+# The stats XProf keys an allocator by (the last one on the event wins): integer ids, and a name.
+INT_ID_STATS = ("index_on_host", "device_ordinal")
+NAME_ID_STAT = "allocator_name"
 U64 = 1 << 64
+
+
+def is_host_span_name(name: str) -> bool:
+    """Whether a /host:CPU event of this name is a candidate step span even without `_r`."""
+    if name in HOST_SPAN_NAMES or name.startswith(HOST_SPAN_PREFIXES[0]):
+        return True
+    return name.startswith(HOST_SPAN_PREFIXES[1]) and name.endswith(")")
 
 
 def parse_xspace(data: bytes, path: str) -> Message:
@@ -56,21 +88,75 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         from tb_leakfinder.read.hlo import hlo_protos_from_metadata_plane
 
         hlo_protos = hlo_protos_from_metadata_plane(planes[METADATA_PLANE])
+    devices = [name for name in planes if name.startswith(DEVICE_PLANE_PREFIX)]
     cpu = planes.get(HOST_CPU_PLANE)
     if cpu is None:
         if not space.planes:
             warnings.append(f"{path}: the profile has no planes")
-        return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings)
-    events, steps, duration = _decode_cpu_plane(cpu, warnings)
-    return HostProfile(host, path, events, steps, duration, hlo_protos, warnings)
+        return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings, devices)
+    spans = _SpanRows()
+    events, steps, groups, duration, base_ns = _decode_cpu_plane(cpu, warnings, spans)
+    for index, name in enumerate(devices):
+        _device_spans(planes[name], index, base_ns, spans)
+    return HostProfile(
+        host, path, events, steps, duration, hlo_protos, warnings, devices, spans_from_rows(*spans.columns()), groups
+    )
 
 
-def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents, Steps, int]:
+class _SpanRows:
+    """Spans as they are found: (source, name, device, root, start, end) rows, names interned."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, int, bool, int, int]] = []
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, source: int, name: str, device: int, root: bool, start: int, end: int) -> None:
+        index = self._index.setdefault(name, len(self.names))
+        if index == len(self.names):
+            self.names.append(name)
+        self.rows.append((source, index, device, root, start, end))
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        dtypes = (np.int8, np.int32, np.int32, bool, np.int64, np.int64)
+        cols = [np.asarray([row[k] for row in self.rows], dtype) for k, dtype in enumerate(dtypes)]
+        return cols[0], cols[1], self.names, cols[2], cols[3], cols[4], cols[5]
+
+
+def _device_spans(plane: Message, device: int, base_ns: int, spans: _SpanRows) -> None:
+    """The events of a device plane's `XLA Modules` and `Steps` lines, in the host's time base."""
+    event_names = {key: md.name for key, md in plane.event_metadata.items()}
+    for line in plane.lines:
+        source = DEVICE_SPAN_LINES.get(line.name)
+        if source is None:
+            continue
+        line_base = (line.timestamp_ns - base_ns) * 1000
+        for event in line.events:
+            start = _as_int64(line_base + event.offset_ps)
+            spans.add(source, event_names.get(event.metadata_id, ""), device, False, start, _as_int64(start + event.duration_ps))
+
+
+def _memory_id(name: str, stat: Message, value: int | float | str | bytes | None) -> str:
+    """An id stat's memory id as XProf's converter spells it (its IntValue / StrOrRefValue of other kinds).
+
+    An integer id is decimal (uint64 too: this project reads uint64 as an integer
+    everywhere, where XProf reads 0); other kinds give "0". A name that is not a
+    string gives "".
+    """
+    if name == NAME_ID_STAT:
+        return value if isinstance(value, str) else ""
+    if stat.WhichOneof("value") == "uint64_value":
+        return str(stat.uint64_value)
+    return str(stat.int64_value)
+
+
+def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> tuple[MemoryEvents, Steps, Groups, int, int]:
     stat_names = {key: md.name for key, md in plane.stat_metadata.items()}
     event_names = {key: md.name for key, md in plane.event_metadata.items()}
     kinds = {
         key: ALLOC if name == ALLOC_EVENT else FREE for key, name in event_names.items() if name in (ALLOC_EVENT, FREE_EVENT)
     }
+    span_names = {key for key, name in event_names.items() if is_host_span_name(name)}
     lines = [line for line in plane.lines if line.events]
     base_ns = min((line.timestamp_ns for line in lines), default=0)
     columns: dict[str, list] = {name: [] for name in EVENT_COLUMNS}
@@ -79,6 +165,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
     allocators: list[str] = []
     allocator_index: dict[str, int] = {}
     step_rows: list[tuple[int, int, int]] = []
+    group_rows: list[tuple[int, int, int]] = []
     end_ps = 0
 
     def intern(value: str) -> int:
@@ -96,16 +183,22 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
             end_ps = max(end_ps, end)
             kind = kinds.get(event.metadata_id)
             if kind is None:
-                step = _step_num(event, stat_names)
+                step, root, group = _other_event_stats(event, stat_names)
                 if step is not None:
                     step_rows.append((step, start, end))
+                if root or event.metadata_id in span_names:
+                    spans.add(SPAN_HOST_ROOT, event_names.get(event.metadata_id, ""), -1, root, start, end)
+                if group is not None:
+                    group_rows.append((group, start, end))
                 continue
             row = {
                 "requested_bytes": 0,
                 "allocation_bytes": 0,
                 "bytes_in_use": 0,
                 "bytes_reserved": 0,
+                "bytes_available": 0,
                 "peak_bytes_in_use": 0,
+                "group_id": -1,
                 "dtype": -1,
                 "op": 0,
                 "shape": 0,
@@ -114,13 +207,14 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
                 "addr": 0,
             }
             allocator = ""
+            grouped = False
             for stat in event.stats:
                 name = stat_names.get(stat.metadata_id, "")
                 value = _stat_value(stat, stat_names)
-                if value is None:
+                if name == NAME_ID_STAT or name in INT_ID_STATS:  # any kind, even none, names the allocator (as XProf)
+                    allocator = _memory_id(name, stat, value)
+                elif value is None:
                     continue
-                if name == "allocator_name":
-                    allocator = str(value)
                 elif name == "addr" and isinstance(value, int):
                     row["addr"] = value % U64
                 elif name == "fragmentation" and isinstance(value, (int, float)):
@@ -129,6 +223,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
                     row["dtype"] = _as_int32(value)
                 elif name in INT_STATS and isinstance(value, int):
                     row[INT_STATS[name]] = _as_int64(value)
+                    grouped = grouped or name == GROUP_STAT
                 elif name in STRING_STATS and isinstance(value, str):
                     row[STRING_STATS[name]] = intern(value)
             if allocator not in allocator_index:
@@ -137,6 +232,8 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
             row["allocator"] = allocator_index[allocator]
             row["time_ps"] = start
             row["kind"] = kind
+            if grouped:
+                group_rows.append((row["group_id"], start, end))
             for name in EVENT_COLUMNS:
                 columns[name].append(row[name])
 
@@ -145,7 +242,8 @@ def _decode_cpu_plane(plane: Message, warnings: list[str]) -> tuple[MemoryEvents
     }
     order = np.argsort(arrays["time_ps"], kind="stable")
     events = MemoryEvents(**{n: a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators)
-    return events, steps_from_markers(step_rows, warnings), end_ps
+    groups = groups_from_rows(*(np.asarray([row[k] for row in group_rows], np.int64) for k in range(3)))
+    return events, steps_from_markers(step_rows, warnings), groups, end_ps, base_ns
 
 
 def _as_int64(value: int) -> int:
@@ -158,13 +256,67 @@ def _as_int32(value: int) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
-def _step_num(event: Message, stat_names: dict[int, str]) -> int | None:
+def _other_event_stats(event: Message, stat_names: dict[int, str]) -> tuple[int | None, bool, int | None]:
+    """A non-memory event's step number (the first integer `step_num`), whether it is a root (the last `_r`
+    is a nonzero integer) and its group (the last integer `group_id`)."""
+    step: int | None = None
+    root = False
+    group: int | None = None
     for stat in event.stats:
-        if stat_names.get(stat.metadata_id) == STEP_STAT:
-            value = _stat_value(stat, stat_names)
-            if isinstance(value, int):
-                return _as_int64(value)
-    return None
+        name = stat_names.get(stat.metadata_id)
+        if name not in (STEP_STAT, ROOT_STAT, GROUP_STAT):
+            continue
+        value = _stat_value(stat, stat_names)
+        integer = _as_int64(value) if isinstance(value, int) else None
+        if name == STEP_STAT and step is None:
+            step = integer
+        elif name == ROOT_STAT:
+            root = bool(integer)
+        elif name == GROUP_STAT and integer is not None:
+            group = integer
+    return step, root, group
+
+
+def spans_from_rows(
+    source: np.ndarray,
+    name: np.ndarray,
+    names: list[str],
+    device: np.ndarray,
+    root: np.ndarray,
+    start_ps: np.ndarray,
+    end_ps: np.ndarray,
+) -> Spans:
+    """Spans in their canonical order, with `names` sorted, whatever order the rows were found in."""
+    if not len(start_ps):
+        return Spans.empty()
+    used = sorted({names[i] for i in np.unique(name).tolist()})
+    position = {text: k for k, text in enumerate(used)}
+    remap = np.asarray([position.get(text, -1) for text in names], np.int32)
+    name = remap[name]
+    order = np.lexsort((root, name, device, source, end_ps, start_ps))
+    return Spans(
+        source[order].astype(np.int8),
+        name[order],
+        device[order].astype(np.int32),
+        root[order].astype(bool),
+        start_ps[order].astype(np.int64),
+        end_ps[order].astype(np.int64),
+        used,
+    )
+
+
+def groups_from_rows(group_id: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray) -> Groups:
+    """One row per group id: its earliest start and latest end, sorted by start (then id)."""
+    if not len(group_id):
+        return Groups.empty()
+    order = np.argsort(group_id, kind="stable")
+    ids = group_id[order]
+    first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    start = np.minimum.reduceat(start_ps[order], first)
+    end = np.maximum.reduceat(end_ps[order], first)
+    ids = ids[first]
+    by_start = np.lexsort((ids, start))
+    return Groups(ids[by_start], start[by_start], end[by_start])
 
 
 def steps_from_markers(rows: list[tuple[int, int, int]], warnings: list[str]) -> Steps:
