@@ -58,8 +58,18 @@ setup(
     ],
     extras_require={
         "capture": ["tensorflow-cpu", "jax"],
-        # The oracle tests compare with XProf 2.24.2's converters (later ones count thread-local buffers).
-        "test": ["pytest", "hypothesis", "ruff", "fsspec", "grpcio-tools", "xprof==2.24.2"],
+        # The oracle tests compare with XProf 2.24.2's converters (later ones count thread-local buffers);
+        # the capture tests record real profiles with TensorFlow and JAX on CPU (they install beside it).
+        "test": [
+            "pytest",
+            "hypothesis",
+            "ruff",
+            "fsspec",
+            "grpcio-tools",
+            "xprof==2.24.2",
+            "tensorflow-cpu",
+            "jax",
+        ],
     },
     ext_modules=ext_modules,
     cmdclass={"build_ext": OptionalBuildExt},

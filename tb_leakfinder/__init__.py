@@ -5,14 +5,18 @@
     >>> report["runs"][0]["verdict"]
 
 The report is the same JSON the CLI's `--json` prints and the plugin's
-`/report` route serves (see docs/http_api.md).
+`/report` route serves (see docs/http_api.md). `tb_leakfinder.capture(logdir)`
+records such a profile from TensorFlow or JAX (see tb_leakfinder/capture.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["analyze"]
+# Imported here so that `tb_leakfinder.capture` stays the function, not the submodule of that name.
+from tb_leakfinder.capture import Capture, capture
+
+__all__ = ["Capture", "analyze", "capture"]
 
 
 def analyze(path: str, run: str | None = None, host: str | None = None) -> dict[str, Any]:

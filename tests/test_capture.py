@@ -1,0 +1,151 @@
+"""tb_leakfinder.capture and the Keras callback, with real TensorFlow and JAX on CPU.
+
+Each program of tests/capture_programs.py runs in a process of its own (TensorFlow reads
+TF_CPU_ALLOCATOR_USE_BFC at import; the frameworks' native libraries stay out of this one).
+Without a framework installed its tests skip, unless TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1 (CI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import tb_leakfinder
+from tb_leakfinder.capture import Capture, CaptureError, detect_framework
+from tests import capture_programs
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _need(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        if os.environ.get("TB_LEAKFINDER_REQUIRE_FRAMEWORKS") == "1":
+            pytest.fail(f"{module} is not installed, and TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1")
+        pytest.skip(f"{module} is not installed (pip install '.[test]')")
+
+
+def run_program(name: str, logdir: pathlib.Path, bfc: bool = True) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"}
+    env.pop("TF_CPU_ALLOCATOR_USE_BFC", None)
+    if bfc:
+        env["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "capture_programs.py"), name, str(logdir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def only_host(report: dict) -> dict:
+    (run,) = report["runs"]
+    (host,) = run["hosts"]
+    return host
+
+
+def groups(allocator: dict) -> list[dict]:
+    # The contract renames `leaks` to `groups`; read either while that lands.
+    return allocator["groups"] if "groups" in allocator else allocator["leaks"]
+
+
+@pytest.fixture(scope="module")
+def tf_leak(tmp_path_factory) -> dict:
+    _need("tensorflow")
+    return run_program("tf_leak", tmp_path_factory.mktemp("tf_leak"))
+
+
+def test_tensorflow_finds_the_planted_leak(tf_leak):
+    host = only_host(tf_leak["report"])
+    assert tf_leak["framework"] == "tensorflow"
+    assert tf_leak["warnings"] == []
+    assert host["verdict"] == "leak"
+    (allocator,) = host["allocators"]
+    top = groups(allocator)[0]
+    assert (top["op"], top["shape"], top["dtype"], top["region"]) == ("Mul", capture_programs.LEAK_SHAPE, "float", "output")
+    assert top["kind"] == "growing"
+    assert top["count"] == 12
+    # BFC rounds each chunk up a little: within 5% of the tensor's bytes.
+    assert top["bytes_per_step"] == pytest.approx(capture_programs.LEAK_BYTES_PER_STEP, rel=0.05)
+
+
+def test_tensorflow_capture_skips_warm_up_and_marks_each_step(tf_leak):
+    host = only_host(tf_leak["report"])
+    assert tf_leak["steps"] == list(range(3, 15))
+    # The markers XProf reads: one `step_num` per captured step, nothing of steps 0..2 or 15..19.
+    assert [s["step"] for s in host["steps"]] == list(range(3, 15))
+    assert all(s["start_ps"] < s["end_ps"] for s in host["steps"])
+
+
+def test_tensorflow_without_a_leak_is_clean(tmp_path):
+    _need("tensorflow")
+    host = only_host(run_program("tf_fixed", tmp_path)["report"])
+    assert host["verdict"] == "no_leak", host["reason"]
+
+
+def test_tensorflow_without_bfc_says_so_when_the_capture_starts(tmp_path):
+    _need("tensorflow")
+    out = run_program("tf_warning", tmp_path, bfc=False)
+    (caught,) = out["caught"]
+    assert caught.startswith("CaptureWarning: TensorFlow is running on CPU without its BFC allocator")
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in caught and "before TensorFlow" in caught
+    assert out["warnings"] == [caught.removeprefix("CaptureWarning: ")]
+    host = only_host(out["report"])
+    assert host["verdict"] == "inconclusive"
+    assert host["allocators"] == []
+    assert host["num_steps"] == 3
+
+
+def test_jax_gives_its_static_view(tmp_path):
+    _need("jax")
+    out = run_program("jax_static", tmp_path)
+    assert out["framework"] == "jax"
+    assert out["tensorflow_loaded"] is False
+    host = only_host(out["report"])
+    assert [s["step"] for s in host["steps"]] == [1, 2, 3, 4]
+    # JAX on CPU has no BFC allocator: no memory events, but the compiled step is in the static view.
+    assert host["allocators"] == []
+    (step_module,) = [m for m in host["modules"] if m["name"].startswith("jit_train_step(")]
+    (flag,) = step_module["actionable"]
+    assert flag["reason"] == "live_out"
+    assert flag["shape"] == f"f32[2048,{capture_programs.HIDDEN}]"
+    assert "Static view: check" in host["reason"]
+
+
+def test_keras_callback_captures_batches_across_epochs(tmp_path):
+    _need("tensorflow")
+    out = run_program("keras_fit", tmp_path)
+    host = only_host(out["report"])
+    # 4 batches per epoch: batches 2..7 are the last two of epoch 1 and all of epoch 2.
+    assert out["steps"] == list(range(2, 8))
+    assert [s["step"] for s in host["steps"]] == list(range(2, 8))
+    assert host["verdict"] == "leak"
+    top = groups(host["allocators"][0])[0]
+    assert top["shape"] == capture_programs.LEAK_SHAPE
+    assert top["count"] == 6
+
+
+def test_capture_never_imports_a_framework(tmp_path):
+    out = run_program("no_framework", tmp_path)
+    assert out["loaded"] == []
+    assert "neither tensorflow nor jax is imported" in out["error"]
+
+
+def test_capture_arguments_are_checked():
+    with pytest.raises(CaptureError, match="count must be at least 1"):
+        Capture("logs", 0, 0)
+    with pytest.raises(CaptureError, match="framework must be one of"):
+        detect_framework("torch")
+    if "jax" not in sys.modules:
+        with pytest.raises(CaptureError, match="jax is not imported"):
+            detect_framework("jax")
+    assert tb_leakfinder.capture is not sys.modules["tb_leakfinder.capture"]
+    assert callable(tb_leakfinder.capture)
