@@ -6,18 +6,19 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+
+from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
+from tb_leakfinder.analyses.buffer_query import BufferPage, check_group
 from tb_leakfinder.analyses.downsample import downsample
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import SuspectGroup
-from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
+from tb_leakfinder.analyses.timeline import held_bytes, never_freed_bytes
+from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
-
-from tb_leakfinder.analyses import verdict as verdicts
-from tb_leakfinder.analyses.timeline import held_bytes, never_freed_bytes
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
@@ -204,70 +205,14 @@ def timeline_json(
         "steps": steps_json(steps),
     }
     if group is not None:
-        _check_group(a, group)
+        check_group(a, group)
         out["group"] = group
         out["group_bytes"] = held_bytes(e, a.buffers, a.suspects.group_of_buffer == group)[idx].tolist()
     return out
 
 
-SORT_KEYS = ("bytes", "alloc_time_ps", "free_time_ps", "lifetime_ps", "op")
-MAX_PAGE = 5000
-
-
-def _check_group(a: AllocatorAnalysis, group: int) -> None:
-    if not 0 <= group < len(a.suspects.groups):
-        raise NotFoundError(f"allocator {a.name!r} has no leak group {group}; it has {len(a.suspects.groups)}")
-
-
-def buffers_json(
-    a: AllocatorAnalysis,
-    steps: Steps,
-    offset: int = 0,
-    limit: int = 100,
-    sort: str = "bytes",
-    order: str = "desc",
-    group: int | None = None,
-    status: str | None = None,
-    start_ps: int | None = None,
-    end_ps: int | None = None,
-) -> Json:
-    b = a.buffers
-    if sort not in SORT_KEYS:
-        raise BadArgumentError(f"sort must be one of {', '.join(SORT_KEYS)}, not {sort!r}")
-    if order not in ("asc", "desc"):
-        raise BadArgumentError(f"order must be asc or desc, not {order!r}")
-    if offset < 0 or not 1 <= limit <= MAX_PAGE:
-        raise BadArgumentError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE}")
-    mask = np.ones(len(b), bool)
-    if group is not None:
-        _check_group(a, group)
-        mask &= a.suspects.group_of_buffer == group
-    if status is not None:
-        if status not in STATUS_NAMES:
-            raise BadArgumentError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}")
-        mask &= b.status == STATUS_NAMES.index(status)
-    end_time = np.where(b.free_time_ps == NO_TIME, np.iinfo(np.int64).max, b.free_time_ps)
-    if start_ps is not None:
-        mask &= end_time >= start_ps
-    if end_ps is not None:
-        mask &= b.alloc_time_ps <= end_ps
-    rows = np.flatnonzero(mask)
-    strings = a.events.strings
-    if sort == "op":
-        key = np.array([strings[i] for i in b.op[rows]], dtype=object) if len(rows) else rows
-        ranked = rows[np.argsort(key, kind="stable")]
-    else:
-        values = {
-            "bytes": b.allocation_bytes,
-            "alloc_time_ps": b.alloc_time_ps,
-            "free_time_ps": end_time,
-            "lifetime_ps": end_time - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps),
-        }[sort][rows]
-        ranked = rows[np.argsort(values, kind="stable")]
-    if order == "desc":
-        ranked = ranked[::-1]
-    page = ranked[offset : offset + limit]
-    return {"total": len(rows), "offset": offset, "limit": limit, "buffers": _buffer_rows(a, steps, page)}
+def buffers_json(a: AllocatorAnalysis, steps: Steps, page: BufferPage) -> Json:
+    return {"total": page.total, "offset": page.offset, "limit": page.limit, "buffers": _buffer_rows(a, steps, page.rows)}
 
 
 _BUFFER_COLUMNS = (

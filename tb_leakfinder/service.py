@@ -9,6 +9,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from tb_leakfinder import report
+from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
@@ -16,9 +18,6 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import discovery, files, hlo
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.xspace import read_host
-
-from tb_leakfinder import report
-from tb_leakfinder.analyses import static_buffers
 
 DEFAULT_CACHE_BYTES = 2 << 30
 # Each host being read holds its file and its columns (about twice the file) until it is analysed.

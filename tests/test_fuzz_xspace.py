@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder import proto, report
+from tb_leakfinder.analyses.buffer_query import query_buffers
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import xspace
@@ -350,7 +351,7 @@ def analyse_file(path: str) -> str:
     body = report.host_json(analysis, [])
     for allocator in analysis.allocators:
         body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, 64)
-        body["buffers"] = report.buffers_json(allocator, analysis.profile.steps, limit=20)
+        body["buffers"] = report.buffers_json(allocator, analysis.profile.steps, query_buffers(allocator, limit=20))
     return json.dumps(body, allow_nan=False, sort_keys=True)  # strict JSON: NaN or Infinity would break the frontend
 
 

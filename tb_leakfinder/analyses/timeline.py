@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from tb_leakfinder.model.lifetimes import LIVE_AT_END, Buffers
 from tb_leakfinder.model.memory import MemoryEvents
 

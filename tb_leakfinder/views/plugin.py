@@ -6,18 +6,19 @@ import importlib.resources
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
-from tb_leakfinder.analyses.diff import compare
-from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
-from tb_leakfinder.errors import BadArgumentError, LeakfinderError
-from tb_leakfinder.plugin_loader import PLUGIN_NAME
-from tb_leakfinder.read.discovery import Run
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import report
+from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
+from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
+from tb_leakfinder.errors import BadArgumentError, LeakfinderError
+from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.service import DEFAULT_CACHE_BYTES, Engine
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,14 @@ def check_args(request: Request, allowed: tuple[str, ...]) -> None:
             raise BadArgumentError(f"unknown query argument {name[:64]!r}; this route takes: {expected}")
         if len(request.args.getlist(name)) > 1:
             raise BadArgumentError(f"the query argument {name!r} is given more than once")
+
+
+@overload
+def int_arg(request: Request, name: str, default: int, lo: int | None = None, hi: int | None = None) -> int: ...
+
+
+@overload
+def int_arg(request: Request, name: str, default: None = None, lo: int | None = None, hi: int | None = None) -> int | None: ...
 
 
 def int_arg(request: Request, name: str, default: int | None = None, lo: int | None = None, hi: int | None = None) -> int | None:
@@ -179,7 +188,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         run = self._run(request)
         host, _ = run.host_path(str_arg(request, "host"))
         module = required_arg(request, "module")
-        points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS) or DEFAULT_POINTS
+        points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
         detail = self.engine.host(run, host).module(module, int_arg(request, "memory_space", None, 0), points)
         return {"run": run.name, "host": host, **report.module_detail_json(detail)}
 
@@ -208,7 +217,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
     def _timeline(self, request: Request) -> report.Json:
         analysis, allocator, run, host = self._allocator(request)
-        points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS) or DEFAULT_POINTS
+        points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
         body = report.timeline_json(
             allocator,
             analysis.profile.steps,
@@ -221,11 +230,10 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
     def _buffers(self, request: Request) -> report.Json:
         analysis, allocator, run, host = self._allocator(request)
-        body = report.buffers_json(
+        page = query_buffers(
             allocator,
-            analysis.profile.steps,
-            offset=int_arg(request, "offset", 0, 0) or 0,
-            limit=int_arg(request, "limit", 100, 1, report.MAX_PAGE) or 100,
+            offset=int_arg(request, "offset", 0, 0),
+            limit=int_arg(request, "limit", DEFAULT_PAGE, 1, MAX_PAGE),
             sort=str_arg(request, "sort") or "bytes",
             order=str_arg(request, "order") or "desc",
             group=int_arg(request, "group", None, 0),
@@ -233,4 +241,5 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             start_ps=int_arg(request, "start_ps"),
             end_ps=int_arg(request, "end_ps"),
         )
+        body = report.buffers_json(allocator, analysis.profile.steps, page)
         return {"run": run, "host": host, "allocator": allocator.name, **body}

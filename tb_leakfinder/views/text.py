@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
-
 from tb_leakfinder.report import Json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}

@@ -1,0 +1,79 @@
+"""The buffers route's query: one allocator's buffers filtered, sorted and cut into a page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_leakfinder.analyses.host import AllocatorAnalysis
+from tb_leakfinder.errors import BadArgumentError, NotFoundError
+from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
+
+SORT_KEYS = ("bytes", "alloc_time_ps", "free_time_ps", "lifetime_ps", "op")
+ORDERS = ("asc", "desc")
+DEFAULT_PAGE = 100
+MAX_PAGE = 5000
+
+
+@dataclass
+class BufferPage:
+    total: int  # buffers that pass the filters
+    offset: int
+    limit: int
+    rows: np.ndarray  # int64 indices into the allocator's buffers, in the asked order
+
+
+def check_group(a: AllocatorAnalysis, group: int) -> None:
+    if not 0 <= group < len(a.suspects.groups):
+        raise NotFoundError(f"allocator {a.name!r} has no never-freed group {group}; it has {len(a.suspects.groups)}")
+
+
+def query_buffers(
+    a: AllocatorAnalysis,
+    offset: int = 0,
+    limit: int = DEFAULT_PAGE,
+    sort: str = "bytes",
+    order: str = "desc",
+    group: int | None = None,
+    status: str | None = None,
+    start_ps: int | None = None,
+    end_ps: int | None = None,
+) -> BufferPage:
+    """The buffers of `group` and `status` live at some time in [start_ps, end_ps], sorted, from `offset`."""
+    b = a.buffers
+    if sort not in SORT_KEYS:
+        raise BadArgumentError(f"sort must be one of {', '.join(SORT_KEYS)}, not {sort!r}")
+    if order not in ORDERS:
+        raise BadArgumentError(f"order must be asc or desc, not {order!r}")
+    if offset < 0 or not 1 <= limit <= MAX_PAGE:
+        raise BadArgumentError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE}")
+    mask = np.ones(len(b), bool)
+    if group is not None:
+        check_group(a, group)
+        mask &= a.suspects.group_of_buffer == group
+    if status is not None:
+        if status not in STATUS_NAMES:
+            raise BadArgumentError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}")
+        mask &= b.status == STATUS_NAMES.index(status)
+    end_time = np.where(b.free_time_ps == NO_TIME, np.iinfo(np.int64).max, b.free_time_ps)
+    if start_ps is not None:
+        mask &= end_time >= start_ps
+    if end_ps is not None:
+        mask &= b.alloc_time_ps <= end_ps
+    rows = np.flatnonzero(mask)
+    strings = a.events.strings
+    if sort == "op":
+        key = np.array([strings[i] for i in b.op[rows]], dtype=object) if len(rows) else rows
+        ranked = rows[np.argsort(key, kind="stable")]
+    else:
+        values = {
+            "bytes": b.allocation_bytes,
+            "alloc_time_ps": b.alloc_time_ps,
+            "free_time_ps": end_time,
+            "lifetime_ps": end_time - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps),
+        }[sort][rows]
+        ranked = rows[np.argsort(values, kind="stable")]
+    if order == "desc":
+        ranked = ranked[::-1]
+    return BufferPage(len(rows), offset, limit, ranked[offset : offset + limit])
