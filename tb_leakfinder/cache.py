@@ -54,5 +54,11 @@ class ComputeCache(Generic[V]):
                 del self._pending[key]
             gate.release()
 
+    def peek(self, key: Hashable) -> V | None:
+        """The value if cached, without computing it or refreshing its place."""
+        with self._lock:
+            item = self._items.get(key)
+            return None if item is None else item[0]
+
     def __len__(self) -> int:
         return len(self._items)

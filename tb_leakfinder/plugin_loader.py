@@ -28,6 +28,18 @@ class LeakfinderLoader(base_plugin.TBLoader):
                 default=2048,
                 help="Memory the Leaks tab may keep for analysed profiles (LRU), in MiB.",
             )
+            group.add_argument(
+                "--leakfinder_cache_dir",
+                default="",
+                help="Folder keeping the Leaks tab's analyses across restarts (never inside the logdir);"
+                " default: $TB_LEAKFINDER_CACHE_DIR, else ~/.cache/tb_leakfinder. Shared with `tb-leakfinder precompute`.",
+            )
+            group.add_argument(
+                "--leakfinder_cache_dir_gb",
+                type=float,
+                default=20.0,
+                help="Disk the cache folder may use, in GiB (least recently used analyses removed first); 0 turns it off.",
+            )
 
     def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin | None:
         try:

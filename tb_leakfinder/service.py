@@ -14,9 +14,11 @@ from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
+from tb_leakfinder.disk_cache import DiskCache, WorkerDiedError
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import discovery, files, hlo
 from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.xspace import read_host
 
 DEFAULT_CACHE_BYTES = 2 << 30
@@ -82,32 +84,65 @@ def _weight(result: HostResult) -> int:
     return total + 1024
 
 
+def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, report.Json | None]:
+    """`analyze_file` with its error kept as the result, and the host's report JSON (None on an error)."""
+    try:
+        result = analyze_file(path, host, session_dir)
+        return result, result.json()
+    except LeakfinderError as exc:
+        return HostResult(None, exc), None
+
+
+def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_dir: str) -> HostResult:
+    """`analyze_result`, stored on disk."""
+    result, body = analyze_result(key.path, host, session_dir)
+    if disk is not None:
+        disk.store(key, result, body)
+    return result
+
+
+# What the progress of a long report is told each time a host is done: (host, its file's bytes).
+HostDone = Callable[[str, int], None]
+
+
 class Engine:
-    """Lists runs and serves their analyses from a cache keyed by file identity."""
+    """Lists runs and serves their analyses from a cache keyed by file identity.
+
+    Beneath the in-memory cache, a `DiskCache` (when given) keeps every analysis
+    across restarts: a report is answered from the stored report JSON alone,
+    the timeline and buffers from the stored columns, without decoding the profile.
+    """
 
     def __init__(
-        self, list_runs: Callable[[], list[Run]], cache_bytes: int = DEFAULT_CACHE_BYTES, workers: int | None = None
+        self,
+        list_runs: Callable[[], list[Run]],
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        workers: int | None = None,
+        disk: DiskCache | None = None,
     ) -> None:
         """`workers`: how many hosts of a run are read and analysed at once (default: one per CPU, at most 4)."""
         self._list_runs = list_runs
         self.workers = max(1, workers or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
         self._cache: ComputeCache[HostResult] = ComputeCache(cache_bytes)
+        self.disk = disk
+        self.analyses = 0  # profiles actually decoded and analysed (not served from either cache)
         self._runs: list[Run] = []
         self._runs_at = -DISCOVERY_TTL_S
         self._runs_lock = threading.Lock()
 
     @classmethod
-    def for_logdir(cls, logdir: str, cache_bytes: int = DEFAULT_CACHE_BYTES) -> Engine:
-        return cls(lambda: discovery.discover(logdir), cache_bytes)
+    def for_logdir(cls, logdir: str, cache_bytes: int = DEFAULT_CACHE_BYTES, disk: DiskCache | None = None) -> Engine:
+        return cls(lambda: discovery.discover(logdir), cache_bytes, disk=disk)
 
     @classmethod
-    def for_path(cls, path: str, workers: int | None = None) -> Engine:
+    def for_path(cls, path: str, workers: int | None = None, disk: DiskCache | None = None) -> Engine:
         """A logdir, a session folder or one `.xplane.pb`, as the CLI and API take them."""
         runs = discovery.runs_for_path(path)
-        return cls(lambda: runs, workers=workers)
+        return cls(lambda: runs, workers=workers, disk=disk)
 
     @property
     def computations(self) -> int:
+        """Analyses computed or loaded from disk into memory (one per file identity, however many asked)."""
         return self._cache.computations
 
     def runs(self) -> list[Run]:
@@ -126,28 +161,47 @@ class Engine:
         key = files.identity(path)
 
         def compute() -> HostResult:
-            try:
-                return analyze_file(path, host_name, run.session_dir)
-            except LeakfinderError as exc:
-                return HostResult(None, exc)
+            stored = self.disk.load(key, HostResult) if self.disk is not None else None
+            if stored is not None:
+                return stored
+            self.analyses += 1
+            return analyze_into(self.disk, key, host_name, run.session_dir)
 
         return self._cache.get(key, compute, _weight)
 
-    def run_report(self, run: Run, host: str | None = None) -> report.Json:
+    def host_report(self, run: Run, host: str) -> tuple[report.Json | None, LeakfinderError | None]:
+        """(report JSON, None) or (None, error) of one host: from memory, else the disk entry's report alone."""
+        _, path = run.host_path(host)
+        key = files.identity(path)
+        if self._cache.peek(key) is None and self.disk is not None:
+            entry = self.disk.load_report(key)
+            if entry is not None and not (entry.error is not None and isinstance(entry.error, WorkerDiedError)):
+                return entry.report, entry.error
+        result = self.host(run, host)
+        return (None, result.error) if result.error is not None else (result.json(), None)
+
+    def run_report(self, run: Run, host: str | None = None, done: HostDone | None = None) -> report.Json:
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
+
+        def one(h: str) -> tuple[report.Json | None, LeakfinderError | None]:
+            outcome = self.host_report(run, h)
+            if done is not None:
+                done(h, files.identity(run.hosts[h]).size)
+            return outcome
+
         if len(hosts) > 1 and self.workers > 1:
             # Hosts in parallel: the scanner and numpy release the GIL for most of the work.
             with ThreadPoolExecutor(min(self.workers, len(hosts))) as pool:
-                results = list(pool.map(lambda h: self.host(run, h), hosts))
+                results = list(pool.map(one, hosts))
         else:
-            results = [self.host(run, h) for h in hosts]
-        errors = [r.error for r in results if r.error is not None]
+            results = [one(h) for h in hosts]
+        errors = [error for _, error in results if error is not None]
         if len(errors) == len(results):
             raise errors[0]
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
-        host_json = [report.host_error_json(h, r.error) if r.error else r.json() for h, r in zip(hosts, results, strict=True)]
+        host_json = [report.host_error_json(h, error) if error else body for h, (body, error) in zip(hosts, results, strict=True)]
         return report.run_json(run.name, host_json)
 
-    def report(self, run_name: str | None = None, host: str | None = None) -> report.Json:
+    def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.Json:
         runs = [self.run(run_name)] if run_name is not None else self.runs()
-        return report.report_json([self.run_report(r, host) for r in runs])
+        return report.report_json([self.run_report(r, host, done) for r in runs])

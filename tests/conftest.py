@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# Tests read no analyses a previous run left in ~/.cache; those of the disk cache name their folder.
+os.environ["TB_LEAKFINDER_NO_CACHE"] = "1"
 DEMO_LOGS = ROOT / "demo_logs"
 
 

@@ -15,6 +15,8 @@ from werkzeug import Request, Response
 from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.overview import overview_json
+from tb_leakfinder.disk_cache import DiskCache, disabled_by_env
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
@@ -36,6 +38,7 @@ ROUTE_ARGS = {
     "/compare": ("run_a", "run_b", "host_a", "host_b"),
     "/module": ("run", "host", "module", "memory_space", "points"),
     "/report": ("run", "host"),
+    "/overview": ("run",),
     "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "group"),
     "/buffers": ("run", "host", "allocator", "offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps"),
 }
@@ -125,6 +128,19 @@ def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: s
     return outcome["value"]
 
 
+def _disk_cache(flags: Any, logdir: str | None) -> DiskCache | None:
+    """The analysis folder the flags name; none when turned off, or (logged) when it cannot be used."""
+    size_gb = getattr(flags, "leakfinder_cache_dir_gb", 0.0) if flags is not None else 0.0
+    folder = getattr(flags, "leakfinder_cache_dir", "") if flags is not None else ""
+    if not size_gb or size_gb <= 0 or (disabled_by_env() and not folder):
+        return None
+    try:
+        return DiskCache.for_logdir(folder or None, int(size_gb * (1 << 30)), logdir)
+    except LeakfinderError as exc:
+        logger.error("tb_leakfinder: %s; analyses are kept in memory only", exc.message)
+        return None
+
+
 class LeakfinderPlugin(base_plugin.TBPlugin):
     plugin_name = PLUGIN_NAME
 
@@ -132,7 +148,8 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         flags = context.flags
         cache_mb = getattr(flags, "leakfinder_cache_mb", None) if flags is not None else None
         cache_bytes = cache_mb << 20 if cache_mb else DEFAULT_CACHE_BYTES
-        self.engine = Engine.for_logdir(context.logdir, cache_bytes) if context.logdir else Engine(list)
+        disk = _disk_cache(flags, context.logdir)
+        self.engine = Engine.for_logdir(context.logdir, cache_bytes, disk) if context.logdir else Engine(list)
 
     def frontend_metadata(self) -> base_plugin.FrontendMetadata:
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Leaks")
@@ -149,6 +166,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             "/index.js": self._index_js,
             "/runs": self._json(self._runs, ROUTE_ARGS["/runs"]),
             "/report": self._json(self._report, ROUTE_ARGS["/report"]),
+            "/overview": self._json(self._overview, ROUTE_ARGS["/overview"]),
             "/timeline": self._json(self._timeline, ROUTE_ARGS["/timeline"]),
             "/buffers": self._json(self._buffers, ROUTE_ARGS["/buffers"]),
             "/compare": self._json(self._compare, ROUTE_ARGS["/compare"]),
@@ -207,6 +225,11 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         host = str_arg(request, "host")
         _check_hosts(run, host)
         return report.report_json([self.engine.run_report(run, host)])
+
+    def _overview(self, request: Request) -> report.Json:
+        run = self._run(request)
+        _check_hosts(run, None)
+        return overview_json(self.engine.run_report(run))
 
     def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
         run = self._run(request)

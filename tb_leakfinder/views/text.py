@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.analyses.overview import overview_json
 from tb_leakfinder.report import Json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
@@ -89,10 +90,43 @@ def render_modules(summaries: list[Json], detailed: int = 3) -> str:
     return "\n\n".join(parts)
 
 
+def _growth_text(bytes_per_step: float | None) -> str:
+    if bytes_per_step is None:
+        return "-"
+    return f"{'+' if bytes_per_step >= 0 else '-'}{format_bytes(abs(bytes_per_step))}/step"
+
+
+def _peak_of_capacity(row: Json) -> str:
+    peak, capacity = row["peak_bytes_in_use"], row["memory_capacity_bytes"]
+    if peak is None:
+        return "-"
+    return f"{format_bytes(peak)} of {format_bytes(capacity)}" if capacity else format_bytes(peak)
+
+
+def render_overview(overview: Json) -> list[str]:
+    """The pod table: '3 of 64 hosts leak', then one row per host and allocator, worst first."""
+    headers = ["host", "allocator", "verdict", "growth", "peak", "steps from"]
+    rows = [
+        [
+            r["host"],
+            r["name"] or "-",
+            VERDICT_WORDS.get(r["verdict"], r["verdict"]) + (" (not read)" if r["error"] else ""),
+            _growth_text(r["bytes_per_step"]),
+            _peak_of_capacity(r),
+            (r["step_source"] or {}).get("kind", "-"),
+        ]
+        for r in overview["rows"]
+    ]
+    leaking, total = overview["num_leaking_hosts"], overview["num_hosts"]
+    return [f" {leaking} of {total} hosts leak", *_table(headers, rows)]
+
+
 def render_report(report: Json) -> str:
     lines: list[str] = []
     for run in report["runs"]:
         lines.append(f"run {run['run']}: {VERDICT_WORDS[run['verdict']]}")
+        if len(run["hosts"]) > 1:
+            lines += [*render_overview(overview_json(run)), ""]
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['num_steps']} steps")
             lines += [f"  warning: {w}" for w in host["warnings"]]

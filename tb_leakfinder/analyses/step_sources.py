@@ -1,0 +1,253 @@
+"""Where a host's steps come from: markers, XProf's groups, root events, device programs or time windows.
+
+The sources are tried in this order and the first that yields at least
+MIN_STEPS complete steps gives the host its steps:
+- `step_num` markers;
+- the `group_id` stat (XProf's grouping of events under their root);
+- root events on the host: the `_r` stat, `TraceContext`, `FunctionRun`, or
+  repeated calls of one `__inference_*` tf.function or `PjitFunction(*)`;
+- repeated executions of one compiled program on a device's `XLA Modules`
+  line, or a device's `Steps` line;
+- equal time windows, when nothing above holds even one step.
+
+Where several names repeat, the one the memory events fall in most wins, not
+the most frequent one. A last step cut short by the end of the capture is in
+flight: it is left out, so its buffers count as made after the last complete
+step began.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tb_leakfinder.model.memory import SPAN_DEVICE_PROGRAM, SPAN_DEVICE_STEP, SPAN_HOST_ROOT, HostProfile, Steps
+
+STEP_NUM = "step_num"
+GROUP_ID = "group_id"
+ROOT_EVENTS = "root_events"
+DEVICE_PROGRAMS = "device_programs"
+TIME_WINDOWS = "time_windows"
+NONE = "none"
+KINDS = (STEP_NUM, GROUP_ID, ROOT_EVENTS, DEVICE_PROGRAMS, TIME_WINDOWS, NONE)
+
+MIN_STEPS = 3
+NUM_TIME_WINDOWS = 10
+# A last step shorter than this share of the median step was cut by the end of the capture.
+IN_FLIGHT_SHARE = 0.5
+# Fewer than MIN_STEPS steps that hold at least this share of the memory events: the capture is that short.
+SHORT_CAPTURE_COVERAGE = 0.5
+
+
+@dataclass
+class StepSource:
+    kind: str  # one of KINDS
+    name: str | None  # the event, function or program the steps come from
+    steps: Steps
+    description: str  # "30 steps from the group_id stat"
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def too_short(self) -> bool:
+        """Fewer than MIN_STEPS steps: growth cannot be told from warm-up."""
+        return self.kind != TIME_WINDOWS and self.num_steps < MIN_STEPS
+
+    @property
+    def unit(self) -> str:
+        """What one step is called in sentences: 'step', or 'window' for time windows."""
+        return "window" if self.kind == TIME_WINDOWS else "step"
+
+
+@dataclass
+class _Candidate:
+    kind: str
+    name: str | None
+    steps: Steps
+    origin: str  # "from the group_id stat"
+    covered: int  # memory events inside the steps, the in-flight one included
+
+    def source(self) -> StepSource:
+        n = len(self.steps)
+        return StepSource(self.kind, self.name, self.steps, f"{n} step{'' if n == 1 else 's'} {self.origin}")
+
+
+def find_steps(profile: HostProfile) -> StepSource:
+    """The host's steps, and which source gave them."""
+    times = profile.events.time_ps
+    markers = _candidate(STEP_NUM, None, profile.steps, "from step_num markers", times, in_flight=False)
+    if len(markers.steps) >= MIN_STEPS:
+        return markers.source()
+    tried = [markers]
+    for found in (_from_groups(profile, times), _from_host_spans(profile, times), _from_device_spans(profile, times)):
+        if found is None:
+            continue
+        if len(found.steps) >= MIN_STEPS:
+            return found.source()
+        tried.append(found)
+    # Steps exist but fewer than MIN_STEPS, and the memory events lie in them: the capture is that short.
+    short = [c for c in tried if len(c.steps) and c.covered >= SHORT_CAPTURE_COVERAGE * len(times)]
+    if short:
+        return max(short, key=lambda c: (c.covered, len(c.steps))).source()
+    if len(times) > 1 and times[-1] > times[0]:
+        return time_windows(int(times[0]), int(times[-1]))
+    return StepSource(NONE, None, Steps.empty(), "no step information")
+
+
+def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS) -> StepSource:
+    """`count` equal windows from `start_ps` to `end_ps`, numbered from 0."""
+    bounds = start_ps + ((end_ps - start_ps) * np.arange(count + 1, dtype=np.float64) / count).astype(np.int64)
+    bounds[-1] = end_ps
+    ends = bounds[1:] - 1
+    ends[-1] = end_ps
+    steps = Steps(np.arange(count, dtype=np.int64), bounds[:-1].copy(), ends)
+    width = format_duration_ps((end_ps - start_ps) / count)
+    return StepSource(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width} (no step information)")
+
+
+def step_period_ps(steps: Steps) -> float:
+    """The measured duration of one step: the median from one step's start to the next (one step: its length)."""
+    if len(steps) >= 2:
+        return float(np.median(np.diff(steps.start_ps)))
+    if len(steps) == 1:
+        return float(steps.end_ps[0] - steps.start_ps[0])
+    return 0.0
+
+
+def format_duration_ps(ps: float) -> str:
+    """'100 ms', '1.5 s', '52 min', '3.2 h', '4.1 days'."""
+    seconds = ps / 1e12
+    for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-3, 1e-6, "µs"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s")):
+        if seconds < limit:
+            return _figure(seconds / scale, unit)
+    for limit, scale, unit in ((120 * 60.0, 60.0, "min"), (48 * 3600.0, 3600.0, "h")):
+        if seconds < limit:
+            return _figure(seconds / scale, unit)
+    return _figure(seconds / 86400.0, "days")
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
+
+
+# --- the sources ---------------------------------------------------------------
+
+
+def _candidate(kind: str, name: str | None, steps: Steps, origin: str, times: np.ndarray, *, in_flight: bool) -> _Candidate:
+    covered = _covered(steps.start_ps, steps.end_ps, times)
+    if in_flight:
+        steps = _without_in_flight(steps)
+    return _Candidate(kind, name, steps, origin, covered)
+
+
+def _covered(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> int:
+    """Memory events inside the (sorted, not overlapping) intervals."""
+    if len(starts) == 0 or len(times) == 0:
+        return 0
+    return int(np.sum(np.searchsorted(times, ends, side="right") - np.searchsorted(times, starts, side="left")))
+
+
+def _without_in_flight(steps: Steps) -> Steps:
+    """The steps without a last one that the end of the capture cut short."""
+    if len(steps) < 2:
+        return steps
+    durations = steps.end_ps - steps.start_ps
+    if durations[-1] >= IN_FLIGHT_SHARE * float(np.median(durations[:-1])):
+        return steps
+    return Steps(steps.step_num[:-1], steps.start_ps[:-1], steps.end_ps[:-1])
+
+
+def _from_groups(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
+    groups = profile.groups
+    if len(groups.group_id) == 0:
+        return None
+    order = np.argsort(groups.start_ps, kind="stable")
+    steps = Steps(groups.group_id[order].astype(np.int64), groups.start_ps[order], groups.end_ps[order])
+    # Groups may overlap (an input pipeline runs ahead); coverage counts each memory event once.
+    covered = _covered(*_union(steps.start_ps, steps.end_ps), times)
+    return _Candidate(GROUP_ID, None, _without_in_flight(steps), "from the group_id stat", covered)
+
+
+def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted intervals merged where they overlap."""
+    reach = np.maximum.accumulate(ends)
+    new = np.ones(len(starts), bool)
+    new[1:] = starts[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(starts) - 1)
+    return starts[first], reach[last]
+
+
+def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
+    spans = profile.spans
+    rows = np.flatnonzero(spans.source == SPAN_HOST_ROOT)
+    best: _Candidate | None = None
+    for name_index in np.unique(spans.name[rows]):
+        mine = rows[spans.name[rows] == name_index]
+        name = spans.names[int(name_index)]
+        if name in ("TraceContext", "FunctionRun") or bool(np.any(spans.root[mine])):
+            origin = f"from root events ({name})"
+        else:
+            origin = f"from calls of {name}"
+        best = _better(best, _span_candidate(ROOT_EVENTS, name, origin, spans.start_ps[mine], spans.end_ps[mine], times))
+    return best
+
+
+def _from_device_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
+    spans = profile.spans
+    best: _Candidate | None = None
+    for device in np.unique(spans.device[spans.source != SPAN_HOST_ROOT]):
+        plane = profile.device_planes[int(device)] if 0 <= device < len(profile.device_planes) else f"device {device}"
+        on_device = spans.device == device
+        programs = np.flatnonzero(on_device & (spans.source == SPAN_DEVICE_PROGRAM))
+        for name_index in np.unique(spans.name[programs]):
+            mine = programs[spans.name[programs] == name_index]
+            name = spans.names[int(name_index)]
+            origin = f"from executions of {name} on {plane}"
+            best = _better(best, _span_candidate(DEVICE_PROGRAMS, name, origin, spans.start_ps[mine], spans.end_ps[mine], times))
+        lines = np.flatnonzero(on_device & (spans.source == SPAN_DEVICE_STEP))
+        if len(lines):
+            names = [spans.names[int(i)] for i in spans.name[lines]]
+            origin = f"from the Steps line of {plane}"
+            candidate = _span_candidate(
+                DEVICE_PROGRAMS, "Steps", origin, spans.start_ps[lines], spans.end_ps[lines], times, names
+            )
+            best = _better(best, candidate)
+    return best
+
+
+def _span_candidate(
+    kind: str,
+    name: str,
+    origin: str,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    times: np.ndarray,
+    numbers: list[str] | None = None,
+) -> _Candidate:
+    """Steps from the spans of one name: the outermost ones, in time order, numbered from 0 (or by `numbers`)."""
+    order = np.lexsort((-ends, starts))
+    starts, ends = starts[order], ends[order]
+    # A span that starts before an earlier one ends is nested in it (recursion) or overlaps it: the earlier one is the step.
+    keep = np.ones(len(starts), bool)
+    keep[1:] = starts[1:] > np.maximum.accumulate(ends)[:-1]
+    starts, ends = starts[keep], ends[keep]
+    step_num = np.arange(len(starts), dtype=np.int64)
+    if numbers is not None:
+        kept = [numbers[i] for i in order[keep]]
+        if all(n.isdecimal() for n in kept) and len(set(kept)) == len(kept):
+            step_num = np.asarray([int(n) for n in kept], np.int64)
+    return _candidate(kind, name, Steps(step_num, starts, ends), origin, times, in_flight=True)
+
+
+def _better(best: _Candidate | None, other: _Candidate) -> _Candidate:
+    """Of two candidates, the one that holds more memory events; with as many, the one with more steps."""
+    if best is None:
+        return other
+    enough_best, enough_other = len(best.steps) >= MIN_STEPS, len(other.steps) >= MIN_STEPS
+    if enough_best != enough_other:
+        return best if enough_best else other
+    return other if (other.covered, len(other.steps)) > (best.covered, len(best.steps)) else best
