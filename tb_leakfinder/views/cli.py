@@ -10,6 +10,7 @@ import sys
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.service import Engine
+from tb_leakfinder.views import export
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.text import render_report
 
@@ -41,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
         dif.add_argument(f"--host-{side}", help=f"only this host of {side.upper()}")
     dif.add_argument("--json", action="store_true", help="print the comparison JSON (the same as the plugin's /compare)")
     dif.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    for cmd in (rep, dif):
+        export.add_options(cmd)
     return parser
 
 
@@ -63,6 +66,7 @@ def _diff(args: argparse.Namespace) -> int:
                 f.write(text)
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
+    export.export_comparison(args, result)
     _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
 
@@ -82,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             return _diff(args)
         engine = Engine.for_path(args.path)
         result = engine.report(args.run, getattr(args, "host", None))
+        if args.command == "report":
+            export.export_report(args, engine, result)
     except LeakfinderError as exc:
         print(f"tb-leakfinder: error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,0 +1,124 @@
+"""The report's tables as CSV files, one per table, safe to open in a spreadsheet.
+
+Each table's columns are the JSON keys of its rows (one name per concept), after the columns that
+say where a row belongs (run, host, allocator or module). Profile strings are data: a cell that a
+spreadsheet would run as a formula gets a leading apostrophe.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.report import Json
+
+# OWASP's list: these lead a formula, and tab / carriage return can hide one in the cell before.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+GROUPS = "groups"
+PEAK_BREAKDOWN = "peak_breakdown"
+BUFFERS = "buffers"
+STATIC_BUFFERS = "static_buffers"
+COMPARE_GROUPS = "compare_groups"
+
+
+def neutralise(value: Any) -> str:
+    """A cell's text: numbers as they are, nested values as JSON, formula-looking strings quoted."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+@dataclass
+class Table:
+    """Rows of JSON objects under context columns; the header is the context, then every row key in order met."""
+
+    context: tuple[str, ...]
+    rows: list[tuple[tuple[Any, ...], Json]] = field(default_factory=list)
+
+    def add(self, where: tuple[Any, ...], rows: Iterable[Json]) -> None:
+        self.rows.extend((where, row) for row in rows)
+
+    def header(self) -> list[str]:
+        keys: dict[str, None] = {}
+        for _, row in self.rows:
+            keys.update(dict.fromkeys(k for k in row if k not in self.context))
+        return [*self.context, *keys]
+
+    def text(self) -> str:
+        header = self.header()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\r\n")
+        writer.writerow([neutralise(h) for h in header])
+        keys = header[len(self.context) :]
+        for where, row in self.rows:
+            writer.writerow([neutralise(v) for v in (*where, *(row.get(k) for k in keys))])
+        return out.getvalue()
+
+
+def _groups(allocator: Json) -> list[Json]:
+    # `leaks` is the name before the contract's rename to `groups`.
+    return allocator.get("groups", allocator.get("leaks", []))
+
+
+BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator) -> every buffer row
+
+
+def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str, Table]:
+    """The tables of a report: suspect groups, peak breakdown, buffers (when `buffers` is given), and the
+    static view's whole-program buffers."""
+    where = ("run", "host", "allocator")
+    tables = {GROUPS: Table(where), PEAK_BREAKDOWN: Table(where)}
+    if buffers is not None:
+        tables[BUFFERS] = Table(where)
+    for run in report["runs"]:
+        for host in run["hosts"]:
+            for allocator in host["allocators"]:
+                at = (run["run"], host["host"], allocator["name"])
+                tables[GROUPS].add(at, _groups(allocator))
+                tables[PEAK_BREAKDOWN].add(at, allocator["peak_breakdown"])
+                if buffers is not None:
+                    tables[BUFFERS].add(at, buffers(*at))
+    static = Table(("run", "host", "module"))
+    for run in report["runs"]:
+        for host in run["hosts"]:
+            for module in host["modules"]:
+                static.add((run["run"], host["host"], module["name"]), module["whole_program_buffers"])
+    tables[STATIC_BUFFERS] = static
+    return tables
+
+
+def comparison_tables(comparison: Json) -> dict[str, Table]:
+    """The compare groups of a diff: every group of A or B, per pair of hosts and allocators."""
+    table = Table(("run_a", "run_b", "host_a", "host_b", "allocator_a", "allocator_b"))
+    for host in comparison["hosts"]:
+        for allocator in host["allocators"]:
+            at = (comparison["run_a"], comparison["run_b"], host["host_a"], host["host_b"])
+            table.add((*at, allocator["name_a"], allocator["name_b"]), allocator["groups"])
+    return {COMPARE_GROUPS: table}
+
+
+def write_tables(directory: str, tables: dict[str, Table]) -> list[str]:
+    """Writes `<directory>/<table>.csv` for each table (UTF-8, CRLF rows as RFC 4180 has them); returns the paths."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        paths = []
+        for name, table in tables.items():
+            path = os.path.join(directory, f"{name}.csv")
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(table.text())
+            paths.append(path)
+    except OSError as exc:
+        raise LeakfinderError(f"{directory}: cannot write the CSV files ({exc.strerror})") from exc
+    return paths

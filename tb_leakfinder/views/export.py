@@ -1,0 +1,79 @@
+"""`--csv DIR` and `--html FILE` of `tb-leakfinder report` and `diff`: the report as files to hand on."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import TYPE_CHECKING
+
+from tb_leakfinder.errors import BadArgumentError
+from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.report import Json
+from tb_leakfinder.service import Engine
+from tb_leakfinder.views import csv, html
+
+if TYPE_CHECKING:
+    from tb_leakfinder.views.snapshot import Snapshot
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--csv", metavar="DIR", help="also write each table as DIR/<table>.csv")
+    parser.add_argument("--html", metavar="FILE", help="also write a standalone HTML report to FILE (opens from disk, no server)")
+
+
+def _snapshot(runs: list[Run], engine: Engine | None = None) -> Snapshot:
+    # It asks the plugin's routes, so it loads TensorBoard: only when a file is asked for.
+    from tb_leakfinder.views.snapshot import Snapshot
+
+    return Snapshot(runs, engine)
+
+
+def _note(paths: list[str], notes: list[str]) -> None:
+    for path in paths:
+        print(f"tb-leakfinder: wrote {path}", file=sys.stderr)
+    for note in notes:
+        print(f"tb-leakfinder: note: {note}", file=sys.stderr)
+
+
+def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> None:
+    """The report's files: CSV tables of every run in `result`, and the HTML of its one run."""
+    if not (args.csv or args.html):
+        return
+    runs = [engine.run(r["run"]) for r in result["runs"]]
+    snapshot = _snapshot(runs, engine)
+    if args.csv:
+        tables = csv.report_tables(result, lambda run, host, allocator: snapshot.all_buffers(run, host, allocator))
+        _note(csv.write_tables(args.csv, tables), [])
+    if args.html:
+        if len(runs) != 1:
+            names = ", ".join(r.name for r in runs)
+            raise BadArgumentError(f"{args.path} holds {len(runs)} runs ({names}); an HTML report shows one: pick it with --run")
+        (run,) = runs
+        snapshot.gather_run(run)
+        html.write_html(args.html, f"tb-leakfinder: {run.name}", snapshot.data(), {"run": run.name})
+        _note([args.html], snapshot.notes)
+
+
+def _distinct(run_a: Run, run_b: Run) -> tuple[Run, Run]:
+    """Two sides with the same run name (two logdirs' sessions, or a run with itself) are told apart."""
+    if run_a.name != run_b.name:
+        return run_a, run_b
+    return dataclasses.replace(run_a, name=f"{run_a.name} (A)"), dataclasses.replace(run_b, name=f"{run_b.name} (B)")
+
+
+def export_comparison(args: argparse.Namespace, comparison: Json) -> None:
+    """The comparison's files: the compare groups as CSV, and both runs with their comparison as HTML."""
+    if args.csv:
+        _note(csv.write_tables(args.csv, csv.comparison_tables(comparison)), [])
+    if args.html:
+        found = Engine.for_path(args.path_a).run(comparison["run_a"]), Engine.for_path(args.path_b).run(comparison["run_b"])
+        run_a, run_b = _distinct(*found)
+        snapshot = _snapshot([run_a, run_b])
+        for run in (run_a, run_b):
+            snapshot.gather_run(run)
+        snapshot.gather_comparison(run_a, run_b)
+        view = {"run": run_a.name, "host": args.host_a or "", "compare": run_b.name, "compare_host": args.host_b or ""}
+        title = f"tb-leakfinder: {run_a.name} → {run_b.name}"
+        html.write_html(args.html, title, snapshot.data(), view)
+        _note([args.html], snapshot.notes)

@@ -1,0 +1,84 @@
+"""A standalone HTML report: the Leaks tab's own bundle with the routes' answers inlined, one file.
+
+It opens from disk (file://) with no server and no network: a Content-Security-Policy forbids
+every request, and the tab reads its data from the page (frontend/src/inline.ts) instead of fetching.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib.resources
+import json
+from urllib.parse import quote
+
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.report import Json
+
+DATA_ID = "tb-leakfinder-data"
+BUNDLE_ID = "tb-leakfinder-bundle"
+BUNDLE_PACKAGE = "tb_leakfinder.webapp"
+
+# Inline scripts and styles, and the bundle loaded from a blob: URL; no fetch, image or font from anywhere.
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
+
+# The bundle is an ES module: decoded into a blob: URL, imported, and rendered as TensorBoard would.
+BOOTSTRAP = f"""
+const view = JSON.parse(document.getElementById('{DATA_ID}').textContent).view_hash;
+if (view && !location.hash) history.replaceState(null, '', '#' + view);
+const code = atob(document.getElementById('{BUNDLE_ID}').textContent.trim());
+const bytes = Uint8Array.from(code, (c) => c.charCodeAt(0));
+const url = URL.createObjectURL(new Blob([bytes], {{type: 'text/javascript'}}));
+const tab = await import(url);
+await tab.render();
+"""
+
+
+def bundle() -> bytes:
+    """The Leaks tab's built bundle, as the plugin serves it."""
+    return importlib.resources.files(BUNDLE_PACKAGE).joinpath("index.js").read_bytes()
+
+
+def script_json(data: Json) -> str:
+    """JSON that cannot end its <script> element or open a comment, whatever its strings hold."""
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def view_hash(state: dict[str, str]) -> str:
+    """The tab's URL-hash state (`p.leakfinder.<key>=<value>`), encoded as encodeURIComponent does."""
+    safe = "-_.!~*'()"
+    return "&".join(f"{quote(f'p.{PLUGIN_NAME}.{k}', safe=safe)}={quote(v, safe=safe)}" for k, v in state.items() if v)
+
+
+def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | None = None) -> str:
+    """The page: `data` (a Snapshot's data) inlined, opening on `view` (e.g. {"run": A, "compare": B})."""
+    payload = script_json({**data, "view_hash": view_hash(view)})
+    encoded = base64.b64encode(bundle() if code is None else code).decode("ascii")
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="generator" content="tb-leakfinder">
+<title>{html.escape(title)}</title>
+</head>
+<body>
+<script type="application/json" id="{DATA_ID}">{payload}</script>
+<script type="text/plain" id="{BUNDLE_ID}">{encoded}</script>
+<script type="module">{BOOTSTRAP}</script>
+</body>
+</html>
+"""
+
+
+def write_html(path: str, title: str, data: Json, view: dict[str, str]) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(standalone_html(title, data, view))
+    except OSError as exc:
+        raise LeakfinderError(f"{path}: cannot write the HTML report ({exc.strerror})") from exc
