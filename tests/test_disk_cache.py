@@ -13,6 +13,7 @@ import pytest
 from tb_leakfinder import disk_cache
 from tb_leakfinder.disk_cache import DiskCache
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.service import Engine, HostResult
 from tb_leakfinder.views import cli
@@ -32,8 +33,9 @@ def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
 def _write_hosts(logdir: Path, hosts: int, events: int = 4_000) -> list[str]:
     builders = {}
     for h in range(hosts):
+        leak = (1 << 20) * (h % 2)
         builders[f"host{h}"], _ = synthesize_training(
-            num_events=events, steps=8, allocators=("GPU_0_bfc",), leak_bytes_per_step=(1 << 20) * (h % 2), hostname=f"host{h}", seed=h
+            num_events=events, steps=8, allocators=("GPU_0_bfc",), leak_bytes_per_step=leak, hostname=f"host{h}", seed=h
         )
     return write_session(logdir, "train", "session", builders)
 
@@ -54,7 +56,7 @@ def test_a_restarted_tensorboard_answers_from_the_cache_without_decoding(tmp_pat
         f"report?run={run_name}",
         f"timeline?run={run_name}&points=200",
         f"buffers?run={run_name}&limit=50&sort=bytes",
-        f"buffers?run={run_name}&status=never_freed&offset=3",
+        f"buffers?run={run_name}&status={STATUS_NAMES[1]}&offset=3",
     ]
     client, plugin = make_client(str(logdir), leakfinder_cache_dir=str(cache))
     first = [_get(client, route) for route in routes]

@@ -7,11 +7,14 @@ import json
 import os
 import sys
 
+from tb_leakfinder import precompute
 from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
-from tb_leakfinder.service import Engine
-from tb_leakfinder.views import export
+from tb_leakfinder.read import discovery, files
+from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views.markdown import render_comparison
+from tb_leakfinder.views.progress import HostProgress
 from tb_leakfinder.views.text import render_report
 
 EXIT_OK = 0
@@ -42,13 +45,55 @@ def _parser() -> argparse.ArgumentParser:
         dif.add_argument(f"--host-{side}", help=f"only this host of {side.upper()}")
     dif.add_argument("--json", action="store_true", help="print the comparison JSON (the same as the plugin's /compare)")
     dif.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
-    for cmd in (rep, dif):
-        export.add_options(cmd)
+    pre_help = "analyse every host of a logdir into the cache folder, so TensorBoard and the CLI answer at once"
+    pre = sub.add_parser("precompute", help=pre_help, description=pre_help)
+    pre.add_argument("path", help=path_help)
+    pre.add_argument("--engine", choices=("local", "ray"), default="local", help="local processes, or a Ray cluster")
+    pre.add_argument("--workers", type=int, help="hosts analysed at once (default: one per CPU)")
+    pre.add_argument("--address", help="the Ray cluster to use (default: start a local one)")
+    for cmd in (rep, chk, dif, pre):
+        cmd.add_argument("--cache-dir", help=f"the analysis cache folder, shared with TensorBoard (default: {default_dir()})")
+        cmd.add_argument("--cache-gb", type=float, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
+        if cmd is not pre:
+            cmd.add_argument("--no-cache", action="store_true", help="neither read nor fill the cache folder")
     return parser
 
 
-def _side_report(path: str, run_name: str | None) -> dict:
-    engine = Engine.for_path(path)
+def _disk(args: argparse.Namespace, path: str) -> DiskCache | None:
+    explicit = args.command == "precompute" or args.cache_dir is not None
+    if getattr(args, "no_cache", False) or args.cache_gb <= 0 or (disabled_by_env() and not explicit):
+        return None
+    logdir = path if files.isdir(path) else files.dirname(path)
+    return DiskCache.for_logdir(args.cache_dir, int(args.cache_gb * (1 << 30)), logdir)
+
+
+def _progress(engine: Engine, what: str) -> HostProgress:
+    hosts = [path for run in engine.runs() for path in run.hosts.values()]
+    return HostProgress(len(hosts), sum(files.identity(p).size for p in hosts), what)
+
+
+def _precompute(args: argparse.Namespace) -> int:
+    disk = _disk(args, args.path)
+    assert disk is not None
+    tasks = precompute.tasks_for(discovery.runs_for_path(args.path))
+    total = sum(t.identity.size for t in tasks)
+    with HostProgress(len(tasks), total, "precompute") as progress:
+        outcomes = precompute.precompute(
+            tasks, disk, args.engine, args.workers, args.address, lambda o: progress(o.task.host, o.task.identity.size)
+        )
+    counts = {status: sum(1 for o in outcomes if o.status == status) for status in ("analysed", "cached", "error")}
+    print(
+        f"{len(outcomes)} hosts in {disk.folder}: {counts['analysed']} analysed, {counts['cached']} already cached,"
+        f" {counts['error']} not readable"
+    )
+    for o in outcomes:
+        if o.error is not None:
+            print(f"tb-leakfinder: error: {o.task.run} host {o.task.host}: {o.error}", file=sys.stderr)
+    return EXIT_BAD_INPUT if counts["error"] else EXIT_OK
+
+
+def _side_report(path: str, run_name: str | None, args: argparse.Namespace) -> dict:
+    engine = Engine.for_path(path, disk=_disk(args, path))
     runs = engine.runs()
     if run_name is None and len(runs) > 1:
         names = ", ".join(r.name for r in runs)
@@ -58,7 +103,9 @@ def _side_report(path: str, run_name: str | None) -> dict:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    result = compare(_side_report(args.path_a, args.run_a), _side_report(args.path_b, args.run_b), args.host_a, args.host_b)
+    result = compare(
+        _side_report(args.path_a, args.run_a, args), _side_report(args.path_b, args.run_b, args), args.host_a, args.host_b
+    )
     text = render_comparison(result)
     if args.markdown:
         try:
@@ -66,7 +113,6 @@ def _diff(args: argparse.Namespace) -> int:
                 f.write(text)
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
-    export.export_comparison(args, result)
     _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
 
@@ -84,10 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "diff":
             return _diff(args)
-        engine = Engine.for_path(args.path)
-        result = engine.report(args.run, getattr(args, "host", None))
-        if args.command == "report":
-            export.export_report(args, engine, result)
+        if args.command == "precompute":
+            return _precompute(args)
+        engine = Engine.for_path(args.path, disk=_disk(args, args.path))
+        with _progress(engine, args.command) as progress:
+            done: HostDone = progress
+            result = engine.report(args.run, getattr(args, "host", None), done)
     except LeakfinderError as exc:
         print(f"tb-leakfinder: error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT

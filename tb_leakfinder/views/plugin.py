@@ -15,9 +15,9 @@ from werkzeug import Request, Response
 from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.analyses.overview import overview_json
 from tb_leakfinder.disk_cache import DiskCache, disabled_by_env
-from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.read.discovery import Run

@@ -1,0 +1,57 @@
+"""The progress of a long analysis on the terminal: hosts done of the total, bytes per second, time left."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+DELAY_S = 1.0  # a run that finishes sooner draws nothing
+
+
+class HostProgress:
+    """A tqdm bar over the profiles' bytes, drawn on stderr only when it is a terminal.
+
+    Call it with (host, file bytes) as each host is done; thread-safe. Without
+    tqdm installed it does nothing.
+    """
+
+    def __init__(self, total_hosts: int, total_bytes: int, what: str) -> None:
+        self.total_hosts = total_hosts
+        self.hosts_done = 0
+        self._lock = threading.Lock()
+        self._bar: Any = None
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self._bar = tqdm(
+            total=total_bytes,
+            desc=what,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            file=sys.stderr,
+            disable=not sys.stderr.isatty(),
+            delay=DELAY_S,
+            leave=False,
+            bar_format="{desc}: {postfix} |{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]",
+            postfix=f"0/{total_hosts} hosts",
+        )
+
+    def __call__(self, host: str, nbytes: int) -> None:
+        with self._lock:
+            self.hosts_done += 1
+            if self._bar is not None:
+                self._bar.set_postfix_str(f"{self.hosts_done}/{self.total_hosts} hosts", refresh=False)
+                self._bar.update(nbytes)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> HostProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
