@@ -1,8 +1,10 @@
 /* A compiled scanner of serialized XSpace profiles (tb_leakfinder/proto/xplane.proto).
  *
  * It walks the protobuf wire format directly and builds no message objects:
- * the /host:CPU plane's memory events and step markers become columns, and the
- * /host:metadata plane's event metadata give their `Hlo Proto` bytes. Every
+ * the /host:CPU plane's memory events, step markers, step-like spans and
+ * group_id extents become rows, the `XLA Modules` and `Steps` lines of the
+ * /device: planes become spans, and the /host:metadata plane's event metadata
+ * give their `Hlo Proto` bytes. Every
  * other field is checked (bounds, wire types, UTF-8 of string fields, nesting
  * depth) but not kept, so that a file the protobuf library rejects is rejected
  * here too. Every length and varint is bounds-checked before use; declared
@@ -85,21 +87,49 @@ static const struct { const char *name; int number; } FIELD_NUMBERS[] = {
 /* The protobuf library's default nesting limit (messages and groups). */
 #define MAX_DEPTH 100
 
-enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2 };
+/* An event's metadata: a memory event, a host span by name (TraceContext, FunctionRun, __inference_*,
+ * PjitFunction(...)), or anything else. */
+enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2, KIND_SPAN = 3 };
 enum { V_NONE = 0, V_DOUBLE, V_UINT64, V_INT64, V_STR, V_BYTES, V_REF };
+/* Spans.source in tb_leakfinder/model/memory.py. */
+enum { SPAN_HOST_ROOT = 0, SPAN_DEVICE_PROGRAM = 1, SPAN_DEVICE_STEP = 2 };
+/* What walk_event keeps of an event: nothing (only checked), a /host:CPU event, or a device span. */
+enum { MODE_CHECK = 0, MODE_HOST = 1, MODE_DEVICE = 2 };
+
+/* Memory-event columns, exactly tb_leakfinder.model.memory.EVENT_COLUMNS (exposed as COLUMNS, which a
+ * test compares with it). The int64 columns filled from integer stats follow the order of their roles. */
 enum {
-    ROLE_NONE = 0, ROLE_ALLOCATOR, ROLE_ADDR, ROLE_FRAGMENTATION, ROLE_STEP, ROLE_HLO, ROLE_PROGRAM_ID,
-    ROLE_REQUESTED, ROLE_ALLOCATION, ROLE_IN_USE, ROLE_RESERVED, ROLE_PEAK, ROLE_DTYPE,
-    ROLE_OP, ROLE_SHAPE, ROLE_REGION,
+    COL_TIME, COL_KIND, COL_ALLOCATOR, COL_ADDR,
+    COL_REQUESTED, COL_ALLOCATION, COL_IN_USE, COL_RESERVED, COL_AVAILABLE, COL_PEAK, COL_GROUP,
+    COL_FRAGMENTATION, COL_OP, COL_SHAPE, COL_REGION, COL_DTYPE, NCOLS,
+};
+static const struct { const char *name; size_t size; const char *dtype; } COLUMN_SPECS[NCOLS] = {
+    [COL_TIME] = {"time_ps", 8, "<i8"}, [COL_KIND] = {"kind", 1, "|i1"}, [COL_ALLOCATOR] = {"allocator", 4, "<i4"},
+    [COL_ADDR] = {"addr", 8, "<u8"}, [COL_REQUESTED] = {"requested_bytes", 8, "<i8"},
+    [COL_ALLOCATION] = {"allocation_bytes", 8, "<i8"}, [COL_IN_USE] = {"bytes_in_use", 8, "<i8"},
+    [COL_RESERVED] = {"bytes_reserved", 8, "<i8"}, [COL_AVAILABLE] = {"bytes_available", 8, "<i8"},
+    [COL_PEAK] = {"peak_bytes_in_use", 8, "<i8"}, [COL_GROUP] = {"group_id", 8, "<i8"},
+    [COL_FRAGMENTATION] = {"fragmentation", 8, "<f8"}, [COL_OP] = {"op", 4, "<i4"}, [COL_SHAPE] = {"shape", 4, "<i4"},
+    [COL_REGION] = {"region", 4, "<i4"}, [COL_DTYPE] = {"dtype", 4, "<i4"},
+};
+#define NINTS (COL_GROUP - COL_REQUESTED + 1)
+
+enum {
+    ROLE_NONE = 0, ROLE_ALLOCATOR, ROLE_INT_ID, ROLE_ADDR, ROLE_FRAGMENTATION, ROLE_STEP, ROLE_ROOT, ROLE_HLO,
+    ROLE_PROGRAM_ID,
+    ROLE_REQUESTED, ROLE_ALLOCATION, ROLE_IN_USE, ROLE_RESERVED, ROLE_AVAILABLE, ROLE_PEAK, ROLE_GROUP, /* COL_REQUESTED... */
+    ROLE_DTYPE, ROLE_OP, ROLE_SHAPE, ROLE_REGION,
 };
 #define FIRST_INT_ROLE ROLE_REQUESTED
 #define FIRST_STR_ROLE ROLE_OP
 
 static const struct { const char *name; int role; } ROLE_NAMES[] = {
-    {"allocator_name", ROLE_ALLOCATOR}, {"addr", ROLE_ADDR}, {"fragmentation", ROLE_FRAGMENTATION},
-    {"step_num", ROLE_STEP}, {"Hlo Proto", ROLE_HLO}, {"program_id", ROLE_PROGRAM_ID},
+    {"allocator_name", ROLE_ALLOCATOR}, {"index_on_host", ROLE_INT_ID}, {"device_ordinal", ROLE_INT_ID},
+    {"addr", ROLE_ADDR}, {"fragmentation", ROLE_FRAGMENTATION}, {"step_num", ROLE_STEP}, {"_r", ROLE_ROOT},
+    {"Hlo Proto", ROLE_HLO}, {"program_id", ROLE_PROGRAM_ID},
     {"requested_bytes", ROLE_REQUESTED}, {"allocation_bytes", ROLE_ALLOCATION}, {"bytes_allocated", ROLE_IN_USE},
-    {"bytes_reserved", ROLE_RESERVED}, {"peak_bytes_in_use", ROLE_PEAK}, {"data_type", ROLE_DTYPE},
+    {"bytes_reserved", ROLE_RESERVED}, {"bytes_available", ROLE_AVAILABLE}, {"peak_bytes_in_use", ROLE_PEAK},
+    {"group_id", ROLE_GROUP}, {"data_type", ROLE_DTYPE},
     {"tf_op", ROLE_OP}, {"shape", ROLE_SHAPE}, {"region_type", ROLE_REGION},
 };
 
@@ -248,23 +278,26 @@ static void intern_free(Intern *t) {
 
 /* ---- output ---------------------------------------------------------------- */
 
-/* Memory-event columns, as in tb_leakfinder.model.memory.EVENT_COLUMNS. */
+/* Memory-event columns: col[COL_*] holds COLUMN_SPECS[COL_*].size bytes per row. */
 typedef struct {
-    int64_t *time_ps; int8_t *kind; int32_t *allocator; uint64_t *addr;
-    int64_t *ints[5]; /* requested, allocation, in use, reserved, peak (dtype, int32, has its own) */
-    double *fragmentation;
-    int32_t *strs[3]; /* op, shape, region */
-    int32_t *dtype;
+    void *col[NCOLS];
     size_t len, cap;
 } Columns;
+#define COL(c, k, type) ((type *)(c)->col[k])
 
 typedef struct { int64_t step, start, end; } StepRow;
-/* The rows one chunk of a line gave, placed in time by the line's timestamp once all lines are known. */
-typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n; } LineFix;
+typedef struct { int64_t group, start, end; } GroupRow;
+/* Laid out as xspace.py's SPAN_ROW dtype. */
+typedef struct { int64_t start, end; int32_t name, device; int8_t source, root, pad[6]; } SpanRow;
+/* The rows one chunk of a line gave, placed in time by the line's timestamp once all lines are known.
+ * Only /host:CPU lines (host = 1) set the time base and the profile's end. */
+typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n, sp_first, sp_n, gr_first, gr_n; int host; } LineFix;
 /* A run of one line's event fields [p, end), scanned as a unit by one worker. */
 typedef struct { ptr p, end; int64_t ts; } Chunk;
 
 typedef struct { ptr name; size_t name_len; int role; int32_t str_index, alloc_index; } StatMeta;
+/* An event metadata: its kind (KIND_*) and, once a span used it, its index in Scan.span_names. */
+typedef struct { ptr name; size_t name_len; int kind; int32_t span_index; } EventMeta;
 /* One XStat: the last value given (kind V_*), and its metadata id. */
 typedef struct { int kind; uint64_t v; ptr data; size_t len; int64_t mid; } Stat;
 
@@ -282,12 +315,17 @@ typedef struct {
     int oom;
     /* per plane */
     IdMap stat_ids; StatMeta *stats; size_t nstats, capstats;
-    IdMap event_kinds;
+    IdMap event_ids; EventMeta *events; size_t nevents, capevents;
+    int device;       /* the plane's index in device_planes, -1 for others */
+    int span_source;  /* while a device line is walked: its SPAN_DEVICE_* */
     /* outputs */
     Columns c;
     StepRow *steps; size_t nsteps, capsteps;
+    SpanRow *spans; size_t nspans, capspans;
+    GroupRow *groups; size_t ngroups, capgroups;
     LineFix *lines; size_t nlines, caplines;
-    Intern strings, allocators;
+    Intern strings, allocators, span_names;
+    Intern device_planes;
     MetaEntry *meta; size_t nmeta, capmeta;
     Stat *scratch; size_t capscratch; /* one event's stats */
     Chunk *chunks; size_t nchunks, capchunks;
@@ -613,6 +651,21 @@ static int event_md_value(Scan *s, ptr p, ptr end, int depth, void *vctx) {
     return r;
 }
 
+static int starts_with(ptr name, size_t len, const char *prefix) {
+    size_t n = strlen(prefix);
+    return len >= n && memcmp(name, prefix, n) == 0;
+}
+
+/* As xspace_proto.is_host_span_name for the spans. */
+static int event_kind(ptr name, size_t len) {
+    if (len == 16 && memcmp(name, "MemoryAllocation", 16) == 0) return KIND_ALLOC;
+    if (len == 18 && memcmp(name, "MemoryDeallocation", 18) == 0) return KIND_FREE;
+    if ((len == 12 && memcmp(name, "TraceContext", 12) == 0) || (len == 11 && memcmp(name, "FunctionRun", 11) == 0) ||
+        starts_with(name, len, "__inference_") || (starts_with(name, len, "PjitFunction(") && name[len - 1] == ')'))
+        return KIND_SPAN;
+    return KIND_NONE;
+}
+
 static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) {
     MapEntry e;
     MetaEntry meta = {0};
@@ -627,11 +680,13 @@ static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) 
         s->meta[s->nmeta++] = meta;
         return 0;
     }
-    size_t n = ctx.name.len;
-    int kind = n == 16 && memcmp(ctx.name.name, "MemoryAllocation", 16) == 0     ? KIND_ALLOC
-               : n == 18 && memcmp(ctx.name.name, "MemoryDeallocation", 18) == 0 ? KIND_FREE
-                                                                                  : KIND_NONE;
-    if (idmap_put(&s->event_kinds, e.key, kind) < 0) NOMEM(s);
+    int32_t i = idmap_get(&s->event_ids, e.key);
+    if (i < 0) {
+        if (s->nevents >= INT32_MAX || grow((void **)&s->events, &s->capevents, s->nevents + 1, sizeof(EventMeta)) < 0) NOMEM(s);
+        i = (int32_t)s->nevents++;
+        if (idmap_put(&s->event_ids, e.key, i) < 0) NOMEM(s);
+    }
+    s->events[i] = (EventMeta){ctx.name.name, ctx.name.len, event_kind(ctx.name.name, ctx.name.len), -1};
     return 0;
 }
 
@@ -642,30 +697,31 @@ static int reserve_rows(Scan *s, size_t need) {
     if (need <= c->cap) return 0;
     size_t n = c->cap ? c->cap * 2 : 4096;
     if (n < need) n = need;
-#define GROW(field) do { void *q = realloc(c->field, n * sizeof *c->field); if (!q) return -1; c->field = q; } while (0)
-    GROW(time_ps); GROW(kind); GROW(allocator); GROW(addr); GROW(fragmentation); GROW(dtype);
-    for (int i = 0; i < 5; i++) GROW(ints[i]);
-    for (int i = 0; i < 3; i++) GROW(strs[i]);
-#undef GROW
+    for (int k = 0; k < NCOLS; k++) {
+        void *q = realloc(c->col[k], n * COLUMN_SPECS[k].size);
+        if (!q) return -1;
+        c->col[k] = q;
+    }
     c->cap = n;
     return 0;
 }
 
-/* The interned allocator key of a stat value: its kind tag and bytes (turned into a name in Python). */
-static int32_t allocator_key(Scan *s, const Stat *st) {
-    if (st->kind == V_REF) {
-        StatMeta *m = ref_meta(s, st->v);
-        if (!m) return intern(&s->allocators, 'S', "", 0);
-        if (m->alloc_index < 0) m->alloc_index = intern(&s->allocators, 'S', m->name, m->name_len);
-        return m->alloc_index;
+/* The interned allocator key of an event's memory id, as XProf's converter spells it: a kind byte and the
+ * value, turned into the id in Python. An integer id stat (index_on_host, device_ordinal) is its value,
+ * other kinds 0 (XProf's IntValue); an allocator_name is its string, other kinds "" (StrOrRefValue). */
+static int32_t allocator_key(Scan *s, const Stat *st, int role) {
+    if (!st) return intern(&s->allocators, 'S', "", 0);
+    if (role == ROLE_INT_ID) {
+        uint64_t zero = 0;
+        if (st->kind == V_UINT64) return intern(&s->allocators, 'U', &st->v, 8);
+        return intern(&s->allocators, 'I', st->kind == V_INT64 ? &st->v : &zero, 8);
     }
-    switch (st->kind) {
-    case V_STR: return intern(&s->allocators, 'S', st->data, st->len);
-    case V_BYTES: return intern(&s->allocators, 'B', st->data, st->len);
-    case V_INT64: return intern(&s->allocators, 'I', &st->v, 8);
-    case V_UINT64: return intern(&s->allocators, 'U', &st->v, 8);
-    default: return intern(&s->allocators, 'D', &st->v, 8);
-    }
+    if (st->kind == V_STR) return intern(&s->allocators, 'S', st->data, st->len);
+    if (st->kind != V_REF) return intern(&s->allocators, 'S', "", 0);
+    StatMeta *m = ref_meta(s, st->v);
+    if (!m) return intern(&s->allocators, 'S', "", 0);
+    if (m->alloc_index < 0) m->alloc_index = intern(&s->allocators, 'S', m->name, m->name_len);
+    return m->alloc_index;
 }
 
 static int32_t string_index(Scan *s, const Stat *st) {
@@ -676,67 +732,109 @@ static int32_t string_index(Scan *s, const Stat *st) {
     return m->str_index;
 }
 
-static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int64_t start) {
+static int add_group(Scan *s, int64_t group, int64_t start, int64_t end) {
+    if (grow((void **)&s->groups, &s->capgroups, s->ngroups + 1, sizeof(GroupRow)) < 0) NOMEM(s);
+    s->groups[s->ngroups++] = (GroupRow){group, start, end};
+    return 0;
+}
+
+/* A span named by event metadata `ei` (-1: none, named ""). */
+static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, int64_t end) {
+    int32_t name;
+    if (ei < 0) name = intern(&s->span_names, -1, "", 0);
+    else if ((name = s->events[ei].span_index) < 0)
+        name = s->events[ei].span_index = intern(&s->span_names, -1, s->events[ei].name, s->events[ei].name_len);
+    if (name < 0 || grow((void **)&s->spans, &s->capspans, s->nspans + 1, sizeof(SpanRow)) < 0) NOMEM(s);
+    s->spans[s->nspans++] = (SpanRow){start, end, name, source == SPAN_HOST_ROOT ? -1 : s->device, (int8_t)source, (int8_t)root, {0}};
+    return 0;
+}
+
+static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int64_t start, int64_t end) {
     if (reserve_rows(s, s->c.len + 1) < 0) NOMEM(s);
     Columns *c = &s->c;
     size_t row = c->len;
-    int64_t ints[6] = {0, 0, 0, 0, 0, -1}; /* requested, allocation, in use, reserved, peak, dtype */
-    int32_t strs[3] = {0, 0, 0};
+    int64_t ints[NINTS] = {0};
+    ints[COL_GROUP - COL_REQUESTED] = -1;
+    int32_t strs[3] = {0, 0, 0}, dtype = -1;
+    int grouped = 0;
     uint64_t addr = 0;
     double frag = 0.0;
-    const Stat *allocator = NULL; /* the last allocator_name given; only it is interned */
+    const Stat *id = NULL; /* the last stat naming the allocator, of any kind (as XProf) */
+    int id_role = ROLE_NONE;
     for (size_t i = 0; i < nstats; i++) {
         const Stat *st = &stats[i];
         const StatMeta *m = stat_meta(s, st->mid);
-        if (!m || st->kind == V_NONE) continue;
-        int integral = st->kind == V_INT64 || st->kind == V_UINT64;
+        if (!m) continue;
         int role = m->role;
-        if (role == ROLE_ALLOCATOR) {
-            allocator = st;
-        } else if (role == ROLE_ADDR && integral) {
+        if (role == ROLE_ALLOCATOR || role == ROLE_INT_ID) {
+            id = st;
+            id_role = role;
+            continue;
+        }
+        if (st->kind == V_NONE) continue;
+        int integral = st->kind == V_INT64 || st->kind == V_UINT64;
+        if (role == ROLE_ADDR && integral) {
             addr = st->v;
         } else if (role == ROLE_FRAGMENTATION) {
             if (st->kind == V_DOUBLE) memcpy(&frag, &st->v, 8);
             else if (st->kind == V_INT64) frag = (double)(int64_t)st->v;
             else if (st->kind == V_UINT64) frag = (double)st->v;
-        } else if (role >= FIRST_INT_ROLE && role < FIRST_STR_ROLE && integral) {
+        } else if (role >= FIRST_INT_ROLE && role < ROLE_DTYPE && integral) {
             ints[role - FIRST_INT_ROLE] = (int64_t)st->v;
+            grouped |= role == ROLE_GROUP;
+        } else if (role == ROLE_DTYPE && integral) {
+            dtype = (int32_t)st->v;
         } else if (role >= FIRST_STR_ROLE && (st->kind == V_STR || st->kind == V_REF)) {
             if ((strs[role - FIRST_STR_ROLE] = string_index(s, st)) < 0) NOMEM(s);
         }
     }
-    int32_t alloc = allocator ? allocator_key(s, allocator) : intern(&s->allocators, 'S', "", 0);
+    int32_t alloc = allocator_key(s, id, id_role);
     if (alloc < 0) NOMEM(s);
-    c->time_ps[row] = start;
-    c->kind[row] = (int8_t)kind;
-    c->allocator[row] = alloc;
-    c->addr[row] = addr;
-    for (int i = 0; i < 5; i++) c->ints[i][row] = ints[i];
-    c->dtype[row] = (int32_t)ints[5];
-    c->fragmentation[row] = frag;
-    for (int i = 0; i < 3; i++) c->strs[i][row] = strs[i];
+    COL(c, COL_TIME, int64_t)[row] = start;
+    COL(c, COL_KIND, int8_t)[row] = (int8_t)kind;
+    COL(c, COL_ALLOCATOR, int32_t)[row] = alloc;
+    COL(c, COL_ADDR, uint64_t)[row] = addr;
+    for (int i = 0; i < NINTS; i++) COL(c, COL_REQUESTED + i, int64_t)[row] = ints[i];
+    COL(c, COL_DTYPE, int32_t)[row] = dtype;
+    COL(c, COL_FRAGMENTATION, double)[row] = frag;
+    for (int i = 0; i < 3; i++) COL(c, COL_OP + i, int32_t)[row] = strs[i];
     c->len++;
-    return 0;
+    return grouped ? add_group(s, ints[COL_GROUP - COL_REQUESTED], start, end) : 0;
 }
 
-/* A step marker is an event with an integral `step_num` stat (the first one counts). */
-static int step_marker(Scan *s, const Stat *stats, size_t nstats, int64_t start, int64_t dur) {
+/* Any other /host:CPU event: a step marker if it has an integral `step_num` (the first one counts), a span
+ * if its name is one (KIND_SPAN) or it is a root (its last `_r` a nonzero integer), and a group's part if
+ * it has an integral `group_id` (the last one counts). */
+static int host_event(Scan *s, const Stat *stats, size_t nstats, int32_t ei, int64_t start, int64_t end) {
+    int has_step = 0, root = 0, grouped = 0;
+    int64_t step = 0, group = 0;
     for (size_t i = 0; i < nstats; i++) {
         const Stat *st = &stats[i];
-        if (st->kind != V_INT64 && st->kind != V_UINT64) continue;
         const StatMeta *m = stat_meta(s, st->mid);
-        if (!m || m->role != ROLE_STEP) continue;
-        if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(StepRow)) < 0) NOMEM(s);
-        s->steps[s->nsteps++] = (StepRow){(int64_t)st->v, start, (int64_t)((uint64_t)start + (uint64_t)dur)};
-        return 0;
+        if (!m || m->role < ROLE_STEP || m->role > ROLE_GROUP) continue; /* cheap exit for most stats */
+        int integral = st->kind == V_INT64 || st->kind == V_UINT64;
+        if (m->role == ROLE_STEP && integral && !has_step) {
+            has_step = 1;
+            step = (int64_t)st->v;
+        } else if (m->role == ROLE_ROOT) {
+            root = integral && st->v != 0;
+        } else if (m->role == ROLE_GROUP && integral) {
+            grouped = 1;
+            group = (int64_t)st->v;
+        }
     }
-    return 0;
+    if (has_step) {
+        if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(StepRow)) < 0) NOMEM(s);
+        s->steps[s->nsteps++] = (StepRow){step, start, end};
+    }
+    if ((root || (ei >= 0 && s->events[ei].kind == KIND_SPAN)) && add_span(s, ei, SPAN_HOST_ROOT, root, start, end) < 0) return -1;
+    return grouped ? add_group(s, group, start, end) : 0;
 }
 
 typedef struct { int64_t max_end; size_t n; } LineAcc;
 
 /* One XEvent, in one pass: its stats are parsed into s->scratch and used once its metadata_id is known. */
-static int walk_event(Scan *s, ptr p, ptr end, int depth, int extract, LineAcc *acc) {
+static int walk_event(Scan *s, ptr p, ptr end, int depth, int mode, LineAcc *acc) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     int64_t mid = 0, offset = 0, dur = 0;
     size_t nstats = 0;
@@ -757,23 +855,46 @@ static int walk_event(Scan *s, ptr p, ptr end, int depth, int extract, LineAcc *
     if (r < 0) return -1;
     int64_t event_end = (int64_t)((uint64_t)offset + (uint64_t)dur);
     if (acc->n++ == 0 || event_end > acc->max_end) acc->max_end = event_end;
-    if (!extract) return 0;
-    int32_t kind = idmap_get(&s->event_kinds, mid);
-    if (kind == KIND_ALLOC || kind == KIND_FREE) return memory_event(s, s->scratch, nstats, kind, offset);
-    return step_marker(s, s->scratch, nstats, offset, dur);
+    if (mode == MODE_CHECK) return 0;
+    int32_t ei = idmap_get(&s->event_ids, mid);
+    if (mode == MODE_DEVICE) return add_span(s, ei, s->span_source, 0, offset, event_end);
+    int kind = ei < 0 ? KIND_NONE : s->events[ei].kind;
+    if (kind == KIND_ALLOC || kind == KIND_FREE) return memory_event(s, s->scratch, nstats, kind, offset, event_end);
+    return host_event(s, s->scratch, nstats, ei, offset, event_end);
 }
 
-/* A line of a plane other than /host:CPU: checked, not kept. */
+static int push_line(Scan *s, LineFix l) {
+    if (grow((void **)&s->lines, &s->caplines, s->nlines + 1, sizeof(LineFix)) < 0) NOMEM(s);
+    s->lines[s->nlines++] = l;
+    return 0;
+}
+
+/* A line of a plane other than /host:CPU: checked; on a device plane, an `XLA Modules` or `Steps` line's
+ * events are spans (its name and timestamp may come after its events, so they are read first). */
 static int check_line(Scan *s, ptr p, ptr end, int depth) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     LineAcc acc = {0, 0};
     Field f = {0};
-    int r;
-    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+    int r, mode = MODE_CHECK;
+    int64_t ts = 0;
+    ptr q = p, name = (ptr) "";
+    size_t name_len = 0;
+    while ((r = next_field(s, &q, end, depth, &f)) > 0) {
         if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) return -1;
-        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(s, f.data, f.data + f.len, depth + 1, 0, &acc) < 0) return -1;
+        if (f.field == XLINE_NAME && f.wt == WT_LEN) { name = f.data; name_len = f.len; }
+        else if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) ts = (int64_t)f.v;
     }
-    return r;
+    if (r < 0) return -1;
+    if (s->device >= 0) {
+        if (name_len == 11 && memcmp(name, "XLA Modules", 11) == 0) { mode = MODE_DEVICE; s->span_source = SPAN_DEVICE_PROGRAM; }
+        else if (name_len == 5 && memcmp(name, "Steps", 5) == 0) { mode = MODE_DEVICE; s->span_source = SPAN_DEVICE_STEP; }
+    }
+    size_t sp_first = s->nspans;
+    while ((r = next_field(s, &p, end, depth, &f)) > 0)
+        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(s, f.data, f.data + f.len, depth + 1, mode, &acc) < 0) return -1;
+    if (r < 0) return -1;
+    if (s->nspans == sp_first) return 0;
+    return push_line(s, (LineFix){ts, 0, 0, 0, 0, 0, sp_first, s->nspans - sp_first, 0, 0, 0});
 }
 
 static int push_chunk(Scan *s, ptr p, ptr end) {
@@ -814,16 +935,16 @@ static int cut_line(Scan *s, ptr p, ptr end, int depth) {
 /* The events of one chunk (fields other than events were checked by cut_line). */
 static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
     LineAcc acc = {0, 0};
-    size_t ev_first = w->c.len, st_first = w->nsteps;
+    size_t ev_first = w->c.len, st_first = w->nsteps, sp_first = w->nspans, gr_first = w->ngroups;
     ptr p = ch->p;
     Field f = {0};
     int r;
     while ((r = next_field(w, &p, ch->end, depth, &f)) > 0)
-        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, 1, &acc) < 0) return -1;
+        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, MODE_HOST, &acc) < 0)
+            return -1;
     if (r < 0) return -1;
-    if (grow((void **)&w->lines, &w->caplines, w->nlines + 1, sizeof(LineFix)) < 0) NOMEM(w);
-    w->lines[w->nlines++] = (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first};
-    return 0;
+    return push_line(w, (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first, sp_first,
+                                  w->nspans - sp_first, gr_first, w->ngroups - gr_first, 1});
 }
 
 /* ---- workers: contiguous runs of chunks, merged back in wire order ---------------------- */
@@ -839,71 +960,87 @@ static void *run_job(void *arg) {
     return NULL;
 }
 
-/* The outputs and per-stat caches of a scan or worker (a worker's metadata tables are the main scan's). */
+/* The outputs and per-metadata caches of a scan or worker (a worker's id maps are the main scan's). */
 static void worker_free(Scan *w) {
-    Columns *c = &w->c;
-    free(c->time_ps); free(c->kind); free(c->allocator); free(c->addr); free(c->fragmentation); free(c->dtype);
-    for (int i = 0; i < 5; i++) free(c->ints[i]);
-    for (int i = 0; i < 3; i++) free(c->strs[i]);
-    free(w->steps); free(w->lines); free(w->stats); free(w->scratch);
+    for (int k = 0; k < NCOLS; k++) free(w->c.col[k]);
+    free(w->steps); free(w->spans); free(w->groups); free(w->lines); free(w->stats); free(w->events); free(w->scratch);
     intern_free(&w->strings);
     intern_free(&w->allocators);
+    intern_free(&w->span_names);
 }
 
-/* A worker reads the main scan's input and metadata; its outputs and per-stat caches are its own. */
+/* A worker reads the main scan's input and metadata; its outputs and per-metadata caches are its own. */
 static int worker_init(Scan *w, const Scan *s) {
     memset(w, 0, sizeof *w);
     w->base = s->base;
     w->stat_ids = s->stat_ids;
-    w->event_kinds = s->event_kinds;
+    w->event_ids = s->event_ids;
+    w->device = s->device;
     w->nstats = w->capstats = s->nstats;
     w->stats = malloc((s->nstats ? s->nstats : 1) * sizeof(StatMeta));
-    if (!w->stats) return -1;
+    w->nevents = w->capevents = s->nevents;
+    w->events = malloc((s->nevents ? s->nevents : 1) * sizeof(EventMeta));
+    if (!w->stats || !w->events) return -1;
     memcpy(w->stats, s->stats, s->nstats * sizeof(StatMeta));
+    memcpy(w->events, s->events, s->nevents * sizeof(EventMeta));
     return intern(&w->strings, -1, "", 0) < 0 ? -1 : 0;
 }
 
-/* Appends worker w's rows to s, its string and allocator indices turned into s's. */
-static int merge_worker(Scan *s, Scan *w) {
-    size_t base = s->c.len, n = w->c.len, nstr = w->strings.len, nalloc = w->allocators.len;
-    int32_t *smap = malloc((nstr + nalloc + 1) * sizeof(int32_t));
-    if (!smap) NOMEM(s);
-    int32_t *amap = smap + nstr;
-    for (size_t j = 0; j < nstr; j++) smap[j] = intern(&s->strings, -1, w->strings.items[j].data, w->strings.items[j].len);
-    for (size_t j = 0; j < nalloc; j++) {
-        const Str *k = &w->allocators.items[j]; /* a kind byte, then the value */
-        amap[j] = intern(&s->allocators, (uint8_t)k->data[0], k->data + 1, k->len - 1);
+/* Indices of `from`'s items in `to` (interned there if new); NULL when out of memory. */
+static int32_t *intern_map(Intern *to, const Intern *from, int tagged) {
+    int32_t *map = malloc((from->len + 1) * sizeof(int32_t));
+    for (size_t j = 0; map && j < from->len; j++) {
+        const Str *k = &from->items[j]; /* tagged: a kind byte, then the value */
+        map[j] = tagged ? intern(to, (uint8_t)k->data[0], k->data + 1, k->len - 1) : intern(to, -1, k->data, k->len);
+        if (map[j] < 0) { free(map); map = NULL; }
     }
-    int ok = reserve_rows(s, base + n) == 0;
-    for (size_t j = 0; ok && j < nstr + nalloc; j++) ok = smap[j] >= 0;
-    if (!ok) { free(smap); NOMEM(s); }
+    return map;
+}
+
+/* Appends worker w's rows to s, its string, allocator and span-name indices turned into s's. */
+static int merge_worker(Scan *s, Scan *w) {
+    size_t base = s->c.len, n = w->c.len;
+    int32_t *smap = intern_map(&s->strings, &w->strings, 0);
+    int32_t *amap = intern_map(&s->allocators, &w->allocators, 1);
+    int32_t *nmap = intern_map(&s->span_names, &w->span_names, 0);
+    if (!smap || !amap || !nmap || reserve_rows(s, base + n) < 0 ||
+        grow((void **)&s->steps, &s->capsteps, s->nsteps + w->nsteps, sizeof(StepRow)) < 0 ||
+        grow((void **)&s->spans, &s->capspans, s->nspans + w->nspans, sizeof(SpanRow)) < 0 ||
+        grow((void **)&s->groups, &s->capgroups, s->ngroups + w->ngroups, sizeof(GroupRow)) < 0 ||
+        grow((void **)&s->lines, &s->caplines, s->nlines + w->nlines, sizeof(LineFix)) < 0) {
+        free(smap); free(amap); free(nmap);
+        NOMEM(s);
+    }
     Columns *c = &s->c, *d = &w->c;
-    if (!n) goto steps; /* no columns to copy (nor pointers to copy from) */
-    memcpy(c->time_ps + base, d->time_ps, n * 8);
-    memcpy(c->kind + base, d->kind, n);
-    memcpy(c->addr + base, d->addr, n * 8);
-    memcpy(c->fragmentation + base, d->fragmentation, n * 8);
-    memcpy(c->dtype + base, d->dtype, n * 4);
-    for (int i = 0; i < 5; i++) memcpy(c->ints[i] + base, d->ints[i], n * 8);
-    for (size_t r = 0; r < n; r++) {
-        c->allocator[base + r] = amap[d->allocator[r]];
-        for (int i = 0; i < 3; i++) c->strs[i][base + r] = smap[d->strs[i][r]];
+    for (int k = 0; k < NCOLS && n; k++) {
+        if (k == COL_ALLOCATOR) {
+            for (size_t r = 0; r < n; r++) COL(c, k, int32_t)[base + r] = amap[COL(d, k, int32_t)[r]];
+        } else if (k >= COL_OP && k <= COL_REGION) {
+            for (size_t r = 0; r < n; r++) COL(c, k, int32_t)[base + r] = smap[COL(d, k, int32_t)[r]];
+        } else {
+            memcpy((char *)c->col[k] + base * COLUMN_SPECS[k].size, d->col[k], n * COLUMN_SPECS[k].size);
+        }
     }
     c->len = base + n;
-steps:
-    free(smap);
-    if (!w->nsteps && !w->nlines) return 0;
-    if (grow((void **)&s->steps, &s->capsteps, s->nsteps + w->nsteps, sizeof(StepRow)) < 0 ||
-        grow((void **)&s->lines, &s->caplines, s->nlines + w->nlines, sizeof(LineFix)) < 0)
-        NOMEM(s);
+    for (size_t i = 0; i < w->nspans; i++) {
+        SpanRow row = w->spans[i];
+        row.name = nmap[row.name];
+        s->spans[s->nspans + i] = row;
+    }
+    free(smap); free(amap); free(nmap);
     if (w->nsteps) memcpy(s->steps + s->nsteps, w->steps, w->nsteps * sizeof(StepRow));
+    if (w->ngroups) memcpy(s->groups + s->ngroups, w->groups, w->ngroups * sizeof(GroupRow));
     for (size_t i = 0; i < w->nlines; i++) {
         LineFix l = w->lines[i];
         l.ev_first += base;
         l.st_first += s->nsteps;
+        l.sp_first += s->nspans;
+        l.gr_first += s->ngroups;
         s->lines[s->nlines + i] = l;
     }
     s->nsteps += w->nsteps;
+    s->nspans += w->nspans;
+    s->ngroups += w->ngroups;
     s->nlines += w->nlines;
     return 0;
 }
@@ -966,13 +1103,16 @@ static int scan_chunks(Scan *s, int depth) {
 
 /* ---- planes ------------------------------------------------------------------------ */
 
-enum { PLANE_OTHER, PLANE_CPU, PLANE_METADATA };
+enum { PLANE_OTHER, PLANE_CPU, PLANE_METADATA, PLANE_DEVICE };
 
-static int walk_plane(Scan *s, ptr p, ptr end, int depth, int role) {
+/* `device`: the plane's index in device_planes when role is PLANE_DEVICE. */
+static int walk_plane(Scan *s, ptr p, ptr end, int depth, int role, int device) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     idmap_clear(&s->stat_ids);
-    idmap_clear(&s->event_kinds);
+    idmap_clear(&s->event_ids);
     s->nstats = 0;
+    s->nevents = 0;
+    s->device = role == PLANE_DEVICE ? device : -1;
     ptr q = p;
     Field f = {0};
     int r;
@@ -1019,11 +1159,13 @@ static int plane_name(Scan *s, ptr p, ptr end, int depth, NameCtx *name) {
 
 static int name_is(const NameCtx *n, const char *want) { return n->len == strlen(want) && memcmp(n->name, want, n->len) == 0; }
 
-typedef struct { ptr p; size_t len; } Span;
+/* A plane's bytes, and its index in device_planes (-1: not a /device: plane). */
+typedef struct { ptr p; size_t len; int32_t device; } PlaneRef;
 
 static int scan_space(Scan *s, ptr p, ptr end) {
-    Span *planes = NULL;
+    PlaneRef *planes = NULL;
     size_t nplanes = 0, cap = 0;
+    long *last = NULL; /* per device name: its last plane, the one read (as a dict by name keeps it) */
     ptr q = p;
     Field f = {0};
     int r;
@@ -1032,56 +1174,87 @@ static int scan_space(Scan *s, ptr p, ptr end) {
         if (f.field == XSPACE_PLANES && f.wt == WT_LEN) {
             NameCtx name = {0};
             if (plane_name(s, f.data, f.data + f.len, 1, &name) < 0) goto fail;
-            if (grow((void **)&planes, &cap, nplanes + 1, sizeof(Span)) < 0) { s->oom = 1; s->err = "out of memory"; goto fail; }
+            if (grow((void **)&planes, &cap, nplanes + 1, sizeof(PlaneRef)) < 0) goto nomem;
+            int32_t device = -1;
             if (name_is(&name, "/host:CPU")) cpu = (long)nplanes;
             if (name_is(&name, "/host:metadata")) meta = (long)nplanes;
-            planes[nplanes++] = (Span){f.data, f.len};
+            if (starts_with(name.name, name.len, "/device:") && (device = intern(&s->device_planes, -1, name.name, name.len)) < 0)
+                goto nomem;
+            planes[nplanes++] = (PlaneRef){f.data, f.len, device};
         } else if ((f.field == XSPACE_ERRORS || f.field == XSPACE_HOSTNAMES) && check_string(s, &f) < 0) {
             goto fail;
         }
     }
     if (r < 0) goto fail;
+    if (!(last = malloc((s->device_planes.len + 1) * sizeof(long)))) goto nomem;
+    for (size_t i = 0; i < nplanes; i++)
+        if (planes[i].device >= 0) last[planes[i].device] = (long)i;
     for (size_t i = 0; i < nplanes; i++) {
-        int role = (long)i == cpu ? PLANE_CPU : (long)i == meta ? PLANE_METADATA : PLANE_OTHER;
-        if (walk_plane(s, planes[i].p, planes[i].p + planes[i].len, 1, role) < 0) goto fail;
+        int device = planes[i].device;
+        int role = (long)i == cpu                        ? PLANE_CPU
+                   : (long)i == meta                     ? PLANE_METADATA
+                   : device >= 0 && last[device] == (long)i ? PLANE_DEVICE
+                                                            : PLANE_OTHER;
+        if (walk_plane(s, planes[i].p, planes[i].p + planes[i].len, 1, role, device) < 0) goto fail;
     }
     s->has_cpu = cpu >= 0;
     s->num_planes = nplanes;
     free(planes);
+    free(last);
     return 0;
+nomem:
+    s->oom = 1;
+    s->err = "out of memory";
 fail:
     free(planes);
+    free(last);
     return -1;
 }
 
-/* Times become picoseconds from the earliest line that has events, as the reference decoder computes them. */
+#define SHIFT(x, by) ((x) = (int64_t)((uint64_t)(x) + (by)))
+
+/* Times become picoseconds from the earliest /host:CPU line that has events (0 if none), as the reference
+ * decoder computes them; then a group's consecutive rows are merged (min start, max end). */
 static void place_lines(Scan *s) {
-    if (!s->nlines) return;
-    int64_t base = s->lines[0].ts;
-    for (size_t i = 1; i < s->nlines; i++)
-        if (s->lines[i].ts < base) base = s->lines[i].ts;
+    int64_t base = 0;
+    int have_base = 0;
+    for (size_t i = 0; i < s->nlines; i++)
+        if (s->lines[i].host && (!have_base || s->lines[i].ts < base)) { base = s->lines[i].ts; have_base = 1; }
     uint64_t end_ps = 0;
     int have_end = 0;
+    int64_t *time_ps = COL(&s->c, COL_TIME, int64_t);
     for (size_t i = 0; i < s->nlines; i++) {
         const LineFix *l = &s->lines[i];
         uint64_t shift = ((uint64_t)l->ts - (uint64_t)base) * 1000u;
-        for (size_t j = l->ev_first; j < l->ev_first + l->ev_n; j++) s->c.time_ps[j] = (int64_t)((uint64_t)s->c.time_ps[j] + shift);
-        for (size_t j = l->st_first; j < l->st_first + l->st_n; j++) {
-            s->steps[j].start = (int64_t)((uint64_t)s->steps[j].start + shift);
-            s->steps[j].end = (int64_t)((uint64_t)s->steps[j].end + shift);
-        }
+        for (size_t j = l->ev_first; j < l->ev_first + l->ev_n; j++) SHIFT(time_ps[j], shift);
+        for (size_t j = l->st_first; j < l->st_first + l->st_n; j++) { SHIFT(s->steps[j].start, shift); SHIFT(s->steps[j].end, shift); }
+        for (size_t j = l->sp_first; j < l->sp_first + l->sp_n; j++) { SHIFT(s->spans[j].start, shift); SHIFT(s->spans[j].end, shift); }
+        for (size_t j = l->gr_first; j < l->gr_first + l->gr_n; j++) { SHIFT(s->groups[j].start, shift); SHIFT(s->groups[j].end, shift); }
+        if (!l->host) continue;
         uint64_t e = (uint64_t)l->max_end + shift;
         if (!have_end || (int64_t)e > (int64_t)end_ps) { end_ps = e; have_end = 1; }
     }
     s->end_ps = (int64_t)end_ps > 0 ? (int64_t)end_ps : 0;
+    size_t n = 0;
+    for (size_t j = 0; j < s->ngroups; j++) {
+        GroupRow g = s->groups[j];
+        if (n && s->groups[n - 1].group == g.group) {
+            if (g.start < s->groups[n - 1].start) s->groups[n - 1].start = g.start;
+            if (g.end > s->groups[n - 1].end) s->groups[n - 1].end = g.end;
+        } else {
+            s->groups[n++] = g;
+        }
+    }
+    s->ngroups = n;
 }
 
 static void scan_free(Scan *s) {
     worker_free(s);
+    intern_free(&s->device_planes);
     free(s->meta);
     free(s->chunks);
     idmap_clear(&s->stat_ids);
-    idmap_clear(&s->event_kinds);
+    idmap_clear(&s->event_ids);
 }
 
 /* ---- Python: a column owns its malloc'd buffer and exposes it to np.frombuffer ---- */
@@ -1149,6 +1322,13 @@ static PyObject *meta_list(const Scan *s) {
     return list;
 }
 
+/* d[key] = v, stealing v (NULL: a failure already raised). */
+static int put(PyObject *d, const char *key, PyObject *v) {
+    int rc = v ? PyDict_SetItemString(d, key, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
 static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"data", "threads", "chunk_bytes", NULL};
     PyObject *data;
@@ -1165,7 +1345,8 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
     s.threads = threads > MAX_WORKERS ? MAX_WORKERS : (int)threads;
     s.chunk_bytes = (size_t)chunk_bytes;
     idmap_clear(&s.stat_ids);
-    idmap_clear(&s.event_kinds);
+    idmap_clear(&s.event_ids);
+    s.device = -1;
     s.base = view.buf;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -1178,27 +1359,20 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
         else PyErr_Format(ScanError, "%s at byte %zu", s.err ? s.err : "corrupt", s.err_at);
         goto done;
     }
-    size_t n = s.c.len;
-    Columns *c = &s.c;
-    PyObject *columns = Py_BuildValue(
-        "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N}",
-        "time_ps", column((void **)&c->time_ps, n, 8), "kind", column((void **)&c->kind, n, 1),
-        "allocator", column((void **)&c->allocator, n, 4), "addr", column((void **)&c->addr, n, 8),
-        "requested_bytes", column((void **)&c->ints[0], n, 8), "allocation_bytes", column((void **)&c->ints[1], n, 8),
-        "bytes_in_use", column((void **)&c->ints[2], n, 8), "bytes_reserved", column((void **)&c->ints[3], n, 8),
-        "peak_bytes_in_use", column((void **)&c->ints[4], n, 8), "fragmentation", column((void **)&c->fragmentation, n, 8),
-        "op", column((void **)&c->strs[0], n, 4), "shape", column((void **)&c->strs[1], n, 4),
-        "region", column((void **)&c->strs[2], n, 4), "dtype", column((void **)&c->dtype, n, 4));
-    PyObject *steps = columns ? column((void **)&s.steps, s.nsteps * 3, 8) : NULL;
-    PyObject *strings = steps ? intern_list(&s.strings) : NULL;
-    PyObject *allocators = strings ? intern_list(&s.allocators) : NULL;
-    PyObject *meta = allocators ? meta_list(&s) : NULL;
-    if (meta)
-        result = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N,s:O,s:n,s:L}", "columns", columns, "steps", steps, "strings", strings,
-                               "allocators", allocators, "hlo", meta, "has_cpu", s.has_cpu ? Py_True : Py_False,
-                               "num_planes", (Py_ssize_t)s.num_planes, "end_ps", (long long)s.end_ps);
-    else {
-        Py_XDECREF(columns); Py_XDECREF(steps); Py_XDECREF(strings); Py_XDECREF(allocators);
+    PyObject *columns = PyDict_New();
+    for (int k = 0; columns && k < NCOLS; k++)
+        if (put(columns, COLUMN_SPECS[k].name, column(&s.c.col[k], s.c.len, COLUMN_SPECS[k].size)) < 0) Py_CLEAR(columns);
+    result = PyDict_New();
+    if (!result || put(result, "columns", columns) < 0 || put(result, "steps", column((void **)&s.steps, s.nsteps * 3, 8)) < 0 ||
+        put(result, "spans", column((void **)&s.spans, s.nspans, sizeof(SpanRow))) < 0 ||
+        put(result, "groups", column((void **)&s.groups, s.ngroups * 3, 8)) < 0 ||
+        put(result, "strings", intern_list(&s.strings)) < 0 || put(result, "allocators", intern_list(&s.allocators)) < 0 ||
+        put(result, "span_names", intern_list(&s.span_names)) < 0 ||
+        put(result, "device_planes", intern_list(&s.device_planes)) < 0 || put(result, "hlo", meta_list(&s)) < 0 ||
+        put(result, "has_cpu", PyBool_FromLong(s.has_cpu)) < 0 ||
+        put(result, "num_planes", PyLong_FromSize_t(s.num_planes)) < 0 || put(result, "end_ps", PyLong_FromLongLong(s.end_ps)) < 0) {
+        if (!result) Py_XDECREF(columns);
+        Py_CLEAR(result);
     }
 done:
     scan_free(&s);
@@ -1208,10 +1382,12 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
-     "scan(data, threads=1, chunk_bytes=1 << 20) -> dict: the /host:CPU memory-event columns, step rows\n"
-     "(step, start, end), interned strings, allocator keys (a kind byte S/B/I/U/D and the value), and the\n"
-     "/host:metadata entries (key, name, hlo, program_id). The CPU plane's events are cut into chunks of\n"
-     "about chunk_bytes, scanned by up to `threads` threads; the result does not depend on either."},
+     "scan(data, threads=1, chunk_bytes=1 << 20) -> dict: the /host:CPU memory-event columns (COLUMNS), step\n"
+     "rows (step, start, end), span rows (start, end, name, device, source, root: xspace.SPAN_ROW) with their\n"
+     "span_names, group rows (group, start, end), interned strings, allocator keys (a kind byte S/I/U and the\n"
+     "value), device_planes, and the /host:metadata entries (key, name, hlo, program_id). The CPU plane's\n"
+     "events are cut into chunks of about chunk_bytes, scanned by up to `threads` threads; the result does not\n"
+     "depend on either."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1223,16 +1399,28 @@ PyMODINIT_FUNC PyInit__xspace_scan(void) {
     if (!m) return NULL;
     ScanError = PyErr_NewException("tb_leakfinder.read._xspace_scan.ScanError", PyExc_ValueError, NULL);
     PyObject *fields = PyDict_New();
-    for (size_t i = 0; fields && i < sizeof FIELD_NUMBERS / sizeof FIELD_NUMBERS[0]; i++) {
-        PyObject *v = PyLong_FromLong(FIELD_NUMBERS[i].number);
-        if (!v || PyDict_SetItemString(fields, FIELD_NUMBERS[i].name, v) < 0) Py_CLEAR(fields);
-        Py_XDECREF(v);
+    for (size_t i = 0; fields && i < sizeof FIELD_NUMBERS / sizeof FIELD_NUMBERS[0]; i++)
+        if (put(fields, FIELD_NUMBERS[i].name, PyLong_FromLong(FIELD_NUMBERS[i].number)) < 0) Py_CLEAR(fields);
+    PyObject *columns = PyDict_New(); /* name -> numpy dtype string */
+    for (int k = 0; columns && k < NCOLS; k++)
+        if (put(columns, COLUMN_SPECS[k].name, PyUnicode_FromString(COLUMN_SPECS[k].dtype)) < 0) Py_CLEAR(columns);
+    PyObject *roles = PyDict_New(); /* stat name -> the column its value fills */
+    for (size_t i = 0; roles && i < sizeof ROLE_NAMES / sizeof ROLE_NAMES[0]; i++) {
+        int role = ROLE_NAMES[i].role;
+        int col = role >= FIRST_INT_ROLE && role < ROLE_DTYPE ? COL_REQUESTED + role - FIRST_INT_ROLE
+                  : role == ROLE_DTYPE                        ? COL_DTYPE
+                  : role >= FIRST_STR_ROLE                    ? COL_OP + role - FIRST_STR_ROLE
+                  : role == ROLE_ADDR                         ? COL_ADDR
+                  : role == ROLE_FRAGMENTATION                ? COL_FRAGMENTATION
+                                                              : -1;
+        if (col >= 0 && put(roles, ROLE_NAMES[i].name, PyUnicode_FromString(COLUMN_SPECS[col].name)) < 0) Py_CLEAR(roles);
     }
-    if (!ScanError || !fields || PyModule_AddObjectRef(m, "ScanError", ScanError) < 0 ||
-        PyModule_AddObject(m, "FIELDS", fields) < 0 || PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) < 0) {
-        Py_XDECREF(fields);
-        Py_DECREF(m);
-        return NULL;
-    }
+    int ok = ScanError && fields && columns && roles && PyModule_AddObjectRef(m, "ScanError", ScanError) == 0 &&
+             PyModule_AddObjectRef(m, "FIELDS", fields) == 0 && PyModule_AddObjectRef(m, "COLUMNS", columns) == 0 &&
+             PyModule_AddObjectRef(m, "STAT_COLUMNS", roles) == 0 && PyModule_AddIntConstant(m, "MAX_DEPTH", MAX_DEPTH) == 0;
+    Py_XDECREF(fields);
+    Py_XDECREF(columns);
+    Py_XDECREF(roles);
+    if (!ok) Py_CLEAR(m);
     return m;
 }

@@ -10,7 +10,6 @@ TB_LEAKFINDER_PURE_PYTHON=1 asks for the reference decoder.
 from __future__ import annotations
 
 import os
-import struct
 from types import ModuleType
 
 import numpy as np
@@ -29,6 +28,10 @@ PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"
 
 # Profiles larger than this are refused rather than read into memory.
 MAX_FILE_BYTES = 4 << 30
+# The scanner's span rows (its SpanRow struct).
+SPAN_ROW = np.dtype(
+    [("start", "<i8"), ("end", "<i8"), ("name", "<i4"), ("device", "<i4"), ("source", "i1"), ("root", "i1"), ("pad", "V6")]
+)
 # Threads that scan one profile's /host:CPU events (in chunks of about 1 MB; smaller profiles use one).
 SCAN_THREADS = min(os.cpu_count() or 1, 4)
 
@@ -70,15 +73,13 @@ def _scan(scanner: ModuleType, data: bytes, path: str) -> dict:
 def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
     warnings: list[str] = []
     hlo_protos = _hlo_protos(scanned["hlo"])
+    devices = [name.decode() for name in scanned["device_planes"]]
     if not scanned["has_cpu"]:
         if scanned["num_planes"] == 0:
             warnings.append(f"{path}: the profile has no planes")
-        return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings)
+        return HostProfile(host, path, MemoryEvents.empty(), Steps.empty(), 0, hlo_protos, warnings, devices)
     raw = scanned.pop("columns")  # the arrays below become the only owners of the scanner's buffers
-    # Until the scanner extracts bytes_available and group_id: their "absent" values.
-    n = len(memoryview(raw["time_ps"])) // 8
-    defaults = {"bytes_available": np.zeros(n, np.int64), "group_id": np.full(n, -1, np.int64)}
-    columns = {name: _column(raw.pop(name), dtype) if name in raw else defaults[name] for name, dtype in EVENT_COLUMNS.items()}
+    columns = {name: _column(raw.pop(name), dtype) for name, dtype in EVENT_COLUMNS.items()}
     names, index = _allocator_names(scanned["allocators"])
     if index is not None:
         columns["allocator"] = index[columns["allocator"]]
@@ -91,22 +92,25 @@ def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
     steps = xspace_proto.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
-    return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings)
+    span = _column(scanned["spans"], SPAN_ROW)
+    span_names = [s.decode() for s in scanned["span_names"]]
+    spans = xspace_proto.spans_from_rows(
+        span["source"], span["name"], span_names, span["device"], span["root"].astype(bool), span["start"], span["end"]
+    )
+    group = _column(scanned["groups"], np.int64).reshape(-1, 3)
+    groups = xspace_proto.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
+    return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)
 
 
-def _column(buffer: object, dtype: type) -> np.ndarray:
+def _column(buffer: object, dtype: type | np.dtype) -> np.ndarray:
     return np.frombuffer(buffer, dtype) if memoryview(buffer).nbytes else np.zeros(0, dtype)
 
 
 def _allocator_name(key: bytes) -> str:
-    """The name the reference decoder gives an `allocator_name` stat: str() of its value."""
+    """The memory id of a scanner's allocator key: a name (S), or an int64 (I) or uint64 (U) id in decimal."""
     tag, value = key[:1], key[1:]
     if tag == b"S":
         return value.decode()
-    if tag == b"B":
-        return str(value)
-    if tag == b"D":
-        return str(struct.unpack("<d", value)[0])
     return str(int.from_bytes(value, "little", signed=tag == b"I"))
 
 
