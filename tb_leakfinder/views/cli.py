@@ -13,6 +13,7 @@ from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, 
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.service import Engine, HostDone
+from tb_leakfinder.views import export
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.progress import HostProgress
 from tb_leakfinder.views.text import render_report
@@ -45,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
         dif.add_argument(f"--host-{side}", help=f"only this host of {side.upper()}")
     dif.add_argument("--json", action="store_true", help="print the comparison JSON (the same as the plugin's /compare)")
     dif.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
+    for cmd in (rep, dif):
+        export.add_options(cmd)
     pre_help = "analyse every host of a logdir into the cache folder, so TensorBoard and the CLI answer at once"
     pre = sub.add_parser("precompute", help=pre_help, description=pre_help)
     pre.add_argument("path", help=path_help)
@@ -113,6 +116,7 @@ def _diff(args: argparse.Namespace) -> int:
                 f.write(text)
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
+    export.export_comparison(args, result)
     _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
 
@@ -136,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
             result = engine.report(args.run, getattr(args, "host", None), done)
+        if args.command == "report":
+            export.export_report(args, engine, result)
     except LeakfinderError as exc:
         print(f"tb-leakfinder: error: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
