@@ -1,0 +1,119 @@
+"""views/html.py and views/snapshot.py: `tb-leakfinder report/diff --html FILE` writes one self-contained page.
+
+The page itself is opened from file:// in Chromium by frontend/tests/standalone.test.mjs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+import re
+
+import pytest
+
+from tb_leakfinder.views import cli, html
+from tb_leakfinder.views.snapshot import answer_key
+from tests.synthetic import synthesize_training, write_session
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEMO = ROOT / "demo_logs"
+EVIL_OP = "</script><script>alert(1)</script><!--<img src=x onerror=alert(2)>"
+
+
+def page_parts(path: pathlib.Path) -> tuple[str, dict, bytes]:
+    text = path.read_text(encoding="utf-8")
+    data = re.search(rf'<script type="application/json" id="{html.DATA_ID}">(.*?)</script>', text, re.S)
+    bundle = re.search(rf'<script type="text/plain" id="{html.BUNDLE_ID}">(.*?)</script>', text, re.S)
+    assert data and bundle
+    return text, json.loads(data.group(1)), base64.b64decode(bundle.group(1))
+
+
+def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
+    out = tmp_path / "report.html"
+    assert cli.main(["report", str(DEMO / "tf_leak"), "--html", str(out)]) == cli.EXIT_OK
+    text, data, code = page_parts(out)
+    assert code == html.bundle()  # the tab's own bundle, as the plugin serves it
+    assert "connect-src 'none'" in text and "default-src 'none'" in text
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing loaded from anywhere
+    answers = data["answers"]
+    (run,) = answers["runs"]["runs"]
+    report = answers[answer_key("report", {"run": run["run"]})]
+    (host,) = report["runs"][0]["hosts"]
+    assert report["runs"][0]["verdict"] == "leak"
+    assert answers[answer_key("report", {"run": run["run"], "host": host["host"]})] == report
+    (allocator,) = host["allocators"]
+    where = {"run": run["run"], "host": host["host"], "allocator": allocator["name"]}
+    timeline = answers[answer_key("timeline", where)]
+    assert timeline["peak"]["bytes"] == allocator["peak_bytes_in_use"]
+    groups = allocator.get("groups", allocator.get("leaks"))
+    for group in groups:
+        assert answers[answer_key("timeline", {**where, "group": group["group"]})]["group"] == group["group"]
+    buffers = answers[answer_key("buffers", where)]
+    assert buffers["total"] == len(buffers["buffers"]) >= allocator["num_allocations"]
+    assert data["view_hash"] == f"p.leakfinder.run={run['run']}"
+
+
+def test_static_view_of_every_program_is_inlined(tmp_path):
+    out = tmp_path / "jax.html"
+    assert cli.main(["report", str(DEMO / "jax_liveout"), "--html", str(out)]) == cli.EXIT_OK
+    _, data, _ = page_parts(out)
+    answers = data["answers"]
+    (run,) = answers["runs"]["runs"]
+    (host,) = answers[answer_key("report", {"run": run["run"]})]["runs"][0]["hosts"]
+    assert len(host["modules"]) > 1
+    for module in host["modules"]:
+        args = {"run": run["run"], "host": host["host"], "module": module["name"]}
+        detail = answers[answer_key("module", {**args, "memory_space": module.get("memory_space") or None})]
+        assert detail["name"] == module["name"]
+
+
+def test_profile_strings_cannot_break_out_of_the_page(tmp_path):
+    builder, _ = synthesize_training(2000, 10, ("GPU_0_bfc",), leak_op=EVIL_OP, hostname="evil")
+    write_session(tmp_path / "logs", "evil", "2026_11_30_00_00_00", {"evil": builder})
+    out = tmp_path / "evil.html"
+    assert cli.main(["report", str(tmp_path / "logs"), "--html", str(out)]) == cli.EXIT_OK
+    text, data, _ = page_parts(out)
+    # Three <script> elements only, each closed where the page closes it.
+    assert text.count("<script") == 3 and text.count("</script>") == 3
+    assert "<img" not in text and "<!--" not in text
+    (run,) = data["answers"]["runs"]["runs"]
+    report = data["answers"][answer_key("report", {"run": run["run"]})]
+    groups = report["runs"][0]["hosts"][0]["allocators"][0]
+    assert EVIL_OP in [g["op"] for g in groups.get("groups", groups.get("leaks"))]
+
+
+def test_diff_html_holds_both_runs_and_their_comparison(tmp_path, capsys):
+    out = tmp_path / "diff.html"
+    code = cli.main(["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--html", str(out), "--json"])
+    assert code == cli.EXIT_LEAK
+    comparison = json.loads(capsys.readouterr().out)
+    _, data, _ = page_parts(out)
+    answers = data["answers"]
+    assert [r["run"] for r in answers["runs"]["runs"]] == [comparison["run_a"], comparison["run_b"]]
+    assert answers[answer_key("compare", {"run_a": comparison["run_a"], "run_b": comparison["run_b"]})] == comparison
+    for run in (comparison["run_a"], comparison["run_b"]):
+        assert answer_key("report", {"run": run}) in answers
+    assert f"p.leakfinder.compare={comparison['run_b']}" in data["view_hash"]
+
+
+def test_diff_of_a_run_with_itself_tells_the_sides_apart(tmp_path):
+    out = tmp_path / "same.html"
+    assert cli.main(["diff", str(DEMO / "tf_leak"), str(DEMO / "tf_leak"), "--html", str(out)]) == cli.EXIT_OK
+    _, data, _ = page_parts(out)
+    names = [r["run"] for r in data["answers"]["runs"]["runs"]]
+    assert len(set(names)) == 2 and names[0].endswith(" (A)") and names[1].endswith(" (B)")
+
+
+def test_a_logdir_of_several_runs_needs_run(tmp_path, capsys):
+    assert cli.main(["report", str(DEMO), "--html", str(tmp_path / "x.html")]) == cli.EXIT_BAD_INPUT
+    assert "an HTML report shows one: pick it with --run" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("state", "expected"),
+    [({"run": "a/b c"}, "p.leakfinder.run=a%2Fb%20c"), ({"run": "x", "compare": ""}, "p.leakfinder.run=x")],
+)
+def test_view_hash_is_encoded_as_the_tab_reads_it(state, expected):
+    assert html.view_hash(state) == expected
