@@ -602,7 +602,7 @@ class ProfileBuilder:
         *,
         line: str = "python",
         root: bool = False,
-        group_id: int | None = None,
+        group_id: StatValue | None = None,
         stats: Mapping[str, StatValue] | None = None,
     ) -> None:
         """A host event with a duration, e.g. `FunctionRun`, `PjitFunction(f)`; `_r=1` if `root`, and its `group_id`."""

@@ -19,10 +19,19 @@ from google.protobuf import descriptor
 
 from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, HostProfile
-from tb_leakfinder.read import xspace
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    EVENT_COLUMNS,
+    FREE,
+    SPAN_DEVICE_PROGRAM,
+    SPAN_DEVICE_STEP,
+    SPAN_HOST_ROOT,
+    HostProfile,
+)
+from tb_leakfinder.read import xspace, xspace_proto
 from tests.conftest import DEMO_LOGS
-from tests.synthetic import ProfileBuilder, synthesize_training
+from tests.synthetic import ProfileBuilder, synthesize_devices, synthesize_training
+from tests.xprof_oracle import xprof_tool
 
 scanner = xspace.compiled_scanner()
 if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  # CI builds it: not skipping there
@@ -307,6 +316,145 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
     assert same(ld(4, b"host0"), monkeypatch).warnings == [f"{PATH}: the profile has no planes"]
 
 
+def test_the_scanners_columns_are_the_models():
+    """One column table: the scanner's columns and the stats that fill them are the model's and the reference decoder's."""
+    assert {name: np.dtype(dtype).str for name, dtype in EVENT_COLUMNS.items()} == scanner.COLUMNS
+    by_reference = {**xspace_proto.INT_STATS, **xspace_proto.STRING_STATS}
+    assert {**by_reference, "addr": "addr", "fragmentation": "fragmentation", "data_type": "dtype"} == scanner.STAT_COLUMNS
+
+
+# --- accelerator profiles (the format notes, "Accelerator profiles") ----------------------
+
+
+@pytest.mark.parametrize(
+    ("id_stat", "platform", "memory_ids"),
+    [
+        ("index_on_host", "TPU", ["0", "1", "2", "3"]),
+        ("device_ordinal", "GPU", ["0", "1", "2", "3"]),
+        ("allocator_name", "GPU", ["GPU_0_bfc", "GPU_1_bfc", "GPU_2_bfc", "GPU_3_bfc"]),
+    ],
+)
+def test_accelerator_profiles_decode_identically(id_stat, platform, memory_ids, monkeypatch):
+    builder, planted = synthesize_devices(
+        4, 6, platform=platform, id_stat=id_stat, leak_device=1, group_ids=True, stack_bytes=3 << 30
+    )
+    profile = same(builder.to_bytes(), monkeypatch)
+    events = profile.events
+    assert events.allocator_names == memory_ids == planted["memory_ids"]
+    assert profile.device_planes == planted["devices"]
+    # Every device has its own address space: the same addresses on all four.
+    addrs = [set(events.addr[events.allocator == k].tolist()) for k in range(4)]
+    assert addrs[0] == addrs[2] == addrs[3] and addrs[0] < addrs[1]
+    assert set(events.bytes_reserved.tolist()) == {3 << 30}
+    assert bool(np.all(events.bytes_available == planted["limit_bytes"] - (3 << 30) - events.bytes_in_use))
+    assert sorted(set(events.group_id.tolist())) == [-1, *range(6)]  # the weights come before the first step
+    np.testing.assert_array_equal(profile.groups.group_id, np.arange(6))
+    assert bool(np.all(profile.groups.start_ps[1:] > profile.groups.end_ps[:-1]))
+    spans = profile.spans
+    per_source = {
+        source: int((spans.source == source).sum()) for source in (SPAN_HOST_ROOT, SPAN_DEVICE_PROGRAM, SPAN_DEVICE_STEP)
+    }
+    assert per_source == {SPAN_HOST_ROOT: 6, SPAN_DEVICE_PROGRAM: 24, SPAN_DEVICE_STEP: 24 if platform == "TPU" else 0}
+    programs = spans.source == SPAN_DEVICE_PROGRAM
+    assert {spans.names[i] for i in spans.name[programs]} == {"jit_train_step(7)"}
+    assert sorted(set(spans.device[programs].tolist())) == [0, 1, 2, 3]
+    assert set(spans.device[spans.source == SPAN_HOST_ROOT].tolist()) == {-1}
+    assert bool(np.all(spans.start_ps[1:] >= spans.start_ps[:-1]))
+
+
+def test_memory_ids_are_xprofs(tmp_path, monkeypatch):
+    """XProf's converter, run on the same file, keys its allocators exactly by the decoders' memory ids."""
+    builder, _ = synthesize_devices(4, 4, id_stat="index_on_host", leak_device=3, stack_bytes=21 << 30)
+    odd = {  # each event's id stats, in order, and the id XProf gives it (checked against xprof 2.24.2)
+        ("int64 index", "5"): {"index_on_host": ("int64", 5)},
+        ("negative", "-4"): {"device_ordinal": ("int64", -4)},
+        ("string index", "0"): {"index_on_host": ("str", "7")},  # XProf's IntValue of a string is 0
+        ("double index", "0"): {"index_on_host": ("double", 7.5)},
+        ("ref index", "0"): {"index_on_host": ("ref", "7")},
+        ("integer name", ""): {"allocator_name": ("int64", 9)},  # its StrOrRefValue of an integer is ""
+        ("str name", "pinned"): {"allocator_name": ("str", "pinned")},
+        ("name last", "GPU_0_bfc"): {"index_on_host": ("int64", 12), "allocator_name": ("ref", "GPU_0_bfc")},
+        ("index last", "13"): {"allocator_name": ("ref", "other"), "index_on_host": ("int64", 13)},
+        ("string 0 is 0", "0"): {"allocator_name": ("str", "0")},
+    }
+    for k, stats in enumerate(odd.values()):
+        builder.event("MemoryAllocation", 10**12 + k, line="odd", stats={**stats, "addr": 64 * k, "bytes_allocated": 64})
+    path = tmp_path / "host0.xplane.pb"
+    builder.write(path)
+    profile = same(path.read_bytes(), monkeypatch)
+    events = profile.events
+    odd_rows = np.flatnonzero(events.time_ps >= 10**12)
+    assert [events.allocator_names[i] for i in events.allocator[odd_rows]] == [want for _, want in odd]
+    expected = ["0", "1", "2", "3", "5", "-4", "", "pinned", "GPU_0_bfc", "13"]
+    assert events.allocator_names == expected
+    assert set(xprof_tool(str(path), "memory_profile")["memoryProfilePerAllocator"]) == set(expected)
+
+
+def test_uint64_ids_are_integers_too(monkeypatch):
+    """XProf reads a uint64 id as 0; this project reads uint64 as an integer everywhere, ids included."""
+    b = ProfileBuilder(int_kind="uint64")
+    b.add_memory_events([1, 2, 3], ALLOC, [8, 8, 8], 16, allocator=["2", "3", "2"], id_stat="index_on_host")
+    b.event("MemoryDeallocation", 5, stats={"device_ordinal": ("uint64", (1 << 64) - 1), "addr": 8})
+    profile = same(b.to_bytes(), monkeypatch)
+    assert profile.events.allocator_names == ["2", "3", str((1 << 64) - 1)]
+
+
+def test_spans_groups_and_device_planes_decode_identically(monkeypatch):
+    b = ProfileBuilder(timestamp_ns=1_000)
+    b.span("FunctionRun", 100, 900, group_id=1)
+    b.span("__inference_train_step_41", 120, 880, line="tf_Compute", group_id=("uint64", 1))
+    b.span("PjitFunction(step)", 1_000, 1_800, group_id=2)
+    b.span("PjitFunction(step", 1_000, 1_800, group_id=("str", "3"))  # not a call: no closing parenthesis; no group
+    b.span("TraceContext", 2_000, 2_500, group_id=-5)
+    b.span("my_step", 3_000, 3_900, root=True, group_id=(1 << 63) - 1)
+    b.span("not_root", 4_000, 4_100, stats={"_r": 0})
+    b.span("root_by_uint", 4_200, 4_300, stats={"_r": ("uint64", 2)})
+    b.span("not_root_str", 4_400, 4_500, stats={"_r": ("str", "1")})
+    b.span("last_r_counts", 4_600, 4_700, stats={"_r": 1, "group_id": ("double", 4.0)})
+    b.step(0, 5_000, 6_000)  # a step marker with _r=1: a root span too
+    b.add_memory_events([150, 1_100, 1_200], [ALLOC, ALLOC, FREE], [8, 16, 8], 4, group_id=[1, None, -(1 << 63)])
+    b.device_plane("/device:TPU:0", timestamp_ns=1_002)  # its lines start 2 ns after the host's
+    b.xla_module("/device:TPU:0", "jit_step(3)", 100, 700, run_id=1)
+    b.xla_module("/device:TPU:0", "jit_step(3)", 1_100, 1_700, run_id=2)
+    b.device_step("/device:TPU:0", 0, 50, 750)
+    b.device_event("/device:TPU:0", "XLA Ops", "fusion.1", 100, 10, stats={"group_id": 9, "_r": 1})  # not a span line
+    b.device_event("/device:GPU:1", "XLA Modules", "jit_other(4)", 300, 50)
+    b.device_event("/device:GPU:1", "Steps", "garbage", -40, -10, stats={"step_num": ("str", "x")})
+    profile = same(b.to_bytes(), monkeypatch)
+    spans = profile.spans
+    rows = [
+        (spans.names[n], int(src), int(dev), bool(root), int(a), int(z))
+        for n, src, dev, root, a, z in zip(
+            spans.name, spans.source, spans.device, spans.root, spans.start_ps, spans.end_ps, strict=True
+        )
+    ]
+    assert profile.device_planes == ["/device:TPU:0", "/device:GPU:1"]
+    # Device lines in the host's time base (TPU:0's start 2 ns = 2,000 ps later); no XLA Ops, no host call without
+    # its ")", no `_r` of 0 or of a string; sorted by start.
+    assert rows == [
+        ("garbage", SPAN_DEVICE_STEP, 1, False, -40, -50),
+        ("FunctionRun", SPAN_HOST_ROOT, -1, False, 100, 900),
+        ("__inference_train_step_41", SPAN_HOST_ROOT, -1, False, 120, 880),
+        ("jit_other(4)", SPAN_DEVICE_PROGRAM, 1, False, 300, 350),
+        ("PjitFunction(step)", SPAN_HOST_ROOT, -1, False, 1_000, 1_800),
+        ("TraceContext", SPAN_HOST_ROOT, -1, False, 2_000, 2_500),
+        ("0", SPAN_DEVICE_STEP, 0, False, 2_050, 2_750),
+        ("jit_step(3)", SPAN_DEVICE_PROGRAM, 0, False, 2_100, 2_700),
+        ("my_step", SPAN_HOST_ROOT, -1, True, 3_000, 3_900),
+        ("jit_step(3)", SPAN_DEVICE_PROGRAM, 0, False, 3_100, 3_700),
+        ("root_by_uint", SPAN_HOST_ROOT, -1, True, 4_200, 4_300),
+        ("last_r_counts", SPAN_HOST_ROOT, -1, True, 4_600, 4_700),
+        ("train", SPAN_HOST_ROOT, -1, True, 5_000, 6_000),
+    ]
+    assert spans.names == sorted(spans.names)
+    # Integer group ids of host events and memory events (not of device events), whatever their value.
+    groups = profile.groups
+    assert groups.group_id.tolist() == [1, 2, -(1 << 63), -5, (1 << 63) - 1]
+    assert groups.start_ps.tolist() == [100, 1_000, 1_200, 2_000, 3_000]
+    assert groups.end_ps.tolist() == [900, 1_800, 1_200, 2_500, 3_900]
+    assert profile.events.group_id.tolist() == [1, -1, -(1 << 63)]
+
+
 # --- damaged files: the same verdict as protobuf's -----------------------------------------
 
 
@@ -411,7 +559,13 @@ def _scanned(data: bytes, **options: int) -> dict | str:
 def test_threads_and_chunks_do_not_change_the_scan():
     """The CPU plane's events cut into chunks and scanned by several threads: the same rows, strings and errors."""
     builder, _ = synthesize_training(num_events=6_000, steps=6, allocators=("a", "b", "c"), lines=("l1", "l2", "l3"))
-    seeds = [builder.to_bytes(), _small_profile(), *(p.read_bytes() for p in DEMO_LOGS.glob("*/plugins/profile/*/*.xplane.pb"))]
+    devices, _ = synthesize_devices(4, 6, group_ids=True, step_markers=True)
+    seeds = [
+        builder.to_bytes(),
+        _small_profile(),
+        devices.to_bytes(),
+        *(p.read_bytes() for p in DEMO_LOGS.glob("*/plugins/profile/*/*.xplane.pb")),
+    ]
     rng = random.Random(11)
     inputs = [*seeds, *(seed[: rng.randrange(len(seed))] for seed in seeds for _ in range(20))]
     for _ in range(100):  # mutations, some of them in the events the workers scan
