@@ -99,13 +99,13 @@ def find_steps(profile: HostProfile) -> StepSource:
 
 def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS) -> StepSource:
     """`count` equal windows from `start_ps` to `end_ps`, numbered from 0."""
-    bounds = start_ps + ((end_ps - start_ps) * np.arange(count + 1, dtype=np.float64) / count).astype(np.int64)
-    bounds[-1] = end_ps
+    # In Python integers: a corrupt profile's far-apart times must not overflow int64.
+    bounds = np.array([start_ps + (end_ps - start_ps) * i // count for i in range(count + 1)], np.int64)
     ends = bounds[1:] - 1
     ends[-1] = end_ps
     steps = Steps(np.arange(count, dtype=np.int64), bounds[:-1].copy(), ends)
     width = format_duration_ps((end_ps - start_ps) / count)
-    return StepSource(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width} (no step information)")
+    return StepSource(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width}, no step information")
 
 
 def step_period_ps(steps: Steps) -> float:
@@ -147,7 +147,8 @@ def _covered(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> int:
     """Memory events inside the (sorted, not overlapping) intervals."""
     if len(starts) == 0 or len(times) == 0:
         return 0
-    return int(np.sum(np.searchsorted(times, ends, side="right") - np.searchsorted(times, starts, side="left")))
+    inside = np.searchsorted(times, ends, side="right") - np.searchsorted(times, starts, side="left")
+    return int(np.sum(np.maximum(inside, 0)))  # a span that ends before it starts holds nothing
 
 
 def _without_in_flight(steps: Steps) -> Steps:
@@ -183,11 +184,9 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
     spans = profile.spans
-    rows = np.flatnonzero(spans.source == SPAN_HOST_ROOT)
     best: _Candidate | None = None
-    for name_index in np.unique(spans.name[rows]):
-        mine = rows[spans.name[rows] == name_index]
-        name = spans.names[int(name_index)]
+    for name_index, mine in _split_by(np.flatnonzero(spans.source == SPAN_HOST_ROOT), spans.name):
+        name = spans.names[name_index]
         if name in ("TraceContext", "FunctionRun") or bool(np.any(spans.root[mine])):
             origin = f"from root events ({name})"
         else:
@@ -199,16 +198,14 @@ def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | No
 def _from_device_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
     spans = profile.spans
     best: _Candidate | None = None
-    for device in np.unique(spans.device[spans.source != SPAN_HOST_ROOT]):
-        plane = profile.device_planes[int(device)] if 0 <= device < len(profile.device_planes) else f"device {device}"
-        on_device = spans.device == device
-        programs = np.flatnonzero(on_device & (spans.source == SPAN_DEVICE_PROGRAM))
-        for name_index in np.unique(spans.name[programs]):
-            mine = programs[spans.name[programs] == name_index]
-            name = spans.names[int(name_index)]
+    for device, on_device in _split_by(np.flatnonzero(spans.source != SPAN_HOST_ROOT), spans.device):
+        plane = profile.device_planes[device] if 0 <= device < len(profile.device_planes) else f"device {device}"
+        programs = on_device[spans.source[on_device] == SPAN_DEVICE_PROGRAM]
+        for name_index, mine in _split_by(programs, spans.name):
+            name = spans.names[name_index]
             origin = f"from executions of {name} on {plane}"
             best = _better(best, _span_candidate(DEVICE_PROGRAMS, name, origin, spans.start_ps[mine], spans.end_ps[mine], times))
-        lines = np.flatnonzero(on_device & (spans.source == SPAN_DEVICE_STEP))
+        lines = on_device[spans.source[on_device] == SPAN_DEVICE_STEP]
         if len(lines):
             names = [spans.names[int(i)] for i in spans.name[lines]]
             origin = f"from the Steps line of {plane}"
@@ -217,6 +214,16 @@ def _from_device_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | 
             )
             best = _better(best, candidate)
     return best
+
+
+def _split_by(rows: np.ndarray, column: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """`rows` grouped by their value in `column`: (value, rows in their order), by value."""
+    if len(rows) == 0:
+        return []
+    order = rows[np.argsort(column[rows], kind="stable")]
+    values = column[order]
+    cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    return [(int(column[part[0]]), part) for part in np.split(order, cuts)]
 
 
 def _span_candidate(
