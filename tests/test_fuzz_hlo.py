@@ -119,7 +119,7 @@ def hlo_seed_protos() -> dict[str, bytes]:
     for path in demo_xplanes():
         space = xspace_proto.parse_xspace(path.read_bytes(), str(path))
         for plane in space.planes:
-            if plane.name == hlo.METADATA_PLANE:
+            if plane.name == xspace_proto.METADATA_PLANE:
                 protos.update(hlo.hlo_protos_from_metadata_plane(plane))
     return protos
 

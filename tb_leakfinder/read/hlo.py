@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
@@ -30,7 +30,6 @@ from tb_leakfinder.model.hlo import (
 from tb_leakfinder.proto import HloProto
 from tb_leakfinder.read import files
 
-METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"
 SESSION_FILE_SUFFIX = ".hlo_proto.pb"
@@ -84,8 +83,8 @@ def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
     do not and get the `program_id` stat appended, as XProf names them.
     """
     stat_names = {sid: meta.name for sid, meta in plane.stat_metadata.items()}
-    protos: dict[str, bytes] = {}
-    for meta in plane.event_metadata.values():
+    entries: list[tuple[int, str, bytes | None, int | None]] = []
+    for key, meta in plane.event_metadata.items():
         data: bytes | None = None
         program_id: int | None = None
         for stat in meta.stats:
@@ -95,10 +94,18 @@ def hlo_protos_from_metadata_plane(plane: Message) -> dict[str, bytes]:
             elif stat_name == PROGRAM_ID_STAT:
                 kind = stat.WhichOneof("value")
                 program_id = getattr(stat, kind) if kind in ("int64_value", "uint64_value") else None
-        if data is None:
-            continue
-        protos[module_key(meta.name, program_id)] = data
-    return protos
+        entries.append((key, meta.name, data, program_id))
+    return hlo_protos_from_entries(entries)
+
+
+def hlo_protos_from_entries(entries: Iterable[tuple[int, str, bytes | None, int | None]]) -> dict[str, bytes]:
+    """Map "<module>(<program_id>)" to serialized HloProto, from the metadata plane's event metadata
+    as (id, name, `Hlo Proto` bytes or None, `program_id` or None): what both decoders extract.
+
+    Entries without an HloProto are skipped; of a repeated id, the last wins (as in a protobuf map).
+    """
+    by_id = {key: (name, data, program_id) for key, name, data, program_id in entries}
+    return {module_key(name, program_id): data for name, data, program_id in by_id.values() if data is not None}
 
 
 def module_key(name: str, program_id: int | None) -> str:

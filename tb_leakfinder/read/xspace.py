@@ -14,7 +14,6 @@ from types import ModuleType
 
 import numpy as np
 
-from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files, hlo, xspace_proto
 
@@ -62,17 +61,16 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
 
 
 def _scan(scanner: ModuleType, data: bytes, path: str) -> dict:
-    if not data:
-        raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
+    xspace_proto.refuse_empty(data, path)
     try:
         return scanner.scan(data, threads=SCAN_THREADS)
     except scanner.ScanError as exc:
-        raise LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({exc})", source=path) from exc
+        raise xspace_proto.corrupt_profile(path, exc) from exc
 
 
 def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
     warnings: list[str] = []
-    hlo_protos = _hlo_protos(scanned["hlo"])
+    hlo_protos = hlo.hlo_protos_from_entries(scanned["hlo"])
     devices = [name.decode() for name in scanned["device_planes"]]
     if not scanned["has_cpu"]:
         if scanned["num_planes"] == 0:
@@ -127,14 +125,3 @@ def _allocator_names(keys: list[bytes]) -> tuple[list[str], np.ndarray | None]:
     if len(names) == len(keys):
         return names, None
     return names, np.asarray(index, np.int32)
-
-
-def _hlo_protos(entries: list[tuple[int, str, bytes | None, int | None]]) -> dict[str, bytes]:
-    """As `hlo.hlo_protos_from_metadata_plane`: one serialized HloProto per module name."""
-    by_key = {key: (name, data, program_id) for key, name, data, program_id in entries}  # a repeated map key: the last wins
-    protos: dict[str, bytes] = {}
-    for name, data, program_id in by_key.values():
-        if data is None:
-            continue
-        protos[hlo.module_key(name, program_id)] = data
-    return protos

@@ -24,6 +24,7 @@ from tb_leakfinder.model.memory import (
     Spans,
     Steps,
 )
+from tb_leakfinder.read import hlo
 
 HOST_CPU_PLANE = "/host:CPU"
 METADATA_PLANE = "/host:metadata"
@@ -63,13 +64,22 @@ def is_host_span_name(name: str) -> bool:
     return name.startswith(HOST_SPAN_PREFIXES[1]) and name.endswith(")")
 
 
-def parse_xspace(data: bytes, path: str) -> Message:
+def refuse_empty(data: bytes, path: str) -> None:
     if not data:
         raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
+
+
+def corrupt_profile(path: str, detail: object) -> LeakfinderError:
+    """The error for bytes that do not decode as an XSpace, in the words of both decoders."""
+    return LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({detail})", source=path)
+
+
+def parse_xspace(data: bytes, path: str) -> Message:
+    refuse_empty(data, path)
     try:
         return proto.XSpace().FromString(data)
     except (DecodeError, RecursionError, ValueError) as exc:
-        raise LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({exc})", source=path) from exc
+        raise corrupt_profile(path, exc) from exc
 
 
 def _stat_value(stat: Message, stat_names: dict[int, str]) -> int | float | str | bytes | None:
@@ -85,9 +95,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     hlo_protos: dict[str, bytes] = {}
     planes = {plane.name: plane for plane in space.planes}
     if METADATA_PLANE in planes:
-        from tb_leakfinder.read.hlo import hlo_protos_from_metadata_plane
-
-        hlo_protos = hlo_protos_from_metadata_plane(planes[METADATA_PLANE])
+        hlo_protos = hlo.hlo_protos_from_metadata_plane(planes[METADATA_PLANE])
     devices = [name for name in planes if name.startswith(DEVICE_PLANE_PREFIX)]
     cpu = planes.get(HOST_CPU_PLANE)
     if cpu is None:
