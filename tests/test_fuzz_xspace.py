@@ -24,14 +24,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tb_leakfinder import proto, report
 from tb_leakfinder.analyses.buffer_query import query_buffers
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read import xspace
-from tests.synthetic import ProfileBuilder, encode_varint, synthesize_training
+from tests.synthetic import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_ENV = xspace.PURE_PYTHON_ENV
@@ -296,6 +298,39 @@ def demo_xplanes() -> list[Path]:
     return sorted((ROOT / "demo_logs").glob("*/plugins/profile/*/*.xplane.pb"))
 
 
+def _accelerator_seed() -> Seed:
+    """Accelerator conventions, made odd: ids of both kinds, group ids of every kind and size, garbage device lines."""
+    builder, _ = synthesize_devices(2, 3, group_ids=True, temporaries_per_step=2)
+    builder.add_memory_events(
+        [5, 6, 7, 8],
+        [ALLOC, ALLOC, FREE, FREE],
+        np.array([64, 128, 64, 128], np.uint64),
+        32,
+        allocator="0",
+        id_stat=["index_on_host", "allocator_name", "allocator_name", "index_on_host"],  # "0" as an int and a string
+        group_id=[-1, (1 << 63) - 1, -(1 << 63), None],
+        overrides={"bytes_available": [-5, 0, 1 << 62, -(1 << 63)]},
+        line="tpu_runtime",
+    )
+    builder.add_memory_events(
+        [9],
+        ALLOC,
+        [256],
+        32,
+        kinds={"group_id": "double", "index_on_host": "uint64"},
+        overrides={"group_id": 2.5, "index_on_host": 1},
+        allocator="1",
+        id_stat="index_on_host",
+    )
+    builder.span("FunctionRun", 1, 2, group_id=("str", "7"), stats={"_r": ("ref", "1")})
+    builder.span("__inference_f_1", 3, 1, root=True, group_id=1 << 40)  # ends before it starts
+    builder.device_event("/device:TPU:0", "XLA Modules", "jit_f(1)", -(1 << 40), 1 << 62, stats={"run_id": ("str", "x")})
+    builder.device_event("/device:TPU:0", "Steps", "", 10, -5)
+    builder.device_event("/device:TPU:0", "XLA Ops", "fusion", 10, 5, stats={"group_id": 3})
+    builder.device_event("/device:GPU:7", "Stream #1", "kernel", 1, 1)
+    return Seed("synthetic_accelerator", builder.to_bytes())
+
+
 def _synthetic_seeds() -> list[Seed]:
     builder, _ = synthesize_training(num_events=240, steps=6, allocators=("GPU_0_bfc", "GPU_1_bfc"))
     seeds = [Seed("synthetic_training", builder.to_bytes())]
@@ -310,6 +345,7 @@ def _synthetic_seeds() -> list[Seed]:
     odd.add_hlo_module("jit_train_step(10)", synthetic_module())
     seeds.append(Seed("synthetic_odd", odd.to_bytes()))
     seeds.append(Seed("synthetic_empty_host", ProfileBuilder("empty").to_bytes()))
+    seeds.append(_accelerator_seed())
     return seeds
 
 
