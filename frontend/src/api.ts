@@ -4,7 +4,7 @@
 
 export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
-export type BufferStatus = 'freed' | 'live_at_end' | 'before_window';
+export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 
 export interface RunEntry {
   run: string;
@@ -20,7 +20,8 @@ export interface Step {
   end_ps: number;
 }
 
-export interface LeakGroup {
+/** Never-freed buffers of one (op, shape, dtype, region); most are not leaks, `kind` says which may be. */
+export interface Group {
   group: number;
   op: string;
   shape: string;
@@ -28,15 +29,24 @@ export interface LeakGroup {
   region: string;
   kind: LeakKind;
   count: number;
+  /** Tensor bytes (what the program asked for). */
+  requested_bytes: number;
+  /** The allocator's chunk bytes. */
   bytes: number;
   steps: number;
   first_step: number | null;
   last_step: number | null;
+  /** Tensor bytes kept per step, fitted across steps. */
   bytes_per_step: number;
+  allocated_bytes_per_step: number;
   score: number;
 }
 
+/** `buffers`: a group of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer of the window explains. */
+export type BreakdownCategory = 'buffers' | 'stack' | 'before_window';
+
 export interface BreakdownRow {
+  category: BreakdownCategory;
   op: string;
   shape: string;
   dtype: string;
@@ -45,28 +55,56 @@ export interface BreakdownRow {
   bytes: number;
 }
 
+/** When the allocator runs out at the measured growth, from its free memory at window end. */
+export interface Forecast {
+  bytes_available: number;
+  growth_bytes_per_step: number;
+  steps_to_oom: number;
+  step_duration_ps: number | null;
+  seconds_to_oom: number | null;
+}
+
 export interface AllocatorReport {
+  /** The key XProf's Memory Profile lists the allocator under. */
+  memory_id: string;
+  /** A readable label: `TPU:2`, `GPU:0`, else the allocator's name. */
   name: string;
   num_allocations: number;
   num_deallocations: number;
   balance: number;
+  /** Stack reserved + heap in use at the peak (XProf's peakBytesInUse). */
   peak_bytes_in_use: number;
+  peak_heap_bytes: number;
+  peak_stack_reserved_bytes: number;
+  /** Reserved + in use + available at the peak; 0 when the profile does not say. */
+  memory_capacity_bytes: number;
   peak_time_ps: number | null;
   peak_step: number | null;
-  peak_stack_reserved_bytes: number;
   peak_fragmentation: number;
-  live_at_end_count: number;
-  live_at_end_bytes: number;
-  freed_before_window_count: number;
+  /** Heap at the peak that no buffer allocated in the window explains. */
+  peak_before_window_bytes: number;
+  never_freed_count: number;
   never_freed_bytes: number;
+  freed_before_window_count: number;
   growth_bytes_per_step: number | null;
   verdict: Verdict;
   reason: string;
-  leaks: LeakGroup[];
+  groups: Group[];
+  /** Rows add up to `peak_bytes_in_use`. */
   peak_breakdown: BreakdownRow[];
-  /** Bytes in use at the peak that no buffer of the window accounts for (allocated before it). */
-  peak_unattributed_bytes?: number;
+  forecast: Forecast | null;
+  fragmentation_note: string | null;
   warnings?: string[];
+}
+
+export type StepSourceKind = 'step_num' | 'group_id' | 'root_events' | 'device_programs' | 'time_windows' | 'none';
+
+/** Where the host's steps came from: "30 steps from the group_id stat". */
+export interface StepSource {
+  kind: StepSourceKind;
+  name: string | null;
+  num_steps: number;
+  description: string;
 }
 
 /** What identifies a logical buffer of a compiled program, and where it came from. */
@@ -163,6 +201,7 @@ export interface HostReport {
   warnings: string[];
   duration_ps: number;
   num_steps: number;
+  step_source: StepSource;
   steps: Step[];
   allocators: AllocatorReport[];
   modules: ModuleSummary[];
@@ -174,15 +213,28 @@ export interface RunReport {
   hosts: HostReport[];
 }
 
+/** What the server sends at most, so that the tab asks for no more. */
+export interface Limits {
+  /** Buffers below this size are folded into one row ("small"). */
+  small_buffer_bytes: number;
+  /** The most rows one `buffers` request returns. */
+  page_size: number;
+  /** The most points one `timeline` or `module` request returns. */
+  max_points: number;
+}
+
 export interface Report {
   version: number;
   runs: RunReport[];
+  limits: Limits;
 }
 
 export interface Timeline {
   run: string;
   host: string;
+  /** The allocator's label and memory id, as in its report. */
   allocator: string;
+  memory_id: string;
   total_events: number;
   time_ps: number[];
   heap_bytes: number[];

@@ -176,6 +176,8 @@ export interface RectChartOptions<R extends Rect> {
   /** The y axis is in bytes (an address or an offset). */
   yLabel: string;
   xValues(values: number[]): string[];
+  /** Tick steps of the x axis (uPlot's own when unset). */
+  xIncrs?: number[];
   /** Title and rows of the tooltip for a rect. */
   describe(rect: R): {title: string; rows: [string, Child][]};
   /** Takes over zooming: a dragged range, or null on double-click. */
@@ -211,7 +213,7 @@ export class RectChart<R extends Rect> {
         y: {range: () => self.yRange},
       },
       axes: [
-        {...axes, label: options.xLabel, values: (_u, v) => options.xValues(v), size: 40},
+        {...axes, ...(options.xIncrs ? {incrs: options.xIncrs} : {}), label: options.xLabel, values: (_u, v) => options.xValues(v), size: 40},
         {...byteAxis('y'), label: options.yLabel, size: 80},
       ],
       series: [{}, {show: false}],
@@ -328,32 +330,4 @@ export class RectChart<R extends Rect> {
     const {title, rows} = this.options.describe(hit);
     this.tooltip.show(left + u.over.offsetLeft, top + u.over.offsetTop, rows, title);
   }
-}
-
-/**
- * Keeps at most about 4 points per bucket (first, min, max, last, in order),
- * so a curve never holds more points than `buckets` pixels can show and its
- * extremes survive.
- */
-export function downsample(x: number[], y: number[], buckets: number): [number[], number[]] {
-  if (x.length <= buckets * 4) return [x, y];
-  const ox: number[] = [];
-  const oy: number[] = [];
-  const size = x.length / buckets;
-  for (let b = 0; b < buckets; b++) {
-    const start = Math.floor(b * size);
-    const end = Math.min(x.length, Math.floor((b + 1) * size));
-    if (end <= start) continue;
-    let lo = start;
-    let hi = start;
-    for (let i = start; i < end; i++) {
-      if (y[i] < y[lo]) lo = i;
-      if (y[i] > y[hi]) hi = i;
-    }
-    for (const i of [...new Set([start, lo, hi, end - 1])].sort((a, b2) => a - b2)) {
-      ox.push(x[i]);
-      oy.push(y[i]);
-    }
-  }
-  return [ox, oy];
 }

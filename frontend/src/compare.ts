@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {Comparison} from './api';
+import type {AllocatorReport, Comparison} from './api';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderGroups, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
 import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
@@ -9,6 +9,8 @@ import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
 export interface CompareData {
   comparison: Comparison;
   a: SideSelection;
+  /** A's allocator chosen in the toolbar: the pair shown is matched by its label or memory id. */
+  allocator: AllocatorReport | null;
   b: Pick<SideSelection, 'run' | 'host'>;
 }
 
@@ -16,12 +18,13 @@ export class CompareView {
   readonly element: HTMLElement;
   private timeline: CompareTimeline | null = null;
 
-  constructor({comparison: c, a, b}: CompareData) {
+  constructor({comparison: c, a, allocator, b}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
     // The allocator chosen in the toolbar (A's); else the first pair.
-    const alloc = host?.allocators.find((x) => x.name_a === a.allocator) ?? host?.allocators[0];
+    const chosen = [a.allocator, allocator?.name];
+    const alloc = host?.allocators.find((x) => x.name_a !== null && chosen.includes(x.name_a)) ?? host?.allocators[0];
     this.element.append(renderRegression(c, host), renderVerdicts(c, host, alloc));
     if (c.unmatched_hosts.length) {
       this.element.append(notice('empty', `Hosts in one run only, left out: ${c.unmatched_hosts.join(', ')}.`));

@@ -1,11 +1,12 @@
-// The TensorBoard host: its iframe plugin message protocol, its dark mode and
-// its URL hash. Written against TensorBoard's `experimental` protocol:
-//  - the guest posts the string "experimental.bootstrap" to window.parent with
+// The TensorBoard page around the tab: its iframe plugin message protocol,
+// its dark mode, its URL hash and links into XProf. (Not the profiled hosts.)
+// Written against TensorBoard's `experimental` protocol:
+//  - the plugin frame posts the string "experimental.bootstrap" to window.parent with
 //    a MessagePort; all further traffic goes over that port;
 //  - each message is a JSON string {type, id, payload, error, isReply};
 //  - a message that is not a reply must be answered with isReply=true and the
-//    same type and id (the host awaits every frame's answer to a broadcast);
-//  - the host broadcasts "experimental.DataReloaded" after each data reload
+//    same type and id (the page awaits every frame's answer to a broadcast);
+//  - the page broadcasts "experimental.DataReloaded" after each data reload
 //    (its reload button, or auto-reload), and answers
 //    "experimental.GetURLPluginData" with the `p.<plugin>.<key>` entries of
 //    its URL hash, stripped of that prefix.
@@ -25,19 +26,19 @@ interface Message {
 
 type Listener = (payload: unknown) => unknown;
 
-export class HostChannel {
+export class TensorBoardChannel {
   private nextId = 0;
   private readonly waiting = new Map<number, {resolve: (v: unknown) => void; reject: (e: Error) => void}>();
   private readonly listeners = new Map<string, Listener>();
   private readonly port: MessagePort | null = null;
 
-  constructor(hostWindow: Window | null) {
-    if (!hostWindow || hostWindow === window) return;
+  constructor(page: Window | null) {
+    if (!page || page === window) return;
     const channel = new MessageChannel();
     this.port = channel.port1;
     this.port.addEventListener('message', (event) => void this.onMessage(event));
     this.port.start();
-    hostWindow.postMessage(`${VERSION}.bootstrap`, '*', [channel.port2]);
+    page.postMessage(`${VERSION}.bootstrap`, '*', [channel.port2]);
   }
 
   get connected(): boolean {
@@ -48,7 +49,7 @@ export class HostChannel {
     this.listeners.set(type, listener);
   }
 
-  /** Sends a request; resolves with the host's answer, or null after `timeoutMs`. */
+  /** Sends a request; resolves with the page's answer, or null after `timeoutMs`. */
   request(type: string, payload: unknown = null, timeoutMs = 1500): Promise<unknown> {
     if (!this.port) return Promise.resolve(null);
     const id = this.nextId++;
@@ -104,7 +105,7 @@ export class HostChannel {
   }
 }
 
-/** The host window when this page runs as a TensorBoard plugin iframe (same origin). */
+/** TensorBoard's window when the tab runs in its plugin iframe (same origin). */
 export function sameOriginParent(): Window | null {
   try {
     if (window.parent && window.parent !== window && window.parent.location.origin === window.location.origin) {
@@ -125,10 +126,10 @@ export type Theme = 'light' | 'dark';
  * <body>) when embedded, else the browser's prefers-color-scheme.
  */
 export function watchTheme(onChange: (theme: Theme) => void): Theme {
-  const host = sameOriginParent();
+  const page = sameOriginParent();
   const media = window.matchMedia('(prefers-color-scheme: dark)');
   const current = (): Theme => {
-    if (host?.document?.body) return host.document.body.classList.contains('dark-mode') ? 'dark' : 'light';
+    if (page?.document?.body) return page.document.body.classList.contains('dark-mode') ? 'dark' : 'light';
     return media.matches ? 'dark' : 'light';
   };
   let theme = current();
@@ -140,8 +141,8 @@ export function watchTheme(onChange: (theme: Theme) => void): Theme {
     }
   };
   media.addEventListener('change', update);
-  if (host?.document?.body) {
-    new MutationObserver(update).observe(host.document.body, {attributes: true, attributeFilter: ['class']});
+  if (page?.document?.body) {
+    new MutationObserver(update).observe(page.document.body, {attributes: true, attributeFilter: ['class']});
   }
   return theme;
 }
@@ -193,15 +194,15 @@ export function writeHashState(hash: string, state: Record<string, string>): str
   return kept.join('&');
 }
 
-export async function loadUrlState(channel: HostChannel): Promise<Record<string, string>> {
-  const host = sameOriginParent();
+export async function loadUrlState(channel: TensorBoardChannel): Promise<Record<string, string>> {
+  const page = sameOriginParent();
   if (channel.connected) {
-    const fromHost = await channel.request(GET_URL_DATA, {pluginName: PLUGIN_NAME}).catch(() => null);
-    if (fromHost && typeof fromHost === 'object' && Object.keys(fromHost).length) {
-      return Object.fromEntries(Object.entries(fromHost as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
+    const fromPage = await channel.request(GET_URL_DATA, {pluginName: PLUGIN_NAME}).catch(() => null);
+    if (fromPage && typeof fromPage === 'object' && Object.keys(fromPage).length) {
+      return Object.fromEntries(Object.entries(fromPage as Record<string, unknown>).map(([k, v]) => [k, String(v)]));
     }
   }
-  return readHashState((host ?? window).location.hash);
+  return readHashState((page ?? window).location.hash);
 }
 
 export function saveUrlState(state: Record<string, string>): void {
@@ -213,7 +214,7 @@ export function saveUrlState(state: Record<string, string>): void {
     url.hash = next;
     target.history.replaceState(target.history.state, '', url.toString());
   } catch {
-    // a sandboxed or cross-origin host: the view simply is not linkable
+    // a sandboxed or cross-origin page: the view simply is not linkable
   }
 }
 

@@ -2,13 +2,13 @@
 // Panels take their data and a selection, so a later layout can place two
 // views side by side.
 
-import type {AllocatorReport, HostReport, LeakGroup, ModuleSummary, RunReport, Selection} from './api';
+import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, RunReport, Selection} from './api';
 import {el, section} from './dom';
 import {renderBreakdown} from './panels/breakdown';
+import {renderGroups} from './panels/groups';
 import {LifetimesPanel} from './panels/lifetimes';
 import {StaticPanel} from './panels/static';
 import {renderSummary} from './panels/summary';
-import {renderSuspects} from './panels/suspects';
 import {TimelinePanel, type TimeRange} from './panels/timeline';
 import {renderVerdict} from './panels/verdict';
 
@@ -18,6 +18,9 @@ export interface ViewData {
   host: HostReport;
   allocator: AllocatorReport | null;
   module: ModuleSummary | undefined;
+  limits: Limits;
+  /** Shows another allocator of the host (by its key), e.g. from the banner's list of leaking ones. */
+  onPickAllocator(key: string): void;
 }
 
 export function noMemoryEvents(host: HostReport): HTMLElement {
@@ -45,14 +48,15 @@ export class RunView {
   private staticPanel: StaticPanel | null = null;
 
   constructor(data: ViewData) {
-    const {sel, host, allocator} = data;
+    const {sel, host, allocator, limits} = data;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
-    this.element.append(renderVerdict(host, allocator));
+    this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
     if (allocator) {
       this.element.append(renderSummary(allocator));
-      this.timeline = new TimelinePanel(sel, (range) => this.onRange(range));
+      this.timeline = new TimelinePanel(sel, limits, (range) => this.onRange(range));
       this.lifetimes = new LifetimesPanel(
         sel,
+        limits,
         host.duration_ps,
         (spans) => this.timeline?.highlight(spans),
         (range) => {
@@ -60,10 +64,10 @@ export class RunView {
           this.onRange(range);
         },
       );
-      const suspects = renderSuspects(allocator.leaks, (group) => this.selectGroup(group));
+      const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
-        section(`Leak suspects (${allocator.leaks.length})`, 'suspects', suspects.element),
+        section(`Never-freed groups (${allocator.groups.length}; ${growing} growing)`, 'groups', renderGroups(allocator.groups, (group) => this.selectGroup(group))),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
         section('Peak breakdown', 'breakdown', renderBreakdown(allocator)),
       );
@@ -71,7 +75,7 @@ export class RunView {
       this.element.append(noMemoryEvents(host));
     }
     if (data.module) {
-      this.staticPanel = new StaticPanel(sel.run, sel.host, data.module);
+      this.staticPanel = new StaticPanel(sel.run, sel.host, data.module, limits);
       this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
     }
   }
@@ -100,7 +104,7 @@ export class RunView {
     void this.lifetimes?.setRange(range);
   }
 
-  private selectGroup(group: LeakGroup | null): void {
+  private selectGroup(group: Group | null): void {
     void this.lifetimes?.setGroup(group);
   }
 }

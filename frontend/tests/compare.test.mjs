@@ -121,7 +121,7 @@ test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner;
 
   // Clearing "Compare with…" returns to the single-run view, and drops it from the URL.
   await frame.selectOption('[data-select=compare]', '');
-  await frame.waitForSelector('.lf-view[data-run] [data-panel=suspects]');
+  await frame.waitForSelector('.lf-view[data-run] [data-panel=groups]');
   assert.equal(await frame.$('.lf-compare'), null);
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
   assert.equal(await frame.$eval('[data-select=compare-host]', (s) => s.closest('label').hidden), true);

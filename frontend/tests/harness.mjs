@@ -5,7 +5,7 @@ import {spawn, spawnSync} from 'node:child_process';
 import {cpSync, existsSync, mkdtempSync, readdirSync, rmSync} from 'node:fs';
 import {createServer} from 'node:net';
 import {tmpdir} from 'node:os';
-import {dirname, join} from 'node:path';
+import {delimiter, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {chromium} from 'playwright-core';
 
@@ -73,7 +73,9 @@ async function waitForServer(url, child, output, timeoutMs) {
 export async function startTensorBoard(logdir, extraArgs = []) {
   const port = await freePort();
   const args = ['-m', 'tensorboard.main', '--logdir', logdir, '--port', String(port), '--host', '127.0.0.1', ...extraArgs];
-  const child = spawn(PYTHON, args, {cwd: tmpdir(), stdio: ['ignore', 'pipe', 'pipe']});
+  // The working tree's tb_leakfinder (and its freshly built bundle), not an older installed copy.
+  const env = {...process.env, PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(delimiter)};
+  const child = spawn(PYTHON, args, {cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe']});
   let log = '';
   child.stdout.on('data', (d) => (log += d));
   child.stderr.on('data', (d) => (log += d));

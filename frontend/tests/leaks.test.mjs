@@ -56,8 +56,8 @@ test('the leak run shows the verdict "leak" naming the op and its bytes per step
   const banner = await text(frame, '.lf-verdict');
   assert.match(banner, /^Leak/);
   assert.match(banner, /\+\d+(\.\d+)? KiB per step from Mul \[128,1024\]/);
-  // The top suspect is the leaking op, growing step after step.
-  const top = await frame.$$eval('[data-panel=suspects] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  // The top never-freed group is the leaking op, growing step after step.
+  const top = await frame.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   assert.equal(top[0], 'growing');
   assert.equal(top[1], 'Mul');
   assert.equal(top[2], '[128,1024]');
@@ -82,9 +82,9 @@ test('the fixed run shows "no leak"', async () => {
   assert.match(await text(frame, '.lf-verdict-label'), /^No leak$/);
 });
 
-test('clicking the top suspect highlights its buffers on the lifetime chart and the timeline', async () => {
+test('clicking the top never-freed group highlights its buffers on the lifetime chart and the timeline', async () => {
   const {frame} = await open(runName(logdir, 'tf_leak'));
-  const row = await frame.waitForSelector('[data-panel=suspects] tbody tr:first-child');
+  const row = await frame.waitForSelector('[data-panel=groups] tbody tr:first-child');
   await frame.waitForSelector('[data-chart=timeline] canvas');
   const key = await row.getAttribute('data-key');
   const count = Number((await row.$$eval('td', (tds) => tds[5].textContent)).replace(/,/g, ''));
@@ -101,9 +101,9 @@ test('clicking the top suspect highlights its buffers on the lifetime chart and 
       for (let i = 0; i < px.length; i += 4) if (px[i] > 235 && px[i + 1] > 160 && px[i + 1] < 185 && px[i + 2] < 30) n++;
       return n;
     });
-  assert.ok((await highlighted()) > 100, 'the suspect is drawn on the timeline');
+  assert.ok((await highlighted()) > 100, 'the group is drawn on the timeline');
   assert.ok((await highlighted('lifetimes')) > 100, 'its buffers are drawn in the highlight colour');
-  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} buffers of suspect #${key} \\(Mul \\[128,1024\\] output\\)`));
+  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} buffers of group #${key} \\(Mul \\[128,1024\\] output\\)`));
   // The buffers table is filtered to that group too.
   await frame.waitForFunction(
     (n) => document.querySelector('[data-panel=lifetimes] .lf-pager [role=status]')?.textContent?.endsWith(`of ${n}`),
@@ -114,13 +114,14 @@ test('clicking the top suspect highlights its buffers on the lifetime chart and 
   await row.press('Enter');
   await frame.waitForSelector('[data-chart=lifetimes][data-highlight-group=""]');
   // Sorting from the keyboard: Enter on a column header.
-  const header = await frame.$('[data-panel=suspects] th button[data-sort=bytes]');
+  const header = await frame.$('[data-panel=groups] th button[data-sort=bytes]');
   await header.focus();
   await header.press('Enter');
-  assert.equal(await frame.$eval('[data-panel=suspects] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
+  assert.equal(await frame.$eval('[data-panel=groups] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
   await header.press('Enter');
-  assert.equal(await frame.$eval('[data-panel=suspects] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
-  const sizes = await frame.$$eval('[data-panel=suspects] tbody tr td:nth-child(7)', (tds) => tds.map((td) => td.textContent));
+  assert.equal(await frame.$eval('[data-panel=groups] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
+  // The "Allocated" column (the allocator's chunks), beside the tensor bytes.
+  const sizes = await frame.$$eval('[data-panel=groups] tbody tr td:nth-child(8)', (tds) => tds.map((td) => td.textContent));
   assert.equal(sizes[sizes.length - 1], '12.6 MiB', `largest last when ascending: ${sizes}`);
 });
 
@@ -150,8 +151,8 @@ test('an op name made of HTML is shown as text and runs no script', async () => 
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
   const reason = await text(frame, '.lf-verdict-reason');
   assert.ok(reason.includes(XSS), reason);
-  const ops = await frame.$$eval('[data-panel=suspects] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
-  assert.ok(ops.includes(XSS), `suspects show the op name as text: ${JSON.stringify(ops)}`);
+  const ops = await frame.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+  assert.ok(ops.includes(XSS), `the groups show the op name as text: ${JSON.stringify(ops)}`);
   await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
   assert.equal(await frame.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
   assert.deepEqual(seen.dialogs, []);
@@ -174,8 +175,8 @@ test('follows the dark theme of the page', async () => {
 
 test("TensorBoard's reload button reloads the tab's data", async () => {
   const {page, frame, seen} = await open(runName(logdir, 'tf_leak'));
-  // Select a suspect first: a reload whose data did not change keeps the view as it is.
-  const row = await frame.waitForSelector('[data-panel=suspects] tbody tr:first-child');
+  // Select a group first: a reload whose data did not change keeps the view as it is.
+  const row = await frame.waitForSelector('[data-panel=groups] tbody tr:first-child');
   await row.click();
   await frame.waitForSelector('[data-chart=lifetimes][data-highlight-group="0"]');
   const before = seen.pluginRequests.filter((u) => u.includes('/report?')).length;

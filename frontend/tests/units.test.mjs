@@ -14,10 +14,12 @@ before(async () => {
   const entry = `
     export * from './format';
     export {packAddresses, parseAddress} from './panels/lifetimes';
-    export {readHashState, writeHashState} from './host';
-    export {downsample} from './chart';
+    export {readHashState, writeHashState} from './tensorboard';
     export {heldOver} from './panels/timeline';
     export {routeUrl, moduleKey} from './api';
+    export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
+    export {forecastSentence, reasonText} from './panels/verdict';
+    export {peakOfCapacity} from './panels/summary';
   `;
   const out = await esbuild.build({
     stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
@@ -90,15 +92,6 @@ test('plugin state round-trips through the URL hash, keeping other keys', () => 
   assert.deepEqual(m.readHashState(`#${hash}`), {run: 'tf_leak/2026 x&y', host: 'vm'});
 });
 
-test('downsampling keeps the extremes and bounds the points', () => {
-  const x = Array.from({length: 100000}, (_, i) => i);
-  const y = x.map((i) => (i === 31337 ? 1e9 : i % 7));
-  const [dx, dy] = m.downsample(x, y, 500);
-  assert.ok(dx.length <= 2000, `${dx.length} points`);
-  assert.ok(dy.includes(1e9), 'the peak survives');
-  assert.deepEqual(dx, [...dx].sort((a, b) => a - b));
-});
-
 test('routes are relative URLs with their arguments encoded', () => {
   assert.equal(m.routeUrl('report', {run: 'a/b c', host: null}), './report?run=a%2Fb+c');
   assert.equal(m.routeUrl('runs'), './runs');
@@ -106,11 +99,65 @@ test('routes are relative URLs with their arguments encoded', () => {
   assert.equal(m.moduleKey({name: 'jit_f(3)', memory_space: 1}), 'jit_f(3) (memory space 1)');
 });
 
-test("a suspect's held bytes over time: live from allocation (or the start) until free", () => {
+test("a group's held bytes over time: live from allocation (or the start) until free", () => {
   const spans = [
     {alloc_ps: 10, free_ps: null, bytes: 100},
     {alloc_ps: 20, free_ps: 30, bytes: 50},
     {alloc_ps: null, free_ps: 15, bytes: 7},
   ];
   assert.deepEqual(m.heldOver([0, 10, 15, 20, 29, 30, 99], spans), [7, 107, 100, 150, 150, 100, 100]);
+});
+
+const allocator = (memory_id, name, verdict, peak, growth = 0) => ({memory_id, name, verdict, peak_bytes_in_use: peak, growth_bytes_per_step: growth});
+
+test('allocators are keyed by memory id and labelled with it', () => {
+  assert.equal(m.allocatorKey(allocator('2', 'TPU:2')), '2');
+  assert.equal(m.allocatorLabel(allocator('2', 'TPU:2')), 'TPU:2 · memory id 2');
+  assert.equal(m.allocatorLabel(allocator('GPU_0_bfc', 'GPU_0_bfc')), 'GPU_0_bfc');
+  // No memory id on the events: the label stands in for it.
+  assert.equal(m.allocatorKey(allocator('', '(no memory id)')), '(no memory id)');
+});
+
+test('the tab opens on the leaking allocator, else device memory with the highest peak, never host pinned memory first', () => {
+  const pinned = allocator('gpu_host_bfc', 'gpu_host_bfc', 'no_leak', 9e9);
+  const gpu0 = allocator('GPU_0_bfc', 'GPU_0_bfc', 'no_leak', 1e9);
+  const gpu1 = allocator('GPU_1_bfc', 'GPU_1_bfc', 'no_leak', 2e9);
+  assert.equal(m.memoryRank(pinned), 2);
+  assert.equal(m.memoryRank(gpu0), 0);
+  assert.equal(m.memoryRank(allocator('3', 'TPU:3')), 0);
+  assert.equal(m.memoryRank(allocator('bfc_cpu_allocator_for_gpu', 'bfc_cpu_allocator_for_gpu')), 1);
+  assert.equal(m.defaultAllocator([pinned, gpu0, gpu1]), gpu1);
+  const leaking = allocator('GPU_0_bfc', 'GPU_0_bfc', 'leak', 1e8, 512);
+  assert.equal(m.defaultAllocator([pinned, gpu1, leaking]), leaking);
+  // Several leak: device memory first, then the fastest growth.
+  const fast = allocator('1', 'TPU:1', 'leak', 1e8, 4096);
+  const pinnedLeak = allocator('pinned_host', 'pinned_host', 'leak', 1e8, 1e6);
+  assert.equal(m.defaultAllocator([pinnedLeak, leaking, fast]), fast);
+  assert.equal(m.defaultAllocator([pinnedLeak]), pinnedLeak);
+  assert.equal(m.defaultAllocator([]), undefined);
+});
+
+test('the banner drops the verdict word the reason starts with', () => {
+  assert.equal(m.reasonText('leak', 'Leak: +512 KiB per step from Mul'), '+512 KiB per step from Mul');
+  assert.equal(m.reasonText('no_leak', 'No leak: every buffer was freed'), 'every buffer was freed');
+  assert.equal(m.reasonText('inconclusive', 'Not analysed: host0.xplane.pb is truncated'), 'Not analysed: host0.xplane.pb is truncated');
+});
+
+test('the forecast reads as a sentence with rounded figures', () => {
+  const f = {bytes_available: 15.2 * 2 ** 30, growth_bytes_per_step: 512 * 1024, steps_to_oom: 31129.6, step_duration_ps: 100e9, seconds_to_oom: 3112.96};
+  assert.equal(m.forecastSentence(f), 'At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (about 52 min at 100 ms/step).');
+  assert.equal(
+    m.forecastSentence({...f, step_duration_ps: null, seconds_to_oom: null}),
+    'At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps.',
+  );
+  assert.equal(m.formatAbout(87.4), '87');
+  assert.equal(m.formatAbout(1234567), '1,200,000');
+  assert.equal(m.formatSeconds(45), '45 s');
+  assert.equal(m.formatSeconds(7.5 * 3600), '7.5 h');
+  assert.equal(m.formatSeconds(3 * 86400), '3 days');
+});
+
+test('the peak reads against the capacity when the profile gives one', () => {
+  assert.equal(m.peakOfCapacity({peak_bytes_in_use: 21.5 * 2 ** 30, memory_capacity_bytes: 33.6 * 2 ** 30}), '21.5 GiB of 33.6 GiB (64%)');
+  assert.equal(m.peakOfCapacity({peak_bytes_in_use: 1536, memory_capacity_bytes: 0}), '1.5 KiB');
 });

@@ -1,20 +1,30 @@
-// Peak breakdown: every group of buffers live at the peak, with no size cutoff.
+// Peak breakdown: what made up the peak, with no size cutoff. Every group of
+// buffers live at it, the stack reservation and the heap allocated before the
+// window; the rows add up to the peak.
 
-import type {AllocatorReport, BreakdownRow} from '../api';
+import type {AllocatorReport, BreakdownCategory, BreakdownRow} from '../api';
 import {el} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, formatStep} from '../format';
 import {byField, DataTable, memorySource} from '../table';
-import {kindPill} from './suspects';
+import {kindPill} from './groups';
+
+export const CATEGORY_LABEL: Record<BreakdownCategory, string> = {
+  buffers: 'buffers',
+  stack: 'stack reserved',
+  before_window: 'allocated before the window',
+};
+
+const key = (r: {op: string; shape: string; dtype: string; region: string}) => [r.op, r.shape, r.dtype, r.region].join('\u0000');
 
 export function renderBreakdown(a: AllocatorReport): HTMLElement {
   const rows = a.peak_breakdown;
-  const peak = a.peak_bytes_in_use || rows.reduce((sum, r) => sum + r.bytes, 0);
-  const key = (g: {op: string; shape: string; dtype: string; region: string}) => [g.op, g.shape, g.dtype, g.region].join('\u0000');
-  const suspects = new Map(a.leaks.map((g) => [key(g), g]));
-  const suspectOf = (r: BreakdownRow) => {
-    const g = suspects.get(key(r));
+  const peak = a.peak_bytes_in_use;
+  const groups = new Map(a.groups.map((g) => [key(g), g]));
+  const groupOf = (r: BreakdownRow) => {
+    const g = r.category === 'buffers' ? groups.get(key(r)) : undefined;
     return g ? el('span', {}, kindPill(g.kind), ` #${g.group}`) : '';
   };
+  const whole = (r: BreakdownRow) => r.category !== 'buffers';
   const table = new DataTable<BreakdownRow>({
     caption: 'Peak breakdown',
     pageSize: 25,
@@ -22,31 +32,30 @@ export function renderBreakdown(a: AllocatorReport): HTMLElement {
     order: 'desc',
     filterLabel: 'Filter by op, shape…',
     emptyText: 'Nothing was live at the peak.',
-    rowKey: key,
+    rowKey: (r) => `${r.category}\u0000${key(r)}`,
+    rowClass: (r) => (whole(r) ? `lf-breakdown-${r.category}` : ''),
     columns: [
-      {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (r) => r.op || '(unknown)'},
+      {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (r) => (whole(r) ? el('em', {}, CATEGORY_LABEL[r.category]) : r.op || '(unknown)')},
       {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (r) => r.shape},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (r) => r.dtype},
       {key: 'region', label: 'Region', sort: 'region', cell: (r) => r.region},
-      {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (r) => formatCount(r.count)},
+      {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (r) => (whole(r) ? '' : formatCount(r.count))},
       {key: 'bytes', label: 'Bytes', sort: 'bytes', numeric: true, cell: (r) => formatBytes(r.bytes)},
       {key: 'share', label: 'Of peak', numeric: true, cell: (r) => formatFraction(peak ? r.bytes / peak : 0)},
-      {key: 'suspect', label: 'Suspect', title: 'the leak suspect with the same op, shape, dtype and region', cell: (r) => suspectOf(r)},
+      {key: 'group', label: 'Group', title: 'the never-freed group with the same op, shape, dtype and region', cell: groupOf},
     ],
-    source: memorySource(
-      rows,
-      byField,
-      (r) => [r.op, r.shape, r.dtype, r.region].join(' '),
-    ),
+    source: memorySource(rows, byField, (r) => [r.op, r.shape, r.dtype, r.region, CATEGORY_LABEL[r.category]].join(' ')),
   });
   void table.load();
+  const total = (category: BreakdownCategory) => rows.filter((r) => r.category === category).reduce((sum, r) => sum + r.bytes, 0);
+  const parts = (['buffers', 'stack', 'before_window'] as const).filter((c) => total(c) > 0).map((c) => `${CATEGORY_LABEL[c]} ${formatBytes(total(c))}`);
   return el(
     'div',
     {},
     el(
       'p',
-      {class: 'lf-muted'},
-      `${formatCount(rows.length)} groups live at the peak of ${formatBytes(a.peak_bytes_in_use)} (${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}), largest first. No size cutoff.`,
+      {class: 'lf-muted', 'data-breakdown-total': String(rows.reduce((sum, r) => sum + r.bytes, 0))},
+      `${formatCount(rows.length)} rows add up to the peak of ${formatBytes(peak)} (${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)})${parts.length ? `: ${parts.join(', ')}` : ''}. Largest first, no size cutoff.`,
     ),
     table.element,
   );

@@ -9,7 +9,7 @@ import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../f
 import {byField, DataTable, memorySource} from '../table';
 import {REASON_LABEL} from './static';
 import {card} from './summary';
-import {kindPill} from './suspects';
+import {kindPill} from './groups';
 import {verdictBanner} from './verdict';
 
 export const STATUS_HELP: Record<GroupStatus, string> = {

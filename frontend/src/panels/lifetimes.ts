@@ -1,19 +1,14 @@
 // Buffer lifetimes: x is time, y is address (unused address gaps removed),
 // height is size. Never-freed buffers reach to the end of the window in the
-// warning colour. The selected leak group is highlighted. Below, every buffer,
-// paged from the server.
+// warning colour. The selected never-freed group is highlighted. Below, every
+// buffer, paged from the server.
 
-import {api, type Buffer, type BufferStatus, type LeakGroup, type Selection} from '../api';
+import {api, type Buffer, type BufferStatus, type Group, type Limits, type Selection} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
 import {DataTable} from '../table';
 import type {BufferSpan, TimeRange} from './timeline';
-
-/** The chart draws at most this many buffers (the largest in the range). */
-export const MAX_DRAWN = 2000;
-/** ...plus up to this many buffers of the selected suspect (the route's page limit). */
-export const MAX_GROUP = 5000;
 
 interface BufferRect extends Rect {
   buffer: Buffer;
@@ -58,7 +53,7 @@ export function packAddresses(spans: {address: number; size: number}[]): (addres
   };
 }
 
-function describeGroup(g: LeakGroup): string {
+function describeGroup(g: Group): string {
   return [g.op, g.shape, g.region].filter(Boolean).join(' ');
 }
 
@@ -68,7 +63,7 @@ export class LifetimesPanel {
   private readonly note: HTMLElement;
   private readonly table: DataTable<Buffer>;
   private range: TimeRange | null = null;
-  private group: LeakGroup | null = null;
+  private group: Group | null = null;
   private status: BufferStatus | '' = '';
   private largest: Buffer[] = [];
   private grouped: Buffer[] = [];
@@ -78,6 +73,7 @@ export class LifetimesPanel {
 
   constructor(
     private readonly sel: Selection,
+    private readonly limits: Limits,
     private readonly durationPs: number,
     private readonly onGroupBuffers: (spans: BufferSpan[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
@@ -98,7 +94,7 @@ export class LifetimesPanel {
       'select',
       {'aria-label': 'Buffer status'},
       el('option', {value: ''}, 'all buffers'),
-      el('option', {value: 'live_at_end'}, 'live at the end (never freed)'),
+      el('option', {value: 'never_freed'}, 'never freed'),
       el('option', {value: 'freed'}, 'freed'),
       el('option', {value: 'before_window'}, 'allocated before the window'),
     );
@@ -113,7 +109,7 @@ export class LifetimesPanel {
       order: 'desc',
       extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
       rowKey: (b) => String(b.id),
-      rowClass: (b) => (b.status === 'live_at_end' ? 'lf-live' : ''),
+      rowClass: (b) => (b.status === 'never_freed' ? 'lf-live' : ''),
       columns: [
         {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (b) => b.op || '(unknown)'},
         {key: 'shape', label: 'Shape', wrap: true, cell: (b) => b.shape},
@@ -124,7 +120,7 @@ export class LifetimesPanel {
         {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatPs(b.free_time_ps))},
         {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs)},
         {key: 'step', label: 'Step', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
-        {key: 'group', label: 'Suspect', numeric: true, cell: (b) => (b.group === null ? '' : `#${b.group}`)},
+        {key: 'group', label: 'Group', numeric: true, cell: (b) => (b.group === null ? '' : `#${b.group}`)},
       ],
       source: async (q, signal) => {
         const page = await api.buffers(
@@ -151,7 +147,7 @@ export class LifetimesPanel {
       swatch('var(--lf-buffer)', 'freed'),
       swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
       swatch('var(--lf-buffer-dim)', 'allocated before the window'),
-      swatch('var(--lf-highlight)', 'selected suspect'),
+      swatch('var(--lf-highlight)', 'selected group'),
     );
     this.element = el(
       'div',
@@ -165,7 +161,7 @@ export class LifetimesPanel {
     );
   }
 
-  /** The largest buffers of the time range: what the chart draws. */
+  /** The largest buffers of the time range, as many as one page holds: what the chart draws. */
   private async loadLargest(): Promise<void> {
     this.largestRequest?.abort();
     const controller = new AbortController();
@@ -173,7 +169,7 @@ export class LifetimesPanel {
     const range = {start_ps: this.range?.start_ps ?? null, end_ps: this.range?.end_ps ?? null};
     this.note.textContent = 'Loading buffers…';
     try {
-      const page = await api.buffers(this.sel, {limit: MAX_DRAWN, sort: 'bytes', order: 'desc', ...range}, controller.signal);
+      const page = await api.buffers(this.sel, {limit: this.limits.page_size, sort: 'bytes', order: 'desc', ...range}, controller.signal);
       if (controller.signal.aborted) return;
       this.largest = page.buffers;
       this.total = page.total;
@@ -184,20 +180,22 @@ export class LifetimesPanel {
     }
   }
 
-  /** Every buffer of the selected suspect, drawn on top whatever their size. */
+  /** The buffers of the selected group (up to a page), drawn on top whatever their size. */
   private async loadGroup(): Promise<void> {
     this.groupRequest?.abort();
     const controller = new AbortController();
     this.groupRequest = controller;
     try {
-      const page = this.group ? await api.buffers(this.sel, {limit: MAX_GROUP, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal) : null;
+      const page = this.group
+        ? await api.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal)
+        : null;
       if (controller.signal.aborted) return;
       this.grouped = page?.buffers ?? [];
       this.onGroupBuffers(this.grouped.map((b) => ({alloc_ps: b.alloc_time_ps, free_ps: b.free_time_ps, bytes: b.allocation_bytes})));
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
-      this.note.textContent = `Could not load the suspect's buffers: ${errorMessage(err)}`;
+      this.note.textContent = `Could not load the group's buffers: ${errorMessage(err)}`;
     }
   }
 
@@ -207,7 +205,7 @@ export class LifetimesPanel {
     void this.table.load();
   }
 
-  setGroup(group: LeakGroup | null): Promise<void> {
+  setGroup(group: Group | null): Promise<void> {
     this.group = group;
     void this.table.reset();
     return this.loadGroup();
@@ -244,7 +242,7 @@ export class LifetimesPanel {
       yMax = Math.max(yMax, y1);
       const hit = selected !== null && b.group === selected;
       if (hit) highlighted++;
-      let color = b.status === 'live_at_end' ? colors.live : b.status === 'before_window' ? colors.before : colors.freed;
+      let color = b.status === 'never_freed' ? colors.live : b.status === 'before_window' ? colors.before : colors.freed;
       if (selected !== null && !hit) color = colors.dim;
       if (hit) color = colors.highlight;
       return {
@@ -267,8 +265,8 @@ export class LifetimesPanel {
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
     const where = this.range ? ` between ${formatPs(this.range.start_ps)} and ${formatPs(this.range.end_ps)}` : '';
     const hl = this.group
-      ? ` Highlighted: ${formatCount(highlighted)} buffers of suspect #${this.group.group} (${describeGroup(this.group)}).`
-      : ' Click a suspect above to highlight its buffers.';
+      ? ` Highlighted: ${formatCount(highlighted)} buffers of group #${this.group.group} (${describeGroup(this.group)}).`
+      : ' Click a never-freed group above to highlight its buffers.';
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
 
@@ -289,7 +287,7 @@ export class LifetimesPanel {
         ['address', b.address],
         ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatPs(b.alloc_time_ps)}, ${formatStep(b.alloc_step)}`],
         ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatPs(b.free_time_ps)}, ${formatStep(b.free_step)}`],
-        ['suspect', b.group === null ? '—' : `#${b.group}`],
+        ['group', b.group === null ? '—' : `#${b.group}`],
       ],
     };
   }

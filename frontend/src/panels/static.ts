@@ -4,8 +4,8 @@
 // whole-program buffers and the buffers at the peak.
 
 import uPlot from 'uplot';
-import {api, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
-import {axisStyle, byteAxis, chartWidth, clipped, downsample, type Rect, RectChart, SizedPlot, swatch} from '../chart';
+import {api, type Limits, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
+import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
@@ -21,12 +21,20 @@ export const REASON_LABEL: Record<string, string> = {
   thread_local: 'thread-local',
   never_freed: 'never freed',
   temporary: 'temporary',
-  small: 'small (< 16 KiB)',
 };
 
-function reasonPill(reason: string, title?: string): HTMLElement {
-  return el('span', {class: `lf-reason lf-reason-${reason}`, title}, REASON_LABEL[reason] ?? reason);
+/** Buffers below the server's small-buffer size are folded into one row. */
+function smallLabel(limits: Limits): string {
+  return `small (< ${formatBytes(limits.small_buffer_bytes)})`;
 }
+
+function reasonPill(reason: string, limits: Limits, title?: string): HTMLElement {
+  return el('span', {class: `lf-reason lf-reason-${reason}`, title}, reason === 'small' ? smallLabel(limits) : (REASON_LABEL[reason] ?? reason));
+}
+
+/** Program positions are whole numbers: ticks at integer steps only. */
+const POSITION_INCRS = Array.from({length: 16}, (_, i) => [1, 2, 5].map((m) => m * 10 ** i)).flat();
+const positionTicks = (values: number[]) => values.map((x) => formatCount(x));
 
 /** Live-out buffers are what a user most often keeps by mistake: the warning colour. */
 function reasonColor(kind: string): string {
@@ -96,6 +104,7 @@ export class StaticPanel {
     private readonly run: string,
     private readonly host: string,
     private readonly summary: ModuleSummary,
+    private readonly limits: Limits,
   ) {
     this.body = el('div', {});
     this.element = el('div', {'data-module': summary.name}, this.body);
@@ -107,7 +116,8 @@ export class StaticPanel {
     this.controller = controller;
     this.body.replaceChildren(notice('loading', 'Loading the program’s buffer assignment…'));
     try {
-      const points = Math.min(20000, Math.max(200, chartWidth(this.element) * 2));
+      // About two points per pixel, as many as the server gives.
+      const points = Math.min(this.limits.max_points, chartWidth(this.element) * 2);
       const detail = await api.module(this.run, this.host, this.summary, points, controller.signal);
       if (controller.signal.aborted) return;
       this.detail = detail;
@@ -129,7 +139,7 @@ export class StaticPanel {
     if (d.actionable.length) {
       this.body.append(
         el('h3', {}, 'Worth checking'),
-        el('ul', {class: 'lf-actionable', 'data-list': 'actionable'}, ...d.actionable.map((a) => el('li', {}, reasonPill(a.reason), ' ', a.message))),
+        el('ul', {class: 'lf-actionable', 'data-list': 'actionable'}, ...d.actionable.map((a) => el('li', {}, reasonPill(a.reason, this.limits), ' ', a.message))),
       );
     }
     this.body.append(el('h3', {}, 'Heap in program order'), heapBox, el('h3', {}, 'Buffer blocks'));
@@ -140,16 +150,16 @@ export class StaticPanel {
         'div',
         {'data-table': 'whole-program'},
         bufferTable('Whole-program buffers', d.whole_program_buffers, [
-          {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, b.why) : '')},
+          {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
           {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
         ]),
       ),
-      el('h3', {}, `Buffers at the peak (${formatCount(d.peak_buffers.length)} rows, no size cutoff; buffers under 16 KiB folded into one row)`),
+      el('h3', {}, `Buffers at the peak (${formatCount(d.peak_buffers.length)} rows, no size cutoff; buffers under ${formatBytes(this.limits.small_buffer_bytes)} folded into one row)`),
       el(
         'div',
         {'data-table': 'peak-buffers'},
         bufferTable('Buffers at the peak', d.peak_buffers, [
-          {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => (b.kind ? reasonPill(b.kind) : '')},
+          {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => (b.kind ? reasonPill(b.kind, this.limits) : '')},
           {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b) => b.source},
         ]),
       ),
@@ -186,7 +196,8 @@ export class StaticPanel {
       height: 300,
       xLabel: 'program order',
       yLabel: 'offset',
-      xValues: (v) => v.map((x) => formatCount(Math.round(x))),
+      xValues: positionTicks,
+      xIncrs: POSITION_INCRS,
       describe: (r) => ({
         title: r.buffer.op_name || nameOf(r.buffer) || '(unnamed)',
         rows: [
@@ -251,14 +262,13 @@ export class StaticPanel {
       box.appendChild(notice('empty', 'This program has no heap-simulator trace.'));
       return;
     }
-    const [order, values] = downsample(d.curve.position, heap, chartWidth(box));
     const axes = axisStyle();
     const peak = d.peak_position;
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false}},
       scales: {x: {time: false}, y: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.08]}},
       axes: [
-        {...axes, values: (_u, v) => v.map((x) => formatCount(Math.round(x))), size: 36},
+        {...axes, incrs: POSITION_INCRS, values: (_u, v) => positionTicks(v), size: 36},
         byteAxis(),
       ],
       series: [
@@ -281,6 +291,6 @@ export class StaticPanel {
       },
     };
     this.heapPlot = new SizedPlot(box, HEAP_HEIGHT);
-    this.heapPlot.create(opts, [order, values]);
+    this.heapPlot.create(opts, [d.curve.position, heap]);
   }
 }

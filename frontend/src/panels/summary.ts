@@ -1,7 +1,10 @@
-// Summary cards: allocations and frees, peak, bytes never freed, growth per step.
+// Summary cards: which allocator, allocations and frees, the peak against
+// the memory's capacity, bytes never freed, growth per step; the
+// fragmentation note when fragmentation at the peak is high.
 
+import {allocatorLabel} from '../allocators';
 import type {AllocatorReport} from '../api';
-import {type Child, el} from '../dom';
+import {type Child, el, notice} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatFraction, formatPs, formatStep} from '../format';
 
 /** A figure with its label and detail; `tone` colours the value (a leak's figures are bad). */
@@ -15,11 +18,20 @@ export function card(label: string, value: Child, detail: Child, tone: 'bad' | '
   );
 }
 
+/** "20 GiB of 31.3 GiB (64%)", or the peak alone when the capacity is unknown. */
+export function peakOfCapacity(a: Pick<AllocatorReport, 'peak_bytes_in_use' | 'memory_capacity_bytes'>): string {
+  const peak = formatBytes(a.peak_bytes_in_use);
+  if (!a.memory_capacity_bytes) return peak;
+  return `${peak} of ${formatBytes(a.memory_capacity_bytes)} (${formatFraction(a.peak_bytes_in_use / a.memory_capacity_bytes)})`;
+}
+
 export function renderSummary(a: AllocatorReport): HTMLElement {
   const growth = a.growth_bytes_per_step;
-  return el(
+  const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
+  const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},
+    card('Allocator', allocatorLabel(a), a.memory_id ? `memory id ${a.memory_id} in XProf's Memory Profile` : 'no memory id on its events'),
     card(
       'Allocations / frees',
       `${formatCount(a.num_allocations)} / ${formatCount(a.num_deallocations)}`,
@@ -28,21 +40,20 @@ export function renderSummary(a: AllocatorReport): HTMLElement {
       a.balance > 0 && a.verdict === 'leak' && 'bad',
     ),
     card(
-      'Peak heap in use',
-      formatBytes(a.peak_bytes_in_use),
-      `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
+      'Peak in use',
+      el('span', {'data-peak': 'true'}, `peak ${peakOfCapacity(a)}`),
+      `${stack}at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
     ),
-    card(
-      'Never freed',
-      formatBytes(a.never_freed_bytes),
-      `${formatCount(a.live_at_end_count)} buffers live at the end (${formatBytes(a.live_at_end_bytes)})`,
-      a.verdict === 'leak' && 'bad',
-    ),
+    card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
     card(
       'Heap growth per step',
       growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`,
-      'trend of the whole heap across steps; the suspects below say what grows',
+      'trend of the whole heap across steps; the groups below say what grows',
       a.verdict === 'leak' && (growth ?? 0) > 0 && 'bad',
     ),
   );
+  if (!a.fragmentation_note) return cards;
+  const note = notice('empty', a.fragmentation_note);
+  note.dataset.note = 'fragmentation';
+  return el('div', {}, cards, note);
 }

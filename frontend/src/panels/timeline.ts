@@ -1,9 +1,11 @@
-// Memory timeline: heap in use, bytes held by never-freed buffers and
-// fragmentation, with steps as bands. Dragging zooms; the server downsamples
-// each range again (keeping every bucket's min and max, so the peak stays).
+// Memory timeline: the stack reservation as a band of its own with the heap
+// in use above it, bytes held by never-freed buffers and fragmentation, with
+// steps as bands. Dragging zooms; the server downsamples each range again
+// (keeping every bucket's min and max, so the peak stays) and the chart draws
+// the points it is given.
 
 import uPlot from 'uplot';
-import {api, type Selection, type Timeline} from '../api';
+import {api, type Limits, type Selection, type Timeline} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
@@ -52,13 +54,14 @@ export class TimelinePanel {
 
   constructor(
     private readonly sel: Selection,
+    private readonly limits: Limits,
     private readonly onRange: (range: TimeRange | null) => void,
   ) {
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'timeline',
       role: 'img',
-      'aria-label': 'Memory timeline: heap in use, bytes held by never-freed buffers and fragmentation over time, steps as bands',
+      'aria-label': 'Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers and fragmentation over time, steps as bands',
     });
     this.chart = new SizedPlot(this.chartBox, HEIGHT);
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
@@ -81,7 +84,8 @@ export class TimelinePanel {
     const controller = new AbortController();
     this.controller = controller;
     if (!this.chart.plot) this.chartBox.replaceChildren(notice('loading', 'Loading the memory timeline…'));
-    const points = Math.min(20000, Math.max(200, chartWidth(this.chartBox) * 2));
+    // About two points per pixel, as many as the server gives.
+    const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
     try {
       const data = await api.timeline(this.sel, points, range, controller.signal);
       if (controller.signal.aborted) return;
@@ -95,7 +99,7 @@ export class TimelinePanel {
   }
 
   /**
-   * Shows the selected suspect's buffers: a tick at each allocation and the
+   * Shows the selected group's buffers: a tick at each allocation and the
    * bytes they hold over time, as a series of its own.
    */
   highlight(spans: BufferSpan[]): void {
@@ -110,9 +114,11 @@ export class TimelinePanel {
     }
   }
 
+  /** Series: stack reserved, stack + heap (the heap's band above the stack), never freed, fragmentation, the selected group. */
   private aligned(data: Timeline): uPlot.AlignedData {
     const held = this.spans.length ? heldOver(data.time_ps, this.spans) : data.time_ps.map(() => null);
-    return [data.time_ps, data.heap_bytes, data.never_freed_bytes, data.fragmentation, held];
+    const inUse = data.heap_bytes.map((h, i) => h + (data.stack_bytes[i] ?? 0));
+    return [data.time_ps, data.stack_bytes, inUse, data.never_freed_bytes, data.fragmentation, held];
   }
 
   /** Rebuilds the chart, e.g. after a theme change. */
@@ -128,9 +134,12 @@ export class TimelinePanel {
     const axes = axisStyle();
     const heap = cssVar('--lf-heap');
     const leak = cssVar('--lf-leak');
+    const heapOnly = (_u: uPlot, _v: number | null, _si: number, idx: number | null) => (idx === null ? '—' : formatBytes(data.heap_bytes[idx]));
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
       scales: {x: {time: false}, bytes: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}, frac: {range: [0, 1]}},
+      // The heap fills from the top of the stack, not from zero.
+      bands: [{series: [2, 1], fill: cssVar('--lf-heap-fill')}],
       axes: [
         {...axes, values: (_u, v) => timeTicks(v), size: 36},
         byteAxis('bytes'),
@@ -138,10 +147,11 @@ export class TimelinePanel {
       ],
       series: [
         {label: 'time', value: (_u, v) => formatPs(v)},
-        {label: 'heap in use', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
+        {label: 'stack reserved', scale: 'bytes', stroke: cssVar('--lf-stack'), fill: cssVar('--lf-stack-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
+        {label: 'heap in use (above the stack)', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: heapOnly},
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
-        {label: 'selected suspect', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
+        {label: 'selected group', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
       ],
       hooks: {
         drawClear: [(u) => this.drawSteps(u)],
@@ -151,6 +161,7 @@ export class TimelinePanel {
     };
     this.chart.create(opts, this.aligned(data), () => this.setRange(null, true));
     const shown = data.time_ps.length;
+    this.chartBox.dataset.stack = String(data.stack_bytes.reduce((m, v) => Math.max(m, v), 0));
     this.note.textContent =
       `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum). ` +
       `Peak ${formatBytes(data.peak.bytes)} at ${formatPs(data.peak.time_ps)}` +

@@ -1,7 +1,11 @@
-// The verdict banner: leak, no leak or inconclusive, with the report's reason.
+// The verdict banner: leak, no leak or inconclusive with the report's reason,
+// where the steps came from, the forecast to out-of-memory, and every
+// allocator of the host that leaks.
 
-import type {AllocatorReport, HostReport, Verdict} from '../api';
+import {allocatorKey, allocatorLabel} from '../allocators';
+import type {AllocatorReport, Forecast, HostReport, Verdict} from '../api';
 import {type Child, el} from '../dom';
+import {formatAbout, formatBytes, formatBytesDelta, formatPs, formatSeconds} from '../format';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
   leak: 'Leak',
@@ -9,20 +13,57 @@ export const VERDICT_LABEL: Record<Verdict, string> = {
   inconclusive: 'Inconclusive',
 };
 
-/** A verdict and its reason; `title` (e.g. which run) goes above them. */
-export function verdictBanner(verdict: Verdict, reason: string, warnings: string[] = [], title?: Child): HTMLElement {
+/** The reason without the verdict word it may start with, which the banner already shows. */
+export function reasonText(verdict: Verdict, reason: string): string {
+  const label = VERDICT_LABEL[verdict];
+  return label && reason.toLowerCase().startsWith(`${label.toLowerCase()}:`) ? reason.slice(label.length + 1).trimStart() : reason;
+}
+
+/** "at +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (about 52 min at 100 ms/step)". */
+export function forecastSentence(f: Forecast): string {
+  const time = f.seconds_to_oom !== null && f.step_duration_ps ? ` (about ${formatSeconds(f.seconds_to_oom)} at ${formatPs(f.step_duration_ps)}/step)` : '';
+  return `At ${formatBytesDelta(f.growth_bytes_per_step)}/step the ${formatBytes(f.bytes_available)} still free runs out in about ${formatAbout(f.steps_to_oom)} steps${time}.`;
+}
+
+/** A verdict and its reason; `title` (e.g. which run) goes above them, `details` below. */
+export function verdictBanner(verdict: Verdict, reason: string, warnings: string[] = [], title?: Child, ...details: Child[]): HTMLElement {
   return el(
     'div',
     {class: `lf-verdict lf-verdict-${verdict}`, role: 'status', 'data-verdict': verdict},
     title ? el('div', {class: 'lf-verdict-title'}, title) : null,
     el('span', {class: 'lf-verdict-label'}, VERDICT_LABEL[verdict] ?? verdict),
-    el('span', {class: 'lf-verdict-reason'}, reason),
+    el('span', {class: 'lf-verdict-reason'}, reasonText(verdict, reason)),
+    ...details,
     warnings.length ? el('ul', {'aria-label': 'Warnings'}, ...warnings.map((w) => el('li', {}, w))) : null,
   );
 }
 
-export function renderVerdict(host: HostReport, allocator: AllocatorReport | null): HTMLElement {
+/** Every leaking allocator of the host, each a button that shows it; null unless several leak. */
+function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (key: string) => void): HTMLElement | null {
+  const leaking = host.allocators.filter((a) => a.verdict === 'leak');
+  if (leaking.length < 2) return null;
+  const item = (a: AllocatorReport) => {
+    const key = allocatorKey(a);
+    const current = shown !== null && allocatorKey(shown) === key;
+    const button = el('button', {type: 'button', class: 'lf-link-button', 'data-allocator': key, 'aria-current': current ? 'true' : null}, allocatorLabel(a));
+    button.addEventListener('click', () => onPick(key));
+    const growth = a.growth_bytes_per_step;
+    return el('li', {}, button, growth ? ` ${formatBytesDelta(growth)}/step` : '');
+  };
+  return el('div', {class: 'lf-verdict-allocators', 'data-list': 'leaking-allocators'}, `${leaking.length} allocators leak:`, el('ul', {}, ...leaking.map(item)));
+}
+
+export function renderVerdict(host: HostReport, allocator: AllocatorReport | null, onPick: (key: string) => void): HTMLElement {
   const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
   const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
-  return verdictBanner(verdict, reason, [...(host.warnings ?? []), ...(allocator?.warnings ?? [])]);
+  const source = host.step_source;
+  return verdictBanner(
+    verdict,
+    reason,
+    [...(host.warnings ?? []), ...(allocator?.warnings ?? [])],
+    undefined,
+    allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, forecastSentence(allocator.forecast)) : null,
+    source ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${source.description}`) : null,
+    leakingList(host, allocator, onPick),
+  );
 }

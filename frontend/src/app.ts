@@ -1,0 +1,319 @@
+// The tab's frame: the toolbar (run, host, "Compare with…", allocator,
+// module), the links into XProf, and the view of the current selection. What
+// is selected lives in ViewState, what was fetched in DataCache.
+
+import {allocatorKey, allocatorLabel, defaultAllocator} from './allocators';
+import {moduleKey, type ModuleSummary, type Selection} from './api';
+import {CompareView} from './compare';
+import {DataCache} from './data';
+import {el, errorMessage, notice} from './dom';
+import {VERDICT_LABEL} from './panels/verdict';
+import {ViewState} from './state';
+import {DATA_RELOADED, sameOriginParent, type TensorBoardChannel, type Theme, xprofUrl} from './tensorboard';
+import {RunView} from './view';
+
+type Status = 'loading' | 'ready' | 'empty' | 'error';
+
+/** How long the first opening may spend looking for a run that leaks. */
+const PICK_BUDGET_MS = 8000;
+
+function option(value: string, text: string, selected: boolean): HTMLOptionElement {
+  const o = el('option', {value}, text);
+  o.selected = selected;
+  return o;
+}
+
+export class App {
+  readonly root = el('main', {class: 'lf-root', 'data-state': 'loading'});
+  private readonly state = new ViewState();
+  private readonly data = new DataCache();
+  private readonly selectors = {
+    run: el('select', {'aria-label': 'Run', 'data-select': 'run'}),
+    host: el('select', {'aria-label': 'Host', 'data-select': 'host'}),
+    allocator: el('select', {'aria-label': 'Allocator (memory ID)', 'data-select': 'allocator'}),
+    module: el('select', {'aria-label': 'Module (static view)', 'data-select': 'module'}),
+  };
+  /** Run B and its host: "Compare with…". */
+  private readonly compareSelectors = {
+    run: el('select', {'aria-label': 'Compare with (run B)', 'data-select': 'compare'}),
+    host: el('select', {'aria-label': 'Host of run B', 'data-select': 'compare-host'}),
+  };
+  private readonly swapButton = el('button', {type: 'button', 'data-action': 'swap', title: 'Swap runs A and B'}, '⇄ Swap');
+  private readonly runLabel = el('span', {}, 'Run');
+  private readonly compareHostLabel = el('label', {}, 'Host B', this.compareSelectors.host);
+  private readonly links = el('span', {class: 'lf-links'});
+  private readonly content = el('div', {class: 'lf-content'});
+  private view: RunView | CompareView | null = null;
+  /** Bumped by each show(): an older one still fetching drops what it gets. */
+  private generation = 0;
+  /** How many show() calls are fetching: they fetch fresh data anyway, so a reload then is moot. */
+  private showing = 0;
+
+  constructor(private readonly channel: TensorBoardChannel) {
+    const label = (text: string, select: HTMLSelectElement) => el('label', {}, text, select);
+    this.root.append(
+      el(
+        'div',
+        {class: 'lf-toolbar'},
+        el('h1', {}, 'Leaks'),
+        el('label', {}, this.runLabel, this.selectors.run),
+        label('Host', this.selectors.host),
+        label('Compare with…', this.compareSelectors.run),
+        this.compareHostLabel,
+        this.swapButton,
+        label('Allocator', this.selectors.allocator),
+        label('Module', this.selectors.module),
+        this.links,
+      ),
+      this.content,
+    );
+    for (const key of ['run', 'host', 'allocator', 'module'] as const) {
+      this.selectors[key].addEventListener('change', () => {
+        this.state.set(key, this.selectors[key].value);
+        void this.show();
+      });
+    }
+    this.compareSelectors.run.addEventListener('change', () => {
+      this.state.compareWith(this.compareSelectors.run.value);
+      void this.show();
+    });
+    this.compareSelectors.host.addEventListener('change', () => {
+      this.state.setCompareHost(this.compareSelectors.host.value);
+      void this.show();
+    });
+    this.swapButton.addEventListener('click', () => {
+      this.state.swap();
+      void this.show();
+    });
+    channel.listen(DATA_RELOADED, () => {
+      void this.reload();
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.state.load(this.channel);
+    await this.show();
+  }
+
+  /**
+   * TensorBoard reloaded its data (reload button or auto-reload): fetches the
+   * run list and what is shown again, and redraws only if they changed, so
+   * that a periodic reload does not reset what the user is looking at.
+   */
+  async reload(): Promise<void> {
+    if (this.showing > 0) return;
+    const {state, data} = this;
+    const b = state.comparing ? state.cmp : null;
+    if (!data.runs || !data.cachedReport(state.a) || (b && !data.cachedComparison(state.a, b))) return this.show();
+    const generation = this.generation;
+    const changed = await data.refresh(state.a, b, () => generation !== this.generation);
+    if (changed) await this.show();
+  }
+
+  setTheme(theme: Theme): void {
+    document.documentElement.dataset.theme = theme;
+    this.view?.redraw();
+  }
+
+  private setStatus(status: Status, ...message: (Node | string)[]): void {
+    this.root.dataset.state = status;
+    if (message.length) {
+      this.view?.destroy();
+      this.view = null;
+      this.content.replaceChildren(...message);
+    }
+  }
+
+  private async show(): Promise<void> {
+    this.showing++;
+    try {
+      await this.showNow();
+    } finally {
+      this.showing--;
+    }
+  }
+
+  private async showNow(): Promise<void> {
+    const generation = ++this.generation;
+    const stale = () => generation !== this.generation;
+    const {state, data} = this;
+    this.setStatus('loading', notice('loading', 'Loading…'));
+    try {
+      const runs = await data.loadRuns();
+      if (stale()) return;
+      const runNames = runs.map((r) => r.run);
+      if (!runNames.includes(state.sel.run) && runNames.length > 1) {
+        state.sel.run = await this.pickDefaultRun(runNames, stale);
+        if (stale()) return;
+      }
+      this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
+      if (!runs.length) {
+        this.fillSelect(this.selectors.host, [], 'host');
+        this.fillSelect(this.selectors.allocator, [], 'allocator');
+        this.fillSelect(this.selectors.module, [], 'module');
+        this.fillCompare(runNames);
+        this.setStatus(
+          'empty',
+          el(
+            'div',
+            {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-runs'},
+            el('p', {}, el('strong', {}, 'No profiles found in this logdir.')),
+            el('p', {}, 'Capture one with XProf (tf.profiler.experimental.start(logdir) or jax.profiler.start_trace(logdir)); its files land in <logdir>/<run>/plugins/profile/<session>/.'),
+          ),
+        );
+        this.updateLinks();
+        return;
+      }
+      this.fillSelect(this.selectors.host, data.hostsOf(state.sel.run), 'host');
+      this.fillCompare(runNames);
+      if (!data.cachedReport(state.a)) {
+        const {run, host} = state.sel;
+        this.content.replaceChildren(notice('loading', `Analysing ${run}${host ? ` (${host})` : ''}… (a large profile takes a few seconds the first time)`));
+        await data.report(state.a);
+        if (stale()) return;
+        this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
+        this.fillCompare(runNames);
+      }
+      if (state.comparing && !data.cachedComparison(state.a, state.cmp)) {
+        this.content.replaceChildren(notice('loading', `Comparing ${state.sel.run} (A) with ${state.cmp.run} (B)…`));
+        await data.comparison(state.a, state.cmp);
+        if (stale()) return;
+        this.fillCompare(runNames);
+      }
+      this.render();
+    } catch (err) {
+      if (stale()) return;
+      this.setStatus('error', notice('error', el('p', {}, el('strong', {}, 'Could not load: '), errorMessage(err))));
+      this.updateLinks();
+    }
+  }
+
+  /**
+   * With no run asked for, opens the first run that leaks: reports are
+   * fetched in order for a few seconds at most, else the first run is shown.
+   */
+  private async pickDefaultRun(runs: string[], stale: () => boolean): Promise<string> {
+    const deadline = Date.now() + PICK_BUDGET_MS;
+    for (const [i, run] of runs.entries()) {
+      if (Date.now() > deadline) break;
+      this.content.replaceChildren(notice('loading', `Looking for a run that leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
+      try {
+        const report = await this.data.report({run, host: this.data.hostsOf(run)[0] ?? ''});
+        if (stale()) return '';
+        if (report.runs.some((r) => r.verdict === 'leak')) return run;
+      } catch {
+        // shown when that run is opened
+      }
+    }
+    return runs[0];
+  }
+
+  private runLabels(): Map<string, string> {
+    const labels = new Map<string, string>();
+    for (const [run, verdict] of this.data.verdicts()) {
+      // With several hosts, a verdict is only the run's when every host was analysed.
+      if (this.data.hostsOf(run).length <= 1) labels.set(run, `${run} (${VERDICT_LABEL[verdict].toLowerCase()})`);
+    }
+    return labels;
+  }
+
+  /** Fills a selector; keeps the selected value if offered, else `fallback`, else the first. */
+  private fillSelect(select: HTMLSelectElement, values: string[], key: keyof Selection, labels?: Map<string, string>, fallback?: string): void {
+    const wanted = this.state.sel[key];
+    const value = values.includes(wanted) ? wanted : (fallback ?? values[0] ?? '');
+    this.state.sel[key] = value;
+    select.replaceChildren(...values.map((v) => option(v, labels?.get(v) ?? v, v === value)));
+    if (!values.length) select.append(option('', key === 'module' ? 'no modules' : '—', true));
+    select.disabled = values.length <= 1;
+  }
+
+  /**
+   * "Compare with…": every run (a run with itself compares two of its hosts),
+   * and a run of the URL that is no longer listed, so that its error shows.
+   */
+  private fillCompare(runNames: string[]): void {
+    const {run: select, host: hostSelect} = this.compareSelectors;
+    const {state} = this;
+    const labels = this.runLabels();
+    const names = state.comparing && !runNames.includes(state.cmp.run) ? [...runNames, state.cmp.run] : runNames;
+    select.replaceChildren(
+      option('', 'none (this run alone)', !state.comparing),
+      ...names.map((v) => option(v, runNames.includes(v) ? (labels.get(v) ?? v) : `${v} (not found)`, v === state.cmp.run)),
+    );
+    select.disabled = !runNames.length;
+    const hosts = this.data.hostsOf(state.cmp.run);
+    if (hosts.length && !hosts.includes(state.cmp.host)) state.setCompareHost(hosts.includes(state.sel.host) ? state.sel.host : hosts[0]);
+    hostSelect.replaceChildren(...hosts.map((h) => option(h, h, h === state.cmp.host)));
+    if (!hosts.length) hostSelect.append(option(state.cmp.host, state.cmp.host || '—', true));
+    hostSelect.disabled = hosts.length <= 1;
+    this.compareHostLabel.hidden = !state.comparing;
+    this.swapButton.hidden = !state.comparing;
+    this.runLabel.textContent = state.comparing ? 'Run A' : 'Run';
+    this.root.dataset.compare = state.comparing ? 'on' : 'off';
+  }
+
+  private render(): void {
+    const {state, data} = this;
+    const report = data.cachedReport(state.a);
+    const run = report?.runs.find((r) => r.run === state.sel.run) ?? report?.runs[0];
+    if (!report || !run) {
+      this.setStatus('error', notice('error', `The report has no run named ${state.sel.run}.`));
+      return;
+    }
+    const host = run.hosts.find((h) => h.host === state.sel.host) ?? run.hosts[0];
+    if (!host) {
+      this.setStatus('empty', notice('empty', `Run ${run.run} has no hosts.`));
+      return;
+    }
+    // A link may name the allocator by its label; the selector keys it by memory id.
+    const named = host.allocators.find((a) => a.name === state.sel.allocator && allocatorKey(a) !== state.sel.allocator);
+    if (named) state.set('allocator', allocatorKey(named));
+    const opening = defaultAllocator(host.allocators);
+    const labels = new Map(host.allocators.map((a) => [allocatorKey(a), `${allocatorLabel(a)} (${VERDICT_LABEL[a.verdict].toLowerCase()})`]));
+    this.fillSelect(this.selectors.allocator, host.allocators.map(allocatorKey), 'allocator', labels, opening && allocatorKey(opening));
+    const modules = host.modules ?? [];
+    this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module');
+    const allocator = host.allocators.find((a) => allocatorKey(a) === state.sel.allocator) ?? null;
+    state.save();
+    this.updateLinks();
+    this.view?.destroy();
+    const comparison = state.comparing ? data.cachedComparison(state.a, state.cmp) : undefined;
+    // The static view is one run's: its selector waits while comparing.
+    if (comparison) this.selectors.module.disabled = true;
+    this.view = comparison
+      ? new CompareView({comparison, a: {...state.sel}, allocator, b: {...state.cmp}})
+      : new RunView({
+          sel: {...state.sel},
+          run,
+          host,
+          allocator,
+          module: modules.find((m) => moduleKey(m) === state.sel.module),
+          limits: report.limits,
+          onPickAllocator: (key) => {
+            this.selectors.allocator.value = key;
+            this.state.set('allocator', key);
+            void this.show();
+          },
+        });
+    this.content.replaceChildren(this.view.element);
+    this.view.start();
+    this.setStatus('ready');
+  }
+
+  private currentModule(): ModuleSummary | undefined {
+    const {state} = this;
+    const run = this.data.cachedReport(state.a)?.runs.find((r) => r.run === state.sel.run);
+    const host = run?.hosts.find((h) => h.host === state.sel.host);
+    return host?.modules?.find((m) => moduleKey(m) === state.sel.module);
+  }
+
+  private updateLinks(): void {
+    const {run, host} = this.state.sel;
+    this.links.replaceChildren();
+    if (!run || !sameOriginParent()) return;
+    const link = (text: string, href: string) => el('a', {href, target: '_top', rel: 'noopener'}, text);
+    this.links.append(link('Open in XProf Memory Profile', xprofUrl('memory_profile', run, host)));
+    const module = this.currentModule();
+    if (module) this.links.append(link('Open in XProf Memory Viewer', xprofUrl('memory_viewer', run, host, module.name)));
+  }
+}

@@ -1,0 +1,95 @@
+// The data the tab has fetched: the run list, reports by run and host, and
+// comparisons by both sides. Each report asks for one host, so a run with
+// many hosts costs one host's analysis at a time.
+
+import {api, type Comparison, type Limits, type Report, type RunEntry, type Verdict} from './api';
+import type {RunHost} from './state';
+
+function key(...parts: string[]): string {
+  return parts.join('\u0000');
+}
+
+export class DataCache {
+  /** null until fetched (and after a failed refresh). */
+  runs: RunEntry[] | null = null;
+  private reports = new Map<string, Report>();
+  private comparisons = new Map<string, Comparison>();
+
+  hostsOf(run: string): string[] {
+    return this.runs?.find((r) => r.run === run)?.hosts ?? [];
+  }
+
+  async loadRuns(): Promise<RunEntry[]> {
+    this.runs ??= (await api.runs()).runs;
+    return this.runs;
+  }
+
+  cachedReport(side: RunHost): Report | undefined {
+    return this.reports.get(key(side.run, side.host));
+  }
+
+  async report(side: RunHost): Promise<Report> {
+    const cached = this.cachedReport(side);
+    if (cached) return cached;
+    const report = await api.report(side.run, side.host || undefined);
+    this.reports.set(key(side.run, side.host), report);
+    return report;
+  }
+
+  cachedComparison(a: RunHost, b: RunHost): Comparison | undefined {
+    return this.comparisons.get(key(a.run, a.host, b.run, b.host));
+  }
+
+  async comparison(a: RunHost, b: RunHost): Promise<Comparison> {
+    const cached = this.cachedComparison(a, b);
+    if (cached) return cached;
+    const comparison = await api.compare(a, b);
+    this.comparisons.set(key(a.run, a.host, b.run, b.host), comparison);
+    return comparison;
+  }
+
+  /** The server's limits, from any report fetched (they are the same in all). */
+  get limits(): Limits | undefined {
+    for (const report of this.reports.values()) return report.limits;
+    return undefined;
+  }
+
+  /** Every run's verdict known so far, from reports and comparisons. */
+  verdicts(): [string, Verdict][] {
+    const out: [string, Verdict][] = [];
+    for (const report of this.reports.values()) out.push(...report.runs.map((r): [string, Verdict] => [r.run, r.verdict]));
+    for (const c of this.comparisons.values()) out.push([c.run_a, c.verdict_a], [c.run_b, c.verdict_b]);
+    return out;
+  }
+
+  /**
+   * Fetches again the run list and what is shown (the report of `a`, and the
+   * comparison with `b`), keeping only those. Resolves whether anything
+   * changed; on failure everything is dropped, to be fetched anew. Nothing
+   * is kept if the tab moved on meanwhile (`stale`).
+   */
+  async refresh(a: RunHost, b: RunHost | null, stale: () => boolean): Promise<boolean> {
+    const before = JSON.stringify([this.runs, this.cachedReport(a), b ? this.cachedComparison(a, b) : null]);
+    try {
+      const runs = (await api.runs()).runs;
+      const report = await api.report(a.run, a.host || undefined);
+      const comparison = b ? await api.compare(a, b) : null;
+      if (stale()) return false;
+      this.clear();
+      this.runs = runs;
+      this.reports.set(key(a.run, a.host), report);
+      if (b && comparison) this.comparisons.set(key(a.run, a.host, b.run, b.host), comparison);
+      return JSON.stringify([runs, report, comparison]) !== before;
+    } catch {
+      if (stale()) return false;
+      this.clear();
+      return true;
+    }
+  }
+
+  clear(): void {
+    this.runs = null;
+    this.reports.clear();
+    this.comparisons.clear();
+  }
+}
