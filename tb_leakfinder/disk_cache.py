@@ -189,13 +189,6 @@ class DiskCache:
         self.writes += 1
         self.evict(keep=self.path_for(identity))
 
-    def contains(self, identity: files.FileIdentity, retry_transient: bool = True) -> bool:
-        """A trusted entry exists (an error entry of a dead worker does not count when `retry_transient`)."""
-        entry = self.load_report(identity)
-        if entry is None:
-            return False
-        return not (retry_transient and entry.error is not None and _is_transient(entry.error))
-
     def evict(self, keep: str | None = None) -> None:
         """Remove least recently used entries past `max_bytes`, and temporary files of dead writers."""
         now = time.time()
@@ -239,7 +232,7 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: dict[str, Any
     arrays: dict[str, np.ndarray] = {}
     tree: dict[str, Any] = {}
     if error is not None:
-        meta["error"] = {"message": error.message, "status": error.status, "transient": _is_transient(error)}
+        meta["error"] = {"message": error.message, "status": error.status, "transient": isinstance(error, WorkerDiedError)}
     else:
         encoder = Encoder()
         tree = {f: encoder.encode(getattr(value, f)) for f in _stored_names(type(value))}
@@ -251,10 +244,6 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: dict[str, Any
 
 class WorkerDiedError(LeakfinderError):
     """The process analysing a host died (killed, out of memory): a re-run tries that host again."""
-
-
-def _is_transient(error: LeakfinderError) -> bool:
-    return isinstance(error, WorkerDiedError)
 
 
 def _file_json(identity: files.FileIdentity) -> list[Any]:

@@ -39,8 +39,8 @@ class HostTask:
 @dataclass
 class Outcome:
     task: HostTask
-    status: str  # "analysed", "cached" (already there), "error" (its error entry is stored)
-    error: str | None = None
+    status: str  # "analysed" now, or "cached" (its entry was already there)
+    error: str | None = None  # the host's profile could not be analysed: its error entry is stored
 
 
 # A task's work: analyse into the cache folder and return the error message, or None.
@@ -87,10 +87,11 @@ def precompute(
 
     todo = []
     for task in tasks:
-        if disk.contains(task.identity):
-            finish(Outcome(task, "cached"))
-        else:
+        entry = disk.load_report(task.identity)
+        if entry is None or isinstance(entry.error, WorkerDiedError):  # a dead worker's host is tried again
             todo.append(task)
+        else:
+            finish(Outcome(task, "cached", entry.error.message if entry.error else None))
     if engine == "ray":
         _run_ray(todo, disk, workers, address, finish, task_fn or ray_task)
     else:
@@ -99,7 +100,7 @@ def precompute(
 
 
 def _outcome(task: HostTask, error: str | None) -> Outcome:
-    return Outcome(task, "analysed") if error is None else Outcome(task, "error", error)
+    return Outcome(task, "analysed", error)
 
 
 def _died(disk: DiskCache, task: HostTask, why: str) -> Outcome:
@@ -107,7 +108,7 @@ def _died(disk: DiskCache, task: HostTask, why: str) -> Outcome:
     from tb_leakfinder.service import HostResult
 
     disk.store(task.identity, HostResult(None, WorkerDiedError(message)), None)
-    return Outcome(task, "error", message)
+    return Outcome(task, "analysed", message)
 
 
 def _run_local(todo: list[HostTask], disk: DiskCache, workers: int, finish: Done, analyze: LocalAnalyze) -> None:

@@ -84,15 +84,14 @@ def _precompute(args: argparse.Namespace) -> int:
         outcomes = precompute.precompute(
             tasks, disk, args.engine, args.workers, args.address, lambda o: progress(o.task.host, o.task.identity.size)
         )
-    counts = {status: sum(1 for o in outcomes if o.status == status) for status in ("analysed", "cached", "error")}
-    print(
-        f"{len(outcomes)} hosts in {disk.folder}: {counts['analysed']} analysed, {counts['cached']} already cached,"
-        f" {counts['error']} not readable"
-    )
+    analysed = sum(1 for o in outcomes if o.status == "analysed")
+    errors = sum(1 for o in outcomes if o.error is not None)
+    cached = len(outcomes) - analysed
+    print(f"{len(outcomes)} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {errors} not readable")
     for o in outcomes:
         if o.error is not None:
             print(f"tb-leakfinder: error: {o.task.run} host {o.task.host}: {o.error}", file=sys.stderr)
-    return EXIT_BAD_INPUT if counts["error"] else EXIT_OK
+    return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
 def _side_report(path: str, run_name: str | None, args: argparse.Namespace) -> dict:
