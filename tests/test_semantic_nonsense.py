@@ -256,3 +256,45 @@ def test_a_host_file_with_no_planes(tmp_path, decoder):
     host = json.loads(analyse_file(str(path)))
     assert f"{path}: the profile has no planes" in host["warnings"]
     assert host["verdict"] == "inconclusive"
+
+
+# --- accelerator conventions, made nonsensical -------------------------------------------
+
+
+def test_a_memory_id_given_as_an_integer_and_as_a_string_is_one_allocator(tmp_path, decoder):
+    """index_on_host 0 on half the events, allocator_name "0" on the others: XProf keys both "0", so one allocator."""
+    id_stat = np.array(["index_on_host", "allocator_name"] * (3 * STEPS // 2), dtype=object)
+    host = report_of(leaking(allocator="0", id_stat=id_stat), tmp_path)
+    assert len(host["allocators"]) == 1
+    assert host["verdict"] == "leak"
+
+
+@pytest.mark.parametrize(
+    ("group_id", "kinds"),
+    [(-7, None), ((1 << 63) - 1, None), (-(1 << 63), None), (2.5, {"group_id": "double"})],
+    ids=["negative", "int64_max", "int64_min", "double"],
+)
+def test_odd_group_ids_leave_the_markers_verdict(tmp_path, decoder, group_id, kinds):
+    builder = leaking(overrides={"group_id": group_id}, kinds=kinds)
+    builder.span("FunctionRun", 0, STEPS * STEP_PS, group_id=("str", "1"))  # a group id of the wrong kind
+    host = report_of(builder, tmp_path)
+    assert host["verdict"] == "leak" and host["num_steps"] == STEPS
+
+
+@pytest.mark.parametrize("available", [-5, -(1 << 63), 1 << 62])
+def test_negative_or_absurd_free_memory_is_no_crash(tmp_path, decoder, available):
+    host = report_of(leaking(overrides={"bytes_available": available}), tmp_path)
+    assert host["verdict"] == "leak"
+
+
+def test_garbage_device_planes_change_nothing_the_markers_decide(tmp_path, decoder):
+    clean = report_of(leaking(), tmp_path)
+    builder = leaking()
+    builder.device_event("/device:TPU:0", "XLA Modules", "jit_f(1)", -(1 << 40), 1 << 62, stats={"run_id": ("str", "x")})
+    builder.device_event("/device:TPU:0", "Steps", "", 10, -5)
+    for k in range(50):  # a program that ends before it starts, over and over
+        builder.xla_module("/device:TPU:1", "jit_g(2)", k * STEP_PS + 10, k * STEP_PS, run_id=k)
+    builder.device_event("/device:GPU:5", "Stream #1", "kernel", 1, 1, stats={"group_id": 3, "_r": 1})
+    host = report_of(builder, tmp_path)
+    assert host["verdict"] == clean["verdict"] == "leak"
+    assert host["allocators"] == clean["allocators"]
