@@ -19,11 +19,15 @@ from tb_leakfinder.capture import Capture, capture
 __all__ = ["Capture", "analyze", "capture"]
 
 
-def analyze(path: str, run: str | None = None, host: str | None = None) -> dict[str, Any]:
+def analyze(path: str, run: str | None = None, host: str | None = None, cache: bool = True) -> dict[str, Any]:
     """The leak report of a logdir, a session folder or one `.xplane.pb` file.
 
+    Analyses are kept in the same folder as the CLI's and TensorBoard's
+    (`$TB_LEAKFINDER_CACHE_DIR`, else ~/.cache/tb_leakfinder) unless `cache` is False.
     Raises `tb_leakfinder.errors.LeakfinderError` for bad input.
     """
+    from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, disabled_by_env
     from tb_leakfinder.service import Engine
 
-    return Engine.for_path(path).report(run, host)
+    disk = DiskCache.for_logdir(None, DEFAULT_MAX_BYTES, path) if cache and not disabled_by_env() else None
+    return Engine.for_path(path, disk=disk).report(run, host)
