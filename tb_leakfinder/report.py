@@ -37,7 +37,7 @@ def _group_key_json(strings: list[str], row: SuspectGroup | BreakdownRow) -> Jso
 
 def allocator_json(a: AllocatorAnalysis) -> Json:
     s, strings = a.summary, a.events.strings
-    leaks = [
+    groups = [
         {
             "group": i,
             **_group_key_json(strings, g),
@@ -52,38 +52,36 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
         }
         for i, g in enumerate(a.suspects.groups)
     ]
-    breakdown = [{**_group_key_json(strings, r), "count": r.count, "bytes": r.bytes} for r in a.breakdown]
+    breakdown = [{"category": r.category, **_group_key_json(strings, r), "count": r.count, "bytes": r.bytes} for r in a.breakdown]
     return {
+        "memory_id": a.memory_id,
         "name": a.name,
         "num_allocations": s.num_allocations,
         "num_deallocations": s.num_deallocations,
         "balance": s.num_allocations - s.num_deallocations,
         "peak_bytes_in_use": s.peak_bytes_in_use,
+        "peak_heap_bytes": s.peak_heap_bytes,
+        "peak_stack_reserved_bytes": s.peak_stack_reserved_bytes,
+        "memory_capacity_bytes": s.memory_capacity_bytes,
         "peak_time_ps": s.peak_time_ps,
         "peak_step": s.peak_step,
-        "peak_stack_reserved_bytes": s.peak_stack_reserved_bytes,
         "peak_fragmentation": round(s.peak_fragmentation, 6),
-        "peak_unattributed_bytes": a.unexplained_peak_bytes,
-        "live_at_end_count": s.live_at_end_count,
-        "live_at_end_bytes": s.live_at_end_bytes,
-        "never_freed_bytes": s.live_at_end_bytes,
+        "peak_before_window_bytes": a.peak_before_window_bytes,
+        "never_freed_count": s.never_freed_count,
+        "never_freed_bytes": s.never_freed_bytes,
         "freed_before_window_count": s.freed_before_window_count,
         "growth_bytes_per_step": round(s.growth_bytes_per_step, 1),
         "verdict": a.verdict.verdict,
         "reason": a.verdict.reason,
         "warnings": a.warnings,
-        "leaks": leaks,
+        "groups": groups,
         "peak_breakdown": breakdown,
     }
 
 
 def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     allocators = [allocator_json(a) for a in h.allocators]
-    if allocators:
-        verdict = verdicts.worst([a["verdict"] for a in allocators])
-        reason = next(a["reason"] for a in allocators if a["verdict"] == verdict)
-    else:
-        verdict, reason = verdicts.INCONCLUSIVE, verdicts.NO_EVENTS_REASON
+    verdict, reason = _host_verdict(allocators)
     flagged = [
         f"{item.instruction} {item.shape} ({format_bytes(item.bytes)}, {item.reason}) in {m.name}"
         for m in modules
@@ -103,6 +101,11 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "allocators": allocators,
         "modules": [module_summary_json(m) for m in modules],
     }
+
+
+def _host_verdict(allocators: list[Json]) -> tuple[str, str]:
+    combined = verdicts.combine([(a["name"], verdicts.Verdict(a["verdict"], a["reason"])) for a in allocators])
+    return combined.verdict, combined.reason
 
 
 def host_error_json(host: str, error: LeakfinderError) -> Json:
@@ -128,6 +131,12 @@ def run_json(name: str, hosts: list[Json]) -> Json:
 
 def report_json(runs: list[Json]) -> Json:
     return {"version": REPORT_VERSION, "runs": runs}
+
+
+def allocator_choices(allocators: list[AllocatorAnalysis] | list[Json]) -> str:
+    """'TPU:0 (memory id 0), gpu_host_bfc': what an allocator argument may name."""
+    pairs = [(a.name, a.memory_id) if isinstance(a, AllocatorAnalysis) else (a["name"], a["memory_id"]) for a in allocators]
+    return ", ".join(name if name == memory_id else f"{name} (memory id {memory_id!r})" for name, memory_id in pairs)
 
 
 # Long-lived temporaries a module summary lists (the module route lists all of them).
@@ -168,15 +177,44 @@ def module_detail_json(m: ModuleDetail) -> Json:
     return out
 
 
-def find_allocator(h: HostAnalysis, name: str | None) -> AllocatorAnalysis:
+def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
+    """The allocator whose label or memory id is `allocator`; the first (device memory, highest peak) when None."""
     if not h.allocators:
         raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events. {verdicts.NO_EVENTS_REASON}")
-    if name is None:
+    if allocator is None:
         return h.allocators[0]
     for a in h.allocators:
-        if a.name == name:
+        if allocator in (a.name, a.memory_id):
             return a
-    raise NotFoundError(f"host {h.profile.host!r} has no allocator {name!r}; its allocators are {[a.name for a in h.allocators]}")
+    raise NotFoundError(
+        f"host {h.profile.host!r} has no allocator {allocator!r}; its allocators are {allocator_choices(h.allocators)}"
+    )
+
+
+def select_allocator(report: Json, allocator: str) -> Json:
+    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
+
+    A host's verdict is then that allocator's; hosts without it are left out,
+    except those that could not be read. A name no host has is an error naming
+    the allocators there are.
+    """
+    runs = []
+    for run in report["runs"]:
+        hosts = []
+        for host in run["hosts"]:
+            mine = [a for a in host["allocators"] if allocator in (a["name"], a["memory_id"])]
+            if mine:
+                verdict, reason = _host_verdict(mine)
+                hosts.append({**host, "allocators": mine, "verdict": verdict, "reason": reason})
+            elif "error" in host:
+                hosts.append(host)
+        if hosts:
+            runs.append({**run, **run_json(run["run"], hosts)})
+    if not any(host["allocators"] for run in runs for host in run["hosts"]):
+        every = [a for run in report["runs"] for host in run["hosts"] for a in host["allocators"]]
+        unique = list({(a["name"], a["memory_id"]): a for a in every}.values())
+        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {allocator_choices(unique) or 'none'}")
+    return {**report, "runs": runs}
 
 
 def timeline_json(
@@ -191,10 +229,12 @@ def timeline_json(
     nf = never_freed_bytes(e, a.buffers)
     lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
     hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
-    heap = e.bytes_in_use[lo:hi]
-    idx = lo + downsample(e.time_ps[lo:hi], heap, points)
+    # Sampled on stack + heap, so that the peak XProf reports is among the points.
+    in_use = e.bytes_in_use[lo:hi] + e.bytes_reserved[lo:hi]
+    idx = lo + downsample(e.time_ps[lo:hi], in_use, points)
     out: Json = {
         "allocator": a.name,
+        "memory_id": a.memory_id,
         "total_events": len(e),
         "time_ps": e.time_ps[idx].tolist(),
         "heap_bytes": e.bytes_in_use[idx].tolist(),

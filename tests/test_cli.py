@@ -65,9 +65,9 @@ def test_report_json_has_the_documented_keys():
         "never_freed_bytes",
         "verdict",
         "reason",
-        "leaks",
+        "groups",
     } <= set(allocator)
-    leak = next(a for r in report["runs"] for h in r["hosts"] for a in h["allocators"] if a["leaks"])["leaks"][0]
+    leak = next(a for r in report["runs"] for h in r["hosts"] for a in h["allocators"] if a["groups"])["groups"][0]
     assert {"op", "shape", "dtype", "region", "kind", "count", "bytes", "steps", "bytes_per_step", "score"} <= set(leak)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tb_leakfinder.analyses.host import analyze_host
-from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, LIVE_AT_END, NO_TIME
+from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME
 from tb_leakfinder.read.xspace_proto import decode
 from tests.synthetic import ProfileBuilder
 
@@ -25,11 +25,11 @@ def test_address_reuse_makes_new_buffers():
     (a,) = _analyze(b).allocators
     buf = a.buffers
     assert len(buf) == 4
-    assert buf.status.tolist() == [FREED, FREED, FREED, LIVE_AT_END]
+    assert buf.status.tolist() == [FREED, FREED, FREED, NEVER_FREED]
     assert buf.alloc_time_ps.tolist() == [10, 110, 210, 400]
     assert buf.free_time_ps.tolist() == [50, 150, 250, NO_TIME]
     assert [a.events.strings[o] for o in buf.op] == ["Op0", "Op1", "Op2", "Kept"]
-    assert a.summary.live_at_end_bytes == 2 * MIB
+    assert a.summary.never_freed_bytes == 2 * MIB
 
 
 def test_free_without_alloc_is_before_the_window():
@@ -55,7 +55,7 @@ def test_allocators_are_paired_separately():
     by_name = {a.name: a for a in host.allocators}
     assert [a.name for a in host.allocators] == ["GPU_1_bfc", "GPU_0_bfc"]  # largest peak first
     assert by_name["GPU_0_bfc"].buffers.status.tolist() == [FREED]
-    assert by_name["GPU_1_bfc"].buffers.status.tolist() == [LIVE_AT_END]
+    assert by_name["GPU_1_bfc"].buffers.status.tolist() == [NEVER_FREED]
     assert by_name["GPU_1_bfc"].summary.peak_bytes_in_use == 3 * MIB
 
 
@@ -76,7 +76,7 @@ def test_double_allocation_is_a_warning_not_a_leak():
     b.alloc(20, 0x10, MIB)  # the free between them was not recorded
     b.free(30, 0x10, MIB)
     (a,) = _analyze(b).allocators
-    assert a.summary.live_at_end_count == 0
+    assert a.summary.never_freed_count == 0
     assert a.buffers.free_time_ps.tolist() == [20, 30]
     assert any("already in use" in w for w in a.warnings)
 

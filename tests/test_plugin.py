@@ -77,7 +77,7 @@ def test_timeline_is_bounded_and_keeps_the_peak(client):
 def test_timeline_group_series(client):
     run = _run_name(client, "tf_leak")
     _, report = _get(client, "report", run=run)
-    top = report["runs"][0]["hosts"][0]["allocators"][0]["leaks"][0]
+    top = report["runs"][0]["hosts"][0]["allocators"][0]["groups"][0]
     status, body = _get(client, "timeline", run=run, group=0)
     assert status == 200
     assert body["group_bytes"][-1] == top["bytes"]
@@ -94,9 +94,9 @@ def test_buffers_paging_sorting_and_group(client):
     assert {b["id"] for b in first["buffers"]}.isdisjoint(b["id"] for b in second["buffers"])
     _, group = _get(client, "buffers", run=run, group=0, limit=100)
     assert group["total"] == 25
-    assert all(b["op"] == "Mul" and b["status"] == "live_at_end" and b["free_time_ps"] is None for b in group["buffers"])
-    _, live = _get(client, "buffers", run=run, status="live_at_end", limit=100)
-    assert all(b["status"] == "live_at_end" for b in live["buffers"])
+    assert all(b["op"] == "Mul" and b["status"] == "never_freed" and b["free_time_ps"] is None for b in group["buffers"])
+    _, live = _get(client, "buffers", run=run, status="never_freed", limit=100)
+    assert live["total"] and all(b["status"] == "never_freed" for b in live["buffers"])
 
 
 @pytest.mark.parametrize(

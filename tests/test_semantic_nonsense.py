@@ -86,7 +86,7 @@ def test_a_double_allocation_of_one_address_is_a_warning(tmp_path, decoder):
     builder.add_memory_events([10, 20, 30], [ALLOC, ALLOC, FREE], np.array([0x5000] * 3, np.uint64), 4096)
     host = report_of(builder, tmp_path)
     assert "1 allocation(s) of an address already in use" in all_warnings(host)
-    assert only_allocator(host)["live_at_end_count"] == 0
+    assert only_allocator(host)["never_freed_count"] == 0
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,11 @@ def test_events_written_backwards_give_the_same_report_as_forwards(tmp_path, dec
         sizes[::-1],
         op="Mul",
         shape="[512,512]",
-        overrides={"bytes_allocated": heap[::-1], "peak_bytes_in_use": np.maximum.accumulate(heap)[::-1]},
+        overrides={
+            "bytes_allocated": heap[::-1],
+            "bytes_available": (1 << 36) - heap[::-1],  # the builder's default limit
+            "peak_bytes_in_use": np.maximum.accumulate(heap)[::-1],
+        },
     )
     backwards = report_of(builder, tmp_path)
     assert backwards["verdict"] == forwards["verdict"] == "leak"
@@ -171,14 +175,15 @@ def test_events_without_any_stats(tmp_path, decoder):
         builder.event("MemoryDeallocation", step * STEP_PS + 20)
     host = report_of(builder, tmp_path)
     allocator = only_allocator(host)
-    assert allocator["name"] == "(unnamed allocator)"
+    assert (allocator["memory_id"], allocator["name"]) == ("", "(no memory id)")
     assert host["verdict"] == "inconclusive"
     assert "without an integer addr stat" in all_warnings(host)
 
 
-def test_a_missing_allocator_name_is_an_unnamed_allocator(tmp_path, decoder):
+def test_a_missing_allocator_name_is_an_allocator_without_memory_id(tmp_path, decoder):
     host = report_of(leaking(omit=("allocator_name",)), tmp_path)
-    assert only_allocator(host)["name"] == "(unnamed allocator)"
+    assert only_allocator(host)["name"] == "(no memory id)"
+    assert "carry no index_on_host, device_ordinal or allocator_name stat" in all_warnings(host)
 
 
 @pytest.mark.parametrize(
@@ -203,7 +208,7 @@ def test_string_stats_where_numbers_belong(tmp_path, decoder):
     host = report_of(builder, tmp_path)
     assert host["num_steps"] == 0  # a step_num that is not an integer marks no step
     allocator = only_allocator(host)
-    assert allocator["name"] == "(unnamed allocator)"  # an allocator_name that is not a string names none, as in XProf
+    assert allocator["name"] == "(no memory id)"  # an allocator_name that is not a string names none, as in XProf
     assert allocator["verdict"] == "inconclusive"
 
 

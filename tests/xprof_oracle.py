@@ -37,3 +37,31 @@ def memory_profile_peaks(path: str) -> dict[str, dict]:
         stats = {k: float(v) if k == "fragmentation" else int(v) for k, v in summary["peakStats"].items()}
         peaks[name] = {**stats, "time_ps": int(summary["peakStatsTimePs"])}
     return peaks
+
+
+# XProf's names for the rows its peak table adds to the buffers it can attribute.
+XPROF_BEFORE_WINDOW_ROW = "unused preallocated device memory"
+XPROF_STACK_ROW = "stack"
+
+
+def memory_profile_allocators(path: str) -> dict[str, dict]:
+    """Per memory id, what XProf's memory profile says of its peak.
+
+    `peakBytesInUse`, `stackReservedBytes`, `heapAllocatedBytes`, `time_ps`
+    (its peakStatsTimePs), `memoryCapacity`, and `special`: the bytes of the
+    rows its peak table adds ({"stack": …, "unused preallocated device
+    memory": …}, a row left out when 0).
+    """
+    data = xprof_tool(path, "memory_profile")
+    result = {}
+    for memory_id, profile in data["memoryProfilePerAllocator"].items():
+        summary = profile["profileSummary"]
+        stats = summary["peakStats"]
+        result[memory_id] = {
+            **{key: int(stats[key]) for key in ("peakBytesInUse", "stackReservedBytes", "heapAllocatedBytes")},
+            "time_ps": int(summary["peakStatsTimePs"]),
+            "memoryCapacity": int(summary["memoryCapacity"]),
+            "special": {row["tfOpName"]: int(row["allocationBytes"]) for row in profile.get("specialAllocations", [])},
+        }
+    assert sorted(data.get("memoryIds", [])) == sorted(result), "XProf lists a memory id it has no profile for"
+    return result

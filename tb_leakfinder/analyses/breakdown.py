@@ -1,4 +1,5 @@
-"""What is live at the peak, grouped by op, shape, dtype and region."""
+"""What makes up the peak: the stack, the buffers live at it grouped by op, shape, dtype and region, and the
+heap allocated before the window."""
 
 from __future__ import annotations
 
@@ -10,20 +11,25 @@ from tb_leakfinder.analyses.suspects import group_keys
 from tb_leakfinder.model.lifetimes import NO_TIME, Buffers
 from tb_leakfinder.model.memory import MemoryEvents
 
+BUFFERS = "buffers"
+STACK = "stack"
+BEFORE_WINDOW = "before_window"
+
 
 @dataclass
 class BreakdownRow:
+    category: str  # BUFFERS: a group of buffers; STACK, BEFORE_WINDOW: one row each, no op/shape/dtype/region
     op: int
     shape: int
     dtype: int
     region: int
-    count: int
+    count: int | None  # None for the stack and the heap allocated before the window: not counted buffers
     bytes: int
 
 
 def live_at(buffers: Buffers, event: int, time_ps: int) -> np.ndarray:
-    """Mask of buffers live just after event `event` (at `time_ps`) of the allocator."""
-    allocated = (buffers.alloc_event >= 0) & (buffers.alloc_event <= event) | (buffers.alloc_time_ps == NO_TIME)
+    """Mask of buffers allocated in the window and live just after event `event` (at `time_ps`) of the allocator."""
+    allocated = (buffers.alloc_event >= 0) & (buffers.alloc_event <= event)
     not_freed = np.where(
         buffers.free_event >= 0,
         buffers.free_event > event,
@@ -33,14 +39,17 @@ def live_at(buffers: Buffers, event: int, time_ps: int) -> np.ndarray:
 
 
 def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> tuple[list[BreakdownRow], int]:
-    """Every group live at the peak, largest first, and the heap bytes no known buffer explains.
+    """The rows that add up to the peak (stack reserved + heap), largest first, and the before-window bytes.
 
-    The unexplained bytes belong to buffers allocated before the window and
-    still live at the peak: the profile never saw their allocation.
+    Buffer rows group the buffers allocated in the window and live at the peak.
+    The rest of the heap was allocated before the window (XProf's "unused
+    preallocated device memory"): the profile never saw its allocation, even
+    when it sees the free later.
     """
     if peak_event < 0:
         return [], 0
-    live = np.flatnonzero(live_at(buffers, peak_event, int(events.time_ps[peak_event])))
+    time_ps = int(events.time_ps[peak_event])
+    live = np.flatnonzero(live_at(buffers, peak_event, time_ps))
     keys = group_keys(buffers, live)
     ids, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     sizes = np.zeros(len(ids), np.int64)  # integer sums: float weights would round large byte counts
@@ -48,9 +57,14 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     counts = np.bincount(inverse, minlength=len(ids))
     heads = live[first]
     rows = [
-        BreakdownRow(int(buffers.op[h]), int(buffers.shape[h]), int(buffers.dtype[h]), int(buffers.region[h]), int(c), int(b))
+        BreakdownRow(
+            BUFFERS, int(buffers.op[h]), int(buffers.shape[h]), int(buffers.dtype[h]), int(buffers.region[h]), int(c), int(b)
+        )
         for h, c, b in zip(heads, counts, sizes, strict=True)
     ]
-    rows.sort(key=lambda r: (-r.bytes, -r.count))
-    unexplained = int(events.bytes_in_use[peak_event]) - int(sizes.sum())
-    return rows, max(0, unexplained)
+    before_window = max(0, int(events.bytes_in_use[peak_event]) - int(sizes.sum()))
+    stack = int(events.bytes_reserved[peak_event])
+    special = ((STACK, stack), (BEFORE_WINDOW, before_window))
+    rows += [BreakdownRow(category, 0, 0, -1, 0, None, n) for category, n in special if n]
+    rows.sort(key=lambda r: (-r.bytes, -(r.count or 0)))
+    return rows, before_window

@@ -123,7 +123,7 @@ def diff_allocator(a: Json | None, b: Json | None) -> Json:
         "name": None,
         "verdict": None,
         "reason": None,
-        "leaks": [],
+        "groups": [],
         "peak_bytes_in_use": 0,
         "never_freed_bytes": 0,
         "growth_bytes_per_step": 0,
@@ -143,7 +143,7 @@ def diff_allocator(a: Json | None, b: Json | None) -> Json:
         "growth_bytes_per_step": _delta(a["growth_bytes_per_step"], b["growth_bytes_per_step"]),
         "num_allocations": _delta(a["num_allocations"], b["num_allocations"]),
         "num_deallocations": _delta(a["num_deallocations"], b["num_deallocations"]),
-        "groups": diff_groups(a["leaks"], b["leaks"]),
+        "groups": diff_groups(a["groups"], b["groups"]),
     }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
+from tb_leakfinder.analyses.labels import allocator_label, is_host_memory
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
@@ -20,13 +21,14 @@ MAX_PLAUSIBLE_BYTES = 1 << 50
 
 @dataclass
 class AllocatorAnalysis:
-    name: str
+    memory_id: str  # XProf's key for the allocator
+    name: str  # its label: "TPU:2", "GPU:0", else the memory id
     events: MemoryEvents
     buffers: Buffers
     summary: Summary
     suspects: Suspects
     breakdown: list[BreakdownRow]
-    unexplained_peak_bytes: int
+    peak_before_window_bytes: int
     verdict: Verdict
     warnings: list[str] = field(default_factory=list)
 
@@ -34,23 +36,29 @@ class AllocatorAnalysis:
 @dataclass
 class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
-    allocators: list[AllocatorAnalysis]  # largest peak first
+    allocators: list[AllocatorAnalysis]  # device memory first, then host memory; largest peak first in each
 
 
 def analyze_host(profile: HostProfile) -> HostAnalysis:
     events = profile.events
     profile = replace(profile, events=MemoryEvents.empty(), warnings=[*profile.warnings, *_step_warnings(profile.steps)])
     result = []
-    for index, name in enumerate(events.allocator_names):
+    for index, memory_id in enumerate(events.allocator_names):
         # One allocator (the usual case) takes the host's columns as they are, without a copy.
         mine = events if len(events.allocator_names) == 1 else events.take(np.flatnonzero(events.allocator == index))
-        result.append(analyze_allocator(name or "(unnamed allocator)", mine, profile))
-    result.sort(key=lambda a: -a.summary.peak_bytes_in_use)
+        result.append(analyze_allocator(memory_id, mine, profile))
+    result.sort(key=lambda a: (is_host_memory(a.memory_id), -a.summary.peak_bytes_in_use, a.memory_id))
     return HostAnalysis(profile, result)
 
 
-def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> AllocatorAnalysis:
+def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile) -> AllocatorAnalysis:
+    name = allocator_label(memory_id, profile.device_planes)
     warnings: list[str] = []
+    if not memory_id:
+        warnings.append(
+            f"{name}: {len(events)} memory event(s) carry no index_on_host, device_ordinal or allocator_name stat; "
+            "they are shown together as one allocator"
+        )
     # Fragmentation is a share of the pool: NaN, infinite or past [0, 1] is corruption (and would break JSON).
     fraction = np.isfinite(events.fragmentation) & (events.fragmentation >= 0) & (events.fragmentation <= 1)
     if not fraction.all():
@@ -67,7 +75,7 @@ def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> 
     buffers = pairing.buffers
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps)
-    rows, unexplained = peak_breakdown(events, buffers, summary.peak_event)
+    rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
     verdict = decide(summary, suspects.groups, len(profile.steps), events.strings)
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
@@ -79,7 +87,7 @@ def analyze_allocator(name: str, events: MemoryEvents, profile: HostProfile) -> 
         )
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
-    return AllocatorAnalysis(name, events, buffers, summary, suspects, rows, unexplained, verdict, warnings)
+    return AllocatorAnalysis(memory_id, name, events, buffers, summary, suspects, rows, before_window, verdict, warnings)
 
 
 def _inconsistencies(events: MemoryEvents) -> list[str]:

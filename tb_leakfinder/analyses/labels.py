@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # TensorFlow's DataType enum (types.proto), as memory events carry it.
 _TF_DTYPES = {
     1: "float",
@@ -35,7 +37,8 @@ _TF_DTYPES = {
 
 
 def dtype_name(code: int) -> str:
-    if code < 0:
+    """The TF DataType's name; "" when the event has none (-1) or says DT_INVALID (0), as PJRT runtimes do."""
+    if code <= 0:
         return ""
     return _TF_DTYPES.get(code, f"dtype({code})")
 
@@ -55,3 +58,28 @@ def format_bytes(n: float) -> str:
 def group_label(op: str, shape: str, region: str) -> str:
     """'Mul [128,1024] output', leaving out what the profile did not record."""
     return " ".join(part for part in (op or "(unknown op)", shape, region) if part)
+
+
+NO_MEMORY_ID = "(no memory id)"
+# Pinned host memory of TF's and PJRT's GPU clients: host RAM, listed after the devices.
+HOST_PINNED_IDS = ("gpu_host_bfc", "xla_gpu_host_bfc")
+_GPU_BFC = re.compile(r"GPU_(\d+)_bfc")
+_DEVICE_PLANE = re.compile(r"/device:(TPU|GPU):(\d+)")
+
+
+def allocator_label(memory_id: str, device_planes: list[str]) -> str:
+    """'TPU:2' or 'GPU:0' when the memory id names a device plane of the profile ('2', 'GPU_0_bfc'), else the id."""
+    if not memory_id:
+        return NO_MEMORY_ID
+    gpu = _GPU_BFC.fullmatch(memory_id)
+    ordinal = memory_id if memory_id.isdecimal() else gpu.group(1) if gpu else None
+    for plane in device_planes:
+        device = _DEVICE_PLANE.fullmatch(plane)
+        if device and ordinal is not None and int(device.group(2)) == int(ordinal) and (not gpu or device.group(1) == "GPU"):
+            return f"{device.group(1)}:{device.group(2)}"
+    return memory_id
+
+
+def is_host_memory(memory_id: str) -> bool:
+    """Whether an allocator hands out host RAM (pinned for a GPU, or a CPU allocator), not device memory."""
+    return memory_id in HOST_PINNED_IDS or "cpu" in memory_id.lower()

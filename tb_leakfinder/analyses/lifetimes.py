@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_leakfinder.analyses.steps import containing_step
-from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, LIVE_AT_END, NO_TIME, Buffers
+from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME, Buffers
 from tb_leakfinder.model.memory import ALLOC, FREE, MemoryEvents, Steps
 
 
@@ -57,7 +57,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
         [
             np.full(int(paired.sum()), FREED, np.int8),
             np.full(int(reused.sum()), FREED, np.int8),
-            np.full(int(live.sum()), LIVE_AT_END, np.int8),
+            np.full(int(live.sum()), NEVER_FREED, np.int8),
             np.full(int(before.sum()), BEFORE_WINDOW, np.int8),
         ]
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_leakfinder.analyses.steps import containing_step
-from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, LIVE_AT_END, Buffers
+from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import ALLOC, FREE, MemoryEvents, Steps
 
 
@@ -16,51 +16,67 @@ class Summary:
     num_allocations: int
     num_deallocations: int
     peak_event: int  # index into the allocator's events, -1 without events
-    peak_bytes_in_use: int
+    peak_bytes_in_use: int  # stack reserved + heap, as XProf's peakBytesInUse
+    peak_heap_bytes: int
+    peak_stack_reserved_bytes: int
+    memory_capacity_bytes: int  # stack reserved + heap + available, at the peak
     peak_time_ps: int | None
     peak_step: int | None  # step number
-    peak_stack_reserved_bytes: int
     peak_fragmentation: float
-    live_at_end_count: int
-    live_at_end_bytes: int
+    never_freed_count: int
+    never_freed_bytes: int
     freed_before_window_count: int
     growth_bytes_per_step: float  # slope of the heap at the end of each step
 
 
 def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
-    live = buffers.status == LIVE_AT_END
+    live = buffers.status == NEVER_FREED
     common = dict(
         num_allocations=int(np.count_nonzero(events.kind == ALLOC)),
         num_deallocations=int(np.count_nonzero(events.kind == FREE)),
-        live_at_end_count=int(np.count_nonzero(live)),
-        live_at_end_bytes=int(buffers.allocation_bytes[live].sum()),
+        never_freed_count=int(np.count_nonzero(live)),
+        never_freed_bytes=int(buffers.allocation_bytes[live].sum()),
         freed_before_window_count=int(np.count_nonzero(buffers.status == BEFORE_WINDOW)),
     )
     if len(events) == 0:
         return Summary(
             peak_event=-1,
             peak_bytes_in_use=0,
+            peak_heap_bytes=0,
+            peak_stack_reserved_bytes=0,
+            memory_capacity_bytes=0,
             peak_time_ps=None,
             peak_step=None,
-            peak_stack_reserved_bytes=0,
             peak_fragmentation=0.0,
             growth_bytes_per_step=0.0,
             **common,
         )
-    # The peak is where heap plus stack is highest, its last occurrence, as XProf's memory profile has it.
-    total = events.bytes_in_use + events.bytes_reserved
-    peak = len(total) - 1 - int(np.argmax(total[::-1]))
+    peak = peak_event(events)
+    heap, stack = int(events.bytes_in_use[peak]), int(events.bytes_reserved[peak])
     step = int(containing_step(events.time_ps[peak : peak + 1], steps)[0])
     return Summary(
         peak_event=peak,
-        peak_bytes_in_use=int(events.bytes_in_use[peak]),
+        peak_bytes_in_use=stack + heap,
+        peak_heap_bytes=heap,
+        peak_stack_reserved_bytes=stack,
+        memory_capacity_bytes=stack + heap + int(events.bytes_available[peak]),
         peak_time_ps=int(events.time_ps[peak]),
         peak_step=int(steps.step_num[step]) if step >= 0 else None,
-        peak_stack_reserved_bytes=int(events.bytes_reserved[peak]),
         peak_fragmentation=float(events.fragmentation[peak]),
         growth_bytes_per_step=heap_growth_per_step(events, steps),
         **common,
     )
+
+
+def peak_event(events: MemoryEvents) -> int:
+    """The event at which stack reserved + heap is highest, the last of equals, as XProf's memory profile picks it.
+
+    XProf keeps the last event whose total is at least the highest so far, in
+    the file's order of lines; here ties go to the latest in time. The two
+    differ only when equal peaks fall on different threads' lines.
+    """
+    total = events.bytes_in_use + events.bytes_reserved
+    return len(total) - 1 - int(np.argmax(total[::-1]))
 
 
 def heap_growth_per_step(events: MemoryEvents, steps: Steps) -> float:

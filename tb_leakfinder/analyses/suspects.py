@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_leakfinder.analyses.steps import step_position
-from tb_leakfinder.model.lifetimes import LIVE_AT_END, Buffers
+from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import Steps
 
 GROWING = "growing"
@@ -42,7 +42,7 @@ def leak_suspects(buffers: Buffers, steps: Steps) -> Suspects:
     """Group the buffers live at window end and classify how each group came to be."""
     num_steps = len(steps)
     group_of_buffer = np.full(len(buffers), -1, np.int64)
-    live = np.flatnonzero(buffers.status == LIVE_AT_END)
+    live = np.flatnonzero(buffers.status == NEVER_FREED)
     if len(live) == 0:
         return Suspects([], group_of_buffer)
     key_id = group_keys(buffers)
@@ -50,7 +50,7 @@ def leak_suspects(buffers: Buffers, steps: Steps) -> Suspects:
     position = step_position(buffers.alloc_time_ps, steps)
     # Earliest step in which each key had a buffer that was freed: a rolling cache evicts.
     freed_pos = np.full(len(live_ids), np.iinfo(np.int64).max, np.int64)
-    freed = np.flatnonzero((buffers.status != LIVE_AT_END) & (position >= 0))
+    freed = np.flatnonzero((buffers.status != NEVER_FREED) & (position >= 0))
     slot = np.searchsorted(live_ids, key_id[freed])
     hit = slot < len(live_ids)
     hit[hit] = live_ids[slot[hit]] == key_id[freed][hit]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_leakfinder.model.lifetimes import LIVE_AT_END, Buffers
+from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import MemoryEvents
 
 
@@ -17,4 +17,4 @@ def held_bytes(events: MemoryEvents, buffers: Buffers, mask: np.ndarray) -> np.n
 
 
 def never_freed_bytes(events: MemoryEvents, buffers: Buffers) -> np.ndarray:
-    return held_bytes(events, buffers, buffers.status == LIVE_AT_END)
+    return held_bytes(events, buffers, buffers.status == NEVER_FREED)

@@ -50,7 +50,7 @@ def decide(summary: Summary, groups: list[SuspectGroup], num_steps: int, strings
             f"Leak: +{format_bytes(top.bytes_per_step)} per step from {_label(top, strings)}, "
             f"{top.steps} of {num_steps} steps never freed",
         )
-    kept = summary.live_at_end_bytes
+    kept = summary.never_freed_bytes
     if kept:
         kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in groups)]
         return Verdict(
@@ -67,3 +67,18 @@ def _label(group: SuspectGroup, strings: list[str]) -> str:
 
 def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
+
+
+def combine(named: list[tuple[str, Verdict]]) -> Verdict:
+    """A host's verdict from its allocators' (label, verdict): the worst, naming every allocator that has it."""
+    if not named:
+        return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
+    if len(named) == 1:
+        return named[0][1]
+    verdict = worst([v.verdict for _, v in named])
+    chosen = [(name, v.reason) for name, v in named if v.verdict == verdict]
+    if len(chosen) == 1:
+        return Verdict(verdict, f"{chosen[0][0]}: {chosen[0][1]}")
+    names = ", ".join(name for name, _ in chosen)
+    word = {LEAK: "Leak", NO_LEAK: "No leak", INCONCLUSIVE: "Inconclusive"}[verdict]
+    return Verdict(verdict, f"{word} on {len(chosen)} allocators ({names}). " + "; ".join(f"{n}: {r}" for n, r in chosen))

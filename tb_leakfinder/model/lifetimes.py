@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 FREED = 0
-LIVE_AT_END = 1
+NEVER_FREED = 1
 BEFORE_WINDOW = 2
-STATUS_NAMES = ("freed", "live_at_end", "before_window")
+STATUS_NAMES = ("freed", "never_freed", "before_window")
 NO_TIME = -1  # alloc_time_ps of a buffer allocated before the window, free_time_ps of a live one
 
 

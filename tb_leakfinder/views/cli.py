@@ -12,6 +12,7 @@ from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
+from tb_leakfinder.report import select_allocator
 from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views import export
 from tb_leakfinder.views.markdown import render_comparison
@@ -32,11 +33,14 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("path", help=path_help)
     rep.add_argument("--run", help="only this run (as listed by TensorBoard, e.g. train/2026_11_29_09_31_25)")
     rep.add_argument("--host", help="only this host")
+    allocator_help = "only this allocator: its memory id as XProf shows it (e.g. 2, GPU_0_bfc) or its label (e.g. TPU:2)"
+    rep.add_argument("--allocator", help=allocator_help)
     rep.add_argument("--json", action="store_true", help="print the report JSON (the same as the plugin's /report)")
     chk_help = "exit 1 if any run leaks, 0 if none, 2 on bad input"
     chk = sub.add_parser("check", help=chk_help, description=chk_help)
     chk.add_argument("path", help=path_help)
     chk.add_argument("--run", help="only this run")
+    chk.add_argument("--allocator", help=allocator_help)
     dif_help = "compare run B with base run A; exit 1 if B brings a new growing leak or a leak verdict"
     dif = sub.add_parser("diff", help=dif_help, description=dif_help)
     dif.add_argument("path_a", help=f"base (A): {path_help}")
@@ -139,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
             result = engine.report(args.run, getattr(args, "host", None), done)
+        if args.allocator is not None:
+            result = select_allocator(result, args.allocator)
         if args.command == "report":
             export.export_report(args, engine, result)
     except LeakfinderError as exc:

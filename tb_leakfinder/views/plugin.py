@@ -265,4 +265,4 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             end_ps=int_arg(request, "end_ps"),
         )
         body = report.buffers_json(allocator, analysis.profile.steps, page)
-        return {"run": run, "host": host, "allocator": allocator.name, **body}
+        return {"run": run, "host": host, "allocator": allocator.name, "memory_id": allocator.memory_id, **body}

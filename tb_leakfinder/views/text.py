@@ -16,18 +16,38 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return ["    " + fmt.format(*headers).rstrip()] + ["    " + fmt.format(*r).rstrip() for r in rows]
 
 
+BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated before the window"}
+
+
+def peak_text(a: Json) -> str:
+    """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'."""
+    peak, capacity = a["peak_bytes_in_use"], a["memory_capacity_bytes"]
+    text = f"peak {format_bytes(peak)}"
+    if capacity > 0:
+        text += f" of {format_bytes(capacity)} ({100 * peak / capacity:.0f}%)"
+    if a["peak_step"] is not None:
+        text += f" at step {a['peak_step']}"
+    if a["peak_stack_reserved_bytes"]:
+        text += f" (stack {format_bytes(a['peak_stack_reserved_bytes'])}, heap {format_bytes(a['peak_heap_bytes'])})"
+    return text
+
+
+def _breakdown_label(row: Json) -> str:
+    return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
+
+
 def render_allocator(a: Json) -> list[str]:
+    memory_id = "" if a["memory_id"] == a["name"] else f" (memory id {a['memory_id']})"
     lines = [
-        f"  allocator {a['name']}: {VERDICT_WORDS[a['verdict']]}",
+        f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
         f"    {a['reason']}",
+        f"    {peak_text(a)}",
         f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
-        f"peak {format_bytes(a['peak_bytes_in_use'])}"
-        + (f" at step {a['peak_step']}" if a["peak_step"] is not None else "")
-        + f"; never freed {format_bytes(a['never_freed_bytes'])} in {a['live_at_end_count']} buffers; "
+        f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
         f"heap growth {format_bytes(a['growth_bytes_per_step'])}/step",
     ]
     lines += [f"    warning: {w}" for w in a["warnings"]]
-    if a["leaks"]:
+    if a["groups"]:
         lines.append("    never-freed groups:")
         rows = [
             [
@@ -40,15 +60,15 @@ def render_allocator(a: Json) -> list[str]:
                 format_bytes(g["bytes_per_step"]) + "/step",
                 f"{g['score']:.2f}",
             ]
-            for g in a["leaks"][:TOP_ROWS]
+            for g in a["groups"][:TOP_ROWS]
         ]
         lines += _table(["kind", "op shape region", "dtype", "count", "bytes", "steps", "growth", "score"], rows)
-        if len(a["leaks"]) > TOP_ROWS:
-            lines.append(f"    … and {len(a['leaks']) - TOP_ROWS} more groups (see --json)")
+        if len(a["groups"]) > TOP_ROWS:
+            lines.append(f"    … and {len(a['groups']) - TOP_ROWS} more groups (see --json)")
     if a["peak_breakdown"]:
-        lines.append("    live at peak:")
+        lines.append("    at the peak:")
         rows = [
-            [group_label(r["op"], r["shape"], r["region"]), r["dtype"], str(r["count"]), format_bytes(r["bytes"])]
+            [_breakdown_label(r), r["dtype"], "" if r["count"] is None else str(r["count"]), format_bytes(r["bytes"])]
             for r in a["peak_breakdown"][:TOP_ROWS]
         ]
         lines += _table(["op shape region", "dtype", "count", "bytes"], rows)
