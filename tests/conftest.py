@@ -1,34 +1,15 @@
-"""Shared fixtures: the real demo captures and helpers to find them."""
+"""Shared fixtures (helpers live in plain modules: tests/demo.py, tests/synthetic.py, tests/fuzzing.py)."""
 
 from __future__ import annotations
 
-import json
 import os
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.demo import DEMO_LOGS
 
 # Tests read no analyses a previous run left in ~/.cache; those of the disk cache name their folder.
 os.environ["TB_LEAKFINDER_NO_CACHE"] = "1"
-DEMO_LOGS = ROOT / "demo_logs"
-
-
-def demo_run_dir(tb_run: str) -> pathlib.Path:
-    return DEMO_LOGS / tb_run
-
-
-def demo_xplane(tb_run: str) -> pathlib.Path:
-    """The one .xplane.pb of a demo run, found rather than hard-coded (host and session vary)."""
-    found = sorted((DEMO_LOGS / tb_run / "plugins" / "profile").glob("*/*.xplane.pb"))
-    assert len(found) == 1, found
-    return found[0]
-
-
-def demo_capture(tb_run: str) -> dict:
-    """What the capture script leaked on purpose, from its own constants."""
-    return json.loads((DEMO_LOGS / tb_run / "capture.json").read_text())
 
 
 @pytest.fixture(scope="session")

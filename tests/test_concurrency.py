@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tb_leakfinder import service
-from tests.conftest import demo_xplane
+from tests.demo import demo_xplane
 from tests.plugin_client import PREFIX, make_client
 
 RUN, SESSION, HOST = "train", "2026_11_29_09_31_25", "host0"

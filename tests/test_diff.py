@@ -11,7 +11,7 @@ import pytest
 
 from tb_leakfinder.analyses.diff import compare, module_base_name, normalize_name
 from tb_leakfinder.service import Engine
-from tests.conftest import DEMO_LOGS
+from tests.demo import DEMO_LOGS
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import ProfileBuilder, write_session
 

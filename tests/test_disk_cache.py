@@ -17,7 +17,7 @@ from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.service import Engine, HostResult
 from tb_leakfinder.views import cli
-from tests.conftest import DEMO_LOGS
+from tests.demo import DEMO_LOGS
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import synthesize_training, write_session
 from tests.test_npz_codec import assert_same

@@ -13,7 +13,7 @@ import pytest
 
 from tb_leakfinder.npz_codec import CodecError, Decoder, Encoder
 from tb_leakfinder.service import HostResult, analyze_file
-from tests.conftest import DEMO_LOGS
+from tests.demo import DEMO_LOGS
 from tests.synthetic import synthesize_training, write_session
 
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 import tb_leakfinder
-from tests.conftest import demo_xplane
+from tests.demo import demo_xplane
 from tests.xprof_oracle import memory_profile_peaks
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import DEMO_LOGS, demo_xplane
+from tests.demo import DEMO_LOGS, demo_xplane
 from tests.plugin_client import PREFIX, make_client
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import tb_leakfinder
-from tests.conftest import demo_capture, demo_xplane
+from tests.demo import demo_capture, demo_xplane
 
 
 def _allocator(report: dict) -> dict:

@@ -21,7 +21,7 @@ from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundErro
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import hlo, xspace_proto
 from tb_leakfinder.views.text import render_module, render_modules
-from tests.conftest import demo_capture, demo_xplane
+from tests.demo import demo_capture, demo_xplane
 from tests.synthetic import ProfileBuilder
 
 JAX_RUNS = ("jax_liveout", "jax_clean")

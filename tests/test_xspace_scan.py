@@ -29,7 +29,7 @@ from tb_leakfinder.model.memory import (
     HostProfile,
 )
 from tb_leakfinder.read import xspace, xspace_proto
-from tests.conftest import DEMO_LOGS
+from tests.demo import DEMO_LOGS
 from tests.synthetic import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.xprof_oracle import xprof_tool
 
