@@ -10,6 +10,7 @@ import numpy as np
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.buffer_query import BufferPage, check_group
+from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, ModuleDiff
 from tb_leakfinder.analyses.downsample import downsample
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
@@ -81,19 +82,11 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
 
 def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     allocators = [allocator_json(a) for a in h.allocators]
-    verdict, reason = _host_verdict(allocators)
-    flagged = [
-        f"{item.instruction} {item.shape} ({format_bytes(item.bytes)}, {item.reason}) in {m.name}"
-        for m in modules
-        for item in m.actionable
-    ]
-    if flagged:
-        more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
-        reason += f" Static view: check {'; '.join(flagged[:3])}{more}."
+    verdict = verdicts.host_verdict([(a.name, a.verdict) for a in h.allocators], modules)
     return {
         "host": h.profile.host,
-        "verdict": verdict,
-        "reason": reason,
+        "verdict": verdict.verdict,
+        "reason": verdict.reason,
         "warnings": list(h.profile.warnings),
         "duration_ps": h.profile.duration_ps,
         "num_steps": len(h.profile.steps),
@@ -110,10 +103,11 @@ def _host_verdict(allocators: list[Json]) -> tuple[str, str]:
 
 def host_error_json(host: str, error: LeakfinderError) -> Json:
     """A host of a multi-host run whose file cannot be analysed: the others still are."""
+    verdict = verdicts.not_analysed(error.message)
     return {
         "host": host,
-        "verdict": verdicts.INCONCLUSIVE,
-        "reason": f"Not analysed: {error.message}",
+        "verdict": verdict.verdict,
+        "reason": verdict.reason,
         "error": error.message,
         "warnings": [],
         "duration_ps": 0,
@@ -175,6 +169,89 @@ def module_detail_json(m: ModuleDetail) -> Json:
     out = asdict(m)
     out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
     return out
+
+
+def _delta_json(d: Delta, digits: int | None = None) -> Json:
+    """{"a", "b", "delta"}; rounded as each side's report rounds the figure."""
+    a, b = (d.a, d.b) if digits is None else (round(d.a, digits), round(d.b, digits))
+    return {"a": a, "b": b, "delta": b - a}
+
+
+def _group_diff_json(g: GroupDiff) -> Json:
+    a, b = g.a, g.b
+    return {
+        "op": g.op,
+        "shape": g.shape,
+        "dtype": g.dtype,
+        "region": g.region,
+        "status": g.status,
+        "kind_a": a.kind if a else None,
+        "kind_b": b.kind if b else None,
+        "count_a": a.count if a else 0,
+        "count_b": b.count if b else 0,
+        "bytes_a": a.bytes if a else 0,
+        "bytes_b": b.bytes if b else 0,
+        "bytes_per_step_a": round(a.bytes_per_step, 1) if a else 0,
+        "bytes_per_step_b": round(b.bytes_per_step, 1) if b else 0,
+        "new_leak": g.new_leak,
+    }
+
+
+def _allocator_diff_json(d: AllocatorDiff) -> Json:
+    a, b = d.a, d.b
+    return {
+        "name_a": a.name if a else None,
+        "name_b": b.name if b else None,
+        "verdict_a": a.verdict.verdict if a else None,
+        "verdict_b": b.verdict.verdict if b else None,
+        "reason_a": a.verdict.reason if a else None,
+        "reason_b": b.verdict.reason if b else None,
+        "peak_bytes_in_use": _delta_json(d.peak_bytes_in_use),
+        "never_freed_bytes": _delta_json(d.never_freed_bytes),
+        "growth_bytes_per_step": _delta_json(d.growth_bytes_per_step, 1),
+        "num_allocations": _delta_json(d.num_allocations),
+        "num_deallocations": _delta_json(d.num_deallocations),
+        "groups": [_group_diff_json(g) for g in d.groups],
+    }
+
+
+def _module_diff_json(m: ModuleDiff) -> Json:
+    return {
+        "name": m.name,
+        "name_a": m.name_a,
+        "name_b": m.name_b,
+        "peak_heap_bytes": _delta_json(m.peak_heap_bytes),
+        "live_out_bytes": _delta_json(m.live_out_bytes),
+        "whole_program_buffers_added": [{**asdict(w), "count": 1} for w in m.whole_program_buffers_added],
+        "whole_program_buffers_removed": [{**asdict(w), "count": 1} for w in m.whole_program_buffers_removed],
+    }
+
+
+def comparison_json(c: Comparison) -> Json:
+    """The answer of the compare route and of `tb-leakfinder diff --json`."""
+    hosts = [
+        {
+            "host_a": h.a.host,
+            "host_b": h.b.host,
+            "verdict_a": h.a.verdict.verdict,
+            "verdict_b": h.b.verdict.verdict,
+            "reason_a": h.a.verdict.reason,
+            "reason_b": h.b.verdict.reason,
+            "allocators": [_allocator_diff_json(a) for a in h.allocators],
+            "modules": [_module_diff_json(m) for m in h.modules],
+        }
+        for h in c.hosts
+    ]
+    return {
+        "run_a": c.run_a,
+        "run_b": c.run_b,
+        "verdict_a": c.verdict_a,
+        "verdict_b": c.verdict_b,
+        "hosts": hosts,
+        "unmatched_hosts": c.unmatched_hosts,
+        "regression": c.regression,
+        "regressions": c.regressions,
+    }
 
 
 def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:

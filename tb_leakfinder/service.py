@@ -8,9 +8,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
+from tb_leakfinder.analyses import verdict as verdicts
+from tb_leakfinder.analyses.diff import HostSide, RunSide
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
@@ -21,6 +24,7 @@ from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.xspace import read_host
 
+T = TypeVar("T")
 DEFAULT_CACHE_BYTES = 2 << 30
 # Each host being read holds its file and its columns (about twice the file) until it is analysed.
 MAX_DEFAULT_WORKERS = 4
@@ -47,6 +51,15 @@ class HostResult:
         if self._json is None:
             self._json = report.host_json(self.unwrap(), self.modules)
         return self._json
+
+    def side(self, host: str) -> HostSide:
+        """This host as a side of a comparison."""
+        if self.error is not None:
+            return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
+        allocators = self.unwrap().allocators
+        return HostSide(
+            host, verdicts.host_verdict([(a.name, a.verdict) for a in allocators], self.modules), allocators, self.modules
+        )
 
     def module(self, name: str, memory_space: int | None, points: int) -> ModuleDetail:
         """One module in detail (the `module` route); only names the profile holds are looked up."""
@@ -201,6 +214,22 @@ class Engine:
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
         host_json = [report.host_error_json(h, error) if error else body for h, (body, error) in zip(hosts, results, strict=True)]
         return report.run_json(run.name, host_json)
+
+    def run_side(self, run: Run, host: str | None = None) -> RunSide:
+        """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""
+        hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
+        results = self._map_hosts(hosts, lambda h: self.host(run, h))
+        errors = [r.error for r in results if r.error is not None]
+        if len(errors) == len(results):
+            raise errors[0]
+        return RunSide(run.name, [r.side(h) for h, r in zip(hosts, results, strict=True)])
+
+    def _map_hosts(self, hosts: list[str], work: Callable[[str], T]) -> list[T]:
+        """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""
+        if len(hosts) > 1 and self.workers > 1:
+            with ThreadPoolExecutor(min(self.workers, len(hosts))) as pool:
+                return list(pool.map(work, hosts))
+        return [work(h) for h in hosts]
 
     def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.Json:
         runs = [self.run(run_name)] if run_name is not None else self.runs()

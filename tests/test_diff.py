@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from tb_leakfinder.analyses.diff import compare, module_base_name, normalize_name
+from tb_leakfinder.report import comparison_json
 from tb_leakfinder.service import Engine
 from tests.demo import DEMO_LOGS
 from tests.plugin_client import PREFIX, make_client
@@ -79,7 +80,7 @@ def test_grown_shrunk_and_suffixes(tmp_path):
     a = _loop_profile(tmp_path, "a", {"Grow_1": 4 * KIB, "Shrink": 8 * KIB, "Same_3": 2 * KIB})
     b = _loop_profile(tmp_path, "b", {"Grow_7": 16 * KIB, "Shrink": 2 * KIB, "Same_12": 2 * KIB, "Brand": KIB})
     engine_a, engine_b = Engine.for_path(a), Engine.for_path(b)
-    result = compare(engine_a.run_report(engine_a.runs()[0]), engine_b.run_report(engine_b.runs()[0]))
+    result = comparison_json(compare(engine_a.run_side(engine_a.runs()[0]), engine_b.run_side(engine_b.runs()[0])))
     groups = _groups(result)
     assert groups[("Grow", "[8,8]")]["status"] == "grown"
     assert groups[("Grow", "[8,8]")]["bytes_per_step_b"] == 16 * KIB

@@ -1,22 +1,24 @@
-"""Comparing two host reports: which never-freed groups are new, fixed, grown or shrunk.
+"""Comparing two runs' analyses: which never-freed groups are new, fixed, grown or shrunk.
 
-Works on the report JSON, so a comparison shows exactly the figures each side's
-own report shows. Groups are matched per allocator by (op, shape, dtype,
-region), with op names normalised by `normalize_name`: TensorFlow and XLA number
-repeated ops (`Mul_1`, `dense/MatMul_3`, `fusion.12`), and those numbers change
-from one build of a program to the next without the program changing.
+Works on the analysis objects, so a JSON key's name has no say in a diff.
+Groups are matched per allocator by (op, shape, dtype, region), with op names
+normalised by `normalize_name`: TensorFlow and XLA number repeated ops
+(`Mul_1`, `dense/MatMul_3`, `fusion.12`), and those numbers change from one
+build of a program to the next without the program changing.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import TypeVar
 
-from tb_leakfinder.analyses.labels import format_bytes
+from tb_leakfinder.analyses.host import AllocatorAnalysis
+from tb_leakfinder.analyses.labels import dtype_name, format_bytes
+from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummary, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import GROWING
-from tb_leakfinder.analyses.verdict import LEAK
-
-Json = dict[str, Any]
+from tb_leakfinder.analyses.verdict import LEAK, Verdict, worst
 
 NEW, FIXED, GROWN, SHRUNK, UNCHANGED = "new", "fixed", "grown", "shrunk", "unchanged"
 STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)
@@ -25,6 +27,7 @@ RELATIVE_TOLERANCE = 0.05
 
 _NUMERIC_SUFFIX = re.compile(r"[._]\d+(?=$|/)")
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
+T = TypeVar("T")
 
 
 def normalize_name(name: str) -> str:
@@ -37,10 +40,106 @@ def module_base_name(name: str) -> str:
     return _PROGRAM_ID.sub("", name)
 
 
-def _delta(a: float | None, b: float | None) -> Json:
-    a = a or 0
-    b = b or 0
-    return {"a": a, "b": b, "delta": b - a}
+@dataclass
+class HostSide:
+    """One host of a side: its verdict, allocators and compiled modules (none when it could not be read)."""
+
+    host: str
+    verdict: Verdict
+    allocators: list[AllocatorAnalysis]
+    modules: list[ModuleSummary]
+
+
+@dataclass
+class RunSide:
+    run: str
+    hosts: list[HostSide]
+
+    @property
+    def verdict(self) -> str:
+        return worst([h.verdict.verdict for h in self.hosts])
+
+
+@dataclass
+class Delta:
+    a: float
+    b: float
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+
+@dataclass
+class GroupSide:
+    """A never-freed group of one side, its numbered ops merged (`Mul` and `Mul_1` add up)."""
+
+    kind: str
+    count: int
+    bytes: int
+    bytes_per_step: float
+
+
+@dataclass
+class GroupDiff:
+    op: str  # normalised
+    shape: str
+    dtype: str
+    region: str
+    status: str
+    a: GroupSide | None
+    b: GroupSide | None
+
+    @property
+    def new_leak(self) -> bool:
+        """B's group grows and A's did not (or A had none)."""
+        return self.b is not None and self.b.kind == GROWING and not (self.a is not None and self.a.kind == GROWING)
+
+
+@dataclass
+class AllocatorDiff:
+    a: AllocatorAnalysis | None
+    b: AllocatorAnalysis | None
+    peak_bytes_in_use: Delta
+    never_freed_bytes: Delta
+    growth_bytes_per_step: Delta
+    num_allocations: Delta
+    num_deallocations: Delta
+    groups: list[GroupDiff]  # by status (new first), then by the change in bytes
+
+
+@dataclass
+class ModuleDiff:
+    name: str  # without the program id
+    name_a: str | None
+    name_b: str | None
+    peak_heap_bytes: Delta
+    live_out_bytes: Delta
+    whole_program_buffers_added: list[WholeProgramBuffer]
+    whole_program_buffers_removed: list[WholeProgramBuffer]
+
+
+@dataclass
+class HostDiff:
+    a: HostSide
+    b: HostSide
+    allocators: list[AllocatorDiff]
+    modules: list[ModuleDiff]
+
+
+@dataclass
+class Comparison:
+    run_a: str
+    run_b: str
+    verdict_a: str
+    verdict_b: str
+    hosts: list[HostDiff]
+    unmatched_hosts: list[str]
+    regressions: list[str] = field(default_factory=list)  # sentences for what B brings that A did not have
+
+    @property
+    def regression(self) -> bool:
+        return bool(self.regressions)
 
 
 def _changed(a: float, b: float) -> int:
@@ -50,170 +149,127 @@ def _changed(a: float, b: float) -> int:
     return 1 if b > a else -1
 
 
-def _group_key(g: Json) -> tuple[str, str, str, str]:
-    return (normalize_name(g["op"]), g["shape"], g["dtype"], g["region"])
+GroupKey = tuple[str, str, str, str]
 
 
-def _merge(groups: list[Json]) -> dict[tuple[str, str, str, str], Json]:
-    """Groups by normalised key; `Mul` and `Mul_1` of one side add up."""
-    merged: dict[tuple[str, str, str, str], Json] = {}
-    for g in groups:
-        key = _group_key(g)
-        if key not in merged:
-            merged[key] = {**g, "op": key[0]}
+def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
+    """The allocator's never-freed groups by normalised key."""
+    merged: dict[GroupKey, GroupSide] = {}
+    if a is None:
+        return merged
+    strings = a.events.strings
+    for g in a.suspects.groups:
+        key = (normalize_name(strings[g.op]), strings[g.shape], dtype_name(g.dtype), strings[g.region])
+        m = merged.get(key)
+        if m is None:
+            merged[key] = GroupSide(g.kind, g.count, g.bytes, g.bytes_per_step)
             continue
-        m = merged[key]
-        for field in ("count", "bytes", "bytes_per_step"):
-            m[field] += g[field]
-        if g["kind"] == GROWING:
-            m["kind"] = GROWING
+        m.count += g.count
+        m.bytes += g.bytes
+        m.bytes_per_step += g.bytes_per_step
+        if g.kind == GROWING:
+            m.kind = GROWING
     return merged
 
 
-def _group_status(a: Json | None, b: Json | None) -> str:
+def _group_status(a: GroupSide | None, b: GroupSide | None) -> str:
     if a is None:
         return NEW
     if b is None:
         return FIXED
-    if b["kind"] == GROWING and a["kind"] != GROWING:
+    if b.kind == GROWING and a.kind != GROWING:
         return GROWN
-    measure = "bytes_per_step" if GROWING in (a["kind"], b["kind"]) else "bytes"
-    return {1: GROWN, -1: SHRUNK, 0: UNCHANGED}[_changed(a[measure], b[measure])]
+    growing = GROWING in (a.kind, b.kind)
+    change = _changed(a.bytes_per_step, b.bytes_per_step) if growing else _changed(a.bytes, b.bytes)
+    return {1: GROWN, -1: SHRUNK, 0: UNCHANGED}[change]
 
 
-def diff_groups(groups_a: list[Json], groups_b: list[Json]) -> list[Json]:
-    side_a, side_b = _merge(groups_a), _merge(groups_b)
-    rows = []
-    for key in list(side_a) + [k for k in side_b if k not in side_a]:
-        a, b = side_a.get(key), side_b.get(key)
-        status = _group_status(a, b)
-        rows.append(
-            {
-                "op": key[0],
-                "shape": key[1],
-                "dtype": key[2],
-                "region": key[3],
-                "status": status,
-                "kind_a": a["kind"] if a else None,
-                "kind_b": b["kind"] if b else None,
-                "count_a": a["count"] if a else 0,
-                "count_b": b["count"] if b else 0,
-                "bytes_a": a["bytes"] if a else 0,
-                "bytes_b": b["bytes"] if b else 0,
-                "bytes_per_step_a": a["bytes_per_step"] if a else 0,
-                "bytes_per_step_b": b["bytes_per_step"] if b else 0,
-                "new_leak": bool(b and b["kind"] == GROWING and not (a and a["kind"] == GROWING)),
-            }
-        )
-    rows.sort(key=lambda r: (STATUS_ORDER.index(r["status"]), -abs(r["bytes_b"] - r["bytes_a"])))
+def diff_groups(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> list[GroupDiff]:
+    side_a, side_b = _merge(a), _merge(b)
+    rows = [
+        GroupDiff(*key, _group_status(side_a.get(key), side_b.get(key)), side_a.get(key), side_b.get(key))
+        for key in list(side_a) + [k for k in side_b if k not in side_a]
+    ]
+
+    def change(g: GroupDiff) -> int:
+        return abs((g.b.bytes if g.b else 0) - (g.a.bytes if g.a else 0))
+
+    rows.sort(key=lambda g: (STATUS_ORDER.index(g.status), -change(g)))
     return rows
 
 
-def _pair_by_name(items_a: list[Json], items_b: list[Json], key) -> list[tuple[Json | None, Json | None]]:
+def _pair_by_name(items_a: list[T], items_b: list[T], key: Callable[[T], Hashable]) -> list[tuple[T | None, T | None]]:
     """Pairs with equal `key`; two lone items are paired whatever their names."""
     if len(items_a) == len(items_b) == 1:
         return [(items_a[0], items_b[0])]
     by_b = {key(x): x for x in items_b}
-    pairs: list[tuple[Json | None, Json | None]] = [(x, by_b.pop(key(x), None)) for x in items_a]
+    pairs: list[tuple[T | None, T | None]] = [(x, by_b.pop(key(x), None)) for x in items_a]
     return pairs + [(None, x) for x in by_b.values()]
 
 
-def diff_allocator(a: Json | None, b: Json | None) -> Json:
-    empty: Json = {
-        "name": None,
-        "verdict": None,
-        "reason": None,
-        "groups": [],
-        "peak_bytes_in_use": 0,
-        "never_freed_bytes": 0,
-        "growth_bytes_per_step": 0,
-        "num_allocations": 0,
-        "num_deallocations": 0,
-    }
-    a, b = a or empty, b or empty
-    return {
-        "name_a": a["name"],
-        "name_b": b["name"],
-        "verdict_a": a["verdict"],
-        "verdict_b": b["verdict"],
-        "reason_a": a["reason"],
-        "reason_b": b["reason"],
-        "peak_bytes_in_use": _delta(a["peak_bytes_in_use"], b["peak_bytes_in_use"]),
-        "never_freed_bytes": _delta(a["never_freed_bytes"], b["never_freed_bytes"]),
-        "growth_bytes_per_step": _delta(a["growth_bytes_per_step"], b["growth_bytes_per_step"]),
-        "num_allocations": _delta(a["num_allocations"], b["num_allocations"]),
-        "num_deallocations": _delta(a["num_deallocations"], b["num_deallocations"]),
-        "groups": diff_groups(a["groups"], b["groups"]),
-    }
+def diff_allocator(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> AllocatorDiff:
+    def delta(measure: Callable[[AllocatorAnalysis], float]) -> Delta:
+        return Delta(measure(a) if a else 0, measure(b) if b else 0)
 
-
-def _buffer_key(w: Json) -> tuple[str, str, str]:
-    return (normalize_name(w["instruction"]), w["shape"], w["reason"])
-
-
-def diff_module(a: Json | None, b: Json | None) -> Json:
-    wa = {_buffer_key(w): w for w in (a or {}).get("whole_program_buffers", [])}
-    wb = {_buffer_key(w): w for w in (b or {}).get("whole_program_buffers", [])}
-    return {
-        "name": module_base_name((a or b or {}).get("name", "")),
-        "name_a": a["name"] if a else None,
-        "name_b": b["name"] if b else None,
-        "peak_heap_bytes": _delta((a or {}).get("peak_heap_bytes"), (b or {}).get("peak_heap_bytes")),
-        "live_out_bytes": _delta((a or {}).get("live_out_bytes"), (b or {}).get("live_out_bytes")),
-        "whole_program_buffers_added": [w for k, w in wb.items() if k not in wa],
-        "whole_program_buffers_removed": [w for k, w in wa.items() if k not in wb],
-    }
-
-
-def diff_hosts(a: Json, b: Json) -> Json:
-    allocators = [diff_allocator(x, y) for x, y in _pair_by_name(a["allocators"], b["allocators"], lambda x: x["name"])]
-    module_pairs = _pair_by_name(
-        a.get("modules", []), b.get("modules", []), lambda m: (module_base_name(m["name"]), m.get("memory_space"))
+    return AllocatorDiff(
+        a,
+        b,
+        peak_bytes_in_use=delta(lambda x: x.summary.peak_bytes_in_use),
+        never_freed_bytes=delta(lambda x: x.summary.never_freed_bytes),
+        growth_bytes_per_step=delta(lambda x: x.summary.growth_bytes_per_step),
+        num_allocations=delta(lambda x: x.summary.num_allocations),
+        num_deallocations=delta(lambda x: x.summary.num_deallocations),
+        groups=diff_groups(a, b),
     )
-    modules = [diff_module(x, y) for x, y in module_pairs]
-    return {
-        "host_a": a["host"],
-        "host_b": b["host"],
-        "verdict_a": a["verdict"],
-        "verdict_b": b["verdict"],
-        "reason_a": a["reason"],
-        "reason_b": b["reason"],
-        "allocators": allocators,
-        "modules": modules,
-    }
 
 
-def regressions(hosts: list[Json]) -> list[str]:
+def _whole_program(m: ModuleSummary | None) -> dict[tuple[str, str, str], WholeProgramBuffer]:
+    """The module's whole-program buffers by (normalised instruction, shape, reason); small ones are not compared."""
+    buffers = m.whole_program_buffers if m else []
+    return {(normalize_name(w.instruction), w.shape, w.reason): w for w in buffers if w.bytes >= SMALL_BUFFER_BYTES}
+
+
+def diff_module(a: ModuleSummary | None, b: ModuleSummary | None) -> ModuleDiff:
+    wa, wb = _whole_program(a), _whole_program(b)
+    either = a or b
+    return ModuleDiff(
+        name=module_base_name(either.name if either else ""),
+        name_a=a.name if a else None,
+        name_b=b.name if b else None,
+        peak_heap_bytes=Delta(a.peak_heap_bytes if a else 0, b.peak_heap_bytes if b else 0),
+        live_out_bytes=Delta(a.live_out_bytes if a else 0, b.live_out_bytes if b else 0),
+        whole_program_buffers_added=[w for k, w in wb.items() if k not in wa],
+        whole_program_buffers_removed=[w for k, w in wa.items() if k not in wb],
+    )
+
+
+def diff_hosts(a: HostSide, b: HostSide) -> HostDiff:
+    allocators = [diff_allocator(x, y) for x, y in _pair_by_name(a.allocators, b.allocators, lambda x: x.name)]
+    module_pairs = _pair_by_name(a.modules, b.modules, lambda m: (module_base_name(m.name), m.memory_space))
+    return HostDiff(a, b, allocators, [diff_module(x, y) for x, y in module_pairs])
+
+
+def regressions(hosts: list[HostDiff]) -> list[str]:
     """Sentences for what B brings that A did not have: a new growing group, or a leak verdict."""
     found = []
     for h in hosts:
-        if h["verdict_b"] == LEAK and h["verdict_a"] != LEAK:
-            found.append(f"host {h['host_b']}: B leaks and A does not: {h['reason_b']}")
-        for alloc in h["allocators"]:
-            for g in alloc["groups"]:
-                if g["new_leak"]:
+        if h.b.verdict.verdict == LEAK and h.a.verdict.verdict != LEAK:
+            found.append(f"host {h.b.host}: B leaks and A does not: {h.b.verdict.reason}")
+        for alloc in h.allocators:
+            for g in alloc.groups:
+                if g.new_leak and g.b is not None:
                     found.append(
-                        f"host {h['host_b']}, allocator {alloc['name_b']}: new growing group {g['op']} {g['shape']} "
-                        f"{g['region']} (+{format_bytes(g['bytes_per_step_b'])} per step)"
+                        f"host {h.b.host}, allocator {alloc.b.name if alloc.b else None}: new growing group {g.op} {g.shape} "
+                        f"{g.region} (+{format_bytes(g.b.bytes_per_step)} per step)"
                     )
     return found
 
 
-def compare(run_a: Json, run_b: Json, host_a: str | None = None, host_b: str | None = None) -> Json:
-    """The comparison of two run reports (or two hosts of them): `b` is the change, `a` the base."""
-    hosts_a = [h for h in run_a["hosts"] if host_a is None or h["host"] == host_a]
-    hosts_b = [h for h in run_b["hosts"] if host_b is None or h["host"] == host_b]
-    pairs = _pair_by_name(hosts_a, hosts_b, lambda h: h["host"])
+def compare(run_a: RunSide, run_b: RunSide, host_a: str | None = None, host_b: str | None = None) -> Comparison:
+    """The comparison of two runs (or two hosts of them): `b` is the change, `a` the base."""
+    hosts_a = [h for h in run_a.hosts if host_a is None or h.host == host_a]
+    hosts_b = [h for h in run_b.hosts if host_b is None or h.host == host_b]
+    pairs = _pair_by_name(hosts_a, hosts_b, lambda h: h.host)
     hosts = [diff_hosts(x, y) for x, y in pairs if x is not None and y is not None]
-    unmatched = [x["host"] for x, y in pairs if y is None] + [y["host"] for x, y in pairs if x is None]
-    found = regressions(hosts)
-    return {
-        "run_a": run_a["run"],
-        "run_b": run_b["run"],
-        "verdict_a": run_a["verdict"],
-        "verdict_b": run_b["verdict"],
-        "hosts": hosts,
-        "unmatched_hosts": unmatched,
-        "regression": bool(found),
-        "regressions": found,
-    }
+    unmatched = [x.host for x, y in pairs if x is not None and y is None] + [y.host for x, y in pairs if x is None and y]
+    return Comparison(run_a.run, run_b.run, run_a.verdict, run_b.verdict, hosts, unmatched, regressions(hosts))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, SuspectGroup
 
@@ -67,6 +68,23 @@ def _label(group: SuspectGroup, strings: list[str]) -> str:
 
 def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
+
+
+def host_verdict(allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary]) -> Verdict:
+    """A host's verdict: its allocators' (see `combine`), naming the buffers the static view flags."""
+    combined = combine(allocators)
+    flagged = [
+        f"{f.instruction} {f.shape} ({format_bytes(f.bytes)}, {f.reason}) in {m.name}" for m in modules for f in m.actionable
+    ]
+    if not flagged:
+        return combined
+    more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
+    return Verdict(combined.verdict, f"{combined.reason} Static view: check {'; '.join(flagged[:3])}{more}.")
+
+
+def not_analysed(message: str) -> Verdict:
+    """The verdict of a host whose profile cannot be analysed."""
+    return Verdict(INCONCLUSIVE, f"Not analysed: {message}")
 
 
 def combine(named: list[tuple[str, Verdict]]) -> Verdict:

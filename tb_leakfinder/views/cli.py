@@ -8,11 +8,11 @@ import os
 import sys
 
 from tb_leakfinder import precompute
-from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.diff import RunSide, compare
 from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
-from tb_leakfinder.report import select_allocator
+from tb_leakfinder.report import comparison_json, select_allocator
 from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views import export
 from tb_leakfinder.views.markdown import render_comparison
@@ -98,20 +98,19 @@ def _precompute(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
-def _side_report(path: str, run_name: str | None, args: argparse.Namespace) -> dict:
+def _side(path: str, run_name: str | None, args: argparse.Namespace) -> RunSide:
     engine = Engine.for_path(path, disk=_disk(args, path))
     runs = engine.runs()
     if run_name is None and len(runs) > 1:
         names = ", ".join(r.name for r in runs)
         raise BadArgumentError(f"{path} holds {len(runs)} runs ({names}); choose one with --run-a/--run-b")
     run = engine.run(run_name) if run_name is not None else runs[0]
-    return engine.run_report(run)
+    return engine.run_side(run)
 
 
 def _diff(args: argparse.Namespace) -> int:
-    result = compare(
-        _side_report(args.path_a, args.run_a, args), _side_report(args.path_b, args.run_b, args), args.host_a, args.host_b
-    )
+    comparison = compare(_side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args), args.host_a, args.host_b)
+    result = comparison_json(comparison)
     text = render_comparison(result)
     if args.markdown:
         try:

@@ -216,9 +216,9 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             run = self._run(request, f"run_{side}")
             host = str_arg(request, f"host_{side}")
             _check_hosts(run, host)
-            sides.append((self.engine.run_report(run, host), host))
+            sides.append((self.engine.run_side(run, host), host))
         (run_a, host_a), (run_b, host_b) = sides
-        return compare(run_a, run_b, host_a, host_b)
+        return report.comparison_json(compare(run_a, run_b, host_a, host_b))
 
     def _report(self, request: Request) -> report.Json:
         run = self._run(request)
