@@ -9,9 +9,9 @@ import numpy as np
 
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
-from tb_leakfinder.analyses.buffer_query import BufferPage, check_group
+from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage, check_group
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, ModuleDiff
-from tb_leakfinder.analyses.downsample import downsample
+from tb_leakfinder.analyses.downsample import MAX_POINTS, downsample
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
@@ -124,7 +124,12 @@ def run_json(name: str, hosts: list[Json]) -> Json:
 
 
 def report_json(runs: list[Json]) -> Json:
-    return {"version": REPORT_VERSION, "runs": runs}
+    return {"version": REPORT_VERSION, "limits": limits_json(), "runs": runs}
+
+
+def limits_json() -> Json:
+    """The server's limits the frontend follows (docs/http_api.md, "limits")."""
+    return {"small_buffer_bytes": SMALL_BUFFER_BYTES, "page_size": MAX_PAGE, "max_points": MAX_POINTS}
 
 
 def allocator_choices(allocators: list[AllocatorAnalysis] | list[Json]) -> str:

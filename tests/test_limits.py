@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder import service
+from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.read import xspace
 from tb_leakfinder.views import plugin
 from tests.plugin_client import PREFIX, make_client
@@ -138,3 +139,19 @@ def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
 def test_the_limits_are_the_documented_ones(text):
     limits = (ROOT / "docs" / "http_api.md").read_text().split("## Limits", 1)[1]
     assert text in limits
+
+
+def test_the_reports_limits_are_the_ones_the_routes_enforce(tmp_path):
+    write_session(tmp_path, "r", SESSION, {"host0": _small_profile("host0")})
+    client, _ = make_client(str(tmp_path))
+    status, report = _get(client, "report", run=f"r/{SESSION}")
+    assert status == 200
+    limits = report["limits"]
+    page, points = limits["page_size"], limits["max_points"]
+    run = f"r/{SESSION}"
+    assert _get(client, "buffers", run=run, limit=page)[0] == 200
+    assert _get(client, "buffers", run=run, limit=page + 1)[0] == 400
+    assert _get(client, "timeline", run=run, points=points)[0] == 200
+    assert _get(client, "timeline", run=run, points=points + 1)[0] == 400
+    # Buffers below small_buffer_bytes are what a module's "small" row folds.
+    assert limits["small_buffer_bytes"] == static_buffers.SMALL_BUFFER_BYTES
