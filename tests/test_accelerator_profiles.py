@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 
 import tb_leakfinder
+from tb_leakfinder.analyses.breakdown import live_at
+from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.model.memory import ALLOC, FREE
+from tb_leakfinder.read.xspace import read_host
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import ProfileBuilder, synthesize_devices, write_session
 from tests.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, XPROF_STACK_ROW, memory_profile_allocators
@@ -291,3 +294,28 @@ def test_http_allocator_takes_the_memory_id_or_the_label(tmp_path):
     assert status == 404 and "TPU:0 (memory id '0')" in error["error"]
     # Without the argument, the first allocator: device memory with the highest peak.
     assert get("timeline")[1]["memory_id"] == "2"
+
+
+def test_with_group_ids_xprof_counts_only_the_peak_step_as_attributed(tmp_path):
+    """XProf's "unused preallocated" row counts, with a group_id on the events, every buffer not made in the peak's step.
+
+    Ours stays what was allocated before the window; the difference is exactly
+    the buffers of earlier steps still live at the peak (the leak, the params).
+    """
+    builder, _ = synthesize_devices(
+        2, STEPS, platform="GPU", id_stat="allocator_name", preallocated_bytes=64 * MIB, leak_device=1, group_ids=True
+    )
+    path = str(tmp_path / "host0.xplane.pb")
+    builder.write(path)
+    oracle = memory_profile_allocators(path)
+    analysis = analyze_host(read_host(path, "host0"))
+    assert {a.memory_id for a in analysis.allocators} == set(oracle)
+    for a in analysis.allocators:
+        peak = a.summary.peak_event
+        live = np.flatnonzero(live_at(a.buffers, peak, int(a.events.time_ps[peak])))
+        earlier = live[a.events.group_id[a.buffers.alloc_event[live]] != a.events.group_id[peak]]
+        earlier_bytes = int(a.buffers.allocation_bytes[earlier].sum())
+        assert earlier_bytes > 0
+        assert a.peak_before_window_bytes == 64 * MIB
+        assert a.peak_before_window_bytes + earlier_bytes == oracle[a.memory_id]["special"][XPROF_BEFORE_WINDOW_ROW]
+        assert a.summary.peak_bytes_in_use == oracle[a.memory_id]["peakBytesInUse"]

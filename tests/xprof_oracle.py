@@ -28,17 +28,6 @@ def xprof_tool(path: str, tool: str, params: dict | None = None) -> dict:
     return json.loads(out.stdout)
 
 
-def memory_profile_peaks(path: str) -> dict[str, dict]:
-    """Per allocator: XProf's peakStats as numbers, plus its peak time as `time_ps`."""
-    data = xprof_tool(path, "memory_profile")
-    peaks = {}
-    for name, profile in data["memoryProfilePerAllocator"].items():
-        summary = profile["profileSummary"]
-        stats = {k: float(v) if k == "fragmentation" else int(v) for k, v in summary["peakStats"].items()}
-        peaks[name] = {**stats, "time_ps": int(summary["peakStatsTimePs"])}
-    return peaks
-
-
 # XProf's names for the rows its peak table adds to the buffers it can attribute.
 XPROF_BEFORE_WINDOW_ROW = "unused preallocated device memory"
 XPROF_STACK_ROW = "stack"
@@ -47,8 +36,9 @@ XPROF_STACK_ROW = "stack"
 def memory_profile_allocators(path: str) -> dict[str, dict]:
     """Per memory id, what XProf's memory profile says of its peak.
 
-    `peakBytesInUse`, `stackReservedBytes`, `heapAllocatedBytes`, `time_ps`
-    (its peakStatsTimePs), `memoryCapacity`, and `special`: the bytes of the
+    `peakBytesInUse`, `stackReservedBytes`, `heapAllocatedBytes`,
+    `fragmentation`, `time_ps` (its peakStatsTimePs), `memoryCapacity`, and
+    `special`: the bytes of the
     rows its peak table adds ({"stack": …, "unused preallocated device
     memory": …}, a row left out when 0).
     """
@@ -59,6 +49,7 @@ def memory_profile_allocators(path: str) -> dict[str, dict]:
         stats = summary["peakStats"]
         result[memory_id] = {
             **{key: int(stats[key]) for key in ("peakBytesInUse", "stackReservedBytes", "heapAllocatedBytes")},
+            "fragmentation": float(stats["fragmentation"]),
             "time_ps": int(summary["peakStatsTimePs"]),
             "memoryCapacity": int(summary["memoryCapacity"]),
             "special": {row["tfOpName"]: int(row["allocationBytes"]) for row in profile.get("specialAllocations", [])},
