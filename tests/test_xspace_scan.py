@@ -39,7 +39,15 @@ if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  
 pytestmark = pytest.mark.skipif(scanner is None, reason="the C scanner (read/_xspace_scan.c) is not built")
 
 PATH = "/logs/run/plugins/profile/s/host0.xplane.pb"
-SPAN_COLUMNS = {"source": np.int8, "name": np.int32, "device": np.int32, "root": bool, "start_ps": np.int64, "end_ps": np.int64}
+SPAN_COLUMNS = {
+    "source": np.int8,
+    "name": np.int32,
+    "device": np.int32,
+    "root": bool,
+    "start_ps": np.int64,
+    "end_ps": np.int64,
+    "line": np.int32,
+}
 MESSAGES = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
 
 
@@ -447,6 +455,9 @@ def test_spans_groups_and_device_planes_decode_identically(monkeypatch):
         ("train", SPAN_HOST_ROOT, -1, True, 5_000, 6_000),
     ]
     assert spans.names == sorted(spans.names)
+    # A host span's line is its thread's position among the /host:CPU lines; device spans have none.
+    lines = {spans.names[n]: int(line) for n, line in zip(spans.name, spans.line, strict=True)}
+    assert (lines["FunctionRun"], lines["__inference_train_step_41"], lines["jit_step(3)"]) == (0, 1, -1)
     # Integer group ids of host events and memory events (not of device events), whatever their value.
     groups = profile.groups
     assert groups.group_id.tolist() == [1, 2, -(1 << 63), -5, (1 << 63) - 1]

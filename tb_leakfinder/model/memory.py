@@ -100,11 +100,13 @@ SPAN_DEVICE_STEP = 2  # an event of a device plane's `Steps` line
 
 @dataclass
 class Spans:
-    """Candidate step spans, sorted by start (then end, source, device, name, root).
+    """Candidate step spans, sorted by start (then end, source, device, name, root, line).
 
     `name` indexes `names` (sorted); `device` indexes HostProfile.device_planes,
     -1 on the host; `root` is True where the event carried a nonzero integer
-    `_r` stat. Times are in MemoryEvents.time_ps's time base.
+    `_r` stat; `line` is the position of a host span's line (its thread) among
+    the /host:CPU plane's lines, -1 on devices. Times are in
+    MemoryEvents.time_ps's time base.
     """
 
     source: np.ndarray  # int8, SPAN_*
@@ -113,6 +115,7 @@ class Spans:
     root: np.ndarray  # bool
     start_ps: np.ndarray  # int64
     end_ps: np.ndarray  # int64
+    line: np.ndarray  # int32
     names: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -121,7 +124,8 @@ class Spans:
     @classmethod
     def empty(cls) -> Spans:
         z = np.zeros(0, np.int64)
-        return cls(np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, bool), z, z.copy())
+        i32 = np.zeros(0, np.int32)
+        return cls(np.zeros(0, np.int8), i32, i32.copy(), np.zeros(0, bool), z, z.copy(), i32.copy())
 
 
 @dataclass

@@ -288,12 +288,13 @@ typedef struct {
 typedef struct { int64_t step, start, end; } StepRow;
 typedef struct { int64_t group, start, end; } GroupRow;
 /* Laid out as xspace.py's SPAN_ROW dtype. */
-typedef struct { int64_t start, end; int32_t name, device; int8_t source, root, pad[6]; } SpanRow;
+typedef struct { int64_t start, end; int32_t name, device; int8_t source, root, pad[2]; int32_t line; } SpanRow;
 /* The rows one chunk of a line gave, placed in time by the line's timestamp once all lines are known.
  * Only /host:CPU lines (host = 1) set the time base and the profile's end. */
 typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n, sp_first, sp_n, gr_first, gr_n; int host; } LineFix;
-/* A run of one line's event fields [p, end), scanned as a unit by one worker. */
-typedef struct { ptr p, end; int64_t ts; } Chunk;
+/* A run of one line's event fields [p, end), scanned as a unit by one worker; `line` is the line's position
+ * among the /host:CPU plane's lines (its thread), which the spans found in it carry. */
+typedef struct { ptr p, end; int64_t ts; int32_t line; } Chunk;
 
 typedef struct { ptr name; size_t name_len; int role; int32_t str_index, alloc_index; } StatMeta;
 /* An event metadata: its kind (KIND_*) and, once a span used it, its index in Scan.span_names. */
@@ -745,7 +746,7 @@ static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, in
     else if ((name = s->events[ei].span_index) < 0)
         name = s->events[ei].span_index = intern(&s->span_names, -1, s->events[ei].name, s->events[ei].name_len);
     if (name < 0 || grow((void **)&s->spans, &s->capspans, s->nspans + 1, sizeof(SpanRow)) < 0) NOMEM(s);
-    s->spans[s->nspans++] = (SpanRow){start, end, name, source == SPAN_HOST_ROOT ? -1 : s->device, (int8_t)source, (int8_t)root, {0}};
+    s->spans[s->nspans++] = (SpanRow){start, end, name, source == SPAN_HOST_ROOT ? -1 : s->device, (int8_t)source, (int8_t)root, {0}, -1};
     return 0;
 }
 
@@ -899,12 +900,12 @@ static int check_line(Scan *s, ptr p, ptr end, int depth) {
 
 static int push_chunk(Scan *s, ptr p, ptr end) {
     if (grow((void **)&s->chunks, &s->capchunks, s->nchunks + 1, sizeof(Chunk)) < 0) NOMEM(s);
-    s->chunks[s->nchunks++] = (Chunk){p, end, 0};
+    s->chunks[s->nchunks++] = (Chunk){p, end, 0, 0};
     return 0;
 }
 
-/* A /host:CPU line: checks its own fields and cuts its events into chunks of about s->chunk_bytes. */
-static int cut_line(Scan *s, ptr p, ptr end, int depth) {
+/* A /host:CPU line (the `line`-th): checks its own fields and cuts its events into chunks of about s->chunk_bytes. */
+static int cut_line(Scan *s, ptr p, ptr end, int depth, int32_t line) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     int64_t ts = 0; /* the last timestamp_ns, wherever it is among the events */
     size_t first = s->nchunks;
@@ -928,7 +929,7 @@ static int cut_line(Scan *s, ptr p, ptr end, int depth) {
     }
     if (r < 0) return -1;
     if (start && push_chunk(s, start, last) < 0) return -1;
-    for (size_t i = first; i < s->nchunks; i++) s->chunks[i].ts = ts;
+    for (size_t i = first; i < s->nchunks; i++) { s->chunks[i].ts = ts; s->chunks[i].line = line; }
     return 0;
 }
 
@@ -943,6 +944,7 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
         if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, MODE_HOST, &acc) < 0)
             return -1;
     if (r < 0) return -1;
+    for (size_t j = sp_first; j < w->nspans; j++) w->spans[j].line = ch->line;
     return push_line(w, (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first, sp_first,
                                   w->nspans - sp_first, gr_first, w->ngroups - gr_first, 1});
 }
@@ -1132,10 +1134,11 @@ static int walk_plane(Scan *s, ptr p, ptr end, int depth, int role, int device) 
     }
     if (r < 0) return -1;
     q = p;
+    int32_t line = 0;
     while ((r = next_field(s, &q, end, depth, &f)) > 0) {
         if (f.wt != WT_LEN) continue;
         if (f.field == XPLANE_LINES) {
-            int checked = role == PLANE_CPU ? cut_line(s, f.data, f.data + f.len, depth + 1)
+            int checked = role == PLANE_CPU ? cut_line(s, f.data, f.data + f.len, depth + 1, line++)
                                             : check_line(s, f.data, f.data + f.len, depth + 1);
             if (checked < 0) return -1;
         } else if (f.field == XPLANE_EVENT_METADATA && role == PLANE_METADATA) {
@@ -1383,7 +1386,7 @@ done:
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
      "scan(data, threads=1, chunk_bytes=1 << 20) -> dict: the /host:CPU memory-event columns (COLUMNS), step\n"
-     "rows (step, start, end), span rows (start, end, name, device, source, root: xspace.SPAN_ROW) with their\n"
+     "rows (step, start, end), span rows (start, end, name, device, source, root, line: xspace.SPAN_ROW) with their\n"
      "span_names, group rows (group, start, end), interned strings, allocator keys (a kind byte S/I/U and the\n"
      "value), device_planes, and the /host:metadata entries (key, name, hlo, program_id). The CPU plane's\n"
      "events are cut into chunks of about chunk_bytes, scanned by up to `threads` threads; the result does not\n"

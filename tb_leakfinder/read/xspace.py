@@ -29,7 +29,16 @@ PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"
 MAX_FILE_BYTES = 4 << 30
 # The scanner's span rows (its SpanRow struct).
 SPAN_ROW = np.dtype(
-    [("start", "<i8"), ("end", "<i8"), ("name", "<i4"), ("device", "<i4"), ("source", "i1"), ("root", "i1"), ("pad", "V6")]
+    [
+        ("start", "<i8"),
+        ("end", "<i8"),
+        ("name", "<i4"),
+        ("device", "<i4"),
+        ("source", "i1"),
+        ("root", "i1"),
+        ("pad", "V2"),
+        ("line", "<i4"),
+    ]
 )
 # Threads that scan one profile's /host:CPU events (in chunks of about 1 MB; smaller profiles use one).
 SCAN_THREADS = min(os.cpu_count() or 1, 4)
@@ -93,7 +102,14 @@ def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
     span = _column(scanned["spans"], SPAN_ROW)
     span_names = [s.decode() for s in scanned["span_names"]]
     spans = xspace_proto.spans_from_rows(
-        span["source"], span["name"], span_names, span["device"], span["root"].astype(bool), span["start"], span["end"]
+        span["source"],
+        span["name"],
+        span_names,
+        span["device"],
+        span["root"].astype(bool),
+        span["start"],
+        span["end"],
+        span["line"],
     )
     group = _column(scanned["groups"], np.int64).reshape(-1, 3)
     groups = xspace_proto.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])

@@ -112,23 +112,25 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
 
 
 class _SpanRows:
-    """Spans as they are found: (source, name, device, root, start, end) rows, names interned."""
+    """Spans as they are found: (source, name, device, root, start, end, line) rows, names interned."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple[int, int, int, bool, int, int]] = []
+        self.rows: list[tuple[int, int, int, bool, int, int, int]] = []
         self.names: list[str] = []
         self._index: dict[str, int] = {}
 
-    def add(self, source: int, name: str, device: int, root: bool, start: int, end: int) -> None:
+    def add(self, source: int, name: str, device: int, root: bool, start: int, end: int, line: int = -1) -> None:
         index = self._index.setdefault(name, len(self.names))
         if index == len(self.names):
             self.names.append(name)
-        self.rows.append((source, index, device, root, start, end))
+        self.rows.append((source, index, device, root, start, end, line))
 
-    def columns(self) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        dtypes = (np.int8, np.int32, np.int32, bool, np.int64, np.int64)
+    def columns(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        dtypes = (np.int8, np.int32, np.int32, bool, np.int64, np.int64, np.int32)
         cols = [np.asarray([row[k] for row in self.rows], dtype) for k, dtype in enumerate(dtypes)]
-        return cols[0], cols[1], self.names, cols[2], cols[3], cols[4], cols[5]
+        return cols[0], cols[1], self.names, cols[2], cols[3], cols[4], cols[5], cols[6]
 
 
 def _device_spans(plane: Message, device: int, base_ns: int, spans: _SpanRows) -> None:
@@ -165,8 +167,9 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
         key: ALLOC if name == ALLOC_EVENT else FREE for key, name in event_names.items() if name in (ALLOC_EVENT, FREE_EVENT)
     }
     span_names = {key for key, name in event_names.items() if is_host_span_name(name)}
-    lines = [line for line in plane.lines if line.events]
-    base_ns = min((line.timestamp_ns for line in lines), default=0)
+    # Each line keeps its position among all of the plane's lines: a host span's `line` (its thread).
+    lines = [(position, line) for position, line in enumerate(plane.lines) if line.events]
+    base_ns = min((line.timestamp_ns for _, line in lines), default=0)
     columns: dict[str, list] = {name: [] for name in EVENT_COLUMNS}
     strings = [""]
     string_index = {"": 0}
@@ -182,7 +185,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
             strings.append(value)
         return string_index[value]
 
-    for line in lines:
+    for position, line in lines:
         line_base = (line.timestamp_ns - base_ns) * 1000
         for event in line.events:
             # Absurd timestamps wrap around int64, exactly as the compiled scanner's arithmetic does.
@@ -195,7 +198,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
                 if step is not None:
                     step_rows.append((step, start, end))
                 if root or event.metadata_id in span_names:
-                    spans.add(SPAN_HOST_ROOT, event_names.get(event.metadata_id, ""), -1, root, start, end)
+                    spans.add(SPAN_HOST_ROOT, event_names.get(event.metadata_id, ""), -1, root, start, end, position)
                 if group is not None:
                     group_rows.append((group, start, end))
                 continue
@@ -293,6 +296,7 @@ def spans_from_rows(
     root: np.ndarray,
     start_ps: np.ndarray,
     end_ps: np.ndarray,
+    line: np.ndarray,
 ) -> Spans:
     """Spans in their canonical order, with `names` sorted, whatever order the rows were found in."""
     if not len(start_ps):
@@ -301,7 +305,7 @@ def spans_from_rows(
     position = {text: k for k, text in enumerate(used)}
     remap = np.asarray([position.get(text, -1) for text in names], np.int32)
     name = remap[name]
-    order = np.lexsort((root, name, device, source, end_ps, start_ps))
+    order = np.lexsort((line, root, name, device, source, end_ps, start_ps))
     return Spans(
         source[order].astype(np.int8),
         name[order],
@@ -309,6 +313,7 @@ def spans_from_rows(
         root[order].astype(bool),
         start_ps[order].astype(np.int64),
         end_ps[order].astype(np.int64),
+        line[order].astype(np.int32),
         used,
     )
 
