@@ -2,6 +2,8 @@
 // Every URL is relative: the plugin iframe's <base href> is
 // `<prefix>/data/plugin/leakfinder/`, so this works under --path_prefix.
 
+import {inlineSource} from './inline';
+
 export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
@@ -384,7 +386,7 @@ export class ApiError extends Error {
   }
 }
 
-type Params = Record<string, string | number | null | undefined>;
+export type Params = Record<string, string | number | null | undefined>;
 
 export function routeUrl(route: string, params: Params = {}): string {
   const query = new URLSearchParams();
@@ -409,24 +411,44 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** What a route answered: its HTTP status and JSON body (null when it had none). */
+export interface Answer {
+  status: number;
+  body: unknown;
+}
+
+/** Where answers come from: the plugin's routes, or a standalone report's inlined data (inline.ts). */
+export interface DataSource {
+  get(route: string, params: Params, signal?: AbortSignal): Promise<Answer>;
+}
+
+const httpSource: DataSource = {
+  async get(route, params, signal) {
+    let response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
+    for (let attempt = 0; response.status === 503 && attempt < MAX_RETRIES; attempt++) {
+      await sleep(RETRY_MS, signal);
+      response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
+    }
+    let body: unknown = null;
+    try {
+      body = await response.json();
+    } catch {
+      body = null;
+    }
+    return {status: response.status, body};
+  },
+};
+
+const source: DataSource = inlineSource() ?? httpSource;
+
 async function getJson<T>(route: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
-  let response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
-  for (let attempt = 0; response.status === 503 && attempt < MAX_RETRIES; attempt++) {
-    await sleep(RETRY_MS, signal);
-    response = await fetch(routeUrl(route, params), {signal, headers: {Accept: 'application/json'}});
-  }
-  let body: unknown = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  if (!response.ok) {
+  const {status, body} = await source.get(route, params, signal);
+  if (status < 200 || status > 299) {
     const message =
       body && typeof body === 'object' && 'error' in body && typeof (body as {error: unknown}).error === 'string'
         ? (body as {error: string}).error
-        : `${route} answered HTTP ${response.status}`;
-    throw new ApiError(message, response.status);
+        : `${route} answered HTTP ${status}`;
+    throw new ApiError(message, status);
   }
   return body as T;
 }

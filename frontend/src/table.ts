@@ -1,6 +1,7 @@
 // A sortable, filterable, paged table usable from the keyboard. Rows come
 // from a source that pages (the server, or an in-memory list).
 
+import {csvButton, fetchAll} from './csv';
 import {append, type Child, clear, el} from './dom';
 import {formatCount} from './format';
 
@@ -98,7 +99,7 @@ export class DataTable<T> {
       });
       tools.appendChild(input);
     }
-    append(tools, ...(options.extraTools ?? []));
+    append(tools, ...(options.extraTools ?? []), csvButton(options.caption, (signal) => fetchAll(options.source, this.query, signal)));
     this.element = el(
       'div',
       {class: 'lf-table-block'},

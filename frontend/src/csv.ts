@@ -1,0 +1,80 @@
+// CSV download of a whole table (every page, in the table's sort and filter),
+// with the same cells as `tb-leakfinder report --csv` (tb_leakfinder/views/csv.py):
+// the rows' own JSON keys as the header, nested values as JSON, and a leading
+// apostrophe on text a spreadsheet would run as a formula.
+
+import {el} from './dom';
+import type {PageQuery, Source} from './table';
+
+/** What leads a formula; a tab or carriage return can hide one (OWASP's list). */
+const FORMULA_STARTS = ['=', '+', '-', '@', '\t', '\r'];
+/** Rows asked of the source at once: within the server's page limit. */
+export const CSV_PAGE = 1000;
+
+/** A cell's text: numbers as they are, nested values as JSON, formula-looking text quoted. */
+export function neutralise(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number') return String(value);
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return FORMULA_STARTS.some((c) => text.startsWith(c)) ? `'${text}` : text;
+}
+
+function field(text: string): string {
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** RFC 4180 text: a header of every key of the (JSON object) rows in the order first met, then one line per row. */
+export function toCsv(rows: readonly unknown[]): string {
+  const records = rows.map((row) => (row !== null && typeof row === 'object' ? (row as Record<string, unknown>) : {value: row}));
+  const keys = new Set<string>();
+  for (const record of records) for (const key of Object.keys(record)) keys.add(key);
+  const header = [...keys];
+  const lines = [header.map((k) => field(neutralise(k)))];
+  for (const record of records) lines.push(header.map((k) => field(neutralise(record[k]))));
+  return lines.map((cells) => `${cells.join(',')}\r\n`).join('');
+}
+
+/** Every row of `source` for `query` (sort and filter kept), a page at a time. */
+export async function fetchAll<T>(source: Source<T>, query: PageQuery, signal: AbortSignal): Promise<T[]> {
+  const rows: T[] = [];
+  for (;;) {
+    const page = await source({...query, offset: rows.length, limit: CSV_PAGE}, signal);
+    rows.push(...page.rows);
+    if (!page.rows.length || rows.length >= page.total) return rows;
+  }
+}
+
+export function csvFileName(caption: string): string {
+  const slug = caption.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return `${slug || 'table'}.csv`;
+}
+
+function save(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], {type: 'text/csv;charset=utf-8'}));
+  const link = el('a', {href: url, download: name});
+  link.style.display = 'none';
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** A button that downloads the whole table `caption` as CSV; `rows` fetches all of it. */
+export function csvButton(caption: string, rows: (signal: AbortSignal) => Promise<readonly unknown[]>): HTMLButtonElement {
+  const label = 'Download CSV';
+  const button = el('button', {type: 'button', class: 'lf-csv', 'aria-label': `Download ${caption} as CSV`}, label);
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    button.textContent = 'Preparing CSV…';
+    try {
+      save(csvFileName(caption), toCsv(await rows(new AbortController().signal)));
+      button.textContent = label;
+    } catch (err) {
+      button.textContent = `CSV failed: ${err instanceof Error ? err.message : String(err)}`;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}

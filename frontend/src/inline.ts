@@ -1,0 +1,113 @@
+// The data source of a standalone HTML report (`tb-leakfinder report --html`):
+// the routes' answers inlined in the page, read instead of fetched. The page
+// holds each answer under the key tb_leakfinder/views/snapshot.py's
+// answer_key gives; this module computes the same key for a request. The
+// timeline and a program are inlined whole (zooming then shows them at the
+// inlined resolution), and the buffers route is filtered, sorted and paged
+// here over all the inlined buffers, as the server does.
+
+import type {Answer, Buffer, DataSource, Params} from './api';
+
+export const DATA_ID = 'tb-leakfinder-data';
+
+interface InlineData {
+  version: number;
+  notes: string[];
+  answers: Record<string, unknown>;
+  aliases: Record<string, string>;
+}
+
+interface InlineBuffers {
+  run: string;
+  host: string;
+  allocator: string;
+  total: number;
+  buffers: Buffer[];
+}
+
+/** Arguments an inlined answer does not depend on (snapshot.py's IGNORED_ARGS). */
+const IGNORED_ARGS: Record<string, string[]> = {
+  timeline: ['points', 'start_ps', 'end_ps'],
+  module: ['points'],
+  buffers: ['offset', 'limit', 'sort', 'order', 'group', 'status', 'start_ps', 'end_ps'],
+};
+
+function present(value: Params[string]): value is string | number {
+  return value !== null && value !== undefined && value !== '';
+}
+
+/** `route`, then `name=value` for each argument the answer depends on, sorted, NUL-separated. */
+export function answerKey(route: string, params: Params): string {
+  const ignored = IGNORED_ARGS[route] ?? [];
+  const pairs = Object.entries(params)
+    .filter(([k, v]) => present(v) && !ignored.includes(k))
+    .map(([k, v]) => [k, String(v)] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return [route, ...pairs.map(([k, v]) => `${k}=${v}`)].join('\u0000');
+}
+
+function num(params: Params, key: string): number | null {
+  const value = params[key];
+  return present(value) ? Number(value) : null;
+}
+
+const SORT_KEYS: Record<string, (b: Buffer) => number | string> = {
+  bytes: (b) => b.allocation_bytes,
+  alloc_time_ps: (b) => b.alloc_time_ps ?? -Infinity,
+  free_time_ps: (b) => b.free_time_ps ?? Infinity,
+  lifetime_ps: (b) => (b.free_time_ps ?? Infinity) - (b.alloc_time_ps ?? 0),
+  op: (b) => b.op,
+};
+
+/** One page of the inlined buffers, as analyses/buffer_query.py cuts it. */
+export function queryBuffers(all: InlineBuffers, params: Params): Answer {
+  const group = num(params, 'group');
+  const status = params.status;
+  const start = num(params, 'start_ps');
+  const end = num(params, 'end_ps');
+  const sort = String(params.sort ?? 'bytes');
+  const order = String(params.order ?? 'desc');
+  const key = SORT_KEYS[sort];
+  if (!key || (order !== 'asc' && order !== 'desc')) return {status: 400, body: {error: `cannot sort by ${sort} ${order}`}};
+  const rows = all.buffers.filter(
+    (b) =>
+      (group === null || b.group === group) &&
+      (!present(status) || b.status === status) &&
+      (start === null || (b.free_time_ps ?? Infinity) >= start) &&
+      (end === null || (b.alloc_time_ps ?? -Infinity) <= end),
+  );
+  // Ascending with ties in buffer order, reversed for descending, as the server's stable sort does.
+  const ranked = rows
+    .map((b) => ({b, k: key(b)}))
+    .sort((x, y) => (x.k < y.k ? -1 : x.k > y.k ? 1 : x.b.id - y.b.id))
+    .map((r) => r.b);
+  if (order === 'desc') ranked.reverse();
+  const offset = num(params, 'offset') ?? 0;
+  const limit = num(params, 'limit') ?? 100;
+  const body = {run: all.run, host: all.host, allocator: all.allocator, total: ranked.length, offset, limit};
+  return {status: 200, body: {...body, buffers: ranked.slice(offset, offset + limit)}};
+}
+
+class InlineSource implements DataSource {
+  constructor(private readonly data: InlineData) {}
+
+  async get(route: string, params: Params): Promise<Answer> {
+    const key = answerKey(route, params);
+    const body = this.data.answers[this.data.aliases[key] ?? key];
+    if (body === undefined) {
+      const what = Object.values(params).filter(present).join(', ');
+      return {status: 404, body: {error: `This standalone report does not hold ${route} (${what}).`}};
+    }
+    if (route === 'buffers') return queryBuffers(body as InlineBuffers, params);
+    // Callers may keep and change what they get: each gets its own copy, as from the server.
+    return {status: 200, body: structuredClone(body)};
+  }
+}
+
+/** The inlined data source when this page is a standalone report, else null. */
+export function inlineSource(): DataSource | null {
+  if (typeof document === 'undefined') return null;
+  const element = document.getElementById(DATA_ID);
+  if (!element?.textContent) return null;
+  return new InlineSource(JSON.parse(element.textContent) as InlineData);
+}

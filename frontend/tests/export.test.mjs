@@ -1,0 +1,148 @@
+// csv.ts and inline.ts without a browser: the CSV cells and the inlined data
+// source, checked against the Python side they must agree with
+// (tb_leakfinder/views/csv.py, views/snapshot.py and the buffers route).
+
+import assert from 'node:assert/strict';
+import {spawnSync} from 'node:child_process';
+import {dirname, join} from 'node:path';
+import {before, test} from 'node:test';
+import {fileURLToPath} from 'node:url';
+import * as esbuild from 'esbuild';
+
+const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+const REPO = join(SRC, '..', '..');
+const PYTHON = process.env.PYTHON || 'python3';
+let m;
+
+function python(code, input) {
+  const env = {...process.env, PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(':')};
+  const result = spawnSync(PYTHON, ['-c', code], {cwd: REPO, env, input, encoding: 'utf8', maxBuffer: 1 << 28});
+  if (result.status !== 0) throw new Error(result.stderr);
+  return JSON.parse(result.stdout);
+}
+
+before(async () => {
+  const entry = `
+    export {neutralise, toCsv, fetchAll, csvFileName, CSV_PAGE} from './csv';
+    export {answerKey, queryBuffers} from './inline';
+    export {memorySource, byField} from './table';
+  `;
+  const out = await esbuild.build({
+    stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
+    bundle: true,
+    format: 'esm',
+    write: false,
+    platform: 'neutral',
+  });
+  m = await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
+});
+
+const CELLS = ['=1+1', '+1', '-1', '@SUM(A1)', '\t=1', '\r=1', 'Mul', '[128,1024]', '', 'a,b', 'x"y', -5, 0.25, 3, null, true, false, {a: [1, '-x']}, ['=x']];
+
+test('cells are neutralised as the CLI neutralises them', () => {
+  const expected = python(
+    'import json,sys; from tb_leakfinder.views.csv import neutralise; print(json.dumps([neutralise(v) for v in json.load(sys.stdin)]))',
+    JSON.stringify(CELLS),
+  );
+  assert.deepEqual(
+    CELLS.map((v) => m.neutralise(v)),
+    expected,
+  );
+  assert.equal(m.neutralise('=HYPERLINK("x")'), `'=HYPERLINK("x")`);
+  assert.equal(m.neutralise(undefined), '');
+});
+
+test('a table is RFC 4180 text with a header of every key', () => {
+  const text = m.toCsv([
+    {op: 'a,b', bytes: 1},
+    {op: 'say "hi"', kind: 'growing', note: 'two\nlines'},
+    {op: '-x', bytes: -2},
+  ]);
+  assert.equal(text, 'op,bytes,kind,note\r\n"a,b",1,,\r\n"say ""hi""",,growing,"two\nlines"\r\n\'-x,-2,,\r\n');
+  assert.equal(m.toCsv([]), '\r\n');
+  assert.equal(m.csvFileName('Buffers at the peak'), 'buffers-at-the-peak.csv');
+  assert.equal(m.csvFileName('Never-freed groups (suspects)'), 'never-freed-groups-suspects.csv');
+});
+
+test('the whole table is fetched, every page, in its sort and filter', async () => {
+  const rows = Array.from({length: 2 * m.CSV_PAGE + 17}, (_, i) => ({id: i, op: i % 3 ? 'Mul' : 'Add', bytes: (i * 7919) % 1000}));
+  const calls = [];
+  const memory = m.memorySource(rows, m.byField, (r) => r.op);
+  const source = (query, signal) => {
+    calls.push(query);
+    return memory(query, signal);
+  };
+  const query = {offset: 50, limit: 25, sort: 'bytes', order: 'desc', filter: 'mul'};
+  const all = await m.fetchAll(source, query, new AbortController().signal);
+  const expected = rows.filter((r) => r.op === 'Mul');
+  assert.equal(all.length, expected.length);
+  assert.deepEqual(new Set(all.map((r) => r.id)), new Set(expected.map((r) => r.id)));
+  for (let i = 1; i < all.length; i++) assert.ok(all[i - 1].bytes >= all[i].bytes);
+  assert.equal(calls.length, 2);
+  assert.ok(calls.every((c) => c.limit === m.CSV_PAGE && c.filter === 'mul' && c.sort === 'bytes'));
+});
+
+test('answer keys are the ones the Python snapshot stores', () => {
+  const cases = [
+    ['runs', {}],
+    ['report', {run: 'tf_leak/2026_11_29_10_05_03', host: 'vm'}],
+    ['report', {run: 'r', host: undefined}],
+    ['timeline', {run: 'r', host: 'h', allocator: 'GPU_0_bfc', points: 800, start_ps: 5, end_ps: null, group: 3}],
+    ['module', {run: 'r', host: 'h', module: 'jit_f(8)', memory_space: null, points: 1000}],
+    ['module', {run: 'r', host: 'h', module: 'jit_f(8)', memory_space: 1, points: 1000}],
+    ['buffers', {run: 'r é', host: 'h', allocator: '2', offset: 100, limit: 100, sort: 'op', order: 'asc', status: ''}],
+    ['compare', {run_a: 'a', run_b: 'b', host_a: 'x', host_b: ''}],
+  ];
+  const expected = python(
+    'import json,sys; from tb_leakfinder.views.snapshot import answer_key; print(json.dumps([answer_key(r, a) for r, a in json.load(sys.stdin)]))',
+    JSON.stringify(cases.map(([r, a]) => [r, Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined))])),
+  );
+  assert.deepEqual(
+    cases.map(([r, a]) => m.answerKey(r, a)),
+    expected,
+  );
+});
+
+test('inlined buffers are filtered, sorted and paged as the buffers route does', () => {
+  // The route's own answers for a set of queries on the demo leak, and every buffer as the page inlines them.
+  const code = `
+import json, sys
+from tb_leakfinder.read.discovery import runs_for_path
+from tb_leakfinder.views.snapshot import Snapshot
+(run,) = runs_for_path("demo_logs/tf_leak")
+snap = Snapshot([run])
+report = snap.gather_run(run)
+host = report["runs"][0]["hosts"][0]
+where = {"run": run.name, "host": host["host"], "allocator": host["allocators"][0]["name"]}
+steps = host["steps"]
+mid = steps[len(steps) // 2]
+queries = [
+    {},
+    {"sort": "op", "order": "asc", "limit": 40},
+    {"sort": "alloc_time_ps", "order": "asc", "offset": 30, "limit": 50},
+    {"sort": "free_time_ps", "order": "desc", "limit": 60},
+    {"sort": "lifetime_ps", "order": "desc", "limit": 25, "status": "freed"},
+    {"group": 0, "limit": 100},
+    {"status": "never_freed", "sort": "alloc_time_ps", "order": "asc"},
+    {"start_ps": mid["start_ps"], "end_ps": mid["end_ps"], "limit": 500},
+]
+cases = []
+for q in queries:
+    page = snap.ask("buffers", **where, **q)
+    cases.append({"query": q, "total": page["total"], "ids": [b["id"] for b in page["buffers"]]})
+print(json.dumps({"where": where, "inlined": snap.answers[next(k for k in snap.answers if k.startswith("buffers"))], "cases": cases}))
+`;
+  const {where, inlined, cases} = python(code, '');
+  assert.ok(inlined.buffers.length > 100);
+  for (const {query, total, ids} of cases) {
+    const answer = m.queryBuffers(inlined, {...where, ...query});
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.total, total, JSON.stringify(query));
+    assert.deepEqual(
+      answer.body.buffers.map((b) => b.id),
+      ids,
+      JSON.stringify(query),
+    );
+  }
+  assert.equal(m.queryBuffers(inlined, {sort: 'nonsense'}).status, 400);
+});

@@ -1,0 +1,141 @@
+// Browser tests of the standalone HTML report (`tb-leakfinder report/diff --html`)
+// and of the tables' CSV download: Debian chromium (playwright-core) opens the
+// written file from file://, with no server; any request that is not the file
+// itself or the bundle's blob: URL fails the test.
+
+import assert from 'node:assert/strict';
+import {spawnSync} from 'node:child_process';
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import {delimiter, join} from 'node:path';
+import {pathToFileURL} from 'node:url';
+import {after, before, test} from 'node:test';
+import {launchBrowser, makeLogdir, PYTHON, REPO} from './harness.mjs';
+
+const XSS = '<img src=x onerror=alert(1)>';
+const FORMULA = '=HYPERLINK("http://example.invalid")';
+const BUILD_EVIL = `
+import sys
+from tests.synthetic import synthesize_training, write_session
+builder, _ = synthesize_training(num_events=2000, steps=10, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=${JSON.stringify(FORMULA + XSS)}, hostname="evil")
+write_session(sys.argv[1], "evil", "2026_01_01_00_00_00", {"evil": builder})
+`;
+
+let browser;
+let dir;
+let logdir;
+
+/** Runs the CLI; returns the path of the HTML it wrote. */
+function cli(args, name) {
+  const out = join(dir, name);
+  const env = {...process.env, PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(delimiter)};
+  const result = spawnSync(PYTHON, ['-m', 'tb_leakfinder.views.cli', ...args, '--html', out], {cwd: REPO, env, encoding: 'utf8'});
+  assert.ok(result.status === 0 || result.status === 1, `tb-leakfinder ${args.join(' ')} failed:\n${result.stderr}`);
+  return out;
+}
+
+/** Opens `file` from file://; returns the page and what it asked for beyond itself. */
+async function open(file) {
+  const page = await browser.context.newPage();
+  const seen = {requests: [], errors: [], dialogs: []};
+  const self = pathToFileURL(file).href;
+  page.on('request', (r) => {
+    if (r.url() !== self && !r.url().startsWith('blob:')) seen.requests.push(r.url());
+  });
+  page.on('pageerror', (e) => seen.errors.push(e.message));
+  page.on('dialog', (d) => {
+    seen.dialogs.push(d.message());
+    void d.dismiss();
+  });
+  await page.goto(self);
+  await page.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 60_000});
+  return {page, seen};
+}
+
+function clean(seen) {
+  assert.deepEqual(seen.requests, [], 'no request beyond the file');
+  assert.deepEqual(seen.errors, []);
+  assert.deepEqual(seen.dialogs, []);
+}
+
+const text = (page, selector) => page.$eval(selector, (e) => e.textContent ?? '');
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'leakfinder-standalone-'));
+  logdir = makeLogdir([], BUILD_EVIL);
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  if (dir) rmSync(dir, {recursive: true, force: true});
+  if (logdir) rmSync(logdir, {recursive: true, force: true});
+});
+
+test('a report opened from disk shows verdict, timeline, suspects and peak breakdown, with no server', async () => {
+  const {page, seen} = await open(cli(['report', join(REPO, 'demo_logs', 'tf_leak')], 'tf_leak.html'));
+  await page.waitForSelector('.lf-verdict[data-verdict=leak]');
+  assert.match(await text(page, '.lf-verdict'), /Leak.*Mul \[128,1024\] output/);
+  await page.waitForSelector('[data-chart=timeline] canvas');
+  const top = await page.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  assert.equal(top[0], 'growing');
+  assert.equal(top[1], 'Mul');
+  await page.waitForSelector('[data-panel=breakdown] tbody tr');
+  assert.ok((await text(page, '[data-panel=breakdown] tbody')).includes('Mul'));
+  // Selecting a suspect draws its own curve: the group's timeline was inlined too.
+  await page.click('[data-panel=groups] tbody tr:first-child');
+  await page.waitForSelector('[data-chart=lifetimes][data-highlight-group="0"]');
+  // The buffers table pages and sorts over the inlined buffers.
+  await page.waitForFunction(() => /of \d/.test(document.querySelector('[data-panel=lifetimes] .lf-pager [role=status]')?.textContent ?? ''));
+  clean(seen);
+  await page.close();
+});
+
+test('a JAX report opened from disk shows the static view', async () => {
+  const {page, seen} = await open(cli(['report', join(REPO, 'demo_logs', 'jax_liveout')], 'jax.html'));
+  await page.waitForSelector('[data-panel=static] [data-table=whole-program] tbody tr');
+  assert.match(await text(page, '[data-panel=static] [data-list=actionable]'), /live-out.*f32\[256,3072\].*returned by/);
+  await page.waitForSelector('[data-chart=static-heap] canvas');
+  clean(seen);
+  await page.close();
+});
+
+test('a diff opened from disk shows the comparison of both runs', async () => {
+  const demo = join(REPO, 'demo_logs');
+  const file = cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff.html');
+  const {page, seen} = await open(file);
+  await page.waitForSelector('.lf-compare .lf-regression');
+  await page.waitForSelector('[data-table=compare-groups] tbody tr');
+  const first = await page.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(first.slice(0, 2), ['new', 'Mul']);
+  await page.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
+  clean(seen);
+  await page.close();
+});
+
+test('an op named with HTML stays text, and its CSV cell cannot run as a formula', async () => {
+  const {page, seen} = await open(cli(['report', logdir], 'evil.html'));
+  await page.waitForSelector('[data-panel=groups] tbody tr');
+  const ops = await page.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+  assert.ok(ops.includes(FORMULA + XSS), JSON.stringify(ops));
+  assert.equal(await page.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
+
+  // The whole table, every page, as CSV: the groups table and all buffers of the leak group.
+  const button = await page.$('[data-panel=groups] button.lf-csv');
+  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  const lines = csv.split('\r\n');
+  const header = lines[0].split(',');
+  assert.ok(header.includes('op') && header.includes('bytes_per_step'), lines[0]);
+  assert.ok(csv.includes(`"'${FORMULA.replace(/"/g, '""')}${XSS}"`), csv);
+  assert.ok(!/(^|,)"?[=+@]/m.test(csv), 'no cell starts a formula');
+  assert.equal(download.suggestedFilename().endsWith('.csv'), true);
+
+  const buffersButton = await page.$('[data-panel=lifetimes] button.lf-csv');
+  const [buffers] = await Promise.all([page.waitForEvent('download'), buffersButton.click()]);
+  const rows = readFileSync(await buffers.path(), 'utf8').trim().split('\r\n');
+  const total = await page.$eval('[data-panel=lifetimes] .lf-pager [role=status]', (e) => Number((e.textContent ?? '').split(' of ')[1].replace(/\D/g, '')));
+  assert.ok(total > 25, 'the buffers table has more than one page');
+  assert.equal(rows.length - 1, total, 'every buffer, not a page');
+  clean(seen);
+  await page.close();
+});
