@@ -20,6 +20,7 @@ from tb_leakfinder.analyses.breakdown import live_at
 from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.xspace import read_host
+from tb_leakfinder.views.text import render_report
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import ProfileBuilder, synthesize_devices, write_session
 from tests.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, XPROF_STACK_ROW, memory_profile_allocators
@@ -144,7 +145,7 @@ def profiles(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
         folder = tmp_path_factory.mktemp(name)
         path = str(folder / "host0.xplane.pb")
         make().write(path)
-        (run,) = tb_leakfinder.analyze(path)["runs"]
+        (run,) = tb_leakfinder.analyze(path, cache=False)["runs"]
         (host,) = run["hosts"]
         out[name] = (host, memory_profile_allocators(path))
     return out
@@ -319,3 +320,20 @@ def test_with_group_ids_xprof_counts_only_the_peak_step_as_attributed(tmp_path):
         assert a.peak_before_window_bytes == 64 * MIB
         assert a.peak_before_window_bytes + earlier_bytes == oracle[a.memory_id]["special"][XPROF_BEFORE_WINDOW_ROW]
         assert a.summary.peak_bytes_in_use == oracle[a.memory_id]["peakBytesInUse"]
+
+
+def test_without_bytes_available_the_capacity_is_the_peak_and_the_text_says_so(tmp_path):
+    builder = ProfileBuilder("host0")
+    builder.device_plane("/device:GPU:0")
+    builder.add_memory_events([10, 20], [ALLOC, FREE], np.array([0x5000, 0x5000], np.uint64), MIB, omit=("bytes_available",))
+    path = str(tmp_path / "host0.xplane.pb")
+    builder.write(path)
+    report = tb_leakfinder.analyze(path, cache=False)
+    (a,) = report["runs"][0]["hosts"][0]["allocators"]
+    assert (
+        a["memory_capacity_bytes"]
+        == a["peak_bytes_in_use"]
+        == MIB
+        == memory_profile_allocators(path)["GPU_0_bfc"]["memoryCapacity"]
+    )
+    assert "peak 1 MiB (no free memory reported)" in render_report(report)

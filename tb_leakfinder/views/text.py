@@ -23,8 +23,11 @@ def peak_text(a: Json) -> str:
     """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'."""
     peak, capacity = a["peak_bytes_in_use"], a["memory_capacity_bytes"]
     text = f"peak {format_bytes(peak)}"
-    if capacity > 0:
+    if capacity > peak:
         text += f" of {format_bytes(capacity)} ({100 * peak / capacity:.0f}%)"
+    elif peak:
+        # No bytes_available stat, or none left: either way the capacity is unknown or reached.
+        text += " (no free memory reported)"
     if a["peak_step"] is not None:
         text += f" at step {a['peak_step']}"
     if a["peak_stack_reserved_bytes"]:
