@@ -22,8 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_fuzz_hlo import hlo_inputs, run_hlo_input
-from tests.test_fuzz_xspace import Tally, decoder_paths, fuzz_inputs, peak_rss_bytes, run_differential
+from tests.fuzzing import Tally, decoder_paths, fuzz_inputs, hlo_inputs, peak_rss_bytes, run_differential, run_hlo_input
 
 HANG_SECONDS = 120
 PROGRESS_EVERY = 5000

@@ -3,149 +3,30 @@
 Seeds are the HloProtos of the demo captures' `/host:metadata` planes (JAX
 writes them) and synthesised modules with parameters, constants, live-out
 and thread-local allocations, tuple shapes, SHARE_WITH events and stack
-frames. The mutator is the XSpace fuzz's own (tests/test_fuzz_xspace.py).
+frames. The mutator is the XSpace fuzz's own (tests/fuzzing.py).
 """
 
 from __future__ import annotations
 
-import functools
-import random
 import re
-from collections.abc import Iterator
 
 import pytest
 
 from tb_leakfinder import proto
-from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read import hlo, xspace_proto
-from tests.test_fuzz_xspace import (
+from tests.fuzzing import (
     MAX_SECONDS_PER_INPUT,
-    Mutator,
-    Seed,
     Tally,
-    demo_xplanes,
     encode_varint,
-    run_guarded,
+    hlo_inputs,
+    hlo_seed_protos,
+    run_hlo_input,
+    summarise,
+    synthetic_module,
 )
 
 CI_SEED = 7
 CI_INPUTS = 1200
-SOURCE = "fuzz.xplane.pb"
-
-
-def _shape(message, element_type: int, dims: list[int]) -> None:
-    message.element_type = element_type
-    message.dimensions.extend(dims)
-
-
-def synthetic_module(name: str = "jit_train_step", temporaries: int = 6) -> bytes:
-    """A small compiled program: two parameters, a chain of temporaries, a constant and a tuple output."""
-    p = proto.HloProto()()
-    module = p.hlo_module
-    module.name, module.id, module.entry_computation_name = name, 10, "main"
-    frames = module.stack_frame_index
-    frames.file_names.append("train.py")
-    frames.function_names.append("step")
-    location = frames.file_locations.add()
-    location.file_name_id, location.function_name_id, location.line = 1, 1, 42
-    frames.stack_frames.add().file_location_id = 1
-    computation = module.computations.add()
-    computation.name, computation.id = "main", 1
-    names = ["p0", "p1", "c0", *[f"t{i}" for i in range(temporaries)], "out"]
-    for iid, iname in enumerate(names, start=1):
-        instruction = computation.instructions.add()
-        instruction.name, instruction.id = iname, iid
-        instruction.opcode = {"p0": "parameter", "p1": "parameter", "c0": "constant", "out": "tuple"}.get(iname, "add")
-        instruction.metadata.op_name = f"jit({name})/{iname}"
-        instruction.metadata.stack_frame_id = 1
-        if iname == "out":
-            instruction.shape.element_type = 13
-            _shape(instruction.shape.tuple_shapes.add(), 11, [128, 256])
-            nested = instruction.shape.tuple_shapes.add()
-            nested.element_type = 13
-            _shape(nested.tuple_shapes.add(), 4, [])
-        else:
-            _shape(instruction.shape, 11, [128, 256])
-    computation.root_id = len(names)
-    assignment = p.buffer_assignment
-    size = 128 * 256 * 4
-    for bid, iname in enumerate(names, start=1):
-        buffer = assignment.logical_buffers.add()
-        buffer.id, buffer.size = bid, size
-        buffer.defined_at.instruction_id = bid
-        buffer.defined_at.instruction_name = iname
-        if iname == "out":
-            buffer.defined_at.shape_index.extend([1, 0])
-            buffer.size = 4
-    flags = {
-        "p0": "is_entry_computation_parameter",
-        "p1": "is_entry_computation_parameter",
-        "c0": "is_constant",
-        "out": "maybe_live_out",
-    }
-    temp = None
-    for bid, iname in enumerate(names, start=1):
-        if iname in flags or temp is None:
-            allocation = assignment.buffer_allocations.add()
-            allocation.index, allocation.size = len(assignment.buffer_allocations) - 1, size
-            if iname in flags:
-                setattr(allocation, flags[iname], True)
-                allocation.parameter_number = bid - 1 if iname.startswith("p") else 0
-            else:
-                temp = allocation
-                allocation.size = size * 2
-        target = allocation if iname in flags else temp
-        assigned = target.assigned.add()
-        assigned.logical_buffer_id, assigned.offset, assigned.size = bid, (bid % 2) * size if target is temp else 0, size
-    trace = assignment.heap_simulator_traces.add()
-    trace.buffer_allocation_index = temp.index if temp is not None else 0
-    for i in range(temporaries):
-        bid = names.index(f"t{i}") + 1
-        event = trace.events.add()
-        event.kind, event.buffer_id, event.instruction_name = (2 if i == 3 else 0), bid, f"t{i}"
-        if i == 3:
-            event.share_with_canonical_id = bid - 1
-        if i >= 2:
-            freed = trace.events.add()
-            freed.kind, freed.buffer_id, freed.instruction_name = 1, bid - 2, f"t{i}"
-    return p.SerializeToString()
-
-
-@functools.cache
-def hlo_seed_protos() -> dict[str, bytes]:
-    """ "<module>(<id>)" -> serialized HloProto: the demo captures' modules and synthesised ones."""
-    protos = {"jit_train_step(10)": synthetic_module(), "jit_tiny(3)": synthetic_module("jit_tiny", 1)}
-    for path in demo_xplanes():
-        space = xspace_proto.parse_xspace(path.read_bytes(), str(path))
-        for plane in space.planes:
-            if plane.name == xspace_proto.METADATA_PLANE:
-                protos.update(hlo.hlo_protos_from_metadata_plane(plane))
-    return protos
-
-
-def summarise(key: str, data: bytes) -> str:
-    """What the report and the module route do with one HloProto."""
-    module = hlo.decode_module(key, data, SOURCE)
-    static_buffers.module_summaries([module])
-    for space in module.memory_spaces:
-        static_buffers.module_detail(module, space, points=64)
-    return "summary"
-
-
-def hlo_inputs(seed: int, count: int) -> Iterator[tuple[str, str, bytes]]:
-    seeds = [Seed(key, data) for key, data in sorted(hlo_seed_protos().items())]
-    mutator = Mutator(seeds, random.Random(seed))
-    for i in range(count):
-        name, data = mutator.next()
-        yield f"#{i} {name}", name.split(":")[0], data
-
-
-def run_hlo_input(tally: Tally, name: str, key: str, data: bytes) -> None:
-    def names_input(message: str) -> bool:
-        return SOURCE in message and key in message
-
-    run_guarded(tally, name, lambda: summarise(key, data), names_input, label="summary")
 
 
 def test_seeds_decode_and_summarise():

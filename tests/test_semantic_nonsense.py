@@ -2,7 +2,7 @@
 
 Each case runs through both decoder paths (the reference decoder and the C
 scanner) and through everything the plugin answers: report, timeline and
-buffers (tests/test_fuzz_xspace.py `analyse_file`).
+buffers (tests/fuzzing.py `analyse_file`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
+from tests.fuzzing import analyse_file, decoder_path, decoder_paths
 from tests.synthetic import ProfileBuilder, encode_varint
-from tests.test_fuzz_xspace import analyse_file, decoder_path, decoder_paths
 
 STEPS = 8
 STEP_PS = 1_000_000
