@@ -1,8 +1,11 @@
 """Host analyses kept on disk, so a restarted TensorBoard or CLI answers without decoding profiles again.
 
-One `.npz` per analysed host file (uncompressed zip, no pickle): a `report`
-member (the host's report JSON, or its error), a `tree` member (the analysis
-dataclasses as `npz_codec` JSON) and their arrays. The file name hashes the
+One `.npz` per analysed host file (an uncompressed zip, no pickle): a
+`report.json` member (the host's report JSON, or its error), a `tree.json`
+member (the analysis dataclasses as `npz_codec` JSON, and where each array
+lies in `data`) and a `data.npy` member holding every array. Three members
+keep the zip's directory short: a pod's overview reads only `report.json` of
+each host. The zip's CRCs catch a corrupt member. The file name hashes the
 profile's path and the analysis version; the profile's size and mtime are
 checked against the stored ones, so a touched profile rewrites its entry.
 Entries are written to a temporary file and renamed into place, so several
@@ -33,7 +36,8 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.npz_codec import CodecError, Decoder, Encoder
 from tb_leakfinder.read import files
 
-FORMAT = 1
+FORMAT = 2
+ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
 DEFAULT_MAX_BYTES = 20 << 30
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
@@ -111,10 +115,10 @@ class DiskCache:
 
     def load_report(self, identity: files.FileIdentity) -> Entry | None:
         """The report member alone (a few KB): what `/report` and the overview need."""
-        with self._open(identity) as npz:
-            if npz is None:
+        with self._open(identity) as zf:
+            if zf is None:
                 return None
-            meta = _json_member(npz, "report")
+            meta = _json_member(zf, "report.json")
             if meta is None or not self._matches(meta, identity):
                 return None
             entry = _entry(meta)
@@ -125,19 +129,18 @@ class DiskCache:
 
     def load(self, identity: files.FileIdentity, result_type: type) -> Any | None:
         """The whole stored value (a `service.HostResult`), or None if the entry is missing or not trusted."""
-        with self._open(identity) as npz:
-            if npz is None:
+        with self._open(identity) as zf:
+            if zf is None:
                 return None
-            meta = _json_member(npz, "report")
-            tree = _json_member(npz, "tree")
+            meta = _json_member(zf, "report.json")
+            tree = _json_member(zf, "tree.json")
             if meta is None or tree is None or not self._matches(meta, identity):
                 return None
             entry = _entry(meta)
             if entry is None:
                 return None
             try:
-                arrays = {name: npz[name] for name in npz.files if name not in ("report", "tree")}
-                fields = _stored_fields(result_type, tree, arrays)
+                fields = _stored_fields(result_type, tree, zf)
             except (CodecError, KeyError, TypeError, ValueError, OSError, zipfile.BadZipFile, EOFError):
                 return None
         self._used(identity)
@@ -147,14 +150,14 @@ class DiskCache:
     @contextlib.contextmanager
     def _open(self, identity: files.FileIdentity) -> typing.Iterator[Any]:
         try:
-            npz = np.load(self.path_for(identity), allow_pickle=False)
+            zf = zipfile.ZipFile(self.path_for(identity))
         except (OSError, ValueError, zipfile.BadZipFile, EOFError):
             yield None
             return
         try:
-            yield npz
+            yield zf
         finally:
-            npz.close()
+            zf.close()
 
     def _matches(self, meta: dict[str, Any], identity: files.FileIdentity) -> bool:
         return meta.get("format") == FORMAT and meta.get("version") == self.version and meta.get("file") == _file_json(identity)
@@ -229,17 +232,54 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: dict[str, Any
     """An entry's bytes: `value` is a `service.HostResult`, `report` its report JSON (None for an error)."""
     error = value.error
     meta = {"format": FORMAT, "version": analysis_version(), "file": _file_json(identity), "report": report, "error": None}
-    arrays: dict[str, np.ndarray] = {}
     tree: dict[str, Any] = {}
+    data = np.zeros(0, np.uint8)
     if error is not None:
         meta["error"] = {"message": error.message, "status": error.status, "transient": isinstance(error, WorkerDiedError)}
     else:
         encoder = Encoder()
-        tree = {f: encoder.encode(getattr(value, f)) for f in _stored_names(type(value))}
-        arrays = encoder.arrays
+        fields = {f: encoder.encode(getattr(value, f)) for f in _stored_names(type(value))}
+        layout, data = _pack(encoder.arrays)
+        tree = {"fields": fields, "layout": layout}
     buffer = io.BytesIO()
-    np.savez(buffer, allow_pickle=False, report=_json_bytes(meta), tree=_json_bytes(tree), **arrays)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("report.json", _json_bytes(meta))
+        zf.writestr("tree.json", _json_bytes(tree))
+        with zf.open("data.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array(f, data, allow_pickle=False)
     return buffer.getvalue()
+
+
+def _pack(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], np.ndarray]:
+    """Every array's bytes in one buffer, each aligned; the layout says where: key -> [offset, dtype, shape]."""
+    layout: dict[str, Any] = {}
+    offset = 0
+    for key, array in arrays.items():
+        layout[key] = [offset, array.dtype.str, list(array.shape)]
+        offset += -(-array.nbytes // ALIGN) * ALIGN
+    data = np.zeros(offset, np.uint8)
+    for key, array in arrays.items():
+        start = layout[key][0]
+        data[start : start + array.nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return layout, data
+
+
+def _unpack(data: np.ndarray, layout: Any) -> dict[str, np.ndarray]:
+    """Views into `data` (no copy), every one checked to lie inside it and hold plain numbers."""
+    if not isinstance(layout, dict) or data.dtype != np.uint8 or data.ndim != 1:
+        raise CodecError("the data member or its layout is malformed")
+    arrays = {}
+    for key, item in layout.items():
+        offset, dtype_str, shape = item
+        dtype = np.dtype(str(dtype_str))
+        if dtype.kind not in "biufc" or not all(isinstance(n, int) and n >= 0 for n in [offset, *shape]):
+            raise CodecError(f"array {key!r}: bad layout {item!r}")
+        count = int(np.prod(shape, dtype=np.int64))
+        end = offset + count * dtype.itemsize
+        if end > data.shape[0] or offset % ALIGN:
+            raise CodecError(f"array {key!r} lies outside the data member")
+        arrays[key] = data[offset:end].view(dtype).reshape(shape)
+    return arrays
 
 
 class WorkerDiedError(LeakfinderError):
@@ -250,16 +290,13 @@ def _file_json(identity: files.FileIdentity) -> list[Any]:
     return [identity.path, identity.size, identity.mtime_ns]
 
 
-def _json_bytes(value: Any) -> np.ndarray:
-    return np.frombuffer(json.dumps(value, separators=(",", ":")).encode(), np.uint8)
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _json_member(npz: Any, name: str) -> Any:
+def _json_member(zf: zipfile.ZipFile, name: str) -> Any:
     try:
-        data = npz[name]
-        if data.dtype != np.uint8 or data.ndim != 1:
-            return None
-        return json.loads(data.tobytes())
+        return json.loads(zf.read(name))  # the zip checks the member's CRC
     except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError, UnicodeDecodeError):
         return None
 
@@ -281,15 +318,19 @@ def _stored_names(result_type: type) -> list[str]:
     return [f.name for f in dataclasses.fields(result_type) if f.name not in ("error", "_json")]
 
 
-def _stored_fields(result_type: type, tree: Any, arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+def _stored_fields(result_type: type, tree: Any, zf: zipfile.ZipFile) -> dict[str, Any]:
     names = _stored_names(result_type)
     if not isinstance(tree, dict):
         raise CodecError("the tree member is not an object")
     if not tree:  # an error entry: nothing but the error
         required = [f for f in dataclasses.fields(result_type) if f.default is f.default_factory is dataclasses.MISSING]
         return {f.name: None for f in required if f.name in names}
-    if set(tree) != set(names):
-        raise CodecError(f"stored fields {sorted(tree)} differ from {names}")
+    with zf.open("data.npy") as f:
+        data = np.lib.format.read_array(f, allow_pickle=False)
+    arrays = _unpack(data, tree.get("layout"))
+    tree = tree.get("fields")
+    if not isinstance(tree, dict) or set(tree) != set(names):
+        raise CodecError(f"stored fields differ from {names}")
     decoder = Decoder(arrays)
     hints = typing.get_type_hints(result_type)
     return {name: decoder.decode(tree[name], hints[name]) for name in names}

@@ -103,6 +103,11 @@ def _outcome(task: HostTask, error: str | None) -> Outcome:
     return Outcome(task, "analysed", error)
 
 
+def _internal_error(task: HostTask, exc: BaseException) -> Outcome:
+    """Not stored: it says nothing about the profile, and the next run tries the host again."""
+    return Outcome(task, "analysed", f"{task.identity.path}: internal error analysing host {task.host!r}: {exc!r}")
+
+
 def _died(disk: DiskCache, task: HostTask, why: str) -> Outcome:
     message = f"{task.identity.path}: the worker analysing host {task.host!r} died ({why}); a re-run tries it again"
     from tb_leakfinder.service import HostResult
@@ -135,6 +140,8 @@ def _run_local(todo: list[HostTask], disk: DiskCache, workers: int, finish: Done
                         finish(_outcome(task, future.result()))
                     except BrokenProcessPool:
                         suspects.append(task)
+                    except Exception as exc:  # noqa: BLE001 - a bug on one host must not stop the others
+                        finish(_internal_error(task, exc))
                 if suspects:
                     suspects.extend(running.values())
                     break
@@ -148,6 +155,8 @@ def _alone(task: HostTask, disk: DiskCache, analyze: LocalAnalyze, context: Any)
             return _outcome(task, pool.submit(analyze, disk.folder, disk.max_bytes, task).result())
         except BrokenProcessPool as exc:
             return _died(disk, task, str(exc) or "killed")
+        except Exception as exc:  # noqa: BLE001
+            return _internal_error(task, exc)
 
 
 # Ray -----------------------------------------------------------------------------------------
@@ -212,6 +221,9 @@ def _run_ray(todo: list[HostTask], disk: DiskCache, workers: int, address: str |
             task = running.pop(ready[0])
             try:
                 version, data, error = ray.get(ready[0])
+            except ray.exceptions.RayTaskError as exc:  # the task raised: a bug, not a dead worker
+                finish(_internal_error(task, exc.cause if exc.cause is not None else exc))
+                continue
             except ray.exceptions.RayError as exc:
                 finish(_died(disk, task, type(exc).__name__))
                 continue
