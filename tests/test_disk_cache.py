@@ -20,7 +20,7 @@ from tb_leakfinder.views import cli
 from tests.demo import DEMO_LOGS
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import synthesize_training, write_session
-from tests.test_npz_codec import assert_same
+from tests.trees import assert_same
 
 
 def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:

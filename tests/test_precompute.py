@@ -16,7 +16,7 @@ from tb_leakfinder.service import Engine, HostResult
 from tb_leakfinder.views import cli
 from tests.demo import ROOT
 from tests.synthetic import synthesize_training, write_session
-from tests.test_npz_codec import assert_same
+from tests.trees import assert_same
 
 HOSTS = 5
 
