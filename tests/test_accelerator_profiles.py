@@ -21,6 +21,7 @@ from tb_leakfinder.analyses.host import analyze_host
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.xspace import read_host
 from tb_leakfinder.views.text import render_report
+from tests.fuzzing import decoder_path, decoder_paths
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import ProfileBuilder, synthesize_devices, write_session
 from tests.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, XPROF_STACK_ROW, memory_profile_allocators
@@ -138,17 +139,32 @@ PROFILES = {
 
 
 @pytest.fixture(scope="module")
-def profiles(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
-    """Per profile: our host report and XProf's memory profile of the same file."""
+def decoded(tmp_path_factory) -> dict[str, tuple[dict[str, dict], dict]]:
+    """Per profile: our host report from each decoder, and XProf's memory profile of the same file."""
     out = {}
     for name, make in PROFILES.items():
         folder = tmp_path_factory.mktemp(name)
         path = str(folder / "host0.xplane.pb")
         make().write(path)
-        (run,) = tb_leakfinder.analyze(path, cache=False)["runs"]
-        (host,) = run["hosts"]
-        out[name] = (host, memory_profile_allocators(path))
+        hosts = {}
+        for decoder in decoder_paths():
+            with decoder_path(decoder):
+                (run,) = tb_leakfinder.analyze(path, cache=False)["runs"]
+            (hosts[decoder],) = run["hosts"]
+        out[name] = (hosts, memory_profile_allocators(path))
     return out
+
+
+@pytest.fixture(scope="module")
+def profiles(decoded) -> dict[str, tuple[dict, dict]]:
+    """Per profile: our host report (the reference decoder's) and XProf's memory profile."""
+    return {name: (hosts["pure"], oracle) for name, (hosts, oracle) in decoded.items()}
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_both_decoders_give_the_same_report(decoded, name):
+    hosts, _ = decoded[name]
+    assert all(host == hosts["pure"] for host in hosts.values())
 
 
 def _by_id(host: dict) -> dict[str, dict]:
