@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, SEVERITY
-
-Json = dict[str, Any]
+from tb_leakfinder.report import Json
 
 
 def _row(host: Json, allocator: Json | None) -> Json:
