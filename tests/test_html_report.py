@@ -52,6 +52,8 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
     buffers = answers[answer_key("buffers", where)]
     assert buffers["total"] == len(buffers["buffers"]) >= allocator["num_allocations"]
     assert data["view_hash"] == f"p.leakfinder.run={run['run']}"
+    # A line above the tab says this is a snapshot, not TensorBoard.
+    assert re.search(rf"<header role=\"note\"[^>]*><strong>tb-leakfinder: {run['run']}</strong> · a standalone report", text)
 
 
 def test_static_view_of_every_program_is_inlined(tmp_path):

@@ -7,6 +7,7 @@ every request, and the tab reads its data from the page (frontend/src/inline.ts)
 from __future__ import annotations
 
 import base64
+import datetime
 import html
 import importlib.resources
 import json
@@ -55,6 +56,21 @@ def view_hash(state: dict[str, str]) -> str:
     return "&".join(f"{quote(f'p.{PLUGIN_NAME}.{k}', safe=safe)}={quote(v, safe=safe)}" for k, v in state.items() if v)
 
 
+HEADER_STYLE = "font:12px/1.5 system-ui,sans-serif;padding:6px 16px;border-bottom:1px solid #8884;color:#666;background:#8881"
+
+
+def header(title: str, notes: list[str]) -> str:
+    """A line above the tab saying what this page is, since it looks like TensorBoard but is a snapshot."""
+    written = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        f"<strong>{html.escape(title)}</strong>",
+        f"a standalone report, written {written}",
+        "no server: zooming shows the inlined points",
+        *(html.escape(n) for n in notes),
+    ]
+    return f'<header role="note" data-standalone style="{HEADER_STYLE}">{" · ".join(parts)}</header>'
+
+
 def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | None = None) -> str:
     """The page: `data` (a Snapshot's data) inlined, opening on `view` (e.g. {"run": A, "compare": B})."""
     payload = script_json({**data, "view_hash": view_hash(view)})
@@ -68,6 +84,7 @@ def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | 
 <title>{html.escape(title)}</title>
 </head>
 <body>
+{header(title, data.get("notes", []))}
 <script type="application/json" id="{DATA_ID}">{payload}</script>
 <script type="text/plain" id="{BUNDLE_ID}">{encoded}</script>
 <script type="module">{BOOTSTRAP}</script>
