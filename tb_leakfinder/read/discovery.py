@@ -10,7 +10,6 @@ from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
 
 XPLANE_SUFFIX = ".xplane.pb"
-HLO_SUFFIX = ".hlo_proto.pb"
 MAX_DEPTH = 64
 
 
