@@ -471,16 +471,15 @@ static inline int read_stat_common(ptr p, ptr end, Stat *st) {
                    : tag == (XSTAT_REF_VALUE << 3 | WT_VARINT)    ? V_REF
                    : tag == (XSTAT_UINT64_VALUE << 3 | WT_VARINT) ? V_UINT64
                                                                   : V_NONE;
-        if (kind == V_NONE || end - p > 10) return 0;
+        size_t n = (size_t)(end - p), i = 0;
+        if (kind == V_NONE || n == 0 || n > 10) return 0;
         uint64_t v = 0;
-        for (int i = 0;; i++) { /* the varint must end exactly at the end of the stat */
-            if (p + i >= end) return 0;
+        for (; i + 1 < n; i++) { /* the varint must end exactly at the end of the stat: every byte before continues */
+            if (!(p[i] & 0x80)) return 0;
             v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-            if (!(p[i] & 0x80)) {
-                if (p + i + 1 != end) return 0;
-                break;
-            }
         }
+        if (p[i] & 0x80) return 0;
+        v |= (uint64_t)p[i] << (7 * i);
         st->v = v;
         st->kind = kind;
     }
@@ -782,7 +781,7 @@ static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int
             else if (st->kind == V_UINT64) frag = (double)st->v;
         } else if (role >= FIRST_INT_ROLE && role < ROLE_DTYPE && integral) {
             ints[role - FIRST_INT_ROLE] = (int64_t)st->v;
-            grouped |= role == ROLE_GROUP;
+            if (role == ROLE_GROUP) grouped = 1;
         } else if (role == ROLE_DTYPE && integral) {
             dtype = (int32_t)st->v;
         } else if (role >= FIRST_STR_ROLE && (st->kind == V_STR || st->kind == V_REF)) {
