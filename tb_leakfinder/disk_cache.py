@@ -1,11 +1,12 @@
 """Host analyses kept on disk, so a restarted TensorBoard or CLI answers without decoding profiles again.
 
-One `.npz` per analysed host file (an uncompressed zip, no pickle): a
-`report.json` member (the host's report JSON, or its error), a `tree.json`
-member (the analysis dataclasses as `npz_codec` JSON, and where each array
-lies in `data`) and a `data.npy` member holding every array. Three members
-keep the zip's directory short: a pod's overview reads only `report.json` of
-each host. The zip's CRCs catch a corrupt member. The file name hashes the
+One `.npz` per analysed host file (an uncompressed zip, no pickle) with four
+members: `report.json` (the host's report JSON, or its error), `summary.json`
+(its rows of the pod overview), `tree.json` (the analysis dataclasses as
+`npz_codec` JSON, and where each array lies in `data`) and `data.npy` (every
+array). Few members keep the zip's directory short: a pod's overview reads
+only `summary.json` of each host, its report only `report.json`; the zip's
+CRCs catch a corrupt member. The file name hashes the
 profile's path and the analysis version; the profile's size and mtime are
 checked against the stored ones, so a touched profile rewrites its entry.
 Entries are written to a temporary file and renamed into place, so several
@@ -36,7 +37,9 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.npz_codec import CodecError, Decoder, Encoder
 from tb_leakfinder.read import files
 
-FORMAT = 2
+FORMAT = 3
+REPORT = "report.json"
+SUMMARY = "summary.json"
 ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
 DEFAULT_MAX_BYTES = 20 << 30
@@ -80,7 +83,7 @@ def analysis_version() -> str:
 class Entry:
     """What one host's entry gives: its report JSON, or the error its file gave."""
 
-    report: dict[str, Any] | None
+    report: Any  # the member's JSON: a report object, or the summary's list of overview rows
     error: LeakfinderError | None
 
 
@@ -113,12 +116,12 @@ class DiskCache:
 
     # Reading -------------------------------------------------------------------------------
 
-    def load_report(self, identity: files.FileIdentity) -> Entry | None:
-        """The report member alone (a few KB): what `/report` and the overview need."""
+    def load_report(self, identity: files.FileIdentity, member: str = REPORT) -> Entry | None:
+        """The report member alone (a few KB), or the summary's (`member=SUMMARY`): no arrays are read."""
         with self._open(identity) as zf:
             if zf is None:
                 return None
-            meta = _json_member(zf, "report.json")
+            meta = _json_member(zf, member)
             if meta is None or not self._matches(meta, identity):
                 return None
             entry = _entry(meta)
@@ -132,7 +135,7 @@ class DiskCache:
         with self._open(identity) as zf:
             if zf is None:
                 return None
-            meta = _json_member(zf, "report.json")
+            meta = _json_member(zf, REPORT)
             tree = _json_member(zf, "tree.json")
             if meta is None or tree is None or not self._matches(meta, identity):
                 return None
@@ -168,8 +171,8 @@ class DiskCache:
 
     # Writing -------------------------------------------------------------------------------
 
-    def store(self, identity: files.FileIdentity, value: Any, report: dict[str, Any] | None) -> None:
-        self.store_bytes(identity, encode_entry(identity, value, report))
+    def store(self, identity: files.FileIdentity, value: Any, report: Any, summary: Any = None) -> None:
+        self.store_bytes(identity, encode_entry(identity, value, report, summary))
 
     def store_bytes(self, identity: files.FileIdentity, data: bytes) -> None:
         """Write atomically (temporary file, then rename), then evict past the size bound.
@@ -228,8 +231,9 @@ class DiskCache:
             return 0
 
 
-def encode_entry(identity: files.FileIdentity, value: Any, report: dict[str, Any] | None) -> bytes:
-    """An entry's bytes: `value` is a `service.HostResult`, `report` its report JSON (None for an error)."""
+def encode_entry(identity: files.FileIdentity, value: Any, report: Any, summary: Any = None) -> bytes:
+    """An entry's bytes: `value` is a `service.HostResult`, `report` its report JSON and `summary` its
+    overview rows (both None for an error)."""
     error = value.error
     meta = {"format": FORMAT, "version": analysis_version(), "file": _file_json(identity), "report": report, "error": None}
     tree: dict[str, Any] = {}
@@ -243,7 +247,8 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: dict[str, Any
         tree = {"fields": fields, "layout": layout}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr("report.json", _json_bytes(meta))
+        zf.writestr(REPORT, _json_bytes(meta))
+        zf.writestr(SUMMARY, _json_bytes({**meta, "report": summary}))
         zf.writestr("tree.json", _json_bytes(tree))
         with zf.open("data.npy", "w", force_zip64=True) as f:
             np.lib.format.write_array(f, data, allow_pickle=False)
@@ -308,7 +313,7 @@ def _entry(meta: dict[str, Any]) -> Entry | None:
             return None
         cls = WorkerDiedError if error.get("transient") else LeakfinderError
         return Entry(None, cls(error["message"], status=error["status"]))
-    if not isinstance(report, dict):
+    if not isinstance(report, (dict, list)):
         return None
     return Entry(report, None)
 

@@ -175,14 +175,14 @@ def ray_task(task: HostTask, version: str) -> tuple[str, bytes | None, str | Non
 
     The entry goes back to the driver, which owns the cache folder: the cluster needs no shared disk.
     """
-    from tb_leakfinder.service import analyze_result
+    from tb_leakfinder.service import analyze_result, overview_rows
 
     mine = analysis_version()
     if mine != version:
         return mine, None, None
     result, body = analyze_result(task.identity.path, task.host, task.session_dir)
     error = None if result.error is None else result.error.message
-    return mine, encode_entry(task.identity, result, body), error
+    return mine, encode_entry(task.identity, result, body, overview_rows(task.host, body, result.error)), error
 
 
 def _package_root() -> str:

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tb_leakfinder import report
-from tb_leakfinder.analyses import static_buffers
+from tb_leakfinder.analyses import overview, static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
-from tb_leakfinder.disk_cache import DiskCache, WorkerDiedError
+from tb_leakfinder.disk_cache import SUMMARY, DiskCache, WorkerDiedError
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import discovery, files, hlo
 from tb_leakfinder.read.discovery import Run
@@ -110,8 +110,13 @@ def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_d
     """`analyze_result`, stored on disk."""
     result, body = analyze_result(key.path, host, session_dir)
     if disk is not None:
-        disk.store(key, result, body)
+        disk.store(key, result, body, overview_rows(host, body, result.error))
     return result
+
+
+def overview_rows(host: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
+    """A host's rows of the pod overview, from its report JSON or its error."""
+    return overview.host_rows(report.host_error_json(host, error) if error is not None else body)
 
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
@@ -214,6 +219,20 @@ class Engine:
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
         host_json = [report.host_error_json(h, error) if error else body for h, (body, error) in zip(hosts, results, strict=True)]
         return report.run_json(run.name, host_json)
+
+    def host_rows(self, run: Run, host: str) -> list[report.Json]:
+        """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
+        _, path = run.host_path(host)
+        key = files.identity(path)
+        if self._cache.peek(key) is None and self.disk is not None:
+            entry = self.disk.load_report(key, SUMMARY)
+            if entry is not None and entry.error is None and isinstance(entry.report, list):
+                return entry.report
+        return overview_rows(host, *self.host_report(run, host))
+
+    def run_overview(self, run: Run) -> report.Json:
+        """The pod overview (`analyses/overview.py`) of a run."""
+        return overview.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
 
     def run_side(self, run: Run, host: str | None = None) -> RunSide:
         """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""

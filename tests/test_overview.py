@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_leakfinder.analyses.overview import overview_json
+from tb_leakfinder import disk_cache
+from tb_leakfinder.analyses.overview import run_overview_json
 from tb_leakfinder.analyses.verdict import SEVERITY
 from tb_leakfinder.disk_cache import DiskCache
 from tb_leakfinder.service import Engine
@@ -64,7 +65,7 @@ def test_the_route_lists_every_host_and_allocator_worst_first(logdir):
     assert rows[0]["host"] == "host1" and rows[0]["name"] == "GPU_0_bfc"  # the biggest planted leak
     (broken,) = [r for r in rows if r["host"] == "host7"]
     assert broken["error"] and broken["name"] is None and broken["verdict"] == "inconclusive"
-    assert body == overview_json(report)
+    assert body == run_overview_json(report)
 
 
 @pytest.mark.parametrize(
@@ -82,15 +83,20 @@ def test_a_restarted_tensorboard_answers_the_overview_from_the_cache(logdir, tmp
     first = client.get(f"{PREFIX}/overview?run=train/session").get_data()
     monkeypatch.setattr("tb_leakfinder.service.read_host", lambda *a: pytest.fail("decoded after a restart"))
     monkeypatch.setattr(DiskCache, "load", lambda *a: pytest.fail("the whole entry was loaded for the overview"))
+    members: list[str] = []
+    read_member = disk_cache._json_member
+    monkeypatch.setattr(disk_cache, "_json_member", lambda zf, name: members.append(name) or read_member(zf, name))
     client, plugin = make_client(str(logdir), leakfinder_cache_dir=str(cache))
     assert client.get(f"{PREFIX}/overview?run=train/session").get_data() == first
     assert plugin.engine.analyses == 0
+    # Each readable host's summary alone; the unreadable one's error from its report member.
+    assert sorted(members) == sorted([disk_cache.SUMMARY] * HOSTS + [disk_cache.REPORT])
 
 
 def test_the_cli_report_prints_the_table_for_a_multi_host_run(logdir, capsys):
     cli.main(["report", str(logdir), "--no-cache"])
     out = capsys.readouterr().out
-    overview = overview_json(Engine.for_path(str(logdir)).report()["runs"][0])
+    overview = run_overview_json(Engine.for_path(str(logdir)).report()["runs"][0])
     assert f" {overview['num_leaking_hosts']} of {HOSTS} hosts leak" in out
     table = out.split(" hosts leak\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table[0].split() == ["host", "allocator", "verdict", "growth", "peak", "steps", "from"]

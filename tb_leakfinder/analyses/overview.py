@@ -31,13 +31,22 @@ def _worst_first(row: Json) -> tuple[Any, ...]:
     return (-SEVERITY.get(row["verdict"], SEVERITY[INCONCLUSIVE]), -(row["bytes_per_step"] or 0.0), -fill, -peak, row["host"])
 
 
-def overview_json(run: Json) -> Json:
-    """From a run's report JSON (`report.run_json`): what the Leaks tab shows first for a pod."""
-    rows = [_row(h, a) for h in run["hosts"] for a in (h["allocators"] or [None])]
-    rows.sort(key=_worst_first)
+def host_rows(host: Json) -> list[Json]:
+    """One host's rows, from its report JSON (`report.host_json` or `report.host_error_json`)."""
+    return [_row(host, a) for a in (host["allocators"] or [None])]
+
+
+def overview_json(run: str, rows_per_host: list[list[Json]]) -> Json:
+    """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does."""
+    rows = sorted((row for rows in rows_per_host for row in rows), key=_worst_first)
     return {
-        "run": run["run"],
-        "num_hosts": len(run["hosts"]),
-        "num_leaking_hosts": sum(1 for h in run["hosts"] if h["verdict"] == LEAK),
+        "run": run,
+        "num_hosts": len(rows_per_host),
+        "num_leaking_hosts": sum(1 for rows in rows_per_host if any(r["verdict"] == LEAK for r in rows)),
         "rows": rows,
     }
+
+
+def run_overview_json(run: Json) -> Json:
+    """From a run's report JSON (`report.run_json`)."""
+    return overview_json(run["run"], [host_rows(h) for h in run["hosts"]])

@@ -16,7 +16,6 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
-from tb_leakfinder.analyses.overview import overview_json
 from tb_leakfinder.disk_cache import DiskCache, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
@@ -229,7 +228,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _overview(self, request: Request) -> report.Json:
         run = self._run(request)
         _check_hosts(run, None)
-        return overview_json(self.engine.run_report(run))
+        return self.engine.run_overview(run)
 
     def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
         run = self._run(request)

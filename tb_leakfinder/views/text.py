@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
-from tb_leakfinder.analyses.overview import overview_json
+from tb_leakfinder.analyses.overview import run_overview_json
 from tb_leakfinder.report import Json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
@@ -149,7 +149,7 @@ def render_report(report: Json) -> str:
     for run in report["runs"]:
         lines.append(f"run {run['run']}: {VERDICT_WORDS[run['verdict']]}")
         if len(run["hosts"]) > 1:
-            lines += [*render_overview(overview_json(run)), ""]
+            lines += [*render_overview(run_overview_json(run)), ""]
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['num_steps']} steps")
             lines += [f"  warning: {w}" for w in host["warnings"]]
