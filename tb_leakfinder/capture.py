@@ -196,7 +196,13 @@ class Capture:
     def _start(self) -> None:
         self.logdir.mkdir(parents=True, exist_ok=True)
         self._before = _sessions(self.logdir)
-        self._profiler.start(str(self.logdir))
+        try:
+            self._profiler.start(str(self.logdir))
+        except Exception as exc:  # each framework raises its own kind
+            raise CaptureError(
+                f"the {self.framework} profiler could not start ({str(exc).strip() or type(exc).__name__}); only one"
+                " profile can be captured at a time: is another running (e.g. a TensorBoard callback's profile_batch)?"
+            ) from exc
         self._running = True
 
     def _stop(self) -> None:

@@ -50,14 +50,24 @@ def tf_leak(logdir: str) -> dict:
 
 
 def tf_fixed(logdir: str) -> dict:
+    """The same loop without the leak; then a capture while another profile is being taken."""
     import tb_leakfinder
+    from tb_leakfinder.capture import CaptureError
 
     tf, step = tf_model()
     with tb_leakfinder.capture(logdir, start=3, count=12) as cap:
         for i in range(20):
             with cap.step(i):
                 tf.multiply(step(), 0.5)
-    return {"report": cap.report(), "warnings": cap.warnings, "steps": cap.steps, "framework": cap.framework}
+    tf.profiler.experimental.start(f"{logdir}/other")
+    busy = None
+    try:
+        with tb_leakfinder.capture(f"{logdir}/second") as second, second.step(0):
+            step()
+    except CaptureError as exc:
+        busy = exc.message
+    tf.profiler.experimental.stop()
+    return {"report": cap.report(), "warnings": cap.warnings, "steps": cap.steps, "busy": busy}
 
 
 def tf_warning(logdir: str) -> dict:

@@ -87,8 +87,12 @@ def test_tensorflow_capture_skips_warm_up_and_marks_each_step(tf_leak):
 
 def test_tensorflow_without_a_leak_is_clean(tmp_path):
     _need("tensorflow")
-    host = only_host(run_program("tf_fixed", tmp_path)["report"])
+    out = run_program("tf_fixed", tmp_path)
+    host = only_host(out["report"])
     assert host["verdict"] == "no_leak", host["reason"]
+    # A second profiler cannot start while one runs: a clear error, not the framework's traceback.
+    assert out["busy"].startswith("the tensorflow profiler could not start (")
+    assert "only one profile can be captured at a time" in out["busy"]
 
 
 def test_tensorflow_without_bfc_says_so_when_the_capture_starts(tmp_path):
