@@ -64,6 +64,8 @@ export interface Forecast {
   steps_to_oom: number;
   step_duration_ps: number | null;
   seconds_to_oom: number | null;
+  /** "At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (about 52 min at 100 ms/step)." */
+  description: string;
 }
 
 export interface AllocatorReport {
