@@ -43,24 +43,6 @@ export function formatPs(ps: number | null | undefined): string {
   return `${ps} ps`;
 }
 
-/** Seconds -> "about" figures for a forecast: "45 s", "52 min", "7.5 h", "3 days". */
-export function formatSeconds(seconds: number | null | undefined): string {
-  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '—';
-  const whole = (v: number) => (v >= 10 ? String(Math.round(v)) : String(Math.round(v * 10) / 10));
-  if (seconds < 90) return `${whole(seconds)} s`;
-  if (seconds < 90 * 60) return `${whole(seconds / 60)} min`;
-  if (seconds < 48 * 3600) return `${whole(seconds / 3600)} h`;
-  return `${formatCount(Math.round(seconds / 86400))} days`;
-}
-
-/** A count to two significant figures, for "about 31,000 steps". */
-export function formatAbout(n: number | null | undefined): string {
-  if (n === null || n === undefined || !Number.isFinite(n)) return '—';
-  if (Math.abs(n) < 100) return formatCount(Math.round(n));
-  const scale = 10 ** (Math.floor(Math.log10(Math.abs(n))) - 1);
-  return formatCount(Math.round(n / scale) * scale);
-}
-
 export function formatCount(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—';
   return n.toLocaleString('en-US');
@@ -74,6 +56,7 @@ export function formatCountDelta(n: number | null | undefined): string {
 
 export function formatFraction(f: number | null | undefined): string {
   if (f === null || f === undefined || !Number.isFinite(f)) return '—';
+  if (f > 0 && f < 0.0005) return '< 0.1%';
   return `${(f * 100).toFixed(f < 0.1 ? 1 : 0)}%`;
 }
 

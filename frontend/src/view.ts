@@ -52,7 +52,7 @@ export class RunView {
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
     if (allocator) {
-      this.element.append(renderSummary(allocator));
+      this.element.append(renderSummary(allocator, host.step_source));
       this.timeline = new TimelinePanel(sel, limits, (range) => this.onRange(range));
       this.lifetimes = new LifetimesPanel(
         sel,

@@ -75,7 +75,7 @@ async function expectFixedThenLeak(frame) {
   // Both verdicts, each with its reason.
   assert.equal(await frame.$eval('.lf-verdict[data-side=a]', (e) => e.dataset.verdict), 'no_leak');
   assert.equal(await frame.$eval('.lf-verdict[data-side=b]', (e) => e.dataset.verdict), 'leak');
-  assert.match(await text(frame, '.lf-verdict[data-side=b] .lf-verdict-reason'), /\+517 KiB per step from Mul \[128,1024\]/);
+  assert.match(await text(frame, '.lf-verdict[data-side=b] .lf-verdict-reason'), /\+512 KiB per step from Mul \[128,1024\]/);
   // Deltas with their sign, in binary units.
   assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '+12.1 MiB');
   assert.equal(await text(frame, '[data-delta="Never freed"] .lf-card-value'), '+12.6 MiB');

@@ -18,7 +18,7 @@ before(async () => {
     export {heldOver} from './panels/timeline';
     export {routeUrl, moduleKey} from './api';
     export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
-    export {forecastSentence, reasonText} from './panels/verdict';
+    export {reasonText} from './panels/verdict';
     export {peakOfCapacity} from './panels/summary';
   `;
   const out = await esbuild.build({
@@ -141,20 +141,6 @@ test('the banner drops the verdict word the reason starts with', () => {
   assert.equal(m.reasonText('leak', 'Leak: +512 KiB per step from Mul'), '+512 KiB per step from Mul');
   assert.equal(m.reasonText('no_leak', 'No leak: every buffer was freed'), 'every buffer was freed');
   assert.equal(m.reasonText('inconclusive', 'Not analysed: host0.xplane.pb is truncated'), 'Not analysed: host0.xplane.pb is truncated');
-});
-
-test('the forecast reads as a sentence with rounded figures', () => {
-  const f = {bytes_available: 15.2 * 2 ** 30, growth_bytes_per_step: 512 * 1024, steps_to_oom: 31129.6, step_duration_ps: 100e9, seconds_to_oom: 3112.96};
-  assert.equal(m.forecastSentence(f), 'At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (about 52 min at 100 ms/step).');
-  assert.equal(
-    m.forecastSentence({...f, step_duration_ps: null, seconds_to_oom: null}),
-    'At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps.',
-  );
-  assert.equal(m.formatAbout(87.4), '87');
-  assert.equal(m.formatAbout(1234567), '1,200,000');
-  assert.equal(m.formatSeconds(45), '45 s');
-  assert.equal(m.formatSeconds(7.5 * 3600), '7.5 h');
-  assert.equal(m.formatSeconds(3 * 86400), '3 days');
 });
 
 test('the peak reads against the capacity when the profile gives one', () => {

@@ -1,9 +1,9 @@
-// Summary cards: which allocator, allocations and frees, the peak against
-// the memory's capacity, bytes never freed, growth per step; the
-// fragmentation note when fragmentation at the peak is high.
+// Summary cards: which allocator, the steps and where they came from,
+// allocations and frees, the peak against the memory's capacity, bytes never
+// freed, growth per step; the fragmentation note when fragmentation at the
+// peak is high.
 
-import {allocatorLabel} from '../allocators';
-import type {AllocatorReport} from '../api';
+import type {AllocatorReport, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatFraction, formatPs, formatStep} from '../format';
 
@@ -25,13 +25,22 @@ export function peakOfCapacity(a: Pick<AllocatorReport, 'peak_bytes_in_use' | 'm
   return `${peak} of ${formatBytes(a.memory_capacity_bytes)} (${formatFraction(a.peak_bytes_in_use / a.memory_capacity_bytes)})`;
 }
 
-export function renderSummary(a: AllocatorReport): HTMLElement {
+/** The step count, and where the steps came from (the description without its count). */
+function stepsCard(s: StepSource): HTMLElement {
+  const node = card('Steps', formatCount(s.num_steps), s.description.replace(/^[\d,]+ steps? /, ''));
+  node.dataset.stepSource = s.kind;
+  return node;
+}
+
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined): HTMLElement {
   const growth = a.growth_bytes_per_step;
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
+  const when = a.peak_step === null ? `at ${formatPs(a.peak_time_ps)}` : `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}`;
   const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},
-    card('Allocator', allocatorLabel(a), a.memory_id ? `memory id ${a.memory_id} in XProf's Memory Profile` : 'no memory id on its events'),
+    card('Allocator', a.name, a.memory_id ? `memory id ${a.memory_id} in XProf's Memory Profile` : 'no memory id on its events'),
+    steps ? stepsCard(steps) : null,
     card(
       'Allocations / frees',
       `${formatCount(a.num_allocations)} / ${formatCount(a.num_deallocations)}`,
@@ -40,9 +49,9 @@ export function renderSummary(a: AllocatorReport): HTMLElement {
       a.balance > 0 && a.verdict === 'leak' && 'bad',
     ),
     card(
-      'Peak in use',
-      el('span', {'data-peak': 'true'}, `peak ${peakOfCapacity(a)}`),
-      `${stack}at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
+      'Peak',
+      el('span', {'data-peak': 'true'}, peakOfCapacity(a)),
+      `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
     ),
     card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
     card(

@@ -50,6 +50,8 @@ export class TimelinePanel {
   private data: Timeline | null = null;
   private marks: number[] = [];
   private spans: BufferSpan[] = [];
+  /** The allocator reserves a stack: drawn as a band of its own, the heap above it. */
+  private hasStack = false;
   private controller: AbortController | null = null;
 
   constructor(
@@ -114,11 +116,13 @@ export class TimelinePanel {
     }
   }
 
-  /** Series: stack reserved, stack + heap (the heap's band above the stack), never freed, fragmentation, the selected group. */
+  /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected group. */
   private aligned(data: Timeline): uPlot.AlignedData {
     const held = this.spans.length ? heldOver(data.time_ps, this.spans) : data.time_ps.map(() => null);
+    const rest = [data.never_freed_bytes, data.fragmentation, held];
+    if (!this.hasStack) return [data.time_ps, data.heap_bytes, ...rest];
     const inUse = data.heap_bytes.map((h, i) => h + (data.stack_bytes[i] ?? 0));
-    return [data.time_ps, data.stack_bytes, inUse, data.never_freed_bytes, data.fragmentation, held];
+    return [data.time_ps, data.stack_bytes, inUse, ...rest];
   }
 
   /** Rebuilds the chart, e.g. after a theme change. */
@@ -134,12 +138,18 @@ export class TimelinePanel {
     const axes = axisStyle();
     const heap = cssVar('--lf-heap');
     const leak = cssVar('--lf-leak');
+    const stack = data.stack_bytes.reduce((m, v) => Math.max(m, v), 0);
+    this.hasStack = stack > 0;
     const heapOnly = (_u: uPlot, _v: number | null, _si: number, idx: number | null) => (idx === null ? '—' : formatBytes(data.heap_bytes[idx]));
+    const heapSeries: uPlot.Series = {label: 'heap in use', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: heapOnly};
+    const stackSeries: uPlot.Series = {label: 'stack reserved', scale: 'bytes', stroke: cssVar('--lf-stack'), fill: cssVar('--lf-stack-fill'), width: 1.5, value: (_u, v) => formatBytes(v)};
+    // With a stack, the heap's line is stack + heap; its legend still reads the heap alone.
+    const inUse = this.hasStack ? [stackSeries, {...heapSeries, label: 'heap in use (above the stack)'}] : [heapSeries];
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
       scales: {x: {time: false}, bytes: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}, frac: {range: [0, 1]}},
       // The heap fills from the top of the stack, not from zero.
-      bands: [{series: [2, 1], fill: cssVar('--lf-heap-fill')}],
+      bands: this.hasStack ? [{series: [2, 1], fill: cssVar('--lf-heap-fill')}] : [],
       axes: [
         {...axes, values: (_u, v) => timeTicks(v), size: 36},
         byteAxis('bytes'),
@@ -147,8 +157,7 @@ export class TimelinePanel {
       ],
       series: [
         {label: 'time', value: (_u, v) => formatPs(v)},
-        {label: 'stack reserved', scale: 'bytes', stroke: cssVar('--lf-stack'), fill: cssVar('--lf-stack-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
-        {label: 'heap in use (above the stack)', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: heapOnly},
+        ...inUse,
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
         {label: 'selected group', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
@@ -161,7 +170,7 @@ export class TimelinePanel {
     };
     this.chart.create(opts, this.aligned(data), () => this.setRange(null, true));
     const shown = data.time_ps.length;
-    this.chartBox.dataset.stack = String(data.stack_bytes.reduce((m, v) => Math.max(m, v), 0));
+    this.chartBox.dataset.stack = String(stack);
     this.note.textContent =
       `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum). ` +
       `Peak ${formatBytes(data.peak.bytes)} at ${formatPs(data.peak.time_ps)}` +

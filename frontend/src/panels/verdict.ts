@@ -3,9 +3,9 @@
 // allocator of the host that leaks.
 
 import {allocatorKey, allocatorLabel} from '../allocators';
-import type {AllocatorReport, Forecast, HostReport, Verdict} from '../api';
+import type {AllocatorReport, HostReport, Verdict} from '../api';
 import {type Child, el} from '../dom';
-import {formatAbout, formatBytes, formatBytesDelta, formatPs, formatSeconds} from '../format';
+import {formatBytesDelta} from '../format';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
   leak: 'Leak',
@@ -17,12 +17,6 @@ export const VERDICT_LABEL: Record<Verdict, string> = {
 export function reasonText(verdict: Verdict, reason: string): string {
   const label = VERDICT_LABEL[verdict];
   return label && reason.toLowerCase().startsWith(`${label.toLowerCase()}:`) ? reason.slice(label.length + 1).trimStart() : reason;
-}
-
-/** "at +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (about 52 min at 100 ms/step)". */
-export function forecastSentence(f: Forecast): string {
-  const time = f.seconds_to_oom !== null && f.step_duration_ps ? ` (about ${formatSeconds(f.seconds_to_oom)} at ${formatPs(f.step_duration_ps)}/step)` : '';
-  return `At ${formatBytesDelta(f.growth_bytes_per_step)}/step the ${formatBytes(f.bytes_available)} still free runs out in about ${formatAbout(f.steps_to_oom)} steps${time}.`;
 }
 
 /** A verdict and its reason; `title` (e.g. which run) goes above them, `details` below. */
@@ -57,13 +51,15 @@ export function renderVerdict(host: HostReport, allocator: AllocatorReport | nul
   const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
   const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
   const source = host.step_source;
+  // Where the steps came from, unless the reason says so already.
+  const steps = source && !reason.includes(source.description) ? source.description : null;
   return verdictBanner(
     verdict,
     reason,
     [...(host.warnings ?? []), ...(allocator?.warnings ?? [])],
     undefined,
-    allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, forecastSentence(allocator.forecast)) : null,
-    source ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${source.description}`) : null,
+    allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, allocator.forecast.description) : null,
+    steps ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${steps}`) : null,
     leakingList(host, allocator, onPick),
   );
 }
