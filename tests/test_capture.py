@@ -52,11 +52,6 @@ def only_host(report: dict) -> dict:
     return host
 
 
-def groups(allocator: dict) -> list[dict]:
-    # The contract renames `leaks` to `groups`; read either while that lands.
-    return allocator["groups"] if "groups" in allocator else allocator["leaks"]
-
-
 @pytest.fixture(scope="module")
 def tf_leak(tmp_path_factory) -> dict:
     _need("tensorflow")
@@ -69,7 +64,7 @@ def test_tensorflow_finds_the_planted_leak(tf_leak):
     assert tf_leak["warnings"] == []
     assert host["verdict"] == "leak"
     (allocator,) = host["allocators"]
-    top = groups(allocator)[0]
+    top = allocator["groups"][0]
     assert (top["op"], top["shape"], top["dtype"], top["region"]) == ("Mul", capture_programs.LEAK_SHAPE, "float", "output")
     assert top["kind"] == "growing"
     assert top["count"] == 12
@@ -132,7 +127,7 @@ def test_keras_callback_captures_batches_across_epochs(tmp_path):
     assert out["steps"] == list(range(2, 8))
     assert [s["step"] for s in host["steps"]] == list(range(2, 8))
     assert host["verdict"] == "leak"
-    top = groups(host["allocators"][0])[0]
+    top = host["allocators"][0]["groups"][0]
     assert top["shape"] == capture_programs.LEAK_SHAPE
     assert top["count"] == 6
 

@@ -46,8 +46,7 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
     where = {"run": run["run"], "host": host["host"], "allocator": allocator["name"]}
     timeline = answers[answer_key("timeline", where)]
     assert timeline["peak"]["bytes"] == allocator["peak_bytes_in_use"]
-    groups = allocator.get("groups", allocator.get("leaks"))
-    for group in groups:
+    for group in allocator["groups"]:
         assert answers[answer_key("timeline", {**where, "group": group["group"]})]["group"] == group["group"]
     buffers = answers[answer_key("buffers", where)]
     assert buffers["total"] == len(buffers["buffers"]) >= allocator["num_allocations"]
@@ -81,8 +80,8 @@ def test_profile_strings_cannot_break_out_of_the_page(tmp_path):
     assert "<img" not in text and "<!--" not in text
     (run,) = data["answers"]["runs"]["runs"]
     report = data["answers"][answer_key("report", {"run": run["run"]})]
-    groups = report["runs"][0]["hosts"][0]["allocators"][0]
-    assert EVIL_OP in [g["op"] for g in groups.get("groups", groups.get("leaks"))]
+    (allocator,) = report["runs"][0]["hosts"][0]["allocators"]
+    assert EVIL_OP in [g["op"] for g in allocator["groups"]]
 
 
 def test_diff_html_holds_both_runs_and_their_comparison(tmp_path, capsys):

@@ -67,11 +67,6 @@ class Table:
         return out.getvalue()
 
 
-def _groups(allocator: Json) -> list[Json]:
-    # `leaks` is the name before the contract's rename to `groups`.
-    return allocator.get("groups", allocator.get("leaks", []))
-
-
 BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator) -> every buffer row
 
 
@@ -86,7 +81,7 @@ def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str,
         for host in run["hosts"]:
             for allocator in host["allocators"]:
                 at = (run["run"], host["host"], allocator["name"])
-                tables[GROUPS].add(at, _groups(allocator))
+                tables[GROUPS].add(at, allocator["groups"])
                 tables[PEAK_BREAKDOWN].add(at, allocator["peak_breakdown"])
                 if buffers is not None:
                     tables[BUFFERS].add(at, buffers(*at))

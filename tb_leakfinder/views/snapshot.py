@@ -99,8 +99,7 @@ class Snapshot:
         name = allocator["name"]
         where = {"run": run, "host": host, "allocator": name}
         kept = [self._keep_as("timeline", where, self.ask("timeline", **where, points=DEFAULT_POINTS))]
-        groups = allocator.get("groups", allocator.get("leaks", []))
-        for group in groups[:MAX_GROUP_TIMELINES]:
+        for group in allocator["groups"][:MAX_GROUP_TIMELINES]:
             args = {**where, "group": group["group"]}
             kept.append(self._keep_as("timeline", args, self.ask("timeline", **args, points=DEFAULT_POINTS)))
         rows = list(self.all_buffers(run, host, name, MAX_BUFFERS))
