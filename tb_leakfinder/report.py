@@ -10,11 +10,13 @@ import numpy as np
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage, check_group
+from tb_leakfinder.analyses.capacity import Forecast
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS, downsample
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
+from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.suspects import SuspectGroup
 from tb_leakfinder.analyses.timeline import held_bytes, never_freed_bytes
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
@@ -32,6 +34,23 @@ def steps_json(steps: Steps) -> list[Json]:
     ]
 
 
+def step_source_json(source: StepSource) -> Json:
+    return {"kind": source.kind, "name": source.name, "num_steps": source.num_steps, "description": source.description}
+
+
+def forecast_json(forecast: Forecast | None) -> Json | None:
+    if forecast is None:
+        return None
+    return {
+        "bytes_available": forecast.bytes_available,
+        "growth_bytes_per_step": round(forecast.growth_bytes_per_step, 1),
+        "steps_to_oom": forecast.steps_to_oom,
+        "step_duration_ps": forecast.step_duration_ps,
+        "seconds_to_oom": None if forecast.seconds_to_oom is None else round(forecast.seconds_to_oom, 3),
+        "description": forecast.description,
+    }
+
+
 def _group_key_json(strings: list[str], row: SuspectGroup | BreakdownRow) -> Json:
     return {"op": strings[row.op], "shape": strings[row.shape], "dtype": dtype_name(row.dtype), "region": strings[row.region]}
 
@@ -44,11 +63,13 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
             **_group_key_json(strings, g),
             "kind": g.kind,
             "count": g.count,
+            "requested_bytes": g.requested_bytes,
             "bytes": g.bytes,
             "steps": g.steps,
             "first_step": g.first_step,
             "last_step": g.last_step,
             "bytes_per_step": round(g.bytes_per_step, 1),
+            "allocated_bytes_per_step": round(g.allocated_bytes_per_step, 1),
             "score": g.score,
         }
         for i, g in enumerate(a.suspects.groups)
@@ -74,6 +95,8 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
         "growth_bytes_per_step": round(s.growth_bytes_per_step, 1),
         "verdict": a.verdict.verdict,
         "reason": a.verdict.reason,
+        "forecast": forecast_json(a.forecast),
+        "fragmentation_note": a.fragmentation_note,
         "warnings": a.warnings,
         "groups": groups,
         "peak_breakdown": breakdown,
@@ -89,6 +112,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "reason": verdict.reason,
         "warnings": list(h.profile.warnings),
         "duration_ps": h.profile.duration_ps,
+        "step_source": step_source_json(h.step_source),
         "num_steps": len(h.profile.steps),
         "steps": steps_json(h.profile.steps),
         "allocators": allocators,
@@ -111,6 +135,7 @@ def host_error_json(host: str, error: LeakfinderError) -> Json:
         "error": error.message,
         "warnings": [],
         "duration_ps": 0,
+        "step_source": step_source_json(StepSource(NONE, None, Steps.empty(), "not analysed")),
         "num_steps": 0,
         "steps": [],
         "allocators": [],

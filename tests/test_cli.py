@@ -115,3 +115,12 @@ def test_check_with_one_unreadable_host_and_no_leak_is_bad_input(tmp_path):
     assert out.returncode == 2
     assert out.stdout.split()[0] == "inconclusive"  # one host could not be read
     assert "b.xplane.pb" in out.stderr
+
+
+def test_report_text_gives_the_step_source_and_the_forecast():
+    out = cli("report", str(demo_xplane("tf_leak")))
+    assert out.returncode == 0
+    assert " host vm: 25 steps from step_num markers\n" in out.stdout
+    assert "Leak: +512 KiB per step from Mul [128,1024] output" in out.stdout
+    forecast = next(line.strip() for line in out.stdout.splitlines() if "still free runs out" in line)
+    assert forecast.startswith("At +512 KiB/step the 64.0 GiB still free runs out in about 130,000 steps (about ")

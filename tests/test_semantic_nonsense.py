@@ -206,7 +206,8 @@ def test_string_stats_where_numbers_belong(tmp_path, decoder):
             stats={"allocator_name": 7, "addr": ("str", "0x10"), "allocation_bytes": ("bytes", b"\x01"), "tf_op": 3.5},
         )
     host = report_of(builder, tmp_path)
-    assert host["num_steps"] == 0  # a step_num that is not an integer marks no step
+    # A step_num that is not an integer marks no step: the steps are time windows.
+    assert host["step_source"]["kind"] == "time_windows"
     allocator = only_allocator(host)
     assert allocator["name"] == "(no memory id)"  # an allocator_name that is not a string names none, as in XProf
     assert allocator["verdict"] == "inconclusive"
@@ -227,13 +228,23 @@ def test_overlapping_step_markers(tmp_path, decoder):
     assert "step markers overlap" in all_warnings(host)
 
 
-def test_missing_step_markers_leave_the_verdict_inconclusive(tmp_path, decoder):
+def test_missing_step_markers_fall_back_to_time_windows(tmp_path, decoder):
+    """Without any step information, equal time windows stand in for steps; steady growth across them is a leak."""
     builder = ProfileBuilder("host0")
     builder.add_memory_events(np.arange(STEPS) * STEP_PS, ALLOC, np.arange(1, STEPS + 1, dtype=np.uint64) << 20, LEAK_BYTES)
     host = report_of(builder, tmp_path)
-    assert host["num_steps"] == 0
+    assert (host["step_source"]["kind"], host["num_steps"]) == ("time_windows", 10)
+    assert host["verdict"] == "leak", host["reason"]
+    assert "(10 equal time windows of 700 ns, no step information)" in host["reason"]
+
+
+def test_one_allocation_without_step_information_is_inconclusive(tmp_path, decoder):
+    builder = ProfileBuilder("host0")
+    builder.add_memory_events([STEP_PS], ALLOC, [1 << 20], LEAK_BYTES)
+    host = report_of(builder, tmp_path)
+    assert (host["step_source"]["kind"], host["num_steps"]) == ("none", 0)
     assert host["verdict"] == "inconclusive"
-    assert "0 step marker(s)" in host["reason"]
+    assert "no step information and no time span to divide" in host["reason"]
 
 
 def test_a_zero_byte_file_is_refused_naming_it(tmp_path, decoder):

@@ -57,7 +57,9 @@ def test_growing_leak_is_found_with_its_rate():
     (top, *_) = a.suspects.groups
     assert a.events.strings[top.op] == "Concat" and top.kind == "growing"
     assert top.bytes_per_step == 64 * KIB and top.steps == 20 and top.score == 1.0
-    assert a.verdict.reason == "Leak: +64 KiB per step from Concat [16,1024] output, 20 of 20 steps never freed"
+    assert a.verdict.reason == (
+        "Leak: +64 KiB per step from Concat [16,1024] output, 20 of 20 steps never freed (20 steps from step_num markers)"
+    )
     assert a.summary.growth_bytes_per_step == pytest.approx(64 * KIB)
 
 
@@ -124,14 +126,15 @@ def test_too_few_steps_is_inconclusive():
     loop = Loop(2)
     a = _analyze(loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]")))
     assert a.verdict.verdict == "inconclusive"
-    assert "2 step marker" in a.verdict.reason and "Concat [16,1024] output" in a.verdict.reason
+    assert a.verdict.reason.startswith("Inconclusive: 2 steps from step_num markers, too few")
+    assert "capture at least 3 steps" in a.verdict.reason and "Concat [16,1024] output" in a.verdict.reason
 
 
-def test_no_step_markers_is_inconclusive():
+def test_without_step_information_time_windows_find_steady_growth():
     loop = Loop(10)
     a = _analyze(loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]"), markers=False))
-    assert a.verdict.verdict == "inconclusive"
-    assert "0 step marker" in a.verdict.reason
+    assert a.verdict.verdict == "leak"
+    assert "10 of 10 windows never freed (10 equal time windows of" in a.verdict.reason
 
 
 @pytest.mark.parametrize("every", [3, 10])
@@ -144,7 +147,7 @@ def test_periodic_leak_is_growing(every):
     assert top.kind == "growing" and a.verdict.verdict == "leak"
     kept = len(range(0, 40, every))
     assert top.steps == kept
-    assert top.bytes_per_step == pytest.approx(kept * 96 * KIB / (top.last_step - top.first_step + 1))
+    assert top.bytes_per_step == pytest.approx(96 * KIB / every)  # fitted: not kept * 96 KiB / (last - first + 1)
     assert f"{kept} of 40 steps" in a.verdict.reason
 
 

@@ -7,13 +7,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
+from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
 from tb_leakfinder.analyses.labels import allocator_label, is_host_memory
 from tb_leakfinder.analyses.lifetimes import pair_events
+from tb_leakfinder.analyses.step_sources import StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, Verdict, decide
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, Verdict, decide, leak_groups
 from tb_leakfinder.model.lifetimes import Buffers
-from tb_leakfinder.model.memory import ALLOC, HostProfile, MemoryEvents, Steps
+from tb_leakfinder.model.memory import ALLOC, Groups, HostProfile, MemoryEvents, Spans, Steps
 
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
@@ -31,27 +33,40 @@ class AllocatorAnalysis:
     peak_before_window_bytes: int
     verdict: Verdict
     warnings: list[str] = field(default_factory=list)
+    forecast: Forecast | None = None  # to out-of-memory, when the allocator leaks and reports what is free
+    fragmentation_note: str | None = None
 
 
 @dataclass
 class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
     allocators: list[AllocatorAnalysis]  # device memory first, then host memory; largest peak first in each
+    step_source: StepSource  # where profile.steps came from
 
 
 def analyze_host(profile: HostProfile) -> HostAnalysis:
     events = profile.events
-    profile = replace(profile, events=MemoryEvents.empty(), warnings=[*profile.warnings, *_step_warnings(profile.steps)])
+    source = find_steps(profile)
+    # The candidate spans have served: the cached analysis keeps only the steps they gave.
+    profile = replace(
+        profile,
+        events=MemoryEvents.empty(),
+        steps=source.steps,
+        spans=Spans.empty(),
+        groups=Groups.empty(),
+        warnings=[*profile.warnings, *_step_warnings(profile.steps)],
+    )
     result = []
     for index, memory_id in enumerate(events.allocator_names):
         # One allocator (the usual case) takes the host's columns as they are, without a copy.
         mine = events if len(events.allocator_names) == 1 else events.take(np.flatnonzero(events.allocator == index))
-        result.append(analyze_allocator(memory_id, mine, profile))
+        result.append(analyze_allocator(memory_id, mine, profile, source))
     result.sort(key=lambda a: (is_host_memory(a.memory_id), -a.summary.peak_bytes_in_use, a.memory_id))
-    return HostAnalysis(profile, result)
+    return HostAnalysis(profile, result, source)
 
 
-def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile) -> AllocatorAnalysis:
+def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile, source: StepSource) -> AllocatorAnalysis:
+    """One allocator's analyses; `profile.steps` are the steps `source` gave."""
     name = allocator_label(memory_id, profile.device_planes)
     warnings: list[str] = []
     if not memory_id:
@@ -76,7 +91,7 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    verdict = decide(summary, suspects.groups, len(profile.steps), events.strings)
+    verdict = decide(summary, suspects.groups, source, events.strings)
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
@@ -87,7 +102,22 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
         )
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
-    return AllocatorAnalysis(memory_id, name, events, buffers, summary, suspects, rows, before_window, verdict, warnings)
+    growth = sum(g.bytes_per_step for g in leak_groups(suspects.groups, source))
+    outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
+    return AllocatorAnalysis(
+        memory_id,
+        name,
+        events,
+        buffers,
+        summary,
+        suspects,
+        rows,
+        before_window,
+        verdict,
+        warnings,
+        outlook,
+        fragmentation_note(events, summary.peak_event),
+    )
 
 
 def _inconsistencies(events: MemoryEvents) -> list[str]:

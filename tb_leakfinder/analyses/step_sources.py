@@ -11,9 +11,10 @@ MIN_STEPS complete steps gives the host its steps:
 - equal time windows, when nothing above holds even one step.
 
 Where several names repeat, the one the memory events fall in most wins, not
-the most frequent one. A last step cut short by the end of the capture is in
+the most frequent one. A last group cut short by the end of the capture is in
 flight: it is left out, so its buffers count as made after the last complete
-step began.
+step began (markers, root events and programs are recorded when they end, so
+an in-flight one is absent anyway).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class _Candidate:
 def find_steps(profile: HostProfile) -> StepSource:
     """The host's steps, and which source gave them."""
     times = profile.events.time_ps
-    markers = _candidate(STEP_NUM, None, profile.steps, "from step_num markers", times, in_flight=False)
+    markers = _candidate(STEP_NUM, None, profile.steps, "from step_num markers", times)
     if len(markers.steps) >= MIN_STEPS:
         return markers.source()
     tried = [markers]
@@ -136,11 +137,8 @@ def _figure(value: float, unit: str) -> str:
 # --- the sources ---------------------------------------------------------------
 
 
-def _candidate(kind: str, name: str | None, steps: Steps, origin: str, times: np.ndarray, *, in_flight: bool) -> _Candidate:
-    covered = _covered(steps.start_ps, steps.end_ps, times)
-    if in_flight:
-        steps = _without_in_flight(steps)
-    return _Candidate(kind, name, steps, origin, covered)
+def _candidate(kind: str, name: str | None, steps: Steps, origin: str, times: np.ndarray) -> _Candidate:
+    return _Candidate(kind, name, steps, origin, _covered(steps.start_ps, steps.end_ps, times))
 
 
 def _covered(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> int:
@@ -152,7 +150,11 @@ def _covered(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> int:
 
 
 def _without_in_flight(steps: Steps) -> Steps:
-    """The steps without a last one that the end of the capture cut short."""
+    """The steps without a last one that the end of the capture cut short.
+
+    Only groups can be cut short: a marker, root event or program execution is
+    recorded when it ends, so one in flight is simply absent.
+    """
     if len(steps) < 2:
         return steps
     durations = steps.end_ps - steps.start_ps
@@ -185,8 +187,11 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
     spans = profile.spans
     best: _Candidate | None = None
-    for name_index, mine in _split_by(np.flatnonzero(spans.source == SPAN_HOST_ROOT), spans.name):
-        name = spans.names[name_index]
+    # One candidate per name and thread: an input pipeline's FunctionRuns on their own thread are not steps.
+    lines = int(spans.line.max(initial=-1)) + 2
+    thread_name = spans.name.astype(np.int64) * lines + (spans.line.astype(np.int64) + 1)
+    for key, mine in _split_by(np.flatnonzero(spans.source == SPAN_HOST_ROOT), thread_name):
+        name = spans.names[key // lines]
         if name in ("TraceContext", "FunctionRun") or bool(np.any(spans.root[mine])):
             origin = f"from root events ({name})"
         else:
@@ -247,7 +252,7 @@ def _span_candidate(
         kept = [numbers[i] for i in order[keep]]
         if all(n.isdecimal() for n in kept) and len(set(kept)) == len(kept):
             step_num = np.asarray([int(n) for n in kept], np.int64)
-    return _candidate(kind, name, Steps(step_num, starts, ends), origin, times, in_flight=True)
+    return _candidate(kind, name, Steps(step_num, starts, ends), origin, times)
 
 
 def _better(best: _Candidate | None, other: _Candidate) -> _Candidate:

@@ -24,11 +24,13 @@ class SuspectGroup:
     region: int
     kind: str
     count: int
-    bytes: int
+    requested_bytes: int  # tensor bytes, as the program asked for them
+    bytes: int  # allocated: the allocator's chunks, rounded up
     steps: int  # distinct steps the never-freed buffers were made in
     first_step: int | None  # step numbers, not ordinals
     last_step: int | None
-    bytes_per_step: float
+    bytes_per_step: float  # tensor bytes, fitted across steps (growing groups; else 0)
+    allocated_bytes_per_step: float
     score: float
 
 
@@ -86,14 +88,13 @@ def _classify(
 ) -> SuspectGroup:
     head = members[0]
     op, shape, dtype, region = (int(c[head]) for c in (buffers.op, buffers.shape, buffers.dtype, buffers.region))
-    sizes = buffers.allocation_bytes[members]
-    total = int(sizes.sum())
+    requested, allocated = buffers.requested_bytes[members], buffers.allocation_bytes[members]
     ords = position[members]
     in_steps = np.unique(ords[ords >= 0])
     distinct = len(in_steps)
     first = int(in_steps[0]) if distinct else None
     last = int(in_steps[-1]) if distinct else None
-    kind, score, per_step = PERSISTENT, 0.1, 0.0
+    kind, score, per_step, allocated_per_step = PERSISTENT, 0.1, 0.0, 0.0
     if num_steps and distinct and first is not None and first >= num_steps - 1:
         kind, score = WINDOW_END, 0.05
     elif num_steps == 0 or last is None or last <= max(0, num_steps // 10) or distinct <= 1:
@@ -106,7 +107,11 @@ def _classify(
         cadence = float(np.median(np.diff(in_steps)))
         still_adding = num_steps - 1 - last <= max(2.0, 2 * cadence)
         if distinct >= 3 and still_adding and not (evicted and distinct <= num_steps // 2):
-            kind, per_step = GROWING, total / span
+            # In flight: made after the last step ended, so not part of its growth.
+            fitted = (ords >= 0) & (buffers.alloc_time_ps[members] <= steps.end_ps[-1])
+            kind = GROWING
+            per_step = fitted_rate(ords[fitted], requested[fitted])
+            allocated_per_step = fitted_rate(ords[fitted], allocated[fitted])
             regularity = min(1.0, distinct / ((last - first) / cadence + 1))
             score = 0.5 + 0.5 * min(1.0, span / max(3.0, num_steps / 2)) * regularity
         else:
@@ -119,10 +124,26 @@ def _classify(
         region=region,
         kind=kind,
         count=len(members),
-        bytes=total,
+        requested_bytes=int(requested.sum()),
+        bytes=int(allocated.sum()),
         steps=distinct,
         first_step=int(step_nums[first]) if first is not None else None,
         last_step=int(step_nums[last]) if last is not None else None,
         bytes_per_step=per_step,
+        allocated_bytes_per_step=allocated_per_step,
         score=round(min(1.0, score), 3),
     )
+
+
+def fitted_rate(position: np.ndarray, sizes: np.ndarray) -> float:
+    """Bytes per step: the least-squares slope of the bytes kept so far against the step they were kept in.
+
+    One X-byte buffer every N steps gives exactly X/N; total / span would
+    count one step too many. 0 with fewer than two steps.
+    """
+    steps, where = np.unique(position, return_inverse=True)
+    if len(steps) < 2:
+        return 0.0
+    kept = np.cumsum(np.bincount(where, weights=sizes.astype(np.float64)))
+    # Rounded to a thousandth of a byte: exact rates come out exact, not a rounding error off.
+    return round(float(np.polyfit(steps.astype(np.float64), kept, 1)[0]), 3)

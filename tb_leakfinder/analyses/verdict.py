@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tb_leakfinder.analyses.labels import format_bytes, group_label
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, SuspectGroup
 
@@ -13,7 +15,8 @@ LEAK = "leak"
 NO_LEAK = "no_leak"
 INCONCLUSIVE = "inconclusive"
 SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
-MIN_STEPS = 3
+# Time windows are not steps: a leak must grow in this share of them, not merely grow.
+MOST_WINDOWS = 0.8
 KIND_WORDS = {
     PERSISTENT: "made once and kept (persistent)",
     BOUNDED: "a cache that stopped growing (bounded)",
@@ -33,33 +36,55 @@ class Verdict:
     reason: str
 
 
-def decide(summary: Summary, groups: list[SuspectGroup], num_steps: int, strings: list[str]) -> Verdict:
+def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, strings: list[str]) -> Verdict:
     if summary.num_allocations + summary.num_deallocations == 0:
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
-    growing = [g for g in groups if g.kind == GROWING]
-    if num_steps < MIN_STEPS:
+    n, unit = source.num_steps, source.unit
+    if source.too_short:
         lead = f" The largest never-freed group is {_label(groups[0], strings)}." if groups else ""
+        found = "no step information and no time span to divide" if source.kind == NONE else source.description
         return Verdict(
             INCONCLUSIVE,
-            f"Inconclusive: {num_steps} step marker(s), too few to tell growth from warm-up; "
-            f"mark at least {MIN_STEPS} steps (step_num).{lead}",
+            f"Inconclusive: {found}, too few to tell growth from warm-up; capture at least {MIN_STEPS} steps.{lead}",
+        )
+    growing = [g for g in groups if g.kind == GROWING]
+    leaking = leak_groups(groups, source)
+    if leaking:
+        top = leaking[0]
+        return Verdict(
+            LEAK,
+            f"Leak: +{format_bytes(top.bytes_per_step)} per {unit} from {_label(top, strings)}, "
+            f"{top.steps} of {n} {unit}s never freed ({source.description})",
         )
     if growing:
         top = growing[0]
         return Verdict(
-            LEAK,
-            f"Leak: +{format_bytes(top.bytes_per_step)} per step from {_label(top, strings)}, "
-            f"{top.steps} of {num_steps} steps never freed",
+            INCONCLUSIVE,
+            f"Inconclusive: {_label(top, strings)} grows, but with no step information only in {top.steps} of "
+            f"{n} equal time windows; a leak needs growth in at least {_most(n)} of them. "
+            f"Mark steps (step_num) or capture more of the run.",
         )
     kept = summary.never_freed_bytes
     if kept:
         kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in groups)]
         return Verdict(
             NO_LEAK,
-            f"No leak: nothing grows step after step over {num_steps} steps; "
+            f"No leak: nothing grows {unit} after {unit} over {source.description}; "
             f"the {format_bytes(kept)} still live at window end is {' or '.join(kinds)}",
         )
-    return Verdict(NO_LEAK, f"No leak: every buffer allocated over {num_steps} steps was freed")
+    return Verdict(NO_LEAK, f"No leak: every buffer allocated over {source.description} was freed")
+
+
+def leak_groups(groups: list[SuspectGroup], source: StepSource) -> list[SuspectGroup]:
+    """The growing groups that make a leak; with time windows, only those that grow in most windows."""
+    growing = [g for g in groups if g.kind == GROWING]
+    if source.kind != TIME_WINDOWS:
+        return growing
+    return [g for g in growing if g.steps >= _most(source.num_steps)]
+
+
+def _most(num_windows: int) -> int:
+    return math.ceil(MOST_WINDOWS * num_windows)
 
 
 def _label(group: SuspectGroup, strings: list[str]) -> str:

@@ -49,6 +49,7 @@ def render_allocator(a: Json) -> list[str]:
         f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
         f"heap growth {format_bytes(a['growth_bytes_per_step'])}/step",
     ]
+    lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
     lines += [f"    warning: {w}" for w in a["warnings"]]
     if a["groups"]:
         lines.append("    never-freed groups:")
@@ -151,7 +152,7 @@ def render_report(report: Json) -> str:
         if len(run["hosts"]) > 1:
             lines += [*render_overview(run_overview_json(run)), ""]
         for host in run["hosts"]:
-            lines.append(f" host {host['host']}: {host['num_steps']} steps")
+            lines.append(f" host {host['host']}: {host['step_source']['description']}")
             lines += [f"  warning: {w}" for w in host["warnings"]]
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
