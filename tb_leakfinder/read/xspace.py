@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -68,15 +69,16 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     return _host_profile(scanned, host, path)
 
 
-def _scan(scanner: ModuleType, data: bytes, path: str) -> dict:
+def _scan(scanner: ModuleType, data: bytes, path: str) -> dict[str, Any]:
     xspace_proto.refuse_empty(data, path)
     try:
-        return scanner.scan(data, threads=SCAN_THREADS)
+        scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS)
+        return scanned
     except scanner.ScanError as exc:
         raise xspace_proto.corrupt_profile(path, exc) from exc
 
 
-def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
+def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
     warnings: list[str] = []
     hlo_protos = hlo.hlo_protos_from_entries(scanned["hlo"])
     devices = [name.decode() for name in scanned["device_planes"]]
@@ -115,7 +117,7 @@ def _host_profile(scanned: dict, host: str, path: str) -> HostProfile:
     return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)
 
 
-def _column(buffer: object, dtype: type | np.dtype) -> np.ndarray:
+def _column(buffer: Any, dtype: type | np.dtype) -> np.ndarray:  # a scanner Column: a buffer of `dtype` items
     return np.frombuffer(buffer, dtype) if memoryview(buffer).nbytes else np.zeros(0, dtype)
 
 

@@ -170,7 +170,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
     # Each line keeps its position among all of the plane's lines: a host span's `line` (its thread).
     lines = [(position, line) for position, line in enumerate(plane.lines) if line.events]
     base_ns = min((line.timestamp_ns for _, line in lines), default=0)
-    columns: dict[str, list] = {name: [] for name in EVENT_COLUMNS}
+    columns: dict[str, list[int | float]] = {name: [] for name in EVENT_COLUMNS}
     strings = [""]
     string_index = {"": 0}
     allocators: list[str] = []
@@ -244,13 +244,11 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
             row["time_ps"] = start
             row["kind"] = kind
             if grouped:
-                group_rows.append((row["group_id"], start, end))
+                group_rows.append((int(row["group_id"]), start, end))
             for name in EVENT_COLUMNS:
                 columns[name].append(row[name])
 
-    arrays = {
-        name: np.asarray(values, dtype) for name, (values, dtype) in ((n, (columns[n], d)) for n, d in EVENT_COLUMNS.items())
-    }
+    arrays: dict[str, np.ndarray] = {name: np.asarray(columns[name], dtype) for name, dtype in EVENT_COLUMNS.items()}
     order = np.argsort(arrays["time_ps"], kind="stable")
     events = MemoryEvents(**{n: a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators)
     groups = groups_from_rows(*(np.asarray([row[k] for row in group_rows], np.int64) for k in range(3)))
