@@ -84,6 +84,20 @@ def test_profile_strings_cannot_break_out_of_the_page(tmp_path):
     assert EVIL_OP in [g["op"] for g in allocator["groups"]]
 
 
+def test_an_unreadable_host_keeps_its_error_in_the_page(tmp_path):
+    hosts = {name: synthesize_training(2000, 10, ("GPU_0_bfc",), hostname=name)[0] for name in ("good", "bad")}
+    _, bad = write_session(tmp_path / "logs", "pod", "2026_11_30_00_00_00", hosts)
+    pathlib.Path(bad).write_bytes(b"\x0a\xff\xff\xff not an XSpace")
+    out = tmp_path / "pod.html"
+    assert cli.main(["report", str(tmp_path / "logs"), "--html", str(out)]) == cli.EXIT_OK
+    _, data, _ = page_parts(out)
+    (run,) = data["answers"]["runs"]["runs"]
+    refused = data["errors"][answer_key("report", {"run": run["run"], "host": "bad"})]
+    assert refused["status"] == 422 and "bad.xplane.pb" in refused["error"]
+    (good,) = data["answers"][answer_key("report", {"run": run["run"], "host": "good"})]["runs"][0]["hosts"]
+    assert good["verdict"] == "leak"
+
+
 def test_diff_html_holds_both_runs_and_their_comparison(tmp_path, capsys):
     out = tmp_path / "diff.html"
     code = cli.main(["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--html", str(out), "--json"])

@@ -10,10 +10,12 @@ import type {Answer, Buffer, DataSource, Params} from './api';
 
 export const DATA_ID = 'tb-leakfinder-data';
 
-interface InlineData {
+export interface InlineData {
   version: number;
   notes: string[];
   answers: Record<string, unknown>;
+  /** What a route refused when the page was written (an unreadable host): its status and message. */
+  errors: Record<string, {status: number; error: string}>;
   aliases: Record<string, string>;
 }
 
@@ -92,8 +94,11 @@ class InlineSource implements DataSource {
   constructor(private readonly data: InlineData) {}
 
   async get(route: string, params: Params): Promise<Answer> {
-    const key = answerKey(route, params);
-    const body = this.data.answers[this.data.aliases[key] ?? key];
+    let key = answerKey(route, params);
+    key = this.data.aliases[key] ?? key;
+    const refused = this.data.errors[key];
+    if (refused) return {status: refused.status, body: {error: refused.error}};
+    const body = this.data.answers[key];
     if (body === undefined) {
       const what = Object.values(params).filter(present).join(', ');
       return {status: 404, body: {error: `This standalone report does not hold ${route} (${what}).`}};
@@ -109,5 +114,9 @@ export function inlineSource(): DataSource | null {
   if (typeof document === 'undefined') return null;
   const element = document.getElementById(DATA_ID);
   if (!element?.textContent) return null;
-  return new InlineSource(JSON.parse(element.textContent) as InlineData);
+  return sourceOf(JSON.parse(element.textContent) as InlineData);
+}
+
+export function sourceOf(data: InlineData): DataSource {
+  return new InlineSource(data);
 }

@@ -24,7 +24,7 @@ function python(code, input) {
 before(async () => {
   const entry = `
     export {neutralise, toCsv, fetchAll, csvFileName, CSV_PAGE} from './csv';
-    export {answerKey, queryBuffers} from './inline';
+    export {answerKey, queryBuffers, sourceOf} from './inline';
     export {memorySource, byField} from './table';
   `;
   const out = await esbuild.build({
@@ -145,4 +145,22 @@ print(json.dumps({"where": where, "inlined": snap.answers[next(k for k in snap.a
     );
   }
   assert.equal(m.queryBuffers(inlined, {sort: 'nonsense'}).status, 400);
+});
+
+test('the inlined source answers what the page holds, the errors it kept, and says what it lacks', async () => {
+  const key = m.answerKey('report', {run: 'r', host: 'bad'});
+  const source = m.sourceOf({
+    version: 1,
+    notes: [],
+    answers: {[m.answerKey('report', {run: 'r'})]: {runs: [{run: 'r'}]}, [m.answerKey('timeline', {run: 'r', host: 'h', allocator: '0'})]: {peak: 1}},
+    errors: {[key]: {status: 422, error: 'bad.xplane.pb: not an XSpace'}},
+    aliases: {[m.answerKey('timeline', {run: 'r', host: 'h', allocator: 'GPU:0'})]: m.answerKey('timeline', {run: 'r', host: 'h', allocator: '0'})},
+  });
+  assert.deepEqual(await source.get('report', {run: 'r', host: undefined}), {status: 200, body: {runs: [{run: 'r'}]}});
+  assert.deepEqual(await source.get('report', {run: 'r', host: 'bad'}), {status: 422, body: {error: 'bad.xplane.pb: not an XSpace'}});
+  // Zoom and resolution do not matter; the memory id's label finds the same answer.
+  assert.deepEqual(await source.get('timeline', {run: 'r', host: 'h', allocator: 'GPU:0', points: 900, start_ps: 5}), {status: 200, body: {peak: 1}});
+  const missing = await source.get('module', {run: 'r', host: 'h', module: 'jit_f(1)'});
+  assert.equal(missing.status, 404);
+  assert.match(missing.body.error, /does not hold module \(r, h, jit_f\(1\)\)/);
 });

@@ -53,6 +53,7 @@ class Snapshot:
         plugin.engine = engine or Engine(lambda: runs)
         self._apps = plugin.get_plugin_apps()
         self.answers: dict[str, Json] = {}
+        self.errors: dict[str, Json] = {}  # what a route refused, as {"status", "error"}: the page shows it too
         self.aliases: dict[str, str] = {}
         self.notes: list[str] = []
 
@@ -65,9 +66,15 @@ class Snapshot:
             raise LeakfinderError(f"{route}: {body.get('error', response.status)}", status=response.status_code)
         return body
 
-    def keep(self, route: str, **args: Any) -> Json:
-        body = self.ask(route, **args)
-        self.answers[answer_key(route, args)] = body
+    def keep(self, route: str, **args: Any) -> Json | None:
+        """The route's answer, stored; None when it refuses (an unreadable host), with its error stored."""
+        key = answer_key(route, args)
+        try:
+            body = self.ask(route, **args)
+        except LeakfinderError as exc:
+            self.errors[key] = {"status": exc.status, "error": exc.message}
+            return None
+        self.answers[key] = body
         return body
 
     def all_buffers(self, run: str, host: str, allocator: str, limit: int | None = None) -> Iterator[Json]:
@@ -83,9 +90,13 @@ class Snapshot:
 
     def gather_run(self, run: Run) -> Json:
         """Everything the tab fetches for one run: its reports, timelines, buffers and programs."""
-        whole = self.keep("report", run=run.name)
+        whole = self.ask("report", run=run.name)
+        self.answers[answer_key("report", {"run": run.name})] = whole
         for host in run.hosts:
+            # One host's file may be unreadable: the page shows its error, as the tab would.
             report = self.keep("report", run=run.name, host=host) if len(run.hosts) > 1 else whole
+            if report is None:
+                continue
             self.answers[answer_key("report", {"run": run.name, "host": host})] = report
             (host_json,) = report["runs"][0]["hosts"]
             for allocator in host_json["allocators"]:
@@ -134,5 +145,6 @@ class Snapshot:
             "version": SNAPSHOT_VERSION,
             "notes": self.notes,
             "answers": {answer_key("runs", {}): {"runs": runs}, **self.answers},
+            "errors": self.errors,
             "aliases": self.aliases,
         }
