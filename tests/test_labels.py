@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.labels import NO_MEMORY_ID, allocator_label, dtype_name, is_host_memory
+from tb_leakfinder.analyses.labels import NO_MEMORY_ID, allocator_label, dtype_name, format_duration_ps, is_host_memory
 
 TPU_PLANES = [f"/device:TPU:{n}" for n in range(4)]
 GPU_PLANES = ["/device:GPU:0", "/device:GPU:1"]
@@ -39,3 +39,11 @@ def test_host_memory_is_pinned_host_or_cpu_allocators():
 def test_dtype_invalid_or_absent_is_blank():
     assert dtype_name(-1) == dtype_name(0) == ""
     assert dtype_name(1) == "float" and dtype_name(99) == "dtype(99)"
+
+
+@pytest.mark.parametrize(
+    ("ps", "text"),
+    [(100_000_000_000, "100 ms"), (1_500_000_000_000, "1.5 s"), (3113 * 10**12, "52 min"), (5 * 3600 * 10**12, "5 h")],
+)
+def test_durations_read_naturally(ps, text):
+    assert format_duration_ps(ps) == text

@@ -9,7 +9,8 @@ import pytest
 
 import tb_leakfinder
 from tb_leakfinder.analyses.host import HostAnalysis
-from tb_leakfinder.analyses.step_sources import find_steps, format_duration_ps
+from tb_leakfinder.analyses.labels import format_duration_ps
+from tb_leakfinder.analyses.step_sources import find_steps
 from tb_leakfinder.read.xspace_proto import decode
 from tests.synthetic import ProfileBuilder
 from tests.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
@@ -204,14 +205,6 @@ def test_time_windows_growth_in_few_windows_is_inconclusive():
 def test_no_memory_events_and_no_steps_is_none():
     h = analyze(ProfileBuilder())
     assert (h.step_source.kind, h.step_source.num_steps, h.step_source.description) == ("none", 0, "no step information")
-
-
-@pytest.mark.parametrize(
-    ("ps", "text"),
-    [(100_000_000_000, "100 ms"), (1_500_000_000_000, "1.5 s"), (3113 * 10**12, "52 min"), (5 * 3600 * 10**12, "5 h")],
-)
-def test_durations_read_naturally(ps, text):
-    assert format_duration_ps(ps) == text
 
 
 def test_root_events_of_an_input_pipeline_thread_are_not_steps():

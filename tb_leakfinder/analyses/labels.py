@@ -1,4 +1,4 @@
-"""Human-readable names for codes found in profiles, and byte formatting."""
+"""Human-readable names for codes found in profiles, and byte and duration formatting."""
 
 from __future__ import annotations
 
@@ -53,6 +53,22 @@ def format_bytes(n: float) -> str:
             return f"{sign}{text} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def format_duration_ps(ps: float) -> str:
+    """'100 ms', '1.5 s', '52 min', '3.2 h', '4.1 days'."""
+    seconds = ps / 1e12
+    for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-3, 1e-6, "µs"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s")):
+        if seconds < limit:
+            return _figure(seconds / scale, unit)
+    for limit, scale, unit in ((120 * 60.0, 60.0, "min"), (48 * 3600.0, 3600.0, "h")):
+        if seconds < limit:
+            return _figure(seconds / scale, unit)
+    return _figure(seconds / 86400.0, "days")
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
 
 
 def group_label(op: str, shape: str, region: str) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tb_leakfinder.analyses.labels import format_duration_ps
 from tb_leakfinder.model.memory import SPAN_DEVICE_PROGRAM, SPAN_DEVICE_STEP, SPAN_HOST_ROOT, HostProfile, Steps
 
 STEP_NUM = "step_num"
@@ -116,22 +117,6 @@ def step_period_ps(steps: Steps) -> float:
     if len(steps) == 1:
         return float(steps.end_ps[0] - steps.start_ps[0])
     return 0.0
-
-
-def format_duration_ps(ps: float) -> str:
-    """'100 ms', '1.5 s', '52 min', '3.2 h', '4.1 days'."""
-    seconds = ps / 1e12
-    for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-3, 1e-6, "µs"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s")):
-        if seconds < limit:
-            return _figure(seconds / scale, unit)
-    for limit, scale, unit in ((120 * 60.0, 60.0, "min"), (48 * 3600.0, 3600.0, "h")):
-        if seconds < limit:
-            return _figure(seconds / scale, unit)
-    return _figure(seconds / 86400.0, "days")
-
-
-def _figure(value: float, unit: str) -> str:
-    return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
 
 
 # --- the sources ---------------------------------------------------------------
