@@ -869,29 +869,30 @@ static int push_line(Scan *s, LineFix l) {
     return 0;
 }
 
-/* A line of a plane other than /host:CPU: checked; on a device plane, an `XLA Modules` or `Steps` line's
- * events are spans (its name and timestamp may come after its events, so they are read first). */
+/* A line of a plane other than /host:CPU: checked. On a device plane, an `XLA Modules` or `Steps` line's
+ * events are spans: its name and timestamp are read first, as they may come after its events. */
 static int check_line(Scan *s, ptr p, ptr end, int depth) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     LineAcc acc = {0, 0};
     Field f = {0};
     int r, mode = MODE_CHECK;
     int64_t ts = 0;
-    ptr q = p, name = (ptr) "";
-    size_t name_len = 0;
-    while ((r = next_field(s, &q, end, depth, &f)) > 0) {
-        if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) return -1;
-        if (f.field == XLINE_NAME && f.wt == WT_LEN) { name = f.data; name_len = f.len; }
-        else if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) ts = (int64_t)f.v;
-    }
-    if (r < 0) return -1;
     if (s->device >= 0) {
+        ptr q = p, name = (ptr) "";
+        size_t name_len = 0;
+        while ((r = next_field(s, &q, end, depth, &f)) > 0) {
+            if (f.field == XLINE_NAME && f.wt == WT_LEN) { name = f.data; name_len = f.len; }
+            else if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) ts = (int64_t)f.v;
+        }
+        if (r < 0) return -1;
         if (name_len == 11 && memcmp(name, "XLA Modules", 11) == 0) { mode = MODE_DEVICE; s->span_source = SPAN_DEVICE_PROGRAM; }
         else if (name_len == 5 && memcmp(name, "Steps", 5) == 0) { mode = MODE_DEVICE; s->span_source = SPAN_DEVICE_STEP; }
     }
     size_t sp_first = s->nspans;
-    while ((r = next_field(s, &p, end, depth, &f)) > 0)
+    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+        if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) return -1;
         if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(s, f.data, f.data + f.len, depth + 1, mode, &acc) < 0) return -1;
+    }
     if (r < 0) return -1;
     if (s->nspans == sp_first) return 0;
     return push_line(s, (LineFix){ts, 0, 0, 0, 0, 0, sp_first, s->nspans - sp_first, 0, 0, 0});
