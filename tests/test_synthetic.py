@@ -364,3 +364,67 @@ def test_xprof_memory_profile_sees_the_tracked_peaks(tmp_path: pathlib.Path) -> 
         assert int(stats["heapAllocatedBytes"]) == peak
         assert int(stats["stackReservedBytes"]) == 0
         assert int(summary[name]["peakBytesUsageLifetime"]) == peak
+
+
+def test_accelerator_conventions_are_written_as_given() -> None:
+    b = synthetic.ProfileBuilder(timestamp_ns=500)
+    b.alloc(10, 0x100, 64, allocator="2", id_stat="index_on_host", group_id=7)
+    b.free(20, 0x100, 64, allocator="2", id_stat="device_ordinal")
+    b.alloc(30, 0x100, 64, allocator="GPU_0_bfc", group_id=-3)
+    b.span("PjitFunction(step)", 5, 40, root=True, group_id=7)
+    b.xla_module("/device:TPU:1", "jit_step(3)", 12, 18, run_id=4)
+    b.device_step("/device:TPU:1", 0, 11, 19)
+    b.device_plane("/device:GPU:0", timestamp_ns=501)
+    b.device_event("/device:GPU:0", "Stream #2", "kernel", 1, 2)
+    decoded = _decode(b.to_bytes())
+    memory = [e for e in decoded["events"] if e["name"] in MEMORY]
+    ids = [{k: v for k, v in e["stats"].items() if k in synthetic.ID_STATS} for e in memory]
+    assert ids == [
+        {"index_on_host": ("int64_value", 2)},
+        {"device_ordinal": ("int64_value", 2)},
+        {"allocator_name": ("ref_value", "GPU_0_bfc")},
+    ]
+    assert [e["stats"].get("group_id") for e in memory] == [("int64_value", 7), None, ("int64_value", -3)]
+    assert [_values(e)["bytes_allocated"] for e in memory] == [64, 0, 64]  # "2" and GPU_0_bfc tracked apart
+    span = next(e for e in decoded["events"] if e["name"] == "PjitFunction(step)")
+    assert (span["offset_ps"], span["duration_ps"], _values(span)) == (5, 35, {"_r": 1, "group_id": 7})
+    planes = {p.name: p for p in decoded["space"].planes}
+    assert [name for name in planes if name.startswith("/device:")] == ["/device:TPU:1", "/device:GPU:0"]
+    tpu = planes["/device:TPU:1"]
+    names = {k: v.name for k, v in tpu.event_metadata.items()}
+    stat_names = {k: v.name for k, v in tpu.stat_metadata.items()}
+    lines = {
+        line.name: [
+            (names[e.metadata_id], e.offset_ps, e.duration_ps, {stat_names[s.metadata_id]: s.int64_value for s in e.stats})
+            for e in line.events
+        ]
+        for line in tpu.lines
+    }
+    assert lines == {"XLA Modules": [("jit_step(3)", 12, 6, {"run_id": 4})], "Steps": [("0", 11, 8, {"step_num": 0})]}
+    assert {line.timestamp_ns for line in tpu.lines} == {500}
+    assert [line.timestamp_ns for line in planes["/device:GPU:0"].lines] == [501]
+
+
+def test_synthesized_devices_hold_what_they_plant() -> None:
+    b, planted = synthetic.synthesize_devices(4, 5, leak_device=2, stack_bytes=1 << 34, preallocated_bytes=1 << 20)
+    decoded = _decode(b.to_bytes())
+    memory = [e for e in decoded["events"] if e["name"] in MEMORY]
+    by_device: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for e in memory:
+        assert "allocator_name" not in e["stats"]
+        by_device[_values(e)["index_on_host"]].append(e)
+    assert sorted(by_device) == [0, 1, 2, 3] and planted["memory_ids"] == ["0", "1", "2", "3"]
+    addrs = {d: {_values(e)["addr"] for e in events} for d, events in by_device.items()}
+    assert addrs[0] == addrs[1] == addrs[3] < addrs[2]  # one address space per device; the leak's are extra
+    for d, events in by_device.items():
+        signed = [(1 if e["name"] == "MemoryAllocation" else -1) * _values(e)["allocation_bytes"] for e in events]
+        heap = (1 << 20) + np.cumsum(signed)
+        assert [_values(e)["bytes_allocated"] for e in events] == heap.tolist()
+        assert planted["peak_heap_bytes"][str(d)] == heap.max()
+        assert {_values(e)["bytes_reserved"] for e in events} == {1 << 34}
+    leaked = len(by_device[2]) - len(by_device[0])
+    assert leaked == planted["leak"]["count"] == 5
+    planes = [p for p in decoded["space"].planes if p.name.startswith("/device:TPU:")]
+    assert [p.name for p in planes] == planted["devices"]
+    assert all(sorted(line.name for line in p.lines) == ["Steps", "XLA Modules"] for p in planes)
+    assert sum(e["name"] == "PjitFunction(train_step)" for e in decoded["events"]) == 5
