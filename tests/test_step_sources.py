@@ -246,3 +246,16 @@ def test_real_tensorflow_captures_without_step_annotations(program):
     assert top["count"] == expected["steps"]
     assert top["bytes_per_step"] == expected["leaked_bytes_per_step"]
     assert all(g["kind"] != "growing" for g in a["groups"][1:])
+
+
+def test_host_calls_that_hold_no_memory_event_give_way_to_the_device_program():
+    """JAX dispatches asynchronously: PjitFunction returns before the device runs the program and allocates."""
+    loop = Loop("XLA Modules", steps=20)
+    for step in range(20):
+        dispatch = step * STEP_PS + BUSY_PS + 1_000  # the next step, dispatched while the device finishes this one
+        loop.b.span("PjitFunction(train_step)", dispatch, dispatch + 1_000)
+        for k in range(3):  # a helper dispatched three times per step: the most frequent call
+            loop.b.span("PjitFunction(_split_key)", dispatch + 2_000 + k * 1_000, dispatch + 2_500 + k * 1_000)
+    h = analyze(loop.run(lambda step, t: loop.alloc(t, 512 * KIB, "Mul", "[128,1024]")))
+    assert (h.step_source.kind, h.step_source.name, h.step_source.num_steps) == ("device_programs", "jit_train_step(3)", 20)
+    assert h.allocators[0].suspects.groups[0].bytes_per_step == 512 * KIB

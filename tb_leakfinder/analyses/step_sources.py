@@ -11,7 +11,8 @@ MIN_STEPS complete steps gives the host its steps:
 - equal time windows, when nothing above holds even one step.
 
 Where several names repeat, the one the memory events fall in most wins, not
-the most frequent one. A last group cut short by the end of the capture is in
+the most frequent one; a source whose steps hold no memory event gives way to
+a later one whose steps do. A last group cut short by the end of the capture is in
 flight: it is left out, so its buffers count as made after the last complete
 step began (markers, root events and programs are recorded when they end, so
 an in-flight one is absent anyway).
@@ -83,13 +84,14 @@ def find_steps(profile: HostProfile) -> StepSource:
     markers = _candidate(STEP_NUM, None, profile.steps, "from step_num markers", times)
     if len(markers.steps) >= MIN_STEPS:
         return markers.source()
-    tried = [markers]
-    for found in (_from_groups(profile, times), _from_host_spans(profile, times), _from_device_spans(profile, times)):
-        if found is None:
-            continue
-        if len(found.steps) >= MIN_STEPS:
-            return found.source()
-        tried.append(found)
+    found = [c for c in (_from_groups(profile, times), _from_host_spans(profile, times), _from_device_spans(profile, times)) if c]
+    enough = [c for c in found if len(c.steps) >= MIN_STEPS]
+    # A source whose steps hold no memory event (JAX dispatches a step on the host before its device runs it)
+    # gives way to a later one whose steps do.
+    holding = [c for c in enough if c.covered > 0 or len(times) == 0]
+    if holding or enough:
+        return (holding or enough)[0].source()
+    tried = [markers, *found]
     # Steps exist but fewer than MIN_STEPS, and the memory events lie in them: the capture is that short.
     short = [c for c in tried if len(c.steps) and c.covered >= SHORT_CAPTURE_COVERAGE * len(times)]
     if short:
