@@ -34,6 +34,9 @@ def test_other_cells_are_as_they_are():
     assert neutralise("[128,1024]") == "[128,1024]"
     assert neutralise(-5) == "-5"  # a number is not a formula
     assert neutralise(0.25) == "0.25"
+    assert neutralise(133781.0) == "133781"  # as the tab's CSV prints a JSON number
+    assert neutralise(2.0**70) == "1.1805916207174113e+21"
+    assert neutralise(1e-7) == "1e-7"
     assert neutralise(None) == ""
     assert neutralise(True) == "true"
     assert neutralise({"a": [1, "-x"]}) == '{"a":[1,"-x"]}'

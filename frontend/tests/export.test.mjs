@@ -37,7 +37,7 @@ before(async () => {
   m = await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
 });
 
-const CELLS = ['=1+1', '+1', '-1', '@SUM(A1)', '\t=1', '\r=1', 'Mul', '[128,1024]', '', 'a,b', 'x"y', -5, 0.25, 3, null, true, false, {a: [1, '-x']}, ['=x']];
+const CELLS = ['=1+1', '+1', '-1', '@SUM(A1)', '\t=1', '\r=1', 'Mul', '[128,1024]', '', 'a,b', 'x"y', -5, 0.25, 3, 133781.5, 2 ** 70, 1e-7, null, true, false, {a: [1, '-x']}, ['=x'], [{b: '@x'}]];
 
 test('cells are neutralised as the CLI neutralises them', () => {
   const expected = python(

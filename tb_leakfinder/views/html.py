@@ -13,6 +13,8 @@ import importlib.resources
 import json
 from urllib.parse import quote
 
+from tensorboard.backend import json_util
+
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.report import Json
@@ -45,8 +47,14 @@ def bundle() -> bytes:
 
 
 def script_json(data: Json) -> str:
-    """JSON that cannot end its <script> element or open a comment, whatever its strings hold."""
-    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    """JSON that cannot end its <script> element or open a comment, whatever its strings hold.
+
+    NaN and infinities become the strings the server sends for them (TensorBoard's json_util).
+    """
+    try:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(json_util.Cleanse(data), ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -160,18 +160,21 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             logger.exception("tb_leakfinder: run discovery failed")
             return False
 
-    def get_plugin_apps(self) -> dict[str, Callable[..., Any]]:
-        routes = {
-            "/index.js": self._index_js,
-            "/runs": self._json(self._runs, ROUTE_ARGS["/runs"]),
-            "/report": self._json(self._report, ROUTE_ARGS["/report"]),
-            "/overview": self._json(self._overview, ROUTE_ARGS["/overview"]),
-            "/timeline": self._json(self._timeline, ROUTE_ARGS["/timeline"]),
-            "/buffers": self._json(self._buffers, ROUTE_ARGS["/buffers"]),
-            "/compare": self._json(self._compare, ROUTE_ARGS["/compare"]),
-            "/module": self._json(self._module, ROUTE_ARGS["/module"]),
+    def json_handlers(self) -> dict[str, Callable[[Request], report.Json]]:
+        """Each JSON route's handler: its answer before HTTP (the standalone HTML report asks them in process)."""
+        return {
+            "/runs": self._runs,
+            "/report": self._report,
+            "/overview": self._overview,
+            "/timeline": self._timeline,
+            "/buffers": self._buffers,
+            "/compare": self._compare,
+            "/module": self._module,
         }
-        return routes
+
+    def get_plugin_apps(self) -> dict[str, Callable[..., Any]]:
+        routes = {route: self._json(handler, ROUTE_ARGS[route]) for route, handler in self.json_handlers().items()}
+        return {"/index.js": self._index_js, **routes}
 
     @staticmethod
     @Request.application
