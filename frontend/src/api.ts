@@ -366,6 +366,30 @@ export interface Comparison {
   regressions: string[];
 }
 
+// ---- pod overview (a run of several hosts) ------------------------------------
+
+/** One host and allocator of a pod; `error` is set (and the allocator fields null) for a host that could not be read. */
+export interface OverviewRow {
+  host: string;
+  memory_id: string | null;
+  name: string | null;
+  verdict: Verdict;
+  /** Heap growth per step. */
+  bytes_per_step: number | null;
+  peak_bytes_in_use: number | null;
+  memory_capacity_bytes: number | null;
+  step_source: StepSource | null;
+  error: string | null;
+}
+
+/** `GET overview`: rows worst first. */
+export interface Overview {
+  run: string;
+  num_hosts: number;
+  num_leaking_hosts: number;
+  rows: OverviewRow[];
+}
+
 /** Where the plugin's routes live; identity of the view being shown. */
 export interface Selection {
   run: string;
@@ -494,6 +518,10 @@ export const api = {
       },
       signal,
     );
+  },
+  /** Every host of a multi-host run, one row per host and allocator, from the server's cache. */
+  overview(run: string, signal?: AbortSignal): Promise<Overview> {
+    return getJson('overview', {run}, signal);
   },
   /** Run B (the change) against run A (the base); a host is sent only when given. */
   compare(a: {run: string; host: string}, b: {run: string; host: string}, signal?: AbortSignal): Promise<Comparison> {

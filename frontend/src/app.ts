@@ -7,12 +7,17 @@ import {moduleKey, type ModuleSummary, type Selection} from './api';
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
+import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
 import {ViewState} from './state';
 import {DATA_RELOADED, sameOriginParent, type TensorBoardChannel, type Theme, xprofUrl} from './tensorboard';
 import {RunView} from './view';
 
 type Status = 'loading' | 'ready' | 'empty' | 'error';
+
+/** The host selector's entry for the pod overview of a multi-host run. */
+const ALL_HOSTS = '';
+const ALL_HOSTS_LABEL = new Map([[ALL_HOSTS, 'All hosts (overview)']]);
 
 /** How long the first opening may spend looking for a run that leaks. */
 const PICK_BUDGET_MS = 8000;
@@ -43,7 +48,7 @@ export class App {
   private readonly compareHostLabel = el('label', {}, 'Host B', this.compareSelectors.host);
   private readonly links = el('span', {class: 'lf-links'});
   private readonly content = el('div', {class: 'lf-content'});
-  private view: RunView | CompareView | null = null;
+  private view: RunView | CompareView | OverviewView | null = null;
   /** Bumped by each show(): an older one still fetching drops what it gets. */
   private generation = 0;
   /** How many show() calls are fetching: they fetch fresh data anyway, so a reload then is moot. */
@@ -164,8 +169,9 @@ export class App {
         this.updateLinks();
         return;
       }
-      this.fillSelect(this.selectors.host, data.hostsOf(state.sel.run), 'host');
+      this.fillSelect(this.selectors.host, this.hostChoices(), 'host', ALL_HOSTS_LABEL);
       this.fillCompare(runNames);
+      if (state.sel.host === ALL_HOSTS) return this.showOverview();
       if (!data.cachedReport(state.a)) {
         const {run, host} = state.sel;
         this.content.replaceChildren(notice('loading', `Analysing ${run}${host ? ` (${host})` : ''}… (a large profile takes a few seconds the first time)`));
@@ -186,6 +192,29 @@ export class App {
       this.setStatus('error', notice('error', el('p', {}, el('strong', {}, 'Could not load: '), errorMessage(err))));
       this.updateLinks();
     }
+  }
+
+  /** A run of several hosts offers (and opens on) its pod overview, host ALL_HOSTS; not while comparing. */
+  private hostChoices(): string[] {
+    const hosts = this.data.hostsOf(this.state.sel.run);
+    return hosts.length > 1 && !this.state.comparing ? [ALL_HOSTS, ...hosts] : hosts;
+  }
+
+  /** The pod overview; a click on a row opens that host and allocator. */
+  private showOverview(): void {
+    this.fillSelect(this.selectors.allocator, [], 'allocator');
+    this.fillSelect(this.selectors.module, [], 'module');
+    this.state.save();
+    this.updateLinks();
+    this.view?.destroy();
+    this.view = new OverviewView(this.state.sel.run, (row) => {
+      this.state.set('host', row.host);
+      this.state.set('allocator', row.memory_id ?? '');
+      void this.show();
+    });
+    this.content.replaceChildren(this.view.element);
+    this.view.start();
+    this.setStatus('ready');
   }
 
   /**

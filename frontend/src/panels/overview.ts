@@ -1,0 +1,99 @@
+// The pod overview: what a run of several hosts opens on. "3 of 64 hosts
+// leak", then one row per host and allocator, worst first (the server's
+// order); a click (or Enter) on a row opens that host and allocator.
+
+import {api, type OverviewRow} from '../api';
+import {el, errorMessage, isAbort, notice} from '../dom';
+import {formatBytes, formatBytesDelta, formatCount} from '../format';
+import {byField, DataTable, memorySource} from '../table';
+import {VERDICT_LABEL} from './verdict';
+
+interface RankedRow extends OverviewRow {
+  /** The row's place in the server's worst-first order. */
+  rank: number;
+}
+
+function verdictCell(row: OverviewRow): HTMLElement {
+  const text = VERDICT_LABEL[row.verdict] ?? row.verdict;
+  return el('span', {class: `lf-overview-verdict lf-verdict-${row.verdict}`, 'data-verdict': row.verdict, title: row.error ?? null}, row.error ? `${text} (not read)` : text);
+}
+
+function peakCell(row: OverviewRow): string {
+  if (row.peak_bytes_in_use === null) return '—';
+  if (!row.memory_capacity_bytes) return formatBytes(row.peak_bytes_in_use);
+  const percent = Math.round((100 * row.peak_bytes_in_use) / row.memory_capacity_bytes);
+  return `${formatBytes(row.peak_bytes_in_use)} of ${formatBytes(row.memory_capacity_bytes)} (${percent}%)`;
+}
+
+function sortValue(row: RankedRow, sort: string): number | string | null {
+  if (sort === 'peak_fraction') return row.memory_capacity_bytes ? (row.peak_bytes_in_use ?? 0) / row.memory_capacity_bytes : (row.peak_bytes_in_use ?? 0);
+  if (sort === 'step_source') return row.step_source?.kind ?? null;
+  return byField(row, sort);
+}
+
+/** The view shown for a multi-host run until a host is chosen. */
+export class OverviewView {
+  readonly element = el('section', {class: 'lf-overview', 'data-panel': 'overview'});
+  private readonly controller = new AbortController();
+
+  constructor(
+    private readonly run: string,
+    private readonly onOpen: (row: OverviewRow) => void,
+  ) {
+    this.element.append(notice('loading', `Loading the overview of ${run}…`));
+  }
+
+  start(): void {
+    void this.load();
+  }
+
+  destroy(): void {
+    this.controller.abort();
+  }
+
+  redraw(): void {}
+
+  private async load(): Promise<void> {
+    try {
+      const overview = await api.overview(this.run, this.controller.signal);
+      const rows: RankedRow[] = overview.rows.map((row, rank) => ({...row, rank}));
+      const table = new DataTable<RankedRow>({
+        caption: `Hosts of ${overview.run}`,
+        pageSize: 50,
+        sort: 'rank',
+        order: 'asc',
+        filterLabel: 'Filter by host, allocator, verdict…',
+        rowKey: (r) => `${r.host}\u0000${r.memory_id ?? ''}`,
+        rowClass: (r) => `lf-overview-row-${r.verdict}`,
+        onSelect: (r) => {
+          if (r) this.onOpen(r);
+        },
+        columns: [
+          {key: 'rank', label: '#', sort: 'rank', numeric: true, title: 'worst first: leaks, then the fastest growth, then the fullest memory', cell: (r) => r.rank + 1},
+          {key: 'host', label: 'Host', sort: 'host', cell: (r) => r.host},
+          {key: 'name', label: 'Allocator', sort: 'name', cell: (r) => r.name ?? '—'},
+          {key: 'verdict', label: 'Verdict', sort: 'verdict', cell: verdictCell},
+          {key: 'bytes_per_step', label: 'Growth', sort: 'bytes_per_step', numeric: true, title: 'heap growth per step', cell: (r) => (r.bytes_per_step === null ? '—' : `${formatBytesDelta(r.bytes_per_step)}/step`)},
+          {key: 'peak', label: 'Peak', sort: 'peak_fraction', numeric: true, title: 'peak bytes in use, of the memory capacity', cell: peakCell},
+          {key: 'step_source', label: 'Steps from', sort: 'step_source', title: 'where the steps came from', cell: (r) => r.step_source?.description ?? '—'},
+        ],
+        source: memorySource(rows, sortValue, (r) => [r.host, r.name ?? '', r.memory_id ?? '', r.verdict].join(' ')),
+      });
+      await table.load();
+      if (this.controller.signal.aborted) return;
+      const leaking = overview.num_leaking_hosts;
+      this.element.replaceChildren(
+        el(
+          'h2',
+          {class: `lf-overview-title lf-verdict-${leaking ? 'leak' : 'no_leak'}`, 'data-summary': 'hosts'},
+          `${formatCount(leaking)} of ${formatCount(overview.num_hosts)} hosts leak`,
+        ),
+        el('p', {class: 'lf-muted'}, 'One row per host and allocator, worst first. Select a row (click, or Enter) to open that host.'),
+        table.element,
+      );
+    } catch (err) {
+      if (isAbort(err)) return;
+      this.element.replaceChildren(notice('error', el('p', {}, el('strong', {}, 'Could not load the overview: '), errorMessage(err))));
+    }
+  }
+}
