@@ -2,9 +2,9 @@
 // the routes' answers inlined in the page, read instead of fetched. The page
 // holds each answer under the key tb_leakfinder/views/snapshot.py's
 // answer_key gives; this module computes the same key for a request. The
-// timeline and a program are inlined whole (zooming then shows them at the
-// inlined resolution), and the buffers route is filtered, sorted and paged
-// here over all the inlined buffers, as the server does.
+// timeline and a program are inlined whole: a zoomed timeline is the inlined
+// points of its window. The buffers route is filtered, sorted and paged here
+// over all the inlined buffers, as the server does.
 
 import type {Answer, Buffer, DataSource, Params} from './api';
 
@@ -90,6 +90,28 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   return {status: 200, body: {...body, buffers: ranked.slice(offset, offset + limit)}};
 }
 
+/** The timeline's columns, one value per point (a group's curve, `group_bytes`, too). */
+const TIMELINE_SERIES = ['time_ps', 'heap_bytes', 'stack_bytes', 'fragmentation', 'never_freed_bytes', 'group_bytes'];
+
+/** The inlined points of a timeline within [start_ps, end_ps], with one more on each side so the lines reach the edges. */
+export function timelineWindow(timeline: Record<string, unknown>, params: Params): Record<string, unknown> {
+  const start = num(params, 'start_ps') ?? -Infinity;
+  const end = num(params, 'end_ps') ?? Infinity;
+  const times = timeline.time_ps as number[];
+  let lo = times.findIndex((t) => t >= start);
+  if (lo < 0) lo = times.length;
+  let hi = lo;
+  while (hi < times.length && times[hi] <= end) hi++;
+  lo = Math.max(0, lo - 1);
+  hi = Math.min(times.length, hi + 1);
+  const out = {...timeline};
+  for (const key of TIMELINE_SERIES) {
+    const series = timeline[key];
+    if (Array.isArray(series)) out[key] = series.slice(lo, hi);
+  }
+  return out;
+}
+
 class InlineSource implements DataSource {
   constructor(private readonly data: InlineData) {}
 
@@ -104,6 +126,7 @@ class InlineSource implements DataSource {
       return {status: 404, body: {error: `This standalone report does not hold ${route} (${what}).`}};
     }
     if (route === 'buffers') return queryBuffers(body as InlineBuffers, params);
+    if (route === 'timeline') return {status: 200, body: structuredClone(timelineWindow(body as Record<string, unknown>, params))};
     // Callers may keep and change what they get: each gets its own copy, as from the server.
     return {status: 200, body: structuredClone(body)};
   }

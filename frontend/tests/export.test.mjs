@@ -24,7 +24,7 @@ function python(code, input) {
 before(async () => {
   const entry = `
     export {neutralise, toCsv, fetchAll, csvFileName, CSV_PAGE} from './csv';
-    export {answerKey, queryBuffers, sourceOf} from './inline';
+    export {answerKey, queryBuffers, sourceOf, timelineWindow} from './inline';
     export {memorySource, byField} from './table';
   `;
   const out = await esbuild.build({
@@ -152,15 +152,27 @@ test('the inlined source answers what the page holds, the errors it kept, and sa
   const source = m.sourceOf({
     version: 1,
     notes: [],
-    answers: {[m.answerKey('report', {run: 'r'})]: {runs: [{run: 'r'}]}, [m.answerKey('timeline', {run: 'r', host: 'h', allocator: '0'})]: {peak: 1}},
+    answers: {[m.answerKey('report', {run: 'r'})]: {runs: [{run: 'r'}]}, [m.answerKey('timeline', {run: 'r', host: 'h', allocator: '0'})]: {time_ps: [1, 2], peak: 1}},
     errors: {[key]: {status: 422, error: 'bad.xplane.pb: not an XSpace'}},
     aliases: {[m.answerKey('timeline', {run: 'r', host: 'h', allocator: 'GPU:0'})]: m.answerKey('timeline', {run: 'r', host: 'h', allocator: '0'})},
   });
   assert.deepEqual(await source.get('report', {run: 'r', host: undefined}), {status: 200, body: {runs: [{run: 'r'}]}});
   assert.deepEqual(await source.get('report', {run: 'r', host: 'bad'}), {status: 422, body: {error: 'bad.xplane.pb: not an XSpace'}});
   // Zoom and resolution do not matter; the memory id's label finds the same answer.
-  assert.deepEqual(await source.get('timeline', {run: 'r', host: 'h', allocator: 'GPU:0', points: 900, start_ps: 5}), {status: 200, body: {peak: 1}});
+  assert.deepEqual(await source.get('timeline', {run: 'r', host: 'h', allocator: 'GPU:0', points: 900}), {status: 200, body: {time_ps: [1, 2], peak: 1}});
   const missing = await source.get('module', {run: 'r', host: 'h', module: 'jit_f(1)'});
   assert.equal(missing.status, 404);
   assert.match(missing.body.error, /does not hold module \(r, h, jit_f\(1\)\)/);
+});
+
+test('a zoomed timeline is the inlined points of its window and one on each side', () => {
+  const timeline = {allocator: '0', time_ps: [0, 10, 20, 30, 40, 50], heap_bytes: [1, 2, 3, 4, 5, 6], group_bytes: [0, 0, 1, 1, 2, 2], steps: [{step: 0}, {step: 1}, {step: 2}, {step: 3}, {step: 4}, {step: 5}]};
+  const zoomed = m.timelineWindow(timeline, {start_ps: 15, end_ps: 35, points: 100});
+  assert.deepEqual(zoomed.time_ps, [10, 20, 30, 40]);
+  assert.deepEqual(zoomed.heap_bytes, [2, 3, 4, 5]);
+  assert.deepEqual(zoomed.group_bytes, [0, 1, 1, 2]);
+  assert.equal(zoomed.steps.length, 6, 'the steps stay whole');
+  assert.deepEqual(m.timelineWindow(timeline, {}).time_ps, timeline.time_ps);
+  assert.deepEqual(m.timelineWindow(timeline, {start_ps: 100, end_ps: 200}).time_ps, [50]);
+  assert.deepEqual(timeline.time_ps, [0, 10, 20, 30, 40, 50], 'the inlined answer is not changed');
 });

@@ -81,6 +81,21 @@ test('a report opened from disk shows verdict, timeline, suspects and peak break
   assert.equal(top[1], 'Mul');
   await page.waitForSelector('[data-panel=breakdown] tbody tr');
   assert.ok((await text(page, '[data-panel=breakdown] tbody')).includes('Mul'));
+  // Zooming shows the inlined points of the window: fewer than the whole timeline's.
+  const points = async () => Number(/drawn as ([\d,]+) points/.exec(await text(page, '[data-panel=timeline] .lf-chart-note'))[1].replace(/,/g, ''));
+  const whole = await points();
+  const box = await (await page.$('[data-chart=timeline] .u-over')).boundingBox();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, {steps: 8});
+  await page.mouse.up();
+  await page.waitForFunction(() => /between .* and /.test(document.querySelector('[data-panel=lifetimes] .lf-chart-note')?.textContent ?? ''));
+  await page.waitForFunction((n) => {
+    const note = document.querySelector('[data-panel=timeline] .lf-chart-note')?.textContent ?? '';
+    const m = /drawn as ([\d,]+) points/.exec(note);
+    return m && Number(m[1].replace(/,/g, '')) < n;
+  }, whole);
+  assert.ok((await points()) > 10);
   // Selecting a suspect draws its own curve: the group's timeline was inlined too.
   await page.click('[data-panel=groups] tbody tr:first-child');
   await page.waitForSelector('[data-chart=lifetimes][data-highlight-group="0"]');
