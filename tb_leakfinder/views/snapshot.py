@@ -94,6 +94,9 @@ class Snapshot:
         """Everything the tab fetches for one run: its reports, timelines, buffers and programs."""
         whole = self.ask("report", run=run.name)
         self.answers[answer_key("report", {"run": run.name})] = whole
+        self.keep("overview", run=run.name)
+        if len(run.hosts) > 1:  # the tab opens a pod on its overview
+            self.keep("overview", run=run.name)
         for host in run.hosts:
             # One host's file may be unreadable: the page shows its error, as the tab would.
             report = self.keep("report", run=run.name, host=host) if len(run.hosts) > 1 else whole
