@@ -19,15 +19,21 @@ from tb_leakfinder.capture import Capture, capture
 __all__ = ["Capture", "analyze", "capture"]
 
 
-def analyze(path: str, run: str | None = None, host: str | None = None, cache: bool = True) -> dict[str, Any]:
+def analyze(
+    path: str, run: str | None = None, host: str | None = None, cache: bool = True, allocator: str | None = None
+) -> dict[str, Any]:
     """The leak report of a logdir, a session folder or one `.xplane.pb` file.
 
+    `allocator` keeps one allocator per host, named by its XProf memory id
+    ("2", "GPU_0_bfc") or its label ("TPU:2"), as the CLI's `--allocator`.
     Analyses are kept in the same folder as the CLI's and TensorBoard's
     (`$TB_LEAKFINDER_CACHE_DIR`, else ~/.cache/tb_leakfinder) unless `cache` is False.
     Raises `tb_leakfinder.errors.LeakfinderError` for bad input.
     """
     from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, disabled_by_env
+    from tb_leakfinder.report import select_allocator
     from tb_leakfinder.service import Engine
 
     disk = DiskCache.for_logdir(None, DEFAULT_MAX_BYTES, path) if cache and not disabled_by_env() else None
-    return Engine.for_path(path, disk=disk).report(run, host)
+    report = Engine.for_path(path, disk=disk).report(run, host)
+    return report if allocator is None else select_allocator(report, allocator)

@@ -18,6 +18,7 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.analyses.breakdown import live_at
 from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.xspace import read_host
 from tb_leakfinder.views.text import render_report
@@ -279,6 +280,19 @@ def test_cli_allocator_takes_the_memory_id_or_the_label(tmp_path, allocator):
     assert (a["memory_id"], a["name"]) == ("2", "TPU:2")
     assert _cli("check", str(path), "--allocator", "TPU:0").returncode == 0
     assert _cli("check", str(path), "--allocator", allocator).returncode == 1
+
+
+def test_python_api_allocator_takes_the_memory_id_or_the_label(tmp_path):
+    path = str(tmp_path / "host0.xplane.pb")
+    tpu_profile(leaking=(0, 2)).write(path)
+    by_label = tb_leakfinder.analyze(path, cache=False, allocator="TPU:0")
+    assert by_label == tb_leakfinder.analyze(path, cache=False, allocator="0")
+    (host,) = by_label["runs"][0]["hosts"]
+    assert [a["name"] for a in host["allocators"]] == ["TPU:0"]
+    # The host's verdict is then that allocator's alone, without the prefix naming it among several.
+    assert host["verdict"] == "leak" and host["reason"].startswith("Leak: +1 MiB per step")
+    with pytest.raises(LeakfinderError, match=r"no allocator 'GPU:0'; the allocators are TPU:"):
+        tb_leakfinder.analyze(path, cache=False, allocator="GPU:0")
 
 
 def test_cli_unknown_allocator_exits_2_naming_the_choices(tmp_path):
