@@ -42,6 +42,7 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
     (host,) = report["runs"][0]["hosts"]
     assert report["runs"][0]["verdict"] == "leak"
     assert answers[answer_key("report", {"run": run["run"], "host": host["host"]})] == report
+    assert answers[answer_key("overview", {"run": run["run"]})]["num_hosts"] == 1
     (allocator,) = host["allocators"]
     where = {"run": run["run"], "host": host["host"], "allocator": allocator["name"]}
     timeline = answers[answer_key("timeline", where)]
