@@ -17,6 +17,7 @@ class HostProgress:
     """
 
     def __init__(self, total_hosts: int, total_bytes: int, what: str) -> None:
+        self.what = what
         self.total_hosts = total_hosts
         self.hosts_done = 0
         self._lock = threading.Lock()
@@ -27,7 +28,7 @@ class HostProgress:
             return
         self._bar = tqdm(
             total=total_bytes,
-            desc=what,
+            desc=self._description(),
             unit="B",
             unit_scale=True,
             unit_divisor=1024,
@@ -35,15 +36,17 @@ class HostProgress:
             disable=not sys.stderr.isatty(),
             delay=DELAY_S,
             leave=False,
-            bar_format="{desc}: {postfix} |{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]",
-            postfix=f"0/{total_hosts} hosts",
+            bar_format="{desc} |{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]",
         )
+
+    def _description(self) -> str:
+        return f"{self.what}: {self.hosts_done}/{self.total_hosts} hosts"
 
     def __call__(self, host: str, nbytes: int) -> None:
         with self._lock:
             self.hosts_done += 1
             if self._bar is not None:
-                self._bar.set_postfix_str(f"{self.hosts_done}/{self.total_hosts} hosts", refresh=False)
+                self._bar.set_description_str(self._description(), refresh=False)
                 self._bar.update(nbytes)
 
     def close(self) -> None:
