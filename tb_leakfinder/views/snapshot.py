@@ -24,8 +24,8 @@ from tb_leakfinder.service import Engine
 from tb_leakfinder.views.plugin import ROUTE_ARGS, LeakfinderPlugin, check_args
 
 SNAPSHOT_VERSION = 1
-# Arguments an inlined answer does not depend on: the page answers the whole timeline or program
-# whatever the zoom, and filters, sorts and pages the inlined buffers itself.
+# Arguments an inlined answer does not depend on: the page cuts a zoomed timeline out of the whole
+# one, draws a program at its inlined resolution, and filters, sorts and pages the inlined buffers.
 IGNORED_ARGS = {
     "timeline": ("points", "start_ps", "end_ps"),
     "module": ("points",),
