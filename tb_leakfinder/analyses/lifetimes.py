@@ -25,81 +25,86 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
     a new buffer. A free with no allocation before it is a buffer allocated
     before the window; an allocation with no free is live at window end. An
     address allocated twice without a free is taken as freed when reused.
+    Buffers are in order of allocation time, then free time (a buffer allocated
+    before the window has neither an allocation time nor an allocation event).
     """
     n = len(events)
-    order = np.lexsort((np.arange(n), events.addr))  # by address, then time order
-    addr = events.addr[order]
-    kind = events.kind[order]
-    same_next = np.zeros(n, bool)
-    if n > 1:
-        same_next[:-1] = addr[:-1] == addr[1:]
-    same_prev = np.zeros(n, bool)
-    same_prev[1:] = same_next[:-1]
-    is_alloc = kind == ALLOC
-    next_kind = np.full(n, -1, np.int8)
-    next_kind[:-1] = kind[1:]
-    prev_kind = np.full(n, -1, np.int8)
-    prev_kind[1:] = kind[:-1]
+    kind, time_ps = events.kind, events.time_ps
+    by_address = np.lexsort((np.arange(n), events.addr))  # by address, then time order
+    same = events.addr[by_address[1:]] == events.addr[by_address[:-1]]
+    earlier, later = by_address[:-1][same], by_address[1:][same]  # consecutive events at one address
+    following = np.full(n, -1, np.int64)
+    following[earlier] = later
+    preceding = np.full(n, -1, np.int64)
+    preceding[later] = earlier
+    is_free = kind == FREE
 
-    paired = is_alloc & same_next & (next_kind == FREE)
-    reused = is_alloc & same_next & (next_kind == ALLOC)
-    live = is_alloc & ~same_next
-    before = (kind == FREE) & ~same_prev
-    unmatched = (kind == FREE) & same_prev & (prev_kind == FREE)
-
-    alloc_pos = np.concatenate(
-        [np.flatnonzero(paired), np.flatnonzero(reused), np.flatnonzero(live), _missing(int(before.sum()))]
-    )
-    free_pos = np.concatenate(
-        [np.flatnonzero(paired) + 1, _missing(int(reused.sum())), _missing(int(live.sum())), np.flatnonzero(before)]
-    )
-    status = np.concatenate(
-        [
-            np.full(int(paired.sum()), FREED, np.int8),
-            np.full(int(reused.sum()), FREED, np.int8),
-            np.full(int(live.sum()), NEVER_FREED, np.int8),
-            np.full(int(before.sum()), BEFORE_WINDOW, np.int8),
-        ]
-    )
-    alloc_event = np.where(alloc_pos >= 0, order[np.clip(alloc_pos, 0, None)], -1) if n else alloc_pos
-    free_event = np.where(free_pos >= 0, order[np.clip(free_pos, 0, None)], -1) if n else free_pos
-    reuse_event = order[np.flatnonzero(reused) + 1] if n else np.zeros(0, np.int64)
-    n_paired = int(paired.sum())
+    # Built in time order: the buffers allocated before the window, then one per allocation.
+    allocs = np.flatnonzero(kind == ALLOC)
+    before = np.flatnonzero(is_free & (preceding < 0))
+    after = following[allocs]  # the next event at the address: its free, or its reuse
+    ended = after >= 0
+    after_or_0 = np.where(ended, after, 0)
+    freed = ended & is_free[after_or_0]
+    nb = len(before)
+    alloc_event = np.concatenate([np.full(nb, -1, np.int64), allocs])
+    free_event = np.concatenate([before, np.where(freed, after, -1)])
+    alloc_time = np.concatenate([np.full(nb, NO_TIME, np.int64), time_ps[allocs]])
     # A reused address's earlier buffer ends where the next allocation begins.
-    free_time = _take(events.time_ps, free_event, NO_TIME)
-    free_time[n_paired : n_paired + len(reuse_event)] = events.time_ps[reuse_event]
-
-    alloc_time = _take(events.time_ps, alloc_event, NO_TIME)
-    # Into time order first, so that each column below is gathered once, already in its place.
-    by_time = np.lexsort((free_time, alloc_time))
-    alloc_event, free_event, alloc_time, free_time, status = (
-        column[by_time] for column in (alloc_event, free_event, alloc_time, free_time, status)
-    )
-    source = np.where(alloc_event >= 0, alloc_event, free_event)
+    free_time = np.concatenate([time_ps[before], np.where(ended, time_ps[after_or_0], NO_TIME)])
+    status = np.concatenate([np.full(nb, BEFORE_WINDOW, np.int8), np.where(ended, FREED, NEVER_FREED).astype(np.int8)])
+    source = np.concatenate([before, allocs])
+    reorder = _time_order(time_ps, by_address, allocs, before, ended, freed, alloc_time, free_time)
+    if reorder is not None:
+        alloc_event, free_event, alloc_time, free_time, status, source = (
+            column[reorder] for column in (alloc_event, free_event, alloc_time, free_time, status, source)
+        )
+    allocated = alloc_event >= 0
     buffers = Buffers(
-        alloc_event=alloc_event.astype(np.int64),
-        free_event=free_event.astype(np.int64),
+        alloc_event=alloc_event,
+        free_event=free_event,
         alloc_time_ps=alloc_time,
         free_time_ps=free_time,
-        alloc_step=np.where(alloc_event >= 0, containing_step(alloc_time, steps), -1),
+        alloc_step=np.where(allocated, containing_step(alloc_time, steps), -1),
         free_step=np.where(free_time != NO_TIME, containing_step(free_time, steps), -1),
-        addr=events.addr[source] if n else np.zeros(0, np.uint64),
-        requested_bytes=events.requested_bytes[source] if n else np.zeros(0, np.int64),
-        allocation_bytes=events.allocation_bytes[source] if n else np.zeros(0, np.int64),
-        op=_take(events.op, alloc_event, 0),
-        shape=_take(events.shape, alloc_event, 0),
-        dtype=_take(events.dtype, alloc_event, -1),
-        region=_take(events.region, alloc_event, 0),
+        addr=events.addr[source],
+        requested_bytes=events.requested_bytes[source],
+        allocation_bytes=events.allocation_bytes[source],
+        op=np.where(allocated, events.op[source], 0).astype(events.op.dtype),
+        shape=np.where(allocated, events.shape[source], 0).astype(events.shape.dtype),
+        dtype=np.where(allocated, events.dtype[source], -1).astype(events.dtype.dtype),
+        region=np.where(allocated, events.region[source], 0).astype(events.region.dtype),
         status=status,
     )
-    return Pairing(buffers, int(reused.sum()), int(unmatched.sum()))
+    unmatched = is_free & (preceding >= 0) & is_free[np.where(preceding >= 0, preceding, 0)]
+    return Pairing(buffers, int(np.count_nonzero(ended & ~freed)), int(np.count_nonzero(unmatched)))
 
 
-def _take(column: np.ndarray, index: np.ndarray, missing: int) -> np.ndarray:
-    if len(column) == 0:
-        return np.full(len(index), missing, column.dtype)
-    return np.where(index >= 0, column[np.clip(index, 0, None)], missing).astype(column.dtype)
-
-
-def _missing(n: int) -> np.ndarray:
-    return np.full(n, -1, np.int64)
+def _time_order(
+    time_ps: np.ndarray,
+    by_address: np.ndarray,
+    allocs: np.ndarray,
+    before: np.ndarray,
+    ended: np.ndarray,
+    freed: np.ndarray,
+    alloc_time: np.ndarray,
+    free_time: np.ndarray,
+) -> np.ndarray | None:
+    """The permutation that puts buffers built in time order into (allocation time, free time) order, ties
+    kept as pairing by address lists them; None when they are in that order already (no two allocations at
+    one time, none before the profile's start, no two frees of before-window buffers at one time)."""
+    alloc_times = time_ps[allocs]
+    before_times = time_ps[before]
+    if (
+        not np.any(alloc_times[1:] <= alloc_times[:-1])
+        and not (len(alloc_times) and alloc_times[0] <= NO_TIME)
+        and not np.any(before_times[1:] == before_times[:-1])
+    ):
+        return None
+    n = len(time_ps)
+    position = np.empty(n, np.int64)  # each event's place in address order
+    position[by_address] = np.arange(n)
+    # Pairing by address lists paired buffers, then reused, then never freed, then before the window.
+    group = np.where(ended, np.where(freed, 0, 1), 2)
+    tie = np.concatenate([3 * n + position[before], group * n + position[allocs]])
+    return np.lexsort((tie, free_time, alloc_time))
