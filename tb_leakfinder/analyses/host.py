@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, Verdict, decide, leak_groups
 from tb_leakfinder.model.lifetimes import Buffers
-from tb_leakfinder.model.memory import ALLOC, Groups, HostProfile, MemoryEvents, Spans, Steps
+from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, Groups, HostProfile, MemoryEvents, Spans, Steps
 
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
@@ -45,24 +46,50 @@ class HostAnalysis:
 
 
 def analyze_host(profile: HostProfile) -> HostAnalysis:
+    """All analyses of one host. Takes the profile's events: they move to the allocators column by column,
+    so that a large profile is never held twice; `profile.events` is left empty."""
     events = profile.events
     source = find_steps(profile)
+    profile.events = MemoryEvents.empty()
     # The candidate spans have served: the cached analysis keeps only the steps they gave.
     profile = replace(
         profile,
-        events=MemoryEvents.empty(),
         steps=source.steps,
         spans=Spans.empty(),
         groups=Groups.empty(),
         warnings=[*profile.warnings, *_step_warnings(profile.steps)],
     )
     result = []
-    for index, memory_id in enumerate(events.allocator_names):
-        # One allocator (the usual case) takes the host's columns as they are, without a copy.
-        mine = events if len(events.allocator_names) == 1 else events.take(np.flatnonzero(events.allocator == index))
+    for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
         result.append(analyze_allocator(memory_id, mine, profile, source))
     result.sort(key=lambda a: (is_host_memory(a.memory_id), -a.summary.peak_bytes_in_use, a.memory_id))
     return HostAnalysis(profile, result, source)
+
+
+def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:
+    """Each allocator's events, in time order, as slices of one array per column grouped by allocator.
+
+    The host's columns are moved one at a time (`events` is left with empty
+    columns), so that at most one column is held twice. One allocator (the
+    usual case) takes the host's columns as they are, without a copy.
+    """
+    count = len(events.allocator_names)
+    if count <= 1:
+        return [events][:count]
+    # A stable sort keeps time order within each allocator; on 16-bit keys numpy's is a radix sort.
+    keys = events.allocator.astype(np.int16) if count <= np.iinfo(np.int16).max else events.allocator
+    order = np.argsort(keys, kind="stable")
+    del keys
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(events.allocator, minlength=count))])
+    grouped: dict[str, np.ndarray] = {}
+    for name, dtype in EVENT_COLUMNS.items():
+        grouped[name] = getattr(events, name)[order]
+        setattr(events, name, np.zeros(0, dtype))
+    result = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        columns: dict[str, Any] = {name: column[lo:hi] for name, column in grouped.items()}
+        result.append(MemoryEvents(**columns, strings=events.strings, allocator_names=events.allocator_names))
+    return result
 
 
 def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile, source: StepSource) -> AllocatorAnalysis:
