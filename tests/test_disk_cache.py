@@ -216,3 +216,14 @@ def test_the_default_folder_is_the_users_cache(monkeypatch, tmp_path):
     assert disk_cache.default_dir() == str(tmp_path / "elsewhere")
     with pytest.raises(LeakfinderError, match="inside the logdir"):
         DiskCache.for_logdir(str(tmp_path / "a" / "b"), 1 << 20, str(tmp_path / "a"))
+
+
+def test_a_cache_folder_inside_the_logdir_leaves_tensorboard_in_memory_only(tmp_path, caplog):
+    _write_hosts(tmp_path / "logs", 1)
+    before = _tree(tmp_path / "logs")
+    client, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(tmp_path / "logs" / "cache"))
+    assert plugin.engine.disk is None and "inside the logdir" in caplog.text
+    assert _get(client, "report?run=train/session")["runs"][0]["hosts"][0]["host"] == "host0"
+    assert _tree(tmp_path / "logs") == before
+    _, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(tmp_path / "c"), leakfinder_cache_dir_gb=0)
+    assert plugin.engine.disk is None  # 0 GiB turns it off
