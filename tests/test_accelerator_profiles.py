@@ -236,6 +236,9 @@ def test_device_ordinal_ids_are_labelled_as_gpus(profiles):
     host, _ = profiles["gpu_device_ordinal"]
     assert sorted((a["memory_id"], a["name"]) for a in host["allocators"]) == [("0", "GPU:0"), ("1", "GPU:1")]
     assert all(a["verdict"] == "no_leak" for a in host["allocators"])
+    # No leak anywhere: every allocator named, the first one's reason standing for all.
+    first, names = host["allocators"][0], ", ".join(a["name"] for a in host["allocators"])
+    assert host["reason"] == f"No leak on 2 allocators ({names}). {first['name']}: {first['reason']}"
 
 
 def test_device_memory_comes_before_host_pinned_memory(profiles):

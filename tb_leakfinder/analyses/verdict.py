@@ -113,7 +113,11 @@ def not_analysed(message: str) -> Verdict:
 
 
 def combine(named: list[tuple[str, Verdict]]) -> Verdict:
-    """A host's verdict from its allocators' (label, verdict): the worst, naming every allocator that has it."""
+    """A host's verdict from its allocators' (label, verdict): the worst, naming every allocator that has it.
+
+    Each leaking or inconclusive allocator's reason is given; when none leaks
+    and all are fine, the first's (device memory, highest peak) stands for all.
+    """
     if not named:
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     if len(named) == 1:
@@ -124,4 +128,5 @@ def combine(named: list[tuple[str, Verdict]]) -> Verdict:
         return Verdict(verdict, f"{chosen[0][0]}: {chosen[0][1]}")
     names = ", ".join(name for name, _ in chosen)
     word = {LEAK: "Leak", NO_LEAK: "No leak", INCONCLUSIVE: "Inconclusive"}[verdict]
-    return Verdict(verdict, f"{word} on {len(chosen)} allocators ({names}). " + "; ".join(f"{n}: {r}" for n, r in chosen))
+    reasons = chosen[:1] if verdict == NO_LEAK else chosen
+    return Verdict(verdict, f"{word} on {len(chosen)} allocators ({names}). " + "; ".join(f"{n}: {r}" for n, r in reasons))
