@@ -139,6 +139,27 @@ def keras_fit(logdir: str) -> dict:
     return {"report": capture.report(), "warnings": capture.capture.warnings, "steps": capture.capture.steps}
 
 
+def keras_jax_fit(logdir: str) -> dict:
+    """`fit` on the JAX backend: LeakCapture profiles JAX, whose compiled train step gives the static view."""
+    import keras
+    import numpy as np
+
+    from tb_leakfinder.keras import LeakCapture
+
+    model = keras.Sequential([keras.Input((IN_DIM,)), keras.layers.Dense(HIDDEN, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(4 * BATCH, IN_DIM)).astype("float32"), rng.normal(size=(4 * BATCH, 1)).astype("float32")
+    capture = LeakCapture(logdir, start_batch=1, num_batches=3)
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[capture])
+    return {
+        "report": capture.report(),
+        "framework": capture.capture.framework,
+        "steps": capture.capture.steps,
+        "backend": keras.backend.backend(),
+    }
+
+
 def no_framework(logdir: str) -> dict:
     import tb_leakfinder
     from tb_leakfinder.errors import LeakfinderError
@@ -151,7 +172,7 @@ def no_framework(logdir: str) -> dict:
     return {"error": error, "loaded": sorted(m for m in ("tensorflow", "jax", "keras") if m in sys.modules)}
 
 
-PROGRAMS = {f.__name__: f for f in (tf_leak, tf_fixed, tf_warning, jax_static, keras_fit, no_framework)}
+PROGRAMS = {f.__name__: f for f in (tf_leak, tf_fixed, tf_warning, jax_static, keras_fit, keras_jax_fit, no_framework)}
 
 if __name__ == "__main__":
     print(json.dumps(PROGRAMS[sys.argv[1]](sys.argv[2])))

@@ -30,8 +30,8 @@ def _need(module: str) -> None:
         pytest.skip(f"{module} is not installed (pip install '.[test]')")
 
 
-def run_program(name: str, logdir: pathlib.Path, bfc: bool = True) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"}
+def run_program(name: str, logdir: pathlib.Path, bfc: bool = True, keras_backend: str = "tensorflow") -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": keras_backend}
     env.pop("TF_CPU_ALLOCATOR_USE_BFC", None)
     if bfc:
         env["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
@@ -130,6 +130,19 @@ def test_keras_callback_captures_batches_across_epochs(tmp_path):
     top = host["allocators"][0]["groups"][0]
     assert top["shape"] == capture_programs.LEAK_SHAPE
     assert top["count"] == 6
+
+
+def test_keras_callback_follows_the_jax_backend(tmp_path):
+    _need("keras")
+    _need("jax")
+    out = run_program("keras_jax_fit", tmp_path, keras_backend="jax")
+    assert (out["backend"], out["framework"]) == ("jax", "jax")
+    host = only_host(out["report"])
+    assert out["steps"] == [1, 2, 3]
+    assert [s["step"] for s in host["steps"]] == [1, 2, 3]
+    # JAX on CPU: no memory events; Keras's compiled train step is in the static view.
+    assert host["allocators"] == []
+    assert any(m["name"].startswith("jit_train_step(") for m in host["modules"])
 
 
 def test_capture_never_imports_a_framework(tmp_path):
