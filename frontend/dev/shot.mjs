@@ -1,6 +1,6 @@
 // Dev helper: screenshot the Leaks tab of a running TensorBoard.
 //   node dev/shot.mjs http://127.0.0.1:6006/ out.png [run] [light|dark] [height] [select] [compare]
-// With `select`, the top leak suspect is clicked first (its buffers highlighted).
+// With `select`, the top never-freed group is clicked first (its buffers highlighted).
 // With `compare` (a run name), the tab compares `run` (A) with it (B).
 import {chromium} from 'playwright-core';
 import {mkdtempSync} from 'node:fs';
@@ -29,7 +29,7 @@ await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 60000}
 await page.waitForTimeout(1500);
 if (compare) await frame.waitForSelector('[data-chart=compare-timeline][data-drawn]', {timeout: 60000}).catch((e) => console.log('not drawn:', e.message.split('\n')[0]));
 if (select) {
-  await frame.click('[data-panel=suspects] tbody tr:first-child');
+  await frame.click('[data-panel=groups] tbody tr:first-child');
   await frame.waitForSelector('[data-chart=lifetimes][data-highlighted]:not([data-highlight-group=""])');
   await page.waitForTimeout(1000);
 }

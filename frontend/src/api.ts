@@ -53,7 +53,8 @@ export interface BreakdownRow {
   shape: string;
   dtype: string;
   region: string;
-  count: number;
+  /** null on the stack and before-window rows, which are not buffers. */
+  count: number | null;
   bytes: number;
 }
 

@@ -109,7 +109,7 @@ export class LifetimesPanel {
       order: 'desc',
       extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
       rowKey: (b) => String(b.id),
-      rowClass: (b) => (b.status === 'never_freed' ? 'lf-live' : ''),
+      rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : ''),
       columns: [
         {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (b) => b.op || '(unknown)'},
         {key: 'shape', label: 'Shape', wrap: true, cell: (b) => b.shape},
