@@ -17,6 +17,12 @@ export function formatBytes(bytes: number | null | undefined): string {
   return `${sign}${text} ${BYTE_UNITS[unit]}`;
 }
 
+/** Bytes of a capacity: "20 GiB of 31.3 GiB (64%)", or the bytes alone when the capacity is unknown (0). */
+export function formatBytesOf(bytes: number | null | undefined, capacity: number | null | undefined): string {
+  if (!capacity || bytes === null || bytes === undefined) return formatBytes(bytes);
+  return `${formatBytes(bytes)} of ${formatBytes(capacity)} (${formatFraction(bytes / capacity)})`;
+}
+
 /** A change in bytes, always signed: "+512 KiB". */
 export function formatBytesDelta(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—';

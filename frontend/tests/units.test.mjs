@@ -19,7 +19,6 @@ before(async () => {
     export {routeUrl, moduleKey} from './api';
     export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
     export {reasonText} from './panels/verdict';
-    export {peakOfCapacity} from './panels/summary';
   `;
   const out = await esbuild.build({
     stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
@@ -144,6 +143,7 @@ test('the banner drops the verdict word the reason starts with', () => {
 });
 
 test('the peak reads against the capacity when the profile gives one', () => {
-  assert.equal(m.peakOfCapacity({peak_bytes_in_use: 21.5 * 2 ** 30, memory_capacity_bytes: 33.6 * 2 ** 30}), '21.5 GiB of 33.6 GiB (64%)');
-  assert.equal(m.peakOfCapacity({peak_bytes_in_use: 1536, memory_capacity_bytes: 0}), '1.5 KiB');
+  assert.equal(m.formatBytesOf(21.5 * 2 ** 30, 33.6 * 2 ** 30), '21.5 GiB of 33.6 GiB (64%)');
+  assert.equal(m.formatBytesOf(1536, 0), '1.5 KiB');
+  assert.equal(m.formatBytesOf(null, 2 ** 30), '—');
 });

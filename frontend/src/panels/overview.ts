@@ -4,7 +4,7 @@
 
 import {api, type OverviewRow} from '../api';
 import {el, errorMessage, isAbort, notice} from '../dom';
-import {formatBytes, formatBytesDelta, formatCount} from '../format';
+import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
 import {byField, DataTable, memorySource} from '../table';
 import {VERDICT_LABEL} from './verdict';
 
@@ -19,10 +19,7 @@ function verdictCell(row: OverviewRow): HTMLElement {
 }
 
 function peakCell(row: OverviewRow): string {
-  if (row.peak_bytes_in_use === null) return '—';
-  if (!row.memory_capacity_bytes) return formatBytes(row.peak_bytes_in_use);
-  const percent = Math.round((100 * row.peak_bytes_in_use) / row.memory_capacity_bytes);
-  return `${formatBytes(row.peak_bytes_in_use)} of ${formatBytes(row.memory_capacity_bytes)} (${percent}%)`;
+  return formatBytesOf(row.peak_bytes_in_use, row.memory_capacity_bytes);
 }
 
 function sortValue(row: RankedRow, sort: string): number | string | null {

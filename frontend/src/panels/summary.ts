@@ -5,7 +5,7 @@
 
 import type {AllocatorReport, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
-import {formatBytes, formatBytesDelta, formatCount, formatFraction, formatPs, formatStep} from '../format';
+import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatPs, formatStep} from '../format';
 
 /** A figure with its label and detail; `tone` colours the value (a leak's figures are bad). */
 export function card(label: string, value: Child, detail: Child, tone: 'bad' | 'good' | null | false = null): HTMLElement {
@@ -16,13 +16,6 @@ export function card(label: string, value: Child, detail: Child, tone: 'bad' | '
     el('div', {class: 'lf-card-value'}, value),
     el('div', {class: 'lf-card-detail'}, detail),
   );
-}
-
-/** "20 GiB of 31.3 GiB (64%)", or the peak alone when the capacity is unknown. */
-export function peakOfCapacity(a: Pick<AllocatorReport, 'peak_bytes_in_use' | 'memory_capacity_bytes'>): string {
-  const peak = formatBytes(a.peak_bytes_in_use);
-  if (!a.memory_capacity_bytes) return peak;
-  return `${peak} of ${formatBytes(a.memory_capacity_bytes)} (${formatFraction(a.peak_bytes_in_use / a.memory_capacity_bytes)})`;
 }
 
 /** The step count, and where the steps came from (the description without its count). */
@@ -50,7 +43,7 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined)
     ),
     card(
       'Peak',
-      el('span', {'data-peak': 'true'}, peakOfCapacity(a)),
+      el('span', {'data-peak': 'true'}, formatBytesOf(a.peak_bytes_in_use, a.memory_capacity_bytes)),
       `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
     ),
     card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
