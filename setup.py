@@ -68,6 +68,7 @@ setup(
             "pytest",
             "hypothesis",
             "ruff",
+            "mypy",
             "fsspec",
             "grpcio-tools",
             "xprof==2.24.2",

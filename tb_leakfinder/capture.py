@@ -124,8 +124,14 @@ class _Profiler:
     def step(self, step_num: int) -> contextlib.AbstractContextManager[Any]:
         # Both put `step_num` and `_r=1` on a `train` event: XProf's step marker and group root.
         if self.framework == TENSORFLOW:
-            return self.module.profiler.experimental.Trace(STEP_NAME, step_num=step_num, _r=1)
-        return _jax_profiler(self.module).StepTraceAnnotation(STEP_NAME, step_num=step_num)
+            trace: contextlib.AbstractContextManager[Any] = self.module.profiler.experimental.Trace(
+                STEP_NAME, step_num=step_num, _r=1
+            )
+            return trace
+        annotation: contextlib.AbstractContextManager[Any] = _jax_profiler(self.module).StepTraceAnnotation(
+            STEP_NAME, step_num=step_num
+        )
+        return annotation
 
 
 def _jax_profiler(jax: ModuleType) -> Any:

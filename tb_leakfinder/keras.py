@@ -29,7 +29,9 @@ def _make_class() -> type:
     except ImportError as exc:
         raise CaptureError(f"tb_leakfinder.keras.LeakCapture needs Keras, which cannot be imported ({exc})") from None
 
-    class LeakCapture(keras.callbacks.Callback):
+    callback: Any = keras.callbacks.Callback
+
+    class LeakCapture(callback):
         """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir`."""
 
         def __init__(self, logdir: str, start_batch: int = 1, num_batches: int = 20) -> None:
@@ -43,20 +45,20 @@ def _make_class() -> type:
             self._batch = 0
             self._step: Any = None
 
-        def on_train_begin(self, logs: dict | None = None) -> None:
+        def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
             self.capture.__enter__()
 
-        def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
             self._step = self.capture.step(self._batch)
             self._step.__enter__()
 
-        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
             if self._step is not None:
                 self._step.__exit__(None, None, None)
                 self._step = None
             self._batch += 1
 
-        def on_train_end(self, logs: dict | None = None) -> None:
+        def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
             self.capture.__exit__(None, None, None)
 
         def report(self) -> dict[str, Any]:

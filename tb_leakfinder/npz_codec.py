@@ -166,7 +166,8 @@ class Decoder:
         dtype = np.dtype(str(node["$g"]))
         if dtype.kind not in _ARRAY_KINDS:
             raise CodecError(f"scalar of dtype {dtype}")
-        return dtype.type(node["v"])
+        value: np.generic = dtype.type(node["v"])
+        return value
 
     def _load_array(self, node: Any, marker: str) -> np.ndarray:
         key = _field(node, marker, str)

@@ -128,7 +128,7 @@ def _run_local(todo: list[HostTask], disk: DiskCache, workers: int, finish: Done
     while queue:
         suspects: list[HostTask] = []
         with ProcessPoolExecutor(min(workers, len(queue)), mp_context=context) as pool:
-            running: dict[Future, HostTask] = {}
+            running: dict[Future[Any], HostTask] = {}
             while queue or running:
                 while queue and len(running) < workers:
                     task = queue.pop()

@@ -114,9 +114,17 @@ def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_d
     return result
 
 
+def host_json(host: str, body: report.Json | None, error: LeakfinderError | None) -> report.Json:
+    """A host's report JSON, or the entry that says why it could not be analysed: one of the two is given."""
+    if error is not None:
+        return report.host_error_json(host, error)
+    assert body is not None
+    return body
+
+
 def overview_rows(host: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
     """A host's rows of the pod overview, from its report JSON or its error."""
-    return overview.host_rows(report.host_error_json(host, error) if error is not None else body)
+    return overview.host_rows(host_json(host, body, error))
 
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
@@ -179,7 +187,7 @@ class Engine:
         key = files.identity(path)
 
         def compute() -> HostResult:
-            stored = self.disk.load(key, HostResult) if self.disk is not None else None
+            stored: HostResult | None = self.disk.load(key, HostResult) if self.disk is not None else None
             if stored is not None:
                 return stored
             self.analyses += 1
@@ -207,18 +215,12 @@ class Engine:
                 done(h, files.identity(run.hosts[h]).size)
             return outcome
 
-        if len(hosts) > 1 and self.workers > 1:
-            # Hosts in parallel: the scanner and numpy release the GIL for most of the work.
-            with ThreadPoolExecutor(min(self.workers, len(hosts))) as pool:
-                results = list(pool.map(one, hosts))
-        else:
-            results = [one(h) for h in hosts]
+        results = self._map_hosts(hosts, one)
         errors = [error for _, error in results if error is not None]
         if len(errors) == len(results):
             raise errors[0]
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
-        host_json = [report.host_error_json(h, error) if error else body for h, (body, error) in zip(hosts, results, strict=True)]
-        return report.run_json(run.name, host_json)
+        return report.run_json(run.name, [host_json(h, body, error) for h, (body, error) in zip(hosts, results, strict=True)])
 
     def host_rows(self, run: Run, host: str) -> list[report.Json]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""

@@ -19,6 +19,7 @@ fi
 echo "== static checks"
 ruff check .
 ruff format --check .
+mypy  # --strict over tb_leakfinder/ (mypy.ini)
 python tools/compile_proto.py --check
 (cd frontend && npm run --silent typecheck && npm run --silent check-bundle)
 

@@ -355,7 +355,7 @@ def _representative(module: HloModule, allocation: int, reason: str) -> int:
         is_param = instruction >= 0 and opcodes[instruction] == "parameter"
         return int(buffers.size[row]), is_param == (reason == "parameter"), -int(buffers.id[row])
 
-    return max(np.flatnonzero(buffers.allocation == allocation).tolist(), key=preference)
+    return int(max(np.flatnonzero(buffers.allocation == allocation).tolist(), key=preference))
 
 
 def _describe(module: HloModule, row: int) -> dict[str, Any]:

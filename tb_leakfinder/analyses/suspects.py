@@ -109,7 +109,7 @@ def _classify(
     kind, score, per_step, allocated_per_step = PERSISTENT, 0.1, 0.0, 0.0
     if num_steps and distinct and first is not None and first >= num_steps - 1:
         kind, score = WINDOW_END, 0.05
-    elif num_steps == 0 or last is None or last <= max(0, num_steps // 10) or distinct <= 1:
+    elif num_steps == 0 or first is None or last is None or last <= max(0, num_steps // 10) or distinct <= 1:
         kind, score = PERSISTENT, 0.1
     else:
         # A rolling cache keeps its newest entries and frees older ones of the same kind.

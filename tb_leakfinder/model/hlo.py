@@ -65,7 +65,8 @@ class Allocations:
     @property
     def is_indefinite(self) -> np.ndarray:
         """Allocations that live for the whole program, outside the heap simulation."""
-        return self.is_thread_local | self.is_parameter | self.is_constant | self.maybe_live_out
+        indefinite: np.ndarray = self.is_thread_local | self.is_parameter | self.is_constant | self.maybe_live_out
+        return indefinite
 
 
 @dataclass

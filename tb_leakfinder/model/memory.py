@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,8 @@ class MemoryEvents:
 
     @classmethod
     def empty(cls) -> MemoryEvents:
-        return cls(**{name: np.zeros(0, dtype) for name, dtype in EVENT_COLUMNS.items()})
+        columns: dict[str, Any] = {name: np.zeros(0, dtype) for name, dtype in EVENT_COLUMNS.items()}
+        return cls(**columns)
 
     def take(self, index: np.ndarray) -> MemoryEvents:
         """The events at `index` (a boolean mask or positions), same tables."""

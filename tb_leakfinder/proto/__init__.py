@@ -31,7 +31,8 @@ def message_class(full_name: str) -> type[Message]:
     """The message class for e.g. 'tb_leakfinder.xplane.XSpace'."""
     from google.protobuf import message_factory
 
-    return message_factory.GetMessageClass(_pool().FindMessageTypeByName(full_name))
+    cls: type[Message] = message_factory.GetMessageClass(_pool().FindMessageTypeByName(full_name))
+    return cls
 
 
 def XSpace() -> type[Message]:  # noqa: N802 - named after the message it returns

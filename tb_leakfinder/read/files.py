@@ -66,7 +66,7 @@ def listdir_and_subdirs(path: str) -> tuple[list[str], list[str]]:
     return [name for name, _ in typed], [name for name, folder in typed if folder]
 
 
-def _is_dir(entry: os.DirEntry) -> bool:
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()  # follows symlinks, as isdir() does
     except OSError:

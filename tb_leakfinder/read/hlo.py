@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
@@ -241,7 +241,7 @@ class _InstructionTable:
         return self._row[key], instruction
 
 
-def _source_resolver(module: Message):
+def _source_resolver(module: Message) -> Callable[[int], str]:
     """stack_frame_id -> "file:line" of that (innermost) frame, "" when absent."""
     index = module.stack_frame_index
 

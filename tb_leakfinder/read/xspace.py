@@ -9,6 +9,7 @@ TB_LEAKFINDER_PURE_PYTHON=1 asks for the reference decoder.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import Any
@@ -20,7 +21,7 @@ from tb_leakfinder.read import files, hlo, xspace_proto
 
 _scanner: ModuleType | None
 try:
-    from tb_leakfinder.read import _xspace_scan as _scanner
+    _scanner = importlib.import_module("tb_leakfinder.read._xspace_scan")
 except ImportError:  # not built (no compiler at install time): the reference decoder serves
     _scanner = None
 

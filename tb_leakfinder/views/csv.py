@@ -33,7 +33,8 @@ def neutralise(value: Any) -> str:
     """A cell's text: numbers as JavaScript prints them, nested values as JSON, formula-looking strings quoted."""
     kind = type(value)  # by exact type first: this runs for every cell of every buffer
     if kind is str:
-        return "'" + value if value[:1] in _FORMULA_FIRST else value
+        text: str = value
+        return "'" + text if text[:1] in _FORMULA_FIRST else text
     if kind is int:
         return str(value)
     if value is None:

@@ -124,7 +124,14 @@ def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: s
         )
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]
+    value: report.Json = outcome["value"]
+    return value
+
+
+def respond(request: Request, body: bytes | report.Json, content_type: str, code: int = 200) -> Response:
+    """TensorBoard's response (its compression and security headers)."""
+    response: Response = http_util.Respond(request, body, content_type, code=code)
+    return response
 
 
 def _disk_cache(flags: Any, logdir: str | None) -> DiskCache | None:
@@ -180,7 +187,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     @Request.application
     def _index_js(request: Request) -> Response:
         bundle = importlib.resources.files("tb_leakfinder.webapp").joinpath("index.js").read_bytes()
-        return http_util.Respond(request, bundle, "application/javascript")
+        return respond(request, bundle, "application/javascript")
 
     def _json(self, handler: Callable[[Request], report.Json], args: tuple[str, ...]) -> Callable[..., Any]:
         @Request.application
@@ -188,13 +195,13 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             try:
                 check_args(request, args)
                 body = call_with_timeout(lambda: handler(request), REQUEST_TIMEOUT_S, request.path)
-                return http_util.Respond(request, body, JSON)
+                return respond(request, body, JSON)
             except LeakfinderError as exc:
-                return http_util.Respond(request, {"error": exc.message}, JSON, code=exc.status)
+                return respond(request, {"error": exc.message}, JSON, exc.status)
             except Exception:
                 logger.exception("tb_leakfinder: %s failed", request.path)
                 message = f"internal error in {request.path}; see the TensorBoard log"
-                return http_util.Respond(request, {"error": message}, JSON, code=500)
+                return respond(request, {"error": message}, JSON, 500)
 
         return app
 
