@@ -33,19 +33,25 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
     by_address = np.lexsort((np.arange(n), events.addr))  # by address, then time order
     same = events.addr[by_address[1:]] == events.addr[by_address[:-1]]
     earlier, later = by_address[:-1][same], by_address[1:][same]  # consecutive events at one address
+    del same
+    is_free = kind == FREE
+    unmatched = int(np.count_nonzero(is_free[earlier] & is_free[later]))  # a free of an address already freed
+    first_at_address = np.ones(n, bool)
+    first_at_address[later] = False
     following = np.full(n, -1, np.int64)
     following[earlier] = later
-    preceding = np.full(n, -1, np.int64)
-    preceding[later] = earlier
-    is_free = kind == FREE
+    del earlier, later  # the analysis of a large profile holds its events: temporaries go as soon as they served
 
     # Built in time order: the buffers allocated before the window, then one per allocation.
     allocs = np.flatnonzero(kind == ALLOC)
-    before = np.flatnonzero(is_free & (preceding < 0))
+    before = np.flatnonzero(is_free & first_at_address)
+    del first_at_address
     after = following[allocs]  # the next event at the address: its free, or its reuse
+    del following
     ended = after >= 0
     after_or_0 = np.where(ended, after, 0)
     freed = ended & is_free[after_or_0]
+    del is_free
     nb = len(before)
     alloc_event = np.concatenate([np.full(nb, -1, np.int64), allocs])
     free_event = np.concatenate([before, np.where(freed, after, -1)])
@@ -55,6 +61,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
     status = np.concatenate([np.full(nb, BEFORE_WINDOW, np.int8), np.where(ended, FREED, NEVER_FREED).astype(np.int8)])
     source = np.concatenate([before, allocs])
     reorder = _time_order(time_ps, by_address, allocs, before, ended, freed, alloc_time, free_time)
+    del by_address, after, after_or_0
     if reorder is not None:
         alloc_event, free_event, alloc_time, free_time, status, source = (
             column[reorder] for column in (alloc_event, free_event, alloc_time, free_time, status, source)
@@ -76,8 +83,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
         region=np.where(allocated, events.region[source], 0).astype(events.region.dtype),
         status=status,
     )
-    unmatched = is_free & (preceding >= 0) & is_free[np.where(preceding >= 0, preceding, 0)]
-    return Pairing(buffers, int(np.count_nonzero(ended & ~freed)), int(np.count_nonzero(unmatched)))
+    return Pairing(buffers, int(np.count_nonzero(ended & ~freed)), unmatched)
 
 
 def _time_order(
