@@ -333,7 +333,6 @@ def timeline_json(
     group: int | None = None,
 ) -> Json:
     e = a.events
-    nf = never_freed_bytes(e, a.buffers)
     lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
     hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
     # Sampled on stack + heap, so that the peak XProf reports is among the points.
@@ -347,14 +346,14 @@ def timeline_json(
         "heap_bytes": e.bytes_in_use[idx].tolist(),
         "stack_bytes": e.bytes_reserved[idx].tolist(),
         "fragmentation": np.round(e.fragmentation[idx], 6).tolist(),
-        "never_freed_bytes": nf[idx].tolist(),
+        "never_freed_bytes": never_freed_bytes(a.buffers, idx).tolist(),
         "peak": {"time_ps": a.summary.peak_time_ps, "bytes": a.summary.peak_bytes_in_use, "step": a.summary.peak_step},
         "steps": steps_json(steps),
     }
     if group is not None:
         check_group(a, group)
         out["group"] = group
-        out["group_bytes"] = held_bytes(e, a.buffers, a.suspects.group_of_buffer == group)[idx].tolist()
+        out["group_bytes"] = held_bytes(a.buffers, a.suspects.group_of_buffer == group, idx).tolist()
     return out
 
 

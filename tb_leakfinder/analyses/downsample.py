@@ -25,24 +25,26 @@ def downsample(x: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
     if n <= points:
         return np.arange(n)
     buckets = max(1, (points - 1) // 4)
-    # In floats: the times of a corrupt profile can be far enough apart to overflow int64.
-    offset = x.astype(np.float64) - float(x[0])
-    bucket = np.minimum(offset * buckets / (offset[-1] + 1), buckets - 1).astype(np.int64)
-    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    first, width = float(x[0]), float(x[-1]) - float(x[0]) + 1
+
+    def bucket(i: np.ndarray) -> np.ndarray:
+        # In floats: the times of a corrupt profile can be far enough apart to overflow int64.
+        return np.minimum((x[i].astype(np.float64) - first) * buckets / width, buckets - 1).astype(np.int64)
+
+    # The bucket only grows along x, so each bucket's first sample is found by bisection, without a
+    # bucket number per sample: a chart of a large profile needs no temporaries the size of the series.
+    wanted = np.arange(1, buckets)
+    lo, hi = np.zeros(len(wanted), np.int64), np.full(len(wanted), n, np.int64)
+    while np.any(lo < hi):
+        mid = np.minimum((lo + hi) // 2, n - 1)
+        reached = bucket(mid) >= wanted
+        searching = lo < hi
+        hi = np.where(searching & reached, mid, hi)
+        lo = np.where(searching & ~reached, mid + 1, lo)
+    starts = np.unique(np.concatenate([[0], lo[lo < n]]))
     ends = np.r_[starts[1:], n] - 1
-    highs = _first_extreme(values, starts, np.maximum)
-    lows = _first_extreme(values, starts, np.minimum)
+    # First index of each run's extreme (argmax/argmin return the first).
+    runs = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    highs = np.asarray([s + int(np.argmax(values[s : e + 1])) for s, e in runs], np.int64)
+    lows = np.asarray([s + int(np.argmin(values[s : e + 1])) for s, e in runs], np.int64)
     return np.unique(np.concatenate([starts, ends, highs, lows, [int(np.argmax(values))]]))
-
-
-def _first_extreme(values: np.ndarray, starts: np.ndarray, extreme: np.ufunc) -> np.ndarray:
-    """In each run of samples from one start to the next, the first index holding the run's extreme value.
-
-    Runs are contiguous because the series is sorted: a reduction per run
-    replaces a sort of the whole series.
-    """
-    per_run = extreme.reduceat(values, starts)
-    run = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))
-    hits = np.flatnonzero(values == per_run[run])
-    first = np.r_[True, run[hits][1:] != run[hits][:-1]]
-    return hits[first]
