@@ -13,7 +13,9 @@ import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 //   1 GiB stack each, 16 GiB of memory), device 2 keeps 1 MiB per step;
 // - tpu_two_leaks: the same, devices 1 and 3 keep 1 MiB and 4 MiB per step;
 // - gpu_pinned: GPU_0_bfc, GPU_1_bfc (a higher peak) and gpu_host_bfc, host
-//   pinned memory with the highest peak of all; no stack, no leak.
+//   pinned memory with the highest peak of all; no stack, no leak;
+// - gpu_fragmented: one GPU whose free memory at the peak (36 MiB) is 90%
+//   fragmented, less than its largest buffer (8 MiB) in one block.
 const BUILD_DEVICES = `
 import sys
 import numpy as np
@@ -57,6 +59,14 @@ gpus.add_memory_events([end + 10, end + 20], [ALLOC, FREE], np.array([0x40_0000_
 gpus.allocator("gpu_host_bfc", limit_bytes=64 << 30, bytes_in_use=8 << 30)
 gpus.add_memory_events([end + 30, end + 40], [ALLOC, FREE], np.array([0x50_0000_0000] * 2, np.uint64), [1 << 20] * 2, allocator="gpu_host_bfc", op=["pinned", ""])
 write_session(logdir, "gpu_pinned", "2026_01_01_00_00_00", {"host0": gpus})
+
+frag = ProfileBuilder("host0")
+frag.allocator("GPU_0_bfc", limit_bytes=96 << 20)
+n = 12
+sizes = [(2 << 20) if k % 2 else (8 << 20) for k in range(n)] * 2
+addrs = np.array([0x1000_0000 + k * (8 << 20) for k in range(n)] * 2, np.uint64)
+frag.add_memory_events(np.arange(2 * n) * 1_000_000, [ALLOC] * n + [FREE] * n, addrs, sizes, allocator="GPU_0_bfc", op=["Conv2D"] * n + [""] * n, overrides={"fragmentation": 0.9})
+write_session(logdir, "gpu_fragmented", "2026_01_01_00_00_00", {"host0": frag})
 `;
 
 let suite;
@@ -203,6 +213,15 @@ test('without a leak the tab opens on the device memory with the highest peak, n
   const labels = Object.fromEntries(await options(frame));
   assert.equal(labels.GPU_0_bfc, 'GPU:0 · memory id GPU_0_bfc (no leak)');
   assert.equal(labels.gpu_host_bfc, 'gpu_host_bfc (no leak)');
+});
+
+test('high fragmentation at the peak is said with its figure; a device without it says nothing', async () => {
+  const {frame} = await open('gpu_fragmented');
+  const alloc = (await report('gpu_fragmented')).runs[0].hosts[0].allocators[0];
+  assert.match(alloc.fragmentation_note, /90%/);
+  assert.equal(await text(frame, '[data-note=fragmentation]'), alloc.fragmentation_note);
+  const tpu = await open('tpu_one_leak');
+  assert.equal(await tpu.frame.$('[data-note=fragmentation]'), null);
 });
 
 test('no request under /data/plugin/leakfinder/ failed, and no page error', () => {

@@ -61,6 +61,8 @@ test('the leak run shows the verdict "leak" naming the op and its bytes per step
   assert.equal(top[0], 'growing');
   assert.equal(top[1], 'Mul');
   assert.equal(top[2], '[128,1024]');
+  // Tensor bytes (25 float [128,1024] tensors, 512 KiB each), with the allocator's chunks beside them.
+  assert.deepEqual(top.slice(6, 10), ['12.5 MiB', '12.6 MiB', '+512 KiB', '+517 KiB']);
   // Charts drew from the server's data.
   await frame.waitForSelector('[data-chart=timeline] canvas');
   assert.match(await text(frame, '[data-panel=timeline] .lf-chart-note'), /memory events, drawn as/);
