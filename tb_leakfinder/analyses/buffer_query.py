@@ -66,6 +66,8 @@ def query_buffers(
     if sort == "op":
         key = np.array([strings[i] for i in b.op[rows]], dtype=object) if len(rows) else rows
         ranked = rows[np.argsort(key, kind="stable")]
+        if order == "desc":
+            ranked = ranked[::-1]
     else:
         values = {
             "bytes": b.allocation_bytes,
@@ -73,7 +75,21 @@ def query_buffers(
             "free_time_ps": end_time,
             "lifetime_ps": end_time - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps),
         }[sort][rows]
-        ranked = rows[np.argsort(values, kind="stable")]
-    if order == "desc":
-        ranked = ranked[::-1]
+        ranked = rows[_first_ranks(values, offset + limit, order == "desc")]
     return BufferPage(len(rows), offset, limit, ranked[offset : offset + limit])
+
+
+def _first_ranks(values: np.ndarray, count: int, descending: bool) -> np.ndarray:
+    """Positions of the first `count` values in a stable sort (ascending), or in its reverse (descending).
+
+    A page needs only its first ranks: the values past the page's last one are
+    cut off by a partition, and only the rest are sorted.
+    """
+    n = len(values)
+    if count < n:
+        cut = np.partition(values, n - count if descending else count - 1)[n - count if descending else count - 1]
+        kept = np.flatnonzero(values >= cut if descending else values <= cut)  # ties with the cut all stay
+    else:
+        kept = np.arange(n)
+    ranked = kept[np.argsort(values[kept], kind="stable")]
+    return ranked[::-1][:count] if descending else ranked[:count]
