@@ -108,6 +108,8 @@ def test_diff_html_holds_both_runs_and_their_comparison(tmp_path, capsys):
     answers = data["answers"]
     assert [r["run"] for r in answers["runs"]["runs"]] == [comparison["run_a"], comparison["run_b"]]
     assert answers[answer_key("compare", {"run_a": comparison["run_a"], "run_b": comparison["run_b"]})] == comparison
+    swapped = answers[answer_key("compare", {"run_a": comparison["run_b"], "run_b": comparison["run_a"]})]
+    assert swapped["regression"] is False and swapped["run_a"] == comparison["run_b"]
     for run in (comparison["run_a"], comparison["run_b"]):
         assert answer_key("report", {"run": run}) in answers
     assert f"p.leakfinder.compare={comparison['run_b']}" in data["view_hash"]

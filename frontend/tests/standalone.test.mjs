@@ -123,6 +123,10 @@ test('a diff opened from disk shows the comparison of both runs', async () => {
   const first = await page.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   assert.deepEqual(first.slice(0, 2), ['new', 'Mul']);
   await page.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
+  // Swapped, the inlined comparison the other way round: the leak is fixed.
+  await page.click('button[data-action=swap]');
+  await page.waitForFunction(() => document.querySelector('[data-table=compare-groups] tbody tr:first-child td')?.textContent === 'fixed');
+  assert.equal(await page.$('.lf-compare .lf-regression'), null);
   clean(seen);
   await page.close();
 });

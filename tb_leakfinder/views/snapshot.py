@@ -134,13 +134,14 @@ class Snapshot:
         return route, args
 
     def gather_comparison(self, run_a: Run, run_b: Run) -> None:
-        """The comparison of the two runs, and of each pair of their hosts (a few at most)."""
-        hosts_a, hosts_b = [None, *run_a.hosts], [None, *run_b.hosts]
-        if len(hosts_a) * len(hosts_b) > MAX_HOST_PAIRS:
-            hosts_a, hosts_b = [None], [None]
-        for host_a in hosts_a:
-            for host_b in hosts_b:
-                self.keep("compare", run_a=run_a.name, run_b=run_b.name, host_a=host_a, host_b=host_b)
+        """The comparison of the two runs both ways (the tab's Swap), and of each pair of their hosts (a few at most)."""
+        for base, change in ((run_a, run_b), (run_b, run_a)):
+            hosts_a, hosts_b = [None, *base.hosts], [None, *change.hosts]
+            if len(hosts_a) * len(hosts_b) > MAX_HOST_PAIRS:
+                hosts_a, hosts_b = [None], [None]
+            for host_a in hosts_a:
+                for host_b in hosts_b:
+                    self.keep("compare", run_a=base.name, run_b=change.name, host_a=host_a, host_b=host_b)
 
     def data(self) -> Json:
         """The inlined data: the answers (the run list narrowed to the gathered runs) and their aliases."""
