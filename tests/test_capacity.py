@@ -117,3 +117,22 @@ def test_demo_fixed_run_fragmentation_is_not_noted():
     (run,) = tb_leakfinder.analyze(str(demo_xplane("tf_fixed")))["runs"]
     (a,) = run["hosts"][0]["allocators"]
     assert a["peak_fragmentation"] > 0.6 and a["fragmentation_note"] is None
+
+
+def test_report_json_carries_the_fragmentation_note(tmp_path):
+    import tb_leakfinder
+    from tests.synthetic import write_session
+
+    b = ProfileBuilder("host0")
+    b.add_memory_events(
+        [10, 20, 30],
+        [0, 0, 1],
+        [0x1000, 0x9000_0000, 0x1000],
+        [16 * MIB, 256 * MIB, 16 * MIB],
+        overrides={"fragmentation": [0.1, 0.7, 0.1], "bytes_available": [900 * MIB, 600 * MIB, 616 * MIB]},
+    )
+    write_session(tmp_path, "run", "s1", {"host0": b})
+    (run,) = tb_leakfinder.analyze(str(tmp_path))["runs"]
+    (a,) = run["hosts"][0]["allocators"]
+    assert a["fragmentation_note"].startswith("Fragmentation at the peak is 70%: of the 600 MiB still free")
+    assert a["forecast"] is None
