@@ -37,7 +37,7 @@ KINDS = (STEP_NUM, GROUP_ID, ROOT_EVENTS, DEVICE_PROGRAMS, TIME_WINDOWS, NONE)
 
 MIN_STEPS = 3
 NUM_TIME_WINDOWS = 10
-# A last step shorter than this share of the median step was cut by the end of the capture.
+# A last group shorter than this share of the median group was cut by the end of the capture.
 IN_FLIGHT_SHARE = 0.5
 # Fewer than MIN_STEPS steps that hold at least this share of the memory events: the capture is that short.
 SHORT_CAPTURE_COVERAGE = 0.5
