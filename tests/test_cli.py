@@ -124,3 +124,16 @@ def test_report_text_gives_the_step_source_and_the_forecast():
     assert "Leak: +512 KiB per step from Mul [128,1024] output" in out.stdout
     forecast = next(line.strip() for line in out.stdout.splitlines() if "still free runs out" in line)
     assert forecast.startswith("At +512 KiB/step the 64.0 GiB still free runs out in about 130,000 steps (about ")
+
+
+def test_report_text_without_step_information_speaks_of_windows(tmp_path):
+    from tests.synthetic import write_session
+    from tests.training_loops import KIB, Loop
+
+    loop = Loop("none", steps=30)
+    write_session(tmp_path, "run", "s1", {"host0": loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]"))})
+    out = cli("report", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert " host host0: 10 equal time windows of 299 ms, no step information\n" in out.stdout
+    assert "per window from Concat [16,1024] output" in out.stdout and "KiB/window" in out.stdout
+    assert "/step" not in out.stdout

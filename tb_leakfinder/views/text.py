@@ -39,7 +39,8 @@ def _breakdown_label(row: Json) -> str:
     return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
 
 
-def render_allocator(a: Json) -> list[str]:
+def render_allocator(a: Json, unit: str = "step") -> list[str]:
+    """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps)."""
     memory_id = "" if a["memory_id"] == a["name"] else f" (memory id {a['memory_id']})"
     lines = [
         f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
@@ -47,7 +48,7 @@ def render_allocator(a: Json) -> list[str]:
         f"    {peak_text(a)}",
         f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
         f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
-        f"heap growth {format_bytes(a['growth_bytes_per_step'])}/step",
+        f"heap growth {format_bytes(a['growth_bytes_per_step'])}/{unit}",
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
     lines += [f"    warning: {w}" for w in a["warnings"]]
@@ -61,7 +62,7 @@ def render_allocator(a: Json) -> list[str]:
                 str(g["count"]),
                 format_bytes(g["bytes"]),
                 f"{g['steps']}",
-                format_bytes(g["bytes_per_step"]) + "/step",
+                format_bytes(g["bytes_per_step"]) + f"/{unit}",
                 f"{g['score']:.2f}",
             ]
             for g in a["groups"][:TOP_ROWS]
@@ -157,7 +158,7 @@ def render_report(report: Json) -> str:
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
             for a in host["allocators"]:
-                lines += render_allocator(a)
+                lines += render_allocator(a, "window" if host["step_source"]["kind"] == "time_windows" else "step")
             if host["modules"]:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
