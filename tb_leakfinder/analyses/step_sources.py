@@ -33,7 +33,6 @@ ROOT_EVENTS = "root_events"
 DEVICE_PROGRAMS = "device_programs"
 TIME_WINDOWS = "time_windows"
 NONE = "none"
-KINDS = (STEP_NUM, GROUP_ID, ROOT_EVENTS, DEVICE_PROGRAMS, TIME_WINDOWS, NONE)
 
 MIN_STEPS = 3
 NUM_TIME_WINDOWS = 10
@@ -45,7 +44,7 @@ SHORT_CAPTURE_COVERAGE = 0.5
 
 @dataclass
 class StepSource:
-    kind: str  # one of KINDS
+    kind: str  # STEP_NUM, GROUP_ID, ROOT_EVENTS, DEVICE_PROGRAMS, TIME_WINDOWS or NONE
     name: str | None  # the event, function or program the steps come from
     steps: Steps
     description: str  # "30 steps from the group_id stat"
