@@ -310,7 +310,7 @@ export class App {
     // The static view is one run's: its selector waits while comparing.
     if (comparison) this.selectors.module.disabled = true;
     this.view = comparison
-      ? new CompareView({comparison, a: {...state.sel}, allocator, b: {...state.cmp}})
+      ? new CompareView({comparison, a: {...state.sel}, allocator, b: {...state.cmp}, limits: report.limits})
       : new RunView({
           sel: {...state.sel},
           run,

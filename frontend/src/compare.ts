@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {AllocatorReport, Comparison} from './api';
+import type {AllocatorReport, Comparison, Limits} from './api';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderGroups, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
 import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
@@ -12,13 +12,14 @@ export interface CompareData {
   /** A's allocator chosen in the toolbar: the pair shown is matched by its label or memory id. */
   allocator: AllocatorReport | null;
   b: Pick<SideSelection, 'run' | 'host'>;
+  limits: Limits;
 }
 
 export class CompareView {
   readonly element: HTMLElement;
   private timeline: CompareTimeline | null = null;
 
-  constructor({comparison: c, a, allocator, b}: CompareData) {
+  constructor({comparison: c, a, allocator, b, limits}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
@@ -35,10 +36,13 @@ export class CompareView {
     }
     if (alloc) {
       const name = alloc.name_a === alloc.name_b || !alloc.name_b ? (alloc.name_a ?? '') : `${alloc.name_a ?? '—'} / ${alloc.name_b}`;
-      this.timeline = new CompareTimeline({
-        a: alloc.name_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.name_a},
-        b: alloc.name_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.name_b},
-      });
+      this.timeline = new CompareTimeline(
+        {
+          a: alloc.name_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.name_a},
+          b: alloc.name_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.name_b},
+        },
+        limits,
+      );
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
         section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),

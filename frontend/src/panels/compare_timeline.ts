@@ -3,7 +3,7 @@
 // Each side's heap in use (solid) and bytes never freed (dashed, filled).
 
 import uPlot from 'uplot';
-import {api, type Selection, type Timeline} from '../api';
+import {api, type Limits, type Selection, type Timeline} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatPs, timeTicks} from '../format';
@@ -33,7 +33,10 @@ export class CompareTimeline {
   private zoom: [number, number] | null = null;
 
   /** A side is null when that run has no allocator to draw. */
-  constructor(private readonly sides: Record<Side, SideSelection | null>) {
+  constructor(
+    private readonly sides: Record<Side, SideSelection | null>,
+    private readonly limits: Limits,
+  ) {
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'compare-timeline',
@@ -58,7 +61,8 @@ export class CompareTimeline {
     this.data = {};
     this.errors = {};
     this.chartBox.replaceChildren(notice('loading', 'Loading both timelines…'));
-    const points = Math.min(20000, Math.max(200, chartWidth(this.chartBox) * 2));
+    // About two points per pixel, as many as the server gives.
+    const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
     const fetchSide = async (side: Side) => {
       const sel = this.sides[side];
       if (!sel) return;
