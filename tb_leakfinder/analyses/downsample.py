@@ -29,7 +29,8 @@ def downsample(x: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
 
     def bucket(i: np.ndarray) -> np.ndarray:
         # In floats: the times of a corrupt profile can be far enough apart to overflow int64.
-        return np.minimum((x[i].astype(np.float64) - first) * buckets / width, buckets - 1).astype(np.int64)
+        of: np.ndarray = np.minimum((x[i].astype(np.float64) - first) * buckets / width, buckets - 1).astype(np.int64)
+        return of
 
     # The bucket only grows along x, so each bucket's first sample is found by bisection, without a
     # bucket number per sample: a chart of a large profile needs no temporaries the size of the series.
