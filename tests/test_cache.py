@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,8 +139,13 @@ def test_an_error_reaches_every_waiter_and_is_not_cached():
     waiters = [threading.Thread(target=ask, args=(failing,)) for _ in range(4)]
     for t in waiters:
         t.start()
+    deadline = time.monotonic() + 10
+    while cache._pending["k"].waiters < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
     release.set()
     for t in [first, *waiters]:
         t.join()
-    assert len(errors) == 5 and len(cache) == 0
-    assert cache.get("k", lambda: "ok", lambda v: 1) == "ok"
+    # One computation: its error reached the caller that ran it and the 4 that waited.
+    assert len(errors) == 5 and len({id(e) for e in errors}) == 1 and cache.computations == 1
+    assert len(cache) == 0  # not cached: the next caller computes again
+    assert cache.get("k", lambda: "ok", lambda v: 1) == "ok" and cache.computations == 2
