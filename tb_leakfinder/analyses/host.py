@@ -15,6 +15,7 @@ from tb_leakfinder.analyses.step_sources import StepSource, find_steps, step_per
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, Verdict, decide, leak_groups
+from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.lifetimes import Buffers
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, Groups, HostProfile, MemoryEvents, Spans, Steps
 
@@ -69,9 +70,9 @@ def analyze_host(profile: HostProfile) -> HostAnalysis:
 def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:
     """Each allocator's events, in time order, as slices of one array per column grouped by allocator.
 
-    The host's columns are moved one at a time (`events` is left with empty
-    columns), so that at most one column is held twice. One allocator (the
-    usual case) takes the host's columns as they are, without a copy.
+    The host's columns are reordered in their own memory (`events` is left
+    with empty columns), so that they are never held twice. One allocator (the
+    usual case) takes the host's columns as they are.
     """
     count = len(events.allocator_names)
     if count <= 1:
@@ -83,8 +84,9 @@ def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:
     bounds = np.concatenate([[0], np.cumsum(np.bincount(events.allocator, minlength=count))])
     grouped: dict[str, np.ndarray] = {}
     for name, dtype in EVENT_COLUMNS.items():
-        grouped[name] = getattr(events, name)[order]
+        grouped[name] = getattr(events, name)
         setattr(events, name, np.zeros(0, dtype))
+    permute(grouped, order)
     result = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         columns: dict[str, Any] = {name: column[lo:hi] for name, column in grouped.items()}

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files, hlo, xspace_proto
 
@@ -94,9 +95,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
         columns["allocator"] = index[columns["allocator"]]
     time_ps = columns["time_ps"]
     if len(time_ps) > 1 and not bool(np.all(time_ps[1:] >= time_ps[:-1])):
-        order = np.argsort(time_ps, kind="stable")
-        for name in columns:  # one column at a time: each unsorted buffer is freed as it is replaced
-            columns[name] = columns[name][order]
+        permute(columns, np.argsort(time_ps, kind="stable"))
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
