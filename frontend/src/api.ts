@@ -248,6 +248,9 @@ export interface Timeline {
   never_freed_bytes: number[];
   peak: {time_ps: number | null; bytes: number; step: number | null};
   steps: Step[];
+  /** With the `group` argument: that group's index, and the bytes its never-freed buffers hold at each sample. */
+  group?: number;
+  group_bytes?: number[];
 }
 
 export interface Buffer {
@@ -487,10 +490,12 @@ export const api = {
   report(run: string, host?: string, signal?: AbortSignal): Promise<Report> {
     return getJson('report', {run, host}, signal);
   },
+  /** With `group`, the answer has `group_bytes`: what that never-freed group holds at each sample. */
   timeline(
     sel: Pick<Selection, 'run' | 'host' | 'allocator'>,
     points: number,
     range: {start_ps: number; end_ps: number} | null,
+    group: number | null = null,
     signal?: AbortSignal,
   ): Promise<Timeline> {
     return getJson(
@@ -502,6 +507,7 @@ export const api = {
         points,
         start_ps: range ? Math.floor(range.start_ps) : null,
         end_ps: range ? Math.ceil(range.end_ps) : null,
+        group,
       },
       signal,
     );

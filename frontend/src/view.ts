@@ -58,7 +58,7 @@ export class RunView {
         sel,
         limits,
         host.duration_ps,
-        (spans) => this.timeline?.highlight(spans),
+        (times) => this.timeline?.setMarks(times),
         (range) => {
           void this.timeline?.setRange(range);
           this.onRange(range);
@@ -105,6 +105,7 @@ export class RunView {
   }
 
   private selectGroup(group: Group | null): void {
+    void this.timeline?.setGroup(group?.group ?? null);
     void this.lifetimes?.setGroup(group);
   }
 }

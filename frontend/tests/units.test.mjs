@@ -15,7 +15,6 @@ before(async () => {
     export * from './format';
     export {packAddresses, parseAddress} from './panels/lifetimes';
     export {readHashState, writeHashState} from './tensorboard';
-    export {heldOver} from './panels/timeline';
     export {routeUrl, moduleKey} from './api';
     export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
     export {reasonText} from './panels/verdict';
@@ -96,15 +95,6 @@ test('routes are relative URLs with their arguments encoded', () => {
   assert.equal(m.routeUrl('runs'), './runs');
   assert.equal(m.moduleKey({name: 'jit_f(3)', memory_space: 0}), 'jit_f(3)');
   assert.equal(m.moduleKey({name: 'jit_f(3)', memory_space: 1}), 'jit_f(3) (memory space 1)');
-});
-
-test("a group's held bytes over time: live from allocation (or the start) until free", () => {
-  const spans = [
-    {alloc_ps: 10, free_ps: null, bytes: 100},
-    {alloc_ps: 20, free_ps: 30, bytes: 50},
-    {alloc_ps: null, free_ps: 15, bytes: 7},
-  ];
-  assert.deepEqual(m.heldOver([0, 10, 15, 20, 29, 30, 99], spans), [7, 107, 100, 150, 150, 100, 100]);
 });
 
 const allocator = (memory_id, name, verdict, peak, growth = 0) => ({memory_id, name, verdict, peak_bytes_in_use: peak, growth_bytes_per_step: growth});

@@ -67,7 +67,7 @@ export class CompareTimeline {
       const sel = this.sides[side];
       if (!sel) return;
       try {
-        this.data[side] = await api.timeline(sel, points, null, controller.signal);
+        this.data[side] = await api.timeline(sel, points, null, null, controller.signal);
       } catch (err) {
         if (!isAbort(err)) this.errors[side] = errorMessage(err);
       }

@@ -8,7 +8,7 @@ import {type Rect, RectChart, swatch} from '../chart';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
 import {DataTable} from '../table';
-import type {BufferSpan, TimeRange} from './timeline';
+import type {TimeRange} from './timeline';
 
 interface BufferRect extends Rect {
   buffer: Buffer;
@@ -75,7 +75,7 @@ export class LifetimesPanel {
     private readonly sel: Selection,
     private readonly limits: Limits,
     private readonly durationPs: number,
-    private readonly onGroupBuffers: (spans: BufferSpan[]) => void,
+    private readonly onGroupAllocations: (times: number[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
   ) {
     this.chart = new RectChart<BufferRect>({
@@ -191,7 +191,7 @@ export class LifetimesPanel {
         : null;
       if (controller.signal.aborted) return;
       this.grouped = page?.buffers ?? [];
-      this.onGroupBuffers(this.grouped.map((b) => ({alloc_ps: b.alloc_time_ps, free_ps: b.free_time_ps, bytes: b.allocation_bytes})));
+      this.onGroupAllocations(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;

@@ -1,38 +1,15 @@
 // Memory timeline: the stack reservation as a band of its own with the heap
 // in use above it, bytes held by never-freed buffers and fragmentation, with
-// steps as bands. Dragging zooms; the server downsamples each range again
-// (keeping every bucket's min and max, so the peak stays) and the chart draws
-// the points it is given.
+// steps as bands, and the bytes the selected never-freed group holds (the
+// server's group_bytes). Dragging zooms; the server downsamples each range
+// again (keeping every bucket's min and max, so the peak stays) and the chart
+// draws the points it is given.
 
 import uPlot from 'uplot';
 import {api, type Limits, type Selection, type Timeline} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
-
-export interface BufferSpan {
-  alloc_ps: number | null;
-  free_ps: number | null;
-  bytes: number;
-}
-
-/** Bytes held by `spans` at each time of `times` (sorted): live from alloc (or the start) until free. */
-export function heldOver(times: number[], spans: BufferSpan[]): number[] {
-  const deltas: [number, number][] = [];
-  for (const s of spans) {
-    deltas.push([s.alloc_ps ?? -Infinity, s.bytes]);
-    if (s.free_ps !== null) deltas.push([s.free_ps, -s.bytes]);
-  }
-  deltas.sort((a, b) => a[0] - b[0]);
-  const out: number[] = [];
-  let held = 0;
-  let i = 0;
-  for (const t of times) {
-    while (i < deltas.length && deltas[i][0] <= t) held += deltas[i++][1];
-    out.push(held);
-  }
-  return out;
-}
 
 export interface TimeRange {
   start_ps: number;
@@ -48,8 +25,11 @@ export class TimelinePanel {
   private readonly resetButton: HTMLButtonElement;
   private readonly chart: SizedPlot;
   private data: Timeline | null = null;
+  private range: TimeRange | null = null;
+  /** The selected never-freed group (its index in `groups`), drawn as a series of its own. */
+  private group: number | null = null;
+  /** When the selected group's buffers were allocated: a tick at each. */
   private marks: number[] = [];
-  private spans: BufferSpan[] = [];
   /** The allocator reserves a stack: drawn as a band of its own, the heap above it. */
   private hasStack = false;
   private controller: AbortController | null = null;
@@ -80,6 +60,7 @@ export class TimelinePanel {
 
   /** Loads the timeline of `range` (or the whole window). */
   async setRange(range: TimeRange | null, notify = false): Promise<void> {
+    this.range = range;
     this.resetButton.disabled = range === null;
     if (notify) this.onRange(range);
     this.controller?.abort();
@@ -89,7 +70,7 @@ export class TimelinePanel {
     // About two points per pixel, as many as the server gives.
     const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
     try {
-      const data = await api.timeline(this.sel, points, range, controller.signal);
+      const data = await api.timeline(this.sel, points, range, this.group, controller.signal);
       if (controller.signal.aborted) return;
       this.data = data;
       this.draw();
@@ -100,25 +81,22 @@ export class TimelinePanel {
     }
   }
 
-  /**
-   * Shows the selected group's buffers: a tick at each allocation and the
-   * bytes they hold over time, as a series of its own.
-   */
-  highlight(spans: BufferSpan[]): void {
-    this.spans = spans;
-    this.marks = spans.map((s) => s.alloc_ps).filter((t): t is number => t !== null);
-    this.chartBox.dataset.marks = String(this.marks.length);
-    const plot = this.chart.plot;
-    if (plot && this.data) {
-      // Keeps the zoom: without resetting scales uPlot does not redraw by itself.
-      plot.setData(this.aligned(this.data), false);
-      plot.redraw(true, false);
-    }
+  /** Shows the bytes a never-freed group holds over time (null: none), in the range shown. */
+  setGroup(group: number | null): Promise<void> {
+    this.group = group;
+    return this.setRange(this.range);
+  }
+
+  /** Ticks at the allocations of the selected group's buffers. */
+  setMarks(times: number[]): void {
+    this.marks = times;
+    this.chartBox.dataset.marks = String(times.length);
+    this.chart.plot?.redraw(false, false);
   }
 
   /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected group. */
   private aligned(data: Timeline): uPlot.AlignedData {
-    const held = this.spans.length ? heldOver(data.time_ps, this.spans) : data.time_ps.map(() => null);
+    const held = data.group_bytes ?? data.time_ps.map(() => null);
     const rest = [data.never_freed_bytes, data.fragmentation, held];
     if (!this.hasStack) return [data.time_ps, data.heap_bytes, ...rest];
     const inUse = data.heap_bytes.map((h, i) => h + (data.stack_bytes[i] ?? 0));
