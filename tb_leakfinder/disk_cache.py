@@ -140,7 +140,7 @@ class DiskCache:
             if meta is None or tree is None or not self._matches(meta, identity):
                 return None
             entry = _entry(meta)
-            if entry is None:
+            if entry is None or isinstance(entry.error, WorkerDiedError):  # a dead worker's host is analysed again
                 return None
             try:
                 fields = _stored_fields(result_type, tree, zf)

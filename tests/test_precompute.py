@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,10 @@ def test_a_dead_worker_costs_only_its_host_and_a_rerun_resumes(logdir, tmp_path)
     assert all(outcomes[h].error is None for h in ("host0", "host1", "host3"))
     (task2,) = [t for t in _tasks(logdir) if t.host == "host2"]
     assert isinstance(disk.load_report(task2.identity).error, WorkerDiedError)
+    # TensorBoard, on a copy of that folder, analyses the dead worker's host instead of showing its death.
+    shutil.copytree(disk.folder, tmp_path / "copy")
+    engine = Engine.for_path(str(logdir), disk=DiskCache(str(tmp_path / "copy")))
+    assert engine.report() == _reference(logdir) and engine.analyses == 1
 
     again = {o.task.host: o for o in precompute(_tasks(logdir), disk, "local", workers=2)}
     assert again["host2"].status == "analysed" and again["host2"].error is None
