@@ -196,6 +196,8 @@ def _run_ray(todo: list[HostTask], disk: DiskCache, workers: int, address: str |
     object store stay bounded.
     """
     ray = import_ray()
+    if not todo:  # everything is cached: no cluster to start
+        return
     started = not ray.is_initialized()
     if started:
         if address:
