@@ -107,6 +107,8 @@ export class App {
    */
   async reload(): Promise<void> {
     if (this.showing > 0) return;
+    // The overview redraws only if its answer changed, keeping the table's sort, filter and page.
+    if (this.view instanceof OverviewView) return this.view.reload();
     const {state, data} = this;
     const b = state.comparing ? state.cmp : null;
     if (!data.runs || !data.cachedReport(state.a) || (b && !data.cachedComparison(state.a, b))) return this.show();

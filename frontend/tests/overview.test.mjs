@@ -102,6 +102,22 @@ test('a click on a row opens that host and allocator; the host selector goes bac
   await page.close();
 });
 
+test("TensorBoard's reload button asks for the overview again and keeps the table as it is", async () => {
+  const {page, frame} = await open('pod');
+  await frame.waitForSelector('[data-panel=overview] tbody tr');
+  await frame.click('[data-panel=overview] th button[data-sort=host]'); // sorted by host now
+  const sorted = await rows(frame);
+  const hosts = sorted.map((r) => r[1]);
+  const ascending = [...hosts].sort();
+  assert.ok([ascending, [...ascending].reverse()].some((order) => order.join() === hosts.join()), hosts.join());
+  const reloaded = page.waitForResponse((r) => r.url().includes('/data/plugin/leakfinder/overview?'), {timeout: 30_000});
+  await page.click('app-header-reload button');
+  await reloaded;
+  await new Promise((r) => setTimeout(r, 500));
+  assert.deepEqual(await rows(frame), sorted); // the same answer: nothing redrawn, the sort kept
+  await page.close();
+});
+
 test('a run of one host opens on its report, with no overview', async () => {
   const {page, frame} = await open('tf_leak');
   await frame.waitForSelector('.lf-verdict');

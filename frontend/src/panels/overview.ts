@@ -2,7 +2,7 @@
 // leak", then one row per host and allocator, worst first (the server's
 // order); a click (or Enter) on a row opens that host and allocator.
 
-import {api, type OverviewRow} from '../api';
+import {api, type Overview, type OverviewRow} from '../api';
 import {el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
 import {byField, DataTable, memorySource} from '../table';
@@ -32,6 +32,8 @@ function sortValue(row: RankedRow, sort: string): number | string | null {
 export class OverviewView {
   readonly element = el('section', {class: 'lf-overview', 'data-panel': 'overview'});
   private readonly controller = new AbortController();
+  /** The answer shown, as sent: a reload redraws only when it differs. */
+  private shown = '';
 
   constructor(
     private readonly run: string,
@@ -50,9 +52,20 @@ export class OverviewView {
 
   redraw(): void {}
 
-  private async load(): Promise<void> {
+  /** TensorBoard reloaded: asks again (a host may have been added or analysed since). */
+  async reload(): Promise<void> {
     try {
       const overview = await api.overview(this.run, this.controller.signal);
+      if (JSON.stringify(overview) !== this.shown) await this.load(overview);
+    } catch {
+      // the table shown stays; the next reload tries again
+    }
+  }
+
+  private async load(answer?: Overview): Promise<void> {
+    try {
+      const overview = answer ?? (await api.overview(this.run, this.controller.signal));
+      this.shown = JSON.stringify(overview);
       const rows: RankedRow[] = overview.rows.map((row, rank) => ({...row, rank}));
       const table = new DataTable<RankedRow>({
         caption: `Hosts of ${overview.run}`,
