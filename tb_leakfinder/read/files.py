@@ -82,15 +82,23 @@ class FileIdentity:
     mtime_ns: int
 
 
+def _cannot_read(path: str, exc: BaseException) -> LeakfinderError:
+    return LeakfinderError(f"{path}: cannot read the file ({exc})", source=path)
+
+
 def identity(path: str) -> FileIdentity:
-    try:
-        if is_local(path):
+    if is_local(path):
+        try:
             st = os.stat(path)
-            return FileIdentity(path, st.st_size, st.st_mtime_ns)
-        st = tf.io.gfile.stat(path)
-        return FileIdentity(path, int(st.length), int(getattr(st, "mtime_nsec", 0) or 0))
-    except (OSError, Exception) as exc:
-        raise LeakfinderError(f"{path}: cannot read the file ({exc})", source=path) from exc
+        except OSError as exc:
+            raise _cannot_read(path, exc) from exc
+        return FileIdentity(path, st.st_size, st.st_mtime_ns)
+    # What gfile raises: its OpError (NotFoundError, PermissionDeniedError...) or the OSError of a filesystem.
+    try:
+        remote = tf.io.gfile.stat(path)
+    except (OSError, tf.errors.OpError) as exc:
+        raise _cannot_read(path, exc) from exc
+    return FileIdentity(path, int(remote.length), int(getattr(remote, "mtime_nsec", 0) or 0))
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:
@@ -101,11 +109,14 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
             f"{path}: the file is {size} bytes, over the {limit}-byte limit for one analysis",
             source=path,
         )
-    try:
-        if is_local(path):
+    if is_local(path):
+        try:
             with open(path, "rb") as f:
                 return f.read()
-        with tf.io.gfile.GFile(path, "rb") as f:
-            return bytes(f.read())
-    except Exception as exc:
-        raise LeakfinderError(f"{path}: cannot read the file ({exc})", source=path) from exc
+        except OSError as exc:
+            raise _cannot_read(path, exc) from exc
+    try:
+        with tf.io.gfile.GFile(path, "rb") as remote:
+            return bytes(remote.read())
+    except (OSError, tf.errors.OpError) as exc:
+        raise _cannot_read(path, exc) from exc
