@@ -55,13 +55,13 @@ setup(
         "protobuf>=4.21",
         "werkzeug>=2.0",
         "numpy>=1.22",
-        # The progress of precompute and of long reports (drawn only on a terminal).
-        "tqdm>=4.62",
     ],
     extras_require={
         "capture": ["tensorflow-cpu", "jax"],
+        # A progress bar for precompute and long reports on a terminal; without it they run silently.
+        "progress": ["tqdm>=4.62"],
         # `tb-leakfinder precompute --engine ray`: analyse a pod's hosts over a Ray cluster.
-        "ray": ["ray>=2.9"],
+        "ray": ["ray>=2.9", "tqdm>=4.62"],
         # The oracle tests compare with XProf 2.24.2's converters (later ones count thread-local buffers);
         # the capture tests record real profiles with TensorFlow and JAX on CPU (they install beside it).
         "test": [
@@ -75,6 +75,7 @@ setup(
             "tensorflow-cpu",
             "jax",
             "ray>=2.9",
+            "tqdm>=4.62",
         ],
     },
     ext_modules=ext_modules,

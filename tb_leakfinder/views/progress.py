@@ -13,7 +13,7 @@ class HostProgress:
     """A tqdm bar over the profiles' bytes, drawn on stderr only when it is a terminal.
 
     Call it with (host, file bytes) as each host is done; thread-safe. Without
-    tqdm installed it does nothing.
+    tqdm (the `progress` extra) it says once how to get the bar.
     """
 
     def __init__(self, total_hosts: int, total_bytes: int, what: str) -> None:
@@ -24,7 +24,9 @@ class HostProgress:
         self._bar: Any = None
         try:
             from tqdm import tqdm
-        except ImportError:
+        except ImportError:  # an optional extra: say once how to get the bar, then run without it
+            if sys.stderr.isatty() and total_hosts > 1:
+                print(f"{what}: {total_hosts} hosts (pip install 'tb_leakfinder[progress]' for a progress bar)", file=sys.stderr)
             return
         self._bar = tqdm(
             total=total_bytes,
