@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -137,3 +138,21 @@ def test_report_text_without_step_information_speaks_of_windows(tmp_path):
     assert " host host0: 10 equal time windows of 299 ms, no step information\n" in out.stdout
     assert "per window from Concat [16,1024] output" in out.stdout and "KiB/window" in out.stdout
     assert "/step" not in out.stdout
+
+
+def test_check_into_a_closed_pipe_prints_no_traceback():
+    """`tb-leakfinder check ... | head -0`: the reader is gone before the first line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tb_leakfinder.views.cli", "check", str(DEMO_LOGS)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1, done.stderr  # the demo logdir holds a leak
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     leaking = [r for r in result["runs"] if r["verdict"] == "leak"]
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
-        print(f"{run['verdict']:>12}  {run['run']}: {reasons}")
+        _print(f"{run['verdict']:>12}  {run['run']}: {reasons}")
     errors = [h["error"] for r in result["runs"] for h in r["hosts"] if "error" in h]
     for message in errors:
         print(f"tb-leakfinder: error: {message}", file=sys.stderr)
