@@ -141,7 +141,21 @@ test('the static panel shows the live-out activation of the JAX run', async () =
   assert.equal(first[5], 'live-out');
   assert.match(await text(frame, '[data-panel=static] [data-list=actionable]'), /live-out.*f32\[256,3072\].*returned by/);
   await frame.waitForSelector('[data-chart=static-blocks][data-drawn]');
-  await frame.waitForSelector('[data-chart=static-heap] canvas');
+  await frame.waitForSelector('[data-chart=static-heap][data-ticks] canvas');
+  // Program order is whole positions: zoomed in to about two of them, the axis ticks integers only, each once.
+  const isWholeAndOnce = (ticks) => ticks.every((t) => /^\d+$/.test(t)) && new Set(ticks).size === ticks.length;
+  const ticks = async () => (await frame.$eval('[data-chart=static-heap]', (e) => e.dataset.ticks)).split(' ');
+  assert.ok(isWholeAndOnce(await ticks()), (await ticks()).join(' '));
+  const over = await frame.$('[data-chart=static-heap] .u-over');
+  await over.scrollIntoViewIfNeeded();
+  const box = await over.boundingBox();
+  const page = frame.page();
+  await page.mouse.move(box.x + box.width * 0.4, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.47, box.y + box.height / 2, {steps: 4});
+  await page.mouse.up();
+  await frame.waitForFunction(() => (document.querySelector('[data-chart=static-heap]')?.dataset.ticks ?? '').split(' ').length <= 4);
+  assert.ok(isWholeAndOnce(await ticks()), `zoomed: ${(await ticks()).join(' ')}`);
   // The Memory Viewer link names the same run and module.
   const viewer = new URL(await frame.$eval('.lf-links a:nth-child(2)', (a) => a.href));
   assert.equal(viewer.searchParams.get('tag'), 'memory_viewer');

@@ -268,7 +268,16 @@ export class StaticPanel {
       cursor: {drag: {x: true, y: false}},
       scales: {x: {time: false}, y: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.08]}},
       axes: [
-        {...axes, incrs: POSITION_INCRS, values: (_u, v) => positionTicks(v), size: 36},
+        {
+          ...axes,
+          incrs: POSITION_INCRS,
+          values: (_u, v) => {
+            const ticks = positionTicks(v);
+            box.dataset.ticks = ticks.join(' ');
+            return ticks;
+          },
+          size: 36,
+        },
         byteAxis(),
       ],
       series: [
