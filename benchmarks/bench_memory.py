@@ -70,6 +70,7 @@ LEAKFINDER_CHILD = """
 import json, sys
 from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import query_buffers
+from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.service import Engine
 engine = Engine.for_path(sys.argv[1])
 result = engine.report()
@@ -77,7 +78,7 @@ for run in engine.runs():
     for host in run.hosts:
         analysis = engine.host(run, host).unwrap()
         for a in analysis.allocators:
-            report.timeline_json(a, analysis.profile.steps, 1000)
+            report.timeline_json(a, analysis.profile.steps, timeline(a, 1000))
             report.buffers_json(a, analysis.profile.steps, query_buffers(a))
 print(json.dumps(result))
 """

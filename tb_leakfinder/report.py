@@ -9,16 +9,16 @@ import numpy as np
 
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
-from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage, check_group
+from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
 from tb_leakfinder.analyses.capacity import Forecast
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, ModuleDiff
-from tb_leakfinder.analyses.downsample import MAX_POINTS, downsample
+from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.suspects import SuspectGroup
-from tb_leakfinder.analyses.timeline import held_bytes, never_freed_bytes
+from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
@@ -324,36 +324,22 @@ def select_allocator(report: Json, allocator: str) -> Json:
     return {**report, "runs": runs}
 
 
-def timeline_json(
-    a: AllocatorAnalysis,
-    steps: Steps,
-    points: int,
-    start_ps: int | None = None,
-    end_ps: int | None = None,
-    group: int | None = None,
-) -> Json:
-    e = a.events
-    lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
-    hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
-    # Sampled on stack + heap, so that the peak XProf reports is among the points.
-    in_use = e.bytes_in_use[lo:hi] + e.bytes_reserved[lo:hi]
-    idx = lo + downsample(e.time_ps[lo:hi], in_use, points)
+def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> Json:
     out: Json = {
         "allocator": a.name,
         "memory_id": a.memory_id,
-        "total_events": len(e),
-        "time_ps": e.time_ps[idx].tolist(),
-        "heap_bytes": e.bytes_in_use[idx].tolist(),
-        "stack_bytes": e.bytes_reserved[idx].tolist(),
-        "fragmentation": np.round(e.fragmentation[idx], 6).tolist(),
-        "never_freed_bytes": never_freed_bytes(a.buffers, idx).tolist(),
+        "total_events": t.total_events,
+        "time_ps": t.time_ps.tolist(),
+        "heap_bytes": t.heap_bytes.tolist(),
+        "stack_bytes": t.stack_bytes.tolist(),
+        "fragmentation": np.round(t.fragmentation, 6).tolist(),
+        "never_freed_bytes": t.never_freed_bytes.tolist(),
         "peak": {"time_ps": a.summary.peak_time_ps, "bytes": a.summary.peak_bytes_in_use, "step": a.summary.peak_step},
         "steps": steps_json(steps),
     }
-    if group is not None:
-        check_group(a, group)
-        out["group"] = group
-        out["group_bytes"] = held_bytes(a.buffers, a.suspects.group_of_buffer == group, idx).tolist()
+    if t.group is not None and t.group_bytes is not None:
+        out["group"] = t.group
+        out["group_bytes"] = t.group_bytes.tolist()
     return out
 
 

@@ -27,6 +27,7 @@ from tb_leakfinder import proto, report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.buffer_query import query_buffers
 from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read import hlo, xspace, xspace_proto
@@ -380,7 +381,7 @@ def analyse_file(path: str) -> str:
     analysis = analyze_host(xspace.read_host(path, "fuzz"))
     body = report.host_json(analysis, [])
     for allocator in analysis.allocators:
-        body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, 64)
+        body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, timeline(allocator, 64))
         body["buffers"] = report.buffers_json(allocator, analysis.profile.steps, query_buffers(allocator, limit=20))
     return json.dumps(body, allow_nan=False, sort_keys=True)  # strict JSON: NaN or Infinity would break the frontend
 

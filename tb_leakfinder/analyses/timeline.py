@@ -1,10 +1,53 @@
-"""Heap over time: the bytes held by chosen buffers after chosen events."""
+"""Heap over time, downsampled for a chart: the timeline route's samples."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from tb_leakfinder.analyses.buffer_query import check_group
+from tb_leakfinder.analyses.downsample import downsample
+from tb_leakfinder.analyses.host import AllocatorAnalysis
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
+
+
+@dataclass
+class Timeline:
+    """Samples of one allocator's counters, at the events `downsample` keeps."""
+
+    total_events: int
+    time_ps: np.ndarray
+    heap_bytes: np.ndarray
+    stack_bytes: np.ndarray
+    fragmentation: np.ndarray
+    never_freed_bytes: np.ndarray
+    group: int | None = None
+    group_bytes: np.ndarray | None = None  # held by the never-freed group `group`
+
+
+def timeline(
+    a: AllocatorAnalysis, points: int, start_ps: int | None = None, end_ps: int | None = None, group: int | None = None
+) -> Timeline:
+    """At most `points` samples of the events in [start_ps, end_ps], the peak and every spike kept."""
+    if group is not None:
+        check_group(a, group)
+    e = a.events
+    lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
+    hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
+    # Sampled on stack + heap, so that the peak XProf reports is among the points.
+    in_use = e.bytes_in_use[lo:hi] + e.bytes_reserved[lo:hi]
+    at = lo + downsample(e.time_ps[lo:hi], in_use, points)
+    return Timeline(
+        total_events=len(e),
+        time_ps=e.time_ps[at],
+        heap_bytes=e.bytes_in_use[at],
+        stack_bytes=e.bytes_reserved[at],
+        fragmentation=e.fragmentation[at],
+        never_freed_bytes=never_freed_bytes(a.buffers, at),
+        group=group,
+        group_bytes=None if group is None else held_bytes(a.buffers, a.suspects.group_of_buffer == group, at),
+    )
 
 
 def held_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
+from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.disk_cache import DiskCache, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
@@ -250,14 +251,8 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _timeline(self, request: Request) -> report.Json:
         analysis, allocator, run, host = self._allocator(request)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
-        body = report.timeline_json(
-            allocator,
-            analysis.profile.steps,
-            points,
-            int_arg(request, "start_ps"),
-            int_arg(request, "end_ps"),
-            int_arg(request, "group", None, 0),
-        )
+        start_ps, end_ps, group = int_arg(request, "start_ps"), int_arg(request, "end_ps"), int_arg(request, "group", None, 0)
+        body = report.timeline_json(allocator, analysis.profile.steps, timeline(allocator, points, start_ps, end_ps, group))
         return {"run": run, "host": host, **body}
 
     def _buffers(self, request: Request) -> report.Json:
