@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from tb_leakfinder import report
 from tb_leakfinder.analyses.diff import compare, module_base_name, normalize_name
 from tb_leakfinder.report import comparison_json
 from tb_leakfinder.service import Engine
@@ -122,3 +123,19 @@ def test_compare_route_matches_the_cli():
     for args, code in (({"run_a": "tf_leak"}, 400), ({"run_a": "tf_leak", "run_b": "../x"}, 404)):
         response = client.get(f"{PREFIX}/compare", query_string=args)
         assert response.status_code == code and "error" in json.loads(response.get_data(as_text=True))
+
+
+def test_a_renamed_report_key_does_not_change_the_diff(monkeypatch):
+    """The diff compares the analyses: what the report JSON calls a figure has no say in it."""
+
+    def diff() -> dict:
+        engine = Engine.for_path(str(DEMO_LOGS))  # a fresh engine: no report JSON made before
+        return comparison_json(compare(engine.run_side(engine.run("tf_fixed")), engine.run_side(engine.run("tf_leak"))))
+
+    before = diff()
+    allocator_json = report.allocator_json
+    monkeypatch.setattr(report, "allocator_json", lambda a: {f"renamed_{k}": v for k, v in allocator_json(a).items()})
+    assert diff() == before
+    assert before["regression"] and any(
+        g["status"] == "new" for h in before["hosts"] for a in h["allocators"] for g in a["groups"]
+    )
