@@ -53,8 +53,10 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
     freed = ended & is_free[after_or_0]
     del is_free
     nb = len(before)
-    alloc_event = np.concatenate([np.full(nb, -1, np.int64), allocs])
-    free_event = np.concatenate([before, np.where(freed, after, -1)])
+    # Positions in 32 bits where they fit (any profile under the 4 GiB read limit): a buffer is 16 bytes smaller.
+    index = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    alloc_event = np.concatenate([np.full(nb, -1, index), allocs.astype(index)])
+    free_event = np.concatenate([before.astype(index), np.where(freed, after, -1).astype(index)])
     alloc_time = np.concatenate([np.full(nb, NO_TIME, np.int64), time_ps[allocs]])
     # A reused address's earlier buffer ends where the next allocation begins.
     free_time = np.concatenate([time_ps[before], np.where(ended, time_ps[after_or_0], NO_TIME)])
@@ -72,8 +74,8 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
         free_event=free_event,
         alloc_time_ps=alloc_time,
         free_time_ps=free_time,
-        alloc_step=np.where(allocated, containing_step(alloc_time, steps), -1),
-        free_step=np.where(free_time != NO_TIME, containing_step(free_time, steps), -1),
+        alloc_step=np.where(allocated, containing_step(alloc_time, steps), -1).astype(np.int32),
+        free_step=np.where(free_time != NO_TIME, containing_step(free_time, steps), -1).astype(np.int32),
         addr=events.addr[source],
         requested_bytes=events.requested_bytes[source],
         allocation_bytes=events.allocation_bytes[source],

@@ -44,7 +44,7 @@ class Suspects:
 def leak_suspects(buffers: Buffers, steps: Steps) -> Suspects:
     """Group the buffers live at window end and classify how each group came to be."""
     num_steps = len(steps)
-    group_of_buffer = np.full(len(buffers), -1, np.int64)
+    group_of_buffer = np.full(len(buffers), -1, np.int32)
     live = np.flatnonzero(buffers.status == NEVER_FREED)
     if len(live) == 0:
         return Suspects([], group_of_buffer)

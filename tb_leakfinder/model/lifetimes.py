@@ -18,8 +18,8 @@ class Buffers:
     """One row per buffer: an allocation paired with its free, or one of them alone.
 
     `alloc_event`/`free_event` index the allocator's event stream (-1 when
-    outside the window). Steps are ordinals into the host's `Steps` (-1: not
-    inside any step marker).
+    outside the window; int32 unless the stream is longer). Steps are int32
+    ordinals into the host's `Steps` (-1: not inside any step marker).
     """
 
     alloc_event: np.ndarray
