@@ -184,6 +184,8 @@ test('the tab says where the steps came from, and when the leaking device runs o
   await frame.selectOption('[data-select=allocator]', '0');
   await frame.waitForSelector('.lf-verdict[data-verdict=no_leak]');
   assert.equal(await frame.$('.lf-verdict [data-forecast]'), null);
+  // ...and its banner points to the device that leaks.
+  assert.equal(await text(frame, '[data-list=leaking-allocators]'), 'An allocator of this host leaks:TPU:2 · memory id 2 +1 MiB/step');
 });
 
 test('several leaking devices: the tab opens on the fastest, and the banner lists them all', async () => {
@@ -194,7 +196,7 @@ test('several leaking devices: the tab opens on the fastest, and the banner list
     ['1', 'TPU:1 · memory id 1', null],
     ['3', 'TPU:3 · memory id 3', 'true'],
   ]);
-  assert.match(await text(frame, '[data-list=leaking-allocators]'), /^2 allocators leak:/);
+  assert.match(await text(frame, '[data-list=leaking-allocators]'), /^2 allocators of this host leak:/);
   // A button shows that allocator.
   await frame.click('[data-list=leaking-allocators] button[data-allocator="1"]');
   await frame.waitForSelector('[data-list=leaking-allocators] button[data-allocator="1"][aria-current=true]');

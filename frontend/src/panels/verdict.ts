@@ -32,10 +32,14 @@ export function verdictBanner(verdict: Verdict, reason: string, warnings: string
   );
 }
 
-/** Every leaking allocator of the host, each a button that shows it; null unless several leak. */
+/**
+ * Every leaking allocator of the host, each a button that shows it: when
+ * several leak, or when the one shown is not the one that does.
+ */
 function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (key: string) => void): HTMLElement | null {
   const leaking = host.allocators.filter((a) => a.verdict === 'leak');
-  if (leaking.length < 2) return null;
+  const shownLeaks = shown !== null && leaking.some((a) => allocatorKey(a) === allocatorKey(shown));
+  if (leaking.length === 0 || (leaking.length === 1 && shownLeaks)) return null;
   const item = (a: AllocatorReport) => {
     const key = allocatorKey(a);
     const current = shown !== null && allocatorKey(shown) === key;
@@ -44,7 +48,8 @@ function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (k
     const growth = a.growth_bytes_per_step;
     return el('li', {}, button, growth ? ` ${formatBytesDelta(growth)}/step` : '');
   };
-  return el('div', {class: 'lf-verdict-allocators', 'data-list': 'leaking-allocators'}, `${leaking.length} allocators leak:`, el('ul', {}, ...leaking.map(item)));
+  const title = leaking.length === 1 ? 'An allocator of this host leaks:' : `${leaking.length} allocators of this host leak:`;
+  return el('div', {class: 'lf-verdict-allocators', 'data-list': 'leaking-allocators'}, title, el('ul', {}, ...leaking.map(item)));
 }
 
 export function renderVerdict(host: HostReport, allocator: AllocatorReport | null, onPick: (key: string) => void): HTMLElement {
