@@ -18,6 +18,7 @@ before(async () => {
     export {routeUrl, moduleKey} from './api';
     export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
     export {reasonText} from './panels/verdict';
+    export {ViewState} from './state';
   `;
   const out = await esbuild.build({
     stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
@@ -136,4 +137,20 @@ test('the peak reads against the capacity when the profile gives one', () => {
   assert.equal(m.formatBytesOf(21.5 * 2 ** 30, 33.6 * 2 ** 30), '21.5 GiB of 33.6 GiB (64%)');
   assert.equal(m.formatBytesOf(1536, 0), '1.5 KiB');
   assert.equal(m.formatBytesOf(null, 2 ** 30), '—');
+});
+
+test('the view state swaps runs A and B, and comparing with none ends the comparison', () => {
+  const state = new m.ViewState();
+  state.sel = {run: 'a', host: 'h0', allocator: '2', module: 'jit_f(3)'};
+  assert.equal(state.comparing, false);
+  state.compareWith('b');
+  assert.deepEqual(state.cmp, {run: 'b', host: ''});
+  state.setCompareHost('h1');
+  assert.equal(state.comparing, true);
+  state.swap();
+  assert.deepEqual(state.sel, {run: 'b', host: 'h1', allocator: '2', module: 'jit_f(3)'});
+  assert.deepEqual(state.cmp, {run: 'a', host: 'h0'});
+  assert.deepEqual(state.a, {run: 'b', host: 'h1'});
+  state.compareWith('');
+  assert.equal(state.comparing, false);
 });
