@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.labels import NO_MEMORY_ID, allocator_label, dtype_name, format_duration_ps, is_host_memory
+from tb_leakfinder.analyses.labels import (
+    NO_MEMORY_ID,
+    allocator_label,
+    dtype_name,
+    format_duration_ps,
+    format_fraction,
+    is_host_memory,
+)
 
 TPU_PLANES = [f"/device:TPU:{n}" for n in range(4)]
 GPU_PLANES = ["/device:GPU:0", "/device:GPU:1"]
@@ -47,3 +54,8 @@ def test_dtype_invalid_or_absent_is_blank():
 )
 def test_durations_read_naturally(ps, text):
     assert format_duration_ps(ps) == text
+
+
+@pytest.mark.parametrize(("f", "text"), [(0.64, "64%"), (0.025, "2.5%"), (0.00025, "< 0.1%"), (0.0, "0.0%"), (1.0, "100%")])
+def test_fractions_read_as_the_tab_shows_them(f, text):
+    assert format_fraction(f) == text

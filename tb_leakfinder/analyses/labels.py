@@ -55,6 +55,13 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def format_fraction(f: float) -> str:
+    """'64%', '2.5%', '< 0.1%' (the tab's formatFraction)."""
+    if 0 < f < 0.0005:
+        return "< 0.1%"
+    return f"{100 * f:.1f}%" if f < 0.1 else f"{100 * f:.0f}%"
+
+
 def format_duration_ps(ps: float) -> str:
     """'100 ms', '1.5 s', '52 min', '3.2 h', '4.1 days'."""
     seconds = ps / 1e12

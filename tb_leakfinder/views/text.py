@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.analyses.labels import format_bytes, format_fraction, group_label
 from tb_leakfinder.analyses.overview import run_overview_json
 from tb_leakfinder.report import Json
 
@@ -24,7 +24,7 @@ def peak_text(a: Json) -> str:
     peak, capacity = a["peak_bytes_in_use"], a["memory_capacity_bytes"]
     text = f"peak {format_bytes(peak)}"
     if capacity > peak:
-        text += f" of {format_bytes(capacity)} ({100 * peak / capacity:.0f}%)"
+        text += f" of {format_bytes(capacity)} ({format_fraction(peak / capacity)})"
     elif peak:
         # No bytes_available stat, or none left: either way the capacity is unknown or reached.
         text += " (no free memory reported)"
