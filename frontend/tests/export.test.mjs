@@ -4,12 +4,10 @@
 
 import assert from 'node:assert/strict';
 import {spawnSync} from 'node:child_process';
-import {dirname, join} from 'node:path';
+import {join} from 'node:path';
 import {before, test} from 'node:test';
-import {fileURLToPath} from 'node:url';
-import * as esbuild from 'esbuild';
+import {SRC, importSources} from './sources.mjs';
 
-const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 const REPO = join(SRC, '..', '..');
 const PYTHON = process.env.PYTHON || 'python3';
 let m;
@@ -27,14 +25,7 @@ before(async () => {
     export {answerKey, queryBuffers, sourceOf, timelineWindow} from './inline';
     export {memorySource, byField} from './table';
   `;
-  const out = await esbuild.build({
-    stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
-    bundle: true,
-    format: 'esm',
-    write: false,
-    platform: 'neutral',
-  });
-  m = await import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
+  m = await importSources(entry);
 });
 
 const CELLS = ['=1+1', '+1', '-1', '@SUM(A1)', '\t=1', '\r=1', 'Mul', '[128,1024]', '', 'a,b', 'x"y', -5, 0.25, 3, 133781.5, 2 ** 70, 1e-7, null, true, false, {a: [1, '-x']}, ['=x'], [{b: '@x'}]];

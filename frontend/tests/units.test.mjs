@@ -2,12 +2,9 @@
 // bundled by esbuild in memory and imported, no browser needed.
 
 import assert from 'node:assert/strict';
-import {dirname, join} from 'node:path';
 import {before, test} from 'node:test';
-import {fileURLToPath} from 'node:url';
-import * as esbuild from 'esbuild';
+import {importSources} from './sources.mjs';
 
-const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 let m;
 
 before(async () => {
@@ -20,26 +17,7 @@ before(async () => {
     export {reasonText} from './panels/verdict';
     export {ViewState} from './state';
   `;
-  const out = await esbuild.build({
-    stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
-    bundle: true,
-    format: 'esm',
-    write: false,
-    platform: 'neutral',
-    loader: {'.css': 'text'},
-    // uPlot touches `window` when loaded; the functions under test do not need it.
-    plugins: [
-      {
-        name: 'stub-uplot',
-        setup(build) {
-          build.onResolve({filter: /^uplot$/}, () => ({path: 'uplot', namespace: 'stub'}));
-          build.onLoad({filter: /.*/, namespace: 'stub'}, () => ({contents: 'export default {};', loader: 'js'}));
-        },
-      },
-    ],
-  });
-  const code = out.outputFiles[0].text;
-  m = await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`);
+  m = await importSources(entry);
 });
 
 test('sizes are in binary units', () => {

@@ -1,0 +1,31 @@
+// The frontend's TypeScript sources bundled in memory by esbuild and imported,
+// for tests of pure functions that need no browser.
+
+import {dirname, join} from 'node:path';
+import {fileURLToPath} from 'node:url';
+import * as esbuild from 'esbuild';
+
+export const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+
+/** Imports `entry` (TypeScript re-exports relative to src/) as one module. */
+export async function importSources(entry) {
+  const out = await esbuild.build({
+    stdin: {contents: entry, resolveDir: SRC, loader: 'ts'},
+    bundle: true,
+    format: 'esm',
+    write: false,
+    platform: 'neutral',
+    loader: {'.css': 'text'},
+    // uPlot touches `window` when loaded; the functions under test do not need it.
+    plugins: [
+      {
+        name: 'stub-uplot',
+        setup(build) {
+          build.onResolve({filter: /^uplot$/}, () => ({path: 'uplot', namespace: 'stub'}));
+          build.onLoad({filter: /.*/, namespace: 'stub'}, () => ({contents: 'export default {};', loader: 'js'}));
+        },
+      },
+    ],
+  });
+  return import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
+}
