@@ -28,3 +28,39 @@ def test_a_bug_is_not_reported_as_an_unreadable_file(tmp_path, monkeypatch):
     monkeypatch.setattr(files.os, "stat", broken)
     with pytest.raises(TypeError):
         files.identity(str(path))
+
+
+def test_read_private_is_a_writable_copy_of_the_file(tmp_path):
+    path = tmp_path / "h.xplane.pb"
+    content = bytes(range(256)) * 5000
+    path.write_bytes(content)
+    with files.read_private(str(path)) as data:
+        assert bytes(data) == content and not data.readonly
+        data[:4] = b"gone"  # the caller's own memory, not the file
+    assert path.read_bytes() == content
+    path.write_bytes(b"")
+    with files.read_private(str(path)) as data:
+        assert len(data) == 0
+
+
+def test_read_private_keeps_the_size_limit_and_errors_of_read_bytes(tmp_path):
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(b"12345")
+    with pytest.raises(LeakfinderError) as via_bytes:
+        files.read_bytes(str(path), limit=4)
+    with pytest.raises(LeakfinderError) as via_private, files.read_private(str(path), limit=4):
+        pass
+    assert via_private.value.message == via_bytes.value.message
+    assert via_bytes.value.message == f"{path}: the file is 5 bytes, over the 4-byte limit for one analysis"
+    with pytest.raises(LeakfinderError, match="cannot read the file"), files.read_private(str(tmp_path / "gone")):
+        pass
+
+
+def test_read_private_reads_what_is_left_of_a_file_cut_short_after_its_size_was_taken(tmp_path, monkeypatch):
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(b"0123456789")
+    taken = files.identity(str(path))
+    path.write_bytes(b"0123")  # truncated between the stat and the read: no SIGBUS, only fewer bytes
+    monkeypatch.setattr(files, "identity", lambda p: taken)
+    with files.read_private(str(path)) as data:
+        assert bytes(data) == b"0123"

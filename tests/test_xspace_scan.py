@@ -8,10 +8,12 @@ files are unreadable.
 
 from __future__ import annotations
 
+import mmap
 import os
 import random
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -558,7 +560,7 @@ def test_a_map_entry_with_another_field_is_dropped(extra, monkeypatch):
     assert kept.events.addr.tolist() == [77] and dropped.events.addr.tolist() == [0]
 
 
-def _scanned(data: bytes, **options: int) -> dict | str:
+def _scanned(data: bytes | mmap.mmap | memoryview, **options: int) -> dict | str:
     """The scanner's raw output with its buffers as bytes, or its error message."""
     try:
         out = scanner.scan(data, **options)
@@ -592,3 +594,59 @@ def test_threads_and_chunks_do_not_change_the_scan():
             assert _scanned(data, threads=threads, chunk_bytes=chunk_bytes) == one
     with pytest.raises(ValueError):
         scanner.scan(seeds[0], threads=0)
+
+
+def _multi_chunk_profile() -> bytes:
+    """~5 MB: several 1 MB chunks of /host:CPU events in three lines, and 16 KB of HLO bytes in other pages."""
+    builder, _ = synthesize_training(num_events=40_000, steps=8, allocators=("GPU_0_bfc", "cpu"), lines=("l1", "l2", "l3"))
+    builder.add_hlo_module("jit_step(3)", bytes(range(256)) * 64)
+    return builder.to_bytes()
+
+
+def test_dropping_scanned_pages_does_not_change_the_scan():
+    """drop=True gives each scanned chunk's whole pages back (they read as zeros after): same rows, strings, HLO, errors."""
+    data = _multi_chunk_profile()
+    rng = random.Random(5)
+    inputs = [data, data[: len(data) * 3 // 4]]
+    for _ in range(12):  # a flipped bit late in the file: a chunk fails after earlier ones were dropped
+        mutated = bytearray(data)
+        mutated[rng.randrange(len(data) // 2, len(data))] ^= 1 << rng.randrange(8)
+        inputs.append(bytes(mutated))
+    for source in inputs:
+        plain = _scanned(source)
+        for threads, chunk_bytes in ((1, 1 << 20), (2, 1 << 20), (3, 20_000), (2, 4096)):
+            with mmap.mmap(-1, len(source), flags=mmap.MAP_PRIVATE) as memory:
+                memory[:] = source
+                assert _scanned(memory, threads=threads, chunk_bytes=chunk_bytes, drop=True) == plain
+                given_back = memory[:].count(0) - source.count(0)
+            if source is data:  # chunks of about a page share most of their pages with a neighbour
+                assert given_back > (len(data) // 2 if chunk_bytes > 5 * mmap.PAGESIZE else 0), (threads, chunk_bytes)
+    with pytest.raises(BufferError):  # a bytes object is never written over
+        scanner.scan(data, drop=True)
+
+
+def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile(tmp_path, monkeypatch):
+    data = _multi_chunk_profile()
+    assert len(data) > xspace.SCAN_THREADS << 20  # several chunks for each thread
+    path = tmp_path / "host0.xplane.pb"
+    path.write_bytes(data)
+    given_back = []
+
+    def scan_then_look(buffer: memoryview, **options: int) -> dict:
+        assert options["drop"] and not buffer.readonly
+        scanned = scanner.scan(buffer, **options)
+        given_back.append(bytes(buffer).count(0) - data.count(0))
+        return scanned
+
+    monkeypatch.setattr(xspace, "_scanner", SimpleNamespace(scan=scan_then_look, ScanError=scanner.ScanError))
+    dropped = xspace.read_host(str(path), "host0")
+    assert given_back[0] > len(data) // 2
+    monkeypatch.setattr(xspace, "_scanner", scanner)
+    assert_same(dropped, xspace.decode(data, "host0", str(path)))  # the whole file as bytes, nothing dropped
+    for cut in (data[: len(data) // 3], b""):  # the same errors as the plain path
+        path.write_bytes(cut)
+        with pytest.raises(LeakfinderError) as via_copy:
+            xspace.read_host(str(path), "host0")
+        with pytest.raises(LeakfinderError) as via_bytes:
+            xspace.decode(cut, "host0", str(path))
+        assert via_copy.value.message == via_bytes.value.message

@@ -23,6 +23,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,6 +334,7 @@ typedef struct {
     Chunk *chunks; size_t nchunks, capchunks;
     size_t chunk_bytes;
     int threads;
+    size_t drop_page; /* nonzero (the page size): each scanned chunk's whole pages are given back, see scan() */
     int has_cpu;
     size_t num_planes;
     int64_t end_ps;
@@ -944,6 +947,12 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
         if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, MODE_HOST, &acc) < 0)
             return -1;
     if (r < 0) return -1;
+    if (w->drop_page) {
+        /* Nothing kept points into a chunk (strings are interned as copies; metadata and HLO bytes lie
+         * outside the plane's lines), so its whole pages may go; the edge pages are shared with neighbours. */
+        uintptr_t pg = w->drop_page, a = ((uintptr_t)ch->p + pg - 1) / pg * pg, b = (uintptr_t)ch->end / pg * pg;
+        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED); /* a failure only keeps the pages */
+    }
     for (size_t j = sp_first; j < w->nspans; j++) w->spans[j].line = ch->line;
     return push_line(w, (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first, sp_first,
                                   w->nspans - sp_first, gr_first, w->ngroups - gr_first, 1});
@@ -978,6 +987,7 @@ static int worker_init(Scan *w, const Scan *s) {
     w->stat_ids = s->stat_ids;
     w->event_ids = s->event_ids;
     w->device = s->device;
+    w->drop_page = s->drop_page;
     w->nstats = w->capstats = s->nstats;
     w->stats = malloc((s->nstats ? s->nstats : 1) * sizeof(StatMeta));
     w->nevents = w->capevents = s->nevents;
@@ -1022,6 +1032,8 @@ static int merge_worker(Scan *s, Scan *w) {
         } else {
             memcpy((char *)c->col[k] + base * COLUMN_SPECS[k].size, d->col[k], n * COLUMN_SPECS[k].size);
         }
+        free(d->col[k]); /* each worker column goes once copied: the merge never holds both copies of all */
+        d->col[k] = NULL;
     }
     c->len = base + n;
     for (size_t i = 0; i < w->nspans; i++) {
@@ -1333,20 +1345,24 @@ static int put(PyObject *d, const char *key, PyObject *v) {
 }
 
 static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"data", "threads", "chunk_bytes", NULL};
+    static char *keywords[] = {"data", "threads", "chunk_bytes", "drop", NULL};
     PyObject *data;
     Py_ssize_t threads = 1, chunk_bytes = 1 << 20;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|nn", keywords, &data, &threads, &chunk_bytes)) return NULL;
+    int drop = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|nn$p", keywords, &data, &threads, &chunk_bytes, &drop)) return NULL;
     if (threads < 1 || chunk_bytes < 1) {
         PyErr_SetString(PyExc_ValueError, "threads and chunk_bytes must be at least 1");
         return NULL;
     }
+    /* Dropping zeroes pages of the caller's memory, so it needs a writable buffer: never a bytes object. */
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(data, &view, drop ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return NULL;
     Scan s;
     memset(&s, 0, sizeof s);
     s.threads = threads > MAX_WORKERS ? MAX_WORKERS : (int)threads;
     s.chunk_bytes = (size_t)chunk_bytes;
+    long page = drop ? sysconf(_SC_PAGESIZE) : 0;
+    s.drop_page = page > 0 ? (size_t)page : 0;
     idmap_clear(&s.stat_ids);
     idmap_clear(&s.event_ids);
     s.device = -1;
@@ -1385,12 +1401,14 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
-     "scan(data, threads=1, chunk_bytes=1 << 20) -> dict: the /host:CPU memory-event columns (COLUMNS), step\n"
+     "scan(data, threads=1, chunk_bytes=1 << 20, *, drop=False) -> dict: the /host:CPU memory-event columns (COLUMNS), step\n"
      "rows (step, start, end), span rows (start, end, name, device, source, root, line: xspace.SPAN_ROW) with their\n"
      "span_names, group rows (group, start, end), interned strings, allocator keys (a kind byte S/I/U and the\n"
      "value), device_planes, and the /host:metadata entries (key, name, hlo, program_id). The CPU plane's\n"
      "events are cut into chunks of about chunk_bytes, scanned by up to `threads` threads; the result does not\n"
-     "depend on either."},
+     "depend on either. drop=True (a writable buffer only) gives each scanned chunk's whole pages back to the\n"
+     "system (madvise MADV_DONTNEED): a private anonymous buffer reads as zeros there afterwards. Nothing\n"
+     "returned points into the buffer."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,8 +6,11 @@ start, which would dominate the analysis of a local profile.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tensorboard.compat import tf
@@ -101,14 +104,19 @@ def identity(path: str) -> FileIdentity:
     return FileIdentity(path, int(remote.length), int(getattr(remote, "mtime_nsec", 0) or 0))
 
 
-def read_bytes(path: str, limit: int | None = None) -> bytes:
-    """The whole file; `limit` refuses files larger than that many bytes."""
+def _size_within(path: str, limit: int | None) -> int:
     size = identity(path).size
     if limit is not None and size > limit:
         raise LeakfinderError(
             f"{path}: the file is {size} bytes, over the {limit}-byte limit for one analysis",
             source=path,
         )
+    return size
+
+
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The whole file; `limit` refuses files larger than that many bytes."""
+    _size_within(path, limit)
     if is_local(path):
         try:
             with open(path, "rb") as f:
@@ -120,3 +128,36 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
             return bytes(remote.read())
     except (OSError, tf.errors.OpError) as exc:
         raise _cannot_read(path, exc) from exc
+
+
+@contextlib.contextmanager
+def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
+    """A local file's bytes (up to the size it had when opened) in private anonymous memory the caller owns.
+
+    The view is writable and its pages may be given back to the system (madvise) as they are used. It is
+    a copy, not a mapping of the file: a file truncated while mapped kills the process (SIGBUS) when a
+    page past its new end is read. The memory goes on exit; `limit` is as read_bytes'.
+    """
+    size = _size_within(path, limit)
+    memory = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)  # an empty mapping cannot be made
+    try:
+        with memoryview(memory) as whole, whole[: _read_into(path, whole[:size])] as data:
+            yield data
+    finally:
+        memory.close()
+
+
+def _read_into(path: str, view: memoryview) -> int:
+    """Bytes read into `view` (and released): fewer than its length if the file got shorter meanwhile."""
+    filled = 0
+    try:
+        with view, open(path, "rb", buffering=0) as f:
+            while filled < len(view):
+                with view[filled:] as rest:
+                    n = f.readinto(rest)
+                if not n:
+                    break
+                filled += n
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    return filled

@@ -56,7 +56,15 @@ def compiled_scanner() -> ModuleType | None:
 
 def read_host(path: str, host: str) -> HostProfile:
     """Decode `path` (one host's XSpace) into memory events, steps and HLO modules."""
-    return decode(files.read_bytes(path, limit=MAX_FILE_BYTES), host, path)
+    scanner = compiled_scanner()
+    if scanner is None or not files.is_local(path):
+        return decode(files.read_bytes(path, limit=MAX_FILE_BYTES), host, path)
+    # A lower peak: the scanner gives back each chunk's pages of this private copy once scanned, so the
+    # file's bytes are not all held while its columns grow. A copy, since a mapped file truncated
+    # meanwhile would kill the process (SIGBUS).
+    with files.read_private(path, limit=MAX_FILE_BYTES) as data:
+        scanned = _scan(scanner, data, path, drop=True)
+    return _host_profile(scanned, host, path)
 
 
 def decode(data: bytes, host: str, path: str) -> HostProfile:
@@ -71,10 +79,11 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     return _host_profile(scanned, host, path)
 
 
-def _scan(scanner: ModuleType, data: bytes, path: str) -> dict[str, Any]:
+def _scan(scanner: ModuleType, data: bytes | memoryview, path: str, drop: bool = False) -> dict[str, Any]:
+    """`drop`: `data` is writable memory whose scanned pages may go (see read_host)."""
     xspace_proto.refuse_empty(data, path)
     try:
-        scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS)
+        scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS, drop=drop)
         return scanned
     except scanner.ScanError as exc:
         raise xspace_proto.corrupt_profile(path, exc) from exc

@@ -64,7 +64,7 @@ def is_host_span_name(name: str) -> bool:
     return name.startswith(HOST_SPAN_PREFIXES[1]) and name.endswith(")")
 
 
-def refuse_empty(data: bytes, path: str) -> None:
+def refuse_empty(data: bytes | memoryview, path: str) -> None:
     if not data:
         raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
 
