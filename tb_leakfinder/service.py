@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tb_leakfinder import report
-from tb_leakfinder.analyses import overview, static_buffers
+from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
 from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
@@ -124,7 +124,7 @@ def host_json(host: str, body: report.Json | None, error: LeakfinderError | None
 
 def overview_rows(host: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
     """A host's rows of the pod overview, from its report JSON or its error."""
-    return overview.host_rows(host_json(host, body, error))
+    return report.overview_host_rows(host_json(host, body, error))
 
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
@@ -233,8 +233,8 @@ class Engine:
         return overview_rows(host, *self.host_report(run, host))
 
     def run_overview(self, run: Run) -> report.Json:
-        """The pod overview (`analyses/overview.py`) of a run."""
-        return overview.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
+        """The pod overview (`report.overview_json`) of a run."""
+        return report.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
 
     def run_side(self, run: Run, host: str | None = None) -> RunSide:
         """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""

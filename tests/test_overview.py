@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder import disk_cache
-from tb_leakfinder.analyses.overview import run_overview_json
 from tb_leakfinder.analyses.verdict import SEVERITY
 from tb_leakfinder.disk_cache import DiskCache
+from tb_leakfinder.report import run_overview_json
 from tb_leakfinder.service import Engine
 from tb_leakfinder.views import cli
 from tests.plugin_client import PREFIX, make_client

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, format_fraction, group_label
-from tb_leakfinder.analyses.overview import run_overview_json
-from tb_leakfinder.report import Json
+from tb_leakfinder.report import Json, run_overview_json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
 TOP_ROWS = 10
