@@ -224,12 +224,6 @@ class DiskCache:
                 os.unlink(path)
             total -= size
 
-    def size_bytes(self) -> int:
-        try:
-            return sum(e.stat().st_size for e in os.scandir(self.folder) if e.name.endswith(SUFFIX))
-        except OSError:
-            return 0
-
 
 def encode_entry(identity: files.FileIdentity, value: Any, report: Any, summary: Any = None) -> bytes:
     """An entry's bytes: `value` is a `service.HostResult`, `report` its report JSON and `summary` its
