@@ -195,7 +195,10 @@ export interface ModuleDetail extends ModuleSummary {
   peak_buffers: PeakBuffer[];
   whole_program_buffers: WholeProgramBuffer[];
   actionable: Actionable[];
+  /** In program order: the largest ones when the program has more than the server sends. */
   buffers: LogicalBuffer[];
+  /** How many logical buffers have a range; more than `buffers.length` when only the largest came. */
+  num_buffers: number;
 }
 
 export interface HostReport {

@@ -31,6 +31,8 @@ from tb_leakfinder.model.hlo import ALLOC, FREE, SHARE_WITH, HeapTrace, HloModul
 
 # XProf's Memory Viewer groups buffers below this size as "small".
 SMALL_BUFFER_BYTES = 16 * 1024
+# The module route sends at most this many buffer ranges (the largest), enough to draw a program's blocks.
+MAX_BUFFER_RANGES = 5000
 # A returned buffer worth checking is at least this share of the peak (and not small).
 LARGE_FRACTION = 0.05
 # A temporary is long-lived when its range covers at least this share of the program.
@@ -163,7 +165,8 @@ class ModuleDetail(ModuleHeader):
     whole_program_buffers: list[WholeProgramBuffer]
     actionable: list[Flag]
     long_lived_temporaries: list[LongLivedTemporary]
-    buffers: list[BufferRange]  # in program order
+    buffers: list[BufferRange]  # in program order; the largest MAX_BUFFER_RANGES of num_buffers
+    num_buffers: int
 
 
 @dataclass
@@ -556,8 +559,9 @@ def module_summaries(modules: list[HloModule]) -> tuple[list[ModuleSummary], lis
     return summaries, warnings
 
 
-def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[BufferRange]:
-    """Every logical buffer of the memory space that has a range, in program order."""
+def _ranges(module: HloModule, sim: _Simulation, space: int) -> tuple[list[BufferRange], int]:
+    """The largest MAX_BUFFER_RANGES logical buffers of the memory space that have a range, in program
+    order, and how many have one."""
     buffers = module.buffers
     n = sim.num_events
     whole = set(sim.whole_rows.tolist()) | set(sim.thread_local_rows.tolist())
@@ -584,8 +588,9 @@ def _ranges(module: HloModule, sim: _Simulation, space: int) -> list[BufferRange
                 shares_with=int(buffers.id[root]) if root != row else None,
             )
         )
-    entries.sort(key=lambda x: (x.start, -x.bytes, x.logical_buffer))
-    return entries
+    largest = sorted(entries, key=lambda x: (-x.bytes, x.logical_buffer))[:MAX_BUFFER_RANGES]
+    largest.sort(key=lambda x: (x.start, -x.bytes, x.logical_buffer))
+    return largest, len(entries)
 
 
 def module_detail(module: HloModule, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> ModuleDetail:
@@ -597,6 +602,7 @@ def module_detail(module: HloModule, memory_space: int | None = None, points: in
     # The first position of the peak is the first maximum, which the downsampler keeps.
     keep = downsample(np.arange(sim.num_events), sim.heap_after, points).tolist()
     whole_program = _whole_program_buffers(module, sim)
+    ranges, num_buffers = _ranges(module, sim, space)
     return ModuleDetail(
         **_header(module, sim, space),
         memory_spaces=module.memory_spaces,
@@ -609,5 +615,6 @@ def module_detail(module: HloModule, memory_space: int | None = None, points: in
         whole_program_buffers=whole_program,
         actionable=_actionable(module, whole_program),
         long_lived_temporaries=_long_lived(module, sim),
-        buffers=_ranges(module, sim, space),
+        buffers=ranges,
+        num_buffers=num_buffers,
     )

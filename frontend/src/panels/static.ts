@@ -10,8 +10,6 @@ import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../d
 import {formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
 
-/** The chart draws at most this many logical buffers (the largest). */
-const MAX_BLOCKS = 5000;
 const HEAP_HEIGHT = 220;
 
 export const REASON_LABEL: Record<string, string> = {
@@ -218,7 +216,8 @@ export class StaticPanel {
     blocks.element.setAttribute('role', 'img');
     blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below');
     this.body.append(legend, blocks.element);
-    const drawn = d.buffers.slice().sort((a, b) => b.bytes - a.bytes).slice(0, MAX_BLOCKS);
+    // The server sends the largest buffers when a program has too many to draw.
+    const drawn = d.buffers;
     const end = Math.max(1, d.num_positions);
     const temporaries = drawn.filter((b) => b.kind === 'temporary');
     const heapTop = temporaries.reduce((top, b) => Math.max(top, b.offset + b.bytes), 0);
@@ -251,8 +250,8 @@ export class StaticPanel {
     });
     blocks.setData(rects, [0, end], [0, Math.max(1, stack) * 1.02]);
     blocks.element.dataset.drawn = String(rects.length);
-    if (d.buffers.length > drawn.length) {
-      this.body.append(el('div', {class: 'lf-chart-note'}, `Drawing the ${formatCount(drawn.length)} largest of ${formatCount(d.buffers.length)} logical buffers.`));
+    if (d.num_buffers > drawn.length) {
+      this.body.append(el('div', {class: 'lf-chart-note'}, `Drawing the ${formatCount(drawn.length)} largest of ${formatCount(d.num_buffers)} logical buffers.`));
     }
   }
 
