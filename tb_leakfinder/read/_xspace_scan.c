@@ -312,7 +312,7 @@ typedef struct {
 } MetaEntry;
 
 typedef struct {
-    ptr base;
+    ptr base, limit; /* the input's bytes */
     const char *err;
     size_t err_at;
     int oom;
@@ -461,7 +461,7 @@ static inline int check_string(Scan *s, const Field *f) {
 
 
 /* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
-static inline int read_stat_common(ptr p, ptr end, Stat *st) {
+static inline int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
     if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
     uint8_t tag = p[2];
     p += 3;
@@ -476,6 +476,19 @@ static inline int read_stat_common(ptr p, ptr end, Stat *st) {
                                                                   : V_NONE;
         size_t n = (size_t)(end - p), i = 0;
         if (kind == V_NONE || n == 0 || n > 10) return 0;
+        if (n <= 8 && limit - p >= 8) { /* eight bytes at once: continuation bits checked, 7-bit groups packed */
+            uint64_t w, keep = n == 8 ? ~0ull : (1ull << (8 * n)) - 1;
+            memcpy(&w, p, 8);
+            w &= keep;
+            if ((w & 0x8080808080808080ull) != (0x8080808080808080ull & (keep >> 8))) return 0;
+            w &= 0x7f7f7f7f7f7f7f7full;
+            w = ((w & 0x7f007f007f007f00ull) >> 1) | (w & 0x007f007f007f007full);
+            w = ((w & 0x3fff00003fff0000ull) >> 2) | (w & 0x00003fff00003fffull);
+            st->v = ((w & 0x0fffffff00000000ull) >> 4) | (w & 0x000000000fffffffull);
+            st->kind = kind;
+            st->mid = p[-2];
+            return 1;
+        }
         uint64_t v = 0;
         for (; i + 1 < n; i++) { /* the varint must end exactly at the end of the stat: every byte before continues */
             if (!(p[i] & 0x80)) return 0;
@@ -492,7 +505,7 @@ static inline int read_stat_common(ptr p, ptr end, Stat *st) {
 
 static int read_stat(Scan *s, ptr p, ptr end, int depth, Stat *st) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
-    if (read_stat_common(p, end, st)) return 0;
+    if (read_stat_common(p, end, s->limit, st)) return 0;
     Field f = {0};
     int r;
     st->kind = V_NONE;
@@ -843,7 +856,18 @@ static int walk_event(Scan *s, ptr p, ptr end, int depth, int mode, LineAcc *acc
     size_t nstats = 0;
     Field f = {0};
     int r;
-    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+    for (;;) {
+        /* Most fields are stats of the common shape under a one-byte tag and length: decoded inline. */
+        if (depth < MAX_DEPTH && end - p >= 2 && p[0] == (XEVENT_STATS << 3 | WT_LEN) && p[1] < 0x80 && p[1] <= end - p - 2) {
+            ptr data = p + 2;
+            p = data + p[1];
+            if (nstats == s->capscratch && grow((void **)&s->scratch, &s->capscratch, nstats + 1, sizeof(Stat)) < 0) NOMEM(s);
+            if (!read_stat_common(data, p, s->limit, &s->scratch[nstats]) && read_stat(s, data, p, depth + 1, &s->scratch[nstats]) < 0)
+                return -1;
+            nstats++;
+            continue;
+        }
+        if ((r = next_field(s, &p, end, depth, &f)) <= 0) break;
         if (f.field == XEVENT_STATS && f.wt == WT_LEN) {
             if (nstats == s->capscratch && grow((void **)&s->scratch, &s->capscratch, nstats + 1, sizeof(Stat)) < 0) NOMEM(s);
             if (read_stat(s, f.data, f.data + f.len, depth + 1, &s->scratch[nstats]) < 0) return -1;
@@ -984,6 +1008,7 @@ static void worker_free(Scan *w) {
 static int worker_init(Scan *w, const Scan *s) {
     memset(w, 0, sizeof *w);
     w->base = s->base;
+    w->limit = s->limit;
     w->stat_ids = s->stat_ids;
     w->event_ids = s->event_ids;
     w->device = s->device;
@@ -1367,6 +1392,7 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
     idmap_clear(&s.event_ids);
     s.device = -1;
     s.base = view.buf;
+    s.limit = (ptr)view.buf + view.len;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = intern(&s.strings, -1, "", 0) < 0 ? -1 : scan_space(&s, view.buf, (ptr)view.buf + view.len);
