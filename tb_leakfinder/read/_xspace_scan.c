@@ -318,6 +318,7 @@ typedef struct {
     int oom;
     /* per plane */
     IdMap stat_ids; StatMeta *stats; size_t nstats, capstats;
+    int8_t stat_roles[DENSE_IDS]; /* the role of each dense stat id (ROLE_NONE: none), one load per stat */
     IdMap event_ids; EventMeta *events; size_t nevents, capevents;
     int device;       /* the plane's index in device_planes, -1 for others */
     int span_source;  /* while a device line is walked: its SPAN_DEVICE_* */
@@ -536,6 +537,12 @@ static inline const StatMeta *stat_meta(const Scan *s, int64_t id) {
 }
 
 /* The stat metadata a ref_value names (NULL when none: its value is then ""). */
+static inline int stat_role(const Scan *s, int64_t id) {
+    if ((uint64_t)id < DENSE_IDS) return s->stat_roles[id];
+    const StatMeta *m = stat_meta(s, id);
+    return m ? m->role : ROLE_NONE;
+}
+
 static inline StatMeta *ref_meta(Scan *s, uint64_t ref) {
     if (ref > INT64_MAX) return NULL; /* map keys are int64 */
     int32_t i = idmap_get(&s->stat_ids, (int64_t)ref);
@@ -619,6 +626,7 @@ static int add_stat_metadata(Scan *s, ptr p, ptr end, int depth) {
         if (idmap_put(&s->stat_ids, e.key, i) < 0) NOMEM(s);
     }
     s->stats[i] = (StatMeta){name.name, name.len, role_of(name.name, name.len), -1, -1};
+    if ((uint64_t)e.key < DENSE_IDS) s->stat_roles[e.key] = (int8_t)s->stats[i].role;
     return 0;
 }
 
@@ -779,9 +787,7 @@ static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int
     int id_role = ROLE_NONE;
     for (size_t i = 0; i < nstats; i++) {
         const Stat *st = &stats[i];
-        const StatMeta *m = stat_meta(s, st->mid);
-        if (!m) continue;
-        int role = m->role;
+        int role = stat_role(s, st->mid);
         if (role == ROLE_ALLOCATOR || role == ROLE_INT_ID) {
             id = st;
             id_role = role;
@@ -826,15 +832,15 @@ static int host_event(Scan *s, const Stat *stats, size_t nstats, int32_t ei, int
     int64_t step = 0, group = 0;
     for (size_t i = 0; i < nstats; i++) {
         const Stat *st = &stats[i];
-        const StatMeta *m = stat_meta(s, st->mid);
-        if (!m || m->role < ROLE_STEP || m->role > ROLE_GROUP) continue; /* cheap exit for most stats */
+        int role = stat_role(s, st->mid);
+        if (role < ROLE_STEP || role > ROLE_GROUP) continue; /* cheap exit for most stats */
         int integral = st->kind == V_INT64 || st->kind == V_UINT64;
-        if (m->role == ROLE_STEP && integral && !has_step) {
+        if (role == ROLE_STEP && integral && !has_step) {
             has_step = 1;
             step = (int64_t)st->v;
-        } else if (m->role == ROLE_ROOT) {
+        } else if (role == ROLE_ROOT) {
             root = integral && st->v != 0;
-        } else if (m->role == ROLE_GROUP && integral) {
+        } else if (role == ROLE_GROUP && integral) {
             grouped = 1;
             group = (int64_t)st->v;
         }
@@ -1010,6 +1016,7 @@ static int worker_init(Scan *w, const Scan *s) {
     w->base = s->base;
     w->limit = s->limit;
     w->stat_ids = s->stat_ids;
+    memcpy(w->stat_roles, s->stat_roles, sizeof w->stat_roles);
     w->event_ids = s->event_ids;
     w->device = s->device;
     w->drop_page = s->drop_page;
@@ -1148,6 +1155,7 @@ enum { PLANE_OTHER, PLANE_CPU, PLANE_METADATA, PLANE_DEVICE };
 static int walk_plane(Scan *s, ptr p, ptr end, int depth, int role, int device) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     idmap_clear(&s->stat_ids);
+    memset(s->stat_roles, 0, sizeof s->stat_roles);
     idmap_clear(&s->event_ids);
     s->nstats = 0;
     s->nevents = 0;
@@ -1294,6 +1302,7 @@ static void scan_free(Scan *s) {
     free(s->meta);
     free(s->chunks);
     idmap_clear(&s->stat_ids);
+    memset(s->stat_roles, 0, sizeof s->stat_roles);
     idmap_clear(&s->event_ids);
 }
 
