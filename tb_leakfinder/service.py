@@ -184,35 +184,40 @@ class Engine:
 
     def host(self, run: Run, host: str | None) -> HostResult:
         host_name, path = run.host_path(host)
-        key = files.identity(path)
+        return self._host(run, host_name, files.identity(path))
 
+    def _host(self, run: Run, host: str, key: FileIdentity) -> HostResult:
         def compute() -> HostResult:
             stored: HostResult | None = self.disk.load(key, HostResult) if self.disk is not None else None
             if stored is not None:
                 return stored
             self.analyses += 1
-            return analyze_into(self.disk, key, host_name, run.session_dir)
+            return analyze_into(self.disk, key, host, run.session_dir)
 
         return self._cache.get(key, compute, _weight)
 
-    def host_report(self, run: Run, host: str) -> tuple[report.Json | None, LeakfinderError | None]:
+    @staticmethod
+    def _key(run: Run, host: str) -> FileIdentity:
+        """The identity of a host's file: one stat (a remote call on gs://) per host and request."""
+        return files.identity(run.host_path(host)[1])
+
+    def _host_report(self, run: Run, host: str, key: FileIdentity) -> tuple[report.Json | None, LeakfinderError | None]:
         """(report JSON, None) or (None, error) of one host: from memory, else the disk entry's report alone."""
-        _, path = run.host_path(host)
-        key = files.identity(path)
         if self._cache.peek(key) is None and self.disk is not None:
             entry = self.disk.load_report(key)
-            if entry is not None and not (entry.error is not None and isinstance(entry.error, WorkerDiedError)):
+            if entry is not None and not isinstance(entry.error, WorkerDiedError):
                 return entry.report, entry.error
-        result = self.host(run, host)
+        result = self._host(run, host, key)
         return (None, result.error) if result.error is not None else (result.json(), None)
 
     def run_report(self, run: Run, host: str | None = None, done: HostDone | None = None) -> report.Json:
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
 
         def one(h: str) -> tuple[report.Json | None, LeakfinderError | None]:
-            outcome = self.host_report(run, h)
+            key = self._key(run, h)
+            outcome = self._host_report(run, h, key)
             if done is not None:
-                done(h, files.identity(run.hosts[h]).size)
+                done(h, key.size)
             return outcome
 
         results = self._map_hosts(hosts, one)
@@ -224,13 +229,12 @@ class Engine:
 
     def host_rows(self, run: Run, host: str) -> list[report.Json]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
-        _, path = run.host_path(host)
-        key = files.identity(path)
+        key = self._key(run, host)
         if self._cache.peek(key) is None and self.disk is not None:
             entry = self.disk.load_report(key, SUMMARY)
             if entry is not None and entry.error is None and isinstance(entry.report, list):
                 return entry.report
-        return overview_rows(host, *self.host_report(run, host))
+        return overview_rows(host, *self._host_report(run, host, key))
 
     def run_overview(self, run: Run) -> report.Json:
         """The pod overview (`report.overview_json`) of a run."""
