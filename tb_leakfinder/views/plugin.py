@@ -139,7 +139,7 @@ def _disk_cache(flags: Any, logdir: str | None) -> DiskCache | None:
     """The analysis folder the flags name; none when turned off, or (logged) when it cannot be used."""
     size_gb = getattr(flags, "leakfinder_cache_dir_gb", 0.0) if flags is not None else 0.0
     folder = getattr(flags, "leakfinder_cache_dir", "") if flags is not None else ""
-    if not size_gb or size_gb <= 0 or (disabled_by_env() and not folder):
+    if size_gb <= 0 or (disabled_by_env() and not folder):
         return None
     try:
         return DiskCache.for_logdir(folder or None, int(size_gb * (1 << 30)), logdir)
