@@ -299,6 +299,31 @@ def test_wire_quirks_decode_identically(monkeypatch):
     assert profile.events.time_ps[0] == 7 and len(profile.steps) == 1
 
 
+def test_events_off_the_one_pass_shape_decode_identically(monkeypatch):
+    """The scanner decodes an event in one pass only when its metadata_id comes first and once, and every other
+    field has the common shape; any other event is decoded again from its start, with the same result."""
+    alloc = (stat(1, vi(7, 20)), stat(4, vi(7, 21)), stat(9, vi(7, 22)), stat(6, vi(4, 64)), stat(3, vi(4, 0xA0)))
+    line = (
+        vi(3, 1_000)
+        + mem_event(1, 10, *alloc)  # the one-pass shape
+        + mem_event(1, 20, *alloc, extra=vi(1, 3))  # an allocation, then named a step marker: no row
+        + mem_event(3, 30, stat(11, vi(3, 4)), extra=vi(1, 2) + ld(4, stat(3, vi(4, 0xA0))))  # a marker, then a free
+        + ld(4, b"".join(ld(4, s) for s in alloc) + vi(1, 1) + vi(2, 40))  # stats before the metadata_id
+        + ld(4, vi(1, 1) + vi(2, 50) + ld(4, stat(1, vi(7, 20))) + vi(9, 7))  # an unknown field
+        + ld(4, vi(1, 1) + vi(2, 60) + ld(4, stat(2, vi(4, 1 << 62))))  # a value of 9 bytes
+        + ld(4, vi(1, 1) + vi(2, 70) + ld(4, stat(2, vi(4, -5))))  # of 10 bytes
+        + ld(4, vi(1, 1) + vi(2, 80) + ld(4, stat(6, vi(4, 300)) + vi(3, 0)))  # a stat with a second value
+        + ld(4, vi(1, 1) + vi(2, 90) + ld(4, stat(4, ld(5, b"StrOp"))))  # a str stat
+        + ld(4, vi(1, 1) + vi(2, 100) + vi(3, 5) + ld(4, stat(1, vi(7, 20))))  # a duration
+        + ld(4, vi(1, 3) + vi(2, 110) + ld(4, stat(11, vi(3, 6))))  # a step marker in one pass
+    )
+    profile = same(cpu_plane(line) + ld(4, b"host0"), monkeypatch)
+    assert profile.events.time_ps.tolist() == [10, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert profile.events.kind.tolist() == [ALLOC, FREE] + [ALLOC] * 7
+    assert profile.steps.step_num.tolist() == [6]
+    assert profile.events.bytes_in_use.tolist()[4:6] == [1 << 62, -5]
+
+
 def test_planes_metadata_and_hlo_identically(monkeypatch):
     hlo_stats = named(5, {1: "Hlo Proto", 2: "program_id"})
 
@@ -597,8 +622,8 @@ def test_threads_and_chunks_do_not_change_the_scan():
 
 
 def _multi_chunk_profile() -> bytes:
-    """~5 MB: several 1 MB chunks of /host:CPU events in three lines, and 16 KB of HLO bytes in other pages."""
-    builder, _ = synthesize_training(num_events=40_000, steps=8, allocators=("GPU_0_bfc", "cpu"), lines=("l1", "l2", "l3"))
+    """~25 MB: several 1 MB chunks of /host:CPU events in three lines, and 16 KB of HLO bytes in other pages."""
+    builder, _ = synthesize_training(num_events=200_000, steps=8, allocators=("GPU_0_bfc", "cpu"), lines=("l1", "l2", "l3"))
     builder.add_hlo_module("jit_step(3)", bytes(range(256)) * 64)
     return builder.to_bytes()
 

@@ -137,6 +137,11 @@ static const struct { const char *name; int role; } ROLE_NAMES[] = {
 
 typedef const uint8_t *ptr;
 
+/* Events are walked forward but each one's start depends on the last one's length, which defeats the hardware
+ * prefetcher: ask for the bytes a few events ahead. */
+#define PREFETCH_AHEAD 1024
+#define PREFETCH(p) __builtin_prefetch((p) + PREFETCH_AHEAD)
+
 /* ---- growable memory ---------------------------------------------------- */
 
 static int grow(void **buf, size_t *cap, size_t need, size_t item) {
@@ -151,6 +156,38 @@ static int grow(void **buf, size_t *cap, size_t need, size_t item) {
     *buf = p;
     *cap = n;
     return 0;
+}
+
+/* The input is given back to the system in blocks of this size, the size of a transparent huge page. */
+#define BIG_PAGE ((uintptr_t)2 << 20)
+
+/* ---- memory-event column storage ---------------------------------------- */
+
+/* The columns grow to hundreds of MB, written front to back. On Linux each is its own mapping, grown in place
+ * by mremap (no copy) and marked for transparent huge pages, so that where the system allows them filling a
+ * column takes one page fault per 2 MiB instead of 512. Elsewhere, realloc. NULL when out of memory. */
+static void *column_resize(void *old, size_t old_bytes, size_t new_bytes) {
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+    void *p = old ? mremap(old, old_bytes, new_bytes, MREMAP_MAYMOVE)
+                  : mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, new_bytes, MADV_HUGEPAGE); /* a failure only keeps small pages */
+#endif
+    return p;
+#else
+    (void)old_bytes;
+    return realloc(old, new_bytes);
+#endif
+}
+
+static void column_release(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MREMAP_MAYMOVE)
+    if (p) munmap(p, bytes);
+#else
+    (void)bytes;
+    free(p);
+#endif
 }
 
 /* ---- int64 id -> int32 index, open addressing ----------------------------- */
@@ -335,7 +372,8 @@ typedef struct {
     Chunk *chunks; size_t nchunks, capchunks;
     size_t chunk_bytes;
     int threads;
-    size_t drop_page; /* nonzero (the page size): each scanned chunk's whole pages are given back, see scan() */
+    int drop; /* each scanned chunk's whole BIG_PAGE blocks are given back, see scan() */
+    ptr drop_from; int32_t drop_line; /* where the next drop may start: after this worker's last one in the line */
     int has_cpu;
     size_t num_planes;
     int64_t end_ps;
@@ -462,10 +500,19 @@ static inline int check_string(Scan *s, const Field *f) {
 
 
 /* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
-static inline int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
+static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
     if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
     uint8_t tag = p[2];
     p += 3;
+    if (end - p == 1 && p[0] < 0x80) { /* a one-byte value: ids, refs, small ints */
+        st->kind = tag == (XSTAT_INT64_VALUE << 3 | WT_VARINT)    ? V_INT64
+                   : tag == (XSTAT_REF_VALUE << 3 | WT_VARINT)    ? V_REF
+                   : tag == (XSTAT_UINT64_VALUE << 3 | WT_VARINT) ? V_UINT64
+                                                                  : V_NONE;
+        st->v = p[0];
+        st->mid = p[-2];
+        return st->kind != V_NONE;
+    }
     if (tag == (XSTAT_DOUBLE_VALUE << 3 | WT_I64)) {
         if (end - p != 8) return 0;
         memcpy(&st->v, p, 8);
@@ -722,8 +769,11 @@ static int reserve_rows(Scan *s, size_t need) {
     size_t n = c->cap ? c->cap * 2 : 4096;
     if (n < need) n = need;
     for (int k = 0; k < NCOLS; k++) {
-        void *q = realloc(c->col[k], n * COLUMN_SPECS[k].size);
-        if (!q) return -1;
+        void *q = column_resize(c->col[k], c->cap * COLUMN_SPECS[k].size, n * COLUMN_SPECS[k].size);
+        if (!q) { /* back to one capacity for all, which column_release needs (shrinking does not fail) */
+            for (int j = 0; j < k && c->cap; j++) c->col[j] = column_resize(c->col[j], n * COLUMN_SPECS[j].size, c->cap * COLUMN_SPECS[j].size);
+            return -1;
+        }
         c->col[k] = q;
     }
     c->cap = n;
@@ -773,91 +823,172 @@ static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, in
     return 0;
 }
 
-static int memory_event(Scan *s, const Stat *stats, size_t nstats, int kind, int64_t start, int64_t end) {
-    if (reserve_rows(s, s->c.len + 1) < 0) NOMEM(s);
+/* What a memory event's stats give, as they are read. */
+typedef struct {
+    int64_t ints[NINTS];
+    int32_t strs[3], dtype;
+    int grouped, id_role;
+    uint64_t addr;
+    double frag;
+    Stat id; /* the last stat naming the allocator, of any kind (as XProf); id_role ROLE_NONE: none */
+} MemRow;
+
+static inline void mem_row_init(MemRow *m) {
+    memset(m->ints, 0, sizeof m->ints);
+    m->ints[COL_GROUP - COL_REQUESTED] = -1;
+    m->strs[0] = m->strs[1] = m->strs[2] = 0;
+    m->dtype = -1;
+    m->grouped = 0;
+    m->id_role = ROLE_NONE;
+    m->addr = 0;
+    m->frag = 0.0;
+}
+
+static inline __attribute__((always_inline)) int mem_stat(Scan *s, MemRow *m, const Stat *st, int role) {
+    if (role == ROLE_ALLOCATOR || role == ROLE_INT_ID) {
+        m->id = *st;
+        m->id_role = role;
+        return 0;
+    }
+    int integral = st->kind == V_INT64 || st->kind == V_UINT64;
+    if (role >= FIRST_INT_ROLE && role < ROLE_DTYPE) {
+        if (integral) {
+            m->ints[role - FIRST_INT_ROLE] = (int64_t)st->v;
+            if (role == ROLE_GROUP) m->grouped = 1;
+        }
+    } else if (role == ROLE_ADDR) {
+        if (integral) m->addr = st->v;
+    } else if (role == ROLE_FRAGMENTATION) {
+        if (st->kind == V_DOUBLE) memcpy(&m->frag, &st->v, 8);
+        else if (st->kind == V_INT64) m->frag = (double)(int64_t)st->v;
+        else if (st->kind == V_UINT64) m->frag = (double)st->v;
+    } else if (role == ROLE_DTYPE) {
+        if (integral) m->dtype = (int32_t)st->v;
+    } else if (role >= FIRST_STR_ROLE && (st->kind == V_STR || st->kind == V_REF)) {
+        if ((m->strs[role - FIRST_STR_ROLE] = string_index(s, st)) < 0) NOMEM(s);
+    }
+    return 0;
+}
+
+static int mem_row_commit(Scan *s, const MemRow *m, int kind, int64_t start, int64_t end) {
+    if (s->c.len >= s->c.cap && reserve_rows(s, s->c.len + 1) < 0) NOMEM(s);
     Columns *c = &s->c;
     size_t row = c->len;
-    int64_t ints[NINTS] = {0};
-    ints[COL_GROUP - COL_REQUESTED] = -1;
-    int32_t strs[3] = {0, 0, 0}, dtype = -1;
-    int grouped = 0;
-    uint64_t addr = 0;
-    double frag = 0.0;
-    const Stat *id = NULL; /* the last stat naming the allocator, of any kind (as XProf) */
-    int id_role = ROLE_NONE;
-    for (size_t i = 0; i < nstats; i++) {
-        const Stat *st = &stats[i];
-        int role = stat_role(s, st->mid);
-        if (role == ROLE_ALLOCATOR || role == ROLE_INT_ID) {
-            id = st;
-            id_role = role;
-            continue;
-        }
-        if (st->kind == V_NONE) continue;
-        int integral = st->kind == V_INT64 || st->kind == V_UINT64;
-        if (role == ROLE_ADDR && integral) {
-            addr = st->v;
-        } else if (role == ROLE_FRAGMENTATION) {
-            if (st->kind == V_DOUBLE) memcpy(&frag, &st->v, 8);
-            else if (st->kind == V_INT64) frag = (double)(int64_t)st->v;
-            else if (st->kind == V_UINT64) frag = (double)st->v;
-        } else if (role >= FIRST_INT_ROLE && role < ROLE_DTYPE && integral) {
-            ints[role - FIRST_INT_ROLE] = (int64_t)st->v;
-            if (role == ROLE_GROUP) grouped = 1;
-        } else if (role == ROLE_DTYPE && integral) {
-            dtype = (int32_t)st->v;
-        } else if (role >= FIRST_STR_ROLE && (st->kind == V_STR || st->kind == V_REF)) {
-            if ((strs[role - FIRST_STR_ROLE] = string_index(s, st)) < 0) NOMEM(s);
-        }
-    }
-    int32_t alloc = allocator_key(s, id, id_role);
+    int32_t alloc = allocator_key(s, m->id_role == ROLE_NONE ? NULL : &m->id, m->id_role);
     if (alloc < 0) NOMEM(s);
     COL(c, COL_TIME, int64_t)[row] = start;
     COL(c, COL_KIND, int8_t)[row] = (int8_t)kind;
     COL(c, COL_ALLOCATOR, int32_t)[row] = alloc;
-    COL(c, COL_ADDR, uint64_t)[row] = addr;
-    for (int i = 0; i < NINTS; i++) COL(c, COL_REQUESTED + i, int64_t)[row] = ints[i];
-    COL(c, COL_DTYPE, int32_t)[row] = dtype;
-    COL(c, COL_FRAGMENTATION, double)[row] = frag;
-    for (int i = 0; i < 3; i++) COL(c, COL_OP + i, int32_t)[row] = strs[i];
+    COL(c, COL_ADDR, uint64_t)[row] = m->addr;
+    for (int i = 0; i < NINTS; i++) COL(c, COL_REQUESTED + i, int64_t)[row] = m->ints[i];
+    COL(c, COL_DTYPE, int32_t)[row] = m->dtype;
+    COL(c, COL_FRAGMENTATION, double)[row] = m->frag;
+    for (int i = 0; i < 3; i++) COL(c, COL_OP + i, int32_t)[row] = m->strs[i];
     c->len++;
-    return grouped ? add_group(s, ints[COL_GROUP - COL_REQUESTED], start, end) : 0;
+    return m->grouped ? add_group(s, m->ints[COL_GROUP - COL_REQUESTED], start, end) : 0;
 }
 
-/* Any other /host:CPU event: a step marker if it has an integral `step_num` (the first one counts), a span
- * if its name is one (KIND_SPAN) or it is a root (its last `_r` a nonzero integer), and a group's part if
- * it has an integral `group_id` (the last one counts). */
-static int host_event(Scan *s, const Stat *stats, size_t nstats, int32_t ei, int64_t start, int64_t end) {
-    int has_step = 0, root = 0, grouped = 0;
-    int64_t step = 0, group = 0;
-    for (size_t i = 0; i < nstats; i++) {
-        const Stat *st = &stats[i];
-        int role = stat_role(s, st->mid);
-        if (role < ROLE_STEP || role > ROLE_GROUP) continue; /* cheap exit for most stats */
-        int integral = st->kind == V_INT64 || st->kind == V_UINT64;
-        if (role == ROLE_STEP && integral && !has_step) {
-            has_step = 1;
-            step = (int64_t)st->v;
-        } else if (role == ROLE_ROOT) {
-            root = integral && st->v != 0;
-        } else if (role == ROLE_GROUP && integral) {
-            grouped = 1;
-            group = (int64_t)st->v;
-        }
+/* What any other /host:CPU event's stats give: a step marker if it has an integral `step_num` (the first one
+ * counts), a root if its last `_r` is a nonzero integer, and a group's part if it has an integral `group_id`
+ * (the last one counts). */
+typedef struct { int has_step, root, grouped; int64_t step, group; } HostRow;
+
+static inline __attribute__((always_inline)) void host_stat(HostRow *h, const Stat *st, int role) {
+    if (role < ROLE_STEP || role > ROLE_GROUP) return; /* cheap exit for most stats */
+    int integral = st->kind == V_INT64 || st->kind == V_UINT64;
+    if (role == ROLE_STEP && integral && !h->has_step) {
+        h->has_step = 1;
+        h->step = (int64_t)st->v;
+    } else if (role == ROLE_ROOT) {
+        h->root = integral && st->v != 0;
+    } else if (role == ROLE_GROUP && integral) {
+        h->grouped = 1;
+        h->group = (int64_t)st->v;
     }
-    if (has_step) {
+}
+
+/* A span too if its name is one (KIND_SPAN) or it is a root. */
+static int host_row_commit(Scan *s, const HostRow *h, int32_t ei, int64_t start, int64_t end) {
+    if (h->has_step) {
         if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(StepRow)) < 0) NOMEM(s);
-        s->steps[s->nsteps++] = (StepRow){step, start, end};
+        s->steps[s->nsteps++] = (StepRow){h->step, start, end};
     }
-    if ((root || (ei >= 0 && s->events[ei].kind == KIND_SPAN)) && add_span(s, ei, SPAN_HOST_ROOT, root, start, end) < 0) return -1;
-    return grouped ? add_group(s, group, start, end) : 0;
+    if ((h->root || (ei >= 0 && s->events[ei].kind == KIND_SPAN)) && add_span(s, ei, SPAN_HOST_ROOT, h->root, start, end) < 0)
+        return -1;
+    return h->grouped ? add_group(s, h->group, start, end) : 0;
 }
 
 typedef struct { int64_t max_end; size_t n; } LineAcc;
 
-/* One XEvent, in one pass: its stats are parsed into s->scratch and used once its metadata_id is known. */
+static inline void line_acc(LineAcc *acc, int64_t event_end) {
+    if (acc->n++ == 0 || event_end > acc->max_end) acc->max_end = event_end;
+}
+
+/* A varint of the shape profilers write (none past `end`, at most 10 bytes); 0 for any other, with no error. */
+static inline __attribute__((always_inline)) int plain_varint(ptr *pp, ptr end, uint64_t *out) {
+    ptr p = *pp;
+    uint64_t v = 0;
+    for (int i = 0; i < 10 && p < end; i++) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) { *out = v; *pp = p; return 1; }
+    }
+    return 0;
+}
+
+/* A /host:CPU event of the shape profilers write, in one pass: its metadata_id first (once), then offset,
+ * duration and stats of the common shape under one-byte tags and lengths, each stat used as it is read.
+ * 1: done; 0: another shape, which walk_event's general path decodes from the start (what this pass did is
+ * then only interning, which the general path repeats to the same effect); -1: out of memory. */
+static inline __attribute__((always_inline)) int host_event_one_pass(Scan *s, ptr p, ptr end, LineAcc *acc) {
+    uint64_t mid;
+    if (p >= end || p[0] != (XEVENT_METADATA_ID << 3 | WT_VARINT)) return 0;
+    p++;
+    if (!plain_varint(&p, end, &mid) || mid > INT64_MAX) return 0;
+    int32_t ei = idmap_get(&s->event_ids, (int64_t)mid);
+    int kind = ei < 0 ? KIND_NONE : s->events[ei].kind, memory = kind == KIND_ALLOC || kind == KIND_FREE;
+    int64_t offset = 0, dur = 0;
+    MemRow m;
+    HostRow h = {0, 0, 0, 0, 0};
+    if (memory) mem_row_init(&m);
+    while (p < end) {
+        uint8_t tag = p[0];
+        if (tag == (XEVENT_STATS << 3 | WT_LEN)) {
+            if (end - p < 2 || p[1] >= 0x80 || p[1] > end - p - 2) return 0;
+            ptr data = p + 2;
+            p = data + p[1];
+            Stat st;
+            if (!read_stat_common(data, p, s->limit, &st)) return 0;
+            int role = s->stat_roles[st.mid]; /* the common shape's id is one byte: dense */
+            if (memory) {
+                if (mem_stat(s, &m, &st, role) < 0) return -1;
+            } else {
+                host_stat(&h, &st, role);
+            }
+            continue;
+        }
+        uint64_t v;
+        p++;
+        if (!plain_varint(&p, end, &v)) return 0;
+        if (tag == (XEVENT_OFFSET_PS << 3 | WT_VARINT)) offset = (int64_t)v;
+        else if (tag == (XEVENT_DURATION_PS << 3 | WT_VARINT)) dur = (int64_t)v;
+        else if (tag == (XEVENT_NUM_OCCURRENCES << 3 | WT_VARINT)) offset = 0; /* the other member of the oneof */
+        else return 0;
+    }
+    int64_t event_end = (int64_t)((uint64_t)offset + (uint64_t)dur);
+    line_acc(acc, event_end);
+    int rc = memory ? mem_row_commit(s, &m, kind, offset, event_end) : host_row_commit(s, &h, ei, offset, event_end);
+    return rc < 0 ? -1 : 1;
+}
+
+/* One XEvent. Its stats are parsed into s->scratch and used once its metadata_id is known (which may come
+ * last, or twice); the common shape takes host_event_one_pass instead. */
 static int walk_event(Scan *s, ptr p, ptr end, int depth, int mode, LineAcc *acc) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
+    if (mode == MODE_HOST && depth < MAX_DEPTH) {
+        int done = host_event_one_pass(s, p, end, acc);
+        if (done) return done < 0 ? -1 : 0;
+    }
     int64_t mid = 0, offset = 0, dur = 0;
     size_t nstats = 0;
     Field f = {0};
@@ -887,13 +1018,21 @@ static int walk_event(Scan *s, ptr p, ptr end, int depth, int mode, LineAcc *acc
     }
     if (r < 0) return -1;
     int64_t event_end = (int64_t)((uint64_t)offset + (uint64_t)dur);
-    if (acc->n++ == 0 || event_end > acc->max_end) acc->max_end = event_end;
+    line_acc(acc, event_end);
     if (mode == MODE_CHECK) return 0;
     int32_t ei = idmap_get(&s->event_ids, mid);
     if (mode == MODE_DEVICE) return add_span(s, ei, s->span_source, 0, offset, event_end);
     int kind = ei < 0 ? KIND_NONE : s->events[ei].kind;
-    if (kind == KIND_ALLOC || kind == KIND_FREE) return memory_event(s, s->scratch, nstats, kind, offset, event_end);
-    return host_event(s, s->scratch, nstats, ei, offset, event_end);
+    if (kind == KIND_ALLOC || kind == KIND_FREE) {
+        MemRow m;
+        mem_row_init(&m);
+        for (size_t i = 0; i < nstats; i++)
+            if (mem_stat(s, &m, &s->scratch[i], stat_role(s, s->scratch[i].mid)) < 0) return -1;
+        return mem_row_commit(s, &m, kind, offset, event_end);
+    }
+    HostRow h = {0, 0, 0, 0, 0};
+    for (size_t i = 0; i < nstats; i++) host_stat(&h, &s->scratch[i], stat_role(s, s->scratch[i].mid));
+    return host_row_commit(s, &h, ei, offset, event_end);
 }
 
 static int push_line(Scan *s, LineFix l) {
@@ -945,7 +1084,7 @@ static int cut_line(Scan *s, ptr p, ptr end, int depth, int32_t line) {
     ptr at = p, start = NULL, last = NULL;
     Field f = {0};
     int r;
-    while ((r = next_field(s, &p, end, depth, &f)) > 0) {
+    while (PREFETCH(p), (r = next_field(s, &p, end, depth, &f)) > 0) {
         if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) {
             ts = (int64_t)f.v;
         } else if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) {
@@ -973,15 +1112,21 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
     ptr p = ch->p;
     Field f = {0};
     int r;
-    while ((r = next_field(w, &p, ch->end, depth, &f)) > 0)
+    while (PREFETCH(p), (r = next_field(w, &p, ch->end, depth, &f)) > 0)
         if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, MODE_HOST, &acc) < 0)
             return -1;
     if (r < 0) return -1;
-    if (w->drop_page) {
-        /* Nothing kept points into a chunk (strings are interned as copies; metadata and HLO bytes lie
-         * outside the plane's lines), so its whole pages may go; the edge pages are shared with neighbours. */
-        uintptr_t pg = w->drop_page, a = ((uintptr_t)ch->p + pg - 1) / pg * pg, b = (uintptr_t)ch->end / pg * pg;
-        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED); /* a failure only keeps the pages */
+    if (w->drop) {
+        /* Nothing kept points into a line's bytes (strings are interned as copies; metadata and HLO bytes lie
+         * outside the plane's lines), so the whole blocks from this worker's first chunk of the line to this
+         * chunk's end may go; the edge blocks may hold another worker's chunks or the plane's metadata. */
+        if (w->drop_line != ch->line || !w->drop_from) { w->drop_from = ch->p; w->drop_line = ch->line; }
+        uintptr_t a = ((uintptr_t)w->drop_from + BIG_PAGE - 1) / BIG_PAGE * BIG_PAGE;
+        uintptr_t b = (uintptr_t)ch->end / BIG_PAGE * BIG_PAGE;
+        if (b > a) {
+            madvise((void *)a, b - a, MADV_DONTNEED); /* a failure only keeps the pages */
+            w->drop_from = (ptr)b;
+        }
     }
     for (size_t j = sp_first; j < w->nspans; j++) w->spans[j].line = ch->line;
     return push_line(w, (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first, sp_first,
@@ -992,18 +1137,25 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
 
 #define MAX_WORKERS 16
 
-typedef struct { Scan *w; const Chunk *chunks; size_t n; int depth; int rc; } Job;
+/* rows: the rows its columns are made room for up front (see ROW_BYTES). */
+typedef struct { Scan *w; const Chunk *chunks; size_t n; int depth; int rc; size_t rows; } Job;
+
+/* Bytes of events per memory-event row, a guess on the low side (TF's memory events take 100-140): the
+ * columns get room for the rows a job's bytes may hold before it starts, so that they are not moved while
+ * they grow (a move splits their huge pages). Room never used is address space, not memory. */
+#define ROW_BYTES 64
 
 static void *run_job(void *arg) {
     Job *j = arg;
     j->rc = 0;
+    reserve_rows(j->w, j->rows); /* a failure only leaves the columns to grow as they fill */
     for (size_t i = 0; i < j->n && j->rc == 0; i++) j->rc = scan_chunk(j->w, &j->chunks[i], j->depth);
     return NULL;
 }
 
 /* The outputs and per-metadata caches of a scan or worker (a worker's id maps are the main scan's). */
 static void worker_free(Scan *w) {
-    for (int k = 0; k < NCOLS; k++) free(w->c.col[k]);
+    for (int k = 0; k < NCOLS; k++) column_release(w->c.col[k], w->c.cap * COLUMN_SPECS[k].size);
     free(w->steps); free(w->spans); free(w->groups); free(w->lines); free(w->stats); free(w->events); free(w->scratch);
     intern_free(&w->strings);
     intern_free(&w->allocators);
@@ -1019,7 +1171,7 @@ static int worker_init(Scan *w, const Scan *s) {
     memcpy(w->stat_roles, s->stat_roles, sizeof w->stat_roles);
     w->event_ids = s->event_ids;
     w->device = s->device;
-    w->drop_page = s->drop_page;
+    w->drop = s->drop;
     w->nstats = w->capstats = s->nstats;
     w->stats = malloc((s->nstats ? s->nstats : 1) * sizeof(StatMeta));
     w->nevents = w->capevents = s->nevents;
@@ -1064,7 +1216,7 @@ static int merge_worker(Scan *s, Scan *w) {
         } else {
             memcpy((char *)c->col[k] + base * COLUMN_SPECS[k].size, d->col[k], n * COLUMN_SPECS[k].size);
         }
-        free(d->col[k]); /* each worker column goes once copied: the merge never holds both copies of all */
+        column_release(d->col[k], d->cap * COLUMN_SPECS[k].size); /* once copied: the merge never holds both copies of all */
         d->col[k] = NULL;
     }
     c->len = base + n;
@@ -1095,7 +1247,7 @@ static int merge_worker(Scan *s, Scan *w) {
 static int scan_chunks(Scan *s, int depth) {
     size_t n = s->nchunks, workers = (size_t)s->threads < n ? (size_t)s->threads : n;
     if (workers > MAX_WORKERS) workers = MAX_WORKERS;
-    size_t total = 0, done = 0, k = 0, from = 0;
+    size_t total = 0, done = 0, taken = 0, k = 0, from = 0;
     for (size_t i = 0; i < n; i++) total += (size_t)(s->chunks[i].end - s->chunks[i].p);
     Job jobs[MAX_WORKERS];
     pthread_t tids[MAX_WORKERS];
@@ -1103,14 +1255,16 @@ static int scan_chunks(Scan *s, int depth) {
     for (size_t i = 0; i < n && k + 1 < workers; i++) {
         done += (size_t)(s->chunks[i].end - s->chunks[i].p);
         if (done * workers >= total * (k + 1)) {
-            jobs[k] = (Job){NULL, s->chunks + from, i + 1 - from, depth, 0};
+            jobs[k] = (Job){NULL, s->chunks + from, i + 1 - from, depth, 0, (done - taken) / ROW_BYTES};
+            taken = done;
             from = i + 1;
             k++;
         }
     }
-    jobs[k] = (Job){NULL, s->chunks + from, n - from, depth, 0};
+    jobs[k] = (Job){NULL, s->chunks + from, n - from, depth, 0, (total - taken) / ROW_BYTES};
     workers = from == n && k ? k : k + 1; /* the last cut may have taken every chunk */
     jobs[0].w = s;
+    jobs[0].rows = total / ROW_BYTES; /* the first job's columns take the others' rows too */
     if (workers == 1) {
         run_job(&jobs[0]);
         return jobs[0].rc;
@@ -1308,7 +1462,8 @@ static void scan_free(Scan *s) {
 
 /* ---- Python: a column owns its malloc'd buffer and exposes it to np.frombuffer ---- */
 
-typedef struct { PyObject_HEAD void *buf; Py_ssize_t len; } ColumnObject;
+/* mapped: the buffer is a column's storage of that many bytes (column_release), else malloc'd. */
+typedef struct { PyObject_HEAD void *buf; Py_ssize_t len; size_t mapped; } ColumnObject;
 
 static int column_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     ColumnObject *c = (ColumnObject *)self;
@@ -1316,7 +1471,9 @@ static int column_getbuffer(PyObject *self, Py_buffer *view, int flags) {
 }
 
 static void column_dealloc(PyObject *self) {
-    free(((ColumnObject *)self)->buf);
+    ColumnObject *c = (ColumnObject *)self;
+    if (c->mapped) column_release(c->buf, c->mapped);
+    else free(c->buf);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -1332,12 +1489,14 @@ static PyTypeObject ColumnType = {
     .tp_doc = "A buffer of one memory-event column (wrap with numpy.frombuffer).",
 };
 
-/* Hands `*buf` (n items of `size` bytes) to a new Column; `*buf` is then NULL. */
-static PyObject *column(void **buf, size_t n, size_t size) {
+/* Hands `*buf` (n items of `size` bytes; `mapped`: column storage of that many bytes, else 0) to a new Column;
+ * `*buf` is then NULL. */
+static PyObject *column(void **buf, size_t n, size_t size, size_t mapped) {
     ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
     if (!c) return NULL;
     c->buf = *buf;
     c->len = (Py_ssize_t)(n * size);
+    c->mapped = mapped;
     *buf = NULL;
     return (PyObject *)c;
 }
@@ -1395,8 +1554,7 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
     memset(&s, 0, sizeof s);
     s.threads = threads > MAX_WORKERS ? MAX_WORKERS : (int)threads;
     s.chunk_bytes = (size_t)chunk_bytes;
-    long page = drop ? sysconf(_SC_PAGESIZE) : 0;
-    s.drop_page = page > 0 ? (size_t)page : 0;
+    s.drop = drop;
     idmap_clear(&s.stat_ids);
     idmap_clear(&s.event_ids);
     s.device = -1;
@@ -1415,11 +1573,11 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
     }
     PyObject *columns = PyDict_New();
     for (int k = 0; columns && k < NCOLS; k++)
-        if (put(columns, COLUMN_SPECS[k].name, column(&s.c.col[k], s.c.len, COLUMN_SPECS[k].size)) < 0) Py_CLEAR(columns);
+        if (put(columns, COLUMN_SPECS[k].name, column(&s.c.col[k], s.c.len, COLUMN_SPECS[k].size, s.c.cap * COLUMN_SPECS[k].size)) < 0) Py_CLEAR(columns);
     result = PyDict_New();
-    if (!result || put(result, "columns", columns) < 0 || put(result, "steps", column((void **)&s.steps, s.nsteps * 3, 8)) < 0 ||
-        put(result, "spans", column((void **)&s.spans, s.nspans, sizeof(SpanRow))) < 0 ||
-        put(result, "groups", column((void **)&s.groups, s.ngroups * 3, 8)) < 0 ||
+    if (!result || put(result, "columns", columns) < 0 || put(result, "steps", column((void **)&s.steps, s.nsteps * 3, 8, 0)) < 0 ||
+        put(result, "spans", column((void **)&s.spans, s.nspans, sizeof(SpanRow), 0)) < 0 ||
+        put(result, "groups", column((void **)&s.groups, s.ngroups * 3, 8, 0)) < 0 ||
         put(result, "strings", intern_list(&s.strings)) < 0 || put(result, "allocators", intern_list(&s.allocators)) < 0 ||
         put(result, "span_names", intern_list(&s.span_names)) < 0 ||
         put(result, "device_planes", intern_list(&s.device_planes)) < 0 || put(result, "hlo", meta_list(&s)) < 0 ||
@@ -1441,9 +1599,9 @@ static PyMethodDef methods[] = {
      "span_names, group rows (group, start, end), interned strings, allocator keys (a kind byte S/I/U and the\n"
      "value), device_planes, and the /host:metadata entries (key, name, hlo, program_id). The CPU plane's\n"
      "events are cut into chunks of about chunk_bytes, scanned by up to `threads` threads; the result does not\n"
-     "depend on either. drop=True (a writable buffer only) gives each scanned chunk's whole pages back to the\n"
-     "system (madvise MADV_DONTNEED): a private anonymous buffer reads as zeros there afterwards. Nothing\n"
-     "returned points into the buffer."},
+     "depend on either. drop=True (a writable buffer only) gives the scanned lines' whole 2 MiB blocks back to\n"
+     "the system as they are scanned (madvise MADV_DONTNEED): a private anonymous buffer reads as zeros there\n"
+     "afterwards. Nothing returned points into the buffer."},
     {NULL, NULL, 0, NULL},
 };
 
