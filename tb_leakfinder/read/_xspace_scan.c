@@ -366,6 +366,7 @@ typedef struct {
     GroupRow *groups; size_t ngroups, capgroups;
     LineFix *lines; size_t nlines, caplines;
     Intern strings, allocators, span_names;
+    int last_id_tag; uint64_t last_id; int32_t last_id_index; /* the last integer memory id interned (tag 0: none) */
     Intern device_planes;
     MetaEntry *meta; size_t nmeta, capmeta;
     Stat *scratch; size_t capscratch; /* one event's stats */
@@ -785,10 +786,13 @@ static int reserve_rows(Scan *s, size_t need) {
  * other kinds 0 (XProf's IntValue); an allocator_name is its string, other kinds "" (StrOrRefValue). */
 static int32_t allocator_key(Scan *s, const Stat *st, int role) {
     if (!st) return intern(&s->allocators, 'S', "", 0);
-    if (role == ROLE_INT_ID) {
-        uint64_t zero = 0;
-        if (st->kind == V_UINT64) return intern(&s->allocators, 'U', &st->v, 8);
-        return intern(&s->allocators, 'I', st->kind == V_INT64 ? &st->v : &zero, 8);
+    if (role == ROLE_INT_ID) { /* every event of a device names it: the last one is kept at hand */
+        int tag = st->kind == V_UINT64 ? 'U' : 'I';
+        uint64_t v = st->kind == V_UINT64 || st->kind == V_INT64 ? st->v : 0;
+        if (s->last_id_tag == tag && s->last_id == v) return s->last_id_index;
+        int32_t i = intern(&s->allocators, tag, &v, 8);
+        if (i >= 0) { s->last_id_tag = tag; s->last_id = v; s->last_id_index = i; }
+        return i;
     }
     if (st->kind == V_STR) return intern(&s->allocators, 'S', st->data, st->len);
     if (st->kind != V_REF) return intern(&s->allocators, 'S', "", 0);
