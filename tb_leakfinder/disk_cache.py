@@ -286,7 +286,7 @@ class WorkerDiedError(LeakfinderError):
 
 
 def _file_json(identity: files.FileIdentity) -> list[Any]:
-    return [identity.path, identity.size, identity.mtime_ns]
+    return [identity.path, identity.size, identity.mtime_ns, list(identity.companions)]
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -20,7 +20,6 @@ from typing import Any
 
 from tb_leakfinder.disk_cache import DiskCache, WorkerDiedError, analysis_version, encode_entry
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read import files
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
 
@@ -50,7 +49,7 @@ Done = Callable[[Outcome], None]
 
 def tasks_for(runs: Iterable[Run]) -> list[HostTask]:
     """Every host of these runs, largest file first (the long ones start early)."""
-    tasks = [HostTask(run.name, host, run.session_dir, files.identity(path)) for run in runs for host, path in run.hosts.items()]
+    tasks = [HostTask(run.name, host, run.session_dir, run.identity(host)) for run in runs for host in run.hosts]
     return sorted(tasks, key=lambda t: -t.identity.size)
 
 

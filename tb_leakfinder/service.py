@@ -19,7 +19,7 @@ from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
 from tb_leakfinder.disk_cache import SUMMARY, DiskCache, WorkerDiedError
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read import discovery, files, hlo
+from tb_leakfinder.read import discovery, hlo
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.xspace import read_host
@@ -183,8 +183,8 @@ class Engine:
         return discovery.find_run(self.runs(), name)
 
     def host(self, run: Run, host: str | None) -> HostResult:
-        host_name, path = run.host_path(host)
-        return self._host(run, host_name, files.identity(path))
+        host_name = run.host_path(host)[0]
+        return self._host(run, host_name, run.identity(host_name))
 
     def _host(self, run: Run, host: str, key: FileIdentity) -> HostResult:
         def compute() -> HostResult:
@@ -199,7 +199,7 @@ class Engine:
     @staticmethod
     def _key(run: Run, host: str) -> FileIdentity:
         """The identity of a host's file: one stat (a remote call on gs://) per host and request."""
-        return files.identity(run.host_path(host)[1])
+        return run.identity(host)
 
     def _host_report(self, run: Run, host: str, key: FileIdentity) -> tuple[report.Json | None, LeakfinderError | None]:
         """(report JSON, None) or (None, error) of one host: from memory, else the disk entry's report alone."""

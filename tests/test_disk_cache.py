@@ -15,9 +15,10 @@ from tb_leakfinder.disk_cache import DiskCache
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
+from tb_leakfinder.read.xspace import read_host
 from tb_leakfinder.service import Engine, HostResult
 from tb_leakfinder.views import cli
-from tests.demo import DEMO_LOGS
+from tests.demo import DEMO_LOGS, demo_xplane
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import synthesize_training, write_session
 from tests.trees import assert_same
@@ -141,6 +142,22 @@ def test_a_touched_profile_is_analysed_again_into_the_same_entry(tmp_path):
     engine.report()
     assert engine.analyses == 1 and len(list(Path(cache.folder).glob("*.npz"))) == 1
     assert Engine.for_path(path, disk=cache).analyses == 0
+
+
+def test_an_hlo_file_xprof_writes_later_makes_the_stored_analysis_stale(tmp_path):
+    """XProf writes a session's `.hlo_proto.pb` files when the Profile tab first opens it; they join the analysis."""
+    (path,) = _write_hosts(tmp_path / "logs", 1)
+    cache = DiskCache(str(tmp_path / "cache"))
+    before = Engine.for_path(path, disk=cache).report()
+    assert before["runs"][0]["hosts"][0]["modules"] == []
+    name, data = sorted(read_host(str(demo_xplane("jax_clean")), "host").hlo_protos.items())[0]
+    Path(path).with_name(f"{name}.hlo_proto.pb").write_bytes(data)
+    engine = Engine.for_path(path, disk=cache)
+    after = engine.report()
+    assert engine.analyses == 1
+    assert [m["name"] for m in after["runs"][0]["hosts"][0]["modules"]] == [name]
+    again = Engine.for_path(path, disk=cache)
+    assert again.report() == after and again.analyses == 0
 
 
 def test_a_corrupt_profile_keeps_its_error_entry(tmp_path, monkeypatch):

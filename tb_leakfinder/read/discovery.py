@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
 
 XPLANE_SUFFIX = ".xplane.pb"
+HLO_SUFFIX = ".hlo_proto.pb"  # XProf's cache of a session's HLO modules, one per module
 MAX_DEPTH = 64
 
 
@@ -20,6 +22,7 @@ class Run:
     name: str
     session_dir: str
     hosts: dict[str, str] = field(default_factory=dict)  # host -> .xplane.pb path
+    hlo_files: tuple[str, ...] = ()  # the session's `.hlo_proto.pb` names, sorted
 
     def host_path(self, host: str | None) -> tuple[str, str]:
         """(host, path) for `host`, or the only/first host when None."""
@@ -30,13 +33,22 @@ class Run:
             raise NotFoundError(f"run {self.name!r} has no host {host!r}; its hosts are {sorted(self.hosts)}")
         return host, self.hosts[host]
 
+    def identity(self, host: str) -> files.FileIdentity:
+        """What a host's cached analysis is valid for: its file (one stat, a remote call on gs://) and the
+        session's HLO files as discovered."""
+        path = self.host_path(host)[1]
+        return dataclasses.replace(files.identity(path), companions=self.hlo_files)
 
-def _session_hosts(session_dir: str) -> dict[str, str]:
-    return {
-        name[: -len(XPLANE_SUFFIX)]: files.join(session_dir, name)
-        for name in files.listdir(session_dir)
-        if name.endswith(XPLANE_SUFFIX) and len(name) > len(XPLANE_SUFFIX)
+
+def _session(name: str, session_dir: str, host: str | None = None) -> Run:
+    """The run of a session folder, from one listing: every host, or only `host`."""
+    names = files.listdir(session_dir)
+    hosts = {
+        n[: -len(XPLANE_SUFFIX)]: files.join(session_dir, n)
+        for n in names
+        if n.endswith(XPLANE_SUFFIX) and len(n) > len(XPLANE_SUFFIX) and (host is None or n == host + XPLANE_SUFFIX)
     }
+    return Run(name, session_dir, hosts, tuple(sorted(n for n in names if n.endswith(HLO_SUFFIX))))
 
 
 def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
@@ -77,10 +89,9 @@ def discover(logdir: str) -> list[Run]:
             session_dir = files.join(profile_dir, session)
             if not files.isdir(session_dir):
                 continue
-            hosts = _session_hosts(session_dir)
-            if hosts:
-                name = f"{rel}/{session}" if rel else session
-                runs.append(Run(name, session_dir, hosts))
+            run = _session(f"{rel}/{session}" if rel else session, session_dir)
+            if run.hosts:
+                runs.append(run)
     return sorted(runs, key=lambda r: r.name)
 
 
@@ -97,12 +108,12 @@ def runs_for_path(path: str) -> list[Run]:
             raise LeakfinderError(f"{path}: no such profile file", source=path)
         session_dir = files.dirname(path)
         host = files.basename(path)[: -len(XPLANE_SUFFIX)]
-        return [Run(files.basename(session_dir) or session_dir, session_dir, {host: path})]
+        return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):
         raise LeakfinderError(f"{path}: no such logdir, session folder or .xplane.pb file", source=path)
-    hosts = _session_hosts(path)
-    if hosts:
-        return [Run(files.basename(path), path, hosts)]
+    session = _session(files.basename(path), path)
+    if session.hosts:
+        return [session]
     runs = discover(path)
     if not runs:
         raise LeakfinderError(

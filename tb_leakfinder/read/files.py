@@ -17,6 +17,9 @@ from tensorboard.compat import tf
 
 from tb_leakfinder.errors import LeakfinderError
 
+# A remote file is read in blocks of this size: one block, not the whole file, is held twice.
+REMOTE_BLOCK_BYTES = 16 << 20
+
 
 def is_local(path: str) -> bool:
     return "://" not in path
@@ -83,6 +86,9 @@ class FileIdentity:
     path: str
     size: int
     mtime_ns: int
+    # Names of the session's other files the analysis reads (XProf's `.hlo_proto.pb`, written when the
+    # Profile tab first opens the session): one appearing makes the analysis stale too.
+    companions: tuple[str, ...] = ()
 
 
 def _cannot_read(path: str, exc: BaseException) -> LeakfinderError:
@@ -132,10 +138,11 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
 
 @contextlib.contextmanager
 def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
-    """A local file's bytes (up to the size it had when opened) in private anonymous memory the caller owns.
+    """A file's bytes (up to the size it had when opened) in private anonymous memory the caller owns.
 
-    The view is writable and its pages may be given back to the system (madvise) as they are used. It is
-    a copy, not a mapping of the file: a file truncated while mapped kills the process (SIGBUS) when a
+    The view is writable and its pages may be given back to the system (madvise) as they are used, so that
+    a large profile is not held whole while it is decoded; a remote file comes through gfile in blocks. It
+    is a copy, not a mapping of the file: a file truncated while mapped kills the process (SIGBUS) when a
     page past its new end is read. The memory goes on exit; `limit` is as read_bytes'.
     """
     size = _size_within(path, limit)
@@ -159,13 +166,20 @@ def _read_into(path: str, view: memoryview) -> int:
     """Bytes read into `view` (and released): fewer than its length if the file got shorter meanwhile."""
     filled = 0
     try:
-        with view, open(path, "rb", buffering=0) as f:
-            while filled < len(view):
-                with view[filled:] as rest:
-                    n = f.readinto(rest)
-                if not n:
-                    break
-                filled += n
-    except OSError as exc:
+        with view:
+            if not is_local(path):
+                with tf.io.gfile.GFile(path, "rb") as remote:
+                    while filled < len(view) and (block := remote.read(min(REMOTE_BLOCK_BYTES, len(view) - filled))):
+                        view[filled : filled + len(block)] = block
+                        filled += len(block)
+                return filled
+            with open(path, "rb", buffering=0) as f:
+                while filled < len(view):
+                    with view[filled:] as rest:
+                        n = f.readinto(rest)
+                    if not n:
+                        break
+                    filled += n
+    except (OSError, tf.errors.OpError) as exc:
         raise _cannot_read(path, exc) from exc
     return filled

@@ -29,10 +29,10 @@ from tb_leakfinder.model.hlo import (
 )
 from tb_leakfinder.proto import HloProto
 from tb_leakfinder.read import files
+from tb_leakfinder.read.discovery import HLO_SUFFIX
 
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"
-SESSION_FILE_SUFFIX = ".hlo_proto.pb"
 
 _KEY = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")
 
@@ -124,9 +124,9 @@ def session_hlo_files(session_dir: str) -> dict[str, bytes]:
     if not files.isdir(session_dir):
         return {}
     return {
-        name[: -len(SESSION_FILE_SUFFIX)]: files.read_bytes(files.join(session_dir, name))
+        name[: -len(HLO_SUFFIX)]: files.read_bytes(files.join(session_dir, name))
         for name in files.listdir(session_dir)
-        if name.endswith(SESSION_FILE_SUFFIX)
+        if name.endswith(HLO_SUFFIX)
     }
 
 
