@@ -64,3 +64,20 @@ def test_read_private_reads_what_is_left_of_a_file_cut_short_after_its_size_was_
     monkeypatch.setattr(files, "identity", lambda p: taken)
     with files.read_private(str(path)) as data:
         assert bytes(data) == b"0123"
+
+
+def test_read_private_reads_a_remote_file_through_gfile_in_blocks(monkeypatch):
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    content = os.urandom(100_000)
+    with fs.open("/private_remote/h.xplane.pb", "wb") as f:
+        f.write(content)
+    monkeypatch.setattr(files, "REMOTE_BLOCK_BYTES", 4096)  # 25 blocks, the last one short
+    try:
+        with files.read_private("memory://private_remote/h.xplane.pb") as data:
+            assert bytes(data) == content and not data.readonly
+        limited = files.read_private("memory://private_remote/h.xplane.pb", limit=99_999)
+        with pytest.raises(LeakfinderError, match="over the 99999-byte limit"), limited:
+            pass
+    finally:
+        fs.rm("/private_remote", recursive=True)

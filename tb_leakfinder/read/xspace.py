@@ -57,11 +57,10 @@ def compiled_scanner() -> ModuleType | None:
 def read_host(path: str, host: str) -> HostProfile:
     """Decode `path` (one host's XSpace) into memory events, steps and HLO modules."""
     scanner = compiled_scanner()
-    if scanner is None or not files.is_local(path):
+    if scanner is None:
         return decode(files.read_bytes(path, limit=MAX_FILE_BYTES), host, path)
-    # A lower peak: the scanner gives back each chunk's pages of this private copy once scanned, so the
-    # file's bytes are not all held while its columns grow. A copy, since a mapped file truncated
-    # meanwhile would kill the process (SIGBUS).
+    # A lower peak: the scanner gives back the pages of this private copy (of a local or remote file) once
+    # scanned, so the file's bytes are not all held while its columns grow.
     with files.read_private(path, limit=MAX_FILE_BYTES) as data:
         scanned = _scan(scanner, data, path, drop=True)
     return _host_profile(scanned, host, path)
