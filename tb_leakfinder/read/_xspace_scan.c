@@ -500,55 +500,57 @@ static inline int check_string(Scan *s, const Field *f) {
 /* ---- messages ---------------------------------------------------------------- */
 
 
+/* A stat value's kind by its one-byte tag, for read_stat_common: V_NONE for any other tag. */
+static const int8_t STAT_VALUE_KIND[256] = {
+    [XSTAT_DOUBLE_VALUE << 3 | WT_I64] = V_DOUBLE,
+    [XSTAT_UINT64_VALUE << 3 | WT_VARINT] = V_UINT64,
+    [XSTAT_INT64_VALUE << 3 | WT_VARINT] = V_INT64,
+    [XSTAT_REF_VALUE << 3 | WT_VARINT] = V_REF,
+};
+/* For a varint of n <= 8 bytes read eight bytes at once: the mask of its bytes, and the continuation bits
+ * it must have (every byte's but the last). */
+static const uint64_t VARINT_BYTES[9] = {0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffffull, 0xffffffffffffull,
+                                         0xffffffffffffffull, ~0ull};
+static const uint64_t VARINT_CONTINUES[9] = {0, 0, 0x80, 0x8080, 0x808080, 0x80808080ull, 0x8080808080ull,
+                                             0x808080808080ull, 0x80808080808080ull};
+
 /* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
 static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
     if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
-    uint8_t tag = p[2];
+    int kind = STAT_VALUE_KIND[p[2]];
+    size_t n = (size_t)(end - p) - 3; /* the value's bytes, at least one */
+    st->mid = p[1];
+    st->kind = kind;
     p += 3;
-    if (end - p == 1 && p[0] < 0x80) { /* a one-byte value: ids, refs, small ints */
-        st->kind = tag == (XSTAT_INT64_VALUE << 3 | WT_VARINT)    ? V_INT64
-                   : tag == (XSTAT_REF_VALUE << 3 | WT_VARINT)    ? V_REF
-                   : tag == (XSTAT_UINT64_VALUE << 3 | WT_VARINT) ? V_UINT64
-                                                                  : V_NONE;
-        st->v = p[0];
-        st->mid = p[-2];
-        return st->kind != V_NONE;
-    }
-    if (tag == (XSTAT_DOUBLE_VALUE << 3 | WT_I64)) {
-        if (end - p != 8) return 0;
+    if (kind == V_DOUBLE) {
+        if (n != 8) return 0;
         memcpy(&st->v, p, 8);
-        st->kind = V_DOUBLE;
-    } else {
-        int kind = tag == (XSTAT_INT64_VALUE << 3 | WT_VARINT)    ? V_INT64
-                   : tag == (XSTAT_REF_VALUE << 3 | WT_VARINT)    ? V_REF
-                   : tag == (XSTAT_UINT64_VALUE << 3 | WT_VARINT) ? V_UINT64
-                                                                  : V_NONE;
-        size_t n = (size_t)(end - p), i = 0;
-        if (kind == V_NONE || n == 0 || n > 10) return 0;
-        if (n <= 8 && limit - p >= 8) { /* eight bytes at once: continuation bits checked, 7-bit groups packed */
-            uint64_t w, keep = n == 8 ? ~0ull : (1ull << (8 * n)) - 1;
-            memcpy(&w, p, 8);
-            w &= keep;
-            if ((w & 0x8080808080808080ull) != (0x8080808080808080ull & (keep >> 8))) return 0;
-            w &= 0x7f7f7f7f7f7f7f7full;
-            w = ((w & 0x7f007f007f007f00ull) >> 1) | (w & 0x007f007f007f007full);
-            w = ((w & 0x3fff00003fff0000ull) >> 2) | (w & 0x00003fff00003fffull);
-            st->v = ((w & 0x0fffffff00000000ull) >> 4) | (w & 0x000000000fffffffull);
-            st->kind = kind;
-            st->mid = p[-2];
-            return 1;
-        }
-        uint64_t v = 0;
-        for (; i + 1 < n; i++) { /* the varint must end exactly at the end of the stat: every byte before continues */
-            if (!(p[i] & 0x80)) return 0;
-            v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-        }
-        if (p[i] & 0x80) return 0;
-        v |= (uint64_t)p[i] << (7 * i);
-        st->v = v;
-        st->kind = kind;
+        return 1;
     }
-    st->mid = p[-2];
+    if (kind == V_NONE || n > 10) return 0;
+    if (n == 1 && p[0] < 0x80) { /* ids, refs, small ints */
+        st->v = p[0];
+        return 1;
+    }
+    if (n <= 8 && limit - p >= 8) { /* eight bytes at once: continuation bits checked, 7-bit groups packed */
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w &= VARINT_BYTES[n];
+        if ((w & 0x8080808080808080ull) != VARINT_CONTINUES[n]) return 0;
+        w &= 0x7f7f7f7f7f7f7f7full;
+        w = ((w & 0x7f007f007f007f00ull) >> 1) | (w & 0x007f007f007f007full);
+        w = ((w & 0x3fff00003fff0000ull) >> 2) | (w & 0x00003fff00003fffull);
+        st->v = ((w & 0x0fffffff00000000ull) >> 4) | (w & 0x000000000fffffffull);
+        return 1;
+    }
+    uint64_t v = 0;
+    size_t i = 0;
+    for (; i + 1 < n; i++) { /* the varint must end exactly at the end of the stat: every byte before continues */
+        if (!(p[i] & 0x80)) return 0;
+        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+    }
+    if (p[i] & 0x80) return 0;
+    st->v = v | (uint64_t)p[i] << (7 * i);
     return 1;
 }
 
