@@ -8,10 +8,13 @@ files are unreadable.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import random
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -675,3 +678,47 @@ def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile
         with pytest.raises(LeakfinderError) as via_bytes:
             xspace.decode(cut, "host0", str(path))
         assert via_copy.value.message == via_bytes.value.message
+
+
+_UNDER_AN_ADDRESS_SPACE_LIMIT = """
+import hashlib, json, resource, sys
+from tb_leakfinder.read import xspace
+data = open(sys.argv[1], "rb").read()
+scanner = xspace.compiled_scanner()
+with open("/proc/self/status") as f:
+    used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+outcomes = []
+for extra_mb in map(int, sys.argv[2:]):
+    resource.setrlimit(resource.RLIMIT_AS, (used + (extra_mb << 20), resource.RLIM_INFINITY))
+    try:
+        out = scanner.scan(data, threads=2, chunk_bytes=1 << 20)
+        digest = hashlib.sha256(b"".join(bytes(memoryview(c)) for c in out["columns"].values())).hexdigest()
+        del out
+        outcomes.append(digest)
+    except MemoryError:
+        outcomes.append("MemoryError")
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print(json.dumps(outcomes))
+"""
+
+
+def test_out_of_address_space_is_a_memory_error_and_leaves_the_process_sound(tmp_path):
+    """Column room made up front, the threads' own columns and their growth may all fail to map: each failure is
+    a MemoryError (or a scan within what is left), never a crash, and later scans are whole again."""
+    data = _multi_chunk_profile()
+    path = tmp_path / "host0.xplane.pb"
+    path.write_bytes(data)
+    limits = [str(mb) for mb in range(8, 168, 8)]  # MB of address space left to the scan: none enough, then all
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_AN_ADDRESS_SPACE_LIMIT, str(path), *limits, "4096"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcomes = json.loads(done.stdout)
+    whole = outcomes[-1]
+    assert whole != "MemoryError"
+    assert set(outcomes) <= {whole, "MemoryError"} and outcomes[0] == "MemoryError", outcomes

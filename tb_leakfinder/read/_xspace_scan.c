@@ -165,11 +165,12 @@ static int grow(void **buf, size_t *cap, size_t need, size_t item) {
 
 /* The columns grow to hundreds of MB, written front to back. On Linux each is its own mapping, grown in place
  * by mremap (no copy) and marked for transparent huge pages, so that where the system allows them filling a
- * column takes one page fault per 2 MiB instead of 512. Elsewhere, realloc. NULL when out of memory. */
+ * column takes one page fault per 2 MiB instead of 512; room made up front (ROW_BYTES) is not committed
+ * memory until written (MAP_NORESERVE). Elsewhere, realloc. NULL when out of memory. */
 static void *column_resize(void *old, size_t old_bytes, size_t new_bytes) {
 #if defined(__linux__) && defined(MREMAP_MAYMOVE)
     void *p = old ? mremap(old, old_bytes, new_bytes, MREMAP_MAYMOVE)
-                  : mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                  : mmap(NULL, new_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
     madvise(p, new_bytes, MADV_HUGEPAGE); /* a failure only keeps small pages */
@@ -774,7 +775,15 @@ static int reserve_rows(Scan *s, size_t need) {
     for (int k = 0; k < NCOLS; k++) {
         void *q = column_resize(c->col[k], c->cap * COLUMN_SPECS[k].size, n * COLUMN_SPECS[k].size);
         if (!q) { /* back to one capacity for all, which column_release needs (shrinking does not fail) */
-            for (int j = 0; j < k && c->cap; j++) c->col[j] = column_resize(c->col[j], n * COLUMN_SPECS[j].size, c->cap * COLUMN_SPECS[j].size);
+            for (int j = 0; j < k; j++) {
+                size_t size = COLUMN_SPECS[j].size;
+                if (c->cap) {
+                    c->col[j] = column_resize(c->col[j], n * size, c->cap * size);
+                } else {
+                    column_release(c->col[j], n * size);
+                    c->col[j] = NULL;
+                }
+            }
             return -1;
         }
         c->col[k] = q;
