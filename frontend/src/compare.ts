@@ -34,6 +34,7 @@ export class CompareView {
       this.element.append(notice('empty', `No host of ${sideName(a.run, a.host)} matches one of ${sideName(b.run, b.host)}: pick the hosts to compare.`));
       return;
     }
+    const runs = {run_a: c.run_a, run_b: c.run_b, host_a: host.host_a, host_b: host.host_b};
     if (alloc) {
       const name = alloc.name_a === alloc.name_b || !alloc.name_b ? (alloc.name_a ?? '') : `${alloc.name_a ?? '—'} / ${alloc.name_b}`;
       this.timeline = new CompareTimeline(
@@ -46,13 +47,13 @@ export class CompareView {
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
         section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
-        section(`Never-freed groups, A → B (${alloc.groups.length})`, 'compare-groups', renderGroups(alloc.groups)),
+        section(`Never-freed groups, A → B (${alloc.groups.length})`, 'compare-groups', renderGroups(alloc.groups, {...runs, allocator_a: alloc.name_a, allocator_b: alloc.name_b})),
       );
     } else {
       this.element.append(notice('empty', 'Neither run has memory events (a BFC allocator), so only their compiled programs are compared.'));
     }
     if (host.modules.length) {
-      this.element.append(section(`Compiled programs (${host.modules.length})`, 'compare-modules', renderModules(host.modules)));
+      this.element.append(section(`Compiled programs (${host.modules.length})`, 'compare-modules', renderModules(host.modules, runs)));
     }
   }
 

@@ -1,7 +1,8 @@
 // CSV download of a whole table (every page, in the table's sort and filter),
 // with the same cells as `tb-leakfinder report --csv` (tb_leakfinder/views/csv.py):
-// the rows' own JSON keys as the header, nested values as JSON, and a leading
-// apostrophe on text a spreadsheet would run as a formula.
+// the columns that say where a row belongs (run, host, allocator or module), then
+// the rows' own JSON keys, nested values as JSON, and a leading apostrophe on text
+// a spreadsheet would run as a formula.
 
 import {el} from './dom';
 import type {PageQuery, Source} from './table';
@@ -24,15 +25,34 @@ function field(text: string): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-/** RFC 4180 text: a header of every key of the (JSON object) rows in the order first met, then one line per row. */
-export function toCsv(rows: readonly unknown[]): string {
+/**
+ * Where a table's rows belong, in column order, under the CLI's names: run, host,
+ * allocator (its `name`) or module; run_a, run_b, host_a, host_b, allocator_a,
+ * allocator_b for a comparison. Null is an empty cell.
+ */
+export type CsvWhere = Readonly<Record<string, string | null>>;
+
+/** A line of cells; a lone empty cell is quoted, as Python's csv writes it, so that it is not a blank line. */
+function line(cells: string[]): string {
+  return `${cells.length === 1 && cells[0] === '' ? '""' : cells.map(field).join(',')}\r\n`;
+}
+
+/**
+ * RFC 4180 text as views/csv.py's Table writes it: a header of the `where`
+ * columns, then every other key of the (JSON object) rows in the order first
+ * met; each line holds the `where` values, then the row's own.
+ */
+export function toCsv(rows: readonly unknown[], where: CsvWhere = {}): string {
   const records = rows.map((row) => (row !== null && typeof row === 'object' ? (row as Record<string, unknown>) : {value: row}));
-  const keys = new Set<string>();
+  const context = Object.keys(where);
+  const keys = new Set<string>(context);
   for (const record of records) for (const key of Object.keys(record)) keys.add(key);
   const header = [...keys];
-  const lines = [header.map((k) => field(neutralise(k)))];
-  for (const record of records) lines.push(header.map((k) => field(neutralise(record[k]))));
-  return lines.map((cells) => `${cells.join(',')}\r\n`).join('');
+  const own = header.slice(context.length);
+  const fixed = context.map((k) => neutralise(where[k]));
+  const lines = [line(header.map(neutralise))];
+  for (const record of records) lines.push(line([...fixed, ...own.map((k) => neutralise(record[k]))]));
+  return lines.join('');
 }
 
 /** Every row of `source` for `query` (sort and filter kept), a page at a time. */
@@ -60,15 +80,15 @@ function save(name: string, text: string): void {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
-/** A button that downloads the whole table `caption` as CSV; `rows` fetches all of it. */
-export function csvButton(caption: string, rows: (signal: AbortSignal) => Promise<readonly unknown[]>): HTMLButtonElement {
+/** A button that downloads the whole table `caption` as CSV, under the columns of `where`; `rows` fetches all of it. */
+export function csvButton(caption: string, rows: (signal: AbortSignal) => Promise<readonly unknown[]>, where?: CsvWhere): HTMLButtonElement {
   const label = 'Download CSV';
   const button = el('button', {type: 'button', class: 'lf-csv', 'aria-label': `Download ${caption} as CSV`}, label);
   button.addEventListener('click', async () => {
     button.disabled = true;
     button.textContent = 'Preparing CSV…';
     try {
-      save(csvFileName(caption), toCsv(await rows(new AbortController().signal)));
+      save(csvFileName(caption), toCsv(await rows(new AbortController().signal), where));
       button.textContent = label;
     } catch (err) {
       button.textContent = `CSV failed: ${err instanceof Error ? err.message : String(err)}`;

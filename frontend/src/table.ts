@@ -1,7 +1,7 @@
 // A sortable, filterable, paged table usable from the keyboard. Rows come
 // from a source that pages (the server, or an in-memory list).
 
-import {csvButton, fetchAll} from './csv';
+import {csvButton, type CsvWhere, fetchAll} from './csv';
 import {append, type Child, clear, el} from './dom';
 import {formatCount} from './format';
 
@@ -46,6 +46,8 @@ export interface TableOptions<T> {
   /** Rows become selectable (click, Enter or Space). */
   onSelect?(row: T | null): void;
   emptyText?: string;
+  /** The CSV's first columns: where the rows belong (run, host, allocator or module), as the CLI's CSV has them. */
+  where?: CsvWhere;
 }
 
 export class DataTable<T> {
@@ -99,7 +101,7 @@ export class DataTable<T> {
       });
       tools.appendChild(input);
     }
-    append(tools, ...(options.extraTools ?? []), csvButton(options.caption, (signal) => fetchAll(options.source, this.query, signal)));
+    append(tools, ...(options.extraTools ?? []), csvButton(options.caption, (signal) => fetchAll(options.source, this.query, signal), options.where));
     this.element = el(
       'div',
       {class: 'lf-table-block'},

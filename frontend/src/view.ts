@@ -3,6 +3,7 @@
 // views side by side.
 
 import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, RunReport, Selection} from './api';
+import type {CsvWhere} from './csv';
 import {el, section} from './dom';
 import {renderBreakdown} from './panels/breakdown';
 import {renderGroups} from './panels/groups';
@@ -48,14 +49,17 @@ export class RunView {
   private staticPanel: StaticPanel | null = null;
 
   constructor(data: ViewData) {
-    const {sel, host, allocator, limits} = data;
+    const {sel, run, host, allocator, limits} = data;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
     if (allocator) {
+      // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
+      const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
       this.element.append(renderSummary(allocator, host.step_source));
       this.timeline = new TimelinePanel(sel, limits, (range) => this.onRange(range));
       this.lifetimes = new LifetimesPanel(
         sel,
+        where,
         limits,
         host.duration_ps,
         (times) => this.timeline?.setMarks(times),
@@ -67,9 +71,9 @@ export class RunView {
       const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
-        section(`Never-freed groups (${allocator.groups.length}; ${growing} growing)`, 'groups', renderGroups(allocator.groups, (group) => this.selectGroup(group))),
+        section(`Never-freed groups (${allocator.groups.length}; ${growing} growing)`, 'groups', renderGroups(allocator.groups, where, (group) => this.selectGroup(group))),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
-        section('Peak breakdown', 'breakdown', renderBreakdown(allocator)),
+        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where)),
       );
     } else {
       this.element.append(noMemoryEvents(host));

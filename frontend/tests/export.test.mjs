@@ -55,6 +55,52 @@ test('a table is RFC 4180 text with a header of every key', () => {
   assert.equal(m.csvFileName('Never-freed groups (suspects)'), 'never-freed-groups-suspects.csv');
 });
 
+test('the context columns come first, as the CLI writes them', () => {
+  // A run name a spreadsheet would run, a host needing quotes, an allocator's name as its memory id.
+  const cases = [
+    {
+      context: ['run', 'host', 'allocator'],
+      where: {run: '=cmd|"/c calc"!A1', host: 'host,1 "a"', allocator: '2'},
+      rows: [
+        {group: 0, op: '-Mul', shape: '[128,1024]', bytes: 524288, bytes_per_step: 52428.8, steps: [1, 2]},
+        // Repeats context keys: the context's values win, and the keys are not repeated.
+        {op: 'Add', run: 'other', host: 'other', kind: 'growing', first_step: null},
+        {group: 2, op: 'two\nlines', score: 1e-7, new_leak: true},
+      ],
+    },
+    {
+      context: ['run_a', 'run_b', 'host_a', 'host_b', 'allocator_a', 'allocator_b'],
+      where: {run_a: 'tf_fixed', run_b: 'tf_leak', host_a: 'h', host_b: 'h', allocator_a: null, allocator_b: 'GPU_0_bfc'},
+      rows: [{status: 'new', op: 'Mul', kind_a: null, kind_b: 'growing', bytes_a: 0, bytes_b: 2 ** 40}],
+    },
+    {context: ['run', 'host', 'module'], where: {run: 'r', host: 'h', module: '@jit_f(1)'}, rows: []},
+    // A one-column line with an empty cell is quoted: it is not a blank line.
+    {context: ['run'], where: {run: ''}, rows: [{run: 'x'}, {}]},
+  ];
+  const expected = python(
+    `
+import json, sys
+from tb_leakfinder.views.csv import Table
+texts = []
+for case in json.load(sys.stdin):
+    table = Table(tuple(case["context"]))
+    table.add(tuple(case["where"][k] for k in case["context"]), case["rows"])
+    texts.append(table.text())
+print(json.dumps(texts))
+`,
+    JSON.stringify(cases),
+  );
+  assert.deepEqual(
+    cases.map((c) => m.toCsv(c.rows, c.where)),
+    expected,
+  );
+  assert.ok(expected[0].startsWith('run,host,allocator,group,op,shape,bytes,bytes_per_step,steps,kind,'), expected[0]);
+  assert.ok(expected[0].includes(`\r\n"'=cmd|""/c calc""!A1","host,1 ""a""",2,0,'-Mul,`), expected[0]);
+  assert.ok(!expected[0].includes('other'), 'the context values replace the row');
+  assert.equal(expected[2], 'run,host,module\r\n');
+  assert.equal(expected[3], 'run\r\n""\r\n""\r\n');
+});
+
 test('the whole table is fetched, every page, in its sort and filter', async () => {
   const rows = Array.from({length: 2 * m.CSV_PAGE + 17}, (_, i) => ({id: i, op: i % 3 ? 'Mul' : 'Add', bytes: (i * 7919) % 1000}));
   const calls = [];

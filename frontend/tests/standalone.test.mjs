@@ -1,5 +1,5 @@
 // Browser tests of the standalone HTML report (`tb-leakfinder report/diff --html`)
-// and of the tables' CSV download: Debian chromium (playwright-core) opens the
+// and of the tables' CSV download against the CLI's `--csv` files: Debian chromium (playwright-core) opens the
 // written file from file://, with no server; any request that is not the file
 // itself or the bundle's blob: URL fails the test.
 
@@ -10,7 +10,7 @@ import {tmpdir} from 'node:os';
 import {delimiter, join} from 'node:path';
 import {pathToFileURL} from 'node:url';
 import {after, before, test} from 'node:test';
-import {launchBrowser, makeLogdir, PYTHON, REPO} from './harness.mjs';
+import {launchBrowser, makeLogdir, PYTHON, REPO, runName} from './harness.mjs';
 
 const XSS = '<img src=x onerror=alert(1)>';
 const FORMULA = '=HYPERLINK("http://example.invalid")';
@@ -25,13 +25,25 @@ let browser;
 let dir;
 let logdir;
 
-/** Runs the CLI; returns the path of the HTML it wrote. */
-function cli(args, name) {
+/** Runs the CLI writing `format` (--html FILE or --csv DIR) to `name` under the temporary directory; returns its path. */
+function cli(args, name, format = '--html') {
   const out = join(dir, name);
   const env = {...process.env, PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(delimiter)};
-  const result = spawnSync(PYTHON, ['-m', 'tb_leakfinder.views.cli', ...args, '--html', out], {cwd: REPO, env, encoding: 'utf8'});
+  const result = spawnSync(PYTHON, ['-m', 'tb_leakfinder.views.cli', ...args, format, out], {cwd: REPO, env, encoding: 'utf8'});
   assert.ok(result.status === 0 || result.status === 1, `tb-leakfinder ${args.join(' ')} failed:\n${result.stderr}`);
   return out;
+}
+
+/** The header and the lines of one of the CLI's CSV files whose first cells are `where` (no cell here spans lines). */
+function cliRows(file, where) {
+  const [header, ...lines] = readFileSync(file, 'utf8').split('\r\n').slice(0, -1);
+  return {header, lines: lines.filter((l) => l.startsWith(`${where.join(',')},`))};
+}
+
+/** Downloads the table inside `selector` as CSV; returns its text and file name. */
+async function download(page, selector) {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.click(`${selector} button.lf-csv`)]);
+  return {csv: readFileSync(await file.path(), 'utf8'), name: file.suggestedFilename()};
 }
 
 /** Opens `file` from file://; returns the page and what it asked for beyond itself. */
@@ -110,6 +122,19 @@ test('a JAX report opened from disk shows the static view', async () => {
   await page.waitForSelector('[data-panel=static] [data-table=whole-program] tbody tr');
   assert.match(await text(page, '[data-panel=static] [data-list=actionable]'), /live-out.*f32\[256,3072\].*returned by/);
   await page.waitForSelector('[data-chart=static-heap] canvas');
+  // The whole-program buffers as CSV, under the run, host and module as the CLI's static_buffers.csv has them.
+  // The tab lists every buffer of the program (GET module); the CLI the report's summary, where buffers under
+  // the small-buffer size are one row with `count` and `label`: its other rows are the tab's with count 1.
+  const where = await page.evaluate(() => [document.querySelector('.lf-view').dataset.run, document.querySelector('[data-select=host]').value, document.querySelector('[data-module]').dataset.module]);
+  const {csv} = await download(page, '[data-panel=static] [data-table=whole-program]');
+  const expected = cliRows(join(cli(['report', join(REPO, 'demo_logs', 'jax_liveout')], 'jax-csv', '--csv'), 'static_buffers.csv'), where);
+  const [header, ...lines] = csv.split('\r\n').slice(0, -1);
+  assert.equal(`${header},count,label`, expected.header);
+  assert.ok(lines.every((line) => line.startsWith(`${where.join(',')},`)), csv);
+  const single = expected.lines.filter((line) => line.endsWith(',1,'));
+  assert.equal(expected.lines.length - single.length, 1, 'one row of small buffers');
+  assert.ok(single.length >= 5 && lines.length > single.length, JSON.stringify({lines, single}));
+  for (const line of single) assert.ok(lines.includes(line.slice(0, -',1,'.length)), line);
   clean(seen);
   await page.close();
 });
@@ -122,6 +147,11 @@ test('a diff opened from disk shows the comparison of both runs', async () => {
   await page.waitForSelector('[data-table=compare-groups] tbody tr');
   const first = await page.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   assert.deepEqual(first.slice(0, 2), ['new', 'Mul']);
+  // The compare groups as CSV: the CLI's compare_groups.csv, whole (the demo runs have one host and one allocator).
+  const {csv} = await download(page, '[data-panel=compare-groups]');
+  const expected = readFileSync(join(cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff-csv', '--csv'), 'compare_groups.csv'), 'utf8');
+  assert.ok(expected.startsWith('run_a,run_b,host_a,host_b,allocator_a,allocator_b,op,') && expected.split('\r\n').length > 3, expected);
+  assert.equal(csv, expected);
   await page.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
   // Swapped, the inlined comparison the other way round: the leak is fixed.
   await page.click('button[data-action=swap]');
@@ -138,23 +168,30 @@ test('an op named with HTML stays text, and its CSV cell cannot run as a formula
   assert.ok(ops.includes(FORMULA + XSS), JSON.stringify(ops));
   assert.equal(await page.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
 
-  // The whole table, every page, as CSV: the groups table and all buffers of the leak group.
-  const button = await page.$('[data-panel=groups] button.lf-csv');
-  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
-  const csv = readFileSync(await download.path(), 'utf8');
-  const lines = csv.split('\r\n');
-  const header = lines[0].split(',');
-  assert.ok(header.includes('op') && header.includes('bytes_per_step'), lines[0]);
-  assert.ok(csv.includes(`"'${FORMULA.replace(/"/g, '""')}${XSS}"`), csv);
-  assert.ok(!/(^|,)"?[=+@]/m.test(csv), 'no cell starts a formula');
-  assert.equal(download.suggestedFilename().endsWith('.csv'), true);
+  // The whole table, every page, as CSV: the same bytes as the CLI's CSV rows of this run, host and allocator.
+  const where = [runName(logdir, 'evil'), 'evil', 'GPU_0_bfc'];
+  const tables = cli(['report', logdir], 'evil-csv', '--csv');
+  const groups = await download(page, '[data-panel=groups]');
+  assert.ok(groups.name.endsWith('.csv'), groups.name);
+  assert.ok(groups.csv.includes(`"'${FORMULA.replace(/"/g, '""')}${XSS}"`), groups.csv);
+  assert.ok(!/(^|,)"?[=+@]/m.test(groups.csv), 'no cell starts a formula');
+  const cliGroups = cliRows(join(tables, 'groups.csv'), where);
+  assert.ok(cliGroups.header.startsWith('run,host,allocator,group,op,') && cliGroups.header.includes(',bytes_per_step,'), cliGroups.header);
+  assert.ok(cliGroups.lines.length >= 2, 'the leak and the cache entries');
+  assert.equal(groups.csv, [cliGroups.header, ...cliGroups.lines, ''].join('\r\n'));
 
-  const buffersButton = await page.$('[data-panel=lifetimes] button.lf-csv');
-  const [buffers] = await Promise.all([page.waitForEvent('download'), buffersButton.click()]);
-  const rows = readFileSync(await buffers.path(), 'utf8').trim().split('\r\n');
+  const breakdown = await download(page, '[data-panel=breakdown]');
+  const cliBreakdown = cliRows(join(tables, 'peak_breakdown.csv'), where);
+  assert.ok(cliBreakdown.lines.length >= 2, 'buffers and stack or before the window');
+  assert.equal(breakdown.csv, [cliBreakdown.header, ...cliBreakdown.lines, ''].join('\r\n'));
+
+  // Every buffer of the allocator (no group selected, the whole window), largest first in both.
+  const buffers = await download(page, '[data-panel=lifetimes]');
   const total = await page.$eval('[data-panel=lifetimes] .lf-pager [role=status]', (e) => Number((e.textContent ?? '').split(' of ')[1].replace(/\D/g, '')));
   assert.ok(total > 25, 'the buffers table has more than one page');
-  assert.equal(rows.length - 1, total, 'every buffer, not a page');
+  const cliBuffers = cliRows(join(tables, 'buffers.csv'), where);
+  assert.equal(cliBuffers.lines.length, total, 'every buffer, not a page');
+  assert.equal(buffers.csv, [cliBuffers.header, ...cliBuffers.lines, ''].join('\r\n'));
   clean(seen);
   await page.close();
 });

@@ -3,6 +3,7 @@
 // window; the rows add up to the peak.
 
 import type {AllocatorReport, BreakdownCategory, BreakdownRow} from '../api';
+import type {CsvWhere} from '../csv';
 import {el} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, formatStep} from '../format';
 import {byField, DataTable, memorySource} from '../table';
@@ -16,7 +17,7 @@ export const CATEGORY_LABEL: Record<BreakdownCategory, string> = {
 
 const key = (r: {op: string; shape: string; dtype: string; region: string}) => [r.op, r.shape, r.dtype, r.region].join('\u0000');
 
-export function renderBreakdown(a: AllocatorReport): HTMLElement {
+export function renderBreakdown(a: AllocatorReport, where: CsvWhere): HTMLElement {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use;
   const groups = new Map(a.groups.map((g) => [key(g), g]));
@@ -34,6 +35,7 @@ export function renderBreakdown(a: AllocatorReport): HTMLElement {
     emptyText: 'Nothing was live at the peak.',
     rowKey: (r) => `${r.category}\u0000${key(r)}`,
     rowClass: (r) => (whole(r) ? `lf-breakdown-${r.category}` : ''),
+    where,
     columns: [
       {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (r) => (whole(r) ? el('em', {}, CATEGORY_LABEL[r.category]) : r.op || '(unknown)')},
       {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (r) => r.shape},

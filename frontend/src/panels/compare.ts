@@ -4,6 +4,7 @@
 // changes of the compiled programs.
 
 import type {AllocatorDiff, Comparison, Delta, GroupDiff, GroupStatus, HostDiff, LeakKind, ModuleDiff, Verdict, WholeProgramBuffer} from '../api';
+import type {CsvWhere} from '../csv';
 import {type Child, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
 import {byField, DataTable, memorySource} from '../table';
@@ -97,18 +98,16 @@ export function renderDeltas(a: AllocatorDiff): HTMLElement {
   );
 }
 
-interface GroupRow extends GroupDiff {
-  rank: number;
-}
-
 function kinds(a: LeakKind | null, b: LeakKind | null): Child {
   return el('span', {class: 'lf-kinds'}, a ? kindPill(a) : '—', ' → ', b ? kindPill(b) : '—');
 }
 
-export function renderGroups(groups: GroupDiff[]): HTMLElement {
-  // Server order, then by status, then by the size of the change: kept as the default sort.
-  const rows: GroupRow[] = groups.map((g, i) => ({...g, rank: STATUS_ORDER.indexOf(g.status) * 1e6 + i}));
-  const table = new DataTable<GroupRow>({
+/** `where`: the CLI's compare_groups.csv columns (run_a, run_b, host_a, host_b, allocator_a, allocator_b). */
+export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement {
+  // By status, then in server order: the default sort. Kept beside the rows, so that their CSV is the server's keys.
+  const rank = new Map(groups.map((g, i) => [g, STATUS_ORDER.indexOf(g.status) * 1e6 + i]));
+  const sortValue = (g: GroupDiff, sort: string) => (sort === 'rank' ? (rank.get(g) ?? null) : byField(g, sort));
+  const table = new DataTable<GroupDiff>({
     caption: 'Never-freed groups of A and B',
     pageSize: 20,
     sort: 'rank',
@@ -117,6 +116,7 @@ export function renderGroups(groups: GroupDiff[]): HTMLElement {
     emptyText: 'Neither run has never-freed buffers.',
     rowKey: (g) => [g.op, g.shape, g.dtype, g.region].join('\u0000'),
     rowClass: (g) => `lf-status-row lf-status-row-${g.status}`,
+    where,
     columns: [
       {key: 'status', label: 'Status', sort: 'rank', cell: (g) => statusPill(g.status)},
       {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (g) => g.op || '(unknown)'},
@@ -136,7 +136,7 @@ export function renderGroups(groups: GroupDiff[]): HTMLElement {
         cell: (g) => (g.new_leak ? el('span', {class: 'lf-new-leak', 'data-new-leak': 'true'}, 'new leak') : ''),
       },
     ],
-    source: memorySource(rows, byField, (g) => [g.status, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
+    source: memorySource(groups, sortValue, (g) => [g.status, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
   });
   void table.load();
   return el(
@@ -178,7 +178,8 @@ function deltaCell(d: Delta): Child {
   return el('span', {class: d.delta > 0 ? 'lf-up' : d.delta < 0 ? 'lf-down' : ''}, formatBytesDelta(d.delta));
 }
 
-export function renderModules(modules: ModuleDiff[]): HTMLElement {
+/** `where`: the runs and hosts compared (run_a, run_b, host_a, host_b). */
+export function renderModules(modules: ModuleDiff[], where: CsvWhere): HTMLElement {
   type Row = ModuleDiff & {peak_delta: number; live_out_delta: number};
   const rows: Row[] = modules.map((m) => ({...m, peak_delta: m.peak_heap_bytes.delta, live_out_delta: m.live_out_bytes.delta}));
   const table = new DataTable<Row>({
@@ -188,6 +189,7 @@ export function renderModules(modules: ModuleDiff[]): HTMLElement {
     order: 'desc',
     filterLabel: 'Filter by program or buffer…',
     rowKey: (m) => m.name,
+    where,
     columns: [
       {key: 'name', label: 'Program', sort: 'name', wrap: true, cell: moduleName},
       // "—" where the program is absent from that run.

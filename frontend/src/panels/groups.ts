@@ -3,6 +3,7 @@
 // Selecting a row highlights that group's buffers elsewhere.
 
 import type {Group, LeakKind} from '../api';
+import type {CsvWhere} from '../csv';
 import {el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount} from '../format';
 import {byField, DataTable, memorySource} from '../table';
@@ -23,7 +24,7 @@ function steps(g: Group): string {
   return `${g.steps} (${g.first_step}–${g.last_step})`;
 }
 
-export function renderGroups(groups: Group[], onSelect: (group: Group | null) => void): HTMLElement {
+export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group: Group | null) => void): HTMLElement {
   const table = new DataTable<Group>({
     caption: 'Never-freed groups',
     pageSize: 20,
@@ -33,6 +34,7 @@ export function renderGroups(groups: Group[], onSelect: (group: Group | null) =>
     emptyText: 'Nothing was left behind: every buffer allocated in the window was freed.',
     rowKey: (g) => String(g.group),
     onSelect,
+    where,
     columns: [
       {key: 'kind', label: 'Kind', sort: 'kind', cell: (g) => kindPill(g.kind)},
       {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (g) => g.op || '(unknown)'},

@@ -5,6 +5,7 @@
 
 import {api, type Buffer, type BufferStatus, type Group, type Limits, type Selection} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
+import type {CsvWhere} from '../csv';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
 import {DataTable} from '../table';
@@ -73,6 +74,7 @@ export class LifetimesPanel {
 
   constructor(
     private readonly sel: Selection,
+    where: CsvWhere,
     private readonly limits: Limits,
     private readonly durationPs: number,
     private readonly onGroupAllocations: (times: number[]) => void,
@@ -110,6 +112,7 @@ export class LifetimesPanel {
       extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
       rowKey: (b) => String(b.id),
       rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : ''),
+      where,
       columns: [
         {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (b) => b.op || '(unknown)'},
         {key: 'shape', label: 'Shape', wrap: true, cell: (b) => b.shape},

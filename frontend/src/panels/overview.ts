@@ -75,6 +75,8 @@ export class OverviewView {
         filterLabel: 'Filter by host, allocator, verdict…',
         rowKey: (r) => `${r.host}\u0000${r.memory_id ?? ''}`,
         rowClass: (r) => `lf-overview-row-${r.verdict}`,
+        // No CLI table of its own: the run says which pod the rows are of.
+        where: {run: overview.run},
         onSelect: (r) => {
           if (r) this.onOpen(r);
         },

@@ -6,6 +6,7 @@
 import uPlot from 'uplot';
 import {api, type Limits, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
+import type {CsvWhere} from '../csv';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
@@ -60,7 +61,7 @@ const COMMON_COLUMNS: Column<Row>[] = [
   {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.bytes) + (b.count && b.count > 1 ? ` (${formatCount(b.count)})` : '')},
 ];
 
-function bufferTable(caption: string, rows: Row[], last: Column<Row>[]): HTMLElement {
+function bufferTable(caption: string, rows: Row[], where: CsvWhere, last: Column<Row>[]): HTMLElement {
   const table = new DataTable<Row>({
     caption,
     pageSize: 10,
@@ -69,6 +70,7 @@ function bufferTable(caption: string, rows: Row[], last: Column<Row>[]): HTMLEle
     filterLabel: 'Filter by name, opcode, shape…',
     emptyText: 'None.',
     rowKey: (b) => `${b.logical_buffer ?? b.label ?? ''}:${b.instruction}:${b.reason ?? b.kind ?? ''}`,
+    where,
     columns: [...COMMON_COLUMNS, ...last],
     source: memorySource(rows, byField, (b) => [nameOf(b), b.op_name, b.opcode, b.shape, b.source, b.reason ?? b.kind ?? ''].join(' ')),
   });
@@ -132,6 +134,8 @@ export class StaticPanel {
     if (!d) return;
     this.destroyCharts();
     clear(this.body);
+    // As the CLI's static_buffers.csv: the module by its name (modules[].name).
+    const where: CsvWhere = {run: this.run, host: this.host, module: this.summary.name};
     const heapBox = el('div', {class: 'lf-chart', 'data-chart': 'static-heap', role: 'img', 'aria-label': `Heap in program order; peak ${formatBytes(d.peak_heap_bytes)}`});
     this.body.append(moduleFacts(d));
     if (d.actionable.length) {
@@ -147,7 +151,7 @@ export class StaticPanel {
       el(
         'div',
         {'data-table': 'whole-program'},
-        bufferTable('Whole-program buffers', d.whole_program_buffers, [
+        bufferTable('Whole-program buffers', d.whole_program_buffers, where, [
           {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
           {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
         ]),
@@ -156,7 +160,7 @@ export class StaticPanel {
       el(
         'div',
         {'data-table': 'peak-buffers'},
-        bufferTable('Buffers at the peak', d.peak_buffers, [
+        bufferTable('Buffers at the peak', d.peak_buffers, where, [
           {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => (b.kind ? reasonPill(b.kind, this.limits) : '')},
           {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b) => b.source},
         ]),
