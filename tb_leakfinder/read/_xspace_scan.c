@@ -515,6 +515,14 @@ static const uint64_t VARINT_BYTES[9] = {0, 0xff, 0xffff, 0xffffff, 0xffffffff, 
 static const uint64_t VARINT_CONTINUES[9] = {0, 0, 0x80, 0x8080, 0x808080, 0x80808080ull, 0x8080808080ull,
                                              0x808080808080ull, 0x80808080808080ull};
 
+/* The 7-bit groups of eight varint bytes (little-endian in w) packed into one 56-bit value. */
+static inline __attribute__((always_inline)) uint64_t varint_groups(uint64_t w) {
+    w &= 0x7f7f7f7f7f7f7f7full;
+    w = ((w & 0x7f007f007f007f00ull) >> 1) | (w & 0x007f007f007f007full);
+    w = ((w & 0x3fff00003fff0000ull) >> 2) | (w & 0x00003fff00003fffull);
+    return ((w & 0x0fffffff00000000ull) >> 4) | (w & 0x000000000fffffffull);
+}
+
 /* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
 static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
     if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
@@ -538,10 +546,21 @@ static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end
         memcpy(&w, p, 8);
         w &= VARINT_BYTES[n];
         if ((w & 0x8080808080808080ull) != VARINT_CONTINUES[n]) return 0;
-        w &= 0x7f7f7f7f7f7f7f7full;
-        w = ((w & 0x7f007f007f007f00ull) >> 1) | (w & 0x007f007f007f007full);
-        w = ((w & 0x3fff00003fff0000ull) >> 2) | (w & 0x00003fff00003fffull);
-        st->v = ((w & 0x0fffffff00000000ull) >> 4) | (w & 0x000000000fffffffull);
+        st->v = varint_groups(w);
+        return 1;
+    }
+    if (n > 8 && limit - p >= 8) { /* 9 or 10 bytes (negative ints, hashes): eight at once, then the rest */
+        uint64_t w;
+        memcpy(&w, p, 8);
+        if ((w & 0x8080808080808080ull) != 0x8080808080808080ull) return 0;
+        w = varint_groups(w);
+        if (n == 9) {
+            if (p[8] & 0x80) return 0;
+            st->v = w | (uint64_t)p[8] << 56;
+        } else {
+            if (!(p[8] & 0x80) || (p[9] & 0x80)) return 0;
+            st->v = w | (uint64_t)(p[8] & 0x7f) << 56 | (uint64_t)p[9] << 63;
+        }
         return 1;
     }
     uint64_t v = 0;
@@ -845,7 +864,12 @@ typedef struct {
     int grouped, id_role;
     uint64_t addr;
     double frag;
-    Stat id; /* the last stat naming the allocator, of any kind (as XProf); id_role ROLE_NONE: none */
+    /* The last stat naming the allocator, of any kind (as XProf); id_role ROLE_NONE: none. Its fields one by one:
+     * a whole Stat copied per event was a `rep movs`, 6% of a scan. */
+    int id_kind;
+    uint64_t id_v;
+    ptr id_data;
+    size_t id_len;
 } MemRow;
 
 static inline void mem_row_init(MemRow *m) {
@@ -855,13 +879,20 @@ static inline void mem_row_init(MemRow *m) {
     m->dtype = -1;
     m->grouped = 0;
     m->id_role = ROLE_NONE;
+    m->id_data = NULL;
+    m->id_len = 0;
     m->addr = 0;
     m->frag = 0.0;
 }
 
 static inline __attribute__((always_inline)) int mem_stat(Scan *s, MemRow *m, const Stat *st, int role) {
     if (role == ROLE_ALLOCATOR || role == ROLE_INT_ID) {
-        m->id = *st;
+        m->id_kind = st->kind;
+        m->id_v = st->v;
+        if (st->kind == V_STR) {
+            m->id_data = st->data;
+            m->id_len = st->len;
+        }
         m->id_role = role;
         return 0;
     }
@@ -889,7 +920,8 @@ static int mem_row_commit(Scan *s, const MemRow *m, int kind, int64_t start, int
     if (s->c.len >= s->c.cap && reserve_rows(s, s->c.len + 1) < 0) NOMEM(s);
     Columns *c = &s->c;
     size_t row = c->len;
-    int32_t alloc = allocator_key(s, m->id_role == ROLE_NONE ? NULL : &m->id, m->id_role);
+    Stat id = {m->id_kind, m->id_v, m->id_data, m->id_len, 0};
+    int32_t alloc = allocator_key(s, m->id_role == ROLE_NONE ? NULL : &id, m->id_role);
     if (alloc < 0) NOMEM(s);
     COL(c, COL_TIME, int64_t)[row] = start;
     COL(c, COL_KIND, int8_t)[row] = (int8_t)kind;
@@ -965,6 +997,7 @@ static inline __attribute__((always_inline)) int host_event_one_pass(Scan *s, pt
     int64_t offset = 0, dur = 0;
     MemRow m;
     HostRow h = {0, 0, 0, 0, 0};
+    Stat st = {V_NONE, 0, NULL, 0, 0}; /* the common shape has no string: data and len stay unset */
     if (memory) mem_row_init(&m);
     while (p < end) {
         uint8_t tag = p[0];
@@ -972,7 +1005,6 @@ static inline __attribute__((always_inline)) int host_event_one_pass(Scan *s, pt
             if (end - p < 2 || p[1] >= 0x80 || p[1] > end - p - 2) return 0;
             ptr data = p + 2;
             p = data + p[1];
-            Stat st;
             if (!read_stat_common(data, p, s->limit, &st)) return 0;
             int role = s->stat_roles[st.mid]; /* the common shape's id is one byte: dense */
             if (memory) {
