@@ -1123,6 +1123,20 @@ static int push_chunk(Scan *s, ptr p, ptr end) {
     return 0;
 }
 
+/* Most fields of a line are events under a one-byte tag and a length of one or two bytes: stepped over without
+ * next_field. The body of such a field within `end` (*pp moved past it, *len its length), else NULL and *pp
+ * unmoved for next_field to read, errors included. */
+static inline __attribute__((always_inline)) ptr short_event(ptr *pp, ptr end, size_t *len) {
+    ptr p = *pp;
+    if (end - p < 3 || p[0] != (XLINE_EVENTS << 3 | WT_LEN) || (p[1] >= 0x80 && p[2] >= 0x80)) return NULL;
+    ptr body = p + (p[1] < 0x80 ? 2 : 3);
+    size_t n = p[1] < 0x80 ? p[1] : (size_t)(p[1] & 0x7f) | (size_t)p[2] << 7;
+    if (n > (size_t)(end - body)) return NULL;
+    *len = n;
+    *pp = body + n;
+    return body;
+}
+
 /* A /host:CPU line (the `line`-th): checks its own fields and cuts its events into chunks of about s->chunk_bytes. */
 static int cut_line(Scan *s, ptr p, ptr end, int depth, int32_t line) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
@@ -1131,7 +1145,20 @@ static int cut_line(Scan *s, ptr p, ptr end, int depth, int32_t line) {
     ptr at = p, start = NULL, last = NULL;
     Field f = {0};
     int r;
-    while (PREFETCH(p), (r = next_field(s, &p, end, depth, &f)) > 0) {
+    for (;;) {
+        PREFETCH(p);
+        size_t len;
+        if (short_event(&p, end, &len)) {
+            if (!start) start = at;
+            last = p;
+            if ((size_t)(last - start) >= s->chunk_bytes) {
+                if (push_chunk(s, start, last) < 0) return -1;
+                start = NULL;
+            }
+            at = p;
+            continue;
+        }
+        if ((r = next_field(s, &p, end, depth, &f)) <= 0) break;
         if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) {
             ts = (int64_t)f.v;
         } else if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) {
@@ -1159,9 +1186,18 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
     ptr p = ch->p;
     Field f = {0};
     int r;
-    while (PREFETCH(p), (r = next_field(w, &p, ch->end, depth, &f)) > 0)
+    for (;;) {
+        PREFETCH(p);
+        size_t len;
+        ptr body = short_event(&p, ch->end, &len);
+        if (body) {
+            if (walk_event(w, body, body + len, depth + 1, MODE_HOST, &acc) < 0) return -1;
+            continue;
+        }
+        if ((r = next_field(w, &p, ch->end, depth, &f)) <= 0) break;
         if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, MODE_HOST, &acc) < 0)
             return -1;
+    }
     if (r < 0) return -1;
     if (w->drop) {
         /* Nothing kept points into a line's bytes (strings are interned as copies; metadata and HLO bytes lie
