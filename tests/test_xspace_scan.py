@@ -327,6 +327,19 @@ def test_events_off_the_one_pass_shape_decode_identically(monkeypatch):
     assert profile.events.bytes_in_use.tolist()[4:6] == [1 << 62, -5]
 
 
+def test_an_event_that_ends_inside_a_stats_tag_is_refused_by_both(monkeypatch):
+    """The one-pass decoder reads a stat's head four bytes at once, past the event when it is cut short: the line's
+    next fields must not be taken as the rest of the event's stat. Here they read as one: the line's id 8 is a
+    stat length of 8, its name's tag a metadata_id, the name's length (24) a uint64 tag, and the name's first
+    bytes ("éé" then "a") a five-byte varint."""
+    cut = ld(4, vi(1, 1) + vi(2, 10) + b"\x22")
+    after = vi(1, 8) + ld(2, ("ééa" + "x" * 19).encode())
+    assert after[:5] == bytes([0x08, 0x08, 0x12, 0x18, 0xC3])
+    fast, ref = decode_both(cpu_plane(cut + after), monkeypatch)
+    assert_same(fast, ref)
+    assert isinstance(fast, str) and "incomplete or corrupt profile" in fast
+
+
 def test_planes_metadata_and_hlo_identically(monkeypatch):
     hlo_stats = named(5, {1: "Hlo Proto", 2: "program_id"})
 

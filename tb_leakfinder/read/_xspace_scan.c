@@ -524,13 +524,18 @@ static inline __attribute__((always_inline)) uint64_t varint_groups(uint64_t w) 
 }
 
 /* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
+static inline __attribute__((always_inline)) int stat_value(ptr p, ptr end, ptr limit, int kind, Stat *st);
+
 static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
     if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
-    int kind = STAT_VALUE_KIND[p[2]];
-    size_t n = (size_t)(end - p) - 3; /* the value's bytes, at least one */
     st->mid = p[1];
+    return stat_value(p + 3, end, limit, STAT_VALUE_KIND[p[2]], st);
+}
+
+/* The value [p, end) of a common-shape stat under a tag of `kind` (V_NONE: another tag), at least one byte. */
+static inline __attribute__((always_inline)) int stat_value(ptr p, ptr end, ptr limit, int kind, Stat *st) {
+    size_t n = (size_t)(end - p);
     st->kind = kind;
-    p += 3;
     if (kind == V_DOUBLE) {
         if (n != 8) return 0;
         memcpy(&st->v, p, 8);
@@ -1001,11 +1006,14 @@ static inline __attribute__((always_inline)) int host_event_one_pass(Scan *s, pt
     if (memory) mem_row_init(&m);
     while (p < end) {
         uint8_t tag = p[0];
-        if (tag == (XEVENT_STATS << 3 | WT_LEN)) {
-            if (end - p < 2 || p[1] >= 0x80 || p[1] > end - p - 2) return 0;
-            ptr data = p + 2;
-            p = data + p[1];
-            if (!read_stat_common(data, p, s->limit, &st)) return 0;
+        uint32_t head; /* a stats field's tag and one-byte length, then its stat's metadata_id tag and one-byte id */
+        if (s->limit - p >= 4 && (memcpy(&head, p, 4), (head & 0x80ff80ffu) == (XEVENT_STATS << 3 | WT_LEN | (XSTAT_METADATA_ID << 3 | WT_VARINT) << 16))) {
+            size_t len = p[1];
+            if (len < 4 || len + 2 > (size_t)(end - p)) return 0;
+            ptr value = p + 5;
+            st.mid = p[3];
+            p += 2 + len;
+            if (!stat_value(value, p, s->limit, STAT_VALUE_KIND[value[-1]], &st)) return 0;
             int role = s->stat_roles[st.mid]; /* the common shape's id is one byte: dense */
             if (memory) {
                 if (mem_stat(s, &m, &st, role) < 0) return -1;
