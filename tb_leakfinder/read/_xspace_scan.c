@@ -523,15 +523,6 @@ static inline __attribute__((always_inline)) uint64_t varint_groups(uint64_t w) 
     return ((w & 0x0fffffff00000000ull) >> 4) | (w & 0x000000000fffffffull);
 }
 
-/* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
-static inline __attribute__((always_inline)) int stat_value(ptr p, ptr end, ptr limit, int kind, Stat *st);
-
-static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
-    if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
-    st->mid = p[1];
-    return stat_value(p + 3, end, limit, STAT_VALUE_KIND[p[2]], st);
-}
-
 /* The value [p, end) of a common-shape stat under a tag of `kind` (V_NONE: another tag), at least one byte. */
 static inline __attribute__((always_inline)) int stat_value(ptr p, ptr end, ptr limit, int kind, Stat *st) {
     size_t n = (size_t)(end - p);
@@ -577,6 +568,13 @@ static inline __attribute__((always_inline)) int stat_value(ptr p, ptr end, ptr 
     if (p[i] & 0x80) return 0;
     st->v = v | (uint64_t)p[i] << (7 * i);
     return 1;
+}
+
+/* The shape profilers write: a one-byte metadata_id, then one varint or double value, and nothing else. */
+static inline __attribute__((always_inline)) int read_stat_common(ptr p, ptr end, ptr limit, Stat *st) {
+    if (end - p < 4 || p[0] != (XSTAT_METADATA_ID << 3 | WT_VARINT) || p[1] >= 0x80) return 0;
+    st->mid = p[1];
+    return stat_value(p + 3, end, limit, STAT_VALUE_KIND[p[2]], st);
 }
 
 static int read_stat(Scan *s, ptr p, ptr end, int depth, Stat *st) {
