@@ -196,11 +196,6 @@ class Engine:
 
         return self._cache.get(key, compute, _weight)
 
-    @staticmethod
-    def _key(run: Run, host: str) -> FileIdentity:
-        """The identity of a host's file: one stat (a remote call on gs://) per host and request."""
-        return run.identity(host)
-
     def _host_report(self, run: Run, host: str, key: FileIdentity) -> tuple[report.Json | None, LeakfinderError | None]:
         """(report JSON, None) or (None, error) of one host: from memory, else the disk entry's report alone."""
         if self._cache.peek(key) is None and self.disk is not None:
@@ -214,7 +209,7 @@ class Engine:
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
 
         def one(h: str) -> tuple[report.Json | None, LeakfinderError | None]:
-            key = self._key(run, h)
+            key = run.identity(h)
             outcome = self._host_report(run, h, key)
             if done is not None:
                 done(h, key.size)
@@ -229,7 +224,7 @@ class Engine:
 
     def host_rows(self, run: Run, host: str) -> list[report.Json]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
-        key = self._key(run, host)
+        key = run.identity(host)
         if self._cache.peek(key) is None and self.disk is not None:
             entry = self.disk.load_report(key, SUMMARY)
             if entry is not None and entry.error is None and isinstance(entry.report, list):

@@ -1154,22 +1154,14 @@ static int cut_line(Scan *s, ptr p, ptr end, int depth, int32_t line) {
     for (;;) {
         PREFETCH(p);
         size_t len;
-        if (short_event(&p, end, &len)) {
-            if (!start) start = at;
-            last = p;
-            if ((size_t)(last - start) >= s->chunk_bytes) {
-                if (push_chunk(s, start, last) < 0) return -1;
-                start = NULL;
-            }
-            at = p;
-            continue;
+        int event = short_event(&p, end, &len) != NULL;
+        if (!event) {
+            if ((r = next_field(s, &p, end, depth, &f)) <= 0) break;
+            if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) ts = (int64_t)f.v;
+            else if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) return -1;
+            event = f.field == XLINE_EVENTS && f.wt == WT_LEN;
         }
-        if ((r = next_field(s, &p, end, depth, &f)) <= 0) break;
-        if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) {
-            ts = (int64_t)f.v;
-        } else if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) {
-            return -1;
-        } else if (f.field == XLINE_EVENTS && f.wt == WT_LEN) {
+        if (event) {
             if (!start) start = at;
             last = p;
             if ((size_t)(last - start) >= s->chunk_bytes) {
@@ -1196,13 +1188,13 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
         PREFETCH(p);
         size_t len;
         ptr body = short_event(&p, ch->end, &len);
-        if (body) {
-            if (walk_event(w, body, body + len, depth + 1, MODE_HOST, &acc) < 0) return -1;
-            continue;
+        if (!body) {
+            if ((r = next_field(w, &p, ch->end, depth, &f)) <= 0) break;
+            if (f.field != XLINE_EVENTS || f.wt != WT_LEN) continue;
+            body = f.data;
+            len = f.len;
         }
-        if ((r = next_field(w, &p, ch->end, depth, &f)) <= 0) break;
-        if (f.field == XLINE_EVENTS && f.wt == WT_LEN && walk_event(w, f.data, f.data + f.len, depth + 1, MODE_HOST, &acc) < 0)
-            return -1;
+        if (walk_event(w, body, body + len, depth + 1, MODE_HOST, &acc) < 0) return -1;
     }
     if (r < 0) return -1;
     if (w->drop) {
