@@ -11,13 +11,12 @@ from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
 from tb_leakfinder.analyses.capacity import Forecast
-from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, ModuleDiff
+from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
-from tb_leakfinder.analyses.suspects import SuspectGroup
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
@@ -51,7 +50,7 @@ def forecast_json(forecast: Forecast | None) -> Json | None:
     }
 
 
-def _group_key_json(strings: list[str], row: SuspectGroup | BreakdownRow) -> Json:
+def _group_key_json(strings: list[str], row: BreakdownRow) -> Json:
     return {"op": strings[row.op], "shape": strings[row.shape], "dtype": dtype_name(row.dtype), "region": strings[row.region]}
 
 
@@ -60,7 +59,13 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
     groups = [
         {
             "group": i,
-            **_group_key_json(strings, g),
+            "op": strings[g.op],
+            "shape": g.shape,
+            "dtype": dtype_name(g.dtype),
+            "region": strings[g.region],
+            "label": verdicts.family_label(g, strings),
+            "num_shapes": g.num_shapes,
+            "latest_shape": g.latest_shape,
             "kind": g.kind,
             "count": g.count,
             "requested_bytes": g.requested_bytes,
@@ -68,6 +73,9 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
             "steps": g.steps,
             "first_step": g.first_step,
             "last_step": g.last_step,
+            "onset_step": g.onset_step,
+            "growth_steps": g.growth_steps,
+            "regrown": g.regrown,
             "bytes_per_step": round(g.bytes_per_step, 1),
             "allocated_bytes_per_step": round(g.allocated_bytes_per_step, 1),
             "score": g.score,
@@ -207,6 +215,10 @@ def _delta_json(d: Delta, digits: int | None = None) -> Json:
     return {"a": a, "b": b, "delta": b - a}
 
 
+def _side_label(side: GroupSide | None) -> str:
+    return side.label if side is not None else ""
+
+
 def _group_diff_json(g: GroupDiff) -> Json:
     a, b = g.a, g.b
     return {
@@ -215,6 +227,7 @@ def _group_diff_json(g: GroupDiff) -> Json:
         "dtype": g.dtype,
         "region": g.region,
         "status": g.status,
+        "label": _side_label(b or a),
         "kind_a": a.kind if a else None,
         "kind_b": b.kind if b else None,
         "count_a": a.count if a else 0,
@@ -223,6 +236,8 @@ def _group_diff_json(g: GroupDiff) -> Json:
         "bytes_b": b.bytes if b else 0,
         "bytes_per_step_a": round(a.bytes_per_step, 1) if a else 0,
         "bytes_per_step_b": round(b.bytes_per_step, 1) if b else 0,
+        "onset_step_a": a.onset_step if a else None,
+        "onset_step_b": b.onset_step if b else None,
         "new_leak": g.new_leak,
     }
 

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.suspects import shape_pattern
 from tb_leakfinder.read.xspace_proto import decode
 from tests.synthetic import ProfileBuilder
 
@@ -158,3 +159,161 @@ def test_leak_that_starts_after_warm_up_is_growing():
     (top,) = a.suspects.groups
     assert top.kind == "growing" and top.first_step == 20 and top.bytes_per_step == 16 * KIB
     assert 0.5 <= top.score < 1.0  # ten steps of growth: less certain than a whole window of it
+
+
+def test_leak_of_an_op_whose_output_was_a_temporary_before_starts_at_its_onset():
+    """The same op's output freed within each step until step 20, kept from then on: not a bounded cache."""
+    loop = Loop(40)
+    kept: list[int] = []
+
+    def keep(step: int, t: int) -> None:
+        out = loop.alloc(t, 256 * KIB, "Mul", "[64,1024]")
+        if step >= 20:
+            kept.append(out)
+        else:
+            loop.b.free(t + 5, out, 256 * KIB)
+
+    a = _analyze(loop.run(keep))
+    (top,) = a.suspects.groups
+    assert (top.kind, top.onset_step, top.bytes_per_step, top.count) == ("growing", 20, 256 * KIB, 20)
+    assert a.verdict.verdict == "leak"
+    assert a.verdict.reason.startswith("Leak: +256 KiB per step from Mul [64,1024] output from step 20 on, 20 of 40")
+    assert a.forecast is not None and a.forecast.growth_bytes_per_step == 256 * KIB
+
+
+def test_one_buffer_regrown_every_step_is_a_leak():
+    """hist = concat([hist, new]): only the newest buffer is live, yet the family's bytes grow each step."""
+    loop = Loop(30)
+    hist: list[int] = []
+
+    def keep(step: int, t: int) -> None:
+        size = (step + 1) * 64 * KIB
+        hist.append(loop.alloc(t, size, "ConcatV2", f"[{(step + 1) * 16},1024]"))
+        if len(hist) > 1:
+            loop.b.free(t + 1, hist.pop(0), size - 64 * KIB)
+
+    a = _analyze(loop.run(keep))
+    (top,) = a.suspects.groups
+    assert top.kind == "growing" and top.regrown and top.count == 1
+    assert top.bytes_per_step == 64 * KIB
+    assert (top.shape, top.num_shapes, top.latest_shape) == ("[*,1024]", 30, "[480,1024]")
+    assert a.verdict.verdict == "leak"
+    assert a.verdict.reason == (
+        "Leak: +64 KiB per step from one buffer regrown each step by ConcatV2, now [480,1024] (30 steps from step_num markers)"
+    )
+
+
+def test_filled_lru_that_evicts_one_entry_per_step_is_bounded():
+    """Capacity 30 over 45 steps: memory stopped growing for the last third of the window."""
+    loop = Loop(45)
+    lru: list[int] = []
+
+    def keep(step: int, t: int) -> None:
+        lru.append(loop.alloc(t, 256 * KIB, "Identity", "[64,1024]"))
+        if len(lru) > 30:
+            loop.b.free(t + 1, lru.pop(0), 256 * KIB)
+
+    a = _analyze(loop.run(keep))
+    assert _kinds(a) == {"Identity": "bounded"}
+    assert a.verdict.verdict == "no_leak"
+
+
+def test_dynamic_shapes_are_one_family_with_its_whole_rate():
+    loop = Loop(30)
+    lengths = [8 + (step * 7) % 41 for step in range(30)]
+    b = loop.run(lambda step, t: loop.alloc(t, 32 * lengths[step] * 4, "Mean", f"[32,{lengths[step]}]"))
+    a = _analyze(b)
+    (top,) = a.suspects.groups
+    assert top.kind == "growing" and not top.regrown
+    assert (top.shape, top.num_shapes, top.count) == ("[32,*]", len(set(lengths)), 30)
+    true_rate = sum(32 * n * 4 for n in lengths) / 30
+    assert top.bytes_per_step == pytest.approx(true_rate, rel=0.05)
+    assert f"Mean [32,*] output, {len(set(lengths))} shapes" in a.verdict.reason
+
+
+@pytest.mark.parametrize("period", [5, 8])
+def test_sawtooth_of_cleared_caches_is_not_a_leak(period):
+    loop = Loop(40)
+    cache: list[int] = []
+
+    def keep(step: int, t: int) -> None:
+        cache.append(loop.alloc(t, 64 * KIB, "Cache", "[16,1024]"))
+        if len(cache) == period:
+            for addr in cache:
+                loop.b.free(t + 2, addr, 64 * KIB)
+            cache.clear()
+
+    a = _analyze(loop.run(keep))
+    assert a.verdict.verdict == "no_leak", a.verdict.reason
+    assert all(g.kind != "growing" for g in a.suspects.groups)
+
+
+def test_leak_fixed_mid_window_is_not_a_leak():
+    loop = Loop(40)
+    kept: list[int] = []
+
+    def keep(step: int, t: int) -> None:
+        if step < 20:
+            kept.append(loop.alloc(t, 64 * KIB, "Mul", "[16,1024]"))
+        elif step == 20:
+            for addr in kept:
+                loop.b.free(t, addr, 64 * KIB)
+
+    a = _analyze(loop.run(keep))
+    assert a.verdict.verdict == "no_leak"
+    assert a.suspects.groups == []
+
+
+def test_several_growing_families_add_up_in_the_forecast():
+    loop = Loop(30)
+
+    def keep(step: int, t: int) -> None:
+        loop.alloc(t, 128 * KIB, "Mul", "[32,1024]")
+        loop.alloc(t + 1, 32 * KIB, "Softmax", "[8,1024]")
+
+    a = _analyze(loop.run(keep))
+    assert [g.kind for g in a.suspects.groups] == ["growing", "growing"]
+    assert "; 2 families grow, +160 KiB per step in all" in a.verdict.reason
+    assert a.forecast is not None and a.forecast.growth_bytes_per_step == 160 * KIB
+
+
+def test_a_lone_early_rise_is_not_the_onset():
+    loop = Loop(40)
+
+    def keep(step: int, t: int) -> None:
+        if step == 2 or step >= 25:
+            loop.alloc(t, 64 * KIB, "Mul", "[16,1024]")
+
+    a = _analyze(loop.run(keep))
+    (top,) = a.suspects.groups
+    assert (top.kind, top.onset_step, top.bytes_per_step) == ("growing", 25, 64 * KIB)
+
+
+def test_a_rising_heap_beside_no_leak_says_what_it_measures():
+    loop = Loop(40)
+    kept: list[int] = []
+
+    def keep(step: int, t: int) -> None:
+        if step < 30:
+            kept.append(loop.alloc(t, 256 * KIB, "Lookup", "[64,1024]"))
+
+    a = _analyze(loop.run(keep))
+    assert a.verdict.verdict == "no_leak"
+    assert a.summary.growth_bytes_per_step > 0
+    assert "The heap in use at step ends fits +" in a.verdict.reason
+    assert "which no family kept growing" in a.verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("shapes", "pattern"),
+    [
+        (["[32,17]", "[32,17]"], "[32,17]"),
+        (["[32,17]", "[32,40]", "[32,9]"], "[32,*]"),
+        (["[4,8,16]", "[5,8,17]"], "[*,8,*]"),
+        (["[32]", "[32,2]"], "*"),
+        (["", "[3]"], "*"),
+        (["[]"], "[]"),
+    ],
+)
+def test_shape_pattern(shapes, pattern):
+    assert shape_pattern(shapes) == pattern

@@ -18,7 +18,7 @@ from tb_leakfinder.analyses.host import AllocatorAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummary, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import GROWING
-from tb_leakfinder.analyses.verdict import LEAK, Verdict, worst
+from tb_leakfinder.analyses.verdict import LEAK, Verdict, family_label, worst
 
 NEW, FIXED, GROWN, SHRUNK, UNCHANGED = "new", "fixed", "grown", "shrunk", "unchanged"
 STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)
@@ -78,6 +78,8 @@ class GroupSide:
     count: int
     bytes: int
     bytes_per_step: float
+    label: str  # the family's, as its side's report words it
+    onset_step: int | None  # the earliest onset of its growing families
 
 
 @dataclass
@@ -159,16 +161,18 @@ def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
         return merged
     strings = a.events.strings
     for g in a.suspects.groups:
-        key = (normalize_name(strings[g.op]), strings[g.shape], dtype_name(g.dtype), strings[g.region])
+        key = (normalize_name(strings[g.op]), g.shape, dtype_name(g.dtype), strings[g.region])
         m = merged.get(key)
         if m is None:
-            merged[key] = GroupSide(g.kind, g.count, g.bytes, g.bytes_per_step)
+            merged[key] = GroupSide(g.kind, g.count, g.bytes, g.bytes_per_step, family_label(g, strings), g.onset_step)
             continue
         m.count += g.count
         m.bytes += g.bytes
         m.bytes_per_step += g.bytes_per_step
         if g.kind == GROWING:
             m.kind = GROWING
+            onsets = [o for o in (m.onset_step, g.onset_step) if o is not None]
+            m.onset_step = min(onsets) if onsets else None
     return merged
 
 
@@ -259,10 +263,14 @@ def regressions(hosts: list[HostDiff]) -> list[str]:
             for g in alloc.groups:
                 if g.new_leak and g.b is not None:
                     found.append(
-                        f"host {h.b.host}, allocator {alloc.b.name if alloc.b else None}: new growing group {g.op} {g.shape} "
-                        f"{g.region} (+{format_bytes(g.b.bytes_per_step)} per step)"
+                        f"host {h.b.host}, allocator {alloc.b.name if alloc.b else None}: new growing group {g.b.label} "
+                        f"(+{format_bytes(g.b.bytes_per_step)} per step{_onset_words(g.b)})"
                     )
     return found
+
+
+def _onset_words(side: GroupSide) -> str:
+    return "" if side.onset_step is None else f" from step {side.onset_step} on"
 
 
 def compare(run_a: RunSide, run_b: RunSide, host_a: str | None = None, host_b: str | None = None) -> Comparison:

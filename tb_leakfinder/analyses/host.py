@@ -118,7 +118,7 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
     pairing = pair_events(events, profile.steps)
     buffers = pairing.buffers
     summary = summarize(events, buffers, profile.steps)
-    suspects = leak_suspects(buffers, profile.steps)
+    suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
     verdict = decide(summary, suspects.groups, source, events.strings)
     if problems and verdict.verdict != INCONCLUSIVE:

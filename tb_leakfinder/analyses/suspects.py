@@ -1,36 +1,63 @@
-"""Leak suspects: never-freed buffers grouped by (op, shape, dtype, region), and their kind."""
+"""Leak suspects: buffers grouped into op families, each classified by how its live memory moves step by step.
+
+A family is (op, dtype, region): a leak of one op's output keeps its family
+even when the output's shape changes from step to step, or when one buffer is
+freed and made again larger (a history grown by concatenation). The verdict
+follows the bytes a family holds at the end of every step, not which buffers
+happen to be never freed: those remain the evidence shown.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from tb_leakfinder.analyses.steps import step_position
-from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
+from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import Steps
 
 GROWING = "growing"
 PERSISTENT = "persistent"
 BOUNDED = "bounded"
 WINDOW_END = "window_end"
+# Rises of a family's live bytes, from its onset on, that make steady growth (as MIN_STEPS for steps).
+MIN_RISES = 3
+# A fall by this share of a family's whole range of live bytes is a release (a cache cleared, a leak
+# fixed): growth is measured again from after the last one.
+FALL_SHARE = 0.25
+# Rises separated from the next by more than this many cadences (and CADENCE_SLACK steps) are before
+# the onset: a lone early blip is not where a leak began.
+ONSET_GAP_CADENCES = 4
+ONSET_GAP_SLACK = 4
+# A family flat for more than this share of the window (and two cadences) after its last rise stopped growing.
+STOPPED_SHARE = 0.1
+# Cells of one block of family-by-step series: families are measured in blocks of at most this many.
+SERIES_BLOCK_CELLS = 1 << 22
+_DIMS = re.compile(r"\[([^\[\]]*)\]")
 
 
 @dataclass
 class SuspectGroup:
     op: int
-    shape: int
     dtype: int
     region: int
+    shape: str  # the family's shape pattern: "[32,1024]" when all agree, "[32,*]" when a dimension varies
+    num_shapes: int  # distinct shapes among its kept and step-outliving buffers
+    latest_shape: str  # of its newest never-freed buffer (else of its newest buffer)
     kind: str
-    count: int
-    requested_bytes: int  # tensor bytes, as the program asked for them
+    count: int  # never-freed buffers
+    requested_bytes: int  # tensor bytes of the never-freed buffers, as the program asked for them
     bytes: int  # allocated: the allocator's chunks, rounded up
     steps: int  # distinct steps the never-freed buffers were made in
     first_step: int | None  # step numbers, not ordinals
     last_step: int | None
-    bytes_per_step: float  # tensor bytes, fitted across steps (growing groups; else 0)
+    onset_step: int | None  # the step from which its live bytes grow (growing families)
+    growth_steps: int  # steps from the onset on in which its live bytes rose
+    regrown: bool  # grows by freeing a buffer and making it again larger, not by keeping more buffers
+    bytes_per_step: float  # tensor bytes, fitted from the onset on (growing families; else 0)
     allocated_bytes_per_step: float
     score: float
 
@@ -38,42 +65,106 @@ class SuspectGroup:
 @dataclass
 class Suspects:
     groups: list[SuspectGroup]  # most suspicious first
-    group_of_buffer: np.ndarray  # index into groups, -1 for buffers in none
+    group_of_buffer: np.ndarray  # index into groups of each never-freed buffer, -1 for the others
+    family_of_buffer: np.ndarray  # index into groups of each buffer that outlives a step or is never freed, else -1
 
 
-def leak_suspects(buffers: Buffers, steps: Steps) -> Suspects:
-    """Group the buffers live at window end and classify how each group came to be."""
-    num_steps = len(steps)
+@dataclass
+class _Trend:
+    """How one family's live bytes moved: `rises` are step ordinals, from the onset on."""
+
+    growing: bool
+    onset: int
+    rises: np.ndarray
+    cadence: float
+
+
+def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspects:
+    """Families of the buffers that outlive a step or are never freed, each classified by its live-bytes trend."""
+    n = len(steps)
     group_of_buffer = np.full(len(buffers), -1, np.int32)
-    live = np.flatnonzero(buffers.status == NEVER_FREED)
-    if len(live) == 0:
-        return Suspects([], group_of_buffer)
-    key_id = group_keys(buffers)
-    live_ids, live_group = np.unique(key_id[live], return_inverse=True)
-    position = step_position(buffers.alloc_time_ps, steps)
-    # Earliest step in which each key had a buffer that was freed: a rolling cache evicts.
-    freed_pos = np.full(len(live_ids), np.iinfo(np.int64).max, np.int64)
-    freed = np.flatnonzero((buffers.status != NEVER_FREED) & (position >= 0))
-    slot = np.searchsorted(live_ids, key_id[freed])
-    hit = slot < len(live_ids)
-    hit[hit] = live_ids[slot[hit]] == key_id[freed][hit]
-    np.minimum.at(freed_pos, slot[hit], position[freed][hit])
-    by_group = live[np.argsort(live_group, kind="stable")]
-    bounds = np.cumsum(np.bincount(live_group, minlength=len(live_ids)))[:-1]
-    groups: list[SuspectGroup] = []
-    for g, members in enumerate(np.split(by_group, bounds)):
-        groups.append(_classify(buffers, members, int(freed_pos[g]), position, steps, num_steps))
-    order = sorted(range(len(groups)), key=lambda i: (-groups[i].score, -groups[i].bytes))
-    rank = np.empty(len(groups), np.int64)
-    rank[order] = np.arange(len(groups))
-    group_of_buffer[live] = rank[live_group]
-    return Suspects([groups[i] for i in order], group_of_buffer)
+    family_of_buffer = np.full(len(buffers), -1, np.int32)
+    never = buffers.status == NEVER_FREED
+    first, end = _live_boundaries(buffers, steps)
+    crossing = first < end
+    members = np.flatnonzero(never | crossing)
+    if len(members) == 0:
+        return Suspects([], group_of_buffer, family_of_buffer)
+    key = family_keys(buffers, members)
+    _, family = np.unique(key, return_inverse=True)
+    num_families = int(family.max()) + 1
+    position = step_position(buffers.alloc_time_ps[members], steps) if n else np.full(len(members), -1, np.int64)
+    by_family = np.argsort(family, kind="stable")
+    bounds = np.cumsum(np.bincount(family, minlength=num_families))[:-1]
+    candidates: list[tuple[SuspectGroup, int]] = []
+    block = max(1, SERIES_BLOCK_CELLS // (n + 2))
+    for lo in range(0, num_families, block):
+        hi = min(num_families, lo + block)
+        in_block = (family >= lo) & (family < hi) & crossing[members]
+        rows = members[in_block]
+        where = family[in_block] - lo
+        requested, allocated = buffers.requested_bytes[rows], buffers.allocation_bytes[rows]
+        # A profile without requested sizes (or with corrupt ones) is measured by its chunks instead.
+        tensor = np.where(requested > 0, requested, allocated)
+        series = [_live_series(where, first[rows], end[rows], w, hi - lo, n) for w in (tensor, allocated, np.ones(len(rows)))]
+        for f in range(lo, hi):
+            chosen = by_family[(bounds[f - 1] if f else 0) : (bounds[f] if f < len(bounds) else len(by_family))]
+            group = _classify(
+                buffers, members[chosen], position[chosen], never[members[chosen]], [s[f - lo] for s in series], steps, strings
+            )
+            if group is not None:
+                candidates.append((group, f))
+    order = sorted(range(len(candidates)), key=lambda i: (-candidates[i][0].score, -candidates[i][0].bytes))
+    rank = np.full(num_families, -1, np.int32)
+    for r, i in enumerate(order):
+        rank[candidates[i][1]] = r
+    family_of_buffer[members] = rank[family]
+    group_of_buffer[members] = np.where(never[members], rank[family], -1)
+    return Suspects([candidates[i][0] for i in order], group_of_buffer, family_of_buffer)
+
+
+def _live_boundaries(buffers: Buffers, steps: Steps) -> tuple[np.ndarray, np.ndarray]:
+    """Each buffer is live at step boundaries first..end-1 (first == end: at none), where boundary i is the
+    instant before step i starts and boundary n the instant after the last step ends.
+
+    Starts, not ends: what a step makes after its marker ends (a function's
+    outputs, when the steps are its runs) is then counted with that step, as
+    `step_position` places it; what the last step makes after it ends is in flight.
+    """
+    if len(steps) == 0:
+        zeros = np.zeros(len(buffers), np.int64)
+        return zeros, zeros
+    # Markers out of order (nested, or corrupt) still give boundaries in time order.
+    boundary = np.maximum.accumulate(np.concatenate([steps.start_ps, steps.end_ps[-1:] + 1]))
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    made = np.where(buffers.status == BEFORE_WINDOW, lowest, buffers.alloc_time_ps)
+    gone = np.where(buffers.status == NEVER_FREED, highest, buffers.free_time_ps)
+    # Live at a boundary: made before it, freed at or after it.
+    return np.searchsorted(boundary, made, side="right"), np.searchsorted(boundary, gone, side="right")
+
+
+def _live_series(family: np.ndarray, first: np.ndarray, end: np.ndarray, weights: np.ndarray, count: int, n: int) -> np.ndarray:
+    """(count, n + 1): per family, the sum of `weights` of its buffers live at each step boundary."""
+    width = n + 2
+    w = weights.astype(np.float64)
+    cells = count * width
+    delta = np.bincount(family * width + first, w, cells) - np.bincount(family * width + end, w, cells)
+    return np.cumsum(delta.reshape(count, width), axis=1)[:, : n + 1]
+
+
+def family_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
+    """One int64 per buffer (or per buffer in `rows`), equal exactly when (op, dtype, region) are."""
+    return _combined_keys([buffers.op, buffers.dtype, buffers.region], rows)
 
 
 def group_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
     """One int64 per buffer (or per buffer in `rows`), equal exactly when (op, shape, dtype, region) are,
     and ordered as those are."""
-    columns = [c if rows is None else c[rows] for c in (buffers.op, buffers.shape, buffers.dtype, buffers.region)]
+    return _combined_keys([buffers.op, buffers.shape, buffers.dtype, buffers.region], rows)
+
+
+def _combined_keys(all_columns: list[np.ndarray], rows: np.ndarray | None) -> np.ndarray:
+    columns = [c if rows is None else c[rows] for c in all_columns]
     key = np.zeros(len(columns[0]), np.int64)
     if len(key) == 0:
         return key
@@ -90,72 +181,134 @@ def group_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
     return key
 
 
+def _trend(live: np.ndarray) -> _Trend | None:
+    """Whether a family's live bytes at the step boundaries grow steadily to the end, and from when.
+
+    Growth is measured after the last fall (a cleared cache, a fixed leak); its
+    onset is the first rise that the later rises follow at their cadence. It
+    grows when it rose in at least MIN_RISES steps, was still rising in the
+    last part of the window, and ends above everything it held before the onset
+    (a sawtooth's last tooth does not).
+    """
+    n = len(live) - 1
+    change = np.diff(live)
+    span = float(live.max() - live.min())
+    if span <= 0:
+        return None
+    falls = np.flatnonzero(change < -FALL_SHARE * span)
+    start = int(falls[-1]) + 1 if len(falls) else 0
+    rises = start + np.flatnonzero(change[start:] > 0)
+    if len(rises) == 0:
+        return _Trend(False, start, rises, math.inf)
+    gaps = np.diff(rises)
+    if len(gaps):
+        cadence = float(np.median(gaps))
+        wide = np.flatnonzero(gaps > max(ONSET_GAP_CADENCES * cadence, cadence + ONSET_GAP_SLACK))
+        if len(wide):
+            rises = rises[int(wide[-1]) + 1 :]
+    cadence = float(np.median(np.diff(rises))) if len(rises) > 1 else math.inf
+    onset = int(rises[0])
+    flat_tail = n - 1 - int(rises[-1])
+    still_rising = flat_tail <= max(2.0, 2 * cadence if len(rises) > 1 else 2.0, STOPPED_SHARE * n)
+    new_high = live[-1] > live[: onset + 1].max()
+    return _Trend(len(rises) >= MIN_RISES and still_rising and bool(new_high), onset, rises, cadence)
+
+
 def _classify(
     buffers: Buffers,
     members: np.ndarray,
-    first_freed_position: int,
     position: np.ndarray,
+    never: np.ndarray,
+    series: list[np.ndarray],
     steps: Steps,
-    num_steps: int,
-) -> SuspectGroup:
+    strings: list[str],
+) -> SuspectGroup | None:
+    """The group of one family, or None when it keeps nothing and does not grow."""
+    num_steps = len(steps)
+    live_requested, live_allocated, live_count = series
+    trend = _trend(live_requested) if num_steps else None
+    growing = trend is not None and trend.growing
+    kept = members[never]
+    if not growing and len(kept) == 0:
+        return None
     head = members[0]
-    op, shape, dtype, region = (int(c[head]) for c in (buffers.op, buffers.shape, buffers.dtype, buffers.region))
-    requested, allocated = buffers.requested_bytes[members], buffers.allocation_bytes[members]
-    ords = position[members]
+    op, dtype, region = (int(c[head]) for c in (buffers.op, buffers.dtype, buffers.region))
+    ords = position[never]
     in_steps = np.unique(ords[ords >= 0])
     distinct = len(in_steps)
     first = int(in_steps[0]) if distinct else None
     last = int(in_steps[-1]) if distinct else None
-    kind, score, per_step, allocated_per_step = PERSISTENT, 0.1, 0.0, 0.0
-    if num_steps and distinct and first is not None and first >= num_steps - 1:
+    per_step = allocated_per_step = 0.0
+    onset: int | None = None
+    regrown = False
+    if growing and trend is not None:
+        kind, onset = GROWING, trend.onset
+        per_step = _rate(trend.rises, live_requested)
+        allocated_per_step = _rate(trend.rises, live_allocated)
+        regrown = 2 * (live_count[-1] - live_count[onset]) < len(trend.rises)
+        cadence = trend.cadence
+        regularity = min(1.0, len(trend.rises) / ((int(trend.rises[-1]) - onset) / cadence + 1))
+        span = num_steps - onset
+        score = 0.5 + 0.5 * min(1.0, span / max(3.0, num_steps / 2)) * regularity
+    elif num_steps and first is not None and first >= num_steps - 1:
         kind, score = WINDOW_END, 0.05
     elif num_steps == 0 or first is None or last is None or last <= max(0, num_steps // 10) or distinct <= 1:
         kind, score = PERSISTENT, 0.1
     else:
-        # A rolling cache keeps its newest entries and frees older ones of the same kind.
-        evicted = first_freed_position < first
-        span = last - first + 1
-        # Steps between additions: a leak may add every step or, say, every 10th (periodic logging).
-        cadence = float(np.median(np.diff(in_steps)))
-        still_adding = num_steps - 1 - last <= max(2.0, 2 * cadence)
-        if distinct >= 3 and still_adding and not (evicted and distinct <= num_steps // 2):
-            # In flight: made after the last step ended, so not part of its growth.
-            fitted = (ords >= 0) & (buffers.alloc_time_ps[members] <= steps.end_ps[-1])
-            kind = GROWING
-            per_step = fitted_rate(ords[fitted], requested[fitted])
-            allocated_per_step = fitted_rate(ords[fitted], allocated[fitted])
-            regularity = min(1.0, distinct / ((last - first) / cadence + 1))
-            score = 0.5 + 0.5 * min(1.0, span / max(3.0, num_steps / 2)) * regularity
-        else:
-            kind, score = BOUNDED, 0.3 * distinct / (num_steps - first)
+        kind, score = BOUNDED, 0.3 * distinct / (num_steps - first)
+    shapes = np.unique(buffers.shape[members])
     step_nums = steps.step_num
     return SuspectGroup(
         op=op,
-        shape=shape,
         dtype=dtype,
         region=region,
+        shape=shape_pattern([strings[s] for s in shapes]),
+        num_shapes=len(shapes),
+        latest_shape=strings[int(buffers.shape[_latest(buffers, members, never)])],
         kind=kind,
-        count=len(members),
-        requested_bytes=int(requested.sum()),
-        bytes=int(allocated.sum()),
+        count=len(kept),
+        requested_bytes=int(buffers.requested_bytes[kept].sum()),
+        bytes=int(buffers.allocation_bytes[kept].sum()),
         steps=distinct,
         first_step=int(step_nums[first]) if first is not None else None,
         last_step=int(step_nums[last]) if last is not None else None,
+        onset_step=int(step_nums[onset]) if onset is not None else None,
+        growth_steps=len(trend.rises) if growing and trend is not None else 0,
+        regrown=bool(regrown),
         bytes_per_step=per_step,
         allocated_bytes_per_step=allocated_per_step,
         score=round(min(1.0, score), 3),
     )
 
 
-def fitted_rate(position: np.ndarray, sizes: np.ndarray) -> float:
-    """Bytes per step: the least-squares slope of the bytes kept so far against the step they were kept in.
+def _latest(buffers: Buffers, members: np.ndarray, never: np.ndarray) -> int:
+    """The family's newest never-freed buffer, else its newest member."""
+    pool = members[never] if np.any(never) else members
+    return int(pool[np.argmax(buffers.alloc_time_ps[pool])])
 
-    One X-byte buffer every N steps gives exactly X/N; total / span would
-    count one step too many. 0 with fewer than two steps.
+
+def _rate(rises: np.ndarray, live: np.ndarray) -> float:
+    """Bytes per step: the least-squares slope of the live bytes after each rise against the rise's step.
+
+    One X-byte buffer kept every N steps gives exactly X/N; a buffer regrown by
+    X every step gives X. 0 with fewer than two rises.
     """
-    steps, where = np.unique(position, return_inverse=True)
-    if len(steps) < 2:
+    if len(rises) < 2:
         return 0.0
-    kept = np.cumsum(np.bincount(where, weights=sizes.astype(np.float64)))
     # Rounded to a thousandth of a byte: exact rates come out exact, not a rounding error off.
-    return round(float(np.polyfit(steps.astype(np.float64), kept, 1)[0]), 3)
+    return round(float(np.polyfit(rises.astype(np.float64), live[rises + 1], 1)[0]), 3)
+
+
+def shape_pattern(shapes: list[str]) -> str:
+    """The shapes of one family as one: the shape when all agree, "[32,*]" when some dimensions vary,
+    "*" when their ranks differ or they are not dimension lists."""
+    distinct = sorted(set(shapes))
+    if len(distinct) == 1:
+        return distinct[0]
+    parsed = [_DIMS.fullmatch(s.strip()) for s in distinct]
+    if not all(parsed):
+        return "*"
+    dims = [[d.strip() for d in m.group(1).split(",")] if m and m.group(1).strip() else [] for m in parsed]
+    if len({len(d) for d in dims}) != 1:
+        return "*"
+    return "[" + ",".join(column[0] if len(set(column)) == 1 else "*" for column in zip(*dims, strict=True)) + "]"

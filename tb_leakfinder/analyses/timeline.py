@@ -23,7 +23,7 @@ class Timeline:
     fragmentation: np.ndarray
     never_freed_bytes: np.ndarray
     group: int | None = None
-    group_bytes: np.ndarray | None = None  # held by the never-freed group `group`
+    group_bytes: np.ndarray | None = None  # held by the family `group`: its buffers that outlive a step
 
 
 def timeline(
@@ -46,7 +46,7 @@ def timeline(
         fragmentation=e.fragmentation[at],
         never_freed_bytes=never_freed_bytes(a.buffers, at),
         group=group,
-        group_bytes=None if group is None else held_bytes(a.buffers, a.suspects.group_of_buffer == group, at),
+        group_bytes=None if group is None else live_bytes(a.buffers, a.suspects.family_of_buffer == group, at),
     )
 
 
@@ -61,6 +61,28 @@ def held_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray
     order = np.argsort(made, kind="stable")
     total = np.concatenate([np.zeros(1, np.int64), np.cumsum(buffers.allocation_bytes[chosen][order], dtype=np.int64)])
     return total[np.searchsorted(made[order], at, side="right")]
+
+
+def live_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """After each event index in `at`, the bytes held by the buffers selected by `mask`: made and not yet freed.
+
+    A buffer allocated before the window is held from the start until its free.
+    """
+    chosen = np.flatnonzero(mask)
+    sizes = buffers.allocation_bytes[chosen]
+    made, freed = buffers.alloc_event[chosen], buffers.free_event[chosen]
+    held = _count_upto(made, sizes, at)
+    ended = freed >= 0
+    result: np.ndarray = held - _count_upto(freed[ended], sizes[ended], at)
+    return result
+
+
+def _count_upto(event: np.ndarray, sizes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The sum of `sizes` whose `event` index is at or before each index in `at`."""
+    order = np.argsort(event, kind="stable")
+    total = np.concatenate([np.zeros(1, np.int64), np.cumsum(sizes[order], dtype=np.int64)])
+    result: np.ndarray = total[np.searchsorted(event[order], at, side="right")]
+    return result
 
 
 def never_freed_bytes(buffers: Buffers, at: np.ndarray) -> np.ndarray:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from tb_leakfinder.analyses.labels import format_bytes, group_label
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
@@ -17,6 +19,10 @@ INCONCLUSIVE = "inconclusive"
 SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
 # Time windows are not steps: a leak must grow in this share of them, not merely grow.
 MOST_WINDOWS = 0.8
+# A leak whose growth began this many steps into the window is said to start there ("from step 20 on").
+LATE_ONSET_STEPS = 3
+# The heap's rise over the window, as a share of its peak, past which a no-leak verdict says where it went.
+HEAP_TREND_SHARE = 0.05
 KIND_WORDS = {
     PERSISTENT: "made once and kept (persistent)",
     BOUNDED: "a cache that stopped growing (bounded)",
@@ -41,7 +47,7 @@ def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, str
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
     if source.too_short:
-        lead = f" The largest never-freed group is {_label(groups[0], strings)}." if groups else ""
+        lead = f" The largest never-freed group is {family_label(groups[0], strings)}." if groups else ""
         found = "no step information and no time span to divide" if source.kind == NONE else source.description
         return Verdict(
             INCONCLUSIVE,
@@ -51,28 +57,53 @@ def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, str
     leaking = leak_groups(groups, source)
     if leaking:
         top = leaking[0]
+        onset = f" from {unit} {top.onset_step} on" if _late(top, source) else ""
+        kept = "" if top.regrown else f", {top.steps} of {n} {unit}s never freed"
+        more = ""
+        if len(leaking) > 1:
+            total = sum(g.bytes_per_step for g in leaking)
+            more = f"; {len(leaking)} families grow, +{format_bytes(total)} per {unit} in all"
         return Verdict(
             LEAK,
-            f"Leak: +{format_bytes(top.bytes_per_step)} per {unit} from {_label(top, strings)}, "
-            f"{top.steps} of {n} {unit}s never freed ({source.description})",
+            f"Leak: +{format_bytes(top.bytes_per_step)} per {unit} from {family_label(top, strings)}{onset}"
+            f"{kept} ({source.description}){more}",
         )
     if growing:
         top = growing[0]
         return Verdict(
             INCONCLUSIVE,
-            f"Inconclusive: {_label(top, strings)} grows, but with no step information only in {top.steps} of "
-            f"{n} equal time windows; a leak needs growth in at least {_most(n)} of them. "
+            f"Inconclusive: {family_label(top, strings)} grows, but with no step information only in "
+            f"{top.growth_steps} of {n} equal time windows; a leak needs growth in at least {_most(n)} of them. "
             f"Mark steps (step_num) or capture more of the run.",
         )
-    kept = summary.never_freed_bytes
-    if kept:
+    kept_bytes = summary.never_freed_bytes
+    if kept_bytes:
         kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in groups)]
         return Verdict(
             NO_LEAK,
             f"No leak: nothing grows {unit} after {unit} over {source.description}; "
-            f"the {format_bytes(kept)} still live at window end is {' or '.join(kinds)}",
+            f"the {format_bytes(kept_bytes)} still live at window end is {' or '.join(kinds)}{_heap_trend(summary, n, unit)}",
         )
-    return Verdict(NO_LEAK, f"No leak: every buffer allocated over {source.description} was freed")
+    return Verdict(NO_LEAK, f"No leak: every buffer allocated over {source.description} was freed{_heap_trend(summary, n, unit)}")
+
+
+def _late(group: SuspectGroup, source: StepSource) -> bool:
+    """Whether a growing group's onset is worth saying: it began well after the window's first step."""
+    if group.onset_step is None or source.kind == TIME_WINDOWS:
+        return False
+    at = np.flatnonzero(source.steps.step_num == group.onset_step)
+    return len(at) > 0 and int(at[0]) >= LATE_ONSET_STEPS
+
+
+def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:
+    """Why the heap figure may rise when no family leaks: said once it adds up to a share of the peak."""
+    rise = summary.growth_bytes_per_step
+    if rise <= 0 or rise * num_steps < HEAP_TREND_SHARE * max(1, summary.peak_heap_bytes):
+        return ""
+    return (
+        f". The heap in use at {unit} ends fits +{format_bytes(rise)} per {unit} over the window (all allocations): "
+        "memory that stopped growing or was released, which no family kept growing"
+    )
 
 
 def leak_groups(groups: list[SuspectGroup], source: StepSource) -> list[SuspectGroup]:
@@ -80,15 +111,21 @@ def leak_groups(groups: list[SuspectGroup], source: StepSource) -> list[SuspectG
     growing = [g for g in groups if g.kind == GROWING]
     if source.kind != TIME_WINDOWS:
         return growing
-    return [g for g in growing if g.steps >= _most(source.num_steps)]
+    return [g for g in growing if g.growth_steps >= _most(source.num_steps)]
 
 
 def _most(num_windows: int) -> int:
     return math.ceil(MOST_WINDOWS * num_windows)
 
 
-def _label(group: SuspectGroup, strings: list[str]) -> str:
-    return group_label(strings[group.op], strings[group.shape], strings[group.region])
+def family_label(group: SuspectGroup, strings: list[str]) -> str:
+    """'Mul [128,1024] output', 'Mean [32,*] output, 12 shapes', or 'one buffer regrown each step by ConcatV2,
+    now [1920,1024]'."""
+    op, region = strings[group.op], strings[group.region]
+    if group.regrown:
+        return f"one buffer regrown each step by {op or '(unknown op)'}, now {group.latest_shape}"
+    label = group_label(op, group.shape, region)
+    return f"{label}, {group.num_shapes} shapes" if group.num_shapes > 1 else label
 
 
 def worst(verdicts: list[str]) -> str:

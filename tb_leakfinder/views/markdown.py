@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.labels import format_bytes, group_label
+from tb_leakfinder.analyses.labels import format_bytes
 from tb_leakfinder.report import Json
 
 VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ inconclusive", None: "—"}
@@ -38,17 +38,22 @@ def render_comparison(c: Json) -> str:
             for label, key in (
                 ("peak in use", "peak_bytes_in_use"),
                 ("never freed", "never_freed_bytes"),
-                ("heap growth per step", "growth_bytes_per_step"),
+                ("heap at step ends, per step", "growth_bytes_per_step"),
             ):
                 d = alloc[key]
                 lines.append(f"| {label} | {format_bytes(d['a'])} | {format_bytes(d['b'])} | {_signed(d['delta'])} |")
             changed = [g for g in alloc["groups"] if g["status"] != "unchanged"]
             if changed:
-                lines += ["", "| status | group | dtype | A | B | A per step | B per step |", "|---|---|---|---:|---:|---:|---:|"]
                 lines += [
-                    f"| {g['status']} | `{_cell(group_label(g['op'], g['shape'], g['region']))}` | {_cell(g['dtype'])} | "
+                    "",
+                    "| status | family | dtype | A | B | A per step | B per step | B grows from |",
+                    "|---|---|---|---:|---:|---:|---:|---:|",
+                ]
+                lines += [
+                    f"| {g['status']} | `{_cell(g['label'])}` | {_cell(g['dtype'])} | "
                     f"{format_bytes(g['bytes_a'])} | {format_bytes(g['bytes_b'])} | "
-                    f"{format_bytes(g['bytes_per_step_a'])} | {format_bytes(g['bytes_per_step_b'])} |"
+                    f"{format_bytes(g['bytes_per_step_a'])} | {format_bytes(g['bytes_per_step_b'])} | "
+                    f"{'' if g['onset_step_b'] is None else 'step ' + str(g['onset_step_b'])} |"
                     for g in changed
                 ]
         for m in h["modules"]:

@@ -47,26 +47,27 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
         f"    {peak_text(a)}",
         f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
         f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
-        f"heap growth {format_bytes(a['growth_bytes_per_step'])}/{unit}",
+        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)",
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
     lines += [f"    warning: {w}" for w in a["warnings"]]
     if a["groups"]:
-        lines.append("    never-freed groups:")
+        lines.append("    groups (op families; count and bytes: their never-freed buffers):")
         rows = [
             [
                 g["kind"],
-                group_label(g["op"], g["shape"], g["region"]),
+                g["label"],
                 g["dtype"],
                 str(g["count"]),
                 format_bytes(g["bytes"]),
                 f"{g['steps']}",
+                "" if g["onset_step"] is None else str(g["onset_step"]),
                 format_bytes(g["bytes_per_step"]) + f"/{unit}",
                 f"{g['score']:.2f}",
             ]
             for g in a["groups"][:TOP_ROWS]
         ]
-        lines += _table(["kind", "op shape region", "dtype", "count", "bytes", "steps", "growth", "score"], rows)
+        lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score"], rows)
         if len(a["groups"]) > TOP_ROWS:
             lines.append(f"    … and {len(a['groups']) - TOP_ROWS} more groups (see --json)")
     if a["peak_breakdown"]:
@@ -114,10 +115,10 @@ def render_modules(summaries: list[Json], detailed: int = 3) -> str:
     return "\n\n".join(parts)
 
 
-def _growth_text(bytes_per_step: float | None) -> str:
+def _growth_text(bytes_per_step: float | None, unit: str = "step") -> str:
     if bytes_per_step is None:
         return "-"
-    return f"{'+' if bytes_per_step >= 0 else '-'}{format_bytes(abs(bytes_per_step))}/step"
+    return f"{'+' if bytes_per_step >= 0 else '-'}{format_bytes(abs(bytes_per_step))}/{unit}"
 
 
 def _peak_of_capacity(row: Json) -> str:
