@@ -32,6 +32,8 @@ FALL_SHARE = 0.25
 # the onset: a lone early blip is not where a leak began.
 ONSET_GAP_CADENCES = 4
 ONSET_GAP_SLACK = 4
+# The share of a family's growth that its never-freed buffers must still hold at window end.
+HELD_SHARE = 0.5
 # A family flat for more than this share of the window (and two cadences) after its last rise stopped growing.
 STOPPED_SHARE = 0.1
 # Cells of one block of family-by-step series: families are measured in blocks of at most this many.
@@ -227,8 +229,8 @@ def _classify(
     num_steps = len(steps)
     live_requested, live_allocated, live_count = series
     trend = _trend(live_requested) if num_steps else None
-    growing = trend is not None and trend.growing
     kept = members[never]
+    growing = trend is not None and trend.growing and _still_held(buffers, kept, live_requested, trend.onset)
     if not growing and len(kept) == 0:
         return None
     head = members[0]
@@ -279,6 +281,18 @@ def _classify(
         allocated_bytes_per_step=allocated_per_step,
         score=round(min(1.0, score), 3),
     )
+
+
+def _still_held(buffers: Buffers, kept: np.ndarray, live: np.ndarray, onset: int) -> bool:
+    """Whether the growth from the onset is still held at window end, by never-freed buffers.
+
+    A family whose step-outliving buffers were all freed after the last step
+    (a sweep of ever larger configurations, a pipeline draining) only looked
+    as if it grew.
+    """
+    requested = buffers.requested_bytes[kept]
+    held = np.where(requested > 0, requested, buffers.allocation_bytes[kept]).sum()
+    return bool(held >= HELD_SHARE * (live[-1] - live[onset]))
 
 
 def _latest(buffers: Buffers, members: np.ndarray, never: np.ndarray) -> int:
