@@ -32,7 +32,7 @@ def profile(request: pytest.FixtureRequest) -> tuple[str, dict]:
 
 
 def test_neither_real_jax_gpu_profile_leaks(profile):
-    name, host = profile
+    _name, host = profile
     assert host["verdict"] == "no_leak", host["reason"]
     assert all(g["kind"] != "growing" for a in host["allocators"] for g in a["groups"])
 
@@ -49,7 +49,7 @@ def test_peaks_and_counts_equal_xprofs(profile):
 
 def test_a_rising_heap_figure_is_explained_beside_no_leak(profile):
     """Both sweeps' heap at step ends rises over the window (to larger sizes), yet nothing leaks: the reason says why."""
-    name, host = profile
+    _name, host = profile
     device = host["allocators"][0]
     assert device["growth_bytes_per_step"] * host["num_steps"] >= 0.05 * device["peak_heap_bytes"]
     assert "The heap in use at step ends fits +" in device["reason"]
