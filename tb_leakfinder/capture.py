@@ -21,22 +21,39 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from tb_leakfinder.analyses.labels import MKLCPU_ID
 from tb_leakfinder.errors import LeakfinderError
 
 TENSORFLOW = "tensorflow"
 JAX = "jax"
 FRAMEWORKS = (TENSORFLOW, JAX)
 BFC_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
+ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 # TraceMe level of the BFC allocator's MemoryAllocation/MemoryDeallocation events (kInfo).
 HOST_TRACER_LEVEL = 2
 STEP_NAME = "train"
 
-NO_BFC_WARNING = (
-    f"TensorFlow is running on CPU without its BFC allocator, so this profile will hold no memory events"
-    f" and the report can only be inconclusive. Set {BFC_VARIABLE}=true in the environment before TensorFlow"
-    f" is imported (e.g. `{BFC_VARIABLE}=true python train.py`, or os.environ[{BFC_VARIABLE!r}] = 'true' at the"
-    " very top of the script)."
+# TensorFlow's CPU allocators, by what a profile records of them.
+BFC = "bfc"  # every allocation
+MKLCPU = MKLCPU_ID  # oneDNN's: only large blocks
+DEFAULT = "default"  # none
+UNKNOWN = "unknown"  # BFC or mklcpu, which only the profile tells apart
+
+_BFC_FIX = (
+    f"Set {BFC_VARIABLE}=true in the environment before TensorFlow is imported (e.g. `{BFC_VARIABLE}=true python"
+    f" train.py`, or os.environ[{BFC_VARIABLE!r}] = 'true' at the very top of the script)"
 )
+NO_BFC_WARNING = (
+    "TensorFlow is running on CPU without its BFC allocator, so this profile will hold no memory events"
+    f" and the report can only be inconclusive. {_BFC_FIX}."
+)
+MKLCPU_WARNING = (
+    "TensorFlow is running on CPU with oneDNN's mklcpu allocator instead of its BFC allocator, so this profile"
+    " will record only large blocks: small buffers are not seen, the profile is partial, and a report that finds"
+    f" no leak can only be inconclusive. {_BFC_FIX}; oneDNN may stay on ({ONEDNN_VARIABLE}=0 without"
+    f" {BFC_VARIABLE}=true records no memory events at all)."
+)
+_WARNINGS = {DEFAULT: NO_BFC_WARNING, MKLCPU: MKLCPU_WARNING}
 
 
 class CaptureError(LeakfinderError):
@@ -71,15 +88,55 @@ def detect_framework(framework: str | None = None) -> str:
     )
 
 
-def tensorflow_bfc_on_cpu(tf: ModuleType) -> bool | None:
-    """Whether TensorFlow's CPU allocator is BFC (it keeps stats; the default one has none); None without a CPU device."""
+def tensorflow_cpu_allocator(tf: ModuleType) -> str | None:
+    """Which of TensorFlow's CPU allocators (BFC, MKLCPU, DEFAULT or UNKNOWN) its CPU device uses; None without one.
+
+    Only BFC and mklcpu keep stats (get_memory_info raises for the default one), and BFC only when
+    TF_CPU_ALLOCATOR_USE_BFC was true as TF made its CPU device. A variable set now may have come too late,
+    which only matters when oneDNN could have made mklcpu the allocator instead.
+    """
     if not tf.config.list_logical_devices("CPU"):
         return None
     try:
         tf.config.experimental.get_memory_info("CPU:0")
     except ValueError:
-        return False
-    return True
+        return DEFAULT
+    onednn = _onednn_enabled(tf)
+    if onednn is False:
+        return BFC
+    if not _bfc_variable_set():
+        return MKLCPU
+    return UNKNOWN
+
+
+def _onednn_enabled(tf: ModuleType) -> bool | None:
+    """Whether TensorFlow runs with oneDNN (TF_ENABLE_ONEDNN_OPTS, or its default for this CPU); None if TF hides it."""
+    # A private module TensorFlow loads with itself: looked up, never imported, so a TF without it is no error.
+    port = sys.modules.get(f"{tf.__name__}.python.util._pywrap_util_port")
+    enabled = getattr(port, "IsMklEnabled", None)
+    return bool(enabled()) if callable(enabled) else None
+
+
+def _bfc_variable_set() -> bool:
+    return os.environ.get(BFC_VARIABLE, "").lower() == "true"
+
+
+def _late_note() -> str:
+    return f" ({BFC_VARIABLE} is set now, but only after TensorFlow was imported)" if _bfc_variable_set() else ""
+
+
+def recorded_allocators(session_dir: pathlib.Path) -> set[str]:
+    """The memory ids of the allocators whose events a session's profiles hold."""
+    from tb_leakfinder.read.discovery import XPLANE_SUFFIX
+    from tb_leakfinder.read.xspace import read_host
+
+    names: set[str] = set()
+    for path in sorted(session_dir.glob(f"*{XPLANE_SUFFIX}")):
+        try:
+            names.update(read_host(str(path), path.name[: -len(XPLANE_SUFFIX)]).events.allocator_names)
+        except LeakfinderError:
+            continue  # the capture stands: its report says what is wrong with the file
+    return names
 
 
 class _Profiler:
@@ -89,17 +146,14 @@ class _Profiler:
         self.framework = framework
         self.module = sys.modules[framework]
 
-    def warnings(self) -> list[str]:
+    def cpu_allocator(self) -> str | None:
+        """The TensorFlow CPU allocator a profile records (see tensorflow_cpu_allocator); None for JAX or a GPU."""
         if self.framework != TENSORFLOW:
-            return []
+            return None
         tf = self.module
         if tf.config.list_physical_devices("GPU"):
-            return []  # TF's GPU allocator is BFC whatever the variable says
-        if tensorflow_bfc_on_cpu(tf) is False:
-            set_now = os.environ.get(BFC_VARIABLE, "").lower() == "true"
-            late = f" ({BFC_VARIABLE} is set now, but only after TensorFlow was imported)" if set_now else ""
-            return [NO_BFC_WARNING + late]
-        return []
+            return None  # TF's GPU allocator is BFC whatever the variable says
+        return tensorflow_cpu_allocator(tf)
 
     def start(self, logdir: str) -> None:
         if self.framework == TENSORFLOW:
@@ -164,14 +218,20 @@ class Capture:
         self.steps: list[int] = []
         self.session_dir: pathlib.Path | None = None
         self._profiler = _Profiler(self.framework)
+        self._allocator: str | None = None
         self._before: set[pathlib.Path] = set()
         self._running = False
 
     def __enter__(self) -> Capture:
-        self.warnings = self._profiler.warnings()
-        for message in self.warnings:
-            warnings.warn(message, CaptureWarning, stacklevel=2)
+        self.warnings = []
+        self._allocator = self._profiler.cpu_allocator()
+        if self._allocator in _WARNINGS:
+            self._warn(_WARNINGS[self._allocator] + _late_note(), stacklevel=3)
         return self
+
+    def _warn(self, message: str, stacklevel: int) -> None:
+        self.warnings.append(message)
+        warnings.warn(message, CaptureWarning, stacklevel=stacklevel)
 
     def __exit__(self, *exc: object) -> None:
         self._stop()
@@ -220,6 +280,10 @@ class Capture:
         if not new:
             raise CaptureError(f"the {self.framework} profiler wrote no session under {self.logdir / 'plugins' / 'profile'}")
         self.session_dir = new[-1]
+        if self._allocator == UNKNOWN and MKLCPU in recorded_allocators(self.session_dir):
+            # oneDNN is on and the variable is set, but it came after TensorFlow made its CPU device.
+            self._allocator = MKLCPU
+            self._warn(MKLCPU_WARNING + _late_note(), stacklevel=4)
 
     def report(self) -> dict[str, Any]:
         """The leak report of this capture's profile session (tb_leakfinder.analyze on it)."""

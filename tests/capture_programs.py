@@ -88,6 +88,17 @@ def tf_warning(logdir: str) -> dict:
     }
 
 
+def tf_late_bfc(logdir: str) -> dict:
+    """TF_CPU_ALLOCATOR_USE_BFC set only once TensorFlow has made its CPU device: too late, so the warning says so."""
+    import os
+
+    import tensorflow as tf
+
+    tf.ones([4])  # TensorFlow makes its CPU device, and with it the CPU allocator
+    os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+    return tf_warning(logdir)
+
+
 def jax_static(logdir: str) -> dict:
     """A jitted step that returns its large activation by mistake (a maybe-live-out buffer)."""
     import jax
@@ -172,7 +183,9 @@ def no_framework(logdir: str) -> dict:
     return {"error": error, "loaded": sorted(m for m in ("tensorflow", "jax", "keras") if m in sys.modules)}
 
 
-PROGRAMS = {f.__name__: f for f in (tf_leak, tf_fixed, tf_warning, jax_static, keras_fit, keras_jax_fit, no_framework)}
+PROGRAMS = {
+    f.__name__: f for f in (tf_leak, tf_fixed, tf_warning, tf_late_bfc, jax_static, keras_fit, keras_jax_fit, no_framework)
+}
 
 if __name__ == "__main__":
     print(json.dumps(PROGRAMS[sys.argv[1]](sys.argv[2])))

@@ -13,11 +13,13 @@ import os
 import pathlib
 import subprocess
 import sys
+import types
 
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder.capture import Capture, CaptureError, detect_framework
+from tb_leakfinder.analyses.host import MKLCPU_NOTE
+from tb_leakfinder.capture import Capture, CaptureError, detect_framework, tensorflow_cpu_allocator
 from tests import capture_programs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -30,11 +32,16 @@ def _need(module: str) -> None:
         pytest.skip(f"{module} is not installed (pip install '.[test]')")
 
 
-def run_program(name: str, logdir: pathlib.Path, bfc: bool = True, keras_backend: str = "tensorflow") -> dict:
+def run_program(
+    name: str, logdir: pathlib.Path, bfc: bool = True, keras_backend: str = "tensorflow", onednn: bool | None = None
+) -> dict:
+    """Runs a program of tests/capture_programs.py; `onednn` sets TF_ENABLE_ONEDNN_OPTS (None: as this process has it)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": keras_backend}
     env.pop("TF_CPU_ALLOCATOR_USE_BFC", None)
     if bfc:
         env["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+    if onednn is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "capture_programs.py"), name, str(logdir)],
         env=env,
@@ -90,17 +97,86 @@ def test_tensorflow_without_a_leak_is_clean(tmp_path):
     assert "only one profile can be captured at a time" in out["busy"]
 
 
-def test_tensorflow_without_bfc_says_so_when_the_capture_starts(tmp_path):
-    _need("tensorflow")
-    out = run_program("tf_warning", tmp_path, bfc=False)
+def check_allocator_warning(out: dict, late: bool = False) -> dict:
+    """The one CaptureWarning of a TensorFlow capture without BFC, checked against what the profile recorded:
+    nothing (TF's default CPU allocator), or only oneDNN's mklcpu, whose no-leak report is inconclusive."""
     (caught,) = out["caught"]
-    assert caught.startswith("CaptureWarning: TensorFlow is running on CPU without its BFC allocator")
-    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in caught and "before TensorFlow" in caught
     assert out["warnings"] == [caught.removeprefix("CaptureWarning: ")]
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in caught and "before TensorFlow is imported" in caught
+    assert ("is set now, but only after TensorFlow was imported" in caught) == late
     host = only_host(out["report"])
     assert host["verdict"] == "inconclusive"
-    assert host["allocators"] == []
     assert host["num_steps"] == 3
+    recorded = [a["memory_id"] for a in host["allocators"]]
+    if recorded == []:
+        assert caught.startswith("CaptureWarning: TensorFlow is running on CPU without its BFC allocator")
+        assert "no memory events" in caught
+    else:
+        assert recorded == ["mklcpu"]
+        assert caught.startswith("CaptureWarning: TensorFlow is running on CPU with oneDNN's mklcpu allocator")
+        assert "only large blocks" in caught and "TF_ENABLE_ONEDNN_OPTS=0 without" in caught
+        (allocator,) = host["allocators"]
+        assert MKLCPU_NOTE in allocator["warnings"]
+        # Every large block was freed, which says nothing of the small buffers mklcpu does not record.
+        assert host["reason"] == allocator["reason"]
+        assert host["reason"].startswith(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: No leak: ")
+    return host
+
+
+@pytest.mark.parametrize("onednn", [False, True], ids=["onednn_off", "onednn_on"])
+def test_tensorflow_without_bfc_says_so_when_the_capture_starts(tmp_path, onednn):
+    _need("tensorflow")
+    out = run_program("tf_warning", tmp_path, bfc=False, onednn=onednn)
+    host = check_allocator_warning(out)
+    if not onednn:
+        assert host["allocators"] == []
+
+
+def test_tensorflow_bfc_set_too_late_is_found_in_the_profile(tmp_path):
+    # With oneDNN on, TensorFlow's stats look alike for BFC and mklcpu: only the written profile tells them apart.
+    _need("tensorflow")
+    out = run_program("tf_late_bfc", tmp_path, bfc=False, onednn=True)
+    check_allocator_warning(out, late=True)
+
+
+class FakeTensorFlow(types.ModuleType):
+    """What tensorflow_cpu_allocator asks of TensorFlow: a CPU device, its stats, and whether oneDNN is on."""
+
+    def __init__(self, stats: bool) -> None:
+        super().__init__("fake_tf")
+        self.stats = stats
+        self.config = types.SimpleNamespace(
+            list_logical_devices=lambda kind: ["CPU:0"],
+            experimental=types.SimpleNamespace(get_memory_info=self.get_memory_info),
+        )
+
+    def get_memory_info(self, device: str) -> dict:
+        if not self.stats:
+            raise ValueError(f"Allocator stats not available for device '{device}'")
+        return {"current": 0, "peak": 0}
+
+
+@pytest.mark.parametrize(
+    ("stats", "onednn", "bfc_set", "expected"),
+    [
+        (False, False, False, "default"),
+        (False, True, True, "default"),  # no stats: TF's plain allocator, whatever oneDNN and the variable say
+        (True, False, True, "bfc"),
+        (True, True, False, "mklcpu"),
+        (True, None, False, "mklcpu"),  # a TF that hides oneDNN: stats without the variable are mklcpu's
+        (True, True, True, "unknown"),  # BFC, or mklcpu if the variable came late: the profile will tell
+    ],
+)
+def test_tensorflow_cpu_allocator_from_what_tensorflow_shows(monkeypatch, stats, onednn, bfc_set, expected):
+    tf = FakeTensorFlow(stats)
+    if onednn is not None:
+        port = types.SimpleNamespace(IsMklEnabled=lambda: onednn)
+        monkeypatch.setitem(sys.modules, "fake_tf.python.util._pywrap_util_port", port)
+    if bfc_set:
+        monkeypatch.setenv("TF_CPU_ALLOCATOR_USE_BFC", "true")
+    else:
+        monkeypatch.delenv("TF_CPU_ALLOCATOR_USE_BFC", raising=False)
+    assert tensorflow_cpu_allocator(tf) == expected
 
 
 def test_jax_gives_its_static_view(tmp_path):

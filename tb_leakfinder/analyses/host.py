@@ -9,18 +9,22 @@ import numpy as np
 
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
-from tb_leakfinder.analyses.labels import allocator_label, is_host_memory
+from tb_leakfinder.analyses.labels import MKLCPU_ID, allocator_label, is_host_memory
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, Verdict, decide, leak_groups
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, decide, leak_groups
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.lifetimes import Buffers
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, Groups, HostProfile, MemoryEvents, Spans, Steps
 
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
+MKLCPU_NOTE = (
+    "mklcpu records only large blocks: small buffers are not seen; set TF_CPU_ALLOCATOR_USE_BFC=true "
+    "before TensorFlow is imported to record every allocation"
+)
 
 
 @dataclass
@@ -124,6 +128,9 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
+    if memory_id == MKLCPU_ID:
+        warnings.append(MKLCPU_NOTE)
+        verdict = _large_blocks_only(verdict)
     if pairing.double_allocations:
         warnings.append(
             f"{name}: {pairing.double_allocations} allocation(s) of an address already in use; "
@@ -147,6 +154,14 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
         outlook,
         fragmentation_note(events, summary.peak_event),
     )
+
+
+def _large_blocks_only(verdict: Verdict) -> Verdict:
+    """The verdict of an allocator that records only large blocks: growth seen in them is real, so a leak stays
+    a leak, but finding none among them says nothing of the small buffers."""
+    if verdict.verdict == NO_LEAK:
+        return Verdict(INCONCLUSIVE, f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: {verdict.reason}")
+    return Verdict(verdict.verdict, f"{verdict.reason.rstrip('.')}. {MKLCPU_NOTE}.")
 
 
 def _inconsistencies(events: MemoryEvents) -> list[str]:

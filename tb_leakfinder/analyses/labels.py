@@ -86,6 +86,9 @@ def group_label(op: str, shape: str, region: str) -> str:
 NO_MEMORY_ID = "(no memory id)"
 # Pinned host memory of TF's and PJRT's GPU clients: host RAM, listed after the devices.
 HOST_PINNED_IDS = ("gpu_host_bfc", "xla_gpu_host_bfc")
+# oneDNN's CPU allocator, TensorFlow's on x86 without TF_CPU_ALLOCATOR_USE_BFC=true. It hands small buffers out
+# of a pool that records no memory events, so its profile holds only the large blocks.
+MKLCPU_ID = "mklcpu"
 _GPU_BFC = re.compile(r"GPU_(\d+)_bfc")
 _DEVICE_PLANE = re.compile(r"/device:(TPU|GPU):(\d+)")
 
