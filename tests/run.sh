@@ -26,5 +26,8 @@ python tools/compile_proto.py --check
 echo "== python tests"
 python -m pytest -q
 
+echo "== leak accuracy benchmark (real captures against their truth files)"
+python benchmarks/accuracy/score.py
+
 echo "== browser tests"
 (cd frontend && npm test)

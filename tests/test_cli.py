@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -156,3 +158,39 @@ def test_check_into_a_closed_pipe_prints_no_traceback():
         os.close(write_end)
     assert done.returncode == 1, done.stderr  # the demo logdir holds a leak
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+ACCURACY = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "accuracy" / "captures"
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("late_onset", ["Leak: +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"]),
+        ("regrown", ["Leak: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"]),
+        ("dynamic_shapes", ["from Tanh [32,*] output, 20 shapes, 40 of 40 steps never freed"]),
+        ("several_families", ["; 2 families grow, +192 KiB per step in all"]),
+    ],
+)
+def test_report_text_names_the_family_and_its_onset(case, words):
+    """Real TF 2.21 CPU captures of the accuracy benchmark (benchmarks/accuracy/record.py)."""
+    out = cli("report", str(ACCURACY / case))
+    assert out.returncode == 0, out.stderr
+    for w in words:
+        assert w in out.stdout
+    header = next(line for line in out.stdout.splitlines() if line.strip().startswith("kind "))
+    assert header.split() == ["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score"]
+
+
+def test_report_csv_carries_the_family_and_the_onset(tmp_path):
+    out = cli("report", str(ACCURACY / "late_onset"), "--csv", str(tmp_path / "csv"))
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "csv" / "groups.csv", newline="", encoding="utf-8") as f:
+        (top, *_) = list(csv.DictReader(f))
+    assert (top["label"], top["kind"], top["onset_step"], top["num_shapes"], top["regrown"]) == (
+        "Mul [128,256] output",
+        "growing",
+        "20",
+        "1",
+        "false",
+    )
