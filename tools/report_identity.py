@@ -1,0 +1,154 @@
+"""Show that a change leaves every answer byte for byte as it was: a corpus served by two trees.
+
+The corpus: the demo runs, the accuracy benchmark's real captures, the real
+unmarked TF captures of tests/data, the real JAX GPU profiles of
+../shared/profiles (when present), and profiles synthesized here with the
+test builders (training loops, devices with each allocator key and step
+source). Each tree serves the same files through its plugin's routes, without
+the disk cache, in a process of its own, and the digests of every answer are
+compared: runs, report, and per allocator the timeline and buffers (with and
+without a group), per module its detail. Routes, not functions: they stay as
+they are whatever the code's layout.
+
+    python tools/report_identity.py                 # this working tree against HEAD
+    python tools/report_identity.py --against REV   # against any revision
+
+Exits 1 when any digest differs, naming the profile and the part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+REAL = [
+    ROOT / "demo_logs",
+    ROOT / "benchmarks" / "accuracy" / "captures",
+    ROOT / "tests" / "data" / "tf_unmarked",
+    ROOT.parent / "shared" / "profiles" / "jax_gpu",
+]
+
+# Run in each tree's process: the digests of what its package answers for every run of a logdir.
+DIGEST_PROGRAM = r"""
+import argparse, hashlib, json, sys, urllib.parse
+from tensorboard.backend import application
+from tensorboard.plugins import base_plugin
+from werkzeug.test import Client
+from tb_leakfinder.plugin_loader import LeakfinderLoader
+
+def client(logdir):
+    parser = argparse.ArgumentParser()
+    LeakfinderLoader().define_flags(parser)
+    plugin = LeakfinderLoader().load(base_plugin.TBContext(logdir=logdir, flags=parser.parse_args([])))
+    return Client(application.TensorBoardWSGI([plugin]))
+
+def get(c, route, **args):
+    answer = c.get(f"/data/plugin/leakfinder/{route}?" + urllib.parse.urlencode(args))
+    return answer.status_code, answer.get_data()
+
+def digest(answer):
+    return f"{answer[0]} " + hashlib.sha256(answer[1]).hexdigest()[:16]
+
+out = {}
+for logdir in sys.argv[1:]:
+    c, found = client(logdir), {}
+    found["runs"] = digest(get(c, "runs"))
+    for run in json.loads(get(c, "runs")[1])["runs"]:
+        name = run["run"]
+        body = get(c, "report", run=name)
+        found[f"{name} report"] = digest(body)
+        for host in json.loads(body[1])["runs"][0]["hosts"]:
+            at = {"run": name, "host": host["host"]}
+            for a in host["allocators"]:
+                mine = {**at, "allocator": a["memory_id"]}
+                where = f"{name}/{host['host']}/{a['memory_id']}"
+                found[where + " timeline"] = digest(get(c, "timeline", points=1000, **mine))
+                found[where + " buffers"] = digest(get(c, "buffers", limit=5000, **mine))
+                if a["groups"]:
+                    found[where + " group timeline"] = digest(get(c, "timeline", points=1000, group=0, **mine))
+                    found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, group=0, **mine))
+            for m in host["modules"]:
+                found[f"{name}/{host['host']}/{m['name']} module"] = digest(get(c, "module", module=m["name"], **at))
+    out[logdir] = found
+print(json.dumps(out))
+"""
+
+
+def synthesize(folder: pathlib.Path) -> list[pathlib.Path]:
+    """Profiles made with this tree's test builders, one logdir each."""
+    sys.path.insert(0, str(ROOT))
+    from tests.synthetic import synthesize_devices, synthesize_training, write_session
+
+    made = []
+    trainings = {
+        "training_two_gpus": {"num_events": 20_000, "steps": 20, "seed": 1},
+        "training_cpu_leak": {"num_events": 8_000, "steps": 12, "allocators": ("cpu",), "seed": 2},
+        "training_no_leak": {"num_events": 8_000, "steps": 15, "leak_bytes_per_step": 0, "seed": 3},
+    }
+    for name, kwargs in trainings.items():
+        builder, _ = synthesize_training(**kwargs)  # type: ignore[arg-type]
+        write_session(folder / name, "run", "session", {"host0": builder})
+        made.append(folder / name)
+    devices = {
+        "tpu_leak": {"leak_device": 2},
+        "gpu_ordinal": {"platform": "GPU", "id_stat": "device_ordinal", "leak_device": 0},
+        "tpu_markers": {"step_markers": True},
+    }
+    for name, kwargs in devices.items():
+        builder, _ = synthesize_devices(**kwargs)  # type: ignore[arg-type]
+        write_session(folder / name, "run", "session", {"host0": builder})
+        made.append(folder / name)
+    return made
+
+
+def digests(tree: pathlib.Path, logdirs: list[pathlib.Path]) -> dict[str, dict[str, str]]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "TB_LEAKFINDER_NO_CACHE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", DIGEST_PROGRAM, *map(str, logdirs)], env=env, capture_output=True, text=True, cwd=tree
+    )
+    if done.returncode != 0:
+        sys.exit(f"{tree}: the digest program failed:\n{done.stderr[-3000:]}")
+    result: dict[str, dict[str, str]] = json.loads(done.stdout)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--against", default="HEAD", help="the revision to compare with (default HEAD)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = pathlib.Path(tmp) / "base"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), args.against], check=True, capture_output=True
+        )
+        try:
+            # The compiled scanner is built per tree; without it both trees use the pure-Python decoder alike.
+            subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"], cwd=base, capture_output=True)
+            logdirs = [p for p in REAL if p.is_dir()] + synthesize(pathlib.Path(tmp) / "synthetic")
+            before, after = digests(base, logdirs), digests(ROOT, logdirs)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
+    differ = [
+        f"{logdir}: {part}"
+        for logdir in after
+        for part in sorted(set(before.get(logdir, {})) | set(after[logdir]))
+        if before.get(logdir, {}).get(part) != after[logdir].get(part)
+    ]
+    parts = sum(len(v) for v in after.values())
+    if differ:
+        print(f"{len(differ)} of {parts} answers differ from {args.against}:")
+        print("\n".join(f"  {d}" for d in differ))
+        return 1
+    print(f"all {parts} answers of {len(after)} logdirs are byte-identical to {args.against}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
