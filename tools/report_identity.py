@@ -19,7 +19,6 @@ Exits 1 when any digest differs, naming the profile and the part.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import pathlib
