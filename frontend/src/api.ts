@@ -22,23 +22,44 @@ export interface Step {
   end_ps: number;
 }
 
-/** Never-freed buffers of one (op, shape, dtype, region); most are not leaks, `kind` says which may be. */
+/**
+ * One op family of an allocator: the buffers of one (op, dtype, region) that
+ * outlive a step or are never freed. `kind` is judged from the family's live
+ * bytes at step boundaries; `count`, the bytes and the step figures describe
+ * its never-freed buffers, the evidence shown.
+ */
 export interface Group {
   group: number;
   op: string;
+  /** The family's shape pattern: "[128,1024]" when all agree, "[32,*]" when a dimension varies, "*" when ranks differ. */
   shape: string;
   dtype: string;
   region: string;
+  /** The family in words, as every view of the report puts it: "Mean [32,*] output, 12 shapes", "one buffer regrown each step by ConcatV2, now [1920,1024]". */
+  label: string;
+  /** Distinct shapes among the family's never-freed and step-outliving buffers. */
+  num_shapes: number;
+  /** The shape of its newest never-freed buffer (of its newest buffer when none is never freed). */
+  latest_shape: string;
+  /** growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent: made early and kept; window_end: made in the last step. */
   kind: LeakKind;
+  /** Never-freed buffers. */
   count: number;
-  /** Tensor bytes (what the program asked for). */
+  /** Tensor bytes of the never-freed buffers (what the program asked for). */
   requested_bytes: number;
-  /** The allocator's chunk bytes. */
+  /** The allocator's chunk bytes of the never-freed buffers. */
   bytes: number;
+  /** Steps that left never-freed buffers behind, first and last by step number. */
   steps: number;
   first_step: number | null;
   last_step: number | null;
-  /** Tensor bytes kept per step, fitted across steps. */
+  /** The step number from which a growing family grows; null for the other kinds. */
+  onset_step: number | null;
+  /** Steps from the onset on in which its live bytes rose. */
+  growth_steps: number;
+  /** Grows by freeing one buffer and making it again larger, so few of its buffers are never freed. */
+  regrown: boolean;
+  /** Tensor bytes per step the family's live bytes grow, fitted from its onset on (0 unless growing). */
   bytes_per_step: number;
   allocated_bytes_per_step: number;
   score: number;
@@ -91,6 +112,7 @@ export interface AllocatorReport {
   never_freed_count: number;
   never_freed_bytes: number;
   freed_before_window_count: number;
+  /** Slope of the heap in use at step ends, fitted over all steps: every allocation, not a leak rate. */
   growth_bytes_per_step: number | null;
   verdict: Verdict;
   reason: string;
@@ -251,7 +273,7 @@ export interface Timeline {
   never_freed_bytes: number[];
   peak: {time_ps: number | null; bytes: number; step: number | null};
   steps: Step[];
-  /** With the `group` argument: that group's index, and the bytes its never-freed buffers hold at each sample. */
+  /** With the `group` argument: that family's index, and its live bytes at each sample: the allocator's chunks of its buffers that outlive a step, freed ones subtracted. */
   group?: number;
   group_bytes?: number[];
 }
@@ -304,13 +326,15 @@ export interface Delta {
   delta: number;
 }
 
-/** A never-freed group matched across the runs by (op, shape, dtype, region). */
+/** A family matched across the runs by (op, shape pattern, dtype, region). */
 export interface GroupDiff {
   op: string;
   shape: string;
   dtype: string;
   region: string;
   status: GroupStatus;
+  /** The family's `label` in B's report, else in A's. */
+  label: string;
   kind_a: LeakKind | null;
   kind_b: LeakKind | null;
   count_a: number;
@@ -319,6 +343,9 @@ export interface GroupDiff {
   bytes_b: number;
   bytes_per_step_a: number;
   bytes_per_step_b: number;
+  /** The earliest onset of the side's growing families (step numbers); null when none grows. */
+  onset_step_a: number | null;
+  onset_step_b: number | null;
   /** Growing in B and not in A. */
   new_leak: boolean;
 }
@@ -381,7 +408,7 @@ export interface OverviewRow {
   memory_id: string | null;
   name: string | null;
   verdict: Verdict;
-  /** Heap growth per step. */
+  /** The allocator's `growth_bytes_per_step`: the heap at step ends, all allocations, fitted. */
   bytes_per_step: number | null;
   peak_bytes_in_use: number | null;
   memory_capacity_bytes: number | null;
@@ -493,7 +520,7 @@ export const api = {
   report(run: string, host?: string, signal?: AbortSignal): Promise<Report> {
     return getJson('report', {run, host}, signal);
   },
-  /** With `group`, the answer has `group_bytes`: what that never-freed group holds at each sample. */
+  /** With `group`, the answer has `group_bytes`: that family's live bytes at each sample. */
   timeline(
     sel: Pick<Selection, 'run' | 'host' | 'allocator'>,
     points: number,

@@ -47,7 +47,7 @@ export class CompareView {
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
         section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
-        section(`Never-freed groups, A → B (${alloc.groups.length})`, 'compare-groups', renderGroups(alloc.groups, {...runs, allocator_a: alloc.name_a, allocator_b: alloc.name_b})),
+        section(`Op families, A → B (${alloc.groups.length})`, 'compare-groups', renderGroups(alloc.groups, {...runs, allocator_a: alloc.name_a, allocator_b: alloc.name_b})),
       );
     } else {
       this.element.append(notice('empty', 'Neither run has memory events (a BFC allocator), so only their compiled programs are compared.'));

@@ -71,7 +71,7 @@ export class RunView {
       const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
-        section(`Never-freed groups (${allocator.groups.length}; ${growing} growing)`, 'groups', renderGroups(allocator.groups, where, (group) => this.selectGroup(group))),
+        section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', renderGroups(allocator.groups, where, (group) => this.selectGroup(group))),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
         section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where)),
       );

@@ -61,8 +61,10 @@ async function waitForComparison(frame, a, b) {
 async function expectFixedThenLeak(frame) {
   assert.equal(await frame.$eval('[data-select=run]', (s) => s.value), fixed);
   assert.equal(await frame.$eval('[data-select=compare]', (s) => s.value), leak);
-  const [status, op, shape, dtype, region, kinds, bytesA, bytesB, perStepA, perStepB, flag] = await firstRow(frame);
-  assert.deepEqual([status, op, shape, dtype, region], ['new', 'Mul', '[128,1024]', 'float', 'output']);
+  const [status, family, dtype, kinds, bytesA, bytesB, perStepA, perStepB, onsetB, flag] = await firstRow(frame);
+  assert.deepEqual([status, family, dtype], ['new', 'Mul [128,1024] output', 'float']);
+  // tf_leak keeps one tensor every step from its first (step 0).
+  assert.equal(onsetB, 'from step 0');
   assert.equal(kinds, '— → growing');
   assert.equal(bytesA, '—');
   assert.match(bytesB, /^12\.6 MiB$/);
@@ -71,7 +73,7 @@ async function expectFixedThenLeak(frame) {
   assert.equal(flag, 'new leak');
   // The regression banner lists what B brings.
   assert.equal(await frame.$eval('.lf-regression', (e) => e.dataset.regression), 'true');
-  assert.match(await text(frame, '.lf-regression'), /new growing group Mul \[128,1024\] output \(\+5\d\d KiB per step\)/);
+  assert.match(await text(frame, '.lf-regression'), /new growing group Mul \[128,1024\] output \(\+5\d\d KiB per step from step 0 on\)/);
   // Both verdicts, each with its reason.
   assert.equal(await frame.$eval('.lf-verdict[data-side=a]', (e) => e.dataset.verdict), 'no_leak');
   assert.equal(await frame.$eval('.lf-verdict[data-side=b]', (e) => e.dataset.verdict), 'leak');
@@ -79,7 +81,8 @@ async function expectFixedThenLeak(frame) {
   // Deltas with their sign, in binary units.
   assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '+12.1 MiB');
   assert.equal(await text(frame, '[data-delta="Never freed"] .lf-card-value'), '+12.6 MiB');
-  assert.match(await text(frame, '[data-delta="Heap growth per step"] .lf-card-value'), /^\+516 KiB \/ step$/);
+  assert.match(await text(frame, '[data-delta="Heap at step ends"] .lf-card-value'), /^\+516 KiB \/ step$/);
+  assert.match(await frame.$eval('[data-delta="Heap at step ends"]', (e) => e.title), /all allocations, fitted over every step: not a leak rate/);
   assert.equal(await text(frame, '[data-delta="Allocations"] .lf-card-value'), '+25');
   assert.match(await text(frame, '[data-delta="Peak heap in use"] .lf-card-detail'), /A 4\.24 MiB → B 16\.4 MiB/);
 }
@@ -110,8 +113,9 @@ test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner;
   await waitForComparison(frame, leak, fixed);
   assert.equal(await frame.$eval('[data-select=run]', (s) => s.value), leak);
   assert.equal(await frame.$eval('[data-select=compare]', (s) => s.value), fixed);
-  const [status, op, shape, , , , , , , , flag] = await firstRow(frame);
-  assert.deepEqual([status, op, shape, flag], ['fixed', 'Mul', '[128,1024]', '']);
+  const [status, family, , , , , , , onsetB, flag] = await firstRow(frame);
+  assert.deepEqual([status, family, onsetB, flag], ['fixed', 'Mul [128,1024] output', '—', '']);
+  assert.equal(await frame.$eval('[data-table=compare-groups] tbody tr:first-child td:nth-child(9) span', (e) => e.title), 'in A from step 0');
   assert.equal(await frame.$('.lf-regression'), null, 'no regression banner');
   assert.match(await text(frame, '.lf-compare-ok'), /A's leak is gone in B/);
   assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '-12.1 MiB');
@@ -152,8 +156,8 @@ test('two hosts of one run: host B is chosen next to "Compare with…"; an op na
   await frame.waitForSelector('.lf-regression');
   await frame.waitForSelector('main.lf-root[data-state="ready"]');
   const statuses = await frame.$$eval('[data-table=compare-groups] tbody tr', (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]));
-  assert.deepEqual(statuses.slice(0, 1), [['new', XSS]]);
-  assert.ok(statuses.some(([status, op]) => status === 'fixed' && op === 'LeakOnHost0'), JSON.stringify(statuses));
+  assert.deepEqual(statuses.slice(0, 1), [['new', `${XSS} [256,1024] output`]]);
+  assert.ok(statuses.some(([status, family]) => status === 'fixed' && family === 'LeakOnHost0 [256,1024] output'), JSON.stringify(statuses));
   assert.ok((await text(frame, '.lf-regression')).includes(XSS));
   assert.equal(hashState(page.url()).get('p.leakfinder.compare_host'), 'host1');
   assert.equal(await frame.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');

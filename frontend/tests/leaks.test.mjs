@@ -56,11 +56,9 @@ test('the leak run shows the verdict "leak" naming the op and its bytes per step
   const banner = await text(frame, '.lf-verdict');
   assert.match(banner, /^Leak/);
   assert.match(banner, /\+\d+(\.\d+)? KiB per step from Mul \[128,1024\]/);
-  // The top never-freed group is the leaking op, growing step after step.
+  // The top op family is the leaking op's output, growing step after step from the first.
   const top = await frame.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
-  assert.equal(top[0], 'growing');
-  assert.equal(top[1], 'Mul');
-  assert.equal(top[2], '[128,1024]');
+  assert.deepEqual(top.slice(0, 6), ['growing', 'Mul [128,1024] output', 'float', '1', 'from step 0', '25']);
   // Tensor bytes (25 float [128,1024] tensors, 512 KiB each), with the allocator's chunks beside them.
   assert.deepEqual(top.slice(6, 10), ['12.5 MiB', '12.6 MiB', '+512 KiB', '+517 KiB']);
   // Charts drew from the server's data.
@@ -105,7 +103,7 @@ test('clicking the top never-freed group highlights its buffers on the lifetime 
     });
   assert.ok((await highlighted()) > 100, 'the group is drawn on the timeline');
   assert.ok((await highlighted('lifetimes')) > 100, 'its buffers are drawn in the highlight colour');
-  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} buffers of group #${key} \\(Mul \\[128,1024\\] output\\)`));
+  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} never-freed buffers of family #${key} \\(Mul \\[128,1024\\] output\\)`));
   // The buffers table is filtered to that group too.
   await frame.waitForFunction(
     (n) => document.querySelector('[data-panel=lifetimes] .lf-pager [role=status]')?.textContent?.endsWith(`of ${n}`),
@@ -167,8 +165,8 @@ test('an op name made of HTML is shown as text and runs no script', async () => 
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
   const reason = await text(frame, '.lf-verdict-reason');
   assert.ok(reason.includes(XSS), reason);
-  const ops = await frame.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
-  assert.ok(ops.includes(XSS), `the groups show the op name as text: ${JSON.stringify(ops)}`);
+  const families = await frame.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+  assert.ok(families.includes(`${XSS} [64,1024] output`), `the families show the op name as text: ${JSON.stringify(families)}`);
   await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
   assert.equal(await frame.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
   assert.deepEqual(seen.dialogs, []);

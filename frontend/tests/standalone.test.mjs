@@ -89,8 +89,7 @@ test('a report opened from disk shows verdict, timeline, suspects and peak break
   assert.match(await text(page, '.lf-verdict'), /Leak.*Mul \[128,1024\] output/);
   await page.waitForSelector('[data-chart=timeline] canvas');
   const top = await page.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
-  assert.equal(top[0], 'growing');
-  assert.equal(top[1], 'Mul');
+  assert.deepEqual(top.slice(0, 2), ['growing', 'Mul [128,1024] output']);
   await page.waitForSelector('[data-panel=breakdown] tbody tr');
   assert.ok((await text(page, '[data-panel=breakdown] tbody')).includes('Mul'));
   // Zooming shows the inlined points of the window: fewer than the whole timeline's.
@@ -146,7 +145,7 @@ test('a diff opened from disk shows the comparison of both runs', async () => {
   await page.waitForSelector('.lf-compare .lf-regression');
   await page.waitForSelector('[data-table=compare-groups] tbody tr');
   const first = await page.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
-  assert.deepEqual(first.slice(0, 2), ['new', 'Mul']);
+  assert.deepEqual(first.slice(0, 2), ['new', 'Mul [128,1024] output']);
   // The compare groups as CSV: the CLI's compare_groups.csv, whole (the demo runs have one host and one allocator).
   const {csv} = await download(page, '[data-panel=compare-groups]');
   const expected = readFileSync(join(cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff-csv', '--csv'), 'compare_groups.csv'), 'utf8');
@@ -164,8 +163,8 @@ test('a diff opened from disk shows the comparison of both runs', async () => {
 test('an op named with HTML stays text, and its CSV cell cannot run as a formula', async () => {
   const {page, seen} = await open(cli(['report', logdir], 'evil.html'));
   await page.waitForSelector('[data-panel=groups] tbody tr');
-  const ops = await page.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
-  assert.ok(ops.includes(FORMULA + XSS), JSON.stringify(ops));
+  const families = await page.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+  assert.ok(families.includes(`${FORMULA}${XSS} [256,1024] output`), JSON.stringify(families));
   assert.equal(await page.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
 
   // The whole table, every page, as CSV: the same bytes as the CLI's CSV rows of this run, host and allocator.
@@ -177,6 +176,8 @@ test('an op named with HTML stays text, and its CSV cell cannot run as a formula
   assert.ok(!/(^|,)"?[=+@]/m.test(groups.csv), 'no cell starts a formula');
   const cliGroups = cliRows(join(tables, 'groups.csv'), where);
   assert.ok(cliGroups.header.startsWith('run,host,allocator,group,op,') && cliGroups.header.includes(',bytes_per_step,'), cliGroups.header);
+  // The family's keys are columns of both, as the report's JSON has them.
+  for (const key of ['label', 'num_shapes', 'latest_shape', 'onset_step', 'growth_steps', 'regrown']) assert.ok(cliGroups.header.split(',').includes(key), key);
   assert.ok(cliGroups.lines.length >= 2, 'the leak and the cache entries');
   assert.equal(groups.csv, [cliGroups.header, ...cliGroups.lines, ''].join('\r\n'));
 

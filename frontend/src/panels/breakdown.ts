@@ -16,13 +16,15 @@ export const CATEGORY_LABEL: Record<BreakdownCategory, string> = {
 };
 
 const key = (r: {op: string; shape: string; dtype: string; region: string}) => [r.op, r.shape, r.dtype, r.region].join('\u0000');
+// A family is one per (op, dtype, region), whatever the shapes: its pattern ([32,*]) matches no row's shape.
+const familyKey = (r: {op: string; dtype: string; region: string}) => [r.op, r.dtype, r.region].join('\u0000');
 
 export function renderBreakdown(a: AllocatorReport, where: CsvWhere): HTMLElement {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use;
-  const groups = new Map(a.groups.map((g) => [key(g), g]));
+  const groups = new Map(a.groups.map((g) => [familyKey(g), g]));
   const groupOf = (r: BreakdownRow) => {
-    const g = r.category === 'buffers' ? groups.get(key(r)) : undefined;
+    const g = r.category === 'buffers' ? groups.get(familyKey(r)) : undefined;
     return g ? el('span', {}, kindPill(g.kind), ` #${g.group}`) : '';
   };
   const whole = (r: BreakdownRow) => r.category !== 'buffers';
@@ -44,7 +46,7 @@ export function renderBreakdown(a: AllocatorReport, where: CsvWhere): HTMLElemen
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (r) => (whole(r) ? '' : formatCount(r.count))},
       {key: 'bytes', label: 'Bytes', sort: 'bytes', numeric: true, cell: (r) => formatBytes(r.bytes)},
       {key: 'share', label: 'Of peak', numeric: true, cell: (r) => formatFraction(peak ? r.bytes / peak : 0)},
-      {key: 'group', label: 'Group', title: 'the never-freed group with the same op, shape, dtype and region', cell: groupOf},
+      {key: 'group', label: 'Group', title: 'the op family of the same op, dtype and region', cell: groupOf},
     ],
     source: memorySource(rows, byField, (r) => [r.op, r.shape, r.dtype, r.region, CATEGORY_LABEL[r.category]].join(' ')),
   });

@@ -1,7 +1,7 @@
 // The panels of a comparison (GET compare): run B, the change, against run A,
 // the base. The regression banner, both verdicts side by side, the changes of
-// the summary figures, the never-freed groups with their status, and the
-// changes of the compiled programs.
+// the summary figures, the op families with their status, and the changes of
+// the compiled programs.
 
 import type {AllocatorDiff, Comparison, Delta, GroupDiff, GroupStatus, HostDiff, LeakKind, ModuleDiff, Verdict, WholeProgramBuffer} from '../api';
 import type {CsvWhere} from '../csv';
@@ -9,8 +9,8 @@ import {type Child, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
 import {byField, DataTable, memorySource} from '../table';
 import {REASON_LABEL} from './static';
-import {card} from './summary';
-import {kindPill} from './groups';
+import {card, HEAP_TREND} from './summary';
+import {familyCell, kindPill, onsetText} from './groups';
 import {verdictBanner} from './verdict';
 
 export const STATUS_HELP: Record<GroupStatus, string> = {
@@ -50,8 +50,8 @@ export function renderRegression(c: Comparison, host: HostDiff | undefined): HTM
   const fixed = host?.allocators.flatMap((a) => a.groups).filter((g) => g.status === 'fixed' && g.kind_a === 'growing').length ?? 0;
   const text =
     c.verdict_a === 'leak' && c.verdict_b !== 'leak'
-      ? `No regression, and A's leak is gone in B${fixed ? ` (${fixed} growing group${fixed > 1 ? 's' : ''} fixed)` : ''}.`
-      : 'No regression: B has no growing group that A does not, and does not leak where A does not.';
+      ? `No regression, and A's leak is gone in B${fixed ? ` (${fixed} growing famil${fixed > 1 ? 'ies' : 'y'} fixed)` : ''}.`
+      : 'No regression: B has no growing family that A does not, and does not leak where A does not.';
   return el('div', {class: 'lf-compare-ok', role: 'status', 'data-regression': 'false'}, text);
 }
 
@@ -79,10 +79,11 @@ export function renderVerdicts(c: Comparison, host: HostDiff | undefined, alloc:
 }
 
 /** Up is bad for every figure here but the number of allocations, which is neutral. */
-function deltaCard(label: string, d: Delta, value: (n: number) => string, delta: (n: number) => string, judged = true): HTMLElement {
+function deltaCard(label: string, d: Delta, value: (n: number) => string, delta: (n: number) => string, judged = true, help?: string): HTMLElement {
   const tone = !judged || d.delta === 0 ? null : d.delta > 0 ? 'bad' : 'good';
   const node = card(label, delta(d.delta), el('span', {}, sideTag('a'), ` ${value(d.a)} → `, sideTag('b'), ` ${value(d.b)}`), tone);
   node.dataset.delta = label;
+  if (help) node.title = help;
   return node;
 }
 
@@ -93,7 +94,7 @@ export function renderDeltas(a: AllocatorDiff): HTMLElement {
     {class: 'lf-cards', 'aria-label': 'Changes from A to B'},
     deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta),
     deltaCard('Never freed', a.never_freed_bytes, formatBytes, formatBytesDelta),
-    deltaCard('Heap growth per step', a.growth_bytes_per_step, perStep, perStep),
+    deltaCard('Heap at step ends', a.growth_bytes_per_step, perStep, perStep, true, HEAP_TREND),
     deltaCard('Allocations', a.num_allocations, formatCount, formatCountDelta, false),
   );
 }
@@ -102,33 +103,39 @@ function kinds(a: LeakKind | null, b: LeakKind | null): Child {
   return el('span', {class: 'lf-kinds'}, a ? kindPill(a) : '—', ' → ', b ? kindPill(b) : '—');
 }
 
+/** B's onset, and A's beside it when the family grew in A from another step. */
+function onsetCell(g: GroupDiff): Child {
+  const b = onsetText(g.onset_step_b);
+  if (g.onset_step_a === null || g.onset_step_a === g.onset_step_b) return b;
+  return el('span', {title: `in A ${onsetText(g.onset_step_a)}`}, b || '—');
+}
+
 /** `where`: the CLI's compare_groups.csv columns (run_a, run_b, host_a, host_b, allocator_a, allocator_b). */
 export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement {
   // By status, then in server order: the default sort. Kept beside the rows, so that their CSV is the server's keys.
   const rank = new Map(groups.map((g, i) => [g, STATUS_ORDER.indexOf(g.status) * 1e6 + i]));
   const sortValue = (g: GroupDiff, sort: string) => (sort === 'rank' ? (rank.get(g) ?? null) : byField(g, sort));
   const table = new DataTable<GroupDiff>({
-    caption: 'Never-freed groups of A and B',
+    caption: 'Groups (op families) of A and B',
     pageSize: 20,
     sort: 'rank',
     order: 'asc',
     filterLabel: 'Filter by op, shape, status…',
-    emptyText: 'Neither run has never-freed buffers.',
+    emptyText: 'Neither run has an op family that outlives a step.',
     rowKey: (g) => [g.op, g.shape, g.dtype, g.region].join('\u0000'),
     rowClass: (g) => `lf-status-row lf-status-row-${g.status}`,
     where,
     columns: [
       {key: 'status', label: 'Status', sort: 'rank', cell: (g) => statusPill(g.status)},
-      {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (g) => g.op || '(unknown)'},
-      {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (g) => g.shape},
+      {key: 'label', label: 'Family', sort: 'label', wrap: true, title: "as B's report words it (A's when only A has it)", cell: familyCell},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (g) => g.dtype},
-      {key: 'region', label: 'Region', sort: 'region', cell: (g) => g.region},
       {key: 'kind', label: 'Kind A → B', cell: (g) => kinds(g.kind_a, g.kind_b)},
       // "—" where the group is absent from that run.
       {key: 'bytes_a', label: 'Never freed A', sort: 'bytes_a', numeric: true, cell: (g) => (g.kind_a ? formatBytes(g.bytes_a) : '—')},
       {key: 'bytes_b', label: 'Never freed B', sort: 'bytes_b', numeric: true, cell: (g) => (g.kind_b ? formatBytes(g.bytes_b) : '—')},
       {key: 'bytes_per_step_a', label: 'Per step A', sort: 'bytes_per_step_a', numeric: true, cell: (g) => (g.kind_a ? formatBytesDelta(g.bytes_per_step_a) : '—')},
       {key: 'bytes_per_step_b', label: 'Per step B', sort: 'bytes_per_step_b', numeric: true, cell: (g) => (g.kind_b ? formatBytesDelta(g.bytes_per_step_b) : '—')},
+      {key: 'onset_step_b', label: 'Onset B', sort: 'onset_step_b', title: 'the step from which the family grows in B', cell: onsetCell},
       {
         key: 'new_leak',
         label: 'New leak',
@@ -136,7 +143,7 @@ export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement 
         cell: (g) => (g.new_leak ? el('span', {class: 'lf-new-leak', 'data-new-leak': 'true'}, 'new leak') : ''),
       },
     ],
-    source: memorySource(groups, sortValue, (g) => [g.status, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
+    source: memorySource(groups, sortValue, (g) => [g.status, g.label, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
   });
   void table.load();
   return el(
@@ -145,8 +152,8 @@ export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement 
     el(
       'p',
       {class: 'lf-muted'},
-      'Never-freed buffers of each run, grouped by op (numeric suffixes such as Mul_1 removed), shape, dtype and region. Growing groups compare bytes per step, others bytes; ',
-      'changes within 5% count as unchanged.',
+      'Op families of each run, matched by op (numeric suffixes such as Mul_1 removed), shape pattern, dtype and region. ',
+      'Growing families compare the growth of their live bytes per step, others the bytes of their never-freed buffers; changes within 5% count as unchanged.',
     ),
     table.element,
   );

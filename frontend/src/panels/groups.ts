@@ -1,6 +1,7 @@
-// Never-freed groups: the buffers never freed, grouped by op, shape, dtype and
-// region, most suspicious first; the growing ones are the leak suspects.
-// Selecting a row highlights that group's buffers elsewhere.
+// Op families: the buffers of one (op, dtype, region) that outlive a step or
+// are never freed, most suspicious first. A family's kind follows its live
+// bytes at step boundaries; its never-freed buffers are the evidence, and the
+// byte columns count them. Selecting a row highlights that family elsewhere.
 
 import type {Group, LeakKind} from '../api';
 import type {CsvWhere} from '../csv';
@@ -9,14 +10,37 @@ import {formatBytes, formatBytesDelta, formatCount} from '../format';
 import {byField, DataTable, memorySource} from '../table';
 
 export const KIND_HELP: Record<LeakKind, string> = {
-  growing: 'accumulates step after step: a leak suspect',
-  persistent: 'made once, early, and kept',
-  bounded: 'a cache that stops growing',
+  growing: 'its live bytes keep rising to the end of the window: a leak',
+  persistent: 'made early and kept (weights, optimizer state)',
+  bounded: 'its live bytes stopped rising or fell back: a filled cache, a plateau, a sawtooth, memory released',
   window_end: 'made in the last step; possibly freed after the window',
 };
 
+export const REGROWN_HELP = 'grows by freeing one buffer and making it again larger: only its newest buffer is never freed';
+
 export function kindPill(kind: LeakKind): HTMLElement {
   return el('span', {class: `lf-kind lf-kind-${kind}`, title: KIND_HELP[kind] ?? ''}, kind.replace('_', ' '));
+}
+
+/** "from step 20" for a family that grows; the verdict's "from step 20 on" names the same step. */
+export function onsetText(onset: number | null): string {
+  return onset === null ? '' : `from step ${onset}`;
+}
+
+function kindCell(g: Group): HTMLElement {
+  const pill = kindPill(g.kind);
+  if (!g.regrown) return pill;
+  return el('span', {class: 'lf-kinds'}, pill, ' ', el('span', {class: 'lf-regrown', title: REGROWN_HELP, 'data-regrown': 'true'}, 'regrown'));
+}
+
+/** The label, with the parts it folds together in its tooltip (the regrown wording leaves out the region). */
+export function familyCell(g: Pick<Group, 'op' | 'shape' | 'dtype' | 'region' | 'label'>): HTMLElement {
+  const title = `op ${g.op || '(unknown)'}, shapes ${g.shape}, ${g.dtype}, region ${g.region || '(none)'}`;
+  return el('span', {title, 'data-family': 'true'}, g.label);
+}
+
+function shapesCell(g: Group): HTMLElement {
+  return el('span', {title: `newest ${g.latest_shape}`}, formatCount(g.num_shapes));
 }
 
 function steps(g: Group): string {
@@ -26,7 +50,7 @@ function steps(g: Group): string {
 
 export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group: Group | null) => void): HTMLElement {
   const table = new DataTable<Group>({
-    caption: 'Never-freed groups',
+    caption: 'Groups (op families)',
     pageSize: 20,
     sort: 'score',
     order: 'desc',
@@ -36,27 +60,34 @@ export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group:
     onSelect,
     where,
     columns: [
-      {key: 'kind', label: 'Kind', sort: 'kind', cell: (g) => kindPill(g.kind)},
-      {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (g) => g.op || '(unknown)'},
-      {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (g) => g.shape},
+      {key: 'kind', label: 'Kind', sort: 'kind', cell: kindCell},
+      {key: 'label', label: 'Family', sort: 'label', wrap: true, title: 'op, shape pattern (* where a dimension varies) and region', cell: familyCell},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (g) => g.dtype},
-      {key: 'region', label: 'Region', sort: 'region', cell: (g) => g.region},
-      {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (g) => formatCount(g.count)},
-      {key: 'requested_bytes', label: 'Never freed', sort: 'requested_bytes', numeric: true, title: 'tensor bytes', cell: (g) => formatBytes(g.requested_bytes)},
-      {key: 'bytes', label: 'Allocated', sort: 'bytes', numeric: true, title: "the allocator's chunks", cell: (g) => formatBytes(g.bytes)},
-      {key: 'bytes_per_step', label: 'Per step', sort: 'bytes_per_step', numeric: true, title: 'tensor bytes kept per step, fitted across steps', cell: (g) => formatBytesDelta(g.bytes_per_step)},
+      {key: 'num_shapes', label: 'Shapes', sort: 'num_shapes', numeric: true, title: 'distinct shapes in the family; hover for the newest', cell: shapesCell},
+      {key: 'onset_step', label: 'Onset', sort: 'onset_step', title: 'the step from which a growing family grows', cell: (g) => onsetText(g.onset_step)},
+      {key: 'count', label: 'Buffers', sort: 'count', numeric: true, title: 'never-freed buffers', cell: (g) => formatCount(g.count)},
+      {key: 'requested_bytes', label: 'Never freed', sort: 'requested_bytes', numeric: true, title: 'tensor bytes of the never-freed buffers', cell: (g) => formatBytes(g.requested_bytes)},
+      {key: 'bytes', label: 'Allocated', sort: 'bytes', numeric: true, title: "the allocator's chunks of the never-freed buffers", cell: (g) => formatBytes(g.bytes)},
+      {
+        key: 'bytes_per_step',
+        label: 'Per step',
+        sort: 'bytes_per_step',
+        numeric: true,
+        title: "tensor bytes the family's live bytes grow per step, fitted from its onset on",
+        cell: (g) => formatBytesDelta(g.bytes_per_step),
+      },
       {
         key: 'allocated_bytes_per_step',
         label: 'Allocated per step',
         sort: 'allocated_bytes_per_step',
         numeric: true,
-        title: "the allocator's chunk bytes kept per step",
+        title: "the same in the allocator's chunk bytes",
         cell: (g) => formatBytesDelta(g.allocated_bytes_per_step),
       },
-      {key: 'steps', label: 'Steps', sort: 'steps', numeric: true, title: 'steps that left buffers behind (first–last)', cell: steps},
+      {key: 'steps', label: 'Steps', sort: 'steps', numeric: true, title: 'steps that left never-freed buffers behind (first–last)', cell: steps},
       {key: 'score', label: 'Score', sort: 'score', numeric: true, cell: (g) => g.score.toFixed(2)},
     ],
-    source: memorySource(groups, byField, (g) => [g.kind, g.op, g.shape, g.dtype, g.region].join(' ')),
+    source: memorySource(groups, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : ''].join(' ')),
   });
   void table.load();
   return el(
@@ -65,7 +96,10 @@ export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group:
     el(
       'p',
       {class: 'lf-muted'},
-      'Buffers that were never freed, grouped by op, shape, dtype and region; growing groups are the leak suspects. Sizes are tensor bytes, with the allocator’s chunks beside them. Select a row (click, or Enter) to highlight its buffers on the timeline and in the lifetime chart.',
+      'Op families: the buffers of one op, dtype and region that outlive a step or are never freed, whatever their shapes ([32,*] where a dimension varies). ',
+      "A family's kind follows its live bytes from step to step: growing families are the leak. ",
+      'Buffers and sizes count its never-freed buffers (tensor bytes, with the allocator’s chunks beside them); per step is the growth of its live bytes from its onset on. ',
+      'Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its never-freed buffers in the lifetime chart.',
     ),
     table.element,
   );

@@ -1,6 +1,7 @@
 // Buffer lifetimes: x is time, y is address (unused address gaps removed),
 // height is size. Never-freed buffers reach to the end of the window in the
-// warning colour. The selected never-freed group is highlighted. Below, every
+// warning colour. The never-freed buffers of the selected op family are
+// highlighted (the buffers route's `group` is set on never-freed ones only). Below, every
 // buffer, paged from the server.
 
 import {api, type Buffer, type BufferStatus, type Group, type Limits, type Selection} from '../api';
@@ -52,10 +53,6 @@ export function packAddresses(spans: {address: number; size: number}[]): (addres
     const seg = segments[lo];
     return seg ? seg.base + (address - seg.start) : 0;
   };
-}
-
-function describeGroup(g: Group): string {
-  return [g.op, g.shape, g.region].filter(Boolean).join(' ');
 }
 
 export class LifetimesPanel {
@@ -123,7 +120,7 @@ export class LifetimesPanel {
         {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatPs(b.free_time_ps))},
         {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs)},
         {key: 'step', label: 'Step', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
-        {key: 'group', label: 'Group', numeric: true, cell: (b) => (b.group === null ? '' : `#${b.group}`)},
+        {key: 'group', label: 'Group', numeric: true, title: 'the op family (its index in the groups) of a never-freed buffer', cell: (b) => (b.group === null ? '' : `#${b.group}`)},
       ],
       source: async (q, signal) => {
         const page = await api.buffers(
@@ -150,7 +147,7 @@ export class LifetimesPanel {
       swatch('var(--lf-buffer)', 'freed'),
       swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
       swatch('var(--lf-buffer-dim)', 'allocated before the window'),
-      swatch('var(--lf-highlight)', 'selected group'),
+      swatch('var(--lf-highlight)', 'never freed, of the selected family'),
     );
     this.element = el(
       'div',
@@ -183,7 +180,7 @@ export class LifetimesPanel {
     }
   }
 
-  /** The buffers of the selected group (up to a page), drawn on top whatever their size. */
+  /** The never-freed buffers of the selected family (up to a page), drawn on top whatever their size. */
   private async loadGroup(): Promise<void> {
     this.groupRequest?.abort();
     const controller = new AbortController();
@@ -198,7 +195,7 @@ export class LifetimesPanel {
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
-      this.note.textContent = `Could not load the group's buffers: ${errorMessage(err)}`;
+      this.note.textContent = `Could not load the family's never-freed buffers: ${errorMessage(err)}`;
     }
   }
 
@@ -268,8 +265,8 @@ export class LifetimesPanel {
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
     const where = this.range ? ` between ${formatPs(this.range.start_ps)} and ${formatPs(this.range.end_ps)}` : '';
     const hl = this.group
-      ? ` Highlighted: ${formatCount(highlighted)} buffers of group #${this.group.group} (${describeGroup(this.group)}).`
-      : ' Click a never-freed group above to highlight its buffers.';
+      ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.group.group} (${this.group.label}).`
+      : ' Click an op family above to highlight its never-freed buffers.';
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
 

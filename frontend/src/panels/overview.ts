@@ -6,6 +6,7 @@ import {api, type Overview, type OverviewRow} from '../api';
 import {el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
 import {byField, DataTable, memorySource} from '../table';
+import {HEAP_TREND} from './summary';
 import {VERDICT_LABEL} from './verdict';
 
 interface RankedRow extends OverviewRow {
@@ -85,7 +86,7 @@ export class OverviewView {
           {key: 'host', label: 'Host', sort: 'host', cell: (r) => r.host},
           {key: 'name', label: 'Allocator', sort: 'name', cell: (r) => r.name ?? '—'},
           {key: 'verdict', label: 'Verdict', sort: 'verdict', cell: verdictCell},
-          {key: 'bytes_per_step', label: 'Growth', sort: 'bytes_per_step', numeric: true, title: 'heap growth per step', cell: (r) => (r.bytes_per_step === null ? '—' : `${formatBytesDelta(r.bytes_per_step)}/step`)},
+          {key: 'bytes_per_step', label: 'Heap at step ends', sort: 'bytes_per_step', numeric: true, title: HEAP_TREND, cell: (r) => (r.bytes_per_step === null ? '—' : `${formatBytesDelta(r.bytes_per_step)}/step`)},
           {key: 'peak', label: 'Peak', sort: 'peak_fraction', numeric: true, title: 'peak bytes in use, of the memory capacity', cell: peakCell},
           {key: 'step_source', label: 'Steps from', sort: 'step_source', title: 'where the steps came from', cell: (r) => r.step_source?.description ?? '—'},
         ],

@@ -1,11 +1,14 @@
 // Summary cards: which allocator, the steps and where they came from,
 // allocations and frees, the peak against the memory's capacity, bytes never
-// freed, growth per step; the fragmentation note when fragmentation at the
-// peak is high.
+// freed, the heap's trend at step ends; the fragmentation note when
+// fragmentation at the peak is high.
 
 import type {AllocatorReport, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
 import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatPs, formatStep} from '../format';
+
+/** What `growth_bytes_per_step` measures, wherever it is shown. */
+export const HEAP_TREND = 'heap in use at each step’s end, all allocations, fitted over every step: not a leak rate';
 
 /** A figure with its label and detail; `tone` colours the value (a leak's figures are bad). */
 export function card(label: string, value: Child, detail: Child, tone: 'bad' | 'good' | null | false = null): HTMLElement {
@@ -47,10 +50,11 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined)
       `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
     ),
     card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
+    // All allocations, not a leak rate: beside "every buffer was freed" it must say so, or it reads as a leak.
     card(
-      'Heap growth per step',
+      'Heap at step ends',
       growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`,
-      'trend of the whole heap across steps; the groups below say what grows',
+      `${HEAP_TREND}; the op families below say what grows`,
       a.verdict === 'leak' && (growth ?? 0) > 0 && 'bad',
     ),
   );

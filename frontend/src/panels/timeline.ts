@@ -1,7 +1,8 @@
 // Memory timeline: the stack reservation as a band of its own with the heap
 // in use above it, bytes held by never-freed buffers and fragmentation, with
-// steps as bands, and the bytes the selected never-freed group holds (the
-// server's group_bytes). Dragging zooms; the server downsamples each range
+// steps as bands, and the selected op family's live bytes (the server's
+// group_bytes: what its buffers that outlive a step hold, freed ones
+// subtracted, so a regrown buffer is followed as it grows). Dragging zooms; the server downsamples each range
 // again (keeping every bucket's min and max, so the peak stays) and the chart
 // draws the points it is given.
 
@@ -26,9 +27,9 @@ export class TimelinePanel {
   private readonly chart: SizedPlot;
   private data: Timeline | null = null;
   private range: TimeRange | null = null;
-  /** The selected never-freed group (its index in `groups`), drawn as a series of its own. */
+  /** The selected op family (its index in `groups`), drawn as a series of its own. */
   private group: number | null = null;
-  /** When the selected group's buffers were allocated: a tick at each. */
+  /** When the selected family's never-freed buffers were allocated: a tick at each. */
   private marks: number[] = [];
   /** The allocator reserves a stack: drawn as a band of its own, the heap above it. */
   private hasStack = false;
@@ -43,7 +44,7 @@ export class TimelinePanel {
       class: 'lf-chart',
       'data-chart': 'timeline',
       role: 'img',
-      'aria-label': 'Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers and fragmentation over time, steps as bands',
+      'aria-label': 'Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers, fragmentation and the selected op family’s live bytes over time, steps as bands',
     });
     this.chart = new SizedPlot(this.chartBox, HEIGHT);
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
@@ -81,20 +82,20 @@ export class TimelinePanel {
     }
   }
 
-  /** Shows the bytes a never-freed group holds over time (null: none), in the range shown. */
+  /** Shows an op family's live bytes over time (null: none), in the range shown. */
   setGroup(group: number | null): Promise<void> {
     this.group = group;
     return this.setRange(this.range);
   }
 
-  /** Ticks at the allocations of the selected group's buffers. */
+  /** Ticks at the allocations of the selected family's never-freed buffers. */
   setMarks(times: number[]): void {
     this.marks = times;
     this.chartBox.dataset.marks = String(times.length);
     this.chart.plot?.redraw(false, false);
   }
 
-  /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected group. */
+  /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected family. */
   private aligned(data: Timeline): uPlot.AlignedData {
     const held = data.group_bytes ?? data.time_ps.map(() => null);
     const rest = [data.never_freed_bytes, data.fragmentation, held];
@@ -138,7 +139,7 @@ export class TimelinePanel {
         ...inUse,
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
-        {label: 'selected group', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
+        {label: 'selected family (live bytes)', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
       ],
       hooks: {
         drawClear: [(u) => this.drawSteps(u)],

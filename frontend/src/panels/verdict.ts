@@ -45,8 +45,9 @@ function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (k
     const current = shown !== null && allocatorKey(shown) === key;
     const button = el('button', {type: 'button', class: 'lf-link-button', 'data-allocator': key, 'aria-current': current ? 'true' : null}, allocatorLabel(a));
     button.addEventListener('click', () => onPick(key));
-    const growth = a.growth_bytes_per_step;
-    return el('li', {}, button, growth ? ` ${formatBytesDelta(growth)}/step` : '');
+    // The growing families' rate, as the verdict sums it: the heap's trend counts every allocation.
+    const rate = a.groups.filter((g) => g.kind === 'growing').reduce((sum, g) => sum + g.bytes_per_step, 0);
+    return el('li', {}, button, rate ? ` ${formatBytesDelta(rate)}/step` : '');
   };
   const title = leaking.length === 1 ? 'An allocator of this host leaks:' : `${leaking.length} allocators of this host leak:`;
   return el('div', {class: 'lf-verdict-allocators', 'data-list': 'leaking-allocators'}, title, el('ul', {}, ...leaking.map(item)));
