@@ -80,6 +80,23 @@ SAWTOOTH = 8
 FIXED_AT = 20
 WARM_UP_STEPS = 3
 OPTIMIZER_STEPS = 30
+# The harder cases (each with STEPS steps).
+LATE_ONSET_NEAR_END = 32  # kept from step 32 of 40 on: 8 steps of growth
+EVERY_10TH = 10
+SLOW_SHAPE = [4, HIDDEN]  # tf.multiply(hidden[:4], 0.5): Mul [4,256], 4 KiB
+NOISE_COLUMNS = 1024  # the noisy temporaries: Mul [rows, 1024] float32, 512 KiB-4 MiB
+NOISE_SEED = 5
+_NOISE_RNG = random.Random(NOISE_SEED)
+NOISE_ROWS = [[128 * _NOISE_RNG.randint(1, 8) for _ in range(3)] for _ in range(STEPS)]  # 3 freed Mul temporaries a step
+NOISE_PENDING_EVERY, NOISE_PENDING_AT = 5, 2  # on steps 2, 7, ..., 37 one more Mul temporary lives until the next step
+NOISE_PENDING_ROWS = [128 * _NOISE_RNG.randint(2, 8) for _ in range(STEPS)]  # its rows on those steps: 1-4 MiB
+CACHE_CLEAR_EVERY = 8
+CACHE_LEAK_SHAPE = [32, HIDDEN]  # tf.square(hidden[:32]): Square [32,256], 32 KiB
+KV_LAYERS, KV_ROWS = 4, 32  # per layer a [32,256] projection (32 KiB) concatenated to its cache every step
+LRU_LATE_CAPACITY = 34  # fills at step 33 of 40: flat for the last 6 steps
+RAMP_ROWS = [32, 48, 64, 96, 128]  # the batch rows of steps 0-4, then 128 to the end
+SAWTOOTH_INTERVALS = [7, 11, 6, 9]  # cleared before the append of steps 7, 18, 24 and 33
+SAWTOOTH_CLEARS = [sum(SAWTOOTH_INTERVALS[: k + 1]) for k in range(len(SAWTOOTH_INTERVALS))]
 
 
 @dataclass
@@ -242,6 +259,61 @@ CASES: dict[str, Case] = {
             " (it aliases the variable's buffer), so the update copies the variable into a new buffer"
             " (AssignSubVariableOp, region temp, [256,256]) and the list keeps every old one: +256 KiB per step.",
         ),
+        _leak(
+            "late_onset_near_end",
+            "Mul",
+            KEPT_SHAPE,
+            KEPT_BYTES,
+            f"late_onset with a later start: tf.multiply(hidden, 0.5) ({_MUL}) is a freed temporary in steps"
+            f" 0-{LATE_ONSET_NEAR_END - 1} and is appended to a list from step {LATE_ONSET_NEAR_END} of {STEPS} on:"
+            f" only {STEPS - LATE_ONSET_NEAR_END} steps of growth.",
+            onset_step=LATE_ONSET_NEAR_END,
+        ),
+        _leak(
+            "kept_every_10th",
+            "Mul",
+            KEPT_SHAPE,
+            KEPT_BYTES / EVERY_10TH,
+            f"tf.multiply(hidden, 0.5) ({_MUL}) is computed every step and kept in a list every {EVERY_10TH}th step"
+            f" (steps 0, 10, 20, 30): {STEPS // EVERY_10TH} rises in {STEPS} steps, the last one followed by"
+            f" {STEPS - 1 - (STEPS - 1) // EVERY_10TH * EVERY_10TH} steps without one; 128 KiB / {EVERY_10TH} per step.",
+        ),
+        _leak(
+            "slow_leak_noisy_temporaries",
+            "Mul",
+            SLOW_SHAPE,
+            _bytes(SLOW_SHAPE),
+            f"A {_bytes(SLOW_SHAPE) // 1024} KiB leak (tf.multiply(hidden[:4], 0.5), Mul {_shape(SLOW_SHAPE)} float32)"
+            f" kept every step, under large temporaries of the same op and dtype: 3 tf.multiply(noise[:rows], 0.5) per"
+            f" step (Mul [rows,{NOISE_COLUMNS}] float32, rows 128-1024 from random.Random({NOISE_SEED}), 512 KiB-4 MiB),"
+            f" freed within the step, and on steps {NOISE_PENDING_AT}, {NOISE_PENDING_AT + NOISE_PENDING_EVERY}, ...,"
+            f" {NOISE_PENDING_AT + NOISE_PENDING_EVERY * ((STEPS - 1 - NOISE_PENDING_AT) // NOISE_PENDING_EVERY)}"
+            " one more (1-4 MiB) kept until the next step starts, then freed: the family's live bytes at a step"
+            " boundary jump by MiBs and fall back.",
+        ),
+        Case(
+            "leak_after_cleared_cache",
+            True,
+            f"Both in one run: a cache of tf.multiply(hidden, 0.5) ({_MUL}, 128 KiB) appended every step and cleared"
+            f" every {CACHE_CLEAR_EVERY} steps (before the append of steps 8, 16, ...), a sawtooth that is no leak;"
+            f" and tf.square(hidden[:32]) (Square {_shape(CACHE_LEAK_SHAPE)}, 32 KiB) kept every step, the leak.",
+            op="Square",
+            shape=_shape(CACHE_LEAK_SHAPE),
+            bytes_per_step=_bytes(CACHE_LEAK_SHAPE),
+            onset_step=0,
+            families=[{"op": "Square", "shape": _shape(CACHE_LEAK_SHAPE), "bytes_per_step": _bytes(CACHE_LEAK_SHAPE)}],
+        ),
+        _leak(
+            "regrown_kv_cache_per_layer",
+            "ConcatV2",
+            f"[*,{HIDDEN}]",
+            KV_LAYERS * _bytes([KV_ROWS, HIDDEN]),
+            f"A KV cache of {KV_LAYERS} layers: every step each layer's cache = tf.concat([cache, proj], 0), proj ="
+            f" tf.matmul(hidden[:{KV_ROWS}], w_layer) ([{KV_ROWS},{HIDDEN}], 32 KiB): {KV_LAYERS} buffers regrown"
+            f" every step in one family (ConcatV2), each older one freed. Live memory grows {KV_LAYERS} x 32 KiB"
+            " per step.",
+            rate_tolerance=0.10,
+        ),
         Case(
             "weights_and_optimizer",
             False,
@@ -290,6 +362,34 @@ CASES: dict[str, Case] = {
             "steady_temporaries without any step marker: the analysis falls back to equal time windows.",
             step_source="time_windows",
         ),
+        Case(
+            "lru_filled_late",
+            False,
+            f"filled_lru filled late: an LRU cache (OrderedDict) of capacity {LRU_LATE_CAPACITY} that inserts"
+            f" tf.multiply(hidden, 0.5) ({_MUL}) every step for {STEPS} steps and evicts the least recent entry once"
+            f" full. It is full from step {LRU_LATE_CAPACITY - 1} on: memory grows in steps 0-{LRU_LATE_CAPACITY - 1}"
+            f" and is flat for the last {STEPS - LRU_LATE_CAPACITY} steps (15% of the window). No leak: the program's"
+            f" memory is bounded by the capacity, and the capture shows it stop, flat for more than the rule's"
+            f" max(2 steps, 2 cadences = 2, 10% of the window = 4) = 4 steps after its last rise. A borderline case:"
+            " a 6-step plateau at the end of a 40-step capture is thin evidence.",
+        ),
+        Case(
+            "growing_then_constant_batch",
+            False,
+            f"A batch-size warm-up beside the base loop: a second forward on the first"
+            f" {', '.join(map(str, RAMP_ROWS))} rows of the batch in steps 0-{len(RAMP_ROWS) - 1}, then {RAMP_ROWS[-1]}"
+            f" rows to the end; its tf.multiply(hidden, 0.5) (Mul [rows,{HIDDEN}]) is kept until the next step's"
+            f" replaces it. The family's live bytes grow for {len(RAMP_ROWS)} steps and are constant for the last"
+            f" {STEPS - len(RAMP_ROWS)}.",
+        ),
+        Case(
+            "sawtooth_irregular",
+            False,
+            f"tf.multiply(hidden, 0.5) ({_MUL}) appended every step to a list cleared at irregular intervals of"
+            f" {', '.join(map(str, SAWTOOTH_INTERVALS))} steps (before the append of steps"
+            f" {', '.join(map(str, SAWTOOTH_CLEARS))}): teeth of {', '.join(map(str, SAWTOOTH_INTERVALS))} and"
+            f" {STEPS - SAWTOOTH_CLEARS[-1]} steps; at the end it holds steps {SAWTOOTH_CLEARS[-1]}-{STEPS - 1}.",
+        ),
     ]
 }
 
@@ -320,6 +420,10 @@ def _eager_case(tf: Any, name: str) -> tuple[Any, Any]:
     """(body(i, state), new_state()) of an eager case; body runs step i and keeps what the case keeps in state."""
     model = Model(tf, **SMALL) if name == "small_under_temporaries" else Model(tf)
     sequences = tf.random.stateless_normal([DYNAMIC_ROWS, max(DYNAMIC_COLUMNS)], seed=[0, 4])
+    if name == "slow_leak_noisy_temporaries":
+        noise = tf.random.stateless_normal([max(map(max, NOISE_ROWS)), NOISE_COLUMNS], seed=[0, 5])
+    if name == "regrown_kv_cache_per_layer":
+        w_layers = [tf.Variable(tf.random.stateless_normal([HIDDEN, HIDDEN], seed=[2, k]) * 0.05) for k in range(KV_LAYERS)]
 
     def half(hidden: Any) -> Any:
         return tf.multiply(hidden, 0.5)
@@ -332,6 +436,8 @@ def _eager_case(tf: Any, name: str) -> tuple[Any, Any]:
             "lru": collections.OrderedDict(),
             "hist": tf.zeros([0, HIDDEN]),
             "cache": {},
+            "pending": None,
+            "layers": [tf.zeros([0, HIDDEN]) for _ in range(KV_LAYERS)],
         }
 
     def body(i: int, s: dict[str, Any]) -> None:
@@ -382,6 +488,45 @@ def _eager_case(tf: Any, name: str) -> tuple[Any, Any]:
             if i < WARM_UP_STEPS:
                 s["cache"][f"half{i}"] = half(hidden)
                 s["cache"][f"square{i}"] = tf.square(hidden)
+        elif name == "late_onset_near_end":
+            act = half(hidden)
+            if i >= LATE_ONSET_NEAR_END:
+                s["kept"].append(act)
+        elif name == "kept_every_10th":
+            act = half(hidden)
+            if i % EVERY_10TH == 0:
+                s["kept"].append(act)
+        elif name == "slow_leak_noisy_temporaries":
+            s["pending"] = None  # the previous step's pending temporary, if any, is freed now
+            for rows in NOISE_ROWS[i]:
+                tf.reduce_sum(half(noise[:rows]))  # Mul [rows,1024], freed within the step
+            if i % NOISE_PENDING_EVERY == NOISE_PENDING_AT:
+                s["pending"] = half(noise[: NOISE_PENDING_ROWS[i]])  # lives until the next step starts
+            s["kept"].append(half(hidden[: SLOW_SHAPE[0]]))
+        elif name == "leak_after_cleared_cache":
+            if i % CACHE_CLEAR_EVERY == 0:
+                s["kept"].clear()
+            s["kept"].append(half(hidden))
+            s["more"].append(tf.square(hidden[: CACHE_LEAK_SHAPE[0]]))
+        elif name == "regrown_kv_cache_per_layer":
+            for k in range(KV_LAYERS):
+                proj = tf.matmul(hidden[:KV_ROWS], w_layers[k])
+                s["layers"][k] = tf.concat([s["layers"][k], proj], 0)
+        elif name == "lru_filled_late":
+            lru = s["lru"]
+            lru[i] = half(hidden)
+            lru.move_to_end(i)
+            if len(lru) > LRU_LATE_CAPACITY:
+                lru.popitem(last=False)
+        elif name == "growing_then_constant_batch":
+            rows = RAMP_ROWS[min(i, len(RAMP_ROWS) - 1)]
+            small = tf.nn.relu(tf.matmul(model.batch(i)[:rows], model.w1))
+            tf.reduce_mean(tf.matmul(small, model.w2))
+            s["pending"] = half(small)  # replaces (frees) the previous step's
+        elif name == "sawtooth_irregular":
+            if i in SAWTOOTH_CLEARS:
+                s["kept"].clear()
+            s["kept"].append(half(hidden))
         elif name in ("steady_temporaries", "clean_no_markers"):
             tf.reduce_sum(half(hidden))
         else:
