@@ -232,13 +232,19 @@ def test_dynamic_shapes_are_one_family_with_its_whole_rate():
 
 
 @pytest.mark.parametrize("period", [5, 8])
-def test_sawtooth_of_cleared_caches_is_not_a_leak(period):
+@pytest.mark.parametrize("cleared", ["same step", "next step"])
+def test_sawtooth_of_cleared_caches_is_not_a_leak(period, cleared):
+    """Cleared when full, in the step that fills it or at the start of the next (Python drops the old list then)."""
     loop = Loop(40)
     cache: list[int] = []
 
     def keep(step: int, t: int) -> None:
+        if cleared == "next step" and len(cache) == period:
+            for addr in cache:
+                loop.b.free(t - 5, addr, 64 * KIB)
+            cache.clear()
         cache.append(loop.alloc(t, 64 * KIB, "Cache", "[16,1024]"))
-        if len(cache) == period:
+        if cleared == "same step" and len(cache) == period:
             for addr in cache:
                 loop.b.free(t + 2, addr, 64 * KIB)
             cache.clear()
@@ -317,3 +323,24 @@ def test_a_rising_heap_beside_no_leak_says_what_it_measures():
 )
 def test_shape_pattern(shapes, pattern):
     assert shape_pattern(shapes) == pattern
+
+
+def test_a_slow_leak_under_temporaries_of_its_own_op_kept_past_a_boundary():
+    """4 KiB a step, while every 5th step one large Mul temporary lives on into the next step: spikes, not falls."""
+    loop = Loop(40)
+    spikes: list[tuple[int, int]] = []
+
+    def keep(step: int, t: int) -> None:
+        while spikes:
+            addr, size = spikes.pop()
+            loop.b.free(t - 5, addr, size)
+        loop.alloc(t, 4 * KIB, "Mul", "[4,256]")
+        temp = loop.alloc(t + 1, 1024 * KIB, "Mul", "[256,1024]")
+        loop.b.free(t + 2, temp, 1024 * KIB)
+        if step % 5 == 2:
+            spikes.append((loop.alloc(t + 3, 4096 * KIB, "Mul", "[1024,1024]"), 4096 * KIB))
+
+    a = _analyze(loop.run(keep))
+    (top,) = [g for g in a.suspects.groups if g.kind == "growing"]
+    assert (a.events.strings[top.op], top.onset_step, top.bytes_per_step) == ("Mul", 0, 4 * KIB)
+    assert a.verdict.verdict == "leak"

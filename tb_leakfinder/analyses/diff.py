@@ -80,6 +80,7 @@ class GroupSide:
     bytes_per_step: float
     label: str  # the family's, as its side's report words it
     onset_step: int | None  # the earliest onset of its growing families
+    late_onset: bool  # one of them began well into the window
 
 
 @dataclass
@@ -164,15 +165,17 @@ def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
         key = (normalize_name(strings[g.op]), g.shape, dtype_name(g.dtype), strings[g.region])
         m = merged.get(key)
         if m is None:
-            merged[key] = GroupSide(g.kind, g.count, g.bytes, g.bytes_per_step, family_label(g, strings), g.onset_step)
+            merged[key] = GroupSide(
+                g.kind, g.count, g.bytes, g.bytes_per_step, family_label(g, strings), g.onset_step, g.late_onset
+            )
             continue
         m.count += g.count
         m.bytes += g.bytes
         m.bytes_per_step += g.bytes_per_step
         if g.kind == GROWING:
             m.kind = GROWING
-            onsets = [o for o in (m.onset_step, g.onset_step) if o is not None]
-            m.onset_step = min(onsets) if onsets else None
+            if g.onset_step is not None and (m.onset_step is None or g.onset_step < m.onset_step):
+                m.onset_step, m.late_onset = g.onset_step, g.late_onset
     return merged
 
 
@@ -270,7 +273,7 @@ def regressions(hosts: list[HostDiff]) -> list[str]:
 
 
 def _onset_words(side: GroupSide) -> str:
-    return "" if side.onset_step is None else f" from step {side.onset_step} on"
+    return f" from step {side.onset_step} on" if side.late_onset else ""
 
 
 def compare(run_a: RunSide, run_b: RunSide, host_a: str | None = None, host_b: str | None = None) -> Comparison:

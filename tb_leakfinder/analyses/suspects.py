@@ -32,6 +32,8 @@ FALL_SHARE = 0.25
 # the onset: a lone early blip is not where a leak began.
 ONSET_GAP_CADENCES = 4
 ONSET_GAP_SLACK = 4
+# A leak whose growth began this many steps into the window is said to start there ("from step 20 on").
+LATE_ONSET_STEPS = 3
 # The share of a family's growth that its never-freed buffers must still hold at window end.
 HELD_SHARE = 0.5
 # A family flat for more than this share of the window (and two cadences) after its last rise stopped growing.
@@ -57,6 +59,7 @@ class SuspectGroup:
     first_step: int | None  # step numbers, not ordinals
     last_step: int | None
     onset_step: int | None  # the step from which its live bytes grow (growing families)
+    late_onset: bool  # that growth began LATE_ONSET_STEPS or more steps into the window: sentences say from when
     growth_steps: int  # steps from the onset on in which its live bytes rose
     regrown: bool  # grows by freeing a buffer and making it again larger, not by keeping more buffers
     bytes_per_step: float  # tensor bytes, fitted from the onset on (growing families; else 0)
@@ -87,7 +90,8 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
     group_of_buffer = np.full(len(buffers), -1, np.int32)
     family_of_buffer = np.full(len(buffers), -1, np.int32)
     never = buffers.status == NEVER_FREED
-    first, end = _live_boundaries(buffers, steps)
+    boundary = _boundaries(steps)
+    first, end = _live_boundaries(buffers, boundary)
     crossing = first < end
     members = np.flatnonzero(never | crossing)
     if len(members) == 0:
@@ -108,7 +112,14 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
         requested, allocated = buffers.requested_bytes[rows], buffers.allocation_bytes[rows]
         # A profile without requested sizes (or with corrupt ones) is measured by its chunks instead.
         tensor = np.where(requested > 0, requested, allocated)
-        series = [_live_series(where, first[rows], end[rows], w, hi - lo, n) for w in (tensor, allocated, np.ones(len(rows)))]
+        ones = np.ones(len(rows))
+        times, order = _times(buffers, rows), _event_order(buffers, rows)
+        at_boundaries, tensor_floors = _step_floors(where, first[rows], end[rows], times, order, boundary, tensor, hi - lo)
+        series = [
+            at_boundaries,
+            tensor_floors,
+            *(_step_floors(where, first[rows], end[rows], times, order, boundary, w, hi - lo)[1] for w in (allocated, ones)),
+        ]
         for f in range(lo, hi):
             chosen = by_family[(bounds[f - 1] if f else 0) : (bounds[f] if f < len(bounds) else len(by_family))]
             group = _classify(
@@ -116,42 +127,95 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
             )
             if group is not None:
                 candidates.append((group, f))
-    order = sorted(range(len(candidates)), key=lambda i: (-candidates[i][0].score, -candidates[i][0].bytes))
+    ranked = sorted(range(len(candidates)), key=lambda i: (-candidates[i][0].score, -candidates[i][0].bytes))
     rank = np.full(num_families, -1, np.int32)
-    for r, i in enumerate(order):
+    for r, i in enumerate(ranked):
         rank[candidates[i][1]] = r
     family_of_buffer[members] = rank[family]
     group_of_buffer[members] = np.where(never[members], rank[family], -1)
-    return Suspects([candidates[i][0] for i in order], group_of_buffer, family_of_buffer)
+    return Suspects([candidates[i][0] for i in ranked], group_of_buffer, family_of_buffer)
 
 
-def _live_boundaries(buffers: Buffers, steps: Steps) -> tuple[np.ndarray, np.ndarray]:
-    """Each buffer is live at step boundaries first..end-1 (first == end: at none), where boundary i is the
-    instant before step i starts and boundary n the instant after the last step ends.
+def _boundaries(steps: Steps) -> np.ndarray:
+    """Step boundary i is the instant before step i starts, boundary n the instant after the last step ends.
 
     Starts, not ends: what a step makes after its marker ends (a function's
     outputs, when the steps are its runs) is then counted with that step, as
     `step_position` places it; what the last step makes after it ends is in flight.
     """
     if len(steps) == 0:
+        return np.zeros(0, np.int64)
+    # Markers out of order (nested, or corrupt) still give boundaries in time order.
+    return np.maximum.accumulate(np.concatenate([steps.start_ps, steps.end_ps[-1:] + 1]))
+
+
+def _live_boundaries(buffers: Buffers, boundary: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each buffer is live at boundaries first..end-1 (first == end: at none): made before, freed at or after."""
+    if len(boundary) == 0:
         zeros = np.zeros(len(buffers), np.int64)
         return zeros, zeros
-    # Markers out of order (nested, or corrupt) still give boundaries in time order.
-    boundary = np.maximum.accumulate(np.concatenate([steps.start_ps, steps.end_ps[-1:] + 1]))
-    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-    made = np.where(buffers.status == BEFORE_WINDOW, lowest, buffers.alloc_time_ps)
-    gone = np.where(buffers.status == NEVER_FREED, highest, buffers.free_time_ps)
-    # Live at a boundary: made before it, freed at or after it.
+    made, gone = _times(buffers, np.arange(len(buffers)))
     return np.searchsorted(boundary, made, side="right"), np.searchsorted(boundary, gone, side="right")
 
 
-def _live_series(family: np.ndarray, first: np.ndarray, end: np.ndarray, weights: np.ndarray, count: int, n: int) -> np.ndarray:
-    """(count, n + 1): per family, the sum of `weights` of its buffers live at each step boundary."""
+def _times(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """When each buffer of `rows` was made and freed; before the window and never freed lie at the int64 ends."""
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    status = buffers.status[rows]
+    made = np.where(status == BEFORE_WINDOW, lowest, buffers.alloc_time_ps[rows])
+    gone = np.where(status == NEVER_FREED, highest, buffers.free_time_ps[rows])
+    return made, gone
+
+
+def _event_order(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each buffer's allocation and free as positions in the allocator's event stream (-1: outside the window),
+    which orders events of one time as the profile does."""
+    return buffers.alloc_event[rows].astype(np.int64), buffers.free_event[rows].astype(np.int64)
+
+
+def _step_floors(
+    family: np.ndarray,
+    first: np.ndarray,
+    end: np.ndarray,
+    times: tuple[np.ndarray, np.ndarray],
+    order: tuple[np.ndarray, np.ndarray],
+    boundary: np.ndarray,
+    weights: np.ndarray,
+    count: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two (count, n + 1) arrays: per family, what its step-outliving buffers hold at each boundary, and the
+    least they hold at any moment of each step (the last column: from the last step's end to the window's end).
+
+    A step's floor, not the value at its start: a temporary kept past one
+    boundary and freed in the next step (a spike) is not memory the family
+    keeps, while a kept buffer, or a history regrown before the old one goes,
+    lifts every later floor.
+    """
+    n = len(boundary) - 1
     width = n + 2
     w = weights.astype(np.float64)
     cells = count * width
     delta = np.bincount(family * width + first, w, cells) - np.bincount(family * width + end, w, cells)
-    return np.cumsum(delta.reshape(count, width), axis=1)[:, : n + 1]
+    live = np.cumsum(delta.reshape(count, width), axis=1)[:, : n + 1]
+    floors = live.reshape(-1).copy()
+    # Each allocation and free inside a step (or after the last one), by (family, step) in stream order.
+    (made_t, gone_t), (made_e, gone_e) = times, order
+    allocated, freed = made_e >= 0, gone_e >= 0
+    owner = np.concatenate([np.flatnonzero(allocated), np.flatnonzero(freed)])
+    change = np.concatenate([w[allocated], -w[freed]])
+    step = np.searchsorted(boundary, np.concatenate([made_t[allocated], gone_t[freed]]), side="right") - 1
+    position = np.concatenate([made_e[allocated], gone_e[freed]])
+    inside = step >= 0
+    cell = family[owner[inside]] * (n + 1) + step[inside]
+    ranked = np.lexsort((position[inside], cell))
+    cell, change = cell[ranked], change[inside][ranked]
+    if len(cell):
+        running = np.cumsum(change)
+        head = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]]))
+        carried = np.concatenate([[0.0], running[head[1:] - 1]])
+        level = floors[cell] + running - np.repeat(carried, np.diff(np.append(head, len(cell))))
+        np.minimum.at(floors, cell, level)
+    return live, floors.reshape(count, n + 1)
 
 
 def family_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
@@ -183,14 +247,15 @@ def _combined_keys(all_columns: list[np.ndarray], rows: np.ndarray | None) -> np
     return key
 
 
-def _trend(live: np.ndarray) -> _Trend | None:
-    """Whether a family's live bytes at the step boundaries grow steadily to the end, and from when.
+def _trend(live: np.ndarray, at_boundaries: np.ndarray) -> _Trend | None:
+    """Whether a family's floors (`live`, one per step and one after) grow steadily to the end, and from when.
 
     Growth is measured after the last fall (a cleared cache, a fixed leak); its
     onset is the first rise that the later rises follow at their cadence. It
     grows when it rose in at least MIN_RISES steps, was still rising in the
-    last part of the window, and ends above everything it held before the onset
-    (a sawtooth's last tooth does not).
+    last part of the window, and ends above the most it held at any step
+    boundary before the onset (a sawtooth's last tooth does not: a tooth's top
+    is seen at a boundary, though the floors of the step that clears it miss it).
     """
     n = len(live) - 1
     change = np.diff(live)
@@ -212,7 +277,7 @@ def _trend(live: np.ndarray) -> _Trend | None:
     onset = int(rises[0])
     flat_tail = n - 1 - int(rises[-1])
     still_rising = flat_tail <= max(2.0, 2 * cadence if len(rises) > 1 else 2.0, STOPPED_SHARE * n)
-    new_high = live[-1] > live[: onset + 1].max()
+    new_high = at_boundaries[-1] > at_boundaries[: onset + 1].max()
     return _Trend(len(rises) >= MIN_RISES and still_rising and bool(new_high), onset, rises, cadence)
 
 
@@ -227,8 +292,8 @@ def _classify(
 ) -> SuspectGroup | None:
     """The group of one family, or None when it keeps nothing and does not grow."""
     num_steps = len(steps)
-    live_requested, live_allocated, live_count = series
-    trend = _trend(live_requested) if num_steps else None
+    at_boundaries, live_requested, live_allocated, live_count = series
+    trend = _trend(live_requested, at_boundaries) if num_steps else None
     kept = members[never]
     growing = trend is not None and trend.growing and _still_held(buffers, kept, live_requested, trend.onset)
     if not growing and len(kept) == 0:
@@ -275,6 +340,7 @@ def _classify(
         first_step=int(step_nums[first]) if first is not None else None,
         last_step=int(step_nums[last]) if last is not None else None,
         onset_step=int(step_nums[onset]) if onset is not None else None,
+        late_onset=onset is not None and onset >= LATE_ONSET_STEPS,
         growth_steps=len(trend.rises) if growing and trend is not None else 0,
         regrown=bool(regrown),
         bytes_per_step=per_step,

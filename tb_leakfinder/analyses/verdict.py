@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from tb_leakfinder.analyses.labels import format_bytes, group_label
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
@@ -19,8 +17,6 @@ INCONCLUSIVE = "inconclusive"
 SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
 # Time windows are not steps: a leak must grow in this share of them, not merely grow.
 MOST_WINDOWS = 0.8
-# A leak whose growth began this many steps into the window is said to start there ("from step 20 on").
-LATE_ONSET_STEPS = 3
 # The heap's rise over the window, as a share of its peak, past which a no-leak verdict says where it went.
 HEAP_TREND_SHARE = 0.05
 KIND_WORDS = {
@@ -57,7 +53,7 @@ def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, str
     leaking = leak_groups(groups, source)
     if leaking:
         top = leaking[0]
-        onset = f" from {unit} {top.onset_step} on" if _late(top, source) else ""
+        onset = f" from {unit} {top.onset_step} on" if top.late_onset and source.kind != TIME_WINDOWS else ""
         kept = "" if top.regrown else f", {top.steps} of {n} {unit}s never freed"
         more = ""
         if len(leaking) > 1:
@@ -85,14 +81,6 @@ def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, str
             f"the {format_bytes(kept_bytes)} still live at window end is {' or '.join(kinds)}{_heap_trend(summary, n, unit)}",
         )
     return Verdict(NO_LEAK, f"No leak: every buffer allocated over {source.description} was freed{_heap_trend(summary, n, unit)}")
-
-
-def _late(group: SuspectGroup, source: StepSource) -> bool:
-    """Whether a growing group's onset is worth saying: it began well after the window's first step."""
-    if group.onset_step is None or source.kind == TIME_WINDOWS:
-        return False
-    at = np.flatnonzero(source.steps.step_num == group.onset_step)
-    return len(at) > 0 and int(at[0]) >= LATE_ONSET_STEPS
 
 
 def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:
