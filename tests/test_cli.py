@@ -194,3 +194,17 @@ def test_report_csv_carries_the_family_and_the_onset(tmp_path):
         "1",
         "false",
     )
+
+
+def test_diff_markdown_names_the_new_family_and_its_onset(tmp_path):
+    """A clean loop (A) against the same loop keeping one Mul output per step from step 20 on (B)."""
+    summary = tmp_path / "diff.md"
+    out = cli(
+        "diff", str(ACCURACY), str(ACCURACY), "--run-a", "steady_temporaries", "--run-b", "late_onset", "--markdown", str(summary)
+    )
+    assert out.returncode == 1, out.stderr  # a regression
+    text = summary.read_text(encoding="utf-8")
+    assert "| status | family | dtype | A | B | A per step | B per step | B grows from |" in text
+    row = next(line for line in text.splitlines() if "`Mul [128,256] output`" in line)
+    assert row.startswith("| new |") and row.endswith("| step 20 |")
+    assert "new growing group Mul [128,256] output (+128 KiB per step from step 20 on)" in text
