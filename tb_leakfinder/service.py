@@ -14,7 +14,7 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
-from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
+from tb_leakfinder.analyses.host import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
 from tb_leakfinder.cache import ComputeCache
 from tb_leakfinder.disk_cache import SUMMARY, DiskCache, WorkerDiedError
@@ -46,6 +46,11 @@ class HostResult:
             raise self.error
         assert self.analysis is not None
         return self.analysis
+
+    def check(self) -> None:
+        """ValueError where a result read back from a disk cache entry contradicts itself."""
+        if self.analysis is not None:
+            check_consistent(self.analysis)
 
     def json(self) -> report.Json:
         if self._json is None:
