@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -10,7 +11,10 @@ import sys
 
 import pytest
 
+from tb_leakfinder.views import html
+from tb_leakfinder.views.cli import main
 from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
+from tests.names import local_logdir, memory_logdir, remove_memory_logdir
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -156,3 +160,49 @@ def test_check_into_a_closed_pipe_prints_no_traceback():
         os.close(write_end)
     assert done.returncode == 1, done.stderr  # the demo logdir holds a leak
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+def _exports(logdir: str, out, run_cli) -> None:
+    """`report` and `diff` with every export, over a logdir whose names are those of tests/names.py."""
+    for command in (["report", logdir], ["diff", logdir, logdir, "--markdown", str(out / "diff.md")]):
+        code, stderr = run_cli([*command, "--html", str(out / f"{command[0]}.html"), "--csv", str(out / command[0])])
+        assert code in (0, 1) and "Traceback" not in stderr, stderr
+        assert (out / f"{command[0]}.html").stat().st_size > 0
+
+
+def _expect_names(names, out) -> None:
+    with open(out / "report" / "buffers.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    assert {tuple(row[:3]) for row in rows[1:]} == {(names.run, names.host, names.allocator)}
+    with open(out / "report" / "static_buffers.csv", encoding="utf-8", newline="") as f:
+        assert {row[2] for row in list(csv.reader(f))[1:]} == {names.module}
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for name in (names.run, names.host, names.allocator, names.module):
+        assert html.script_json(name)[1:-1] in page
+
+
+def test_discovered_names_of_any_length_or_bytes_export_from_the_real_cli(tmp_path):
+    """--html and --csv of a run 1,500 characters deep, a 245-character host, allocator and module of 5,000 with NUL."""
+    names = local_logdir(str(tmp_path / "logs"))
+
+    def run_cli(args: list[str]) -> tuple[int, str]:
+        done = cli(*args)
+        return done.returncode, done.stderr
+
+    _exports(names.logdir, tmp_path, run_cli)
+    _expect_names(names, tmp_path)
+
+
+def test_discovered_names_with_nul_export_from_a_remote_logdir(tmp_path, capsys):
+    """The same on memory:// (in this process: it is the process's own filesystem), every name 5,000 long with NUL."""
+    names = memory_logdir("cli_names")
+    try:
+
+        def run_cli(args: list[str]) -> tuple[int, str]:
+            code = main(args)
+            return code, capsys.readouterr().err
+
+        _exports(names.logdir, tmp_path, run_cli)
+        _expect_names(names, tmp_path)
+    finally:
+        remove_memory_logdir("cli_names")
