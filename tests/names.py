@@ -61,10 +61,11 @@ def memory_logdir(bucket: str, length: int = 5000) -> Names:
 
 
 def local_logdir(root: str) -> Names:
-    """A local logdir whose run is six folders deep (1,500 characters, over the 1,024 a user may type)
-    and whose host file name takes the 255 bytes a folder entry holds; allocator and module hold 5,000 and NUL."""
-    run_dir = "/".join(f"{i}" + "r" * 249 for i in range(6))
-    host = "h" * (255 - len(".xplane.pb"))
+    """A local logdir whose run is six folders deep (1,500 characters, over the 1,024 a user may type) and
+    whose host file name takes the 255 bytes a folder entry holds, both with terminal control bytes (a
+    local name cannot hold NUL); allocator and module hold 5,000 characters and NUL."""
+    run_dir = "/".join(f"{i}{TERMINAL}".ljust(250, "r") for i in range(6))
+    host = f"h{TERMINAL}".ljust(255 - len(".xplane.pb"), "h")
     allocator, module = long_name(5000, "allocator"), long_name(5000, "module")
     folder = os.path.join(root, run_dir, "plugins", "profile", SESSION)
     os.makedirs(folder)

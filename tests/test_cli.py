@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,8 +14,9 @@ import pytest
 
 from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import main
+from tb_leakfinder.views.terminal import visible
 from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
-from tests.names import local_logdir, memory_logdir, remove_memory_logdir
+from tests.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -206,3 +208,32 @@ def test_discovered_names_with_nul_export_from_a_remote_logdir(tmp_path, capsys)
         _expect_names(names, tmp_path)
     finally:
         remove_memory_logdir("cli_names")
+
+
+# Raw control characters a terminal would act on; the newlines the renderings write themselves are allowed.
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def test_text_and_markdown_show_the_profiles_control_characters_escaped(tmp_path):
+    """Allocator, module and op names carry NUL and ESC sequences that would retitle and clear the terminal."""
+    names = local_logdir(str(tmp_path / "logs"))
+    markdown = tmp_path / "diff.md"
+    missing = str(tmp_path / f"gone{TERMINAL}" / "x.xplane.pb")
+    for args in (
+        ["report", names.logdir],
+        ["check", names.logdir],
+        ["diff", names.logdir, names.logdir, "--markdown", str(markdown)],
+    ):
+        out = cli(*args)
+        assert out.returncode in (0, 1), out.stderr
+        assert not RAW_CONTROL.search(out.stdout + out.stderr), args
+        # The run folder's and the profile's names, as \x1b (the Markdown cells double each backslash).
+        assert "\\x1b]0;pwned\\x07" in out.stdout.replace("\\\\", "\\")
+        assert ("\\x00" in out.stdout) is (args[0] != "check")  # the allocator's NUL; `check` names runs alone
+    assert not RAW_CONTROL.search(markdown.read_text(encoding="utf-8"))
+    out = cli("report", missing)
+    assert out.returncode == 2 and visible(missing) in out.stderr and not RAW_CONTROL.search(out.stderr)
+
+
+def test_visible_escapes_c0_del_and_c1_and_nothing_else():
+    assert visible("a\x00b\x1b[2J\x7f\x85\x9f\n\t…é€") == "a\\x00b\\x1b[2J\\x7f\\x85\\x9f\\x0a\\x09…é€"

@@ -17,6 +17,7 @@ from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views import export
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.progress import HostProgress
+from tb_leakfinder.views.terminal import visible
 from tb_leakfinder.views.text import render_report
 
 EXIT_OK = 0
@@ -94,7 +95,7 @@ def _precompute(args: argparse.Namespace) -> int:
     print(f"{len(outcomes)} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {errors} not readable")
     for o in outcomes:
         if o.error is not None:
-            print(f"tb-leakfinder: error: {o.task.run} host {o.task.host}: {o.error}", file=sys.stderr)
+            _error(f"{o.task.run} host {o.task.host}: {o.error}")
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
@@ -123,6 +124,11 @@ def _diff(args: argparse.Namespace) -> int:
     return EXIT_LEAK if result["regression"] else EXIT_OK
 
 
+def _error(message: str) -> None:
+    """One line on stderr; a message names files and runs, whose names may hold control characters."""
+    print(f"tb-leakfinder: error: {visible(message)}", file=sys.stderr)
+
+
 def _print(text: str) -> None:
     """Print, without a traceback when the reader goes away (`| head`)."""
     try:
@@ -147,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             export.export_report(args, engine, result)
     except LeakfinderError as exc:
-        print(f"tb-leakfinder: error: {exc.message}", file=sys.stderr)
+        _error(exc.message)
         return EXIT_BAD_INPUT
     if args.command == "report":
         _print(json.dumps(result, indent=1) if args.json else render_report(result))
@@ -155,10 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     leaking = [r for r in result["runs"] if r["verdict"] == "leak"]
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
-        _print(f"{run['verdict']:>12}  {run['run']}: {reasons}")
+        _print(visible(f"{run['verdict']:>12}  {run['run']}: {reasons}"))
     errors = [h["error"] for r in result["runs"] for h in r["hosts"] if "error" in h]
     for message in errors:
-        print(f"tb-leakfinder: error: {message}", file=sys.stderr)
+        _error(message)
     if leaking:
         return EXIT_LEAK
     return EXIT_BAD_INPUT if errors else EXIT_OK

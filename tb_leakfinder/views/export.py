@@ -12,6 +12,7 @@ from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
 from tb_leakfinder.service import Engine
 from tb_leakfinder.views import csv, html
+from tb_leakfinder.views.terminal import visible
 
 if TYPE_CHECKING:
     from tb_leakfinder.views.snapshot import Snapshot
@@ -31,9 +32,9 @@ def _snapshot(runs: list[Run], engine: Engine | None = None) -> Snapshot:
 
 def _note(paths: list[str], notes: list[str]) -> None:
     for path in paths:
-        print(f"tb-leakfinder: wrote {path}", file=sys.stderr)
+        print(f"tb-leakfinder: wrote {visible(path)}", file=sys.stderr)
     for note in notes:
-        print(f"tb-leakfinder: note: {note}", file=sys.stderr)
+        print(f"tb-leakfinder: note: {visible(note)}", file=sys.stderr)
 
 
 def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> None:
