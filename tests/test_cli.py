@@ -15,13 +15,9 @@ import pytest
 from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import main
 from tb_leakfinder.views.terminal import visible
+from tests.cli_process import run_cli as cli
 from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
 from tests.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "tb_leakfinder.views.cli", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
 def test_console_script_is_installed():

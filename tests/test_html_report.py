@@ -14,6 +14,7 @@ import pytest
 
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
+from tests.cli_process import run_cli
 from tests.synthetic import synthesize_training, write_session
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -135,3 +136,13 @@ def test_a_logdir_of_several_runs_needs_run(tmp_path, capsys):
 )
 def test_view_hash_is_encoded_as_the_tab_reads_it(state, expected):
     assert html.view_hash(state) == expected
+
+
+def test_a_failed_write_leaves_the_previous_page_whole(tmp_path):
+    """A page cut short by a file size limit (a disk that fills up) is never renamed over the one there."""
+    out = tmp_path / "report.html"
+    assert run_cli("report", str(DEMO / "tf_leak"), "--html", str(out), "--no-cache").returncode == 0
+    before = out.read_bytes()
+    done = run_cli("report", str(DEMO / "tf_fixed"), "--html", str(out), "--no-cache", file_size_limit=len(before) // 2)
+    assert done.returncode == cli.EXIT_BAD_INPUT and "cannot write the HTML report (File too large)" in done.stderr, done.stderr
+    assert out.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["report.html"]

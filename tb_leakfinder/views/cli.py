@@ -15,6 +15,7 @@ from tb_leakfinder.read import discovery, files
 from tb_leakfinder.report import comparison_json, select_allocator
 from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views import export
+from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.progress import HostProgress
 from tb_leakfinder.views.terminal import visible
@@ -115,8 +116,7 @@ def _diff(args: argparse.Namespace) -> int:
     text = render_comparison(result)
     if args.markdown:
         try:
-            with open(args.markdown, "w", encoding="utf-8") as f:
-                f.write(text)
+            write_texts([(args.markdown, text)])
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
     export.export_comparison(args, result)

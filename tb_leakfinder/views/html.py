@@ -18,6 +18,7 @@ from tensorboard.backend import json_util
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.report import Json
+from tb_leakfinder.views.atomic import write_texts
 
 DATA_ID = "tb-leakfinder-data"
 BUNDLE_ID = "tb-leakfinder-bundle"
@@ -103,7 +104,6 @@ def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | 
 
 def write_html(path: str, title: str, data: Json, view: dict[str, str]) -> None:
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(standalone_html(title, data, view))
+        write_texts([(path, standalone_html(title, data, view))])
     except OSError as exc:
-        raise LeakfinderError(f"{path}: cannot write the HTML report ({exc.strerror})") from exc
+        raise LeakfinderError(f"{path}: cannot write the HTML report ({exc.strerror}); a file there is unchanged") from exc
