@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from tb_leakfinder import service
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
 from tests.cli_process import run_cli
@@ -146,3 +147,17 @@ def test_a_failed_write_leaves_the_previous_page_whole(tmp_path):
     done = run_cli("report", str(DEMO / "tf_fixed"), "--html", str(out), "--no-cache", file_size_limit=len(before) // 2)
     assert done.returncode == cli.EXIT_BAD_INPUT and "cannot write the HTML report (File too large)" in done.stderr, done.stderr
     assert out.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_diff_html_takes_the_analyses_from_the_disk_cache(tmp_path, monkeypatch):
+    """As `report --html` does: each profile is decoded once, by the comparison, and none on a second run."""
+    decoded: list[str] = []
+    real = service.read_host
+    monkeypatch.setattr(service, "read_host", lambda path, host: decoded.append(path) or real(path, host))
+    args = ["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--cache-dir", str(tmp_path / "cache")]
+    assert cli.main([*args, "--html", str(tmp_path / "cold.html")]) == cli.EXIT_LEAK
+    assert sorted(pathlib.Path(p).parts[-5] for p in decoded) == ["tf_fixed", "tf_leak"]
+    decoded.clear()
+    assert cli.main([*args, "--html", str(tmp_path / "warm.html")]) == cli.EXIT_LEAK
+    assert decoded == []
+    assert page_parts(tmp_path / "warm.html")[1]["answers"] == page_parts(tmp_path / "cold.html")[1]["answers"]

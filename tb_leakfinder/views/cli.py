@@ -8,10 +8,11 @@ import os
 import sys
 
 from tb_leakfinder import precompute
-from tb_leakfinder.analyses.diff import RunSide, compare
+from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
+from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import comparison_json, select_allocator
 from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views import export
@@ -100,18 +101,18 @@ def _precompute(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
-def _side(path: str, run_name: str | None, args: argparse.Namespace) -> RunSide:
+def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[Engine, Run]:
     engine = Engine.for_path(path, disk=_disk(args, path))
     runs = engine.runs()
     if run_name is None and len(runs) > 1:
         names = ", ".join(r.name for r in runs)
         raise BadArgumentError(f"{path} holds {len(runs)} runs ({names}); choose one with --run-a/--run-b")
-    run = engine.run(run_name) if run_name is not None else runs[0]
-    return engine.run_side(run)
+    return engine, engine.run(run_name) if run_name is not None else runs[0]
 
 
 def _diff(args: argparse.Namespace) -> int:
-    comparison = compare(_side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args), args.host_a, args.host_b)
+    (engine_a, run_a), (engine_b, run_b) = _side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args)
+    comparison = compare(engine_a.run_side(run_a), engine_b.run_side(run_b), args.host_a, args.host_b)
     result = comparison_json(comparison)
     text = render_comparison(result)
     if args.markdown:
@@ -119,7 +120,7 @@ def _diff(args: argparse.Namespace) -> int:
             write_texts([(args.markdown, text)])
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
-    export.export_comparison(args, result)
+    export.export_comparison(args, result, run_a, run_b, engine_a.disk)
     _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
 

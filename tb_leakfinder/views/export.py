@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
+from tb_leakfinder.disk_cache import DiskCache
 from tb_leakfinder.errors import BadArgumentError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
@@ -23,7 +24,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="FILE", help="also write a standalone HTML report to FILE (opens from disk, no server)")
 
 
-def _snapshot(runs: list[Run], engine: Engine | None = None) -> Snapshot:
+def _snapshot(runs: list[Run], engine: Engine) -> Snapshot:
     # It asks the plugin's routes, so it loads TensorBoard: only when a file is asked for.
     from tb_leakfinder.views.snapshot import Snapshot
 
@@ -63,14 +64,16 @@ def _distinct(run_a: Run, run_b: Run) -> tuple[Run, Run]:
     return dataclasses.replace(run_a, name=f"{run_a.name} (A)"), dataclasses.replace(run_b, name=f"{run_b.name} (B)")
 
 
-def export_comparison(args: argparse.Namespace, comparison: Json) -> None:
-    """The comparison's files: the compare groups as CSV, and both runs with their comparison as HTML."""
+def export_comparison(args: argparse.Namespace, comparison: Json, run_a: Run, run_b: Run, disk: DiskCache | None) -> None:
+    """The comparison's files: the compare groups as CSV, and both runs with their comparison as HTML.
+
+    The page's analyses come from `disk`, where the comparison has just stored them, not from the profiles.
+    """
     if args.csv:
         _note(csv.write_tables(args.csv, csv.comparison_tables(comparison)), [])
     if args.html:
-        found = Engine.for_path(args.path_a).run(comparison["run_a"]), Engine.for_path(args.path_b).run(comparison["run_b"])
-        run_a, run_b = _distinct(*found)
-        snapshot = _snapshot([run_a, run_b])
+        run_a, run_b = _distinct(run_a, run_b)
+        snapshot = _snapshot([run_a, run_b], Engine(lambda: [run_a, run_b], disk=disk))
         for run in (run_a, run_b):
             snapshot.gather_run(run)
         snapshot.gather_comparison(run_a, run_b)

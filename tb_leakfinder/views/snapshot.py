@@ -46,11 +46,11 @@ def answer_key(route: str, args: dict[str, Any]) -> str:
 class Snapshot:
     """Asks the plugin's routes about `runs` (from any paths) and keeps the answers."""
 
-    def __init__(self, runs: list[Run], engine: Engine | None = None) -> None:
-        """`engine`: one that lists `runs` (and may list more), to reuse its analyses."""
+    def __init__(self, runs: list[Run], engine: Engine) -> None:
+        """`engine`: one that lists `runs` (and may list more), whose analyses (and disk cache) serve."""
         self.runs = runs
         plugin = LeakfinderPlugin(base_plugin.TBContext(logdir=None, flags=None))
-        plugin.engine = engine or Engine(lambda: runs)
+        plugin.engine = engine
         self._handlers = plugin.json_handlers()
         self.answers: dict[str, Json] = {}
         self.errors: dict[str, Json] = {}  # what a route refused, as {"status", "error"}: the page shows it too
