@@ -87,7 +87,7 @@ def _entry_bytes(key: str, text: str) -> int:
     return len(script_json(key)) + len(text) + 2  # "key":text,
 
 
-def note_bytes(note: str) -> int:
+def _note_bytes(note: str) -> int:
     """A note is in the page twice: in its header and in the data."""
     return len(html.escape(note).encode()) + len(script_json(note)) + 4  # the header is UTF-8
 
@@ -118,10 +118,10 @@ class Pieces:
 
     def note(self, note: str) -> None:
         self.notes.append(note)
-        self.size += note_bytes(note)
+        self.size += _note_bytes(note)
 
     def keep_buffers(self, key: str, kept: _Buffers) -> None:
-        """An allocator's buffers, and a note when they are not all of them."""
+        """An allocator's buffers under `key`, their rows kept too: cut, if their host does not fit."""
         self.buffers[key] = kept
         self.answer(key, {**kept.where, "total": len(kept.rows), "buffers": kept.rows})
 
@@ -130,7 +130,7 @@ class Pieces:
 
     def cut_buffers(self, fraction: float) -> None:
         """Each allocator keeps this fraction of its inlined buffers, the largest."""
-        for key, kept in self.buffers.items():
+        for key, kept in list(self.buffers.items()):
             self.size -= _entry_bytes(key, self.answers[key])
             self.keep_buffers(key, _Buffers(kept.where, kept.rows[: int(len(kept.rows) * fraction)], kept.total))
 
@@ -139,7 +139,7 @@ class Pieces:
 
     def placed_size(self) -> int:
         """Its bytes once placed, with the notes on its buffers."""
-        return self.size + sum(note_bytes(n) for n in self.buffer_notes())
+        return self.size + sum(_note_bytes(n) for n in self.buffer_notes())
 
     def add(self, other: Pieces) -> None:
         self.answers.update(other.answers)
