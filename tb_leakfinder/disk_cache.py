@@ -1,18 +1,23 @@
 """Host analyses kept on disk, so a restarted TensorBoard or CLI answers without decoding profiles again.
 
-One `.npz` per analysed host file (an uncompressed zip, no pickle) with four
-members: `report.json` (the host's report JSON, or its error), `summary.json`
+One `.npz` per analysed host file (an uncompressed zip, no pickle) with five
+members: `identity.json` (the analysis version and a hash of the profile's
+identity), `report.json` (the host's report JSON, or its error), `summary.json`
 (its rows of the pod overview), `tree.json` (the analysis dataclasses as
 `npz_codec` JSON, and where each array lies in `data`) and `data.npy` (every
 array). Few members keep the zip's directory short: a pod's overview reads
 only `summary.json` of each host, its report only `report.json`; the zip's
-CRCs catch a corrupt member. The file name hashes the
-profile's path and the analysis version; the profile's size and mtime are
-checked against the stored ones, so a touched profile rewrites its entry.
-Entries are written to a temporary file and renamed into place, so several
-processes may share the folder; whatever does not read back exactly (a
-truncated or corrupt zip, another version, another file) is a miss.
-The folder is kept under a size bound, least recently used first out.
+CRCs catch a corrupt member. The file name hashes the profile's real path and
+the analysis version; the identity member is checked before anything else is
+read, so a touched profile rewrites its entry.
+
+The folder may be shared between TensorBoards and workers, so an entry is
+read as hostile input: only a regular file of bounded size, with the zip
+directory this module writes and uncompressed members, is read, and what it
+holds must have the shape the views expect. Anything else is a miss, logged
+once, and the entry is rewritten. Entries are written to a temporary file and
+renamed into place. The folder is kept under a size bound, least recently used
+first out.
 """
 
 from __future__ import annotations
@@ -22,32 +27,55 @@ import dataclasses
 import hashlib
 import io
 import json
+import logging
 import os
+import stat
+import struct
 import tempfile
 import time
 import typing
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
+from tb_leakfinder import report
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.json_shape import Shape, conforms
 from tb_leakfinder.npz_codec import CodecError, Decoder, Encoder
 from tb_leakfinder.read import files
+from tb_leakfinder.read.xspace import MAX_FILE_BYTES
 
-FORMAT = 3
+logger = logging.getLogger(__name__)
+
+FORMAT = 4
+IDENTITY = "identity.json"
 REPORT = "report.json"
 SUMMARY = "summary.json"
+TREE = "tree.json"
+DATA = "data.npy"
+MEMBERS = (IDENTITY, REPORT, SUMMARY, TREE, DATA)
 ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
 DEFAULT_MAX_BYTES = 20 << 30
+# The columns of the largest profile analysed (about 1.1 times its size) and its session's HLO files, with room.
+MAX_ENTRY_BYTES = 3 * MAX_FILE_BYTES
+MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
+MAX_IDENTITY_BYTES = 1024
+READ_BLOCK_BYTES = 16 << 20
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
 ENV_DIR = "TB_LEAKFINDER_CACHE_DIR"
 ENV_OFF = "TB_LEAKFINDER_NO_CACHE"
 # Modules whose code decides what an entry holds; the views only present it.
 _VERSIONED_SKIP = ("views", "webapp", "static")
+# Not a FIFO's writer to wait for, nor a link to follow (to /dev/zero, or out of the folder).
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+# The zip format's end of central directory record, and zip64's locator and record before it (APPNOTE 4.3.14-16).
+_END = struct.Struct("<4sHHHHIIH")
+_END64_LOCATOR = struct.Struct("<4sIQI")
+_END64 = struct.Struct("<4sQHHIIQQQQ")
 
 
 def default_dir() -> str:
@@ -87,6 +115,13 @@ class Entry:
     error: LeakfinderError | None
 
 
+T = TypeVar("T")
+
+
+class UntrustedEntryError(Exception):
+    """An entry that is there but is not one this module wrote for this profile."""
+
+
 class DiskCache:
     """A folder of host entries, bounded by `max_bytes` (least recently used evicted)."""
 
@@ -96,6 +131,7 @@ class DiskCache:
         self.version = analysis_version()
         self.hits = 0
         self.writes = 0
+        self.rejected: set[str] = set()  # entries found untrusted: a miss, unread, until this process rewrites them
 
     @classmethod
     def for_logdir(cls, folder: str | None, max_bytes: int, logdir: str | None) -> DiskCache:
@@ -111,59 +147,57 @@ class DiskCache:
         return cache
 
     def path_for(self, identity: files.FileIdentity) -> str:
-        name = hashlib.sha256(f"{self.version}\0{identity.path}".encode()).hexdigest()[:40]
+        name = hashlib.sha256(f"{self.version}\0{identity.real_path}".encode()).hexdigest()[:40]
         return os.path.join(self.folder, name + SUFFIX)
 
     # Reading -------------------------------------------------------------------------------
 
     def load_report(self, identity: files.FileIdentity, member: str = REPORT) -> Entry | None:
         """The report member alone (a few KB), or the summary's (`member=SUMMARY`): no arrays are read."""
-        with self._open(identity) as zf:
-            if zf is None:
-                return None
-            meta = _json_member(zf, member)
-            if meta is None or not self._matches(meta, identity):
-                return None
-            entry = _entry(meta)
-            if entry is None:
-                return None
-        self._used(identity)
+        shape = report.HOST_SHAPE if member == REPORT else report.OVERVIEW_ROWS_SHAPE
+        entry = self._read(identity, lambda zf: _entry(_json_member(zf, member), shape))
+        if entry is not None:
+            self._used(identity)
         return entry
 
     def load(self, identity: files.FileIdentity, result_type: type) -> Any | None:
-        """The whole stored value (a `service.HostResult`), or None if the entry is missing or not trusted."""
-        with self._open(identity) as zf:
-            if zf is None:
-                return None
-            meta = _json_member(zf, REPORT)
-            tree = _json_member(zf, "tree.json")
-            if meta is None or tree is None or not self._matches(meta, identity):
-                return None
-            entry = _entry(meta)
-            if entry is None or isinstance(entry.error, WorkerDiedError):  # a dead worker's host is analysed again
-                return None
-            try:
-                fields = _stored_fields(result_type, tree, zf)
-            except (CodecError, KeyError, TypeError, ValueError, OSError, zipfile.BadZipFile, EOFError):
-                return None
-        self._used(identity)
-        self.hits += 1
-        return result_type(**fields, error=entry.error, _json=entry.report)
+        """The whole stored value (a `service.HostResult`, whose `check()` says whether it contradicts itself),
+        or None if the entry is missing or not trusted."""
 
-    @contextlib.contextmanager
-    def _open(self, identity: files.FileIdentity) -> typing.Iterator[Any]:
-        try:
-            zf = zipfile.ZipFile(self.path_for(identity))
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError):
-            yield None
-            return
-        try:
-            yield zf
-        finally:
-            zf.close()
+        def rebuild(zf: zipfile.ZipFile) -> Any | None:
+            entry = _entry(_json_member(zf, REPORT), report.HOST_SHAPE)
+            if isinstance(entry.error, WorkerDiedError):  # a dead worker's host is analysed again
+                return None
+            fields = _stored_fields(result_type, _json_member(zf, TREE), zf)
+            value = result_type(**fields, error=entry.error, _json=entry.report)
+            value.check()
+            return value
 
-    def _matches(self, meta: dict[str, Any], identity: files.FileIdentity) -> bool:
-        return meta.get("format") == FORMAT and meta.get("version") == self.version and meta.get("file") == _file_json(identity)
+        value = self._read(identity, rebuild)
+        if value is not None:
+            self._used(identity)
+            self.hits += 1
+        return value
+
+    def _read(self, identity: files.FileIdentity, use: Callable[[zipfile.ZipFile], T | None]) -> T | None:
+        """`use` of the entry, once it is known to be this profile's; None on a miss."""
+        path = self.path_for(identity)
+        if path in self.rejected:
+            return None
+        try:
+            with _open_entry(path) as zf:
+                if _read_member(zf, IDENTITY) != _identity_bytes(identity, self.version):
+                    return None  # another state of the profile (touched, a new HLO file): a plain miss
+                return use(zf)
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - anyone who can write the folder wrote it: whatever it makes the readers raise is a miss
+            self.rejected.add(path)
+            why = exc.args[0] if isinstance(exc, UntrustedEntryError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+            logger.warning(
+                "tb_leakfinder: the cache entry %s for %s cannot be used (%s); it is analysed again", path, identity.path, why
+            )
+            return None
 
     def _used(self, identity: files.FileIdentity) -> None:
         with contextlib.suppress(OSError):  # least recently used = oldest mtime; a read-only cache still serves
@@ -179,21 +213,23 @@ class DiskCache:
 
         A cache folder that cannot be written is not an error: the analysis is served anyway.
         """
+        path = self.path_for(identity)
         try:
             os.makedirs(self.folder, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.folder)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
-                os.replace(tmp, self.path_for(identity))
+                os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
         except OSError:
             return
+        self.rejected.discard(path)
         self.writes += 1
-        self.evict(keep=self.path_for(identity))
+        self.evict(keep=path)
 
     def evict(self, keep: str | None = None) -> None:
         """Remove least recently used entries past `max_bytes`, and temporary files of dead writers."""
@@ -229,7 +265,7 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: Any, summary:
     """An entry's bytes: `value` is a `service.HostResult`, `report` its report JSON and `summary` its
     overview rows (both None for an error)."""
     error = value.error
-    meta = {"format": FORMAT, "version": analysis_version(), "file": _file_json(identity), "report": report, "error": None}
+    meta: dict[str, Any] = {"report": report, "error": None}
     tree: dict[str, Any] = {}
     data = np.zeros(0, np.uint8)
     if error is not None:
@@ -241,11 +277,12 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: Any, summary:
         tree = {"fields": fields, "layout": layout}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr(IDENTITY, _identity_bytes(identity, analysis_version()))
         zf.writestr(REPORT, _json_bytes(meta))
         zf.writestr(SUMMARY, _json_bytes({**meta, "report": summary}))
-        zf.writestr("tree.json", _json_bytes(tree))
-        with zf.open("data.npy", "w", force_zip64=True) as f:
-            np.lib.format.write_array(f, data, allow_pickle=False)
+        zf.writestr(TREE, _json_bytes(tree))
+        with zf.open(DATA, "w", force_zip64=True) as f:
+            np.lib.format.write_array(f, data, version=(1, 0), allow_pickle=False)
     return buffer.getvalue()
 
 
@@ -265,15 +302,17 @@ def _pack(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], np.ndarray]
 
 def _unpack(data: np.ndarray, layout: Any) -> dict[str, np.ndarray]:
     """Views into `data` (no copy), every one checked to lie inside it and hold plain numbers."""
-    if not isinstance(layout, dict) or data.dtype != np.uint8 or data.ndim != 1:
-        raise CodecError("the data member or its layout is malformed")
+    if not isinstance(layout, dict):
+        raise CodecError("the layout is not an object")
     arrays = {}
     for key, item in layout.items():
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[2], list)):
+            raise CodecError(f"array {key!r}: bad layout {str(item)[:80]}")
         offset, dtype_str, shape = item
         dtype = np.dtype(str(dtype_str))
         if dtype.kind not in "biufc" or not all(isinstance(n, int) and n >= 0 for n in [offset, *shape]):
-            raise CodecError(f"array {key!r}: bad layout {item!r}")
-        count = int(np.prod(shape, dtype=np.int64))
+            raise CodecError(f"array {key!r}: bad layout {str(item)[:80]}")
+        count = int(np.prod(shape, dtype=object))  # exact: a product past int64 must not wrap into range
         end = offset + count * dtype.itemsize
         if end > data.shape[0] or offset % ALIGN:
             raise CodecError(f"array {key!r} lies outside the data member")
@@ -285,31 +324,97 @@ class WorkerDiedError(LeakfinderError):
     """The process analysing a host died (killed, out of memory): a re-run tries that host again."""
 
 
-def _file_json(identity: files.FileIdentity) -> list[Any]:
-    return [identity.path, identity.size, identity.mtime_ns, list(identity.companions)]
+def _identity_bytes(identity: files.FileIdentity, version: str) -> bytes:
+    """What an entry is valid for: this analysis version, of the profile in this state (a hash: fixed size)."""
+    state = [identity.real_path, identity.size, identity.mtime_ns, list(identity.companions)]
+    digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()
+    return _json_bytes({"format": FORMAT, "version": version, "file": digest})
 
 
 def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _json_member(zf: zipfile.ZipFile, name: str) -> Any:
+@contextlib.contextmanager
+def _open_entry(path: str) -> Iterator[zipfile.ZipFile]:
+    """The entry at `path` as a zip, once it is a regular file of bounded size with the directory `encode_entry` writes.
+
+    FileNotFoundError when there is none; UntrustedEntryError (or the zip reader's error) when it is not one.
+    """
     try:
-        return json.loads(zf.read(name))  # the zip checks the member's CRC
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError, UnicodeDecodeError):
-        return None
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # ELOOP: a symlink; ENXIO: a socket
+        raise UntrustedEntryError(f"cannot be opened as a file: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UntrustedEntryError("not a regular file")
+        if st.st_size > MAX_ENTRY_BYTES:
+            raise UntrustedEntryError(f"{st.st_size} bytes, over the {MAX_ENTRY_BYTES}-byte bound of an entry")
+        _check_directory(f, st.st_size)
+        with zipfile.ZipFile(f) as zf:
+            if sorted(zf.namelist()) != sorted(MEMBERS):
+                raise UntrustedEntryError(f"members {zf.namelist()[:8]}")
+            for info in zf.infolist():
+                # Stored members are read as they lie in the file: none can inflate past it.
+                if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+                    raise UntrustedEntryError(f"{info.filename} is compressed")
+                if info.header_offset + info.file_size > st.st_size:
+                    raise UntrustedEntryError(f"{info.filename} declares {info.file_size} bytes, past the file's end")
+            yield zf
 
 
-def _entry(meta: dict[str, Any]) -> Entry | None:
-    error, report = meta.get("error"), meta.get("report")
+def _check_directory(f: BinaryIO, size: int) -> None:
+    """The zip's end record names a directory of the five members, a few hundred bytes: the zip reader
+    reads and parses whatever directory an end record declares."""
+    if size < _END.size:
+        raise UntrustedEntryError("too short for a zip")
+    f.seek(size - _END.size)
+    signature, _, _, _, count, directory, _, comment = _END.unpack(f.read(_END.size))
+    if signature != b"PK\x05\x06" or comment or count != len(MEMBERS) or directory > MAX_DIRECTORY_BYTES:
+        raise UntrustedEntryError("not the zip directory of an entry")
+    locator_at = size - _END.size - _END64_LOCATOR.size
+    if locator_at < _END64.size:
+        return
+    f.seek(locator_at)
+    signature, _, record_at, _ = _END64_LOCATOR.unpack(f.read(_END64_LOCATOR.size))
+    if signature != b"PK\x06\x07":
+        return
+    # Python's zip reader takes the zip64 record just before the locator, others where the locator says: both must agree.
+    if record_at != locator_at - _END64.size:
+        raise UntrustedEntryError("a zip64 directory record out of place")
+    f.seek(record_at)
+    signature, _, _, _, _, _, _, count64, directory64, _ = _END64.unpack(f.read(_END64.size))
+    if signature != b"PK\x06\x06" or count64 != len(MEMBERS) or directory64 > MAX_DIRECTORY_BYTES:
+        raise UntrustedEntryError("not the zip64 directory of an entry")
+
+
+def _read_member(zf: zipfile.ZipFile, name: str) -> bytes:
+    """A small member whole (the zip checks its CRC); the identity's is refused past its bound unread."""
+    if name == IDENTITY and zf.getinfo(name).file_size > MAX_IDENTITY_BYTES:
+        raise UntrustedEntryError(f"a {zf.getinfo(name).file_size}-byte identity")
+    return zf.read(name)
+
+
+def _json_member(zf: zipfile.ZipFile, name: str) -> Any:
+    return json.loads(_read_member(zf, name))  # nested past the recursion limit: RecursionError, a miss
+
+
+def _entry(meta: Any, shape: Shape) -> Entry:
+    """The report (of `shape`) or the error a member holds."""
+    if not isinstance(meta, dict):
+        raise UntrustedEntryError("the report member is not an object")
+    error, body = meta.get("error"), meta.get("report")
     if error is not None:
-        if not (isinstance(error, dict) and isinstance(error.get("message"), str) and isinstance(error.get("status"), int)):
-            return None
+        if not (isinstance(error, dict) and isinstance(error.get("message"), str) and error.get("status") in range(400, 600)):
+            raise UntrustedEntryError("a malformed error")
         cls = WorkerDiedError if error.get("transient") else LeakfinderError
         return Entry(None, cls(error["message"], status=error["status"]))
-    if not isinstance(report, (dict, list)):
-        return None
-    return Entry(report, None)
+    if not conforms(body, shape):
+        raise UntrustedEntryError("the report lacks a field the views read, or holds one of another kind")
+    return Entry(body, None)
 
 
 def _stored_names(result_type: type) -> list[str]:
@@ -324,12 +429,33 @@ def _stored_fields(result_type: type, tree: Any, zf: zipfile.ZipFile) -> dict[st
     if not tree:  # an error entry: nothing but the error
         required = [f for f in dataclasses.fields(result_type) if f.default is f.default_factory is dataclasses.MISSING]
         return {f.name: None for f in required if f.name in names}
-    with zf.open("data.npy") as f:
-        data = np.lib.format.read_array(f, allow_pickle=False)
-    arrays = _unpack(data, tree.get("layout"))
+    arrays = _unpack(_read_data(zf), tree.get("layout"))
     tree = tree.get("fields")
     if not isinstance(tree, dict) or set(tree) != set(names):
         raise CodecError(f"stored fields differ from {names}")
     decoder = Decoder(arrays)
     hints = typing.get_type_hints(result_type)
     return {name: decoder.decode(tree[name], hints[name]) for name in names}
+
+
+def _read_data(zf: zipfile.ZipFile) -> np.ndarray:
+    """The data member's bytes, once its .npy header says what `encode_entry` writes: bytes, exactly as many as follow."""
+    size = zf.getinfo(DATA).file_size
+    with zf.open(DATA) as f:
+        if np.lib.format.read_magic(f) != (1, 0):
+            raise UntrustedEntryError("the data member is not a version 1.0 .npy")
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        count = size - f.tell()
+        if dtype != np.uint8 or fortran or shape != (count,):
+            raise UntrustedEntryError(f"the data member declares {shape} of {dtype} where {count} bytes follow")
+        data = np.empty(count, np.uint8)
+        filled = 0
+        while filled < count:
+            block = f.read(min(READ_BLOCK_BYTES, count - filled))
+            if not block:
+                raise UntrustedEntryError("the data member ends early")
+            data[filled : filled + len(block)] = np.frombuffer(block, np.uint8)
+            filled += len(block)
+        if f.read(1):  # at its end, which checks its CRC
+            raise UntrustedEntryError("the data member goes on past its header's size")
+    return data

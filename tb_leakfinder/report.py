@@ -19,6 +19,7 @@ from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDeta
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.json_shape import Shape, dataclass_shape
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
 
@@ -466,3 +467,79 @@ def overview_json(run: str, rows_per_host: list[list[Json]]) -> Json:
 def run_overview_json(run: Json) -> Json:
     """From a run's report JSON (`run_json`)."""
     return overview_json(run["run"], [overview_host_rows(h) for h in run["hosts"]])
+
+
+# The shapes of what a disk cache entry stores (a host's report, its overview rows): an entry is
+# used only if it has them, so no view meets a missing key. Each follows the function named.
+VERDICTS = frozenset(verdicts.SEVERITY)
+_STEP_SOURCE: dict[str, Shape] = {"kind": str, "name": (str, None), "num_steps": int, "description": str}  # step_source_json
+_GROUP_KEY: dict[str, Shape] = {"op": str, "shape": str, "dtype": str, "region": str}  # _group_key_json
+_GROUP: Shape = {  # an entry of allocator_json's groups
+    "group": int,
+    **_GROUP_KEY,
+    **dict.fromkeys(("label", "latest_shape", "kind"), str),
+    **dict.fromkeys(("num_shapes", "count", "requested_bytes", "bytes", "steps", "growth_steps"), int),
+    **dict.fromkeys(("first_step", "last_step", "onset_step"), (int, None)),
+    "regrown": bool,
+    **dict.fromkeys(("bytes_per_step", "allocated_bytes_per_step", "score"), float),
+}
+_ALLOCATOR: Shape = {  # allocator_json
+    **dict.fromkeys(("memory_id", "name", "reason"), str),
+    **dict.fromkeys(
+        (
+            "num_allocations",
+            "num_deallocations",
+            "balance",
+            "peak_bytes_in_use",
+            "peak_heap_bytes",
+            "peak_stack_reserved_bytes",
+            "memory_capacity_bytes",
+            "peak_before_window_bytes",
+            "never_freed_count",
+            "never_freed_bytes",
+            "freed_before_window_count",
+        ),
+        int,
+    ),
+    "peak_time_ps": (int, None),
+    "peak_step": (int, None),
+    "peak_fragmentation": float,
+    "growth_bytes_per_step": float,
+    "verdict": VERDICTS,
+    "forecast": (dataclass_shape(Forecast), None),
+    "fragmentation_note": (str, None),
+    "warnings": [str],
+    "groups": [_GROUP],
+    "peak_breakdown": [{**dataclass_shape(BreakdownRow), **_GROUP_KEY}],
+}
+_SMALL_ROW: Shape = {"label": str, "bytes": int, "count": int, "reason": str}  # _group_small's folded row
+_MODULE: Shape = {  # module_summary_json
+    **dataclass_shape(ModuleSummary),
+    "whole_program_buffers": [({**dataclass_shape(WholeProgramBuffer), "count": int}, _SMALL_ROW)],
+    "num_long_lived_temporaries": int,
+}
+HOST_SHAPE: Shape = {  # host_json and host_error_json
+    "host": str,
+    "verdict": VERDICTS,
+    "reason": str,
+    "warnings": [str],
+    "duration_ps": int,
+    "step_source": _STEP_SOURCE,
+    "num_steps": int,
+    "steps": [dict.fromkeys(("step", "start_ps", "end_ps"), int)],
+    "allocators": [_ALLOCATOR],
+    "modules": [_MODULE],
+}
+OVERVIEW_ROWS_SHAPE: Shape = [  # overview_host_rows
+    {
+        "host": str,
+        "memory_id": (str, None),
+        "name": (str, None),
+        "verdict": VERDICTS,
+        "bytes_per_step": (float, None),
+        "peak_bytes_in_use": (int, None),
+        "memory_capacity_bytes": (int, None),
+        "step_source": _STEP_SOURCE,
+        "error": (str, None),
+    }
+]

@@ -14,8 +14,8 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
-from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
-from tb_leakfinder.analyses.static_buffers import ModuleDetail, ModuleSummary
+from tb_leakfinder.analyses.host import HostAnalysis, analyze_host, check_consistent
+from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.cache import ComputeCache
 from tb_leakfinder.disk_cache import SUMMARY, DiskCache, WorkerDiedError
 from tb_leakfinder.errors import LeakfinderError
@@ -47,6 +47,11 @@ class HostResult:
         assert self.analysis is not None
         return self.analysis
 
+    def check(self) -> None:
+        """ValueError where a result read back from a disk cache entry contradicts itself."""
+        if self.analysis is not None:
+            check_consistent(self.analysis)
+
     def json(self) -> report.Json:
         if self._json is None:
             self._json = report.host_json(self.unwrap(), self.modules)
@@ -60,12 +65,6 @@ class HostResult:
         return HostSide(
             host, verdicts.host_verdict([(a.name, a.verdict) for a in allocators], self.modules), allocators, self.modules
         )
-
-    def module(self, name: str, memory_space: int | None, points: int) -> ModuleDetail:
-        """One module in detail (the `module` route); only names the profile holds are looked up."""
-        analysis = self.unwrap()
-        module = hlo.read_module(self.hlo_protos, name, analysis.profile.path)
-        return static_buffers.module_detail(module, memory_space, points)
 
 
 def analyze_file(path: str, host: str, session_dir: str) -> HostResult:

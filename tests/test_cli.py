@@ -6,18 +6,19 @@ import csv
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+from tb_leakfinder.views import html
+from tb_leakfinder.views.cli import main
+from tb_leakfinder.views.terminal import visible
+from tests.cli_process import run_cli as cli
 from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "tb_leakfinder.views.cli", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+from tests.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 
 
 def test_console_script_is_installed():
@@ -208,3 +209,79 @@ def test_diff_markdown_names_the_new_family_and_its_onset(tmp_path):
     row = next(line for line in text.splitlines() if "`Mul [128,256] output`" in line)
     assert row.startswith("| new |") and row.endswith("| step 20 |")
     assert "new growing group Mul [128,256] output (+128 KiB per step from step 20 on)" in text
+
+
+def _exports(logdir: str, out, run_cli) -> None:
+    """`report` and `diff` with every export, over a logdir whose names are those of tests/names.py."""
+    for command in (["report", logdir], ["diff", logdir, logdir, "--markdown", str(out / "diff.md")]):
+        code, stderr = run_cli([*command, "--html", str(out / f"{command[0]}.html"), "--csv", str(out / command[0])])
+        assert code in (0, 1) and "Traceback" not in stderr, stderr
+        assert (out / f"{command[0]}.html").stat().st_size > 0
+
+
+def _expect_names(names, out) -> None:
+    with open(out / "report" / "buffers.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    assert {tuple(row[:3]) for row in rows[1:]} == {(names.run, names.host, names.allocator)}
+    with open(out / "report" / "static_buffers.csv", encoding="utf-8", newline="") as f:
+        assert {row[2] for row in list(csv.reader(f))[1:]} == {names.module}
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for name in (names.run, names.host, names.allocator, names.module):
+        assert html.script_json(name)[1:-1] in page
+
+
+def test_discovered_names_of_any_length_or_bytes_export_from_the_real_cli(tmp_path):
+    """--html and --csv of a run 1,500 characters deep, a 245-character host, allocator and module of 5,000 with NUL."""
+    names = local_logdir(str(tmp_path / "logs"))
+
+    def run_cli(args: list[str]) -> tuple[int, str]:
+        done = cli(*args)
+        return done.returncode, done.stderr
+
+    _exports(names.logdir, tmp_path, run_cli)
+    _expect_names(names, tmp_path)
+
+
+def test_discovered_names_with_nul_export_from_a_remote_logdir(tmp_path, capsys):
+    """The same on memory:// (in this process: it is the process's own filesystem), every name 5,000 long with NUL."""
+    names = memory_logdir("cli_names")
+    try:
+
+        def run_cli(args: list[str]) -> tuple[int, str]:
+            code = main(args)
+            return code, capsys.readouterr().err
+
+        _exports(names.logdir, tmp_path, run_cli)
+        _expect_names(names, tmp_path)
+    finally:
+        remove_memory_logdir("cli_names")
+
+
+# Raw control characters a terminal would act on; the newlines the renderings write themselves are allowed.
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def test_text_and_markdown_show_the_profiles_control_characters_escaped(tmp_path):
+    """Allocator, module and op names carry NUL and ESC sequences that would retitle and clear the terminal."""
+    names = local_logdir(str(tmp_path / "logs"))
+    markdown = tmp_path / "diff.md"
+    missing = str(tmp_path / f"gone{TERMINAL}" / "x.xplane.pb")
+    for args in (
+        ["report", names.logdir],
+        ["check", names.logdir],
+        ["diff", names.logdir, names.logdir, "--markdown", str(markdown)],
+    ):
+        out = cli(*args)
+        assert out.returncode in (0, 1), out.stderr
+        assert not RAW_CONTROL.search(out.stdout + out.stderr), args
+        # The run folder's and the profile's names, as \x1b (the Markdown cells double each backslash).
+        assert "\\x1b]0;pwned\\x07" in out.stdout.replace("\\\\", "\\")
+        if args[0] != "check":  # `check` names runs and their reason, not allocators
+            assert "\\x00" in out.stdout  # the allocator's NUL
+    assert not RAW_CONTROL.search(markdown.read_text(encoding="utf-8"))
+    out = cli("report", missing)
+    assert out.returncode == 2 and visible(missing) in out.stderr and not RAW_CONTROL.search(out.stderr)
+
+
+def test_visible_escapes_c0_del_and_c1_and_nothing_else():
+    assert visible("a\x00b\x1b[2J\x7f\x85\x9f\n\t…é€") == "a\\x00b\\x1b[2J\\x7f\\x85\\x9f\\x0a\\x09…é€"

@@ -12,6 +12,7 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.views import cli
 from tb_leakfinder.views.csv import Table, neutralise
+from tests.cli_process import run_cli
 from tests.synthetic import synthesize_training, write_session
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -123,3 +124,18 @@ def test_unwritable_csv_folder_is_a_clear_error(tmp_path, capsys):
     blocker.write_text("")
     assert cli.main(["report", str(DEMO / "tf_leak"), "--csv", str(blocker)]) == cli.EXIT_BAD_INPUT
     assert "cannot write the CSV files" in capsys.readouterr().err
+
+
+def test_a_failed_write_leaves_the_previous_files_whole(tmp_path):
+    """Under a file size limit that buffers.csv passes (a disk that fills up), every CSV there stays as it was."""
+    out = tmp_path / "csv"
+    assert run_cli("report", str(DEMO / "tf_leak"), "--csv", str(out), "--no-cache").returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    done = run_cli(
+        "report", str(DEMO / "tf_fixed"), "--csv", str(out), "--no-cache", file_size_limit=len(before["buffers.csv"]) // 2
+    )
+    assert done.returncode == cli.EXIT_BAD_INPUT and "cannot write the CSV files (File too large)" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no file changed, no temporary file left
+    assert run_cli("report", str(DEMO / "tf_fixed"), "--csv", str(out), "--no-cache").returncode == 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} != before and sorted(p.name for p in out.iterdir()) == sorted(before)

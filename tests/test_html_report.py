@@ -12,8 +12,10 @@ import re
 
 import pytest
 
+from tb_leakfinder import service
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
+from tests.cli_process import run_cli
 from tests.synthetic import synthesize_training, write_session
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -41,7 +43,10 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
     report = answers[answer_key("report", {"run": run["run"]})]
     (host,) = report["runs"][0]["hosts"]
     assert report["runs"][0]["verdict"] == "leak"
-    assert answers[answer_key("report", {"run": run["run"], "host": host["host"]})] == report
+    # The host's report is the run's: the page names one answer for both.
+    assert data["aliases"][answer_key("report", {"run": run["run"], "host": host["host"]})] == answer_key(
+        "report", {"run": run["run"]}
+    )
     assert answers[answer_key("overview", {"run": run["run"]})]["num_hosts"] == 1
     (allocator,) = host["allocators"]
     where = {"run": run["run"], "host": host["host"], "allocator": allocator["name"]}
@@ -135,3 +140,108 @@ def test_a_logdir_of_several_runs_needs_run(tmp_path, capsys):
 )
 def test_view_hash_is_encoded_as_the_tab_reads_it(state, expected):
     assert html.view_hash(state) == expected
+
+
+def test_a_failed_write_leaves_the_previous_page_whole(tmp_path):
+    """A page cut short by a file size limit (a disk that fills up) is never renamed over the one there."""
+    out = tmp_path / "report.html"
+    assert run_cli("report", str(DEMO / "tf_leak"), "--html", str(out), "--no-cache").returncode == 0
+    before = out.read_bytes()
+    done = run_cli("report", str(DEMO / "tf_fixed"), "--html", str(out), "--no-cache", file_size_limit=len(before) // 2)
+    assert done.returncode == cli.EXIT_BAD_INPUT and "cannot write the HTML report (File too large)" in done.stderr, done.stderr
+    assert out.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+def test_diff_html_takes_the_analyses_from_the_disk_cache(tmp_path, monkeypatch):
+    """As `report --html` does: each profile is decoded once, by the comparison, and none on a second run."""
+    decoded: list[str] = []
+    real = service.read_host
+    monkeypatch.setattr(service, "read_host", lambda path, host: decoded.append(path) or real(path, host))
+    args = ["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--cache-dir", str(tmp_path / "cache")]
+    assert cli.main([*args, "--html", str(tmp_path / "cold.html")]) == cli.EXIT_LEAK
+    assert sorted(pathlib.Path(p).parts[-5] for p in decoded) == ["tf_fixed", "tf_leak"]
+    decoded.clear()
+    assert cli.main([*args, "--html", str(tmp_path / "warm.html")]) == cli.EXIT_LEAK
+    assert decoded == []
+    assert page_parts(tmp_path / "warm.html")[1]["answers"] == page_parts(tmp_path / "cold.html")[1]["answers"]
+
+
+def _pod(logdir: pathlib.Path, hosts: int = 6, events: int = 4_000) -> None:
+    """A pod whose odd hosts leak, so that the overview's worst-first order is not the hosts' own."""
+    builders = {}
+    for h in range(hosts):
+        builders[f"host{h}"], _ = synthesize_training(
+            num_events=events,
+            steps=10,
+            allocators=("GPU_0_bfc",),
+            leak_bytes_per_step=(1 << 20) * (h % 2),
+            hostname=f"host{h}",
+            seed=h,
+        )
+    write_session(logdir, "pod", "2026_01_01_00_00_00", builders)
+
+
+def test_a_page_over_its_budget_keeps_the_overview_and_the_worst_hosts(tmp_path):
+    _pod(tmp_path / "logs")
+    whole = tmp_path / "whole.html"
+    assert cli.main(["report", str(tmp_path / "logs"), "--html", str(whole)]) == cli.EXIT_OK
+    budget_mb = round(whole.stat().st_size * 0.45 / 1e6, 3)
+    out = tmp_path / "budget.html"
+    assert cli.main(["report", str(tmp_path / "logs"), "--html", str(out), "--html-max-mb", str(budget_mb)]) == cli.EXIT_OK
+    assert whole.stat().st_size * 0.4 < out.stat().st_size <= budget_mb * 1e6
+    text, data, _ = page_parts(out)
+    (run,) = data["answers"]["runs"]["runs"]
+    overview = data["answers"][answer_key("overview", {"run": run["run"]})]
+    worst = [row["host"] for row in overview["rows"]]
+    assert len(worst) == 6 and set(worst[:3]) == {"host1", "host3", "host5"}  # the leaking hosts first
+    kept = [h for h in worst if answer_key("report", {"run": run["run"], "host": h}) in data["answers"]]
+    left = [h for h in worst if answer_key("report", {"run": run["run"], "host": h}) in data["errors"]]
+    assert kept == worst[: len(kept)] and left == worst[len(kept) :] and kept and left
+    for host in left:
+        refused = data["errors"][answer_key("report", {"run": run["run"], "host": host})]
+        assert refused["status"] == 413 and "--html-max-mb" in refused["error"] and host in refused["error"]
+    (note,) = [n for n in data["notes"] if "left out" in n]
+    assert note == f"{len(left)} host(s) left out to keep the page under {budget_mb:g} MB (--html-max-mb): {', '.join(left)}"
+    assert note in text  # above the tab too (it holds nothing HTML escapes)
+    # The last host kept may keep only its largest buffers; those of the others are whole.
+    for host in kept[:-1]:
+        where = {"run": run["run"], "host": host, "allocator": "GPU_0_bfc"}
+        assert data["answers"][answer_key("buffers", where)]["total"] > 2_000
+
+
+def test_a_budget_too_small_for_one_host_refuses_and_names_the_flag(tmp_path, capsys):
+    _pod(tmp_path / "logs", hosts=2)
+    out = tmp_path / "small.html"
+    for budget in ("0.3", "0.05"):  # room for the reports but not one host's timelines; not even for the bundle
+        assert cli.main(["report", str(tmp_path / "logs"), "--html", str(out), "--html-max-mb", budget]) == cli.EXIT_BAD_INPUT
+        error = capsys.readouterr().err
+        assert f"over its budget of {budget} MB (--html-max-mb); raise --html-max-mb" in error and "Traceback" not in error
+        assert not out.exists()
+    assert "host 'host1'" in cli_error(tmp_path, "0.3") and "reports and overviews alone" in cli_error(tmp_path, "0.05")
+
+
+def cli_error(tmp_path: pathlib.Path, budget: str) -> str:
+    return run_cli("report", str(tmp_path / "logs"), "--html", str(tmp_path / "x.html"), "--html-max-mb", budget).stderr
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "nan", "lots"])
+def test_the_budget_is_a_positive_number(tmp_path, budget):
+    done = run_cli("report", str(DEMO / "tf_leak"), "--html", str(tmp_path / "x.html"), "--html-max-mb", budget)
+    assert done.returncode == 2 and "--html-max-mb" in done.stderr and "Traceback" not in done.stderr
+    assert cli._parser().parse_args(["report", "x"]).html_max_mb == 100
+
+
+def test_a_diff_over_its_budget_keeps_both_runs_comparison_and_their_worst_hosts_in_turn(tmp_path):
+    _pod(tmp_path / "logs", hosts=4)
+    logs, out = str(tmp_path / "logs"), tmp_path / "diff.html"
+    assert cli.main(["diff", logs, logs, "--html", str(out), "--html-max-mb", "2"]) in (cli.EXIT_OK, cli.EXIT_LEAK)
+    _, data, _ = page_parts(out)
+    assert out.stat().st_size <= 2e6
+    run_a, run_b = (r["run"] for r in data["answers"]["runs"]["runs"])
+    assert answer_key("compare", {"run_a": run_a, "run_b": run_b}) in data["answers"]
+    kept = {
+        run: [k for k in data["answers"] if k.startswith("report\x00host=") and k.endswith(f"run={run}")]
+        for run in (run_a, run_b)
+    }
+    assert len(kept[run_a]) - len(kept[run_b]) in (0, 1) and kept[run_b]  # A's worst, B's worst, A's next...
+    assert any("left out" in note for note in data["notes"])

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder.read import discovery
+from tb_leakfinder.views.plugin import MAX_ARG_CHARS
+from tests.names import Names, local_logdir, memory_logdir, remove_memory_logdir
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import ProfileBuilder, write_session
 
@@ -260,3 +262,51 @@ def test_an_internal_error_is_json_without_traceback(site, monkeypatch):
     body = _assert_json_error(response, text, (500,))
     assert "kaboom" not in text and "/secret/path" not in text
     assert "internal error" in body["error"]
+
+
+@pytest.fixture(scope="module", params=["memory", "local"])
+def named(request, tmp_path_factory) -> Names:
+    """A run whose names are 5,000 characters and hold NUL (memory://), or as long as a local path allows."""
+    if request.param == "local":
+        return local_logdir(str(tmp_path_factory.mktemp("names")))
+    names = memory_logdir("http_names")
+    request.addfinalizer(lambda: remove_memory_logdir("http_names"))
+    return names
+
+
+def _ok(client, route: str, **args: str) -> dict:
+    response = client.get(f"{PREFIX}/{route}?{urllib.parse.urlencode(args)}")
+    text = response.get_data(as_text=True)
+    assert response.status_code == 200, (route, text[:300])
+    return json.loads(text)
+
+
+def test_names_discovery_lists_work_in_every_route_whatever_their_length_or_bytes(named):
+    """The limits are for what a user types: a run, host, allocator or module the profiles name is found."""
+    client, _ = make_client(named.logdir)
+    (run,) = _ok(client, "runs")["runs"]
+    assert run == {"run": named.run, "hosts": [named.host]}
+    name, host = run["run"], named.host
+    (listed,) = _ok(client, "report", run=name, host=host)["runs"][0]["hosts"]
+    (allocator,) = listed["allocators"]
+    (module,) = listed["modules"]
+    assert (listed["host"], allocator["name"], module["name"]) == (host, named.allocator, named.module)
+    assert _ok(client, "report", run=name)["runs"][0]["run"] == name
+    assert _ok(client, "overview", run=name)["rows"][0]["name"] == named.allocator
+    where = {"run": name, "host": host, "allocator": named.allocator}
+    assert _ok(client, "timeline", **where)["allocator"] == named.allocator
+    assert _ok(client, "timeline", **where, group="0")["group"] == 0
+    assert _ok(client, "buffers", **where)["total"] > 0
+    assert _ok(client, "module", run=name, host=host, module=named.module)["name"] == named.module
+    assert _ok(client, "compare", run_a=name, run_b=name, host_a=host, host_b=host)["hosts"][0]["host_a"] == host
+    # One character more is no discovered name: a 400 when it breaks what a user may type, else a 404.
+    in_module = {"run": name, "host": host, "module": named.module}
+    for route, args, arg in (
+        ("timeline", where, "run"),
+        ("timeline", where, "host"),
+        ("timeline", where, "allocator"),
+        ("module", in_module, "module"),
+    ):
+        response = client.get(f"{PREFIX}/{route}?{urllib.parse.urlencode({**args, arg: args[arg] + 'x'})}")
+        typed = "\x00" not in args[arg] and len(args[arg]) < MAX_ARG_CHARS
+        _assert_json_error(response, response.get_data(as_text=True), (404 if typed else 400,))

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import {spawnSync} from 'node:child_process';
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
+import {mkdtempSync, readFileSync, rmSync, statSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {delimiter, join} from 'node:path';
 import {pathToFileURL} from 'node:url';
@@ -195,4 +195,50 @@ test('an op named with HTML stays text, and its CSV cell cannot run as a formula
   assert.equal(buffers.csv, [cliBuffers.header, ...cliBuffers.lines, ''].join('\r\n'));
   clean(seen);
   await page.close();
+});
+
+// A pod whose page would be twice its budget or more (each allocator inlines at most 50,000 buffers, so
+// the profiles grow with the budget): written near the budget, it must open. The budget is
+// LEAKFINDER_HTML_BUDGET_MB (default 12 MB; at 100, the CLI's default, it takes a few minutes to build).
+const BUDGET_MB = Number(process.env.LEAKFINDER_HTML_BUDGET_MB || 12);
+const BUILD_POD = `
+import sys
+from tests.synthetic import synthesize_training, write_session
+builders = {}
+for h in range(8):
+    builders[f"host{h}"], _ = synthesize_training(
+        num_events=${Math.round(BUDGET_MB * 3000)}, steps=10, allocators=("GPU_0_bfc", "GPU_1_bfc"), leak_bytes_per_step=(1 << 20) * (h % 2), hostname=f"host{h}", seed=h
+    )
+write_session(sys.argv[1], "pod", "2026_01_01_00_00_00", builders)
+`;
+
+test(`a page at its budget (${BUDGET_MB} MB) opens, with the overview, the worst hosts and what it left out`, async (t) => {
+  const pod = makeLogdir([], BUILD_POD);
+  try {
+    const file = cli(['report', pod, '--no-cache', '--html-max-mb', String(BUDGET_MB)], 'budget.html');
+    const size = statSync(file).size;
+    assert.ok(size <= BUDGET_MB * 1e6 && size > 0.9 * BUDGET_MB * 1e6, `${size} bytes`);
+    const html = readFileSync(file, 'utf8');
+    const data = JSON.parse(/<script type="application\/json" id="tb-leakfinder-data">(.*?)<\/script>/s.exec(html)[1]);
+    const left = Object.keys(data.errors).map((key) => /host=([^\0]*)/.exec(key)[1]);
+    assert.ok(left.length > 0 && left.length < 8, JSON.stringify(left));
+    const started = Date.now();
+    const {page, seen} = await open(file);
+    await page.waitForSelector('[data-panel=overview] [data-summary=hosts]');
+    const ready = Date.now() - started;
+    assert.equal(await text(page, '[data-summary=hosts]'), '4 of 8 hosts leak');
+    assert.equal((await page.$$('[data-panel=overview] tbody tr')).length, 16); // a row per host and allocator
+    assert.match(await text(page, 'header[data-standalone]'), new RegExp(`${left.length} host\\(s\\) left out to keep the page under ${BUDGET_MB} MB \\(--html-max-mb\\)`));
+    await page.click('[data-panel=overview] tbody tr:first-child'); // the worst host: on the page
+    await page.waitForSelector('main.lf-root[data-state="ready"] .lf-verdict[data-verdict=leak]');
+    await page.waitForSelector('[data-chart=timeline] canvas');
+    await page.selectOption('[data-select=host]', left[0]);
+    await page.waitForSelector('main.lf-root[data-state="error"]');
+    assert.match(await text(page, '.lf-notice-error'), new RegExp(`host '${left[0]}' .* is left out of this standalone report .* raise --html-max-mb`));
+    clean(seen);
+    t.diagnostic(`${size} bytes (budget ${BUDGET_MB} MB), ${8 - left.length} of 8 hosts inlined, overview shown ${ready} ms after opening`);
+    await page.close();
+  } finally {
+    rmSync(pod, {recursive: true, force: true});
+  }
 });

@@ -83,7 +83,9 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 class FileIdentity:
     """What decides whether a cached analysis of a file is still valid."""
 
-    path: str
+    path: str  # as given: what messages name
+    # What names the disk cache's entry: a relative path names another file in another working folder.
+    real_path: str
     size: int
     mtime_ns: int
     # Names of the session's other files the analysis reads (XProf's `.hlo_proto.pb`, written when the
@@ -95,19 +97,30 @@ def _cannot_read(path: str, exc: BaseException) -> LeakfinderError:
     return LeakfinderError(f"{path}: cannot read the file ({exc})", source=path)
 
 
+def real_path(path: str) -> str:
+    """A local path made absolute with its folder's symlinks resolved; a remote URL as it is.
+
+    The file's own link is kept: its analysis reads the HLO files of the folder it sits in, not of its target's.
+    """
+    if not is_local(path):
+        return path
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name)
+
+
 def identity(path: str) -> FileIdentity:
     if is_local(path):
         try:
             st = os.stat(path)
         except OSError as exc:
             raise _cannot_read(path, exc) from exc
-        return FileIdentity(path, st.st_size, st.st_mtime_ns)
+        return FileIdentity(path, real_path(path), st.st_size, st.st_mtime_ns)
     # What gfile raises: its OpError (NotFoundError, PermissionDeniedError...) or the OSError of a filesystem.
     try:
         remote = tf.io.gfile.stat(path)
     except (OSError, tf.errors.OpError) as exc:
         raise _cannot_read(path, exc) from exc
-    return FileIdentity(path, int(remote.length), int(getattr(remote, "mtime_nsec", 0) or 0))
+    return FileIdentity(path, path, int(remote.length), int(getattr(remote, "mtime_nsec", 0) or 0))
 
 
 def _size_within(path: str, limit: int | None) -> int:

@@ -8,15 +8,18 @@ import os
 import sys
 
 from tb_leakfinder import precompute
-from tb_leakfinder.analyses.diff import RunSide, compare
+from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
+from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import comparison_json, select_allocator
 from tb_leakfinder.service import Engine, HostDone
 from tb_leakfinder.views import export
+from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.progress import HostProgress
+from tb_leakfinder.views.terminal import visible
 from tb_leakfinder.views.text import render_report
 
 EXIT_OK = 0
@@ -94,33 +97,37 @@ def _precompute(args: argparse.Namespace) -> int:
     print(f"{len(outcomes)} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {errors} not readable")
     for o in outcomes:
         if o.error is not None:
-            print(f"tb-leakfinder: error: {o.task.run} host {o.task.host}: {o.error}", file=sys.stderr)
+            _error(f"{o.task.run} host {o.task.host}: {o.error}")
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
-def _side(path: str, run_name: str | None, args: argparse.Namespace) -> RunSide:
+def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[Engine, Run]:
     engine = Engine.for_path(path, disk=_disk(args, path))
     runs = engine.runs()
     if run_name is None and len(runs) > 1:
         names = ", ".join(r.name for r in runs)
         raise BadArgumentError(f"{path} holds {len(runs)} runs ({names}); choose one with --run-a/--run-b")
-    run = engine.run(run_name) if run_name is not None else runs[0]
-    return engine.run_side(run)
+    return engine, engine.run(run_name) if run_name is not None else runs[0]
 
 
 def _diff(args: argparse.Namespace) -> int:
-    comparison = compare(_side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args), args.host_a, args.host_b)
+    (engine_a, run_a), (engine_b, run_b) = _side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args)
+    comparison = compare(engine_a.run_side(run_a), engine_b.run_side(run_b), args.host_a, args.host_b)
     result = comparison_json(comparison)
     text = render_comparison(result)
     if args.markdown:
         try:
-            with open(args.markdown, "w", encoding="utf-8") as f:
-                f.write(text)
+            write_texts([(args.markdown, text)])
         except OSError as exc:
             raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
-    export.export_comparison(args, result)
+    export.export_comparison(args, result, run_a, run_b, engine_a.disk)
     _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
+
+
+def _error(message: str) -> None:
+    """One line on stderr; a message names files and runs, whose names may hold control characters."""
+    print(f"tb-leakfinder: error: {visible(message)}", file=sys.stderr)
 
 
 def _print(text: str) -> None:
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             export.export_report(args, engine, result)
     except LeakfinderError as exc:
-        print(f"tb-leakfinder: error: {exc.message}", file=sys.stderr)
+        _error(exc.message)
         return EXIT_BAD_INPUT
     if args.command == "report":
         _print(json.dumps(result, indent=1) if args.json else render_report(result))
@@ -155,10 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     leaking = [r for r in result["runs"] if r["verdict"] == "leak"]
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
-        _print(f"{run['verdict']:>12}  {run['run']}: {reasons}")
+        _print(visible(f"{run['verdict']:>12}  {run['run']}: {reasons}"))
     errors = [h["error"] for r in result["runs"] for h in r["hosts"] if "error" in h]
     for message in errors:
-        print(f"tb-leakfinder: error: {message}", file=sys.stderr)
+        _error(message)
     if leaking:
         return EXIT_LEAK
     return EXIT_BAD_INPUT if errors else EXIT_OK

@@ -17,6 +17,7 @@ from typing import Any
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.report import Json
+from tb_leakfinder.views.atomic import write_texts
 
 # OWASP's list: these lead a formula, and tab / carriage return can hide one in the cell before.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -122,15 +123,12 @@ def comparison_tables(comparison: Json) -> dict[str, Table]:
 
 
 def write_tables(directory: str, tables: dict[str, Table]) -> list[str]:
-    """Writes `<directory>/<table>.csv` for each table (UTF-8, CRLF rows as RFC 4180 has them); returns the paths."""
+    """Writes `<directory>/<table>.csv` for each table (UTF-8, CRLF rows as RFC 4180 has them), all or none;
+    returns the paths."""
+    paths = {name: os.path.join(directory, f"{name}.csv") for name in tables}
     try:
         os.makedirs(directory, exist_ok=True)
-        paths = []
-        for name, table in tables.items():
-            path = os.path.join(directory, f"{name}.csv")
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(table.text())
-            paths.append(path)
+        write_texts((paths[name], table.text()) for name, table in tables.items())
     except OSError as exc:
-        raise LeakfinderError(f"{directory}: cannot write the CSV files ({exc.strerror})") from exc
-    return paths
+        raise LeakfinderError(f"{directory}: cannot write the CSV files ({exc.strerror}); the files there are unchanged") from exc
+    return list(paths.values())

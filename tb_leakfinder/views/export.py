@@ -7,33 +7,66 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
+from tb_leakfinder.disk_cache import DiskCache
 from tb_leakfinder.errors import BadArgumentError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
 from tb_leakfinder.service import Engine
 from tb_leakfinder.views import csv, html
+from tb_leakfinder.views.terminal import visible
 
 if TYPE_CHECKING:
-    from tb_leakfinder.views.snapshot import Snapshot
+    from tb_leakfinder.views.snapshot import Budget, Snapshot
+
+
+DEFAULT_HTML_MAX_MB = 100.0
+HTML_BUDGET_FLAG = "--html-max-mb"
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", metavar="DIR", help="also write each table as DIR/<table>.csv")
     parser.add_argument("--html", metavar="FILE", help="also write a standalone HTML report to FILE (opens from disk, no server)")
+    parser.add_argument(
+        HTML_BUDGET_FLAG,
+        type=_megabytes,
+        default=DEFAULT_HTML_MAX_MB,
+        metavar="MB",
+        help="the largest --html page (default %(default)g MB); past it the worst hosts are kept and the page says which are not",
+    )
 
 
-def _snapshot(runs: list[Run], engine: Engine | None = None) -> Snapshot:
+def _megabytes(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"a positive number of MB, not {text!r}")
+    return value
+
+
+def _snapshot(runs: list[Run], engine: Engine, budget: Budget | None = None) -> Snapshot:
     # It asks the plugin's routes, so it loads TensorBoard: only when a file is asked for.
     from tb_leakfinder.views.snapshot import Snapshot
 
-    return Snapshot(runs, engine)
+    return Snapshot(runs, engine, budget)
 
 
 def _note(paths: list[str], notes: list[str]) -> None:
     for path in paths:
-        print(f"tb-leakfinder: wrote {path}", file=sys.stderr)
+        print(f"tb-leakfinder: wrote {visible(path)}", file=sys.stderr)
     for note in notes:
-        print(f"tb-leakfinder: note: {note}", file=sys.stderr)
+        print(f"tb-leakfinder: note: {visible(note)}", file=sys.stderr)
+
+
+def _write_html(
+    args: argparse.Namespace, runs: list[Run], engine: Engine, title: str, view: dict[str, str], comparison: bool = False
+) -> None:
+    """The standalone page of `runs` (with `comparison`, of the first compared with the second), within its budget."""
+    from tb_leakfinder.views.snapshot import Budget
+
+    budget = Budget(int(args.html_max_mb * 1e6), html.page_overhead(title, view), HTML_BUDGET_FLAG)
+    snapshot = _snapshot(runs, engine, budget)
+    snapshot.gather(comparison)
+    html.write_html(args.html, html.standalone_html(title, snapshot.script_data(html.view_hash(view)), snapshot.notes))
+    _note([args.html], snapshot.notes)
 
 
 def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> None:
@@ -41,8 +74,8 @@ def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> Non
     if not (args.csv or args.html):
         return
     runs = [engine.run(r["run"]) for r in result["runs"]]
-    snapshot = _snapshot(runs, engine)
     if args.csv:
+        snapshot = _snapshot(runs, engine)
         tables = csv.report_tables(result, lambda run, host, allocator: snapshot.all_buffers(run, host, allocator))
         _note(csv.write_tables(args.csv, tables), [])
     if args.html:
@@ -50,9 +83,7 @@ def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> Non
             names = ", ".join(r.name for r in runs)
             raise BadArgumentError(f"{args.path} holds {len(runs)} runs ({names}); an HTML report shows one: pick it with --run")
         (run,) = runs
-        snapshot.gather_run(run)
-        html.write_html(args.html, f"tb-leakfinder: {run.name}", snapshot.data(), {"run": run.name})
-        _note([args.html], snapshot.notes)
+        _write_html(args, runs, engine, f"tb-leakfinder: {run.name}", {"run": run.name})
 
 
 def _distinct(run_a: Run, run_b: Run) -> tuple[Run, Run]:
@@ -62,18 +93,15 @@ def _distinct(run_a: Run, run_b: Run) -> tuple[Run, Run]:
     return dataclasses.replace(run_a, name=f"{run_a.name} (A)"), dataclasses.replace(run_b, name=f"{run_b.name} (B)")
 
 
-def export_comparison(args: argparse.Namespace, comparison: Json) -> None:
-    """The comparison's files: the compare groups as CSV, and both runs with their comparison as HTML."""
+def export_comparison(args: argparse.Namespace, comparison: Json, run_a: Run, run_b: Run, disk: DiskCache | None) -> None:
+    """The comparison's files: the compare groups as CSV, and both runs with their comparison as HTML.
+
+    The page's analyses come from `disk`, where the comparison has just stored them, not from the profiles.
+    """
     if args.csv:
         _note(csv.write_tables(args.csv, csv.comparison_tables(comparison)), [])
     if args.html:
-        found = Engine.for_path(args.path_a).run(comparison["run_a"]), Engine.for_path(args.path_b).run(comparison["run_b"])
-        run_a, run_b = _distinct(*found)
-        snapshot = _snapshot([run_a, run_b])
-        for run in (run_a, run_b):
-            snapshot.gather_run(run)
-        snapshot.gather_comparison(run_a, run_b)
+        run_a, run_b = _distinct(run_a, run_b)
         view = {"run": run_a.name, "host": args.host_a or "", "compare": run_b.name, "compare_host": args.host_b or ""}
-        title = f"tb-leakfinder: {run_a.name} → {run_b.name}"
-        html.write_html(args.html, title, snapshot.data(), view)
-        _note([args.html], snapshot.notes)
+        engine = Engine(lambda: [run_a, run_b], disk=disk)
+        _write_html(args, [run_a, run_b], engine, f"tb-leakfinder: {run_a.name} → {run_b.name}", view, comparison=True)

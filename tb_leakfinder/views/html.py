@@ -17,7 +17,7 @@ from tensorboard.backend import json_util
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
-from tb_leakfinder.report import Json
+from tb_leakfinder.views.atomic import write_texts
 
 DATA_ID = "tb-leakfinder-data"
 BUNDLE_ID = "tb-leakfinder-bundle"
@@ -46,7 +46,7 @@ def bundle() -> bytes:
     return importlib.resources.files(BUNDLE_PACKAGE).joinpath("index.js").read_bytes()
 
 
-def script_json(data: Json) -> str:
+def script_json(data: object) -> str:
     """JSON that cannot end its <script> element or open a comment, whatever its strings hold.
 
     NaN and infinities become the strings the server sends for them (TensorBoard's json_util).
@@ -64,6 +64,8 @@ def view_hash(state: dict[str, str]) -> str:
     return "&".join(f"{quote(f'p.{PLUGIN_NAME}.{k}', safe=safe)}={quote(v, safe=safe)}" for k, v in state.items() if v)
 
 
+# '{"version":1,"notes":[],"errors":{},"aliases":{},"view_hash":,"answers":{}}', with room.
+DATA_KEYS_BYTES = 256
 HEADER_STYLE = "font:12px/1.5 system-ui,sans-serif;padding:6px 16px;border-bottom:1px solid #8884;color:#666;background:#8881"
 
 
@@ -79,9 +81,8 @@ def header(title: str, notes: list[str]) -> str:
     return f'<header role="note" data-standalone style="{HEADER_STYLE}">{" · ".join(parts)}</header>'
 
 
-def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | None = None) -> str:
-    """The page: `data` (a Snapshot's data) inlined, opening on `view` (e.g. {"run": A, "compare": B})."""
-    payload = script_json({**data, "view_hash": view_hash(view)})
+def standalone_html(title: str, data: str, notes: list[str], code: bytes | None = None) -> str:
+    """The page: `data` (a Snapshot's `script_data`) inlined, with `notes` above the tab."""
     encoded = base64.b64encode(bundle() if code is None else code).decode("ascii")
     return f"""<!doctype html>
 <html lang="en">
@@ -92,8 +93,8 @@ def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | 
 <title>{html.escape(title)}</title>
 </head>
 <body>
-{header(title, data.get("notes", []))}
-<script type="application/json" id="{DATA_ID}">{payload}</script>
+{header(title, notes)}
+<script type="application/json" id="{DATA_ID}">{data}</script>
 <script type="text/plain" id="{BUNDLE_ID}">{encoded}</script>
 <script type="module">{BOOTSTRAP}</script>
 </body>
@@ -101,9 +102,13 @@ def standalone_html(title: str, data: Json, view: dict[str, str], code: bytes | 
 """
 
 
-def write_html(path: str, title: str, data: Json, view: dict[str, str]) -> None:
+def page_overhead(title: str, view: dict[str, str]) -> int:
+    """The bytes of a page besides its answers and notes: its bundle, its markup and the data's own keys."""
+    return len(standalone_html(title, "", []).encode()) + len(script_json(view_hash(view))) + DATA_KEYS_BYTES
+
+
+def write_html(path: str, page: str) -> None:
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(standalone_html(title, data, view))
+        write_texts([(path, page)])
     except OSError as exc:
-        raise LeakfinderError(f"{path}: cannot write the HTML report ({exc.strerror})") from exc
+        raise LeakfinderError(f"{path}: cannot write the HTML report ({exc.strerror}); a file there is unchanged") from exc

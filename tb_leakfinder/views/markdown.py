@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes
 from tb_leakfinder.report import Json
+from tb_leakfinder.views.terminal import visible_json
 
 VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ inconclusive", None: "—"}
 
 
 def _cell(text: str) -> str:
-    """Profile strings are data: keep them from breaking or styling the table."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").replace("\n", " ")
+    """Profile strings are data: keep them from breaking or styling the table (their newlines are escaped already)."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
 
 
 def _signed(n: float) -> str:
@@ -18,6 +19,7 @@ def _signed(n: float) -> str:
 
 
 def render_comparison(c: Json) -> str:
+    c = visible_json(c)
     lines = [
         f"## tb-leakfinder: `{_cell(c['run_a'])}` → `{_cell(c['run_b'])}`",
         "",

@@ -6,25 +6,28 @@ import importlib.resources
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import report
+from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.disk_cache import DiskCache, disabled_by_env
-from tb_leakfinder.errors import BadArgumentError, LeakfinderError
+from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.read import hlo
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.service import DEFAULT_CACHE_BYTES, Engine
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"
+T = TypeVar("T")
 
 # Per-request limits (docs/http_api.md, "Limits"); the largest file analysed is read/xspace.py's MAX_FILE_BYTES.
 MAX_HOSTS_PER_REQUEST = 256  # a report over more hosts must name one
@@ -78,22 +81,59 @@ def int_arg(request: Request, name: str, default: int | None = None, lo: int | N
     return value
 
 
-def str_arg(request: Request, name: str) -> str | None:
+def _given(request: Request, name: str) -> str | None:
     value = request.args.get(name)
-    if value is None or value == "":
-        return None
+    return None if value is None or value == "" else value
+
+
+def check_typed(name: str, value: str) -> None:
+    """What a user may type: no NUL byte, at most MAX_ARG_CHARS characters."""
     if "\x00" in value:
         raise BadArgumentError(f"{name} must not contain NUL bytes")
     if len(value) > MAX_ARG_CHARS:
         raise BadArgumentError(f"{name} is {len(value)} characters long, over the limit of {MAX_ARG_CHARS}")
+
+
+def str_arg(request: Request, name: str) -> str | None:
+    """An argument that names nothing in a profile (`sort`, `order`, `status`)."""
+    value = _given(request, name)
+    if value is not None:
+        check_typed(name, value)
     return value
 
 
-def required_arg(request: Request, name: str) -> str:
-    value = str_arg(request, name)
-    if value is None:
-        raise BadArgumentError(f"the query argument {name!r} is required")
-    return value
+def name_arg(request: Request, name: str, find: Callable[[str | None], T]) -> T:
+    """`find(value)` of an argument that names a run, host, allocator or module, or None when not given.
+
+    Names come from the profiles, so one that `find` knows is found whatever its length or bytes; the
+    limits of what a user types make an unknown one a 400 rather than a 404.
+    """
+    value = _given(request, name)
+    try:
+        return find(value)
+    except NotFoundError:
+        if value is not None:
+            check_typed(name, value)
+        raise
+
+
+def required_name(request: Request, name: str, find: Callable[[str], T]) -> T:
+    def found(value: str | None) -> T:
+        if value is None:
+            raise BadArgumentError(f"the query argument {name!r} is required")
+        return find(value)
+
+    return name_arg(request, name, found)
+
+
+def host_arg(request: Request, run: Run) -> str:
+    """A host of `run`, its first when not given."""
+    return name_arg(request, "host", lambda host: run.host_path(host)[0])
+
+
+def hosts_arg(request: Request, run: Run, name: str = "host") -> str | None:
+    """A host of `run`, or None (every host) when not given."""
+    return name_arg(request, name, lambda host: None if host is None else run.host_path(host)[0])
 
 
 def _check_hosts(run: Run, host: str | None) -> None:
@@ -207,24 +247,27 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         return app
 
     def _run(self, request: Request, arg: str = "run") -> Run:
-        return self.engine.run(required_arg(request, arg))
+        return required_name(request, arg, self.engine.run)
 
     def _runs(self, request: Request) -> report.Json:
         return {"runs": [{"run": r.name, "hosts": list(r.hosts)} for r in self.engine.runs()]}
 
     def _module(self, request: Request) -> report.Json:
         run = self._run(request)
-        host, _ = run.host_path(str_arg(request, "host"))
-        module = required_arg(request, "module")
+        host = host_arg(request, run)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
-        detail = self.engine.host(run, host).module(module, int_arg(request, "memory_space", None, 0), points)
+        memory_space = int_arg(request, "memory_space", None, 0)
+        result = self.engine.host(run, host)
+        path = result.unwrap().profile.path
+        module = required_name(request, "module", lambda name: hlo.read_module(result.hlo_protos, name, path))
+        detail = static_buffers.module_detail(module, memory_space, points)
         return {"run": run.name, "host": host, **report.module_detail_json(detail)}
 
     def _compare(self, request: Request) -> report.Json:
         sides = []
         for side in ("a", "b"):
             run = self._run(request, f"run_{side}")
-            host = str_arg(request, f"host_{side}")
+            host = hosts_arg(request, run, f"host_{side}")
             _check_hosts(run, host)
             sides.append((self.engine.run_side(run, host), host))
         (run_a, host_a), (run_b, host_b) = sides
@@ -232,7 +275,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
     def _report(self, request: Request) -> report.Json:
         run = self._run(request)
-        host = str_arg(request, "host")
+        host = hosts_arg(request, run)
         _check_hosts(run, host)
         return report.report_json([self.engine.run_report(run, host)])
 
@@ -243,9 +286,9 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
     def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
         run = self._run(request)
-        host, _ = run.host_path(str_arg(request, "host"))
+        host = host_arg(request, run)
         analysis = self.engine.host(run, host).unwrap()
-        allocator = report.find_allocator(analysis, str_arg(request, "allocator"))
+        allocator = name_arg(request, "allocator", lambda name: report.find_allocator(analysis, name))
         return analysis, allocator, run.name, host
 
     def _timeline(self, request: Request) -> report.Json:

@@ -3,11 +3,20 @@
 A standalone HTML report inlines them, so the tab shows there exactly what TensorBoard serves, and
 the CSV export takes its buffer rows from them. Each answer is stored under `answer_key`, which
 frontend/src/inline.ts computes the same way for the request it would have sent.
+
+A page has a size budget: a browser parses the inlined JSON as one string, and past a few hundred MB
+it cannot. The runs' reports, overviews and comparisons always go in; then each host's answers, the
+worst hosts first (the overview's order), as long as they fit. A host that does not fit whole keeps
+fewer of its largest buffers; the hosts after it are left out, and the page says so. Answers are kept
+as the page's JSON text, so a snapshot holds about its budget, not the objects of every host.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,6 +30,7 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
 from tb_leakfinder.service import Engine
+from tb_leakfinder.views.html import script_json
 from tb_leakfinder.views.plugin import ROUTE_ARGS, LeakfinderPlugin, check_args
 
 SNAPSHOT_VERSION = 1
@@ -34,6 +44,8 @@ IGNORED_ARGS = {
 MAX_GROUP_TIMELINES = 50  # per allocator: a group's own curve for each of the top groups
 MAX_BUFFERS = 50_000  # per allocator, the largest first
 MAX_HOST_PAIRS = 25  # comparisons of single hosts, beyond the whole runs'
+LEFT_OUT_STATUS = 413  # what the page answers for a host it does not hold
+MAX_NAMED = 10  # hosts named in the note of those left out
 
 
 def answer_key(route: str, args: dict[str, Any]) -> str:
@@ -43,19 +55,117 @@ def answer_key(route: str, args: dict[str, Any]) -> str:
     return "\x00".join([route, *(f"{k}={v}" for k, v in pairs)])
 
 
-class Snapshot:
-    """Asks the plugin's routes about `runs` (from any paths) and keeps the answers."""
+@dataclass(frozen=True)
+class Budget:
+    """How large a page may be: `page_bytes` in all, of which the page's bundle and markup take `overhead`."""
 
-    def __init__(self, runs: list[Run], engine: Engine | None = None) -> None:
-        """`engine`: one that lists `runs` (and may list more), to reuse its analyses."""
+    page_bytes: int
+    overhead: int
+    flag: str  # the option that sets it, for the messages
+
+    def text(self) -> str:
+        return f"{self.page_bytes / 1e6:g} MB ({self.flag})"
+
+
+@dataclass
+class _Buffers:
+    """An allocator's inlined buffers, kept as rows until their host is placed: they may be cut to fit."""
+
+    where: dict[str, Any]
+    rows: list[Json]
+    total: int  # the allocator's buffers, of which `rows` are the largest
+
+    def note(self) -> str | None:
+        """What the page says when not every buffer is inlined."""
+        if len(self.rows) == self.total:
+            return None
+        w = self.where
+        return f"{w['run']} {w['host']} {w['allocator']}: the {len(self.rows)} largest of {self.total} buffers are included"
+
+
+def _entry_bytes(key: str, text: str) -> int:
+    return len(script_json(key)) + len(text) + 2  # "key":text,
+
+
+def _note_bytes(note: str) -> int:
+    """A note is in the page twice: in its header and in the data."""
+    return len(html.escape(note).encode()) + len(script_json(note)) + 4  # the header is UTF-8
+
+
+@dataclass
+class Pieces:
+    """Answers (as the page's JSON text), errors, aliases and notes: a whole page's, or one host's before it is placed."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, Json] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    buffers: dict[str, _Buffers] = field(default_factory=dict)
+    size: int = 0  # the bytes all of it takes in the page
+
+    def answer(self, key: str, body: Json) -> None:
+        text = script_json(body)
+        self.answers[key] = text
+        self.size += _entry_bytes(key, text)
+
+    def error(self, key: str, status: int, message: str) -> None:
+        self.errors[key] = {"status": status, "error": message}
+        self.size += _entry_bytes(key, script_json(self.errors[key]))
+
+    def alias(self, key: str, to: str) -> None:
+        self.aliases[key] = to
+        self.size += _entry_bytes(key, script_json(to))
+
+    def note(self, note: str) -> None:
+        self.notes.append(note)
+        self.size += _note_bytes(note)
+
+    def keep_buffers(self, key: str, kept: _Buffers) -> None:
+        """An allocator's buffers under `key`, their rows kept too: cut, if their host does not fit."""
+        self.buffers[key] = kept
+        self.answer(key, {**kept.where, "total": len(kept.rows), "buffers": kept.rows})
+
+    def buffer_notes(self) -> list[str]:
+        return [note for b in self.buffers.values() if (note := b.note())]
+
+    def cut_buffers(self, fraction: float) -> None:
+        """Each allocator keeps this fraction of its inlined buffers, the largest."""
+        for key, kept in list(self.buffers.items()):
+            self.size -= _entry_bytes(key, self.answers[key])
+            self.keep_buffers(key, _Buffers(kept.where, kept.rows[: int(len(kept.rows) * fraction)], kept.total))
+
+    def buffer_bytes(self) -> int:
+        return sum(len(self.answers[key]) for key in self.buffers)
+
+    def placed_size(self) -> int:
+        """Its bytes once placed, with the notes on its buffers."""
+        return self.size + sum(_note_bytes(n) for n in self.buffer_notes())
+
+    def add(self, other: Pieces) -> None:
+        self.answers.update(other.answers)
+        self.errors.update(other.errors)
+        self.aliases.update(other.aliases)
+        self.size += other.size
+        for note in [*other.notes, *other.buffer_notes()]:
+            self.note(note)
+
+
+class Snapshot:
+    """Asks the plugin's routes about `runs` (from any paths) and keeps the answers, within `budget`."""
+
+    def __init__(self, runs: list[Run], engine: Engine, budget: Budget | None = None) -> None:
+        """`engine`: one that lists `runs` (and may list more), whose analyses (and disk cache) serve."""
         self.runs = runs
+        self.budget = budget
         plugin = LeakfinderPlugin(base_plugin.TBContext(logdir=None, flags=None))
-        plugin.engine = engine or Engine(lambda: runs)
+        plugin.engine = engine
         self._handlers = plugin.json_handlers()
-        self.answers: dict[str, Json] = {}
-        self.errors: dict[str, Json] = {}  # what a route refused, as {"status", "error"}: the page shows it too
-        self.aliases: dict[str, str] = {}
-        self.notes: list[str] = []
+        self.page = Pieces()
+        self._reports: dict[str, Json] = {}  # each run's whole report
+
+    @property
+    def notes(self) -> list[str]:
+        return self.page.notes
 
     def ask(self, route: str, **args: Any) -> Json:
         """The route's JSON answer; its LeakfinderError when it refuses.
@@ -68,15 +178,15 @@ class Snapshot:
         check_args(request, ROUTE_ARGS[f"/{route}"])
         return self._handlers[f"/{route}"](request)
 
-    def keep(self, route: str, **args: Any) -> Json | None:
-        """The route's answer, stored; None when it refuses (an unreadable host), with its error stored."""
+    def _keep(self, pieces: Pieces, route: str, **args: Any) -> Json | None:
+        """The route's answer, kept in `pieces`; None when it refuses (an unreadable host), with its error kept."""
         key = answer_key(route, args)
         try:
             body = self.ask(route, **args)
         except LeakfinderError as exc:
-            self.errors[key] = {"status": exc.status, "error": exc.message}
+            pieces.error(key, exc.status, exc.message)
             return None
-        self.answers[key] = body
+        pieces.answer(key, body)
         return body
 
     def all_buffers(self, run: str, host: str, allocator: str, limit: int | None = None) -> Iterator[Json]:
@@ -90,50 +200,115 @@ class Snapshot:
             if not rows or offset >= page["total"]:
                 return
 
-    def gather_run(self, run: Run) -> Json:
-        """Everything the tab fetches for one run: its reports, timelines, buffers and programs."""
-        whole = self.ask("report", run=run.name)
-        self.answers[answer_key("report", {"run": run.name})] = whole
-        self.keep("overview", run=run.name)
-        if len(run.hosts) > 1:  # the tab opens a pod on its overview
-            self.keep("overview", run=run.name)
-        for host in run.hosts:
-            # One host's file may be unreadable: the page shows its error, as the tab would.
-            report = self.keep("report", run=run.name, host=host) if len(run.hosts) > 1 else whole
-            if report is None:
+    def gather(self, comparison: bool = False) -> None:
+        """Everything the tab fetches for the runs (and, with `comparison`, for the first compared with the
+        second): their reports and overviews, then each host's answers, worst hosts first, taking turns
+        between the runs, as far as the budget allows. A LeakfinderError when not even one host fits."""
+        names = {r.name for r in self.runs}
+        runs = [r for r in self.ask("runs")["runs"] if r["run"] in names]  # the run list narrowed to these
+        self.page.answer(answer_key("runs", {}), {"runs": runs})
+        hosts = [self._gather_run(run) for run in self.runs]
+        if comparison:
+            self._gather_comparison(*self.runs)
+        if not self._fits(self.page.size):
+            raise self._over("the reports and overviews alone", self.page.size)
+        queue = [(run, host) for turn in zip_longest(*hosts) for run, host in zip(self.runs, turn, strict=True) if host]
+        for placed, (run, host) in enumerate(queue):
+            rest = self._left_out(queue[placed + 1 :])  # room kept for saying which hosts did not fit
+            pieces = self._gather_host(run, host)
+            self._cut_to_fit(pieces, rest.size)
+            if self._fits(self.page.size + pieces.placed_size() + rest.size):
+                self.page.add(pieces)
                 continue
-            self.answers[answer_key("report", {"run": run.name, "host": host})] = report
-            (host_json,) = report["runs"][0]["hosts"]
-            for allocator in host_json["allocators"]:
-                self._gather_allocator(run.name, host, allocator)
-            for module in host_json["modules"]:
-                space = module.get("memory_space") or None  # the tab sends it only when not 0
-                self.keep("module", run=run.name, host=host, module=module["name"], memory_space=space)
-        return whole
+            if placed == 0:
+                raise self._over(f"run {run.name!r} host {host!r}", self.page.size + pieces.placed_size() + rest.size)
+            self.page.add(self._left_out(queue[placed:]))
+            return
 
-    def _gather_allocator(self, run: str, host: str, allocator: Json) -> None:
+    def _room(self) -> int | None:
+        return None if self.budget is None else self.budget.page_bytes - self.budget.overhead
+
+    def _fits(self, size: int) -> bool:
+        room = self._room()
+        return room is None or size <= room
+
+    def _over(self, what: str, size: int) -> LeakfinderError:
+        assert self.budget is not None
+        page = (size + self.budget.overhead) / 1e6
+        return LeakfinderError(
+            f"the standalone HTML report would take {page:.1f} MB with {what}, over its budget of {self.budget.text()};"
+            f" raise {self.budget.flag}, or ask for one host with --host",
+            status=400,
+        )
+
+    def _gather_run(self, run: Run) -> list[str]:
+        """A run's whole report and overview; its hosts, worst first."""
+        whole = self._reports[run.name] = self.ask("report", run=run.name)
+        self.page.answer(answer_key("report", {"run": run.name}), whole)
+        overview = self._keep(self.page, "overview", run=run.name)
+        worst = [] if overview is None else [row["host"] for row in overview["rows"]]
+        return list(dict.fromkeys([*worst, *run.hosts]))
+
+    def _gather_host(self, run: Run, host: str) -> Pieces:
+        """What the tab fetches for one host: its report, each allocator's timelines and buffers, its programs."""
+        pieces = Pieces()
+        if len(run.hosts) > 1:
+            # One host's file may be unreadable: the page shows its error, as the tab would.
+            report = self._keep(pieces, "report", run=run.name, host=host)
+        else:
+            report = self._reports[run.name]
+            pieces.alias(answer_key("report", {"run": run.name, "host": host}), answer_key("report", {"run": run.name}))
+        if report is None:
+            return pieces
+        (host_json,) = report["runs"][0]["hosts"]
+        for allocator in host_json["allocators"]:
+            self._gather_allocator(pieces, run.name, host, allocator)
+        for module in host_json["modules"]:
+            space = module.get("memory_space") or None  # the tab sends it only when not 0
+            self._keep(pieces, "module", run=run.name, host=host, module=module["name"], memory_space=space)
+        return pieces
+
+    def _gather_allocator(self, pieces: Pieces, run: str, host: str, allocator: Json) -> None:
         name = allocator["name"]
         where = {"run": run, "host": host, "allocator": name}
-        kept = [self._keep_as("timeline", where, self.ask("timeline", **where, points=DEFAULT_POINTS))]
-        for group in allocator["groups"][:MAX_GROUP_TIMELINES]:
-            args = {**where, "group": group["group"]}
-            kept.append(self._keep_as("timeline", args, self.ask("timeline", **args, points=DEFAULT_POINTS)))
+        timelines = [where, *({**where, "group": g["group"]} for g in allocator["groups"][:MAX_GROUP_TIMELINES])]
+        for args in timelines:
+            pieces.answer(answer_key("timeline", args), self.ask("timeline", **args, points=DEFAULT_POINTS))
         rows = list(self.all_buffers(run, host, name, MAX_BUFFERS))
         total = self.ask("buffers", **where, limit=1)["total"]
-        if total > len(rows):
-            self.notes.append(f"{run} {host} {name}: the {len(rows)} largest of {total} buffers are included")
-        kept.append(self._keep_as("buffers", where, {**where, "total": len(rows), "buffers": rows}))
+        pieces.keep_buffers(answer_key("buffers", where), _Buffers(where, rows, total))
         # The tab may name the allocator by its memory id: the same answers serve that name too.
         memory_id = allocator.get("memory_id")
         if memory_id is not None and str(memory_id) != name:
-            for route, args in kept:
-                self.aliases[answer_key(route, {**args, "allocator": memory_id})] = answer_key(route, args)
+            for route, args in [*(("timeline", a) for a in timelines), ("buffers", where)]:
+                pieces.alias(answer_key(route, {**args, "allocator": memory_id}), answer_key(route, args))
 
-    def _keep_as(self, route: str, args: dict[str, Any], body: Json) -> tuple[str, dict[str, Any]]:
-        self.answers[answer_key(route, args)] = body
-        return route, args
+    def _cut_to_fit(self, pieces: Pieces, reserve: int) -> None:
+        """Fewer of each allocator's buffers, in proportion, when the host does not fit and that lets it."""
+        room = self._room()
+        for _ in range(8):  # rows differ in length: a proportional cut lands close, a few more finish it
+            over, buffers = self.page.size + pieces.placed_size() + reserve - (room or 0), pieces.buffer_bytes()
+            if room is None or over <= 0 or over >= buffers:
+                return
+            pieces.cut_buffers((buffers - over) / buffers * 0.98)
 
-    def gather_comparison(self, run_a: Run, run_b: Run) -> None:
+    def _left_out(self, hosts: list[tuple[Run, str]]) -> Pieces:
+        """What the page answers for hosts it does not hold, and its note naming them."""
+        pieces = Pieces()
+        if not hosts or self.budget is None:
+            return pieces
+        budget, flag = self.budget.text(), self.budget.flag
+        for run, host in hosts:
+            message = (
+                f"host {host!r} of run {run.name!r} is left out of this standalone report to keep it under {budget};"
+                f" write one for it with --host, or raise {flag}"
+            )
+            pieces.error(answer_key("report", {"run": run.name, "host": host}), LEFT_OUT_STATUS, message)
+        names = ", ".join(host for _, host in hosts[:MAX_NAMED]) + (", …" if len(hosts) > MAX_NAMED else "")
+        pieces.note(f"{len(hosts)} host(s) left out to keep the page under {budget}: {names}")
+        return pieces
+
+    def _gather_comparison(self, run_a: Run, run_b: Run) -> None:
         """The comparison of the two runs both ways (the tab's Swap), and of each pair of their hosts (a few at most)."""
         for base, change in ((run_a, run_b), (run_b, run_a)):
             hosts_a, hosts_b = [None, *base.hosts], [None, *change.hosts]
@@ -141,16 +316,16 @@ class Snapshot:
                 hosts_a, hosts_b = [None], [None]
             for host_a in hosts_a:
                 for host_b in hosts_b:
-                    self.keep("compare", run_a=base.name, run_b=change.name, host_a=host_a, host_b=host_b)
+                    self._keep(self.page, "compare", run_a=base.name, run_b=change.name, host_a=host_a, host_b=host_b)
 
-    def data(self) -> Json:
-        """The inlined data: the answers (the run list narrowed to the gathered runs) and their aliases."""
-        names = {r.name for r in self.runs}
-        runs = [r for r in self.ask("runs")["runs"] if r["run"] in names]
-        return {
+    def script_data(self, view_hash: str) -> str:
+        """The page's data element: answers, errors, aliases and notes, and the view it opens on."""
+        head = {
             "version": SNAPSHOT_VERSION,
             "notes": self.notes,
-            "answers": {answer_key("runs", {}): {"runs": runs}, **self.answers},
-            "errors": self.errors,
-            "aliases": self.aliases,
+            "errors": self.page.errors,
+            "aliases": self.page.aliases,
+            "view_hash": view_hash,
         }
+        inlined = ",".join(f"{script_json(key)}:{text}" for key, text in self.page.answers.items())
+        return f'{script_json(head)[:-1]},"answers":{{{inlined}}}}}'

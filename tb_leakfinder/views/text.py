@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tb_leakfinder.analyses.labels import format_bytes, format_fraction, group_label
 from tb_leakfinder.report import Json, run_overview_json
+from tb_leakfinder.views.terminal import visible_json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
 TOP_ROWS = 10
@@ -147,6 +148,7 @@ def render_overview(overview: Json) -> list[str]:
 
 
 def render_report(report: Json) -> str:
+    report = visible_json(report)
     lines: list[str] = []
     for run in report["runs"]:
         lines.append(f"run {run['run']}: {VERDICT_WORDS[run['verdict']]}")
