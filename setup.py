@@ -27,8 +27,8 @@ class OptionalBuildExt(build_ext):
 ext_modules = (
     [
         Extension(
-            "tb_leakfinder.read._xspace_scan",
-            ["tb_leakfinder/read/_xspace_scan.c"],
+            "tb_leakfinder.read.formats.xplane._xspace_scan",
+            ["tb_leakfinder/read/formats/xplane/_xspace_scan.c"],
             extra_compile_args=["-O2", "-pthread"],
             extra_link_args=["-pthread"],
         )

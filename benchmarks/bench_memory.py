@@ -53,8 +53,8 @@ print(json.dumps({name: int(p["profileSummary"]["peakStats"]["heapAllocatedBytes
 # (the scan runs there with threads=1), so that load from other processes inflates it little.
 SCAN_CHILD = """
 import json, sys, time
-from tb_leakfinder.read import xspace
-scanner = xspace.compiled_scanner()
+from tb_leakfinder.read.formats.xplane import reader
+scanner = reader.compiled_scanner()
 data = open(sys.argv[1], "rb").read()
 cpu = []
 for _ in range(int(sys.argv[2])):
@@ -71,7 +71,7 @@ import json, sys
 from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import query_buffers
 from tb_leakfinder.analyses.timeline import timeline
-from tb_leakfinder.service import Engine
+from tb_leakfinder.engine.engine import Engine
 engine = Engine.for_path(sys.argv[1])
 result = engine.report()
 for run in engine.runs():
@@ -89,9 +89,9 @@ PHASES_CHILD = """
 import json, sys
 from tb_leakfinder import report
 from tb_leakfinder.analyses.buffer_query import query_buffers
-from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
-from tb_leakfinder.read.xspace import read_host
+from tb_leakfinder.read.formats.xplane.reader import read_host
 
 def high_water():
     with open("/proc/self/status") as f:
@@ -129,7 +129,7 @@ print(json.dumps({"first_s": times[0], "cached_s": times[1:], "computations": pl
 
 MULTIHOST_CHILD = """
 import json, sys, time
-from tb_leakfinder.service import Engine
+from tb_leakfinder.engine.engine import Engine
 engine = Engine.for_path(sys.argv[1], workers=int(sys.argv[2]))
 start, cpu = time.perf_counter(), time.process_time()
 result = engine.report()
@@ -397,9 +397,9 @@ def main() -> int:
     parser.add_argument("--skip-compare", action="store_true", help="only the --hosts / --ten-million checks")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tb_leakfinder.read import xspace
+    from tb_leakfinder.read.formats.xplane import reader
 
-    if xspace.compiled_scanner() is None:
+    if reader.compiled_scanner() is None:
         print(
             "warning: the compiled scanner is not built (python setup.py build_ext --inplace); measuring the pure-Python decoder",
             flush=True,

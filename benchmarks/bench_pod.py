@@ -40,8 +40,8 @@ MAX_OVERVIEW_S = 1.0
 # The Ray cluster is started first and timed apart: the work itself is what the engines are compared on.
 PRECOMPUTE_CHILD = """
 import json, sys, time
-from tb_leakfinder.disk_cache import DiskCache
-from tb_leakfinder.precompute import precompute, tasks_for
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.engine.precompute import precompute, tasks_for
 from tb_leakfinder.read import discovery
 logdir, cache, engine, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 start = time.perf_counter()
@@ -60,8 +60,8 @@ print(json.dumps({"cluster_s": cluster_s, "work_s": work_s, "hosts": len(outcome
 
 WARM_REPORT_CHILD = """
 import json, sys, time
-from tb_leakfinder.disk_cache import DiskCache
-from tb_leakfinder.service import Engine
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.engine.engine import Engine
 start = time.perf_counter()
 engine = Engine.for_path(sys.argv[1], disk=DiskCache(sys.argv[2]))
 result = engine.report()

@@ -6,7 +6,7 @@
 The peer is `XSpace.FromString` (upb, C): it only builds message objects,
 where the scanner also extracts every column, span and group. The file is
 read once; each round times, in turn, the scanner with one thread and with
-read/xspace.py's SCAN_THREADS, the whole `xspace.decode` (scan, then the
+read/reader.py's SCAN_THREADS, the whole `reader.decode` (scan, then the
 columns sorted and the model built), and the upb parse. Medians and bests are
 reported in MB/s of file, with the ratio of each to upb's median, in wall time
 and in CPU time (all threads). The machine is shared: the load average is
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_memory import profile  # noqa: E402 - the same synthesised 1M-event profile
 
 from tb_leakfinder import proto  # noqa: E402
-from tb_leakfinder.read import xspace  # noqa: E402
+from tb_leakfinder.read.formats.xplane import reader  # noqa: E402
 
 
 def timed(work: Callable[[], object]) -> tuple[float, float]:
@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/tb_leakfinder_bench"))
     args = parser.parse_args()
-    scanner = xspace.compiled_scanner()
+    scanner = reader.compiled_scanner()
     if scanner is None:
         print("the C scanner is not built (python setup.py build_ext --inplace)", file=sys.stderr)
         return 2
@@ -57,11 +57,11 @@ def main() -> int:
     path = session / "host0.xplane.pb"
     data = path.read_bytes()
     megabytes = len(data) / 1e6
-    threads = xspace.SCAN_THREADS
+    threads = reader.SCAN_THREADS
     cases: dict[str, Callable[[], object]] = {
         "scanner, 1 thread": lambda: scanner.scan(data, threads=1),
         f"scanner, {threads} threads": lambda: scanner.scan(data, threads=threads),
-        f"xspace.decode ({threads} threads)": lambda: xspace.decode(data, "host0", str(path)),
+        f"reader.decode ({threads} threads)": lambda: reader.decode(data, "host0", str(path)),
         "upb XSpace.FromString (peer)": lambda: proto.XSpace().FromString(data),
     }
     times: dict[str, list[float]] = {name: [] for name in cases}

@@ -33,3 +33,7 @@ class BadArgumentError(LeakfinderError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, status=400)
+
+
+class WorkerDiedError(LeakfinderError):
+    """The process analysing a host died (killed, out of memory): a re-run tries that host again."""

@@ -13,15 +13,15 @@ from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
 from tb_leakfinder.analyses.capacity import Forecast
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS
-from tb_leakfinder.analyses.host import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
-from tb_leakfinder.json_shape import Shape, dataclass_shape
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
+from tb_leakfinder.store.json_shape import Shape, dataclass_shape
 
 REPORT_VERSION = 1
 Json = dict[str, Any]

@@ -26,15 +26,15 @@ import numpy as np
 from tb_leakfinder import proto, report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.buffer_query import query_buffers
-from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.read import hlo, xspace, xspace_proto
+from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
 from tests.synthetic import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 
 ROOT = Path(__file__).resolve().parent.parent
-PURE_ENV = xspace.PURE_PYTHON_ENV
+PURE_ENV = reader.PURE_PYTHON_ENV
 REQUIRE_SCANNER_ENV = "TB_LEAKFINDER_REQUIRE_SCANNER"  # set by tests/run.sh, which builds the scanner
 # Bounded time: generous enough never to flake on a loaded 2-core CI machine.
 MAX_SECONDS_PER_INPUT = 10.0
@@ -378,7 +378,7 @@ class Tally:
 
 def analyse_file(path: str) -> str:
     """What the plugin does with one host file: the JSON it would answer, or raise LeakfinderError."""
-    analysis = analyze_host(xspace.read_host(path, "fuzz"))
+    analysis = analyze_host(reader.read_host(path, "fuzz"))
     body = report.host_json(analysis, [])
     for allocator in analysis.allocators:
         body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, timeline(allocator, 64))
@@ -420,18 +420,18 @@ def run_input(tally: Tally, name: str, data: bytes, path: Path) -> str:
 
 def decoder_paths() -> list[str]:
     """The reference decoder, and the C scanner where it is built (always where CI requires it)."""
-    if xspace.compiled_scanner() is not None or os.environ.get(REQUIRE_SCANNER_ENV) == "1":
+    if reader.compiled_scanner() is not None or os.environ.get(REQUIRE_SCANNER_ENV) == "1":
         return ["pure", "compiled"]
     return ["pure"]
 
 
 @contextlib.contextmanager
 def decoder_path(name: str) -> Iterator[None]:
-    """Force the reference decoder ("pure") or let read/xspace.py pick the compiled scanner."""
+    """Force the reference decoder ("pure") or let read/reader.py pick the compiled scanner."""
     saved = os.environ.get(PURE_ENV)
     os.environ[PURE_ENV] = "1" if name == "pure" else ""
     try:
-        if name == "compiled" and xspace.compiled_scanner() is None:
+        if name == "compiled" and reader.compiled_scanner() is None:
             raise RuntimeError("the C scanner is not built (python setup.py build_ext --inplace)")
         yield
     finally:
@@ -444,8 +444,8 @@ def decoder_path(name: str) -> Iterator[None]:
 def run_differential(tallies: dict[str, Tally], name: str, data: bytes, path: Path) -> bool:
     """One input through each decoder path named in `tallies`; True when their answers are identical."""
     answers = set()
-    for decoder, tally in tallies.items():
-        with decoder_path(decoder):
+    for path_name, tally in tallies.items():
+        with decoder_path(path_name):
             answers.add(run_input(tally, name, data, path))
     return len(answers) == 1
 
@@ -560,9 +560,9 @@ def hlo_seed_protos() -> dict[str, bytes]:
     """ "<module>(<id>)" -> serialized HloProto: the demo captures' modules and synthesised ones."""
     protos = {"jit_train_step(10)": synthetic_module(), "jit_tiny(3)": synthetic_module("jit_tiny", 1)}
     for path in demo_xplanes():
-        space = xspace_proto.parse_xspace(path.read_bytes(), str(path))
+        space = decoder.parse_xspace(path.read_bytes(), str(path))
         for plane in space.planes:
-            if plane.name == xspace_proto.METADATA_PLANE:
+            if plane.name == decoder.METADATA_PLANE:
                 protos.update(hlo.hlo_protos_from_metadata_plane(plane))
     return protos
 

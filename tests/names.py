@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import fsspec
 
-from tb_leakfinder.read.xspace import read_host
+from tb_leakfinder.read.formats.xplane.reader import read_host
 from tests.demo import demo_xplane
 from tests.synthetic import synthesize_training
 

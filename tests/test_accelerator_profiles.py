@@ -17,10 +17,10 @@ import pytest
 
 import tb_leakfinder
 from tb_leakfinder.analyses.breakdown import live_at
-from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.read.xspace import read_host
+from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.views.text import render_report
 from tests.fuzzing import decoder_path, decoder_paths
 from tests.plugin_client import PREFIX, make_client

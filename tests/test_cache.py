@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_leakfinder.analyses.host import HostAnalysis
-from tb_leakfinder.cache import ComputeCache
+from tb_leakfinder.analyses.pipeline import HostAnalysis
+from tb_leakfinder.engine.engine import Engine, _weight
 from tb_leakfinder.model.memory import EVENT_COLUMNS
-from tb_leakfinder.service import Engine, _weight
+from tb_leakfinder.store.memory_cache import ComputeCache
 from tests.plugin_client import make_client
 from tests.synthetic import synthesize_training, write_session
 

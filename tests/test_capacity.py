@@ -7,7 +7,7 @@ import pytest
 
 from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note
 from tb_leakfinder.model.memory import MemoryEvents
-from tb_leakfinder.read.xspace_proto import decode
+from tb_leakfinder.read.formats.xplane.decoder import decode
 from tests.synthetic import ProfileBuilder
 from tests.training_loops import KIB, Loop, analyze
 

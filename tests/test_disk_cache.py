@@ -16,14 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_leakfinder import disk_cache, report
-from tb_leakfinder.disk_cache import DiskCache
+from tb_leakfinder import report
+from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.json_shape import conforms
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
-from tb_leakfinder.read.xspace import read_host
-from tb_leakfinder.service import Engine, HostResult
+from tb_leakfinder.read.formats.xplane.reader import read_host
+from tb_leakfinder.store import disk_cache
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.views import cli
 from tests.demo import DEMO_LOGS, demo_xplane
 from tests.plugin_client import PREFIX, make_client
@@ -35,7 +36,7 @@ def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: str, host: str) -> None:
         raise AssertionError(f"{path} was decoded, not served from the disk cache")
 
-    monkeypatch.setattr("tb_leakfinder.service.read_host", refuse)
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.read_host", refuse)
 
 
 def _write_hosts(logdir: Path, hosts: int, events: int = 4_000) -> list[str]:

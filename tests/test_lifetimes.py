@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME
-from tb_leakfinder.read.xspace_proto import decode
+from tb_leakfinder.read.formats.xplane.decoder import decode
 from tests.synthetic import ProfileBuilder
 
 MIB = 1 << 20

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_leakfinder import service
 from tb_leakfinder.analyses import static_buffers
-from tb_leakfinder.read import xspace
+from tb_leakfinder.read.formats import xplane as xplane_format
+from tb_leakfinder.read.formats.xplane import reader
 from tb_leakfinder.views import plugin
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import ProfileBuilder, write_session
@@ -39,7 +39,7 @@ def _get(client, route: str, **args) -> tuple[int, dict]:
 
 def test_a_file_over_the_size_limit_is_refused_without_reading_it(tmp_path, monkeypatch):
     path = write_session(tmp_path, "big", SESSION, {"host0": _small_profile("host0")})[0]
-    monkeypatch.setattr(xspace, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 100)
     client, _ = make_client(str(tmp_path))
     status, body = _get(client, "report", run=f"big/{SESSION}")
     assert status == 422
@@ -51,7 +51,7 @@ def test_a_sparse_file_past_the_real_limit_costs_no_memory(tmp_path):
     folder.mkdir(parents=True)
     path = folder / "host0.xplane.pb"
     with open(path, "wb") as out:
-        out.truncate(xspace.MAX_FILE_BYTES + 1)  # sparse: no disk used, but stat says 4 GiB + 1
+        out.truncate(reader.MAX_FILE_BYTES + 1)  # sparse: no disk used, but stat says 4 GiB + 1
     client, _ = make_client(str(tmp_path))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     start = time.monotonic()
@@ -81,14 +81,14 @@ def test_a_report_over_more_hosts_than_the_limit_must_name_one(tmp_path, monkeyp
 def test_a_slow_analysis_times_out_with_503_and_a_retry_gets_it(tmp_path, monkeypatch):
     write_session(tmp_path, "slow", SESSION, {"host0": _small_profile("host0")})
     client, instance = make_client(str(tmp_path))
-    read_host = service.read_host
+    read_host = xplane_format.read_host
     release = threading.Event()
 
     def slow_read_host(*args):
         release.wait(30)
         return read_host(*args)
 
-    monkeypatch.setattr(service, "read_host", slow_read_host)
+    monkeypatch.setattr(xplane_format, "read_host", slow_read_host)
     monkeypatch.setattr(plugin, "REQUEST_TIMEOUT_S", 0.3)
     start = time.monotonic()
     status, body = _get(client, "report", run=f"slow/{SESSION}")
@@ -115,8 +115,8 @@ def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
     def no_decoding(*args):
         raise AssertionError("listing runs decoded a profile")
 
-    monkeypatch.setattr(xspace, "decode", no_decoding)
-    monkeypatch.setattr(service, "read_host", no_decoding)
+    monkeypatch.setattr(reader, "decode", no_decoding)
+    monkeypatch.setattr(xplane_format, "read_host", no_decoding)
     client, _ = make_client(str(tmp_path))
     start = time.monotonic()
     status, body = _get(client, "runs")
@@ -129,7 +129,7 @@ def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "text",
     [
-        f"| {xspace.MAX_FILE_BYTES >> 30} GiB |",
+        f"| {reader.MAX_FILE_BYTES >> 30} GiB |",
         f"| {plugin.MAX_HOSTS_PER_REQUEST} |",
         f"| {plugin.REQUEST_TIMEOUT_S:g} s |",
         f"| {plugin.MAX_ARG_CHARS} characters |",

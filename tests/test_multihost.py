@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read import xspace
-from tb_leakfinder.service import Engine
+from tb_leakfinder.read.formats.xplane import reader
 from tests.synthetic import synthesize_training, write_session
 
 HOSTS = 64
@@ -48,7 +48,7 @@ def test_the_pool_reads_hosts_concurrently(session, monkeypatch):
     active, most = 0, 0
     lock = threading.Lock()
     gate = threading.Barrier(2, timeout=10)
-    read_host = xspace.read_host
+    read_host = reader.read_host
 
     def counting_read(path: str, host: str):
         nonlocal active, most
@@ -62,7 +62,7 @@ def test_the_pool_reads_hosts_concurrently(session, monkeypatch):
             with lock:
                 active -= 1
 
-    monkeypatch.setattr("tb_leakfinder.service.read_host", counting_read)
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.read_host", counting_read)
     engine = Engine.for_path(str(session), workers=2)
     hosts = engine.report()["runs"][0]["hosts"]
     assert len(hosts) == HOSTS and most == 2

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_leakfinder.npz_codec import CodecError, Decoder, Encoder
-from tb_leakfinder.service import HostResult, analyze_file
+from tb_leakfinder.engine.engine import HostResult, analyze_file
+from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tests.demo import DEMO_LOGS
 from tests.synthetic import synthesize_training, write_session
 from tests.trees import assert_same

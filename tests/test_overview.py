@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tb_leakfinder import disk_cache
 from tb_leakfinder.analyses.verdict import SEVERITY
-from tb_leakfinder.disk_cache import DiskCache
+from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.report import run_overview_json
-from tb_leakfinder.service import Engine
+from tb_leakfinder.store import disk_cache
+from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.views import cli
 from tests.plugin_client import PREFIX, make_client
 from tests.synthetic import synthesize_training, write_session
@@ -81,7 +81,7 @@ def test_a_restarted_tensorboard_answers_the_overview_from_the_cache(logdir, tmp
     cache = tmp_path / "cache"
     client, _ = make_client(str(logdir), leakfinder_cache_dir=str(cache))
     first = client.get(f"{PREFIX}/overview?run=train/session").get_data()
-    monkeypatch.setattr("tb_leakfinder.service.read_host", lambda *a: pytest.fail("decoded after a restart"))
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.read_host", lambda *a: pytest.fail("decoded after a restart"))
     monkeypatch.setattr(DiskCache, "load", lambda *a: pytest.fail("the whole entry was loaded for the overview"))
     members: list[str] = []
     read_member = disk_cache._json_member

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tb_leakfinder.disk_cache import DiskCache, WorkerDiedError
-from tb_leakfinder.precompute import analyze_task, precompute, ray_task, tasks_for
+from tb_leakfinder.engine.engine import Engine, HostResult
+from tb_leakfinder.engine.precompute import analyze_task, precompute, ray_task, tasks_for
+from tb_leakfinder.errors import WorkerDiedError
 from tb_leakfinder.read import discovery, files
-from tb_leakfinder.service import Engine, HostResult
+from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.views import cli
 from tests.demo import ROOT
 from tests.synthetic import synthesize_training, write_session
@@ -77,7 +78,7 @@ def test_local_precompute_then_every_report_comes_from_the_cache(logdir, tmp_pat
     assert all(o.status == "analysed" for o in outcomes)
     assert [o.task.host for o in outcomes if o.error] == ["host4"]
     expected = _reference(logdir)
-    monkeypatch.setattr("tb_leakfinder.service.read_host", lambda *a: pytest.fail("decoded after precompute"))
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.read_host", lambda *a: pytest.fail("decoded after precompute"))
     engine = Engine.for_path(str(logdir), disk=disk)
     assert engine.report() == expected and engine.analyses == 0
     assert [o.status for o in precompute(_tasks(logdir), disk, "local", workers=2)] == ["cached"] * HOSTS

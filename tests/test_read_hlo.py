@@ -12,7 +12,7 @@ import pytest
 
 from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
-from tb_leakfinder.read import hlo, xspace_proto
+from tb_leakfinder.read.formats.xplane import decoder, hlo
 from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
 
 JAX_RUNS = ("jax_liveout", "jax_clean")
@@ -21,7 +21,7 @@ JAX_RUNS = ("jax_liveout", "jax_clean")
 @functools.cache
 def metadata_protos(run: str) -> dict[str, bytes]:
     space = proto.XSpace().FromString(demo_xplane(run).read_bytes())
-    (plane,) = [p for p in space.planes if p.name == xspace_proto.METADATA_PLANE]
+    (plane,) = [p for p in space.planes if p.name == decoder.METADATA_PLANE]
     return hlo.hlo_protos_from_metadata_plane(plane)
 
 
@@ -63,7 +63,7 @@ def test_the_returned_activation_is_decoded_with_shape_size_op_and_source_line()
 
 def test_bare_names_get_the_program_id_and_events_without_hlo_are_skipped():
     plane = proto.message_class("tb_leakfinder.xplane.XPlane")()
-    plane.name = xspace_proto.METADATA_PLANE
+    plane.name = decoder.METADATA_PLANE
     plane.stat_metadata[1].name = hlo.HLO_PROTO_STAT
     plane.stat_metadata[2].name = hlo.PROGRAM_ID_STAT
     bare = plane.event_metadata[1]

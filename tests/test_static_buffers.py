@@ -18,7 +18,7 @@ from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS
 from tb_leakfinder.analyses.labels import format_bytes
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import HloModule
-from tb_leakfinder.read import hlo, xspace_proto
+from tb_leakfinder.read.formats.xplane import decoder, hlo
 from tb_leakfinder.views.text import render_module, render_modules
 from tests.demo import demo_capture, demo_xplane
 from tests.synthetic import ProfileBuilder
@@ -69,7 +69,7 @@ def detail_of(module: HloModule, memory_space: int | None = None, points: int = 
 @functools.cache
 def demo_modules(run: str) -> dict[str, HloModule]:
     space = proto.XSpace().FromString(demo_xplane(run).read_bytes())
-    (plane,) = [p for p in space.planes if p.name == xspace_proto.METADATA_PLANE]
+    (plane,) = [p for p in space.planes if p.name == decoder.METADATA_PLANE]
     modules, warnings = hlo.decode_modules(hlo.hlo_protos_from_metadata_plane(plane), str(demo_xplane(run)))
     assert warnings == []
     return {m.key: m for m in modules}

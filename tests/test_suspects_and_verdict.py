@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from tb_leakfinder.analyses.host import analyze_host
+from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.suspects import shape_pattern
-from tb_leakfinder.read.xspace_proto import decode
+from tb_leakfinder.read.formats.xplane.decoder import decode
 from tests.synthetic import ProfileBuilder
 
 KIB = 1024

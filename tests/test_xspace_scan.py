@@ -33,12 +33,12 @@ from tb_leakfinder.model.memory import (
     SPAN_HOST_ROOT,
     HostProfile,
 )
-from tb_leakfinder.read import xspace, xspace_proto
+from tb_leakfinder.read.formats.xplane import decoder, reader
 from tests.demo import DEMO_LOGS
 from tests.synthetic import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.xprof_oracle import xprof_tool
 
-scanner = xspace.compiled_scanner()
+scanner = reader.compiled_scanner()
 if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  # CI builds it: not skipping there
     raise RuntimeError("TB_LEAKFINDER_REQUIRE_SCANNER=1 but the C scanner is not built (python setup.py build_ext --inplace)")
 pytestmark = pytest.mark.skipif(scanner is None, reason="the C scanner (read/_xspace_scan.c) is not built")
@@ -133,12 +133,12 @@ def decode_both(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[HostProfi
     """Each decoder's HostProfile, or its LeakfinderError message."""
     out = []
     for pure in ("", "1"):
-        monkeypatch.setenv(xspace.PURE_PYTHON_ENV, pure)
+        monkeypatch.setenv(reader.PURE_PYTHON_ENV, pure)
         try:
-            out.append(xspace.decode(data, "host0", PATH))
+            out.append(reader.decode(data, "host0", PATH))
         except LeakfinderError as exc:
             out.append(exc.message)
-    monkeypatch.delenv(xspace.PURE_PYTHON_ENV)
+    monkeypatch.delenv(reader.PURE_PYTHON_ENV)
     return out[0], out[1]
 
 
@@ -200,10 +200,10 @@ def test_every_string_and_message_field_of_the_schema_is_walked():
 
 
 def test_pure_python_env_forces_the_reference_decoder(monkeypatch):
-    monkeypatch.setenv(xspace.PURE_PYTHON_ENV, "1")
-    assert xspace.compiled_scanner() is None
-    monkeypatch.setenv(xspace.PURE_PYTHON_ENV, "0")
-    assert xspace.compiled_scanner() is scanner
+    monkeypatch.setenv(reader.PURE_PYTHON_ENV, "1")
+    assert reader.compiled_scanner() is None
+    monkeypatch.setenv(reader.PURE_PYTHON_ENV, "0")
+    assert reader.compiled_scanner() is scanner
 
 
 # --- identical results -------------------------------------------------------------------
@@ -370,7 +370,7 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
 def test_the_scanners_columns_are_the_models():
     """One column table: the scanner's columns and the stats that fill them are the model's and the reference decoder's."""
     assert {name: np.dtype(dtype).str for name, dtype in EVENT_COLUMNS.items()} == scanner.COLUMNS
-    by_reference = {**xspace_proto.INT_STATS, **xspace_proto.STRING_STATS}
+    by_reference = {**decoder.INT_STATS, **decoder.STRING_STATS}
     assert {**by_reference, "addr": "addr", "fragmentation": "fragmentation", "data_type": "dtype"} == scanner.STAT_COLUMNS
 
 
@@ -668,7 +668,7 @@ def test_dropping_scanned_pages_does_not_change_the_scan():
 
 def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile(tmp_path, monkeypatch):
     data = _multi_chunk_profile()
-    assert len(data) > xspace.SCAN_THREADS << 20  # several chunks for each thread
+    assert len(data) > reader.SCAN_THREADS << 20  # several chunks for each thread
     path = tmp_path / "host0.xplane.pb"
     path.write_bytes(data)
     given_back = []
@@ -679,25 +679,25 @@ def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile
         given_back.append(bytes(buffer).count(0) - data.count(0))
         return scanned
 
-    monkeypatch.setattr(xspace, "_scanner", SimpleNamespace(scan=scan_then_look, ScanError=scanner.ScanError))
-    dropped = xspace.read_host(str(path), "host0")
+    monkeypatch.setattr(reader, "_scanner", SimpleNamespace(scan=scan_then_look, ScanError=scanner.ScanError))
+    dropped = reader.read_host(str(path), "host0")
     assert given_back[0] > len(data) // 2
-    monkeypatch.setattr(xspace, "_scanner", scanner)
-    assert_same(dropped, xspace.decode(data, "host0", str(path)))  # the whole file as bytes, nothing dropped
+    monkeypatch.setattr(reader, "_scanner", scanner)
+    assert_same(dropped, reader.decode(data, "host0", str(path)))  # the whole file as bytes, nothing dropped
     for cut in (data[: len(data) // 3], b""):  # the same errors as the plain path
         path.write_bytes(cut)
         with pytest.raises(LeakfinderError) as via_copy:
-            xspace.read_host(str(path), "host0")
+            reader.read_host(str(path), "host0")
         with pytest.raises(LeakfinderError) as via_bytes:
-            xspace.decode(cut, "host0", str(path))
+            reader.decode(cut, "host0", str(path))
         assert via_copy.value.message == via_bytes.value.message
 
 
 _UNDER_AN_ADDRESS_SPACE_LIMIT = """
 import hashlib, json, resource, sys
-from tb_leakfinder.read import xspace
+from tb_leakfinder.read.formats.xplane import reader
 data = open(sys.argv[1], "rb").read()
-scanner = xspace.compiled_scanner()
+scanner = reader.compiled_scanner()
 with open("/proc/self/status") as f:
     used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
 outcomes = []

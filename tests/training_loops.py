@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from tb_leakfinder.analyses.host import HostAnalysis, analyze_host
-from tb_leakfinder.read.xspace_proto import decode
+from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
+from tb_leakfinder.read.formats.xplane.decoder import decode
 from tests.synthetic import ProfileBuilder
 
 KIB = 1024

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.host import AllocatorAnalysis
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 

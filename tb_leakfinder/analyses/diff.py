@@ -14,8 +14,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from tb_leakfinder.analyses.host import AllocatorAnalysis
 from tb_leakfinder.analyses.labels import dtype_name, format_bytes
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummary, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.analyses.verdict import LEAK, Verdict, family_label, worst

@@ -8,7 +8,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.buffer_query import check_group
 from tb_leakfinder.analyses.downsample import downsample
-from tb_leakfinder.analyses.host import AllocatorAnalysis
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import FORMATS
+from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
 
-XPLANE_SUFFIX = ".xplane.pb"
-HLO_SUFFIX = ".hlo_proto.pb"  # XProf's cache of a session's HLO modules, one per module
 MAX_DEPTH = 64
 
 
@@ -21,8 +21,8 @@ class Run:
 
     name: str
     session_dir: str
-    hosts: dict[str, str] = field(default_factory=dict)  # host -> .xplane.pb path
-    hlo_files: tuple[str, ...] = ()  # the session's `.hlo_proto.pb` names, sorted
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> its file's path
+    companions: tuple[str, ...] = ()  # the session's files its hosts' analyses depend on (formats say which)
 
     def host_path(self, host: str | None) -> tuple[str, str]:
         """(host, path) for `host`, or the only/first host when None."""
@@ -35,20 +35,21 @@ class Run:
 
     def identity(self, host: str) -> files.FileIdentity:
         """What a host's cached analysis is valid for: its file (one stat, a remote call on gs://) and the
-        session's HLO files as discovered."""
+        session's companion files as discovered."""
         path = self.host_path(host)[1]
-        return dataclasses.replace(files.identity(path), companions=self.hlo_files)
+        return dataclasses.replace(files.identity(path), companions=self.companions)
 
 
 def _session(name: str, session_dir: str, host: str | None = None) -> Run:
     """The run of a session folder, from one listing: every host, or only `host`."""
     names = files.listdir(session_dir)
-    hosts = {
-        n[: -len(XPLANE_SUFFIX)]: files.join(session_dir, n)
-        for n in names
-        if n.endswith(XPLANE_SUFFIX) and len(n) > len(XPLANE_SUFFIX) and (host is None or n == host + XPLANE_SUFFIX)
-    }
-    return Run(name, session_dir, hosts, tuple(sorted(n for n in names if n.endswith(HLO_SUFFIX))))
+    hosts: dict[str, str] = {}
+    for n in names:
+        found = next((h for h in (f.host_name(n) for f in FORMATS) if h is not None), None)
+        if found is not None and (host is None or found == host):
+            hosts[found] = files.join(session_dir, n)
+    companions = tuple(sorted({c for f in FORMATS for c in f.companions(names)}))
+    return Run(name, session_dir, hosts, companions)
 
 
 def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
@@ -103,11 +104,11 @@ def _relative(folder: str, logdir: str) -> str:
 
 def runs_for_path(path: str) -> list[Run]:
     """The runs a CLI or API path means: a logdir, one session folder, or one `.xplane.pb`."""
-    if path.endswith(XPLANE_SUFFIX):
+    host = next((f.host_name(files.basename(path)) for f in FORMATS if f.sniff(path)), None)
+    if host is not None:
         if not files.exists(path) or files.isdir(path):
             raise LeakfinderError(f"{path}: no such profile file", source=path)
         session_dir = files.dirname(path)
-        host = files.basename(path)[: -len(XPLANE_SUFFIX)]
         return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):
         raise LeakfinderError(f"{path}: no such logdir, session folder or .xplane.pb file", source=path)

@@ -7,11 +7,11 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
-from tb_leakfinder.disk_cache import DiskCache
+from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.errors import BadArgumentError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
-from tb_leakfinder.service import Engine
+from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.views import csv, html
 from tb_leakfinder.views.terminal import visible
 

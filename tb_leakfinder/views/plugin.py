@@ -18,12 +18,12 @@ from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_bu
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.analyses.timeline import timeline
-from tb_leakfinder.disk_cache import DiskCache, disabled_by_env
+from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
-from tb_leakfinder.read import hlo
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.service import DEFAULT_CACHE_BYTES, Engine
+from tb_leakfinder.read.formats import format_of
+from tb_leakfinder.store.disk_cache import DiskCache, disabled_by_env
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"
@@ -259,7 +259,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         memory_space = int_arg(request, "memory_space", None, 0)
         result = self.engine.host(run, host)
         path = result.unwrap().profile.path
-        module = required_name(request, "module", lambda name: hlo.read_module(result.hlo_protos, name, path))
+        module = required_name(request, "module", lambda name: format_of(path).module(result.hlo_protos, name, path))
         detail = static_buffers.module_detail(module, memory_space, points)
         return {"run": run.name, "host": host, **report.module_detail_json(detail)}
 

@@ -26,10 +26,10 @@ from werkzeug.test import EnvironBuilder
 
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
+from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
-from tb_leakfinder.service import Engine
 from tb_leakfinder.views.html import script_json
 from tb_leakfinder.views.plugin import ROUTE_ARGS, LeakfinderPlugin, check_args
 

@@ -24,7 +24,7 @@ from tb_leakfinder.model.memory import (
     Spans,
     Steps,
 )
-from tb_leakfinder.read import hlo
+from tb_leakfinder.read.formats.xplane import hlo
 
 HOST_CPU_PLANE = "/host:CPU"
 METADATA_PLANE = "/host:metadata"

@@ -29,7 +29,7 @@ from tb_leakfinder.model.hlo import (
 )
 from tb_leakfinder.proto import HloProto
 from tb_leakfinder.read import files
-from tb_leakfinder.read.discovery import HLO_SUFFIX
+from tb_leakfinder.read.formats.xplane.names import HLO_SUFFIX
 
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"

@@ -14,15 +14,15 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
-from tb_leakfinder.analyses.host import HostAnalysis, analyze_host, check_consistent
+from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
-from tb_leakfinder.cache import ComputeCache
-from tb_leakfinder.disk_cache import SUMMARY, DiskCache, WorkerDiedError
-from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read import discovery, hlo
+from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
+from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
-from tb_leakfinder.read.xspace import read_host
+from tb_leakfinder.read.formats import format_of
+from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache
+from tb_leakfinder.store.memory_cache import ComputeCache
 
 T = TypeVar("T")
 DEFAULT_CACHE_BYTES = 2 << 30
@@ -69,16 +69,10 @@ class HostResult:
 
 def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
     """Everything tb_leakfinder derives from one host's profile."""
-    profile = read_host(path, host)
-    try:
-        protos = {**hlo.session_hlo_files(session_dir), **profile.hlo_protos}
-    except LeakfinderError as exc:  # XProf's cache files are a bonus: the plane still counts
-        profile.warnings.append(str(exc))
-        protos = dict(profile.hlo_protos)
-    modules, decode_warnings = hlo.decode_modules(protos, path)
-    summaries, summary_warnings = static_buffers.module_summaries(modules)
-    profile.warnings.extend(decode_warnings + summary_warnings)
-    return HostResult(analyze_host(profile), hlo_protos=protos, modules=summaries)
+    reading = format_of(path).read(path, host, session_dir)
+    summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
+    reading.profile.warnings.extend(summary_warnings)
+    return HostResult(analyze_host(reading.profile), hlo_protos=reading.hlo_protos, modules=summaries)
 
 
 def _nbytes(obj: object) -> int:

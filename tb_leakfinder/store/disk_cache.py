@@ -36,21 +36,20 @@ import time
 import typing
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
 from tb_leakfinder import report
-from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.json_shape import Shape, conforms
-from tb_leakfinder.npz_codec import CodecError, Decoder, Encoder
+from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.xspace import MAX_FILE_BYTES
+from tb_leakfinder.read.formats.xplane.reader import MAX_FILE_BYTES
+from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
+from tb_leakfinder.store.json_shape import Shape, conforms
+from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 4
 IDENTITY = "identity.json"
 REPORT = "report.json"
 SUMMARY = "summary.json"
@@ -68,8 +67,6 @@ READ_BLOCK_BYTES = 16 << 20
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
 ENV_DIR = "TB_LEAKFINDER_CACHE_DIR"
 ENV_OFF = "TB_LEAKFINDER_NO_CACHE"
-# Modules whose code decides what an entry holds; the views only present it.
-_VERSIONED_SKIP = ("views", "webapp", "static")
 # Not a FIFO's writer to wait for, nor a link to follow (to /dev/zero, or out of the folder).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 # The zip format's end of central directory record, and zip64's locator and record before it (APPNOTE 4.3.14-16).
@@ -88,23 +85,6 @@ def default_dir() -> str:
 
 def disabled_by_env() -> bool:
     return os.environ.get(ENV_OFF, "") not in ("", "0")
-
-
-_version: str | None = None
-
-
-def analysis_version() -> str:
-    """A hash of the code that produces entries: any change to the readers or analyses invalidates them."""
-    global _version
-    if _version is None:
-        root = Path(__file__).resolve().parent
-        digest = hashlib.sha256(f"format {FORMAT}".encode())
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if path.suffix in (".py", ".binpb") and rel.parts[0] not in _VERSIONED_SKIP:
-                digest.update(str(rel).encode() + b"\0" + path.read_bytes())
-        _version = digest.hexdigest()[:16]
-    return _version
 
 
 @dataclasses.dataclass
@@ -320,15 +300,11 @@ def _unpack(data: np.ndarray, layout: Any) -> dict[str, np.ndarray]:
     return arrays
 
 
-class WorkerDiedError(LeakfinderError):
-    """The process analysing a host died (killed, out of memory): a re-run tries that host again."""
-
-
 def _identity_bytes(identity: files.FileIdentity, version: str) -> bytes:
     """What an entry is valid for: this analysis version, of the profile in this state (a hash: fixed size)."""
     state = [identity.real_path, identity.size, identity.mtime_ns, list(identity.companions)]
     digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()
-    return _json_bytes({"format": FORMAT, "version": version, "file": digest})
+    return _json_bytes({"format": ENTRY_FORMAT, "version": version, "file": digest})
 
 
 def _json_bytes(value: Any) -> bytes:

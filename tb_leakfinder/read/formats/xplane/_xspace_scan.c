@@ -1562,7 +1562,7 @@ static PyBufferProcs column_as_buffer = {column_getbuffer, NULL};
 
 static PyTypeObject ColumnType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tb_leakfinder.read._xspace_scan.Column",
+    .tp_name = "tb_leakfinder.read.formats.xplane._xspace_scan.Column",
     .tp_basicsize = sizeof(ColumnObject),
     .tp_dealloc = column_dealloc,
     .tp_as_buffer = &column_as_buffer,
@@ -1692,7 +1692,7 @@ PyMODINIT_FUNC PyInit__xspace_scan(void) {
     if (PyType_Ready(&ColumnType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    ScanError = PyErr_NewException("tb_leakfinder.read._xspace_scan.ScanError", PyExc_ValueError, NULL);
+    ScanError = PyErr_NewException("tb_leakfinder.read.formats.xplane._xspace_scan.ScanError", PyExc_ValueError, NULL);
     PyObject *fields = PyDict_New();
     for (size_t i = 0; fields && i < sizeof FIELD_NUMBERS / sizeof FIELD_NUMBERS[0]; i++)
         if (put(fields, FIELD_NUMBERS[i].name, PyLong_FromLong(FIELD_NUMBERS[i].number)) < 0) Py_CLEAR(fields);

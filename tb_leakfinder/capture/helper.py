@@ -127,8 +127,9 @@ def _late_note() -> str:
 
 def recorded_allocators(session_dir: pathlib.Path) -> set[str]:
     """The memory ids of the allocators whose events a session's profiles hold."""
-    from tb_leakfinder.read.discovery import XPLANE_SUFFIX
-    from tb_leakfinder.read.xspace import read_host
+    # Not at the top: `import tb_leakfinder` (which TensorBoard's entry point runs) stays free of numpy.
+    from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
+    from tb_leakfinder.read.formats.xplane.reader import read_host
 
     names: set[str] = set()
     for path in sorted(session_dir.glob(f"*{XPLANE_SUFFIX}")):
@@ -287,7 +288,7 @@ class Capture:
 
     def report(self) -> dict[str, Any]:
         """The leak report of this capture's profile session (tb_leakfinder.analyze on it)."""
-        from tb_leakfinder import analyze
+        from tb_leakfinder import analyze  # the package's API, which imports this module first
 
         if self._running:
             self._stop()

@@ -18,11 +18,12 @@ import numpy as np
 
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
-from tb_leakfinder.read import files, hlo, xspace_proto
+from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.xplane import decoder, hlo
 
 _scanner: ModuleType | None
 try:
-    _scanner = importlib.import_module("tb_leakfinder.read._xspace_scan")
+    _scanner = importlib.import_module("tb_leakfinder.read.formats.xplane._xspace_scan")
 except ImportError:  # not built (no compiler at install time): the reference decoder serves
     _scanner = None
 
@@ -70,7 +71,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     """Decode one host's serialized XSpace, read from `path`."""
     scanner = compiled_scanner()
     if scanner is None:
-        return xspace_proto.decode(data, host, path)
+        return decoder.decode(data, host, path)
     scanned = _scan(scanner, data, path)
     # The bytes go once scanned, before the columns are sorted: a lower peak (read_host keeps
     # no reference to them, and CPython 3.11+ hands an argument over to the callee).
@@ -80,12 +81,12 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
 
 def _scan(scanner: ModuleType, data: bytes | memoryview, path: str, drop: bool = False) -> dict[str, Any]:
     """`drop`: `data` is writable memory whose scanned pages may go (see read_host)."""
-    xspace_proto.refuse_empty(data, path)
+    decoder.refuse_empty(data, path)
     try:
         scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS, drop=drop)
         return scanned
     except scanner.ScanError as exc:
-        raise xspace_proto.corrupt_profile(path, exc) from exc
+        raise decoder.corrupt_profile(path, exc) from exc
 
 
 def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
@@ -107,10 +108,10 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
-    steps = xspace_proto.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
+    steps = decoder.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
     span = _column(scanned["spans"], SPAN_ROW)
     span_names = [s.decode() for s in scanned["span_names"]]
-    spans = xspace_proto.spans_from_rows(
+    spans = decoder.spans_from_rows(
         span["source"],
         span["name"],
         span_names,
@@ -121,7 +122,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
         span["line"],
     )
     group = _column(scanned["groups"], np.int64).reshape(-1, 3)
-    groups = xspace_proto.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
+    groups = decoder.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
     return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)
 
 

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tb_leakfinder.disk_cache import DiskCache, WorkerDiedError, analysis_version, encode_entry
-from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.engine.engine import HostResult, analyze_into, analyze_result, overview_rows
+from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
+from tb_leakfinder.store.disk_cache import DiskCache, encode_entry
+from tb_leakfinder.store.version import analysis_version
 
 ENGINES = ("local", "ray")
 RAY_INSTALL_HINT = "pip install 'tb_leakfinder[ray]'"
@@ -55,8 +57,6 @@ def tasks_for(runs: Iterable[Run]) -> list[HostTask]:
 
 def analyze_task(folder: str, max_bytes: int, task: HostTask) -> str | None:
     """One host into the cache folder (runs in a worker process)."""
-    from tb_leakfinder.service import analyze_into
-
     result = analyze_into(DiskCache(folder, max_bytes), task.identity, task.host, task.session_dir)
     return None if result.error is None else result.error.message
 
@@ -109,8 +109,6 @@ def _internal_error(task: HostTask, exc: BaseException) -> Outcome:
 
 def _died(disk: DiskCache, task: HostTask, why: str) -> Outcome:
     message = f"{task.identity.path}: the worker analysing host {task.host!r} died ({why}); a re-run tries it again"
-    from tb_leakfinder.service import HostResult
-
     disk.store(task.identity, HostResult(None, WorkerDiedError(message)), None)
     return Outcome(task, "analysed", message)
 
@@ -174,8 +172,6 @@ def ray_task(task: HostTask, version: str) -> tuple[str, bytes | None, str | Non
 
     The entry goes back to the driver, which owns the cache folder: the cluster needs no shared disk.
     """
-    from tb_leakfinder.service import analyze_result, overview_rows
-
     mine = analysis_version()
     if mine != version:
         return mine, None, None

@@ -1,0 +1,77 @@
+"""`LeakCapture`: tb_leakfinder.capture as a Keras callback, one step per training batch.
+
+    model.fit(x, y, epochs=3, callbacks=[LeakCapture("logs/run1", start_batch=5, num_batches=20)])
+
+Batches are numbered across epochs (the 3rd batch of the 2nd epoch of 10 batches is 12), so the window
+may span epochs. The profiler follows the Keras backend (TensorFlow or JAX). Keras is imported only
+when `LeakCapture` is first used, since the program that uses it has Keras.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+from tb_leakfinder.capture.helper import FRAMEWORKS, Capture, CaptureError
+
+_classes: dict[str, type] = {}
+
+
+def _backend_framework(keras: Any) -> str | None:
+    backend = keras.backend.backend()
+    return backend if backend in FRAMEWORKS else None
+
+
+def _make_class() -> type:
+    try:
+        keras = importlib.import_module("keras")
+    except ImportError as exc:
+        raise CaptureError(f"tb_leakfinder.capture.keras.LeakCapture needs Keras, which cannot be imported ({exc})") from None
+
+    callback: Any = keras.callbacks.Callback
+
+    class LeakCapture(callback):
+        """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir`."""
+
+        def __init__(self, logdir: str, start_batch: int = 1, num_batches: int = 20) -> None:
+            super().__init__()
+            framework = _backend_framework(keras)
+            if framework is None or framework not in sys.modules:
+                raise CaptureError(
+                    f"the Keras backend is {keras.backend.backend()!r}; LeakCapture profiles TensorFlow or JAX only"
+                )
+            self.capture = Capture(logdir, start_batch, num_batches, framework)
+            self._batch = 0
+            self._step: Any = None
+
+        def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+            self.capture.__enter__()
+
+        def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+            self._step = self.capture.step(self._batch)
+            self._step.__enter__()
+
+        def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+            if self._step is not None:
+                self._step.__exit__(None, None, None)
+                self._step = None
+            self._batch += 1
+
+        def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+            self.capture.__exit__(None, None, None)
+
+        def report(self) -> dict[str, Any]:
+            """The leak report of the captured batches (as `Capture.report`)."""
+            return self.capture.report()
+
+    LeakCapture.__module__ = __name__
+    return LeakCapture
+
+
+def __getattr__(name: str) -> type:
+    if name != "LeakCapture":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _classes:
+        _classes[name] = _make_class()
+    return _classes[name]
