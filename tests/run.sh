@@ -22,6 +22,8 @@ ruff format --check .
 mypy  # --strict over tb_leakfinder/ (mypy.ini)
 python tools/compile_proto.py --check
 (cd frontend && npm run --silent typecheck && npm run --silent check-bundle)
+# src/api.ts's types against every route's real answers on the demo runs and the accuracy captures.
+(cd frontend && npm run --silent check-types)
 
 echo "== python tests"
 python -m pytest -q

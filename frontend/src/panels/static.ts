@@ -4,7 +4,7 @@
 // whole-program buffers and the buffers at the peak.
 
 import uPlot from 'uplot';
-import {api, type Limits, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
+import {api, type HloBufferInfo, type Limits, type LogicalBuffer, type ModuleDetail, type ModuleFigures, type ModuleSummary} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
@@ -47,7 +47,8 @@ interface BlockRect extends Rect {
   buffer: LogicalBuffer;
 }
 
-type Row = (WholeProgramBuffer | PeakBuffer) & {reason?: string; kind?: string; why?: string};
+/** A row of either table: a whole-program buffer, or a buffer (or the small ones folded) at the peak. */
+type Row = HloBufferInfo & {reason?: string; kind?: string; why?: string; count?: number; label?: string};
 
 function nameOf(b: {instruction: string; label?: string; logical_buffer: number | null}): string {
   return b.label ?? (b.instruction || (b.logical_buffer === null ? '' : `logical buffer ${b.logical_buffer}`));
@@ -82,7 +83,7 @@ function fact(label: string, value: Child, detail?: Child): HTMLElement {
   return el('div', {class: 'lf-card'}, el('div', {class: 'lf-card-label'}, label), el('div', {class: 'lf-card-value'}, value), detail ? el('div', {class: 'lf-card-detail'}, detail) : null);
 }
 
-export function moduleFacts(m: ModuleSummary): HTMLElement {
+export function moduleFacts(m: ModuleFigures): HTMLElement {
   return el(
     'div',
     {class: 'lf-cards'},
