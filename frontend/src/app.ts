@@ -150,7 +150,7 @@ export class App {
       if (stale()) return;
       const runNames = runs.map((r) => r.run);
       if (!runNames.includes(state.sel.run) && runNames.length > 1) {
-        state.sel.run = await this.pickDefaultRun(runNames, stale);
+        state.set('run', await this.pickDefaultRun(runNames, stale));
         if (stale()) return;
       }
       this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
@@ -252,7 +252,7 @@ export class App {
   private fillSelect(select: HTMLSelectElement, values: string[], key: keyof Selection, labels?: Map<string, string>, fallback?: string): void {
     const wanted = this.state.sel[key];
     const value = values.includes(wanted) ? wanted : (fallback ?? values[0] ?? '');
-    this.state.sel[key] = value;
+    this.state.set(key, value);
     select.replaceChildren(...values.map((v) => option(v, labels?.get(v) ?? v, v === value)));
     if (!values.length) select.append(option('', key === 'module' ? 'no modules' : '—', true));
     select.disabled = values.length <= 1;
