@@ -209,7 +209,7 @@ export class App {
     this.state.save();
     this.updateLinks();
     this.view?.destroy();
-    this.view = new OverviewView(this.state.sel.run, (row) => {
+    this.view = new OverviewView(this.data, this.state.sel.run, (row) => {
       this.state.set('host', row.host);
       this.state.set('allocator', row.memory_id ?? '');
       void this.show();
@@ -312,8 +312,9 @@ export class App {
     // The static view is one run's: its selector waits while comparing.
     if (comparison) this.selectors.module.disabled = true;
     this.view = comparison
-      ? new CompareView({comparison, a: {...state.sel}, allocator, b: {...state.cmp}, limits: report.limits})
+      ? new CompareView({cache: data, comparison, a: {...state.sel}, allocator, b: {...state.cmp}, limits: report.limits})
       : new RunView({
+          cache: data,
           sel: {...state.sel},
           run,
           host,

@@ -4,9 +4,10 @@
 // whole-program buffers and the buffers at the peak.
 
 import uPlot from 'uplot';
-import {api, type HloBufferInfo, type Limits, type LogicalBuffer, type ModuleDetail, type ModuleFigures, type ModuleSummary} from '../api';
+import type {HloBufferInfo, Limits, LogicalBuffer, ModuleDetail, ModuleFigures, ModuleSummary} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
+import type {DataCache} from '../data';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
@@ -102,6 +103,7 @@ export class StaticPanel {
   private controller: AbortController | null = null;
 
   constructor(
+    private readonly cache: Pick<DataCache, 'module'>,
     private readonly run: string,
     private readonly host: string,
     private readonly summary: ModuleSummary,
@@ -119,7 +121,7 @@ export class StaticPanel {
     try {
       // About two points per pixel, as many as the server gives.
       const points = Math.min(this.limits.max_points, chartWidth(this.element) * 2);
-      const detail = await api.module(this.run, this.host, this.summary, points, controller.signal);
+      const detail = await this.cache.module(this.run, this.host, this.summary, points, controller.signal);
       if (controller.signal.aborted) return;
       this.detail = detail;
       this.draw();
