@@ -33,7 +33,7 @@ from tb_leakfinder.model.memory import (
     SPAN_HOST_ROOT,
     HostProfile,
 )
-from tb_leakfinder.read import xspace, xspace_proto
+from tb_leakfinder.read import xspace, xspace_stats
 from tests.demo import DEMO_LOGS
 from tests.synthetic import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.xprof_oracle import xprof_tool
@@ -368,10 +368,9 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
 
 
 def test_the_scanners_columns_are_the_models():
-    """One column table: the scanner's columns and the stats that fill them are the model's and the reference decoder's."""
+    """The scanner was built from the current tables: its columns are the model's, and the stats that fill them the spec's."""
     assert {name: np.dtype(dtype).str for name, dtype in EVENT_COLUMNS.items()} == scanner.COLUMNS
-    by_reference = {**xspace_proto.INT_STATS, **xspace_proto.STRING_STATS}
-    assert {**by_reference, "addr": "addr", "fragmentation": "fragmentation", "data_type": "dtype"} == scanner.STAT_COLUMNS
+    assert {stat: fill.column for stat, fill in xspace_stats.FILL_OF_STAT.items()} == scanner.STAT_COLUMNS
 
 
 # --- accelerator profiles (the format notes, "Accelerator profiles") ----------------------
