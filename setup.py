@@ -29,6 +29,8 @@ ext_modules = (
         Extension(
             "tb_leakfinder.read.formats.xplane._xspace_scan",
             ["tb_leakfinder/read/formats/xplane/_xspace_scan.c"],
+            # Generated from stat_spec.py (tools/gen_scanner_tables.py): a new stat rebuilds the scanner.
+            depends=["tb_leakfinder/read/formats/xplane/_xspace_scan_tables.h"],
             extra_compile_args=["-O2", "-pthread"],
             extra_link_args=["-pthread"],
         )

@@ -33,7 +33,7 @@ from tb_leakfinder.model.memory import (
     SPAN_HOST_ROOT,
     HostProfile,
 )
-from tb_leakfinder.read.formats.xplane import decoder, reader
+from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tests.demo import DEMO_LOGS
 from tests.synthetic import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.xprof_oracle import xprof_tool
@@ -41,7 +41,7 @@ from tests.xprof_oracle import xprof_tool
 scanner = reader.compiled_scanner()
 if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  # CI builds it: not skipping there
     raise RuntimeError("TB_LEAKFINDER_REQUIRE_SCANNER=1 but the C scanner is not built (python setup.py build_ext --inplace)")
-pytestmark = pytest.mark.skipif(scanner is None, reason="the C scanner (read/_xspace_scan.c) is not built")
+pytestmark = pytest.mark.skipif(scanner is None, reason="the C scanner (read/formats/xplane/_xspace_scan.c) is not built")
 
 PATH = "/logs/run/plugins/profile/s/host0.xplane.pb"
 SPAN_COLUMNS = {
@@ -368,10 +368,9 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
 
 
 def test_the_scanners_columns_are_the_models():
-    """One column table: the scanner's columns and the stats that fill them are the model's and the reference decoder's."""
+    """The scanner was built from the current tables: its columns are the model's, and the stats that fill them the spec's."""
     assert {name: np.dtype(dtype).str for name, dtype in EVENT_COLUMNS.items()} == scanner.COLUMNS
-    by_reference = {**decoder.INT_STATS, **decoder.STRING_STATS}
-    assert {**by_reference, "addr": "addr", "fragmentation": "fragmentation", "data_type": "dtype"} == scanner.STAT_COLUMNS
+    assert {stat: fill.column for stat, fill in stat_spec.FILL_OF_STAT.items()} == scanner.STAT_COLUMNS
 
 
 # --- accelerator profiles (the format notes, "Accelerator profiles") ----------------------

@@ -121,7 +121,7 @@ export interface AllocatorReport {
   peak_breakdown: BreakdownRow[];
   forecast: Forecast | null;
   fragmentation_note: string | null;
-  warnings?: string[];
+  warnings: string[];
 }
 
 export type StepSourceKind = 'step_num' | 'group_id' | 'root_events' | 'device_programs' | 'time_windows' | 'none';
@@ -143,7 +143,7 @@ export interface HloBufferInfo {
   shape: string;
   source: string;
   /** The user that runs last in the schedule ("" when the proto has no schedule). */
-  last_user?: string;
+  last_user: string;
   bytes: number;
 }
 
@@ -157,10 +157,23 @@ export interface WholeProgramBuffer extends HloBufferInfo {
   live_out: boolean;
   aliases_parameter: boolean;
   actionable: boolean;
-  /** Set when small buffers are folded into one row. */
-  count?: number;
-  label?: string;
 }
+
+/** Buffers below `limits.small_buffer_bytes`, folded into one row of a list, so that its total stays whole. */
+interface SmallBuffers extends HloBufferInfo {
+  logical_buffer: null;
+  /** "small (<16 KiB)". */
+  label: string;
+  count: number;
+}
+
+/** A whole-program buffer as a row of the report's and the comparison's lists, which count the buffers of each row. */
+export interface ListedWholeProgramBuffer extends WholeProgramBuffer {
+  count: 1;
+}
+
+/** A row of the report's whole-program buffers: one buffer, or the small ones folded. */
+export type WholeProgramRow = ListedWholeProgramBuffer | (SmallBuffers & {reason: 'small'});
 
 export interface Actionable {
   instruction: string;
@@ -173,9 +186,21 @@ export interface Actionable {
 }
 
 export interface PeakBuffer extends HloBufferInfo {
-  kind: string;
-  count?: number;
-  label?: string;
+  /** `temporary`, or why it lives for the whole program. */
+  kind: 'temporary' | WholeProgramReason;
+  count: 1;
+}
+
+/** A row of `GET module`'s buffers at the peak: one buffer, or the small ones folded. */
+export type PeakRow = PeakBuffer | (SmallBuffers & {kind: 'small'});
+
+/** A freed temporary whose range covers at least half of the program. */
+export interface LongLivedTemporary extends HloBufferInfo {
+  start: number;
+  end: number;
+  /** The share of the program's positions it is live over. */
+  fraction: number;
+  why: string;
 }
 
 /** One logical buffer's live range in program order: [start, end). */
@@ -189,8 +214,8 @@ export interface LogicalBuffer extends HloBufferInfo {
   shares_with: number | null;
 }
 
-/** One compiled XLA program and memory space, as summarised in the report (`modules`). */
-export interface ModuleSummary {
+/** One compiled XLA program and memory space: what the report's `modules` and `GET module` both say of it. */
+export interface ModuleFigures {
   name: string;
   module: string;
   program_id: number | null;
@@ -206,17 +231,28 @@ export interface ModuleSummary {
   parameter_bytes: number;
   constant_bytes: number;
   thread_local_bytes: number;
-  whole_program_buffers?: WholeProgramBuffer[];
-  actionable?: Actionable[];
+  actionable: Actionable[];
+}
+
+/** One program as summarised in the report (`modules`). */
+export interface ModuleSummary extends ModuleFigures {
+  whole_program_buffers: WholeProgramRow[];
+  num_long_lived_temporaries: number;
+  /** The first few, largest bytes x share of the program first; `num_long_lived_temporaries` counts them all. */
+  long_lived_temporaries: LongLivedTemporary[];
 }
 
 /** `GET module`: one program in detail. */
-export interface ModuleDetail extends ModuleSummary {
+export interface ModuleDetail extends ModuleFigures {
+  run: string;
+  host: string;
   memory_spaces: number[];
   curve: {position: number[]; heap_bytes: number[]; instruction: (string | null)[]};
-  peak_buffers: PeakBuffer[];
+  /** Their bytes add up to `peak_heap_bytes`. */
+  peak_buffers: PeakRow[];
+  /** Every one, none folded. */
   whole_program_buffers: WholeProgramBuffer[];
-  actionable: Actionable[];
+  long_lived_temporaries: LongLivedTemporary[];
   /** In program order: the largest ones when the program has more than the server sends. */
   buffers: LogicalBuffer[];
   /** How many logical buffers have a range; more than `buffers.length` when only the largest came. */
@@ -226,8 +262,10 @@ export interface ModuleDetail extends ModuleSummary {
 export interface HostReport {
   host: string;
   /** The host's verdict and reason: its worst allocator's, or why there is none. */
-  verdict?: Verdict;
-  reason?: string;
+  verdict: Verdict;
+  reason: string;
+  /** Set, with no allocators, when its profile could not be analysed (a run's other hosts still are). */
+  error?: string;
   warnings: string[];
   duration_ps: number;
   num_steps: number;
@@ -296,6 +334,11 @@ export interface Buffer {
 }
 
 export interface BuffersPage {
+  run: string;
+  host: string;
+  /** The allocator's label and memory id, as in its report. */
+  allocator: string;
+  memory_id: string;
   total: number;
   offset: number;
   limit: number;
@@ -373,8 +416,9 @@ export interface ModuleDiff {
   name_b: string | null;
   peak_heap_bytes: Delta;
   live_out_bytes: Delta;
-  whole_program_buffers_added: WholeProgramBuffer[];
-  whole_program_buffers_removed: WholeProgramBuffer[];
+  /** One by one: buffers below `limits.small_buffer_bytes` are not compared. */
+  whole_program_buffers_added: ListedWholeProgramBuffer[];
+  whole_program_buffers_removed: ListedWholeProgramBuffer[];
 }
 
 export interface HostDiff {

@@ -150,7 +150,7 @@ export class App {
       if (stale()) return;
       const runNames = runs.map((r) => r.run);
       if (!runNames.includes(state.sel.run) && runNames.length > 1) {
-        state.sel.run = await this.pickDefaultRun(runNames, stale);
+        state.set('run', await this.pickDefaultRun(runNames, stale));
         if (stale()) return;
       }
       this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
@@ -209,7 +209,7 @@ export class App {
     this.state.save();
     this.updateLinks();
     this.view?.destroy();
-    this.view = new OverviewView(this.state.sel.run, (row) => {
+    this.view = new OverviewView(this.data, this.state.sel.run, (row) => {
       this.state.set('host', row.host);
       this.state.set('allocator', row.memory_id ?? '');
       void this.show();
@@ -252,7 +252,7 @@ export class App {
   private fillSelect(select: HTMLSelectElement, values: string[], key: keyof Selection, labels?: Map<string, string>, fallback?: string): void {
     const wanted = this.state.sel[key];
     const value = values.includes(wanted) ? wanted : (fallback ?? values[0] ?? '');
-    this.state.sel[key] = value;
+    this.state.set(key, value);
     select.replaceChildren(...values.map((v) => option(v, labels?.get(v) ?? v, v === value)));
     if (!values.length) select.append(option('', key === 'module' ? 'no modules' : '—', true));
     select.disabled = values.length <= 1;
@@ -312,8 +312,9 @@ export class App {
     // The static view is one run's: its selector waits while comparing.
     if (comparison) this.selectors.module.disabled = true;
     this.view = comparison
-      ? new CompareView({comparison, a: {...state.sel}, allocator, b: {...state.cmp}, limits: report.limits})
+      ? new CompareView({cache: data, comparison, a: {...state.sel}, allocator, b: {...state.cmp}, limits: report.limits})
       : new RunView({
+          cache: data,
           sel: {...state.sel},
           run,
           host,

@@ -2,11 +2,14 @@
 // side. Built from one `compare` answer plus both runs' timelines.
 
 import type {AllocatorReport, Comparison, Limits} from './api';
+import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderGroups, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
 import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
 
 export interface CompareData {
+  /** Where the timelines are fetched. */
+  cache: Pick<DataCache, 'timeline'>;
   comparison: Comparison;
   a: SideSelection;
   /** A's allocator chosen in the toolbar: the pair shown is matched by its label or memory id. */
@@ -19,7 +22,7 @@ export class CompareView {
   readonly element: HTMLElement;
   private timeline: CompareTimeline | null = null;
 
-  constructor({comparison: c, a, allocator, b, limits}: CompareData) {
+  constructor({cache, comparison: c, a, allocator, b, limits}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
@@ -38,6 +41,7 @@ export class CompareView {
     if (alloc) {
       const name = alloc.name_a === alloc.name_b || !alloc.name_b ? (alloc.name_a ?? '') : `${alloc.name_a ?? '—'} / ${alloc.name_b}`;
       this.timeline = new CompareTimeline(
+        cache,
         {
           a: alloc.name_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.name_a},
           b: alloc.name_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.name_b},

@@ -1,8 +1,9 @@
 // The data the tab has fetched: the run list, reports by run and host, and
 // comparisons by both sides. Each report asks for one host, so a run with
-// many hosts costs one host's analysis at a time.
+// many hosts costs one host's analysis at a time. Everything the tab shows
+// comes through here, the panels' own requests too.
 
-import {api, type Comparison, type Limits, type Report, type RunEntry, type Verdict} from './api';
+import {api, type BuffersPage, type Comparison, type Limits, type ModuleDetail, type Overview, type Report, type RunEntry, type Timeline, type Verdict} from './api';
 import type {RunHost} from './state';
 
 function key(...parts: string[]): string {
@@ -46,6 +47,27 @@ export class DataCache {
     const comparison = await api.compare(a, b);
     this.comparisons.set(key(a.run, a.host, b.run, b.host), comparison);
     return comparison;
+  }
+
+  // The panels' answers are not kept: each is for one zoom range, family,
+  // page or chart width, and a reload that changed anything rebuilds the
+  // panels, which ask again.
+
+  timeline(...args: Parameters<typeof api.timeline>): Promise<Timeline> {
+    return api.timeline(...args);
+  }
+
+  buffers(...args: Parameters<typeof api.buffers>): Promise<BuffersPage> {
+    return api.buffers(...args);
+  }
+
+  module(...args: Parameters<typeof api.module>): Promise<ModuleDetail> {
+    return api.module(...args);
+  }
+
+  /** Asked again on each reload: the pod overview redraws only when its answer changed. */
+  overview(...args: Parameters<typeof api.overview>): Promise<Overview> {
+    return api.overview(...args);
   }
 
   /** The server's limits, from any report fetched (they are the same in all). */

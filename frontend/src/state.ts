@@ -10,11 +10,24 @@ export interface RunHost {
   host: string;
 }
 
+/**
+ * Read-only outside, so that set() and the comparison's setters are the only
+ * way the selection changes. They replace the objects rather than mutate them:
+ * what a caller read stays as it was.
+ */
 export class ViewState {
+  private selection: Selection = {run: '', host: '', allocator: '', module: ''};
+  private other: RunHost = {run: '', host: ''};
+
   /** Run A (or the only run): `allocator` is a memory id (see allocatorKey). */
-  sel: Selection = {run: '', host: '', allocator: '', module: ''};
+  get sel(): Readonly<Selection> {
+    return this.selection;
+  }
+
   /** Run B and its host, "Compare with…"; an empty run is the single-run view. */
-  cmp: RunHost = {run: '', host: ''};
+  get cmp(): Readonly<RunHost> {
+    return this.other;
+  }
 
   get comparing(): boolean {
     return this.cmp.run !== '';
@@ -27,8 +40,8 @@ export class ViewState {
   /** Reads the state a link carries (TensorBoard's `p.leakfinder.*` hash entries). */
   async load(channel: TensorBoardChannel): Promise<void> {
     const s = await loadUrlState(channel);
-    this.sel = {run: s.run ?? '', host: s.host ?? '', allocator: s.allocator ?? '', module: s.module ?? ''};
-    this.cmp = {run: s.compare ?? '', host: s.compare_host ?? ''};
+    this.selection = {run: s.run ?? '', host: s.host ?? '', allocator: s.allocator ?? '', module: s.module ?? ''};
+    this.other = {run: s.compare ?? '', host: s.compare_host ?? ''};
   }
 
   save(): void {
@@ -36,22 +49,22 @@ export class ViewState {
   }
 
   set(key: keyof Selection, value: string): void {
-    this.sel = {...this.sel, [key]: value};
+    this.selection = {...this.selection, [key]: value};
   }
 
   /** Compares with run B (its host is chosen once its hosts are known); '' ends comparing. */
   compareWith(run: string): void {
-    this.cmp = {run, host: ''};
+    this.other = {run, host: ''};
   }
 
   setCompareHost(host: string): void {
-    this.cmp = {...this.cmp, host};
+    this.other = {...this.other, host};
   }
 
   /** Run B becomes A and A becomes B. */
   swap(): void {
     const a = this.a;
-    this.sel = {...this.sel, ...this.cmp};
-    this.cmp = a;
+    this.selection = {...this.selection, ...this.other};
+    this.other = a;
   }
 }

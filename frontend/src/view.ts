@@ -4,6 +4,7 @@
 
 import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, RunReport, Selection} from './api';
 import type {CsvWhere} from './csv';
+import type {DataCache} from './data';
 import {el, section} from './dom';
 import {renderBreakdown} from './panels/breakdown';
 import {renderGroups} from './panels/groups';
@@ -14,6 +15,8 @@ import {TimelinePanel, type TimeRange} from './panels/timeline';
 import {renderVerdict} from './panels/verdict';
 
 export interface ViewData {
+  /** Where the panels fetch what they draw. */
+  cache: Pick<DataCache, 'timeline' | 'buffers' | 'module'>;
   sel: Selection;
   run: RunReport;
   host: HostReport;
@@ -49,15 +52,16 @@ export class RunView {
   private staticPanel: StaticPanel | null = null;
 
   constructor(data: ViewData) {
-    const {sel, run, host, allocator, limits} = data;
+    const {cache, sel, run, host, allocator, limits} = data;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
       this.element.append(renderSummary(allocator, host.step_source));
-      this.timeline = new TimelinePanel(sel, limits, (range) => this.onRange(range));
+      this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range));
       this.lifetimes = new LifetimesPanel(
+        cache,
         sel,
         where,
         limits,
@@ -79,7 +83,7 @@ export class RunView {
       this.element.append(noMemoryEvents(host));
     }
     if (data.module) {
-      this.staticPanel = new StaticPanel(sel.run, sel.host, data.module, limits);
+      this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits);
       this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
     }
   }

@@ -145,10 +145,12 @@ test('inlined buffers are filtered, sorted and paged as the buffers route does',
   const code = `
 import json, sys
 from tb_leakfinder.read.discovery import runs_for_path
+from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.views.snapshot import Snapshot
 (run,) = runs_for_path("demo_logs/tf_leak")
-snap = Snapshot([run])
-report = snap.gather_run(run)
+snap = Snapshot([run], Engine(lambda: [run]))
+snap.gather()
+report = snap.ask("report", run=run.name)
 host = report["runs"][0]["hosts"][0]
 where = {"run": run.name, "host": host["host"], "allocator": host["allocators"][0]["name"]}
 steps = host["steps"]
@@ -167,7 +169,8 @@ cases = []
 for q in queries:
     page = snap.ask("buffers", **where, **q)
     cases.append({"query": q, "total": page["total"], "ids": [b["id"] for b in page["buffers"]]})
-print(json.dumps({"where": where, "inlined": snap.answers[next(k for k in snap.answers if k.startswith("buffers"))], "cases": cases}))
+inlined = json.loads(snap.page.answers[next(k for k in snap.page.answers if k.startswith("buffers"))])
+print(json.dumps({"where": where, "inlined": inlined, "cases": cases}))
 `;
   const {where, inlined, cases} = python(code, '');
   assert.ok(inlined.buffers.length > 100);

@@ -119,7 +119,7 @@ test('the peak reads against the capacity when the profile gives one', () => {
 
 test('the view state swaps runs A and B, and comparing with none ends the comparison', () => {
   const state = new m.ViewState();
-  state.sel = {run: 'a', host: 'h0', allocator: '2', module: 'jit_f(3)'};
+  for (const [key, value] of Object.entries({run: 'a', host: 'h0', allocator: '2', module: 'jit_f(3)'})) state.set(key, value);
   assert.equal(state.comparing, false);
   state.compareWith('b');
   assert.deepEqual(state.cmp, {run: 'b', host: ''});

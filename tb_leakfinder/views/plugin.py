@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 JSON = "application/json"
 T = TypeVar("T")
 
-# Per-request limits (docs/http_api.md, "Limits"); the largest file analysed is read/xspace.py's MAX_FILE_BYTES.
+# Per-request limits (docs/http_api.md, "Limits"); the largest file analysed is read/formats/xplane/reader.py's MAX_FILE_BYTES.
 MAX_HOSTS_PER_REQUEST = 256  # a report over more hosts must name one
 REQUEST_TIMEOUT_S = 120.0  # then 503; the analysis goes on and a retry gets it from the cache
 MAX_ARG_CHARS = 1024

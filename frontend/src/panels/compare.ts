@@ -3,7 +3,7 @@
 // the summary figures, the op families with their status, and the changes of
 // the compiled programs.
 
-import type {AllocatorDiff, Comparison, Delta, GroupDiff, GroupStatus, HostDiff, LeakKind, ModuleDiff, Verdict, WholeProgramBuffer} from '../api';
+import type {AllocatorDiff, Comparison, Delta, GroupDiff, GroupStatus, HostDiff, LeakKind, ListedWholeProgramBuffer, ModuleDiff, Verdict} from '../api';
 import type {CsvWhere} from '../csv';
 import {type Child, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
@@ -159,20 +159,12 @@ export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement 
   );
 }
 
-function bufferList(buffers: WholeProgramBuffer[]): Child {
+function bufferList(buffers: ListedWholeProgramBuffer[]): Child {
   if (!buffers.length) return '—';
   return el(
     'ul',
     {class: 'lf-plain-list'},
-    ...buffers.map((w) =>
-      el(
-        'li',
-        {},
-        w.label
-          ? `${w.label}: ${formatBytes(w.bytes)}${w.count ? ` in ${formatCount(w.count)} buffers` : ''}`
-          : `${REASON_LABEL[w.reason] ?? w.reason}: ${w.instruction || w.op_name} ${w.shape} (${formatBytes(w.bytes)})`,
-      ),
-    ),
+    ...buffers.map((w) => el('li', {}, `${REASON_LABEL[w.reason] ?? w.reason}: ${w.instruction || w.op_name} ${w.shape} (${formatBytes(w.bytes)})`)),
   );
 }
 

@@ -3,8 +3,9 @@
 // Each side's heap in use (solid) and bytes never freed (dashed, filled).
 
 import uPlot from 'uplot';
-import {api, type Limits, type Selection, type Timeline} from '../api';
+import type {Limits, Selection, Timeline} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
+import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatPs, timeTicks} from '../format';
 
@@ -34,6 +35,7 @@ export class CompareTimeline {
 
   /** A side is null when that run has no allocator to draw. */
   constructor(
+    private readonly cache: Pick<DataCache, 'timeline'>,
     private readonly sides: Record<Side, SideSelection | null>,
     private readonly limits: Limits,
   ) {
@@ -67,7 +69,7 @@ export class CompareTimeline {
       const sel = this.sides[side];
       if (!sel) return;
       try {
-        this.data[side] = await api.timeline(sel, points, null, null, controller.signal);
+        this.data[side] = await this.cache.timeline(sel, points, null, null, controller.signal);
       } catch (err) {
         if (!isAbort(err)) this.errors[side] = errorMessage(err);
       }

@@ -4,9 +4,10 @@
 // highlighted (the buffers route's `group` is set on never-freed ones only). Below, every
 // buffer, paged from the server.
 
-import {api, type Buffer, type BufferStatus, type Group, type Limits, type Selection} from '../api';
+import type {Buffer, BufferStatus, Group, Limits, Selection} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
+import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
 import {DataTable} from '../table';
@@ -70,6 +71,7 @@ export class LifetimesPanel {
   private groupRequest: AbortController | null = null;
 
   constructor(
+    private readonly cache: Pick<DataCache, 'buffers'>,
     private readonly sel: Selection,
     where: CsvWhere,
     private readonly limits: Limits,
@@ -123,7 +125,7 @@ export class LifetimesPanel {
         {key: 'group', label: 'Group', numeric: true, title: 'the op family (its index in the groups) of a never-freed buffer', cell: (b) => (b.group === null ? '' : `#${b.group}`)},
       ],
       source: async (q, signal) => {
-        const page = await api.buffers(
+        const page = await this.cache.buffers(
           this.sel,
           {
             offset: q.offset,
@@ -169,7 +171,7 @@ export class LifetimesPanel {
     const range = {start_ps: this.range?.start_ps ?? null, end_ps: this.range?.end_ps ?? null};
     this.note.textContent = 'Loading buffers…';
     try {
-      const page = await api.buffers(this.sel, {limit: this.limits.page_size, sort: 'bytes', order: 'desc', ...range}, controller.signal);
+      const page = await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'bytes', order: 'desc', ...range}, controller.signal);
       if (controller.signal.aborted) return;
       this.largest = page.buffers;
       this.total = page.total;
@@ -187,7 +189,7 @@ export class LifetimesPanel {
     this.groupRequest = controller;
     try {
       const page = this.group
-        ? await api.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal)
+        ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal)
         : null;
       if (controller.signal.aborted) return;
       this.grouped = page?.buffers ?? [];

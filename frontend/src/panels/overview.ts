@@ -2,7 +2,8 @@
 // leak", then one row per host and allocator, worst first (the server's
 // order); a click (or Enter) on a row opens that host and allocator.
 
-import {api, type Overview, type OverviewRow} from '../api';
+import type {Overview, OverviewRow} from '../api';
+import type {DataCache} from '../data';
 import {el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
 import {byField, DataTable, memorySource} from '../table';
@@ -37,6 +38,7 @@ export class OverviewView {
   private shown = '';
 
   constructor(
+    private readonly cache: Pick<DataCache, 'overview'>,
     private readonly run: string,
     private readonly onOpen: (row: OverviewRow) => void,
   ) {
@@ -56,7 +58,7 @@ export class OverviewView {
   /** TensorBoard reloaded: asks again (a host may have been added or analysed since). */
   async reload(): Promise<void> {
     try {
-      const overview = await api.overview(this.run, this.controller.signal);
+      const overview = await this.cache.overview(this.run, this.controller.signal);
       if (JSON.stringify(overview) !== this.shown) await this.load(overview);
     } catch {
       // the table shown stays; the next reload tries again
@@ -65,7 +67,7 @@ export class OverviewView {
 
   private async load(answer?: Overview): Promise<void> {
     try {
-      const overview = answer ?? (await api.overview(this.run, this.controller.signal));
+      const overview = answer ?? (await this.cache.overview(this.run, this.controller.signal));
       this.shown = JSON.stringify(overview);
       const rows: RankedRow[] = overview.rows.map((row, rank) => ({...row, rank}));
       const table = new DataTable<RankedRow>({

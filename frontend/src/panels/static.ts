@@ -4,9 +4,10 @@
 // whole-program buffers and the buffers at the peak.
 
 import uPlot from 'uplot';
-import {api, type Limits, type LogicalBuffer, type ModuleDetail, type ModuleSummary, type PeakBuffer, type WholeProgramBuffer} from '../api';
+import type {HloBufferInfo, Limits, LogicalBuffer, ModuleDetail, ModuleFigures, ModuleSummary} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
+import type {DataCache} from '../data';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
@@ -47,7 +48,8 @@ interface BlockRect extends Rect {
   buffer: LogicalBuffer;
 }
 
-type Row = (WholeProgramBuffer | PeakBuffer) & {reason?: string; kind?: string; why?: string};
+/** A row of either table: a whole-program buffer, or a buffer (or the small ones folded) at the peak. */
+type Row = HloBufferInfo & {reason?: string; kind?: string; why?: string; count?: number; label?: string};
 
 function nameOf(b: {instruction: string; label?: string; logical_buffer: number | null}): string {
   return b.label ?? (b.instruction || (b.logical_buffer === null ? '' : `logical buffer ${b.logical_buffer}`));
@@ -82,7 +84,7 @@ function fact(label: string, value: Child, detail?: Child): HTMLElement {
   return el('div', {class: 'lf-card'}, el('div', {class: 'lf-card-label'}, label), el('div', {class: 'lf-card-value'}, value), detail ? el('div', {class: 'lf-card-detail'}, detail) : null);
 }
 
-export function moduleFacts(m: ModuleSummary): HTMLElement {
+export function moduleFacts(m: ModuleFigures): HTMLElement {
   return el(
     'div',
     {class: 'lf-cards'},
@@ -101,6 +103,7 @@ export class StaticPanel {
   private controller: AbortController | null = null;
 
   constructor(
+    private readonly cache: Pick<DataCache, 'module'>,
     private readonly run: string,
     private readonly host: string,
     private readonly summary: ModuleSummary,
@@ -118,7 +121,7 @@ export class StaticPanel {
     try {
       // About two points per pixel, as many as the server gives.
       const points = Math.min(this.limits.max_points, chartWidth(this.element) * 2);
-      const detail = await api.module(this.run, this.host, this.summary, points, controller.signal);
+      const detail = await this.cache.module(this.run, this.host, this.summary, points, controller.signal);
       if (controller.signal.aborted) return;
       this.detail = detail;
       this.draw();

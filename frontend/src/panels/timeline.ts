@@ -7,8 +7,9 @@
 // draws the points it is given.
 
 import uPlot from 'uplot';
-import {api, type Limits, type Selection, type Timeline} from '../api';
+import type {Limits, Selection, Timeline} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
+import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
 
@@ -36,6 +37,7 @@ export class TimelinePanel {
   private controller: AbortController | null = null;
 
   constructor(
+    private readonly cache: Pick<DataCache, 'timeline'>,
     private readonly sel: Selection,
     private readonly limits: Limits,
     private readonly onRange: (range: TimeRange | null) => void,
@@ -71,7 +73,7 @@ export class TimelinePanel {
     // About two points per pixel, as many as the server gives.
     const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
     try {
-      const data = await api.timeline(this.sel, points, range, this.group, controller.signal);
+      const data = await this.cache.timeline(this.sel, points, range, this.group, controller.signal);
       if (controller.signal.aborted) return;
       this.data = data;
       this.draw();

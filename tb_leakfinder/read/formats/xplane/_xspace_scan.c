@@ -12,7 +12,7 @@
  * /host:CPU plane's events are cut into chunks that several threads scan;
  * their rows and string tables are merged back in wire order.
  *
- * Semantics follow the reference decoder (xspace_proto.py) over protobuf:
+ * Semantics follow the reference decoder (decoder.py) over protobuf:
  * the last occurrence of a scalar field wins, setting one member of a oneof
  * clears the other, a field with an unexpected wire type is an unknown field,
  * repeated map keys keep the last entry, and a message field that occurs
@@ -98,42 +98,9 @@ enum { SPAN_HOST_ROOT = 0, SPAN_DEVICE_PROGRAM = 1, SPAN_DEVICE_STEP = 2 };
 /* What walk_event keeps of an event: nothing (only checked), a /host:CPU event, or a device span. */
 enum { MODE_CHECK = 0, MODE_HOST = 1, MODE_DEVICE = 2 };
 
-/* Memory-event columns, exactly tb_leakfinder.model.memory.EVENT_COLUMNS (exposed as COLUMNS, which a
- * test compares with it). The int64 columns filled from integer stats follow the order of their roles. */
-enum {
-    COL_TIME, COL_KIND, COL_ALLOCATOR, COL_ADDR,
-    COL_REQUESTED, COL_ALLOCATION, COL_IN_USE, COL_RESERVED, COL_AVAILABLE, COL_PEAK, COL_GROUP,
-    COL_FRAGMENTATION, COL_OP, COL_SHAPE, COL_REGION, COL_DTYPE, NCOLS,
-};
-static const struct { const char *name; size_t size; const char *dtype; } COLUMN_SPECS[NCOLS] = {
-    [COL_TIME] = {"time_ps", 8, "<i8"}, [COL_KIND] = {"kind", 1, "|i1"}, [COL_ALLOCATOR] = {"allocator", 4, "<i4"},
-    [COL_ADDR] = {"addr", 8, "<u8"}, [COL_REQUESTED] = {"requested_bytes", 8, "<i8"},
-    [COL_ALLOCATION] = {"allocation_bytes", 8, "<i8"}, [COL_IN_USE] = {"bytes_in_use", 8, "<i8"},
-    [COL_RESERVED] = {"bytes_reserved", 8, "<i8"}, [COL_AVAILABLE] = {"bytes_available", 8, "<i8"},
-    [COL_PEAK] = {"peak_bytes_in_use", 8, "<i8"}, [COL_GROUP] = {"group_id", 8, "<i8"},
-    [COL_FRAGMENTATION] = {"fragmentation", 8, "<f8"}, [COL_OP] = {"op", 4, "<i4"}, [COL_SHAPE] = {"shape", 4, "<i4"},
-    [COL_REGION] = {"region", 4, "<i4"}, [COL_DTYPE] = {"dtype", 4, "<i4"},
-};
-#define NINTS (COL_GROUP - COL_REQUESTED + 1)
-
-enum {
-    ROLE_NONE = 0, ROLE_ALLOCATOR, ROLE_INT_ID, ROLE_ADDR, ROLE_FRAGMENTATION, ROLE_STEP, ROLE_ROOT, ROLE_HLO,
-    ROLE_PROGRAM_ID,
-    ROLE_REQUESTED, ROLE_ALLOCATION, ROLE_IN_USE, ROLE_RESERVED, ROLE_AVAILABLE, ROLE_PEAK, ROLE_GROUP, /* COL_REQUESTED... */
-    ROLE_DTYPE, ROLE_OP, ROLE_SHAPE, ROLE_REGION,
-};
-#define FIRST_INT_ROLE ROLE_REQUESTED
-#define FIRST_STR_ROLE ROLE_OP
-
-static const struct { const char *name; int role; } ROLE_NAMES[] = {
-    {"allocator_name", ROLE_ALLOCATOR}, {"index_on_host", ROLE_INT_ID}, {"device_ordinal", ROLE_INT_ID},
-    {"addr", ROLE_ADDR}, {"fragmentation", ROLE_FRAGMENTATION}, {"step_num", ROLE_STEP}, {"_r", ROLE_ROOT},
-    {"Hlo Proto", ROLE_HLO}, {"program_id", ROLE_PROGRAM_ID},
-    {"requested_bytes", ROLE_REQUESTED}, {"allocation_bytes", ROLE_ALLOCATION}, {"bytes_allocated", ROLE_IN_USE},
-    {"bytes_reserved", ROLE_RESERVED}, {"bytes_available", ROLE_AVAILABLE}, {"peak_bytes_in_use", ROLE_PEAK},
-    {"group_id", ROLE_GROUP}, {"data_type", ROLE_DTYPE},
-    {"tf_op", ROLE_OP}, {"shape", ROLE_SHAPE}, {"region_type", ROLE_REGION},
-};
+/* The memory-event columns and the stats that fill them (COL_*, COLUMN_SPECS, ROLE_*, ROLE_NAMES), written from
+ * tb_leakfinder/read/formats/xplane/stat_spec.py and the model's EVENT_COLUMNS by tools/gen_scanner_tables.py. */
+#include "_xspace_scan_tables.h"
 
 typedef const uint8_t *ptr;
 
@@ -753,7 +720,7 @@ static int starts_with(ptr name, size_t len, const char *prefix) {
     return len >= n && memcmp(name, prefix, n) == 0;
 }
 
-/* As xspace_proto.is_host_span_name for the spans. */
+/* As decoder.is_host_span_name for the spans. */
 static int event_kind(ptr name, size_t len) {
     if (len == 16 && memcmp(name, "MemoryAllocation", 16) == 0) return KIND_ALLOC;
     if (len == 18 && memcmp(name, "MemoryDeallocation", 18) == 0) return KIND_FREE;
@@ -863,7 +830,7 @@ static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, in
 /* What a memory event's stats give, as they are read. */
 typedef struct {
     int64_t ints[NINTS];
-    int32_t strs[3], dtype;
+    int32_t strs[NSTRS], dtype;
     int grouped, id_role;
     uint64_t addr;
     double frag;
@@ -876,16 +843,15 @@ typedef struct {
 } MemRow;
 
 static inline void mem_row_init(MemRow *m) {
-    memset(m->ints, 0, sizeof m->ints);
-    m->ints[COL_GROUP - COL_REQUESTED] = -1;
-    m->strs[0] = m->strs[1] = m->strs[2] = 0;
-    m->dtype = -1;
+    int_defaults(m->ints);
+    str_defaults(m->strs);
+    m->dtype = DEFAULT_DTYPE;
     m->grouped = 0;
     m->id_role = ROLE_NONE;
     m->id_data = NULL;
     m->id_len = 0;
-    m->addr = 0;
-    m->frag = 0.0;
+    m->addr = DEFAULT_ADDR;
+    m->frag = DEFAULT_FRAGMENTATION;
 }
 
 static inline __attribute__((always_inline)) int mem_stat(Scan *s, MemRow *m, const Stat *st, int role) {
@@ -900,10 +866,10 @@ static inline __attribute__((always_inline)) int mem_stat(Scan *s, MemRow *m, co
         return 0;
     }
     int integral = st->kind == V_INT64 || st->kind == V_UINT64;
-    if (role >= FIRST_INT_ROLE && role < ROLE_DTYPE) {
+    if (role >= FIRST_INT_ROLE && role < FIRST_INT_ROLE + NINTS) {
         if (integral) {
             m->ints[role - FIRST_INT_ROLE] = (int64_t)st->v;
-            if (role == ROLE_GROUP) m->grouped = 1;
+            if (role == ROLE_GROUP_ID) m->grouped = 1;
         }
     } else if (role == ROLE_ADDR) {
         if (integral) m->addr = st->v;
@@ -926,16 +892,16 @@ static int mem_row_commit(Scan *s, const MemRow *m, int kind, int64_t start, int
     Stat id = {m->id_kind, m->id_v, m->id_data, m->id_len, 0};
     int32_t alloc = allocator_key(s, m->id_role == ROLE_NONE ? NULL : &id, m->id_role);
     if (alloc < 0) NOMEM(s);
-    COL(c, COL_TIME, int64_t)[row] = start;
+    COL(c, COL_TIME_PS, int64_t)[row] = start;
     COL(c, COL_KIND, int8_t)[row] = (int8_t)kind;
     COL(c, COL_ALLOCATOR, int32_t)[row] = alloc;
     COL(c, COL_ADDR, uint64_t)[row] = m->addr;
-    for (int i = 0; i < NINTS; i++) COL(c, COL_REQUESTED + i, int64_t)[row] = m->ints[i];
+    for (int i = 0; i < NINTS; i++) COL(c, FIRST_INT_COL + i, int64_t)[row] = m->ints[i];
     COL(c, COL_DTYPE, int32_t)[row] = m->dtype;
     COL(c, COL_FRAGMENTATION, double)[row] = m->frag;
-    for (int i = 0; i < 3; i++) COL(c, COL_OP + i, int32_t)[row] = m->strs[i];
+    for (int i = 0; i < NSTRS; i++) COL(c, FIRST_STR_COL + i, int32_t)[row] = m->strs[i];
     c->len++;
-    return m->grouped ? add_group(s, m->ints[COL_GROUP - COL_REQUESTED], start, end) : 0;
+    return m->grouped ? add_group(s, m->ints[COL_GROUP_ID - FIRST_INT_COL], start, end) : 0;
 }
 
 /* What any other /host:CPU event's stats give: a step marker if it has an integral `step_num` (the first one
@@ -944,14 +910,14 @@ static int mem_row_commit(Scan *s, const MemRow *m, int kind, int64_t start, int
 typedef struct { int has_step, root, grouped; int64_t step, group; } HostRow;
 
 static inline __attribute__((always_inline)) void host_stat(HostRow *h, const Stat *st, int role) {
-    if (role < ROLE_STEP || role > ROLE_GROUP) return; /* cheap exit for most stats */
+    if (role < FIRST_HOST_ROLE || role > LAST_HOST_ROLE) return; /* cheap exit for most stats */
     int integral = st->kind == V_INT64 || st->kind == V_UINT64;
     if (role == ROLE_STEP && integral && !h->has_step) {
         h->has_step = 1;
         h->step = (int64_t)st->v;
     } else if (role == ROLE_ROOT) {
         h->root = integral && st->v != 0;
-    } else if (role == ROLE_GROUP && integral) {
+    } else if (role == ROLE_GROUP_ID && integral) {
         h->grouped = 1;
         h->group = (int64_t)st->v;
     }
@@ -1292,7 +1258,7 @@ static int merge_worker(Scan *s, Scan *w) {
     for (int k = 0; k < NCOLS && n; k++) {
         if (k == COL_ALLOCATOR) {
             for (size_t r = 0; r < n; r++) COL(c, k, int32_t)[base + r] = amap[COL(d, k, int32_t)[r]];
-        } else if (k >= COL_OP && k <= COL_REGION) {
+        } else if (k >= FIRST_STR_COL && k < FIRST_STR_COL + NSTRS) {
             for (size_t r = 0; r < n; r++) COL(c, k, int32_t)[base + r] = smap[COL(d, k, int32_t)[r]];
         } else {
             memcpy((char *)c->col[k] + base * COLUMN_SPECS[k].size, d->col[k], n * COLUMN_SPECS[k].size);
@@ -1505,7 +1471,7 @@ static void place_lines(Scan *s) {
         if (s->lines[i].host && (!have_base || s->lines[i].ts < base)) { base = s->lines[i].ts; have_base = 1; }
     uint64_t end_ps = 0;
     int have_end = 0;
-    int64_t *time_ps = COL(&s->c, COL_TIME, int64_t);
+    int64_t *time_ps = COL(&s->c, COL_TIME_PS, int64_t);
     for (size_t i = 0; i < s->nlines; i++) {
         const LineFix *l = &s->lines[i];
         uint64_t shift = ((uint64_t)l->ts - (uint64_t)base) * 1000u;
@@ -1701,13 +1667,7 @@ PyMODINIT_FUNC PyInit__xspace_scan(void) {
         if (put(columns, COLUMN_SPECS[k].name, PyUnicode_FromString(COLUMN_SPECS[k].dtype)) < 0) Py_CLEAR(columns);
     PyObject *roles = PyDict_New(); /* stat name -> the column its value fills */
     for (size_t i = 0; roles && i < sizeof ROLE_NAMES / sizeof ROLE_NAMES[0]; i++) {
-        int role = ROLE_NAMES[i].role;
-        int col = role >= FIRST_INT_ROLE && role < ROLE_DTYPE ? COL_REQUESTED + role - FIRST_INT_ROLE
-                  : role == ROLE_DTYPE                        ? COL_DTYPE
-                  : role >= FIRST_STR_ROLE                    ? COL_OP + role - FIRST_STR_ROLE
-                  : role == ROLE_ADDR                         ? COL_ADDR
-                  : role == ROLE_FRAGMENTATION                ? COL_FRAGMENTATION
-                                                              : -1;
+        int col = ROLE_NAMES[i].column;
         if (col >= 0 && put(roles, ROLE_NAMES[i].name, PyUnicode_FromString(COLUMN_SPECS[col].name)) < 0) Py_CLEAR(roles);
     }
     int ok = ScanError && fields && columns && roles && PyModule_AddObjectRef(m, "ScanError", ScanError) == 0 &&

@@ -25,36 +25,35 @@ from tb_leakfinder.model.memory import (
     Steps,
 )
 from tb_leakfinder.read.formats.xplane import hlo
+from tb_leakfinder.read.formats.xplane.stat_spec import (
+    FILL_OF_STAT,
+    FILLS,
+    FLOAT,
+    GROUP_STAT,
+    INT,
+    INT32,
+    INT_ID_STATS,
+    NAME_ID_STAT,
+    ROOT_STAT,
+    STEP_STAT,
+    STRING,
+    UINT64,
+)
 
 HOST_CPU_PLANE = "/host:CPU"
 METADATA_PLANE = "/host:metadata"
 DEVICE_PLANE_PREFIX = "/device:"
 ALLOC_EVENT = "MemoryAllocation"
 FREE_EVENT = "MemoryDeallocation"
-STEP_STAT = "step_num"
-ROOT_STAT = "_r"
-GROUP_STAT = "group_id"
 # A device plane's lines whose events are step-like spans, and their Spans.source.
 DEVICE_SPAN_LINES = {"XLA Modules": SPAN_DEVICE_PROGRAM, "Steps": SPAN_DEVICE_STEP}
 # Host events XProf groups steps by even without `_r`: exact names, then name prefixes (PjitFunction(...) also ends in ")").
 HOST_SPAN_NAMES = ("TraceContext", "FunctionRun")
 HOST_SPAN_PREFIXES = ("__inference_", "PjitFunction(")
 
-# stat name -> event column; strings are interned into MemoryEvents.strings.
-INT_STATS = {
-    "requested_bytes": "requested_bytes",
-    "allocation_bytes": "allocation_bytes",
-    "bytes_allocated": "bytes_in_use",
-    "bytes_reserved": "bytes_reserved",
-    "bytes_available": "bytes_available",
-    "peak_bytes_in_use": "peak_bytes_in_use",
-    "group_id": "group_id",
-}
-STRING_STATS = {"tf_op": "op", "shape": "shape", "region_type": "region"}
-# The stats XProf keys an allocator by (the last one on the event wins): integer ids, and a name.
-INT_ID_STATS = ("index_on_host", "device_ordinal")
-NAME_ID_STAT = "allocator_name"
 U64 = 1 << 64
+# A memory event's columns before its stats are read.
+_DEFAULTS: dict[str, int | float] = {fill.column: fill.default for fill in FILLS}
 
 
 def is_host_span_name(name: str) -> bool:
@@ -202,21 +201,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
                 if group is not None:
                     group_rows.append((group, start, end))
                 continue
-            row = {
-                "requested_bytes": 0,
-                "allocation_bytes": 0,
-                "bytes_in_use": 0,
-                "bytes_reserved": 0,
-                "bytes_available": 0,
-                "peak_bytes_in_use": 0,
-                "group_id": -1,
-                "dtype": -1,
-                "op": 0,
-                "shape": 0,
-                "region": 0,
-                "fragmentation": 0.0,
-                "addr": 0,
-            }
+            row = dict(_DEFAULTS)
             allocator = ""
             grouped = False
             for stat in event.stats:
@@ -224,19 +209,19 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
                 value = _stat_value(stat, stat_names)
                 if name == NAME_ID_STAT or name in INT_ID_STATS:  # any kind, even none, names the allocator (as XProf)
                     allocator = _memory_id(name, stat, value)
-                elif value is None:
                     continue
-                elif name == "addr" and isinstance(value, int):
-                    row["addr"] = value % U64
-                elif name == "fragmentation" and isinstance(value, (int, float)):
-                    row["fragmentation"] = float(value)
-                elif name == "data_type" and isinstance(value, int):
-                    row["dtype"] = _as_int32(value)
-                elif name in INT_STATS and isinstance(value, int):
-                    row[INT_STATS[name]] = _as_int64(value)
+                fill = FILL_OF_STAT.get(name)
+                if fill is None or value is None:
+                    continue
+                if fill.kind == STRING:
+                    if isinstance(value, str):
+                        row[fill.column] = intern(value)
+                elif fill.kind == FLOAT:
+                    if isinstance(value, (int, float)):
+                        row[fill.column] = float(value)
+                elif isinstance(value, int):
+                    row[fill.column] = _INTEGER[fill.kind](value)
                     grouped = grouped or name == GROUP_STAT
-                elif name in STRING_STATS and isinstance(value, str):
-                    row[STRING_STATS[name]] = intern(value)
             if allocator not in allocator_index:
                 allocator_index[allocator] = len(allocators)
                 allocators.append(allocator)
@@ -263,6 +248,14 @@ def _as_int64(value: int) -> int:
 def _as_int32(value: int) -> int:
     value %= 1 << 32
     return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _as_uint64(value: int) -> int:
+    return value % U64
+
+
+# An integer stat's value in a column of each integer kind (stat_spec), as the scanner's C casts give it.
+_INTEGER = {INT: _as_int64, UINT64: _as_uint64, INT32: _as_int32}
 
 
 def _other_event_stats(event: Message, stat_names: dict[int, str]) -> tuple[int | None, bool, int | None]:

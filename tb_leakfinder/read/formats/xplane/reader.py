@@ -3,7 +3,7 @@
 Two readers give identical `HostProfile`s: the compiled scanner
 (`_xspace_scan.c`, which walks the wire format straight into columns without
 building message objects) and the reference decoder over protobuf objects
-(`xspace_proto`). The scanner is used when it was built, unless
+(`decoder`). The scanner is used when it was built, unless
 TB_LEAKFINDER_PURE_PYTHON=1 asks for the reference decoder.
 """
 

@@ -1,0 +1,124 @@
+"""Real answers of every JSON route, for check_types.mjs to hold against the TypeScript types of src/api.ts.
+
+    python frontend/tools/dump_answers.py OUT.jsonl LOGDIR...
+
+Each line of OUT.jsonl is {"route", "request", "body"} for one answer of the plugin's routes
+(through TensorBoard's WSGI app, as the tab asks them) or of the CLI's --json (which
+prints the same JSON as report and compare). The first line is {"routes": [...]}: every
+JSON route the plugin serves, so that a route the checker maps to no interface fails it.
+Besides the given logdirs, a pod is made of their first profiles (one host each, and one
+cut short), so that a host's `error` and the overview's error rows are checked too.
+Any answer other than 200 (0 or 1 for `diff`) is an error: the answers must be complete.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+from typing import Any, TextIO
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.plugin_client import PREFIX, make_client  # noqa: E402
+
+# Enough for the charts' answers to hold every kind of value; not the tab's page size.
+POINTS = 1000
+PAGE = 200
+
+
+class Dump:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def write(self, route: str, request: str, body: Any) -> None:
+        self.out.write(json.dumps({"route": route, "request": request, "body": body}) + "\n")
+
+    def get(self, client: Any, logdir: pathlib.Path, route: str, **args: Any) -> Any:
+        query = urllib.parse.urlencode({k: v for k, v in args.items() if v is not None})
+        answer = client.get(f"{PREFIX}/{route}?{query}")
+        request = f"{logdir.name}: {route}?{query}"
+        body = json.loads(answer.get_data())
+        if answer.status_code != 200:
+            sys.exit(f"{request} answered {answer.status_code}: {body}")
+        self.write(route, request, body)
+        return body
+
+    def cli(self, route: str, *args: str) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        command = [sys.executable, "-m", "tb_leakfinder.views.cli", *args, "--json", "--no-cache"]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+        request = "tb-leakfinder " + " ".join(args) + " --json"
+        # diff exits 1 for a regression, which is an answer like any other.
+        if done.returncode not in ((0, 1) if args[0] == "diff" else (0,)):
+            sys.exit(f"{request} exited {done.returncode}:\n{done.stderr[-3000:]}")
+        self.write(route, request, json.loads(done.stdout))
+
+    def logdir(self, logdir: pathlib.Path) -> None:
+        client, _ = make_client(str(logdir))
+        runs = [r["run"] for r in self.get(client, logdir, "runs")["runs"]]
+        for run in runs:
+            self.run(client, logdir, run)
+        # Neighbours in the list: leak against fixed, a program against none, one allocator against another.
+        for run_a, run_b in itertools.pairwise(runs):
+            self.get(client, logdir, "compare", run_a=run_a, run_b=run_b)
+        self.cli("report", "report", str(logdir))
+        if len(runs) > 1:
+            self.cli("compare", "diff", str(logdir), str(logdir), "--run-a", runs[0], "--run-b", runs[1])
+
+    def run(self, client: Any, logdir: pathlib.Path, run: str) -> None:
+        report = self.get(client, logdir, "report", run=run)
+        self.get(client, logdir, "overview", run=run)
+        hosts = report["runs"][0]["hosts"]
+        for host in hosts:
+            name = host["host"]
+            if len(hosts) > 1:
+                if "error" in host:
+                    continue
+                self.get(client, logdir, "report", run=run, host=name)
+            for allocator in host["allocators"]:
+                at = {"run": run, "host": name, "allocator": allocator["memory_id"]}
+                self.get(client, logdir, "timeline", points=POINTS, **at)
+                self.get(client, logdir, "buffers", limit=PAGE, **at)
+                if allocator["groups"]:
+                    self.get(client, logdir, "timeline", points=POINTS, group=0, **at)
+                    self.get(client, logdir, "buffers", limit=PAGE, group=0, **at)
+            for module in host["modules"]:
+                space = module["memory_space"] or None
+                self.get(client, logdir, "module", run=run, host=name, module=module["name"], memory_space=space, points=POINTS)
+
+
+def pod(folder: pathlib.Path, logdirs: list[pathlib.Path]) -> pathlib.Path:
+    """A run of several hosts: the first profile of each logdir, and a copy of one cut in half."""
+    profiles = [next(iter(sorted(d.glob("**/plugins/profile/*/*.xplane.pb")))) for d in logdirs]
+    session = folder / "pod" / "plugins" / "profile" / "session"
+    session.mkdir(parents=True)
+    for i, profile in enumerate(profiles):
+        (session / f"host{i}.xplane.pb").write_bytes(profile.read_bytes())
+    data = profiles[0].read_bytes()
+    (session / "host_cut.xplane.pb").write_bytes(data[: len(data) // 2])
+    return folder / "pod"
+
+
+def main() -> None:
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    logdirs = [pathlib.Path(p).resolve() for p in sys.argv[2:]]
+    # Answers of this tree's code, not of an analysis another version left in the cache folder.
+    os.environ["TB_LEAKFINDER_NO_CACHE"] = "1"
+    with open(sys.argv[1], "w") as out, tempfile.TemporaryDirectory() as folder:
+        dump = Dump(out)
+        _, plugin = make_client(str(logdirs[0]))
+        out.write(json.dumps({"routes": sorted(r.strip("/") for r in plugin.json_handlers())}) + "\n")  # type: ignore[attr-defined]
+        for logdir in [*logdirs, pod(pathlib.Path(folder), logdirs)]:
+            dump.logdir(logdir)
+
+
+if __name__ == "__main__":
+    main()
