@@ -30,8 +30,8 @@ def analyze(
     (`$TB_LEAKFINDER_CACHE_DIR`, else ~/.cache/tb_leakfinder) unless `cache` is False.
     Raises `tb_leakfinder.errors.LeakfinderError` for bad input.
     """
+    from tb_leakfinder.analyses.query import select_allocator
     from tb_leakfinder.engine.engine import Engine
-    from tb_leakfinder.report import select_allocator
     from tb_leakfinder.store.disk_cache import DEFAULT_MAX_BYTES, DiskCache, disabled_by_env
 
     disk = DiskCache.for_logdir(None, DEFAULT_MAX_BYTES, path) if cache and not disabled_by_env() else None

@@ -13,12 +13,13 @@ from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
 from tb_leakfinder.analyses.capacity import Forecast
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS
-from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.pod_ranking import worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.timeline import Timeline
-from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
 from tb_leakfinder.store.json_shape import Shape, dataclass_shape
@@ -52,7 +53,7 @@ def forecast_json(forecast: Forecast | None) -> Json | None:
 
 
 def _group_key_json(strings: list[str], row: BreakdownRow) -> Json:
-    return {"op": strings[row.op], "shape": strings[row.shape], "dtype": dtype_name(row.dtype), "region": strings[row.region]}
+    return {"op": strings[row.op], "shape": strings[row.shape], "dtype": strings[row.dtype], "region": strings[row.region]}
 
 
 def allocator_json(a: AllocatorAnalysis) -> Json:
@@ -62,7 +63,7 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
             "group": i,
             "op": strings[g.op],
             "shape": g.shape,
-            "dtype": dtype_name(g.dtype),
+            "dtype": strings[g.dtype],
             "region": strings[g.region],
             "label": verdicts.family_label(g, strings),
             "num_shapes": g.num_shapes,
@@ -129,11 +130,6 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     }
 
 
-def _host_verdict(allocators: list[Json]) -> tuple[str, str]:
-    combined = verdicts.combine([(a["name"], verdicts.Verdict(a["verdict"], a["reason"])) for a in allocators])
-    return combined.verdict, combined.reason
-
-
 def host_error_json(host: str, error: LeakfinderError) -> Json:
     """A host of a multi-host run whose file cannot be analysed: the others still are."""
     verdict = verdicts.not_analysed(error.message)
@@ -153,8 +149,7 @@ def host_error_json(host: str, error: LeakfinderError) -> Json:
 
 
 def run_json(name: str, hosts: list[Json]) -> Json:
-    verdict = verdicts.worst([h["verdict"] for h in hosts])
-    return {"run": name, "verdict": verdict, "hosts": hosts}
+    return {"run": name, "verdict": verdicts.run_verdict(hosts), "hosts": hosts}
 
 
 def report_json(runs: list[Json]) -> Json:
@@ -164,12 +159,6 @@ def report_json(runs: list[Json]) -> Json:
 def limits_json() -> Json:
     """The server's limits the frontend follows (docs/http_api.md, "limits")."""
     return {"small_buffer_bytes": SMALL_BUFFER_BYTES, "page_size": MAX_PAGE, "max_points": MAX_POINTS}
-
-
-def allocator_choices(allocators: list[AllocatorAnalysis] | list[Json]) -> str:
-    """'TPU:0 (memory id 0), gpu_host_bfc': what an allocator argument may name."""
-    pairs = [(a.name, a.memory_id) if isinstance(a, AllocatorAnalysis) else (a["name"], a["memory_id"]) for a in allocators]
-    return ", ".join(name if name == memory_id else f"{name} (memory id {memory_id!r})" for name, memory_id in pairs)
 
 
 # Long-lived temporaries a module summary lists (the module route lists all of them).
@@ -300,46 +289,6 @@ def comparison_json(c: Comparison) -> Json:
     }
 
 
-def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
-    """The allocator whose label or memory id is `allocator`; the first (device memory, highest peak) when None."""
-    if not h.allocators:
-        raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events. {verdicts.NO_EVENTS_REASON}")
-    if allocator is None:
-        return h.allocators[0]
-    for a in h.allocators:
-        if allocator in (a.name, a.memory_id):
-            return a
-    raise NotFoundError(
-        f"host {h.profile.host!r} has no allocator {allocator!r}; its allocators are {allocator_choices(h.allocators)}"
-    )
-
-
-def select_allocator(report: Json, allocator: str) -> Json:
-    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
-
-    A host's verdict is then that allocator's; hosts without it are left out,
-    except those that could not be read. A name no host has is an error naming
-    the allocators there are.
-    """
-    runs = []
-    for run in report["runs"]:
-        hosts = []
-        for host in run["hosts"]:
-            mine = [a for a in host["allocators"] if allocator in (a["name"], a["memory_id"])]
-            if mine:
-                verdict, reason = _host_verdict(mine)
-                hosts.append({**host, "allocators": mine, "verdict": verdict, "reason": reason})
-            elif "error" in host:
-                hosts.append(host)
-        if hosts:
-            runs.append({**run, **run_json(run["run"], hosts)})
-    if not any(host["allocators"] for run in runs for host in run["hosts"]):
-        every = [a for run in report["runs"] for host in run["hosts"] for a in host["allocators"]]
-        unique = list({(a["name"], a["memory_id"]): a for a in every}.values())
-        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {allocator_choices(unique) or 'none'}")
-    return {**report, "runs": runs}
-
-
 def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> Json:
     out: Json = {
         "allocator": a.name,
@@ -396,7 +345,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[J
             "allocation_bytes": allocated,
             "op": strings[op],
             "shape": strings[shape],
-            "dtype": dtype_name(dtype),
+            "dtype": strings[dtype],
             "region": strings[region],
             "status": STATUS_NAMES[status],
             "group": group if group >= 0 else None,
@@ -434,20 +383,6 @@ def _overview_row(host: Json, allocator: Json | None) -> Json:
     }
 
 
-def _worst_first(row: Json) -> tuple[Any, ...]:
-    """Leaks before the rest; then the fastest growth, then the fullest memory, then the name."""
-    capacity = row["memory_capacity_bytes"]
-    peak = row["peak_bytes_in_use"] or 0
-    fill = peak / capacity if capacity else 0.0
-    return (
-        -verdicts.SEVERITY.get(row["verdict"], verdicts.SEVERITY[verdicts.INCONCLUSIVE]),
-        -(row["bytes_per_step"] or 0.0),
-        -fill,
-        -peak,
-        row["host"],
-    )
-
-
 def overview_host_rows(host: Json) -> list[Json]:
     """One host's rows, from its report JSON (`host_json` or `host_error_json`)."""
     return [_overview_row(host, a) for a in (host["allocators"] or [None])]
@@ -455,7 +390,7 @@ def overview_host_rows(host: Json) -> list[Json]:
 
 def overview_json(run: str, rows_per_host: list[list[Json]]) -> Json:
     """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does."""
-    rows = sorted((row for rows in rows_per_host for row in rows), key=_worst_first)
+    rows = sorted((row for rows in rows_per_host for row in rows), key=worst_first)
     return {
         "run": run,
         "num_hosts": len(rows_per_host),

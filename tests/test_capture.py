@@ -18,8 +18,8 @@ import types
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder.analyses.pipeline import MKLCPU_NOTE
 from tb_leakfinder.capture.helper import Capture, CaptureError, detect_framework, tensorflow_cpu_allocator
+from tb_leakfinder.read.formats.xplane.labels import MKLCPU_NOTE
 from tests import capture_programs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

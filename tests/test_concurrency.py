@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tb_leakfinder.read.formats import xplane as xplane_format
+from tb_leakfinder.read.formats.xplane import format as xplane_format
 from tests.demo import demo_xplane
 from tests.plugin_client import PREFIX, make_client
 

@@ -36,7 +36,7 @@ def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: str, host: str) -> None:
         raise AssertionError(f"{path} was decoded, not served from the disk cache")
 
-    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.read_host", refuse)
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", refuse)
 
 
 def _write_hosts(logdir: Path, hosts: int, events: int = 4_000) -> list[str]:

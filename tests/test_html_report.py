@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tb_leakfinder.read.formats import xplane as xplane_format
+from tb_leakfinder.read.formats.xplane import format as xplane_format
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
 from tests.cli_process import run_cli

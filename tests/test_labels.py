@@ -1,17 +1,11 @@
-"""Allocator labels from memory ids and device planes, and which allocators hold host memory."""
+"""XSpace's labels (allocators from memory ids and device planes, host memory, TF dtypes) and how figures read."""
 
 from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.labels import (
-    NO_MEMORY_ID,
-    allocator_label,
-    dtype_name,
-    format_duration_ps,
-    format_fraction,
-    is_host_memory,
-)
+from tb_leakfinder.analyses.words import format_duration_ps, format_fraction
+from tb_leakfinder.read.formats.xplane.labels import NO_MEMORY_ID, allocator_label, dtype_name, is_host_memory
 
 TPU_PLANES = [f"/device:TPU:{n}" for n in range(4)]
 GPU_PLANES = ["/device:GPU:0", "/device:GPU:1"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder.analyses import static_buffers
-from tb_leakfinder.read.formats import xplane as xplane_format
+from tb_leakfinder.read.formats.xplane import format as xplane_format
 from tb_leakfinder.read.formats.xplane import reader
 from tb_leakfinder.views import plugin
 from tests.plugin_client import PREFIX, make_client

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pathlib
 
 import tb_leakfinder
-from tb_leakfinder.analyses.pipeline import MKLCPU_NOTE
+from tb_leakfinder.read.formats.xplane.labels import MKLCPU_NOTE
 from tests.synthetic import ProfileBuilder
 
 KIB = 1024

@@ -15,7 +15,7 @@ import pytest
 from tb_leakfinder import proto, report
 from tb_leakfinder.analyses import static_buffers as sb
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS
-from tb_leakfinder.analyses.labels import format_bytes
+from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.formats.xplane import decoder, hlo

@@ -8,9 +8,9 @@ import pathlib
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder.analyses.labels import format_duration_ps
 from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.analyses.step_sources import find_steps
+from tb_leakfinder.analyses.words import format_duration_ps
 from tb_leakfinder.read.formats.xplane.decoder import decode
 from tests.synthetic import ProfileBuilder
 from tests.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze

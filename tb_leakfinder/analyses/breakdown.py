@@ -65,6 +65,6 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     before_window = max(0, int(events.bytes_in_use[peak_event]) - int(sizes.sum()))
     stack = int(events.bytes_reserved[peak_event])
     special = ((STACK, stack), (BEFORE_WINDOW, before_window))
-    rows += [BreakdownRow(category, 0, 0, -1, 0, None, n) for category, n in special if n]
+    rows += [BreakdownRow(category, 0, 0, 0, 0, None, n) for category, n in special if n]
     rows.sort(key=lambda r: (-r.bytes, -(r.count or 0)))
     return rows, before_window

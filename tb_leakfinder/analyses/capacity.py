@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.labels import format_bytes, format_duration_ps
+from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
 from tb_leakfinder.model.memory import ALLOC, MemoryEvents
 
 # Below this share of free memory outside the largest free block, fragmentation is not worth a note.

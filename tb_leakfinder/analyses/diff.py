@@ -14,11 +14,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from tb_leakfinder.analyses.labels import dtype_name, format_bytes
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummary, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.analyses.verdict import LEAK, Verdict, family_label, worst
+from tb_leakfinder.analyses.words import format_bytes
 
 NEW, FIXED, GROWN, SHRUNK, UNCHANGED = "new", "fixed", "grown", "shrunk", "unchanged"
 STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)
@@ -162,7 +162,7 @@ def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
         return merged
     strings = a.events.strings
     for g in a.suspects.groups:
-        key = (normalize_name(strings[g.op]), g.shape, dtype_name(g.dtype), strings[g.region])
+        key = (normalize_name(strings[g.op]), g.shape, strings[g.dtype], strings[g.region])
         m = merged.get(key)
         if m is None:
             merged[key] = GroupSide(

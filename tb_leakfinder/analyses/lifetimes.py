@@ -81,7 +81,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
         allocation_bytes=events.allocation_bytes[source],
         op=np.where(allocated, events.op[source], 0).astype(events.op.dtype),
         shape=np.where(allocated, events.shape[source], 0).astype(events.shape.dtype),
-        dtype=np.where(allocated, events.dtype[source], -1).astype(events.dtype.dtype),
+        dtype=np.where(allocated, events.dtype[source], 0).astype(events.dtype.dtype),
         region=np.where(allocated, events.region[source], 0).astype(events.region.dtype),
         status=status,
     )

@@ -9,7 +9,6 @@ import numpy as np
 
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
-from tb_leakfinder.analyses.labels import MKLCPU_ID, allocator_label, is_host_memory
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
@@ -17,14 +16,12 @@ from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, decide, leak_groups
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.lifetimes import STATUS_NAMES, Buffers
-from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, Groups, HostProfile, MemoryEvents, Spans, Steps
+from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, AllocatorInfo, Groups, HostProfile, MemoryEvents, Spans, Steps
 
+# The label of an allocator whose events name none (no memory id).
+NO_KEY = "(no memory id)"
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
-MKLCPU_NOTE = (
-    "mklcpu records only large blocks: small buffers are not seen; set TF_CPU_ALLOCATOR_USE_BFC=true "
-    "before TensorFlow is imported to record every allocation"
-)
 
 
 @dataclass
@@ -67,7 +64,7 @@ def analyze_host(profile: HostProfile) -> HostAnalysis:
     result = []
     for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
         result.append(analyze_allocator(memory_id, mine, profile, source))
-    result.sort(key=lambda a: (is_host_memory(a.memory_id), -a.summary.peak_bytes_in_use, a.memory_id))
+    result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, -a.summary.peak_bytes_in_use, a.memory_id))
     return HostAnalysis(profile, result, source)
 
 
@@ -100,7 +97,8 @@ def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:
 
 def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile, source: StepSource) -> AllocatorAnalysis:
     """One allocator's analyses; `profile.steps` are the steps `source` gave."""
-    name = allocator_label(memory_id, profile.device_planes)
+    info = _info(profile, memory_id)
+    name = info.label
     warnings: list[str] = []
     if not memory_id:
         warnings.append(
@@ -128,9 +126,9 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
-    if memory_id == MKLCPU_ID:
-        warnings.append(MKLCPU_NOTE)
-        verdict = _large_blocks_only(verdict)
+    if info.partial is not None:
+        warnings.append(info.partial)
+        verdict = _partial(verdict, info.partial)
     if pairing.double_allocations:
         warnings.append(
             f"{name}: {pairing.double_allocations} allocation(s) of an address already in use; "
@@ -156,12 +154,17 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
     )
 
 
-def _large_blocks_only(verdict: Verdict) -> Verdict:
-    """The verdict of an allocator that records only large blocks: growth seen in them is real, so a leak stays
-    a leak, but finding none among them says nothing of the small buffers."""
+def _info(profile: HostProfile, memory_id: str) -> AllocatorInfo:
+    """What the profile's format says of an allocator; a profile built without one names it by its key."""
+    return profile.allocators.get(memory_id) or AllocatorInfo(memory_id or NO_KEY, False)
+
+
+def _partial(verdict: Verdict, note: str) -> Verdict:
+    """The verdict of an allocator whose events cover only part of what it allocates (say, only large blocks):
+    growth seen in them is real, so a leak stays a leak, but finding none among them says nothing of the rest."""
     if verdict.verdict == NO_LEAK:
-        return Verdict(INCONCLUSIVE, f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: {verdict.reason}")
-    return Verdict(verdict.verdict, f"{verdict.reason.rstrip('.')}. {MKLCPU_NOTE}.")
+        return Verdict(INCONCLUSIVE, f"Inconclusive: {note}. Among the large blocks: {verdict.reason}")
+    return Verdict(verdict.verdict, f"{verdict.reason.rstrip('.')}. {note}.")
 
 
 def _inconsistencies(events: MemoryEvents) -> list[str]:
@@ -201,7 +204,7 @@ def check_consistent(h: HostAnalysis) -> None:
         num_events = _table(events, {name: np.dtype(dtype) for name, dtype in EVENT_COLUMNS.items()})
         num_buffers = _table(buffers, dict.fromkeys(vars(buffers)))
         _within(events.allocator, 0, len(events.allocator_names), "events.allocator")
-        for name in ("op", "shape", "region"):
+        for name in ("op", "shape", "region", "dtype"):
             _within(getattr(events, name), 0, strings, f"events.{name}")
             _within(getattr(buffers, name), 0, strings, f"buffers.{name}")
         for name in ("alloc_event", "free_event"):

@@ -4,18 +4,8 @@ This is what XProf's Memory Viewer shows for one module, for every module:
 the heap in program order, each logical buffer's live range, the buffers that
 live for the whole program and why, and what is live at the peak.
 
-Program order is the index of an event in the module's heap-simulator trace.
-The heap follows XProf 2.24's memory_viewer, so peak and curve agree with it:
-- allocations that are entry parameters, maybe-live-out or constants live for
-  the whole program: their sizes are added to every point. Thread-local
-  allocations are whole-program too but outside the heap, as in XProf;
-- the trace is the one whose first event's buffer sits in a temporary
-  allocation of the memory space, else the one with most events there;
-- SHARE_WITH makes a buffer reuse its canonical buffer's memory, which comes
-  back only when every sharer is freed;
-- a buffer with no FREE lives to the end.
-A logical buffer's range is [start, end): live after event `start` (its ALLOC
-or SHARE_WITH) until event `end` (its FREE; the number of events if none).
+The heap itself is replayed by `heap_simulation`; this module says which buffers
+matter and why, in the sentences and tables the views show.
 """
 
 from __future__ import annotations
@@ -26,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS, downsample
+from tb_leakfinder.analyses.heap_simulation import Simulation, holders, simulate
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
-from tb_leakfinder.model.hlo import ALLOC, FREE, SHARE_WITH, HeapTrace, HloModule
+from tb_leakfinder.model.hlo import HloModule
 
 # XProf's Memory Viewer groups buffers below this size as "small".
 SMALL_BUFFER_BYTES = 16 * 1024
@@ -37,7 +28,6 @@ MAX_BUFFER_RANGES = 5000
 LARGE_FRACTION = 0.05
 # A temporary is long-lived when its range covers at least this share of the program.
 LONG_LIVED_FRACTION = 0.5
-_INT64_MAX = (1 << 63) - 1
 
 _WHY = {
     "parameter": "entry computation parameter: the caller's input, held for the whole call",
@@ -169,37 +159,6 @@ class ModuleDetail(ModuleHeader):
     num_buffers: int
 
 
-@dataclass
-class _Simulation:
-    space: int
-    trace: HeapTrace | None
-    num_events: int
-    heap_after: np.ndarray  # int64 simulated bytes after each event (whole-program bytes excluded)
-    peak_position: int | None
-    # Per logical buffer row: its own range, and the buffer whose memory it uses.
-    start: np.ndarray  # int64, -1 if not in the trace
-    end: np.ndarray  # int64, num_events if never freed
-    root: np.ndarray  # int64 row
-    # Memory blocks: a root buffer's bytes held in the heap over [start, end).
-    block_root: np.ndarray
-    block_start: np.ndarray
-    block_end: np.ndarray
-    whole_rows: np.ndarray  # allocation rows living for the whole program, in the heap
-    whole_bytes: int
-    thread_local_rows: np.ndarray  # whole-program too, but outside the heap
-
-    @property
-    def peak_temporary_bytes(self) -> int:
-        return int(self.heap_after[self.peak_position]) if self.peak_position is not None else 0
-
-    @property
-    def peak_bytes(self) -> int:
-        return self.peak_temporary_bytes + self.whole_bytes
-
-    def instruction_at(self, position: int | None) -> str | None:
-        return self.trace.instruction[position] if self.trace is not None and position is not None else None
-
-
 def memory_space_of(module: HloModule, memory_space: int | None) -> int:
     """The memory space to analyse: the given one (NotFoundError if absent), else 0 or the first."""
     spaces = module.memory_spaces
@@ -208,132 +167,6 @@ def memory_space_of(module: HloModule, memory_space: int | None) -> int:
     if memory_space not in spaces:
         raise NotFoundError(f"{module.source}: HLO module {module.key} has no memory space {memory_space} (it has {spaces})")
     return memory_space
-
-
-def _choose_trace(module: HloModule, space: int) -> HeapTrace | None:
-    allocations = module.allocations
-    buffers = module.buffers
-    trace_of_allocation: dict[int, int] = {}
-    for i, trace in enumerate(module.traces):
-        if len(trace) and trace.buffer[0] >= 0 and buffers.allocation[trace.buffer[0]] >= 0:
-            trace_of_allocation[int(buffers.allocation[trace.buffer[0]])] = i
-    indefinite = allocations.is_indefinite
-    for row in range(len(allocations)):
-        if allocations.color[row] == space and not indefinite[row] and row in trace_of_allocation:
-            return module.traces[trace_of_allocation[row]]
-    best, best_count = None, 0
-    for trace in module.traces:
-        count = int(np.count_nonzero(buffers.color[trace.buffer[trace.buffer >= 0]] == space))
-        if count > best_count:
-            best, best_count = trace, count
-    return best
-
-
-def _whole_program_allocations(module: HloModule, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the whole-program allocations that hold a non-empty buffer: (in the heap, thread-local)."""
-    allocations = module.allocations
-    buffers = module.buffers
-    holds_buffer = np.zeros(len(allocations), bool)
-    holds_buffer[buffers.allocation[(buffers.allocation >= 0) & (buffers.size > 0)]] = True
-    whole = allocations.is_indefinite & (allocations.color == space) & holds_buffer
-    return np.flatnonzero(whole & ~allocations.is_thread_local), np.flatnonzero(whole & allocations.is_thread_local)
-
-
-def _simulate(module: HloModule, space: int) -> _Simulation:
-    whole_rows, thread_local_rows = _whole_program_allocations(module, space)
-    whole_bytes = int(module.allocations.size[whole_rows].sum())
-    trace = _choose_trace(module, space)
-    n = len(trace) if trace is not None else 0
-    if trace is None:
-        empty = np.zeros(0, np.int64)
-        heap_after, start, end = empty, np.full(len(module.buffers), -1, np.int64), np.zeros(len(module.buffers), np.int64)
-        root, blocks = np.arange(len(module.buffers)), (empty, empty, empty)
-    else:
-        heap_after, start, end, root, blocks = _run_trace(module, trace)
-    peak_position = None
-    if len(heap_after) and heap_after.max() > 0:
-        peak_position = int(np.argmax(heap_after))  # the first position that reaches the peak, as XProf
-    return _Simulation(
-        space, trace, n, heap_after, peak_position, start, end, root, *blocks, whole_rows, whole_bytes, thread_local_rows
-    )
-
-
-def _run_trace(
-    module: HloModule, trace: HeapTrace
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    where = f"{module.source}: HLO module {module.key}"
-    size = module.buffers.size.tolist()
-    n = len(trace)
-    heap_after = np.empty(n, np.int64)
-    start = np.full(len(size), -1, np.int64)
-    end = np.full(len(size), n, np.int64)
-    root = np.arange(len(size), dtype=np.int64)
-    canonical: dict[int, int] = {}  # sharer -> the buffer it shares
-    refs: dict[int, int] = {}  # root -> number of buffers using its memory
-    open_block: dict[int, int] = {}  # root -> index of its open block
-    block_root: list[int] = []
-    block_start: list[int] = []
-    block_end: list[int] = []
-
-    def root_of(row: int) -> int:
-        while row in canonical:
-            row = canonical[row]
-        return row
-
-    def take(r: int, i: int) -> None:
-        open_block[r] = len(block_root)
-        block_root.append(r)
-        block_start.append(i)
-        block_end.append(n)
-
-    heap = 0
-    events = zip(trace.kind.tolist(), trace.buffer.tolist(), trace.share_with.tolist(), strict=True)
-    for i, (kind, row, shared) in enumerate(events):
-        if row < 0 or (kind == SHARE_WITH and shared < 0):
-            heap_after[i] = heap  # an id the assignment does not know: XProf skips it too
-            continue
-        if kind == ALLOC:
-            r = root_of(row)
-            refs[r] = refs.get(r, 0) + 1
-            heap += size[row]
-            start[row] = i
-            take(r, i)
-        elif kind == FREE:
-            r = root_of(row)
-            refs[r] = refs.get(r, 0) - 1
-            if refs[r] < 0:
-                raise LeakfinderError(f"{where}: logical buffer {module.buffers.id[row]} is freed more than once")
-            end[row] = i
-            if refs[r] == 0:
-                heap -= size[r]
-                if heap < 0:
-                    raise LeakfinderError(f"{where}: the heap size becomes negative at event {i}")
-                if r in open_block:
-                    block_end[open_block.pop(r)] = i
-        elif kind == SHARE_WITH:
-            canonical[row] = shared
-            r = root_of(shared)
-            refs[r] = refs.get(r, 0) + 1
-            start[row] = i
-            root[row] = r
-            if refs[r] == 1:  # the canonical buffer was freed: its memory is taken again
-                heap += size[r]
-                take(r, i)
-        else:
-            raise LeakfinderError(f"{where}: unknown heap-simulator event kind {kind} at event {i}")
-        if heap > _INT64_MAX:
-            raise LeakfinderError(f"{where}: the heap size passes 2^63 bytes at event {i}: the buffer sizes are corrupt")
-        heap_after[i] = heap
-    blocks = (np.array(block_root, np.int64), np.array(block_start, np.int64), np.array(block_end, np.int64))
-    return heap_after, start, end, root, blocks
-
-
-def _holders(sim: _Simulation, roots: np.ndarray, position: int) -> np.ndarray:
-    """For each root, the buffer using its memory at `position`: the latest one live there."""
-    live = np.flatnonzero((sim.start >= 0) & (sim.start <= position) & (position < sim.end))
-    order = live[np.lexsort((sim.start[live], sim.root[live]))]
-    last_of_root = {int(sim.root[row]): int(row) for row in order}  # later starts overwrite
-    return np.array([last_of_root.get(int(r), int(r)) for r in roots], np.int64)
 
 
 def _reason(module: HloModule, allocation: int) -> str:
@@ -378,7 +211,7 @@ def _describe(module: HloModule, row: int) -> dict[str, Any]:
     }
 
 
-def _whole_program_buffers(module: HloModule, sim: _Simulation) -> list[WholeProgramBuffer]:
+def _whole_program_buffers(module: HloModule, sim: Simulation) -> list[WholeProgramBuffer]:
     """One entry per whole-program allocation and per never-freed heap block, largest first."""
     allocations = module.allocations
     large = max(SMALL_BUFFER_BYTES, int(sim.peak_bytes * LARGE_FRACTION))
@@ -412,7 +245,7 @@ def _whole_program_buffers(module: HloModule, sim: _Simulation) -> list[WholePro
         )
     never_released = np.flatnonzero(sim.block_end == sim.num_events)
     roots = sim.block_root[never_released]
-    for root, holder in zip(roots.tolist(), _holders(sim, roots, sim.num_events - 1).tolist(), strict=True):
+    for root, holder in zip(roots.tolist(), holders(sim, roots, sim.num_events - 1).tolist(), strict=True):
         size = int(module.buffers.size[root])
         entries.append(
             WholeProgramBuffer(
@@ -431,7 +264,7 @@ def _whole_program_buffers(module: HloModule, sim: _Simulation) -> list[WholePro
     return entries
 
 
-def _peak_buffers(module: HloModule, sim: _Simulation) -> list[PeakBuffer]:
+def _peak_buffers(module: HloModule, sim: Simulation) -> list[PeakBuffer]:
     """Everything in the heap at the peak, largest first; the sizes add up to the peak."""
     entries = [
         PeakBuffer(
@@ -445,13 +278,13 @@ def _peak_buffers(module: HloModule, sim: _Simulation) -> list[PeakBuffer]:
     if p is not None:
         live = np.flatnonzero((sim.block_start <= p) & (p < sim.block_end))
         roots = sim.block_root[live]
-        for root, holder in zip(roots.tolist(), _holders(sim, roots, p).tolist(), strict=True):
+        for root, holder in zip(roots.tolist(), holders(sim, roots, p).tolist(), strict=True):
             entries.append(PeakBuffer(**_describe(module, holder), bytes=int(module.buffers.size[root]), kind="temporary"))
     entries.sort(key=lambda e: (-e.bytes, e.instruction))
     return entries
 
 
-def _long_lived(module: HloModule, sim: _Simulation) -> list[LongLivedTemporary]:
+def _long_lived(module: HloModule, sim: Simulation) -> list[LongLivedTemporary]:
     """Freed temporaries whose own range covers most of the program, by bytes x share of the program."""
     n = sim.num_events
     if sim.trace is None or not n:
@@ -514,7 +347,7 @@ def _special_bytes(module: HloModule, space: int) -> dict[str, int]:
     }
 
 
-def _header(module: HloModule, sim: _Simulation, space: int) -> dict[str, Any]:
+def _header(module: HloModule, sim: Simulation, space: int) -> dict[str, Any]:
     """The `ModuleHeader` fields."""
     return {
         "name": module.key,
@@ -535,7 +368,7 @@ def _header(module: HloModule, sim: _Simulation, space: int) -> dict[str, Any]:
 def module_summary(module: HloModule, memory_space: int | None = None) -> ModuleSummary:
     """The report's entry for one module and memory space (default 0)."""
     space = memory_space_of(module, memory_space)
-    sim = _simulate(module, space)
+    sim = simulate(module, space)
     whole_program = _whole_program_buffers(module, sim)
     return ModuleSummary(
         **_header(module, sim, space),
@@ -559,7 +392,7 @@ def module_summaries(modules: list[HloModule]) -> tuple[list[ModuleSummary], lis
     return summaries, warnings
 
 
-def _ranges(module: HloModule, sim: _Simulation, space: int) -> tuple[list[BufferRange], int]:
+def _ranges(module: HloModule, sim: Simulation, space: int) -> tuple[list[BufferRange], int]:
     """The largest MAX_BUFFER_RANGES logical buffers of the memory space that have a range, in program
     order, and how many have one."""
     buffers = module.buffers
@@ -598,7 +431,7 @@ def module_detail(module: HloModule, memory_space: int | None = None, points: in
     if not MIN_POINTS <= points <= MAX_POINTS:
         raise BadArgumentError(f"points must be between {MIN_POINTS} and {MAX_POINTS}, not {points}")
     space = memory_space_of(module, memory_space)
-    sim = _simulate(module, space)
+    sim = simulate(module, space)
     # The first position of the peak is the first maximum, which the downsampler keeps.
     keep = downsample(np.arange(sim.num_events), sim.heap_after, points).tolist()
     whole_program = _whole_program_buffers(module, sim)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.labels import format_duration_ps
+from tb_leakfinder.analyses.words import format_duration_ps
 from tb_leakfinder.model.memory import SPAN_DEVICE_PROGRAM, SPAN_DEVICE_STEP, SPAN_HOST_ROOT, HostProfile, Steps
 
 STEP_NUM = "step_num"

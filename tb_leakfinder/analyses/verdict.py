@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from tb_leakfinder.analyses.labels import format_bytes, group_label
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, SuspectGroup
+from tb_leakfinder.analyses.words import format_bytes, group_label
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -118,6 +119,11 @@ def family_label(group: SuspectGroup, strings: list[str]) -> str:
 
 def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
+
+
+def run_verdict(hosts: list[dict[str, Any]]) -> str:
+    """A run's verdict from its hosts' report JSON: the worst."""
+    return worst([h["verdict"] for h in hosts])
 
 
 def host_verdict(allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary]) -> Verdict:

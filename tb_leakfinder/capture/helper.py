@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from tb_leakfinder.analyses.labels import MKLCPU_ID
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID
 
 TENSORFLOW = "tensorflow"
 JAX = "jax"

@@ -20,7 +20,7 @@ from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
-from tb_leakfinder.read.formats import format_of
+from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache
 from tb_leakfinder.store.memory_cache import ComputeCache
 

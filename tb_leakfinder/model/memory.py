@@ -33,15 +33,15 @@ EVENT_COLUMNS: dict[str, type] = {
 
 @dataclass
 class MemoryEvents:
-    """All MemoryAllocation/MemoryDeallocation events of a host, sorted by time.
+    """Every allocation and free of a host's allocators, sorted by time.
 
     Times are picoseconds from the start of the profile window. String columns
-    (`op`, `shape`, `region`) index into `strings`, where index 0 is "";
-    `allocator` indexes `allocator_names`, which hold each allocator's memory
-    id exactly as XProf keys it: the last of `index_on_host` / `device_ordinal`
-    (decimal) or `allocator_name` on the event, "" when none. `dtype` is TF's
-    DataType enum, -1 when the event has none. `bytes_available` is 0 and
-    `group_id` -1 when the event has none.
+    (`op`, `shape`, `region`, `dtype`: the dtype's name, "float") index into
+    `strings`, where index 0 is "" (none recorded); each format maps its own
+    codes into these. `allocator` indexes `allocator_names`, each allocator's
+    key as its format gives it (XProf's memory id: the last of `index_on_host` /
+    `device_ordinal` (decimal) or `allocator_name` on the event, "" when none).
+    `bytes_available` is 0 and `group_id` -1 when the event has none.
     """
 
     time_ps: np.ndarray
@@ -148,6 +148,15 @@ class Groups:
 
 
 @dataclass
+class AllocatorInfo:
+    """What a profile's format says of one allocator, beyond its events."""
+
+    label: str  # how users name it: "TPU:2", "GPU:0", else its memory id
+    host_memory: bool  # hands out host RAM (pinned for a device, or a CPU allocator), not device memory
+    partial: str | None = None  # why its events cover only part of what it allocates, when they do
+
+
+@dataclass
 class HostProfile:
     """What one `<host>.xplane.pb` holds that tb_leakfinder uses."""
 
@@ -161,3 +170,4 @@ class HostProfile:
     device_planes: list[str] = field(default_factory=list)  # "/device:TPU:2", ... in file order
     spans: Spans = field(default_factory=Spans.empty)
     groups: Groups = field(default_factory=Groups.empty)
+    allocators: dict[str, AllocatorInfo] = field(default_factory=dict)  # memory id -> what its format says of it

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats import FORMATS
+from tb_leakfinder.read.formats.registry import FORMATS
 from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
 
 MAX_DEPTH = 64

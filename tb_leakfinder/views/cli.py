@@ -8,12 +8,13 @@ import os
 import sys
 
 from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.query import select_allocator
 from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report import comparison_json, select_allocator
+from tb_leakfinder.report import comparison_json
 from tb_leakfinder.store.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.views import export
 from tb_leakfinder.views.atomic import write_texts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.labels import format_bytes
+from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
 

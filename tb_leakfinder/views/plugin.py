@@ -13,7 +13,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import report
-from tb_leakfinder.analyses import static_buffers
+from tb_leakfinder.analyses import query, static_buffers
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
@@ -22,7 +22,7 @@ from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.read.formats import format_of
+from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.store.disk_cache import DiskCache, disabled_by_env
 
 logger = logging.getLogger(__name__)
@@ -288,7 +288,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         run = self._run(request)
         host = host_arg(request, run)
         analysis = self.engine.host(run, host).unwrap()
-        allocator = name_arg(request, "allocator", lambda name: report.find_allocator(analysis, name))
+        allocator = name_arg(request, "allocator", lambda name: query.find_allocator(analysis, name))
         return analysis, allocator, run.name, host
 
     def _timeline(self, request: Request) -> report.Json:

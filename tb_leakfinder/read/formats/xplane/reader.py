@@ -20,6 +20,8 @@ from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane import decoder, hlo
+from tb_leakfinder.read.formats.xplane import rows as model_rows
+from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 
 _scanner: ModuleType | None
 try:
@@ -108,10 +110,10 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
-    steps = decoder.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
+    steps = model_rows.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
     span = _column(scanned["spans"], SPAN_ROW)
     span_names = [s.decode() for s in scanned["span_names"]]
-    spans = decoder.spans_from_rows(
+    spans = model_rows.spans_from_rows(
         span["source"],
         span["name"],
         span_names,
@@ -122,8 +124,9 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
         span["line"],
     )
     group = _column(scanned["groups"], np.int64).reshape(-1, 3)
-    groups = decoder.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
-    return HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)
+    groups = model_rows.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
+    profile = HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)
+    return in_neutral_terms(profile)
 
 
 def _column(buffer: Any, dtype: type | np.dtype) -> np.ndarray:  # a scanner Column: a buffer of `dtype` items

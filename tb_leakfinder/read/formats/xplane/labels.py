@@ -1,8 +1,16 @@
-"""Human-readable names for codes found in profiles, and byte and duration formatting."""
+"""XSpace's own codes in neutral terms: TensorFlow's DataType enum as dtype names, and each allocator's memory
+id as a device label ('GPU_0_bfc' -> 'GPU:0'), with whether it hands out host RAM or records only part of
+what it allocates."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+
+import numpy as np
+
+from tb_leakfinder.model.memory import AllocatorInfo, HostProfile
+from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID
 
 # TensorFlow's DataType enum (types.proto), as memory events carry it.
 _TF_DTYPES = {
@@ -43,52 +51,9 @@ def dtype_name(code: int) -> str:
     return _TF_DTYPES.get(code, f"dtype({code})")
 
 
-def format_bytes(n: float) -> str:
-    """Binary units: 512 KiB, 1.5 MiB."""
-    sign = "-" if n < 0 else ""
-    value = float(abs(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            text = f"{value:.0f}" if unit == "B" or value >= 100 or value == int(value) else f"{value:.1f}"
-            return f"{sign}{text} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
-def format_fraction(f: float) -> str:
-    """'64%', '2.5%', '< 0.1%' (the tab's formatFraction)."""
-    if 0 < f < 0.0005:
-        return "< 0.1%"
-    return f"{100 * f:.1f}%" if f < 0.1 else f"{100 * f:.0f}%"
-
-
-def format_duration_ps(ps: float) -> str:
-    """'100 ms', '1.5 s', '52 min', '3.2 h', '4.1 days'."""
-    seconds = ps / 1e12
-    for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-3, 1e-6, "µs"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s")):
-        if seconds < limit:
-            return _figure(seconds / scale, unit)
-    for limit, scale, unit in ((120 * 60.0, 60.0, "min"), (48 * 3600.0, 3600.0, "h")):
-        if seconds < limit:
-            return _figure(seconds / scale, unit)
-    return _figure(seconds / 86400.0, "days")
-
-
-def _figure(value: float, unit: str) -> str:
-    return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
-
-
-def group_label(op: str, shape: str, region: str) -> str:
-    """'Mul [128,1024] output', leaving out what the profile did not record."""
-    return " ".join(part for part in (op or "(unknown op)", shape, region) if part)
-
-
 NO_MEMORY_ID = "(no memory id)"
 # Pinned host memory of TF's and PJRT's GPU clients: host RAM, listed after the devices.
 HOST_PINNED_IDS = ("gpu_host_bfc", "xla_gpu_host_bfc")
-# oneDNN's CPU allocator, TensorFlow's on x86 without TF_CPU_ALLOCATOR_USE_BFC=true. It hands small buffers out
-# of a pool that records no memory events, so its profile holds only the large blocks.
-MKLCPU_ID = "mklcpu"
 _GPU_BFC = re.compile(r"GPU_(\d+)_bfc")
 _DEVICE_PLANE = re.compile(r"/device:(TPU|GPU):(\d+)")
 
@@ -109,3 +74,38 @@ def allocator_label(memory_id: str, device_planes: list[str]) -> str:
 def is_host_memory(memory_id: str) -> bool:
     """Whether an allocator hands out host RAM (pinned for a GPU, or a CPU allocator), not device memory."""
     return memory_id in HOST_PINNED_IDS or "cpu" in memory_id.lower()
+
+
+MKLCPU_NOTE = (
+    "mklcpu records only large blocks: small buffers are not seen; set TF_CPU_ALLOCATOR_USE_BFC=true "
+    "before TensorFlow is imported to record every allocation"
+)
+
+
+def in_neutral_terms(profile: HostProfile) -> HostProfile:
+    """The profile as the model speaks: dtype names (interned with the other strings) instead of TF's enum,
+    and a label for each allocator. Both decoders end with it, so they agree."""
+    events = profile.events
+    strings = events.strings
+    codes = events.dtype
+    if len(codes):
+        present = np.unique(codes)
+        index = {s: i for i, s in enumerate(strings)}
+        names = []
+        for code in present.tolist():
+            name = dtype_name(int(code))
+            if name not in index:
+                index[name] = len(strings)
+                strings.append(name)
+            names.append(index[name])
+        dtype = np.asarray(names, np.int32)[np.searchsorted(present, codes)]
+        events = replace(events, dtype=dtype)
+    allocators = {
+        memory_id: AllocatorInfo(
+            allocator_label(memory_id, profile.device_planes),
+            is_host_memory(memory_id),
+            MKLCPU_NOTE if memory_id == MKLCPU_ID else None,
+        )
+        for memory_id in events.allocator_names
+    }
+    return replace(profile, events=events, allocators=allocators)

@@ -1,0 +1,43 @@
+"""How figures and groups are written in sentences and tables: bytes, fractions, durations, groups."""
+
+from __future__ import annotations
+
+
+def format_bytes(n: float) -> str:
+    """Binary units: 512 KiB, 1.5 MiB."""
+    sign = "-" if n < 0 else ""
+    value = float(abs(n))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            text = f"{value:.0f}" if unit == "B" or value >= 100 or value == int(value) else f"{value:.1f}"
+            return f"{sign}{text} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_fraction(f: float) -> str:
+    """'64%', '2.5%', '< 0.1%' (the tab's formatFraction)."""
+    if 0 < f < 0.0005:
+        return "< 0.1%"
+    return f"{100 * f:.1f}%" if f < 0.1 else f"{100 * f:.0f}%"
+
+
+def format_duration_ps(ps: float) -> str:
+    """'100 ms', '1.5 s', '52 min', '3.2 h', '4.1 days'."""
+    seconds = ps / 1e12
+    for limit, scale, unit in ((1e-6, 1e-9, "ns"), (1e-3, 1e-6, "µs"), (1.0, 1e-3, "ms"), (120.0, 1.0, "s")):
+        if seconds < limit:
+            return _figure(seconds / scale, unit)
+    for limit, scale, unit in ((120 * 60.0, 60.0, "min"), (48 * 3600.0, 3600.0, "h")):
+        if seconds < limit:
+            return _figure(seconds / scale, unit)
+    return _figure(seconds / 86400.0, "days")
+
+
+def _figure(value: float, unit: str) -> str:
+    return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
+
+
+def group_label(op: str, shape: str, region: str) -> str:
+    """'Mul [128,1024] output', leaving out what the profile did not record."""
+    return " ".join(part for part in (op or "(unknown op)", shape, region) if part)

@@ -1,0 +1,72 @@
+"""The model's spans, groups and steps from the rows either decoder finds, in one canonical order.
+
+The compiled scanner and the reference decoder walk the file differently but
+hand their rows here, so both give the same model whatever order they met them in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tb_leakfinder.model.memory import Groups, Spans, Steps
+
+
+def spans_from_rows(
+    source: np.ndarray,
+    name: np.ndarray,
+    names: list[str],
+    device: np.ndarray,
+    root: np.ndarray,
+    start_ps: np.ndarray,
+    end_ps: np.ndarray,
+    line: np.ndarray,
+) -> Spans:
+    """Spans in their canonical order, with `names` sorted, whatever order the rows were found in."""
+    if not len(start_ps):
+        return Spans.empty()
+    used = sorted({names[i] for i in np.unique(name).tolist()})
+    position = {text: k for k, text in enumerate(used)}
+    remap = np.asarray([position.get(text, -1) for text in names], np.int32)
+    name = remap[name]
+    order = np.lexsort((line, root, name, device, source, end_ps, start_ps))
+    return Spans(
+        source[order].astype(np.int8),
+        name[order],
+        device[order].astype(np.int32),
+        root[order].astype(bool),
+        start_ps[order].astype(np.int64),
+        end_ps[order].astype(np.int64),
+        line[order].astype(np.int32),
+        used,
+    )
+
+
+def groups_from_rows(group_id: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray) -> Groups:
+    """One row per group id: its earliest start and latest end, sorted by start (then id)."""
+    if not len(group_id):
+        return Groups.empty()
+    order = np.argsort(group_id, kind="stable")
+    ids = group_id[order]
+    first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    start = np.minimum.reduceat(start_ps[order], first)
+    end = np.maximum.reduceat(end_ps[order], first)
+    ids = ids[first]
+    by_start = np.lexsort((ids, start))
+    return Groups(ids[by_start], start[by_start], end[by_start])
+
+
+def steps_from_markers(rows: list[tuple[int, int, int]], warnings: list[str]) -> Steps:
+    """One interval per step number (the union of its markers), sorted by start."""
+    merged: dict[int, tuple[int, int]] = {}
+    for step, start, end in rows:
+        lo, hi = merged.get(step, (start, end))
+        merged[step] = (min(lo, start), max(hi, end))
+    ordered = sorted(merged.items(), key=lambda item: item[1][0])
+    steps = Steps(
+        np.asarray([s for s, _ in ordered], np.int64),
+        np.asarray([span[0] for _, span in ordered], np.int64),
+        np.asarray([span[1] for _, span in ordered], np.int64),
+    )
+    if len(steps) > 1 and bool(np.any(steps.start_ps[1:] < steps.end_ps[:-1])):
+        warnings.append("step markers overlap; each memory event is given to the latest step that started before it")
+    return steps
