@@ -348,7 +348,7 @@ def test_with_group_ids_xprof_counts_only_the_peak_step_as_attributed(tmp_path):
         peak = a.summary.peak_event
         live = np.flatnonzero(live_at(a.buffers, peak, int(a.events.time_ps[peak])))
         earlier = live[a.events.group_id[a.buffers.alloc_event[live]] != a.events.group_id[peak]]
-        earlier_bytes = int(a.buffers.allocation_bytes[earlier].sum())
+        earlier_bytes = int(a.buffers.chunk_bytes[earlier].sum())
         assert earlier_bytes > 0
         assert a.peak_before_window_bytes == 64 * MIB
         assert a.peak_before_window_bytes + earlier_bytes == oracle[a.memory_id]["special"][XPROF_BEFORE_WINDOW_ROW]

@@ -59,7 +59,7 @@ def test_no_forecast_without_growth_or_capacity():
     leaking = _leaking_loop("step_num")
     events = analyze(leaking.b).allocators[0].events
     assert forecast(events, 0.0, 1e11) is None
-    no_capacity = MemoryEvents(**{**vars(events), "bytes_available": np.zeros(len(events), np.int64)})
+    no_capacity = MemoryEvents(**{**vars(events), "free_bytes": np.zeros(len(events), np.int64)})
     assert forecast(no_capacity, 512 * KIB, 1e11) is None
 
 

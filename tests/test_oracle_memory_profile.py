@@ -47,6 +47,6 @@ def test_before_window_bytes_against_xprofs_unused_preallocated_row(tb_run, tmp_
         peak = a.summary.peak_event
         live = np.flatnonzero(live_at(a.buffers, peak, int(a.events.time_ps[peak])))
         peak_step = containing_step(a.events.time_ps[peak : peak + 1], analysis.profile.steps)[0]
-        earlier = int(a.buffers.allocation_bytes[live[a.buffers.alloc_step[live] != peak_step]].sum())
+        earlier = int(a.buffers.chunk_bytes[live[a.buffers.alloc_step[live] != peak_step]].sum())
         assert a.peak_before_window_bytes > 0 and earlier > 0
         assert a.peak_before_window_bytes + earlier == oracle[a.memory_id]["special"][XPROF_BEFORE_WINDOW_ROW]

@@ -324,7 +324,7 @@ def test_events_off_the_one_pass_shape_decode_identically(monkeypatch):
     assert profile.events.time_ps.tolist() == [10, 30, 40, 50, 60, 70, 80, 90, 100]
     assert profile.events.kind.tolist() == [ALLOC, FREE] + [ALLOC] * 7
     assert profile.steps.step_num.tolist() == [6]
-    assert profile.events.bytes_in_use.tolist()[4:6] == [1 << 62, -5]
+    assert profile.events.heap_bytes.tolist()[4:6] == [1 << 62, -5]
 
 
 def test_an_event_that_ends_inside_a_stats_tag_is_refused_by_both(monkeypatch):
@@ -362,7 +362,7 @@ def test_planes_metadata_and_hlo_identically(monkeypatch):
     data = first_cpu + ld(1, ld(2, b"/device:GPU:0") + ld(3, mem_event(1, 1))) + ld(1, meta) + last_cpu
     profile = same(data, monkeypatch)
     assert profile.hlo_protos == {"jit_a(4)": b"A", "bare(11)": b"B", "bare_str": b"C", "twice": b"D2", "dup": b"E2"}
-    assert profile.events.time_ps.tolist() == [9] and profile.events.allocation_bytes.tolist() == [1]
+    assert profile.events.time_ps.tolist() == [9] and profile.events.chunk_bytes.tolist() == [1]
     assert same(ld(1, meta), monkeypatch).hlo_protos == profile.hlo_protos
     assert same(ld(4, b"host0"), monkeypatch).warnings == [f"{PATH}: the profile has no planes"]
 
@@ -395,8 +395,8 @@ def test_accelerator_profiles_decode_identically(id_stat, platform, memory_ids, 
     # Every device has its own address space: the same addresses on all four.
     addrs = [set(events.addr[events.allocator == k].tolist()) for k in range(4)]
     assert addrs[0] == addrs[2] == addrs[3] and addrs[0] < addrs[1]
-    assert set(events.bytes_reserved.tolist()) == {3 << 30}
-    assert bool(np.all(events.bytes_available == planted["limit_bytes"] - (3 << 30) - events.bytes_in_use))
+    assert set(events.stack_bytes.tolist()) == {3 << 30}
+    assert bool(np.all(events.free_bytes == planted["limit_bytes"] - (3 << 30) - events.heap_bytes))
     assert sorted(set(events.group_id.tolist())) == [-1, *range(6)]  # the weights come before the first step
     np.testing.assert_array_equal(profile.groups.group_id, np.arange(6))
     assert bool(np.all(profile.groups.start_ps[1:] > profile.groups.end_ps[:-1]))

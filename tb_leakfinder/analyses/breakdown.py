@@ -53,7 +53,7 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     keys = group_keys(buffers, live)
     ids, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     sizes = np.zeros(len(ids), np.int64)  # integer sums: float weights would round large byte counts
-    np.add.at(sizes, inverse, buffers.allocation_bytes[live])
+    np.add.at(sizes, inverse, buffers.chunk_bytes[live])
     counts = np.bincount(inverse, minlength=len(ids))
     heads = live[first]
     rows = [
@@ -62,8 +62,8 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
         )
         for h, c, b in zip(heads, counts, sizes, strict=True)
     ]
-    before_window = max(0, int(events.bytes_in_use[peak_event]) - int(sizes.sum()))
-    stack = int(events.bytes_reserved[peak_event])
+    before_window = max(0, int(events.heap_bytes[peak_event]) - int(sizes.sum()))
+    stack = int(events.stack_bytes[peak_event])
     special = ((STACK, stack), (BEFORE_WINDOW, before_window))
     rows += [BreakdownRow(category, 0, 0, 0, 0, None, n) for category, n in special if n]
     rows.sort(key=lambda r: (-r.bytes, -(r.count or 0)))

@@ -70,7 +70,7 @@ def query_buffers(
             ranked = ranked[::-1]
     else:
         values = {
-            "bytes": b.allocation_bytes,
+            "bytes": b.chunk_bytes,
             "alloc_time_ps": b.alloc_time_ps,
             "free_time_ps": end_time,
             "lifetime_ps": end_time - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps),

@@ -28,7 +28,7 @@ def forecast(events: MemoryEvents, growth_bytes_per_step: float, step_duration_p
     """When the allocator runs out at this growth, from what is free at window end; None without growth or capacity."""
     if growth_bytes_per_step <= 0 or len(events) == 0:
         return None
-    available = int(events.bytes_available[-1])
+    available = int(events.free_bytes[-1])
     if available <= 0:
         return None
     steps = int(available // growth_bytes_per_step)
@@ -60,8 +60,8 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
     if peak_event < 0 or len(events) == 0:
         return None
     share = float(events.fragmentation[peak_event])
-    free = int(events.bytes_available[peak_event])
-    allocations = events.allocation_bytes[events.kind == ALLOC]
+    free = int(events.free_bytes[peak_event])
+    allocations = events.chunk_bytes[events.kind == ALLOC]
     if share < HIGH_FRAGMENTATION or free <= 0 or len(allocations) == 0:
         return None
     largest_block = (1 - share) * free

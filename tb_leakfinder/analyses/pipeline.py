@@ -170,17 +170,17 @@ def _partial(verdict: Verdict, note: str) -> Verdict:
 def _inconsistencies(events: MemoryEvents) -> list[str]:
     """What makes an allocator's numbers impossible: each one leaves its verdict inconclusive."""
     checks = [
-        ((events.allocation_bytes < 0) | (events.requested_bytes < 0), "with a negative size"),
+        ((events.chunk_bytes < 0) | (events.tensor_bytes < 0), "with a negative size"),
         (
-            (events.allocation_bytes > MAX_PLAUSIBLE_BYTES) | (events.requested_bytes > MAX_PLAUSIBLE_BYTES),
+            (events.chunk_bytes > MAX_PLAUSIBLE_BYTES) | (events.tensor_bytes > MAX_PLAUSIBLE_BYTES),
             "with an absurd size (over 1 PiB)",
         ),
         (
-            (events.bytes_in_use < 0) | (events.bytes_reserved < 0) | (events.bytes_in_use > MAX_PLAUSIBLE_BYTES),
+            (events.heap_bytes < 0) | (events.stack_bytes < 0) | (events.heap_bytes > MAX_PLAUSIBLE_BYTES),
             "with a negative or absurd heap counter (bytes_allocated, bytes_reserved)",
         ),
         (events.addr == 0, "without an integer addr stat, so they cannot be paired"),
-        ((events.kind == ALLOC) & (events.allocation_bytes == 0), "allocating 0 bytes (no allocation_bytes stat)"),
+        ((events.kind == ALLOC) & (events.chunk_bytes == 0), "allocating 0 bytes (no allocation_bytes stat)"),
     ]
     return [f"{np.count_nonzero(bad)} of {len(events)} memory events {what}" for bad, what in checks if np.any(bad)]
 

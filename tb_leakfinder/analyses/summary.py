@@ -35,7 +35,7 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
         num_allocations=int(np.count_nonzero(events.kind == ALLOC)),
         num_deallocations=int(np.count_nonzero(events.kind == FREE)),
         never_freed_count=int(np.count_nonzero(live)),
-        never_freed_bytes=int(buffers.allocation_bytes[live].sum()),
+        never_freed_bytes=int(buffers.chunk_bytes[live].sum()),
         freed_before_window_count=int(np.count_nonzero(buffers.status == BEFORE_WINDOW)),
     )
     if len(events) == 0:
@@ -52,14 +52,14 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
             **common,
         )
     peak = peak_event(events)
-    heap, stack = int(events.bytes_in_use[peak]), int(events.bytes_reserved[peak])
+    heap, stack = int(events.heap_bytes[peak]), int(events.stack_bytes[peak])
     step = int(containing_step(events.time_ps[peak : peak + 1], steps)[0])
     return Summary(
         peak_event=peak,
         peak_bytes_in_use=stack + heap,
         peak_heap_bytes=heap,
         peak_stack_reserved_bytes=stack,
-        memory_capacity_bytes=stack + heap + int(events.bytes_available[peak]),
+        memory_capacity_bytes=stack + heap + int(events.free_bytes[peak]),
         peak_time_ps=int(events.time_ps[peak]),
         peak_step=int(steps.step_num[step]) if step >= 0 else None,
         peak_fragmentation=float(events.fragmentation[peak]),
@@ -75,7 +75,7 @@ def peak_event(events: MemoryEvents) -> int:
     the file's order of lines; here ties go to the latest in time. The two
     differ only when equal peaks fall on different threads' lines.
     """
-    total = events.bytes_in_use + events.bytes_reserved
+    total = events.heap_bytes + events.stack_bytes
     return len(total) - 1 - int(np.argmax(total[::-1]))
 
 
@@ -87,6 +87,6 @@ def heap_growth_per_step(events: MemoryEvents, steps: Steps) -> float:
     valid = last >= 0
     if np.count_nonzero(valid) < 2:
         return 0.0
-    heap = events.bytes_in_use[last[valid]].astype(np.float64)
+    heap = events.heap_bytes[last[valid]].astype(np.float64)
     x = np.arange(len(steps), dtype=np.float64)[valid]
     return float(np.polyfit(x, heap, 1)[0])

@@ -109,7 +109,7 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
         in_block = (family >= lo) & (family < hi) & crossing[members]
         rows = members[in_block]
         where = family[in_block] - lo
-        requested, allocated = buffers.requested_bytes[rows], buffers.allocation_bytes[rows]
+        requested, allocated = buffers.tensor_bytes[rows], buffers.chunk_bytes[rows]
         # A profile without requested sizes (or with corrupt ones) is measured by its chunks instead.
         tensor = np.where(requested > 0, requested, allocated)
         ones = np.ones(len(rows))
@@ -334,8 +334,8 @@ def _classify(
         latest_shape=strings[int(buffers.shape[_latest(buffers, members, never)])],
         kind=kind,
         count=len(kept),
-        requested_bytes=int(buffers.requested_bytes[kept].sum()),
-        bytes=int(buffers.allocation_bytes[kept].sum()),
+        requested_bytes=int(buffers.tensor_bytes[kept].sum()),
+        bytes=int(buffers.chunk_bytes[kept].sum()),
         steps=distinct,
         first_step=int(step_nums[first]) if first is not None else None,
         last_step=int(step_nums[last]) if last is not None else None,
@@ -356,8 +356,8 @@ def _still_held(buffers: Buffers, kept: np.ndarray, live: np.ndarray, onset: int
     (a sweep of ever larger configurations, a pipeline draining) only looked
     as if it grew.
     """
-    requested = buffers.requested_bytes[kept]
-    held = np.where(requested > 0, requested, buffers.allocation_bytes[kept]).sum()
+    requested = buffers.tensor_bytes[kept]
+    held = np.where(requested > 0, requested, buffers.chunk_bytes[kept]).sum()
     return bool(held >= HELD_SHARE * (live[-1] - live[onset]))
 
 

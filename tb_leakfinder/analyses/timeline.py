@@ -36,13 +36,13 @@ def timeline(
     lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
     hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
     # Sampled on stack + heap, so that the peak XProf reports is among the points.
-    in_use = e.bytes_in_use[lo:hi] + e.bytes_reserved[lo:hi]
+    in_use = e.heap_bytes[lo:hi] + e.stack_bytes[lo:hi]
     at = lo + downsample(e.time_ps[lo:hi], in_use, points)
     return Timeline(
         total_events=len(e),
         time_ps=e.time_ps[at],
-        heap_bytes=e.bytes_in_use[at],
-        stack_bytes=e.bytes_reserved[at],
+        heap_bytes=e.heap_bytes[at],
+        stack_bytes=e.stack_bytes[at],
         fragmentation=e.fragmentation[at],
         never_freed_bytes=never_freed_bytes(a.buffers, at),
         group=group,
@@ -59,7 +59,7 @@ def held_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray
     chosen = mask & (buffers.alloc_event >= 0)
     made = buffers.alloc_event[chosen]
     order = np.argsort(made, kind="stable")
-    total = np.concatenate([np.zeros(1, np.int64), np.cumsum(buffers.allocation_bytes[chosen][order], dtype=np.int64)])
+    total = np.concatenate([np.zeros(1, np.int64), np.cumsum(buffers.chunk_bytes[chosen][order], dtype=np.int64)])
     return total[np.searchsorted(made[order], at, side="right")]
 
 
@@ -69,7 +69,7 @@ def live_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray
     A buffer allocated before the window is held from the start until its free.
     """
     chosen = np.flatnonzero(mask)
-    sizes = buffers.allocation_bytes[chosen]
+    sizes = buffers.chunk_bytes[chosen]
     made, freed = buffers.alloc_event[chosen], buffers.free_event[chosen]
     held = _count_upto(made, sizes, at)
     ended = freed >= 0

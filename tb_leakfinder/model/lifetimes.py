@@ -29,8 +29,8 @@ class Buffers:
     alloc_step: np.ndarray
     free_step: np.ndarray
     addr: np.ndarray
-    requested_bytes: np.ndarray
-    allocation_bytes: np.ndarray
+    tensor_bytes: np.ndarray
+    chunk_bytes: np.ndarray
     op: np.ndarray
     shape: np.ndarray
     dtype: np.ndarray

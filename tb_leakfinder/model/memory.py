@@ -16,12 +16,12 @@ EVENT_COLUMNS: dict[str, type] = {
     "kind": np.int8,
     "allocator": np.int32,
     "addr": np.uint64,
-    "requested_bytes": np.int64,
-    "allocation_bytes": np.int64,
-    "bytes_in_use": np.int64,
-    "bytes_reserved": np.int64,
-    "bytes_available": np.int64,
-    "peak_bytes_in_use": np.int64,
+    "tensor_bytes": np.int64,
+    "chunk_bytes": np.int64,
+    "heap_bytes": np.int64,
+    "stack_bytes": np.int64,
+    "free_bytes": np.int64,
+    "allocator_peak_bytes": np.int64,
     "fragmentation": np.float64,
     "op": np.int32,
     "shape": np.int32,
@@ -41,19 +41,19 @@ class MemoryEvents:
     codes into these. `allocator` indexes `allocator_names`, each allocator's
     key as its format gives it (XProf's memory id: the last of `index_on_host` /
     `device_ordinal` (decimal) or `allocator_name` on the event, "" when none).
-    `bytes_available` is 0 and `group_id` -1 when the event has none.
+    `free_bytes` is 0 and `group_id` -1 when the event has none.
     """
 
     time_ps: np.ndarray
     kind: np.ndarray
     allocator: np.ndarray
     addr: np.ndarray
-    requested_bytes: np.ndarray
-    allocation_bytes: np.ndarray
-    bytes_in_use: np.ndarray
-    bytes_reserved: np.ndarray
-    bytes_available: np.ndarray
-    peak_bytes_in_use: np.ndarray
+    tensor_bytes: np.ndarray
+    chunk_bytes: np.ndarray
+    heap_bytes: np.ndarray
+    stack_bytes: np.ndarray
+    free_bytes: np.ndarray
+    allocator_peak_bytes: np.ndarray
     fragmentation: np.ndarray
     op: np.ndarray
     shape: np.ndarray

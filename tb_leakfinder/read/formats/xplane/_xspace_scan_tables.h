@@ -13,12 +13,12 @@ enum {
     COL_KIND,
     COL_ALLOCATOR,
     COL_ADDR,
-    COL_REQUESTED_BYTES,
-    COL_ALLOCATION_BYTES,
-    COL_BYTES_IN_USE,
-    COL_BYTES_RESERVED,
-    COL_BYTES_AVAILABLE,
-    COL_PEAK_BYTES_IN_USE,
+    COL_TENSOR_BYTES,
+    COL_CHUNK_BYTES,
+    COL_HEAP_BYTES,
+    COL_STACK_BYTES,
+    COL_FREE_BYTES,
+    COL_ALLOCATOR_PEAK_BYTES,
     COL_GROUP_ID,
     COL_FRAGMENTATION,
     COL_OP,
@@ -32,12 +32,12 @@ static const struct { const char *name; size_t size; const char *dtype; } COLUMN
     [COL_KIND] = {"kind", 1, "|i1"},
     [COL_ALLOCATOR] = {"allocator", 4, "<i4"},
     [COL_ADDR] = {"addr", 8, "<u8"},
-    [COL_REQUESTED_BYTES] = {"requested_bytes", 8, "<i8"},
-    [COL_ALLOCATION_BYTES] = {"allocation_bytes", 8, "<i8"},
-    [COL_BYTES_IN_USE] = {"bytes_in_use", 8, "<i8"},
-    [COL_BYTES_RESERVED] = {"bytes_reserved", 8, "<i8"},
-    [COL_BYTES_AVAILABLE] = {"bytes_available", 8, "<i8"},
-    [COL_PEAK_BYTES_IN_USE] = {"peak_bytes_in_use", 8, "<i8"},
+    [COL_TENSOR_BYTES] = {"tensor_bytes", 8, "<i8"},
+    [COL_CHUNK_BYTES] = {"chunk_bytes", 8, "<i8"},
+    [COL_HEAP_BYTES] = {"heap_bytes", 8, "<i8"},
+    [COL_STACK_BYTES] = {"stack_bytes", 8, "<i8"},
+    [COL_FREE_BYTES] = {"free_bytes", 8, "<i8"},
+    [COL_ALLOCATOR_PEAK_BYTES] = {"allocator_peak_bytes", 8, "<i8"},
     [COL_GROUP_ID] = {"group_id", 8, "<i8"},
     [COL_FRAGMENTATION] = {"fragmentation", 8, "<f8"},
     [COL_OP] = {"op", 4, "<i4"},
@@ -46,7 +46,7 @@ static const struct { const char *name; size_t size; const char *dtype; } COLUMN
     [COL_DTYPE] = {"dtype", 4, "<i4"},
 };
 /* The int64 columns filled from integer stats, and the string columns, each a run in the order of their roles. */
-#define FIRST_INT_COL COL_REQUESTED_BYTES
+#define FIRST_INT_COL COL_TENSOR_BYTES
 #define NINTS 7
 #define FIRST_STR_COL COL_OP
 #define NSTRS 3
@@ -62,19 +62,19 @@ enum {
     ROLE_ROOT,
     ROLE_HLO,
     ROLE_PROGRAM_ID,
-    ROLE_REQUESTED_BYTES,
-    ROLE_ALLOCATION_BYTES,
-    ROLE_BYTES_IN_USE,
-    ROLE_BYTES_RESERVED,
-    ROLE_BYTES_AVAILABLE,
-    ROLE_PEAK_BYTES_IN_USE,
+    ROLE_TENSOR_BYTES,
+    ROLE_CHUNK_BYTES,
+    ROLE_HEAP_BYTES,
+    ROLE_STACK_BYTES,
+    ROLE_FREE_BYTES,
+    ROLE_ALLOCATOR_PEAK_BYTES,
     ROLE_GROUP_ID,
     ROLE_DTYPE,
     ROLE_OP,
     ROLE_SHAPE,
     ROLE_REGION,
 };
-#define FIRST_INT_ROLE ROLE_REQUESTED_BYTES
+#define FIRST_INT_ROLE ROLE_TENSOR_BYTES
 #define FIRST_STR_ROLE ROLE_OP
 /* The stats of host events that are not memory events lie in this range (and others between them). */
 #define FIRST_HOST_ROLE ROLE_STEP
@@ -91,12 +91,12 @@ static const struct { const char *name; int role, column; } ROLE_NAMES[] = {
     {"_r", ROLE_ROOT, -1},
     {"Hlo Proto", ROLE_HLO, -1},
     {"program_id", ROLE_PROGRAM_ID, -1},
-    {"requested_bytes", ROLE_REQUESTED_BYTES, COL_REQUESTED_BYTES},
-    {"allocation_bytes", ROLE_ALLOCATION_BYTES, COL_ALLOCATION_BYTES},
-    {"bytes_allocated", ROLE_BYTES_IN_USE, COL_BYTES_IN_USE},
-    {"bytes_reserved", ROLE_BYTES_RESERVED, COL_BYTES_RESERVED},
-    {"bytes_available", ROLE_BYTES_AVAILABLE, COL_BYTES_AVAILABLE},
-    {"peak_bytes_in_use", ROLE_PEAK_BYTES_IN_USE, COL_PEAK_BYTES_IN_USE},
+    {"requested_bytes", ROLE_TENSOR_BYTES, COL_TENSOR_BYTES},
+    {"allocation_bytes", ROLE_CHUNK_BYTES, COL_CHUNK_BYTES},
+    {"bytes_allocated", ROLE_HEAP_BYTES, COL_HEAP_BYTES},
+    {"bytes_reserved", ROLE_STACK_BYTES, COL_STACK_BYTES},
+    {"bytes_available", ROLE_FREE_BYTES, COL_FREE_BYTES},
+    {"peak_bytes_in_use", ROLE_ALLOCATOR_PEAK_BYTES, COL_ALLOCATOR_PEAK_BYTES},
     {"group_id", ROLE_GROUP_ID, COL_GROUP_ID},
     {"data_type", ROLE_DTYPE, COL_DTYPE},
     {"tf_op", ROLE_OP, COL_OP},

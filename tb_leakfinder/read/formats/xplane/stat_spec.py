@@ -54,12 +54,12 @@ PROGRAM_ID_STAT = "program_id"
 # The memory events' stats, by column.
 FILLS = (
     Fill("addr", UINT64, ("addr",)),
-    Fill("requested_bytes", INT, ("requested_bytes",)),
-    Fill("allocation_bytes", INT, ("allocation_bytes",)),
-    Fill("bytes_in_use", INT, ("bytes_allocated",)),
-    Fill("bytes_reserved", INT, ("bytes_reserved",)),
-    Fill("bytes_available", INT, ("bytes_available",)),
-    Fill("peak_bytes_in_use", INT, ("peak_bytes_in_use",)),
+    Fill("tensor_bytes", INT, ("requested_bytes",)),
+    Fill("chunk_bytes", INT, ("allocation_bytes",)),
+    Fill("heap_bytes", INT, ("bytes_allocated",)),
+    Fill("stack_bytes", INT, ("bytes_reserved",)),
+    Fill("free_bytes", INT, ("bytes_available",)),
+    Fill("allocator_peak_bytes", INT, ("peak_bytes_in_use",)),
     Fill("fragmentation", FLOAT, ("fragmentation",), 0.0),
     Fill("op", STRING, ("tf_op",)),
     Fill("shape", STRING, ("shape",)),
