@@ -30,6 +30,7 @@ def analyze(
     (`$TB_LEAKFINDER_CACHE_DIR`, else ~/.cache/tb_leakfinder) unless `cache` is False.
     Raises `tb_leakfinder.errors.LeakfinderError` for bad input.
     """
+    # Here, not at the top: TensorBoard imports this package for its entry point, which must stay light.
     from tb_leakfinder.analyses.query import select_allocator
     from tb_leakfinder.engine.engine import Engine
     from tb_leakfinder.store.disk_cache import DEFAULT_MAX_BYTES, DiskCache, disabled_by_env

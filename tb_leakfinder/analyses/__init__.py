@@ -1,1 +1,2 @@
-"""Pure functions over the model: no I/O and no TensorBoard."""
+"""Pure functions over the model, returning dataclasses: pairing, families, verdicts, forecasts, the static view,
+diffs, queries. May import the model and errors only: no I/O, no formats, no TensorBoard, no JSON."""

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID
+from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID, XPLANE_SUFFIX
 
 TENSORFLOW = "tensorflow"
 JAX = "jax"
@@ -128,7 +128,6 @@ def _late_note() -> str:
 def recorded_allocators(session_dir: pathlib.Path) -> set[str]:
     """The memory ids of the allocators whose events a session's profiles hold."""
     # Not at the top: `import tb_leakfinder` (which TensorBoard's entry point runs) stays free of numpy.
-    from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
     from tb_leakfinder.read.formats.xplane.reader import read_host
 
     names: set[str] = set()

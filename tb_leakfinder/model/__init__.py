@@ -1,1 +1,2 @@
-"""Plain columnar data decoded from profiles: no I/O, no analysis."""
+"""Plain columnar data in neutral terms (memory events, steps, buffer lifetimes, compiled programs' buffers):
+what every format reads into and every analysis reads. Imports nothing of tb_leakfinder."""

@@ -1,1 +1,2 @@
-"""Finding and decoding profile files: the only package that does I/O."""
+"""Finding and reading profile files, the only package that does I/O on them: discovery and files (through
+gfile, so gs:// and s3:// work) and the input formats. May import the model and errors; never analyses."""
