@@ -31,7 +31,7 @@ from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
-from tests.synthetic import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_ENV = reader.PURE_PYTHON_ENV

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import fsspec
 
 from tb_leakfinder.read.formats.xplane.reader import read_host
+from tb_leakfinder.testing.xspace_builder import synthesize_training
 from tests.demo import demo_xplane
-from tests.synthetic import synthesize_training
 
 SESSION = "2026_01_01_00_00_00"
 NUL = "\x00"

@@ -14,8 +14,8 @@ from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.engine.engine import Engine, _weight
 from tb_leakfinder.model.memory import EVENT_COLUMNS
 from tb_leakfinder.store.memory_cache import ComputeCache
-from tests.plugin_client import make_client
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.plugin_client import make_client
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 
 MIB = 1 << 20
 

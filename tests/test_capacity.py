@@ -8,7 +8,7 @@ import pytest
 from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note
 from tb_leakfinder.model.memory import MemoryEvents
 from tb_leakfinder.read.formats.xplane.decoder import decode
-from tests.synthetic import ProfileBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.training_loops import KIB, Loop, analyze
 
 MIB = 1024 * KIB
@@ -121,7 +121,7 @@ def test_demo_fixed_run_fragmentation_is_not_noted():
 
 def test_report_json_carries_the_fragmentation_note(tmp_path):
     import tb_leakfinder
-    from tests.synthetic import write_session
+    from tb_leakfinder.testing.xspace_builder import write_session
 
     b = ProfileBuilder("host0")
     b.add_memory_events(

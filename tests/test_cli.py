@@ -131,7 +131,7 @@ def test_report_text_gives_the_step_source_and_the_forecast():
 
 
 def test_report_text_without_step_information_speaks_of_windows(tmp_path):
-    from tests.synthetic import write_session
+    from tb_leakfinder.testing.xspace_builder import write_session
     from tests.training_loops import KIB, Loop
 
     loop = Loop("none", steps=30)

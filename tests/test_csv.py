@@ -10,10 +10,10 @@ import pathlib
 import pytest
 
 import tb_leakfinder
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
 from tb_leakfinder.views.csv import Table, neutralise
 from tests.cli_process import run_cli
-from tests.synthetic import synthesize_training, write_session
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO = ROOT / "demo_logs"

@@ -13,9 +13,9 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses.diff import compare, module_base_name, normalize_name
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.report import comparison_json
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 from tests.demo import DEMO_LOGS
-from tests.plugin_client import PREFIX, make_client
-from tests.synthetic import ProfileBuilder, write_session
 
 KIB = 1024
 

@@ -25,10 +25,10 @@ from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.store import disk_cache
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.store.json_shape import conforms
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
 from tests.demo import DEMO_LOGS, demo_xplane
-from tests.plugin_client import PREFIX, make_client
-from tests.synthetic import synthesize_training, write_session
 from tests.trees import assert_same
 
 

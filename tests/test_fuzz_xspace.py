@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
 from tests.fuzzing import (
     HUGE_DECLARATIONS,
     MAX_RSS_GROWTH_BYTES,
@@ -38,7 +39,6 @@ from tests.fuzzing import (
     wire_fields,
     xspace_seeds,
 )
-from tests.synthetic import ProfileBuilder, encode_varint
 
 CI_SEED = 20261129
 CI_INPUTS = 1200

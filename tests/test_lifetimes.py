@@ -7,7 +7,7 @@ import numpy as np
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME
 from tb_leakfinder.read.formats.xplane.decoder import decode
-from tests.synthetic import ProfileBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 
 MIB = 1 << 20
 

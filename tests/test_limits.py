@@ -13,9 +13,9 @@ import pytest
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.read.formats import xplane as xplane_format
 from tb_leakfinder.read.formats.xplane import reader
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 from tb_leakfinder.views import plugin
-from tests.plugin_client import PREFIX, make_client
-from tests.synthetic import ProfileBuilder, write_session
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "2026_11_29_09_31_25"

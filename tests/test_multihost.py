@@ -10,7 +10,7 @@ import pytest
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.formats.xplane import reader
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 
 HOSTS = 64
 

@@ -13,8 +13,8 @@ import pytest
 
 from tb_leakfinder.engine.engine import HostResult, analyze_file
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tests.demo import DEMO_LOGS
-from tests.synthetic import synthesize_training, write_session
 from tests.trees import assert_same
 
 

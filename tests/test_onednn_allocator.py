@@ -10,7 +10,7 @@ import pathlib
 
 import tb_leakfinder
 from tb_leakfinder.analyses.pipeline import MKLCPU_NOTE
-from tests.synthetic import ProfileBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 
 KIB = 1024
 STEP_PS = 1_000_000

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin_client import PREFIX, make_client
-from tests.synthetic import write_training
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.xspace_builder import write_training
 
 ONE_MB = 1_000_000
 RUN = "big/session"

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tests.demo import DEMO_LOGS, demo_xplane
-from tests.plugin_client import PREFIX, make_client
 
 
 @pytest.fixture(scope="module")

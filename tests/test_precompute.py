@@ -15,9 +15,9 @@ from tb_leakfinder.engine.precompute import analyze_task, precompute, ray_task, 
 from tb_leakfinder.errors import WorkerDiedError
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
 from tests.demo import ROOT
-from tests.synthetic import synthesize_training, write_session
 from tests.trees import assert_same
 
 HOSTS = 5

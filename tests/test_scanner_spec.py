@@ -16,7 +16,7 @@ import pytest
 from tb_leakfinder.model.memory import EVENT_COLUMNS
 from tb_leakfinder.read.formats.xplane import decoder, hlo, stat_spec
 from tb_leakfinder.read.formats.xplane.stat_spec import FILLS, INT, STRING, UINT64, Fill
-from tests.synthetic import synthesize_training
+from tb_leakfinder.testing.xspace_builder import synthesize_training
 
 ROOT = Path(__file__).resolve().parent.parent
 

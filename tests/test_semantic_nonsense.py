@@ -14,8 +14,8 @@ import pytest
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
 from tests.fuzzing import analyse_file, decoder_path, decoder_paths
-from tests.synthetic import ProfileBuilder, encode_varint
 
 STEPS = 8
 STEP_PS = 1_000_000

@@ -12,7 +12,7 @@ from tb_leakfinder.analyses.labels import format_duration_ps
 from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.analyses.step_sources import find_steps
 from tb_leakfinder.read.formats.xplane.decoder import decode
-from tests.synthetic import ProfileBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
 
 

@@ -9,7 +9,7 @@ import pytest
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.suspects import shape_pattern
 from tb_leakfinder.read.formats.xplane.decoder import decode
-from tests.synthetic import ProfileBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 
 KIB = 1024
 STEP_PS = 1_000_000

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.proto import XSpace, message_class
-from tests import synthetic
+from tb_leakfinder.testing import xspace_builder
 
 TF_LEAK = pathlib.Path(__file__).resolve().parents[1] / "demo_logs" / "tf_leak"
 MEMORY = ("MemoryAllocation", "MemoryDeallocation")
@@ -57,7 +57,7 @@ def _values(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_single_events_round_trip_with_tracking() -> None:
-    b = synthetic.ProfileBuilder("host7", timestamp_ns=6723)
+    b = xspace_builder.ProfileBuilder("host7", timestamp_ns=6723)
     b.allocator("GPU_0_bfc", limit_bytes=1 << 30, bytes_reserved=4096)
     b.step(3, 100, 900)
     b.alloc(200, 0x7F0000001000, 524288, op="Mul", shape="[128,1024]", step_id=-77)
@@ -113,7 +113,7 @@ def test_single_events_round_trip_with_tracking() -> None:
 def test_stat_order_and_kinds_match_real_tensorflow_capture() -> None:
     (path,) = TF_LEAK.glob("plugins/profile/*/*.xplane.pb")
     real = _decode(path.read_bytes())["events"]
-    b = synthetic.ProfileBuilder()
+    b = xspace_builder.ProfileBuilder()
     b.alloc(1, 4096, 256)
     b.free(2, 4096, 256)
     made = _decode(b.to_bytes())["events"]
@@ -127,7 +127,7 @@ def test_stat_order_and_kinds_match_real_tensorflow_capture() -> None:
 
 
 def test_uint64_omit_kinds_and_overrides() -> None:
-    b = synthetic.ProfileBuilder(int_kind="uint64")
+    b = xspace_builder.ProfileBuilder(int_kind="uint64")
     b.add_memory_events(
         [10, 20],
         [ALLOC, FREE],
@@ -165,7 +165,7 @@ int64s = st.integers(-(2**63), 2**63 - 1)
 def test_vectorized_encoding_decodes_to_the_values_given(rows: list[tuple[int, int, int, int, str]]) -> None:
     """Any int64 time/id/size and uint64 address survives the numpy wire encoder."""
     time_ps, addr, nbytes, step_id, op = (list(c) for c in zip(*rows, strict=True))
-    b = synthetic.ProfileBuilder()
+    b = xspace_builder.ProfileBuilder()
     b.add_memory_events(
         np.array(time_ps, np.int64), ALLOC, np.array(addr, np.uint64), np.array(nbytes, np.int64), op=op, step_id=step_id
     )
@@ -191,11 +191,11 @@ def test_bulk_and_single_events_give_identical_bytes() -> None:
     region = np.where(kind == ALLOC, "output", "")
     dtype = np.where(kind == ALLOC, 1, 0)
 
-    bulk = synthetic.ProfileBuilder()
+    bulk = xspace_builder.ProfileBuilder()
     bulk.add_memory_events(
         time_ps, kind, addr, size, allocator=alloc_name, op=op, shape=shape, region=region, dtype=dtype, line=line
     )
-    single = synthetic.ProfileBuilder()
+    single = xspace_builder.ProfileBuilder()
     for i in range(n):
         common = {"allocator": str(alloc_name[i]), "line": str(line[i])}
         if kind[i] == ALLOC:
@@ -238,7 +238,7 @@ def _replay(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_synthesized_training_holds_what_it_plants() -> None:
-    builder, planted = synthetic.synthesize_training(num_events=20_000, steps=12, cache_entries=4, seed=3)
+    builder, planted = xspace_builder.synthesize_training(num_events=20_000, steps=12, cache_entries=4, seed=3)
     decoded = _decode(builder.to_bytes())
     replay = _replay(decoded["events"])
     leak = planted["leak"]
@@ -289,9 +289,9 @@ def test_synthesized_training_holds_what_it_plants() -> None:
 
 
 def test_spooled_write_equals_in_memory_bytes(tmp_path: pathlib.Path) -> None:
-    in_memory, planted = synthetic.synthesize_training(num_events=5_000, steps=5, seed=9)
+    in_memory, planted = xspace_builder.synthesize_training(num_events=5_000, steps=5, seed=9)
     path = tmp_path / "spooled.xplane.pb"
-    written = synthetic.write_training(path, num_events=5_000, steps=5, seed=9)
+    written = xspace_builder.write_training(path, num_events=5_000, steps=5, seed=9)
     assert path.read_bytes() == in_memory.to_bytes()
     assert written["file_bytes"] == path.stat().st_size
     assert written["peak_bytes_in_use"] == planted["peak_bytes_in_use"]
@@ -302,7 +302,7 @@ def test_hlo_module_and_task_environment_planes() -> None:
     hlo = hlo_class()
     hlo.hlo_module.name = "jit_train_step"
     hlo.hlo_module.id = 10
-    b = synthetic.ProfileBuilder(start_time_ns=1_795_946_635_387_916_431)
+    b = xspace_builder.ProfileBuilder(start_time_ns=1_795_946_635_387_916_431)
     b.step(0, 0, 5_000_000)
     b.add_hlo_module("jit_train_step(10)", hlo.SerializeToString())
     b.add_hlo_module("other", b"", program_id=7)
@@ -328,15 +328,15 @@ def test_hlo_module_and_task_environment_planes() -> None:
 
 
 def test_write_session_layout(tmp_path: pathlib.Path) -> None:
-    hosts = {name: synthetic.ProfileBuilder(name) for name in ("h0", "h1")}
+    hosts = {name: xspace_builder.ProfileBuilder(name) for name in ("h0", "h1")}
     for i, b in enumerate(hosts.values()):
         b.alloc(1, 4096, 256 << i)
-    paths = synthetic.write_session(tmp_path, "leak", "2026_11_29_10_00_00", hosts)
+    paths = xspace_builder.write_session(tmp_path, "leak", "2026_11_29_10_00_00", hosts)
     session = tmp_path / "leak" / "plugins" / "profile" / "2026_11_29_10_00_00"
     assert paths == [str(session / "h0.xplane.pb"), str(session / "h1.xplane.pb")]
     for path, b in zip(paths, hosts.values(), strict=True):
         assert pathlib.Path(path).read_bytes() == b.to_bytes()
-    (root,) = synthetic.write_session(tmp_path, "", "s", {"h0": hosts["h0"]})
+    (root,) = xspace_builder.write_session(tmp_path, "", "s", {"h0": hosts["h0"]})
     assert root == str(tmp_path / "plugins" / "profile" / "s" / "h0.xplane.pb")
 
 
@@ -351,7 +351,7 @@ print(json.dumps({name: a["profileSummary"] for name, a in profile.items()}))
 
 @pytest.mark.skipif(importlib.util.find_spec("xprof") is None, reason="xprof is not installed")
 def test_xprof_memory_profile_sees_the_tracked_peaks(tmp_path: pathlib.Path) -> None:
-    builder, planted = synthetic.synthesize_training(num_events=6_000, steps=8, seed=5)
+    builder, planted = xspace_builder.synthesize_training(num_events=6_000, steps=8, seed=5)
     path = tmp_path / "host0.xplane.pb"
     builder.write(path)
     # XProf's native code runs in its own process (see docs: it can clash with other native libraries).
@@ -367,7 +367,7 @@ def test_xprof_memory_profile_sees_the_tracked_peaks(tmp_path: pathlib.Path) -> 
 
 
 def test_accelerator_conventions_are_written_as_given() -> None:
-    b = synthetic.ProfileBuilder(timestamp_ns=500)
+    b = xspace_builder.ProfileBuilder(timestamp_ns=500)
     b.alloc(10, 0x100, 64, allocator="2", id_stat="index_on_host", group_id=7)
     b.free(20, 0x100, 64, allocator="2", id_stat="device_ordinal")
     b.alloc(30, 0x100, 64, allocator="GPU_0_bfc", group_id=-3)
@@ -378,7 +378,7 @@ def test_accelerator_conventions_are_written_as_given() -> None:
     b.device_event("/device:GPU:0", "Stream #2", "kernel", 1, 2)
     decoded = _decode(b.to_bytes())
     memory = [e for e in decoded["events"] if e["name"] in MEMORY]
-    ids = [{k: v for k, v in e["stats"].items() if k in synthetic.ID_STATS} for e in memory]
+    ids = [{k: v for k, v in e["stats"].items() if k in xspace_builder.ID_STATS} for e in memory]
     assert ids == [
         {"index_on_host": ("int64_value", 2)},
         {"device_ordinal": ("int64_value", 2)},
@@ -406,7 +406,7 @@ def test_accelerator_conventions_are_written_as_given() -> None:
 
 
 def test_synthesized_devices_hold_what_they_plant() -> None:
-    b, planted = synthetic.synthesize_devices(4, 5, leak_device=2, stack_bytes=1 << 34, preallocated_bytes=1 << 20)
+    b, planted = xspace_builder.synthesize_devices(4, 5, leak_device=2, stack_bytes=1 << 34, preallocated_bytes=1 << 20)
     decoded = _decode(b.to_bytes())
     memory = [e for e in decoded["events"] if e["name"] in MEMORY]
     by_device: dict[int, list[dict[str, Any]]] = defaultdict(list)

@@ -34,8 +34,8 @@ from tb_leakfinder.model.memory import (
     HostProfile,
 )
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.demo import DEMO_LOGS
-from tests.synthetic import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.xprof_oracle import xprof_tool
 
 scanner = reader.compiled_scanner()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
 from tb_leakfinder.read.formats.xplane.decoder import decode
-from tests.synthetic import ProfileBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 
 KIB = 1024
 STEP_PS = 100_000_000_000  # 100 ms

@@ -17,7 +17,7 @@ import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 const BUILD_FAMILIES = `
 import itertools
 import sys
-from tests.synthetic import ProfileBuilder, write_session
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 
 KIB, STEP_PS = 1024, 1_000_000
 

@@ -1,4 +1,4 @@
-"""A werkzeug test client for TensorBoard with the Leaks plugin on a logdir."""
+"""A werkzeug test client for TensorBoard with the Leaks plugin on a logdir (tests, benchmarks, tools)."""
 
 from __future__ import annotations
 

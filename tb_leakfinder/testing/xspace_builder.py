@@ -307,7 +307,7 @@ class _DevicePlane:
 
 
 def _column(value: Any, n: int, dtype: type) -> np.ndarray:
-    column = np.asarray(value, dtype=dtype)
+    column: np.ndarray = np.asarray(value, dtype=dtype)
     return np.broadcast_to(column, (n,)) if column.ndim == 0 else column
 
 
