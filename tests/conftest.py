@@ -1,4 +1,4 @@
-"""Shared fixtures (helpers live in plain modules: tests/demo.py, tests/synthetic.py, tests/fuzzing.py)."""
+"""Shared fixtures (helpers live in plain modules under tests/support/; the profile builder is tb_leakfinder.testing)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from tests.demo import DEMO_LOGS
+from tests.support.demo import DEMO_LOGS
 
 # Read through TensorBoard's own gfile (fsspec behind it), as users without TensorFlow do: with TensorFlow
 # installed (the capture tests need it) tensorboard.compat.tf would be TensorFlow, whose gfile knows no memory://.

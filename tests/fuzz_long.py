@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fuzzing import Tally, decoder_paths, fuzz_inputs, hlo_inputs, peak_rss_bytes, run_differential, run_hlo_input
+from tests.support.fuzzing import Tally, decoder_paths, fuzz_inputs, hlo_inputs, peak_rss_bytes, run_differential, run_hlo_input
 
 HANG_SECONDS = 120
 PROGRESS_EVERY = 5000

@@ -24,8 +24,8 @@ from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, write_session
 from tb_leakfinder.views.text import render_report
-from tests.fuzzing import decoder_path, decoder_paths
-from tests.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, XPROF_STACK_ROW, memory_profile_allocators
+from tests.support.fuzzing import decoder_path, decoder_paths
+from tests.support.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, XPROF_STACK_ROW, memory_profile_allocators
 
 GIB, MIB = 1 << 30, 1 << 20
 STEPS = 8

@@ -9,7 +9,7 @@ from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note
 from tb_leakfinder.model.memory import MemoryEvents
 from tb_leakfinder.read.formats.xplane.decoder import decode
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
-from tests.training_loops import KIB, Loop, analyze
+from tests.support.training_loops import KIB, Loop, analyze
 
 MIB = 1024 * KIB
 FREE_AT_END = int(15.2 * (1 << 30))
@@ -112,7 +112,7 @@ def test_no_fragmentation_note(fragmentation, available, nbytes):
 def test_demo_fixed_run_fragmentation_is_not_noted():
     """tf_fixed's CPU allocator is 65% fragmented at the peak, but 64 GiB are free: nothing can fail."""
     import tb_leakfinder
-    from tests.demo import demo_xplane
+    from tests.support.demo import demo_xplane
 
     (run,) = tb_leakfinder.analyze(str(demo_xplane("tf_fixed")))["runs"]
     (a,) = run["hosts"][0]["allocators"]

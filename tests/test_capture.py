@@ -1,6 +1,6 @@
 """tb_leakfinder.capture and the Keras callback, with real TensorFlow and JAX on CPU.
 
-Each program of tests/capture_programs.py runs in a process of its own (TensorFlow reads
+Each program of tests/support/capture_programs.py runs in a process of its own (TensorFlow reads
 TF_CPU_ALLOCATOR_USE_BFC at import; the frameworks' native libraries stay out of this one).
 Without a framework installed its tests skip, unless TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1 (CI).
 """
@@ -20,7 +20,7 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.analyses.pipeline import MKLCPU_NOTE
 from tb_leakfinder.capture.helper import Capture, CaptureError, detect_framework, tensorflow_cpu_allocator
-from tests import capture_programs
+from tests.support import capture_programs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -35,7 +35,7 @@ def _need(module: str) -> None:
 def run_program(
     name: str, logdir: pathlib.Path, bfc: bool = True, keras_backend: str = "tensorflow", onednn: bool | None = None
 ) -> dict:
-    """Runs a program of tests/capture_programs.py; `onednn` sets TF_ENABLE_ONEDNN_OPTS (None: as this process has it)."""
+    """Runs a program of tests/support/capture_programs.py; `onednn` sets TF_ENABLE_ONEDNN_OPTS (None: as this process has it)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": keras_backend}
     env.pop("TF_CPU_ALLOCATOR_USE_BFC", None)
     if bfc:
@@ -43,7 +43,7 @@ def run_program(
     if onednn is not None:
         env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "capture_programs.py"), name, str(logdir)],
+        [sys.executable, str(ROOT / "tests" / "support" / "capture_programs.py"), name, str(logdir)],
         env=env,
         capture_output=True,
         text=True,

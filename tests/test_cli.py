@@ -16,9 +16,9 @@ import pytest
 from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import main
 from tb_leakfinder.views.terminal import visible
-from tests.cli_process import run_cli as cli
-from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
-from tests.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
+from tests.support.cli_process import run_cli as cli
+from tests.support.demo import DEMO_LOGS, demo_capture, demo_xplane
+from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 
 
 def test_console_script_is_installed():
@@ -132,7 +132,7 @@ def test_report_text_gives_the_step_source_and_the_forecast():
 
 def test_report_text_without_step_information_speaks_of_windows(tmp_path):
     from tb_leakfinder.testing.xspace_builder import write_session
-    from tests.training_loops import KIB, Loop
+    from tests.support.training_loops import KIB, Loop
 
     loop = Loop("none", steps=30)
     write_session(tmp_path, "run", "s1", {"host0": loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]"))})
@@ -212,7 +212,7 @@ def test_diff_markdown_names_the_new_family_and_its_onset(tmp_path):
 
 
 def _exports(logdir: str, out, run_cli) -> None:
-    """`report` and `diff` with every export, over a logdir whose names are those of tests/names.py."""
+    """`report` and `diff` with every export, over a logdir whose names are those of tests/support/names.py."""
     for command in (["report", logdir], ["diff", logdir, logdir, "--markdown", str(out / "diff.md")]):
         code, stderr = run_cli([*command, "--html", str(out / f"{command[0]}.html"), "--csv", str(out / command[0])])
         assert code in (0, 1) and "Traceback" not in stderr, stderr

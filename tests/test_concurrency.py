@@ -11,7 +11,7 @@ import pytest
 
 from tb_leakfinder.read.formats import xplane as xplane_format
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
-from tests.demo import demo_xplane
+from tests.support.demo import demo_xplane
 
 RUN, SESSION, HOST = "train", "2026_11_29_09_31_25", "host0"
 CONCURRENT = 16

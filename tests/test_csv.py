@@ -13,7 +13,7 @@ import tb_leakfinder
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
 from tb_leakfinder.views.csv import Table, neutralise
-from tests.cli_process import run_cli
+from tests.support.cli_process import run_cli
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO = ROOT / "demo_logs"

@@ -15,7 +15,7 @@ from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.report import comparison_json
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
-from tests.demo import DEMO_LOGS
+from tests.support.demo import DEMO_LOGS
 
 KIB = 1024
 

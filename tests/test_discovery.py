@@ -7,7 +7,7 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import discovery
-from tests.demo import demo_xplane
+from tests.support.demo import demo_xplane
 
 
 def _touch(path, data: bytes = b"") -> None:

@@ -28,8 +28,8 @@ from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
-from tests.demo import DEMO_LOGS, demo_xplane
-from tests.trees import assert_same
+from tests.support.demo import DEMO_LOGS, demo_xplane
+from tests.support.trees import assert_same
 
 
 def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:

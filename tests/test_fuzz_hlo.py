@@ -3,7 +3,7 @@
 Seeds are the HloProtos of the demo captures' `/host:metadata` planes (JAX
 writes them) and synthesised modules with parameters, constants, live-out
 and thread-local allocations, tuple shapes, SHARE_WITH events and stack
-frames. The mutator is the XSpace fuzz's own (tests/fuzzing.py).
+frames. The mutator is the XSpace fuzz's own (tests/support/fuzzing.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError
-from tests.fuzzing import (
+from tests.support.fuzzing import (
     MAX_SECONDS_PER_INPUT,
     Tally,
     encode_varint,

@@ -21,7 +21,7 @@ import pytest
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
-from tests.fuzzing import (
+from tests.support.fuzzing import (
     HUGE_DECLARATIONS,
     MAX_RSS_GROWTH_BYTES,
     MAX_SECONDS_PER_INPUT,
@@ -94,7 +94,7 @@ def test_declared_huge_lengths_allocate_nothing_like_them(tmp_path):
     script = f"""
 import json, resource, sys
 sys.path.insert(0, {str(ROOT)!r})
-from tests.fuzzing import HUGE_DECLARATIONS, Tally, analyse_file, run_input
+from tests.support.fuzzing import HUGE_DECLARATIONS, Tally, analyse_file, run_input
 from pathlib import Path
 vm = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize")).split()[1]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), resource.RLIM_INFINITY))

@@ -16,7 +16,7 @@ from tb_leakfinder.read.formats import xplane as xplane_format
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
-from tests.cli_process import run_cli
+from tests.support.cli_process import run_cli
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO = ROOT / "demo_logs"

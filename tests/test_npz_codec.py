@@ -14,8 +14,8 @@ import pytest
 from tb_leakfinder.engine.engine import HostResult, analyze_file
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
-from tests.demo import DEMO_LOGS
-from tests.trees import assert_same
+from tests.support.demo import DEMO_LOGS
+from tests.support.trees import assert_same
 
 
 def round_trip(value: Any, hint: Any) -> Any:

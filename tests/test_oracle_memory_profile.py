@@ -12,8 +12,8 @@ from tb_leakfinder.analyses.breakdown import live_at
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.steps import containing_step
 from tb_leakfinder.read.formats.xplane.reader import read_host
-from tests.demo import demo_xplane
-from tests.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, memory_profile_allocators
+from tests.support.demo import demo_xplane
+from tests.support.xprof_oracle import XPROF_BEFORE_WINDOW_ROW, memory_profile_allocators
 
 
 @pytest.mark.parametrize("tb_run", ["tf_leak", "tf_fixed"])

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
-from tests.demo import DEMO_LOGS, demo_xplane
+from tests.support.demo import DEMO_LOGS, demo_xplane
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from tb_leakfinder.read import discovery, files
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
-from tests.demo import ROOT
-from tests.trees import assert_same
+from tests.support.demo import ROOT
+from tests.support.trees import assert_same
 
 HOSTS = 5
 

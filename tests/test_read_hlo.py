@@ -13,7 +13,7 @@ import pytest
 from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read.formats.xplane import decoder, hlo
-from tests.demo import DEMO_LOGS, demo_capture, demo_xplane
+from tests.support.demo import DEMO_LOGS, demo_capture, demo_xplane
 
 JAX_RUNS = ("jax_liveout", "jax_clean")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tb_leakfinder
-from tests.demo import demo_capture, demo_xplane
+from tests.support.demo import demo_capture, demo_xplane
 
 
 def _allocator(report: dict) -> dict:

@@ -2,7 +2,7 @@
 
 Each case runs through both decoder paths (the reference decoder and the C
 scanner) and through everything the plugin answers: report, timeline and
-buffers (tests/fuzzing.py `analyse_file`).
+buffers (tests/support/fuzzing.py `analyse_file`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
-from tests.fuzzing import analyse_file, decoder_path, decoder_paths
+from tests.support.fuzzing import analyse_file, decoder_path, decoder_paths
 
 STEPS = 8
 STEP_PS = 1_000_000

@@ -21,7 +21,7 @@ from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.formats.xplane import decoder, hlo
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tb_leakfinder.views.text import render_module, render_modules
-from tests.demo import demo_capture, demo_xplane
+from tests.support.demo import demo_capture, demo_xplane
 
 JAX_RUNS = ("jax_liveout", "jax_clean")
 MIB = float(1 << 20)

@@ -13,7 +13,7 @@ from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.analyses.step_sources import find_steps
 from tb_leakfinder.read.formats.xplane.decoder import decode
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
-from tests.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
+from tests.support.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
 
 
 def _kinds(h: HostAnalysis) -> dict[str, str]:

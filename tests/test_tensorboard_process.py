@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.demo import DEMO_LOGS
+from tests.support.demo import DEMO_LOGS
 
 
 def _free_port() -> int:

@@ -35,8 +35,8 @@ from tb_leakfinder.model.memory import (
 )
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
-from tests.demo import DEMO_LOGS
-from tests.xprof_oracle import xprof_tool
+from tests.support.demo import DEMO_LOGS
+from tests.support.xprof_oracle import xprof_tool
 
 scanner = reader.compiled_scanner()
 if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  # CI builds it: not skipping there

@@ -16,7 +16,7 @@ import fsspec
 
 from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.testing.xspace_builder import synthesize_training
-from tests.demo import demo_xplane
+from tests.support.demo import demo_xplane
 
 SESSION = "2026_01_01_00_00_00"
 NUL = "\x00"

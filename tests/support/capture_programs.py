@@ -1,6 +1,6 @@
 """Training programs that record their profile with tb_leakfinder.capture; tests/test_capture.py runs each in a process.
 
-    python tests/capture_programs.py PROGRAM LOGDIR
+    python tests/support/capture_programs.py PROGRAM LOGDIR
 
 prints one JSON object: the report of the capture plus what the program saw (warnings, modules loaded).
 Each runs in its own process because TensorFlow reads TF_CPU_ALLOCATOR_USE_BFC at import and because

@@ -33,7 +33,7 @@ from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PURE_ENV = reader.PURE_PYTHON_ENV
 REQUIRE_SCANNER_ENV = "TB_LEAKFINDER_REQUIRE_SCANNER"  # set by tests/run.sh, which builds the scanner
 # Bounded time: generous enough never to flake on a loaded 2-core CI machine.
