@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
 import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 
-// Training loops as tests/test_suspects_and_verdict.py's Loop builds them: each
+// Training loops as tests/unit/analyses/test_suspects_and_verdict.py's Loop builds them: each
 // step makes and frees a MatMul temporary, and `keep` adds what stays:
 // - fam_clean: a Mul output freed within its step, 40 steps;
 // - fam_late: the same Mul output freed until step 20 and kept from then on;

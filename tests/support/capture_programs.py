@@ -1,4 +1,4 @@
-"""Training programs that record their profile with tb_leakfinder.capture; tests/test_capture.py runs each in a process.
+"""Programs that record their profile with tb_leakfinder.capture; tests/integration/test_capture.py runs each in a process.
 
     python tests/support/capture_programs.py PROGRAM LOGDIR
 

@@ -1,4 +1,4 @@
-"""The fuzz harness shared by the fuzz tests and tests/fuzz_long.py.
+"""The fuzz harness shared by the fuzz tests and tests/fuzz/fuzz_long.py.
 
 A seeded, structure-aware mutator (deterministic: a failure reproduces from its
 seed and index) over real captures and synthesised profiles; each input runs

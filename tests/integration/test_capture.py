@@ -21,8 +21,7 @@ import tb_leakfinder
 from tb_leakfinder.analyses.pipeline import MKLCPU_NOTE
 from tb_leakfinder.capture.helper import Capture, CaptureError, detect_framework, tensorflow_cpu_allocator
 from tests.support import capture_programs
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.support.demo import ROOT
 
 
 def _need(module: str) -> None:

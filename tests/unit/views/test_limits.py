@@ -6,7 +6,6 @@ import json
 import resource
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,8 @@ from tb_leakfinder.read.formats.xplane import reader
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 from tb_leakfinder.views import plugin
+from tests.support.demo import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SESSION = "2026_11_29_09_31_25"
 MANY_RUNS = 3000
 # Listing MANY_RUNS runs must take less than this: generous for a loaded CI machine; decoding them would take minutes.

@@ -35,7 +35,7 @@ from tb_leakfinder.model.memory import (
 )
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
-from tests.support.demo import DEMO_LOGS
+from tests.support.demo import DEMO_LOGS, ROOT
 from tests.support.xprof_oracle import xprof_tool
 
 scanner = reader.compiled_scanner()
@@ -721,7 +721,7 @@ def test_out_of_address_space_is_a_memory_error_and_leaves_the_process_sound(tmp
     path = tmp_path / "host0.xplane.pb"
     path.write_bytes(data)
     limits = [str(mb) for mb in range(8, 168, 8)]  # MB of address space left to the scan: none enough, then all
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", _UNDER_AN_ADDRESS_SPACE_LIMIT, str(path), *limits, "4096"],
         capture_output=True,

@@ -1,6 +1,6 @@
 """The long fuzz run: the CI fuzz harness for 100,000+ inputs (not collected by pytest).
 
-    python tests/fuzz_long.py --inputs 100000 --seed 1 --out fuzz_long.json
+    python tests/fuzz/fuzz_long.py --inputs 100000 --seed 1 --out fuzz_long.json
 
 Each XSpace input goes through both decoder paths (the pure-Python reference
 decoder and the C scanner, when built) and their answers are compared; then
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.support.fuzzing import Tally, decoder_paths, fuzz_inputs, hlo_inputs, peak_rss_bytes, run_differential, run_hlo_input
 

@@ -5,7 +5,7 @@ seed and index) takes real captures and synthesised profiles and truncates
 them, flips bits, rewrites length prefixes and varints, changes wire types,
 declares huge lengths and nests groups deeply. Each input goes through what
 the plugin runs: `read_host`, `analyze_host`, the report, timeline and buffer
-JSON. `tests/fuzz_long.py` runs the same harness for 100,000+ inputs.
+JSON. `tests/fuzz/fuzz_long.py` runs the same harness for 100,000+ inputs.
 """
 
 from __future__ import annotations

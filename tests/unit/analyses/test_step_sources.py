@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pathlib
 
 import pytest
 
@@ -13,6 +12,7 @@ from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.analyses.step_sources import find_steps
 from tb_leakfinder.read.formats.xplane.decoder import decode
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
+from tests.support.demo import ROOT
 from tests.support.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
 
 
@@ -219,7 +219,7 @@ def test_root_events_of_an_input_pipeline_thread_are_not_steps():
     assert h.allocators[0].suspects.groups[0].bytes_per_step == 512 * KIB
 
 
-UNMARKED = pathlib.Path(__file__).parent / "data" / "tf_unmarked"
+UNMARKED = ROOT / "tests" / "data" / "tf_unmarked"
 
 
 @pytest.mark.parametrize("program", ["keras_fit", "tf_function"])

@@ -1,6 +1,6 @@
 """oneDNN's `mklcpu` allocator records only large blocks: its no-leak report is inconclusive, a leak it shows stands.
 
-Real captures with oneDNN on and off are in tests/test_capture.py; these profiles are synthesized, with the
+Real captures with oneDNN on and off are in tests/integration/test_capture.py; these profiles are synthesized, with the
 memory id TensorFlow 2.21 gives mklcpu's events.
 """
 

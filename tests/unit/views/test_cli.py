@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import main
 from tb_leakfinder.views.terminal import visible
 from tests.support.cli_process import run_cli as cli
-from tests.support.demo import DEMO_LOGS, demo_capture, demo_xplane
+from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 
 
@@ -161,7 +160,7 @@ def test_check_into_a_closed_pipe_prints_no_traceback():
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
 
 
-ACCURACY = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "accuracy" / "captures"
+ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,7 @@ from tb_leakfinder.model.memory import EVENT_COLUMNS
 from tb_leakfinder.read.formats.xplane import decoder, hlo, stat_spec
 from tb_leakfinder.read.formats.xplane.stat_spec import FILLS, INT, STRING, UINT64, Fill
 from tb_leakfinder.testing.xspace_builder import synthesize_training
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.demo import ROOT
 
 
 def _generator() -> ModuleType:

@@ -17,8 +17,8 @@ from tb_leakfinder.testing.xspace_builder import synthesize_training, write_sess
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
 from tests.support.cli_process import run_cli
+from tests.support.demo import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO = ROOT / "demo_logs"
 EVIL_OP = "</script><script>alert(1)</script><!--<img src=x onerror=alert(2)>"
 

@@ -14,8 +14,8 @@ from tb_leakfinder.testing.xspace_builder import synthesize_training, write_sess
 from tb_leakfinder.views import cli
 from tb_leakfinder.views.csv import Table, neutralise
 from tests.support.cli_process import run_cli
+from tests.support.demo import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO = ROOT / "demo_logs"
 EVIL_OP = '=HYPERLINK("http://example.invalid","x")<img src=x onerror=alert(1)>'
 

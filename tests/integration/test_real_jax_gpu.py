@@ -7,13 +7,12 @@ the other GEMM sizes, and each frees what a size used before the next.
 
 from __future__ import annotations
 
-import pathlib
-
 import pytest
 
 import tb_leakfinder
+from tests.support.demo import ROOT
 
-SHARED = pathlib.Path(__file__).resolve().parent.parent.parent / "shared" / "profiles" / "jax_gpu"
+SHARED = ROOT.parent / "shared" / "profiles" / "jax_gpu"
 # (GPU_0_bfc peak, its allocations and frees, xla_gpu_host_bfc's)
 EXPECTED = {
     "amd_jax08_attn": (452_985_344, 126, 126, 18, 18),

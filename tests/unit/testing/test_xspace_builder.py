@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.proto import XSpace, message_class
 from tb_leakfinder.testing import xspace_builder
+from tests.support.demo import ROOT
 
-TF_LEAK = pathlib.Path(__file__).resolve().parents[1] / "demo_logs" / "tf_leak"
+TF_LEAK = ROOT / "demo_logs" / "tf_leak"
 MEMORY = ("MemoryAllocation", "MemoryDeallocation")
 
 
