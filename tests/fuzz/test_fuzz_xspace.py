@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,12 +44,6 @@ CI_INPUTS = 1200
 
 
 # --- the tests ---------------------------------------------------------------
-
-
-@pytest.fixture(params=decoder_paths())
-def decoder(request) -> Iterator[str]:
-    with decoder_path(request.param):
-        yield request.param
 
 
 def test_wire_scanner_reads_every_seed():

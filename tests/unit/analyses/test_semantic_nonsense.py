@@ -15,17 +15,11 @@ import pytest
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
-from tests.support.fuzzing import analyse_file, decoder_path, decoder_paths
+from tests.support.fuzzing import analyse_file
 
 STEPS = 8
 STEP_PS = 1_000_000
 LEAK_BYTES = 1 << 20
-
-
-@pytest.fixture(params=decoder_paths())
-def decoder(request):
-    with decoder_path(request.param):
-        yield request.param
 
 
 def leaking(builder: ProfileBuilder | None = None, **event_args) -> ProfileBuilder:

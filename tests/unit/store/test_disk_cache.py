@@ -39,16 +39,6 @@ def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("tb_leakfinder.read.formats.xplane.read_host", refuse)
 
 
-def _write_hosts(logdir: Path, hosts: int, events: int = 4_000) -> list[str]:
-    builders = {}
-    for h in range(hosts):
-        leak = (1 << 20) * (h % 2)
-        builders[f"host{h}"], _ = synthesize_training(
-            num_events=events, steps=8, allocators=("GPU_0_bfc",), leak_bytes_per_step=leak, hostname=f"host{h}", seed=h
-        )
-    return write_session(logdir, "train", "session", builders)
-
-
 def _get(client, route: str) -> dict:
     response = client.get(f"{PREFIX}/{route}")
     body = json.loads(response.get_data())
@@ -81,8 +71,8 @@ def test_a_restarted_tensorboard_answers_from_the_cache_without_decoding(tmp_pat
     assert plugin.engine.analyses == 0 and plugin.engine.disk.hits == 1
 
 
-def test_the_report_alone_reads_only_the_report_member(tmp_path, monkeypatch):
-    paths = _write_hosts(tmp_path / "logs", 3)
+def test_the_report_alone_reads_only_the_report_member(write_pod, tmp_path, monkeypatch):
+    paths = write_pod(tmp_path / "logs", 3)
     cache = DiskCache(str(tmp_path / "cache"))
     expected = Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
     _no_decoding(monkeypatch)
@@ -122,8 +112,8 @@ def _flip(entry: Path, offset: int) -> None:
 
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_an_entry_that_cannot_be_trusted_is_ignored_and_rewritten(tmp_path, corruption):
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+def test_an_entry_that_cannot_be_trusted_is_ignored_and_rewritten(write_pod, tmp_path, corruption):
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = DiskCache(str(tmp_path / "cache"))
     engine = Engine.for_path(path, disk=cache)
     expected = engine.report()
@@ -140,8 +130,8 @@ def test_an_entry_that_cannot_be_trusted_is_ignored_and_rewritten(tmp_path, corr
     assert_same(original.unwrap(), reread.unwrap())
 
 
-def test_a_touched_profile_is_analysed_again_into_the_same_entry(tmp_path):
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+def test_a_touched_profile_is_analysed_again_into_the_same_entry(write_pod, tmp_path):
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = DiskCache(str(tmp_path / "cache"))
     Engine.for_path(path, disk=cache).report()
     st = os.stat(path)
@@ -152,9 +142,9 @@ def test_a_touched_profile_is_analysed_again_into_the_same_entry(tmp_path):
     assert Engine.for_path(path, disk=cache).analyses == 0
 
 
-def test_an_hlo_file_xprof_writes_later_makes_the_stored_analysis_stale(tmp_path):
+def test_an_hlo_file_xprof_writes_later_makes_the_stored_analysis_stale(write_pod, tmp_path):
     """XProf writes a session's `.hlo_proto.pb` files when the Profile tab first opens it; they join the analysis."""
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = DiskCache(str(tmp_path / "cache"))
     before = Engine.for_path(path, disk=cache).report()
     assert before["runs"][0]["hosts"][0]["modules"] == []
@@ -168,8 +158,8 @@ def test_an_hlo_file_xprof_writes_later_makes_the_stored_analysis_stale(tmp_path
     assert again.report() == after and again.analyses == 0
 
 
-def test_a_corrupt_profile_keeps_its_error_entry(tmp_path, monkeypatch):
-    paths = _write_hosts(tmp_path / "logs", 2)
+def test_a_corrupt_profile_keeps_its_error_entry(write_pod, tmp_path, monkeypatch):
+    paths = write_pod(tmp_path / "logs", 2)
     Path(paths[1]).write_bytes(Path(paths[1]).read_bytes()[:-9])
     cache = DiskCache(str(tmp_path / "cache"))
     expected = Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
@@ -182,8 +172,8 @@ def _folder_bytes(cache: DiskCache) -> int:
     return sum(p.stat().st_size for p in Path(cache.folder).iterdir() if p.name.endswith(disk_cache.SUFFIX))
 
 
-def test_the_folder_is_bounded_least_recently_used_first(tmp_path):
-    paths = _write_hosts(tmp_path / "logs", 3)
+def test_the_folder_is_bounded_least_recently_used_first(write_pod, tmp_path):
+    paths = write_pod(tmp_path / "logs", 3)
     probe = DiskCache(str(tmp_path / "probe"))
     Engine.for_path(paths[0], disk=probe).report()
     size = _folder_bytes(probe)
@@ -204,9 +194,9 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
 
 
-def test_a_read_only_logdir_is_never_written(tmp_path, capsys):
+def test_a_read_only_logdir_is_never_written(write_pod, tmp_path, capsys):
     logdir = tmp_path / "logs"
-    _write_hosts(logdir, 2)
+    write_pod(logdir, 2)
     for p in [logdir, *logdir.rglob("*")]:
         p.chmod(stat.S_IREAD | stat.S_IEXEC if p.is_dir() else stat.S_IREAD)
     before = _tree(logdir)
@@ -224,8 +214,8 @@ def test_a_read_only_logdir_is_never_written(tmp_path, capsys):
             p.chmod(0o755 if p.is_dir() else 0o644)
 
 
-def test_the_cli_uses_the_cache_unless_told_not_to(tmp_path, monkeypatch, capsys):
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+def test_the_cli_uses_the_cache_unless_told_not_to(write_pod, tmp_path, monkeypatch, capsys):
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = str(tmp_path / "cache")
     assert cli.main(["report", path, "--json", "--cache-dir", cache]) == 0
     expected = json.loads(capsys.readouterr().out)
@@ -247,8 +237,8 @@ def test_the_default_folder_is_the_users_cache(monkeypatch, tmp_path):
         DiskCache.for_logdir(str(tmp_path / "a" / "b"), 1 << 20, str(tmp_path / "a"))
 
 
-def test_a_cache_folder_inside_the_logdir_leaves_tensorboard_in_memory_only(tmp_path, caplog):
-    _write_hosts(tmp_path / "logs", 1)
+def test_a_cache_folder_inside_the_logdir_leaves_tensorboard_in_memory_only(write_pod, tmp_path, caplog):
+    write_pod(tmp_path / "logs", 1)
     before = _tree(tmp_path / "logs")
     client, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(tmp_path / "logs" / "cache"))
     assert plugin.engine.disk is None and "inside the logdir" in caplog.text
@@ -377,8 +367,8 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("hostile", list(HOSTILE))
-def test_a_hostile_entry_is_a_miss_logged_once_and_rewritten(tmp_path, hostile, caplog):
-    paths = _write_hosts(tmp_path / "logs", 2)
+def test_a_hostile_entry_is_a_miss_logged_once_and_rewritten(write_pod, tmp_path, hostile, caplog):
+    paths = write_pod(tmp_path / "logs", 2)
     cache = DiskCache(str(tmp_path / "cache"))
     expected = Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
     original = Engine.for_path(paths[0]).host(Engine.for_path(paths[0]).runs()[0], None)
@@ -411,8 +401,8 @@ def _peak_rss_cli(*args: str) -> tuple[subprocess.CompletedProcess, float, int]:
 
 
 @pytest.mark.parametrize("hostile", ["a symlink to /dev/zero", "a FIFO", "a deflated 2 GiB member", "an .npy declaring 1 TiB"])
-def test_the_cli_misses_a_hostile_entry_in_the_time_and_memory_of_a_plain_miss(tmp_path, hostile):
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+def test_the_cli_misses_a_hostile_entry_in_the_time_and_memory_of_a_plain_miss(write_pod, tmp_path, hostile):
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = str(tmp_path / "cache")
     # --csv reads the whole entry (its buffers), not the report member alone.
     args = ("report", path, "--json", "--cache-dir", cache, "--csv", str(tmp_path / "csv"))
@@ -427,8 +417,8 @@ def test_the_cli_misses_a_hostile_entry_in_the_time_and_memory_of_a_plain_miss(t
     print(f"{hostile}: {seconds:.2f} s, peak RSS {kib >> 10} MiB; plain miss {plain_s:.2f} s, {plain_kib >> 10} MiB")
 
 
-def test_tensorboard_answers_a_request_over_a_fifo_entry_at_once(tmp_path, caplog):
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+def test_tensorboard_answers_a_request_over_a_fifo_entry_at_once(write_pod, tmp_path, caplog):
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = tmp_path / "cache"
     HOSTILE["a FIFO"](_touch(_entry_path(DiskCache(str(cache)), path)))
     client, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(cache))
@@ -445,10 +435,10 @@ def _touch(path: Path) -> Path:
     return path
 
 
-def test_entries_with_zip64_end_records_are_read(tmp_path, monkeypatch):
+def test_entries_with_zip64_end_records_are_read(write_pod, tmp_path, monkeypatch):
     """An entry past 4 GiB ends in zip64 records: made here by lowering the limit at which the writer uses them."""
     monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 1 << 10)
-    (path,) = _write_hosts(tmp_path / "logs", 1)
+    (path,) = write_pod(tmp_path / "logs", 1)
     cache = DiskCache(str(tmp_path / "cache"))
     expected = Engine.for_path(path, disk=cache).report()
     assert b"PK\x06\x07" in _entry_path(cache, path).read_bytes()[-64:]

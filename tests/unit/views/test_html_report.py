@@ -166,23 +166,8 @@ def test_diff_html_takes_the_analyses_from_the_disk_cache(tmp_path, monkeypatch)
     assert page_parts(tmp_path / "warm.html")[1]["answers"] == page_parts(tmp_path / "cold.html")[1]["answers"]
 
 
-def _pod(logdir: pathlib.Path, hosts: int = 6, events: int = 4_000) -> None:
-    """A pod whose odd hosts leak, so that the overview's worst-first order is not the hosts' own."""
-    builders = {}
-    for h in range(hosts):
-        builders[f"host{h}"], _ = synthesize_training(
-            num_events=events,
-            steps=10,
-            allocators=("GPU_0_bfc",),
-            leak_bytes_per_step=(1 << 20) * (h % 2),
-            hostname=f"host{h}",
-            seed=h,
-        )
-    write_session(logdir, "pod", "2026_01_01_00_00_00", builders)
-
-
-def test_a_page_over_its_budget_keeps_the_overview_and_the_worst_hosts(tmp_path):
-    _pod(tmp_path / "logs")
+def test_a_page_over_its_budget_keeps_the_overview_and_the_worst_hosts(write_pod, tmp_path):
+    write_pod(tmp_path / "logs", 6)
     whole = tmp_path / "whole.html"
     assert cli.main(["report", str(tmp_path / "logs"), "--html", str(whole)]) == cli.EXIT_OK
     budget_mb = round(whole.stat().st_size * 0.45 / 1e6, 3)
@@ -209,8 +194,8 @@ def test_a_page_over_its_budget_keeps_the_overview_and_the_worst_hosts(tmp_path)
         assert data["answers"][answer_key("buffers", where)]["total"] > 2_000
 
 
-def test_a_budget_too_small_for_one_host_refuses_and_names_the_flag(tmp_path, capsys):
-    _pod(tmp_path / "logs", hosts=2)
+def test_a_budget_too_small_for_one_host_refuses_and_names_the_flag(write_pod, tmp_path, capsys):
+    write_pod(tmp_path / "logs", hosts=2)
     out = tmp_path / "small.html"
     for budget in ("0.3", "0.05"):  # room for the reports but not one host's timelines; not even for the bundle
         assert cli.main(["report", str(tmp_path / "logs"), "--html", str(out), "--html-max-mb", budget]) == cli.EXIT_BAD_INPUT
@@ -231,8 +216,8 @@ def test_the_budget_is_a_positive_number(tmp_path, budget):
     assert cli._parser().parse_args(["report", "x"]).html_max_mb == 100
 
 
-def test_a_diff_over_its_budget_keeps_both_runs_comparison_and_their_worst_hosts_in_turn(tmp_path):
-    _pod(tmp_path / "logs", hosts=4)
+def test_a_diff_over_its_budget_keeps_both_runs_comparison_and_their_worst_hosts_in_turn(write_pod, tmp_path):
+    write_pod(tmp_path / "logs", hosts=4)
     logs, out = str(tmp_path / "logs"), tmp_path / "diff.html"
     assert cli.main(["diff", logs, logs, "--html", str(out), "--html-max-mb", "2"]) in (cli.EXIT_OK, cli.EXIT_LEAK)
     _, data, _ = page_parts(out)
