@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note
-from tb_leakfinder.model.memory import MemoryEvents
-from tb_leakfinder.read.formats.xplane.decoder import decode
+from tb_leakfinder.model.memory import ALLOC, MemoryEvents
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
+from tests.support.columns import memory_events
 from tests.support.training_loops import KIB, Loop, analyze
 
 MIB = 1024 * KIB
@@ -76,15 +76,10 @@ def test_step_counts_are_rounded_to_two_figures(n, text):
 
 
 def _one_allocation(fragmentation: float, available: int, nbytes: int) -> MemoryEvents:
-    b = ProfileBuilder()
-    b.add_memory_events(
-        [10, 20],
-        [0, 0],
-        [0x1000, 0x9000_0000],
-        [16 * MIB, nbytes],
-        overrides={"fragmentation": fragmentation, "bytes_available": available},
+    """A 16 MiB allocation, then one of `nbytes`: the peak, at that fragmentation and with `available` bytes free."""
+    return memory_events(
+        [10, 20], ALLOC, [0x1000, 0x9000_0000], [16 * MIB, nbytes], fragmentation=fragmentation, bytes_available=available
     )
-    return decode(b.to_bytes(), "h", "p").events
 
 
 def test_fragmentation_note_when_the_largest_buffer_no_longer_fits_a_free_block():

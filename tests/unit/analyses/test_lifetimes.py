@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME
+from tb_leakfinder.model.memory import ALLOC
 from tb_leakfinder.read.formats.xplane.decoder import decode
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
+from tests.support.columns import memory_events, steps
 
 MIB = 1 << 20
 
@@ -103,12 +106,7 @@ def test_no_memory_events():
 
 
 def test_events_get_the_step_whose_marker_contains_them():
-    b = ProfileBuilder()
-    b.step(7, 100, 200)
-    b.step(8, 300, 400)
-    b.alloc(50, 0x1, MIB)  # before any step
-    b.alloc(150, 0x2, MIB)
-    b.alloc(250, 0x3, MIB)  # between steps
-    b.alloc(350, 0x4, MIB)
-    (a,) = _analyze(b).allocators
-    assert a.buffers.alloc_step.tolist() == [-1, 0, -1, 1]
+    # Allocations before any step, in step 7, between steps and in step 8.
+    events = memory_events([50, 150, 250, 350], ALLOC, [0x1, 0x2, 0x3, 0x4], MIB)
+    buffers = pair_events(events, steps((7, 100, 200), (8, 300, 400))).buffers
+    assert buffers.alloc_step.tolist() == [-1, 0, -1, 1]

@@ -11,7 +11,7 @@ from tb_leakfinder.analyses.labels import format_duration_ps
 from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.analyses.step_sources import find_steps
 from tb_leakfinder.read.formats.xplane.decoder import decode
-from tb_leakfinder.testing.xspace_builder import ProfileBuilder
+from tests.support.columns import host_profile
 from tests.support.demo import ROOT
 from tests.support.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
 
@@ -203,8 +203,8 @@ def test_time_windows_growth_in_few_windows_is_inconclusive():
 
 
 def test_no_memory_events_and_no_steps_is_none():
-    h = analyze(ProfileBuilder())
-    assert (h.step_source.kind, h.step_source.num_steps, h.step_source.description) == ("none", 0, "no step information")
+    source = find_steps(host_profile())
+    assert (source.kind, source.num_steps, source.description) == ("none", 0, "no step information")
 
 
 def test_root_events_of_an_input_pipeline_thread_are_not_steps():
