@@ -8,7 +8,7 @@ It ends with the three figures of issue #12: the compiled scanner's MB/s per
 core on the 1M-event file, the cold full analysis's wall time as a ratio of
 XProf's (same run, alternating), and the peak RSS of the 10M-event analysis.
 
-The profile is synthesised by tests.synthetic (several allocators,
+The profile is synthesised by tb_leakfinder.testing.xspace_builder (several allocators,
 temporaries, persistent weights, a bounded cache and one planted leak) and
 kept in --workdir for the next run. Every measured run is a fresh subprocess
 (cold: imports, file read, decode, analysis); XProf and tb_leakfinder
@@ -186,8 +186,8 @@ def profile(workdir: Path, events: int, steps: int, hosts: int = 1, seed: int = 
     described = session / "planted.json"
     if described.exists():
         return session, json.loads(described.read_text())
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test-only profile builder lives in tests/
-    from tests.synthetic import write_training
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this tree's tb_leakfinder.testing
+    from tb_leakfinder.testing.xspace_builder import write_training
 
     session.mkdir(parents=True, exist_ok=True)
     planted = []

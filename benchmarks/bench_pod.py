@@ -3,7 +3,7 @@
     python benchmarks/bench_pod.py                                  # 64 hosts x 1M events, 2 workers (~10 GB of cache)
     python benchmarks/bench_pod.py --hosts 8 --events 100000        # a quick run
 
-Each host is a synthesised profile (tests.synthetic: three allocators, one
+Each host is a synthesised profile (tb_leakfinder.testing.xspace_builder: three allocators, one
 planted leak). To keep the disk small, `--distinct` profiles are made and
 the pod's hosts are hard links to them: every host is its own file path, so
 its own cache entry, but the bytes read come from the same few inodes (in
@@ -73,7 +73,7 @@ print(json.dumps({"report_s": elapsed, "hosts": len(hosts), "leaking": sum(h["ve
 
 OVERVIEW_CHILD = """
 import json, sys, time
-from tests.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 client, plugin = make_client(sys.argv[1], leakfinder_cache_dir=sys.argv[2])
 run = plugin.engine.runs()[0].name
 times = []
@@ -90,8 +90,8 @@ print(json.dumps({"first_s": times[0], "next_s": times[1:], "num_hosts": body["n
 
 def pod(workdir: Path, hosts: int, events: int, distinct: int) -> tuple[Path, int]:
     """The session folder of `hosts` hard links to `distinct` synthesised profiles, and the profiles' total bytes."""
-    sys.path.insert(0, str(ROOT))  # the test-only profile builder lives in tests/
-    from tests.synthetic import write_training
+    sys.path.insert(0, str(ROOT))  # this tree's tb_leakfinder.testing
+    from tb_leakfinder.testing.xspace_builder import write_training
 
     sources = workdir / f"profiles_{events}ev"
     sources.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ python tools/gen_scanner_tables.py --check  # the scanner's tables against read/
 (cd frontend && npm run --silent check-types)
 
 echo "== python tests"
-python -m pytest -q
+python -m pytest -q  # tests/unit, tests/integration and tests/fuzz (pytest.ini: testpaths = tests)
 
 echo "== leak accuracy benchmark (real captures against their truth files)"
 python benchmarks/accuracy/score.py

@@ -83,7 +83,7 @@ print(json.dumps(out))
 def synthesize(folder: pathlib.Path) -> list[pathlib.Path]:
     """Profiles made with this tree's test builders, one logdir each."""
     sys.path.insert(0, str(ROOT))
-    from tests.synthetic import synthesize_devices, synthesize_training, write_session
+    from tb_leakfinder.testing.xspace_builder import synthesize_devices, synthesize_training, write_session
 
     made = []
     trainings = {

@@ -10,7 +10,7 @@ const XSS = '<img src=x onerror=alert(1)>';
 // Two hosts of one run that leak different ops, one of them named with HTML.
 const BUILD_TWO_HOSTS = `
 import sys
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 hosts = {}
 for host, op in (("host0", "LeakOnHost0"), ("host1", ${JSON.stringify(XSS)})):
     hosts[host], _ = synthesize_training(num_events=2000, steps=10, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=op, hostname=host)

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
 import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 
-// Profiles built with tests.synthetic, written under the suite's logdir:
+// Profiles built with tb_leakfinder.testing.xspace_builder, written under the suite's logdir:
 // - tpu_one_leak: 4 TPUs keyed by index_on_host (overlapping addresses, a
 //   1 GiB stack each, 16 GiB of memory), device 2 keeps 1 MiB per step;
 // - tpu_two_leaks: the same, devices 1 and 3 keep 1 MiB and 4 MiB per step;
@@ -19,7 +19,7 @@ import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 const BUILD_DEVICES = `
 import sys
 import numpy as np
-from tests.synthetic import ProfileBuilder, synthesize_devices, write_session
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, write_session
 from tb_leakfinder.model.memory import ALLOC, FREE
 
 logdir = sys.argv[1]

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import {after, before, test} from 'node:test';
 import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 
-// Training loops as tests/test_suspects_and_verdict.py's Loop builds them: each
+// Training loops as tests/unit/analyses/test_suspects_and_verdict.py's Loop builds them: each
 // step makes and frees a MatMul temporary, and `keep` adds what stays:
 // - fam_clean: a Mul output freed within its step, 40 steps;
 // - fam_late: the same Mul output freed until step 20 and kept from then on;
@@ -17,7 +17,7 @@ import {openLeaks, runName, startSuite, watch} from './harness.mjs';
 const BUILD_FAMILIES = `
 import itertools
 import sys
-from tests.synthetic import ProfileBuilder, write_session
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 
 KIB, STEP_PS = 1024, 1_000_000
 

@@ -11,7 +11,7 @@ const XSS = '<img src=x onerror=alert(1)>';
 // A small training profile whose leaking op is named with HTML.
 const BUILD_XSS_PROFILE = `
 import sys
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 builder, _ = synthesize_training(num_events=3000, steps=12, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=${JSON.stringify(XSS)}, leak_shape="[64,1024]")
 write_session(sys.argv[1], "xss", "2026_01_01_00_00_00", {"host0": builder})
 # A profile cut short: the plugin must answer with an error that names it. Named to sort

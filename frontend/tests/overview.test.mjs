@@ -16,7 +16,7 @@ import {launchBrowser, makeLogdir, openLeaks, runName, startTensorBoard, watch} 
 const BUILD_POD = `
 import sys
 from pathlib import Path
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 
 leaks = {2: 4 << 20, 4: 1 << 20}
 builders = {}

@@ -16,7 +16,7 @@ const XSS = '<img src=x onerror=alert(1)>';
 const FORMULA = '=HYPERLINK("http://example.invalid")';
 const BUILD_EVIL = `
 import sys
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 builder, _ = synthesize_training(num_events=2000, steps=10, allocators=("GPU_0_bfc",), cache_entries=2, leak_op=${JSON.stringify(FORMULA + XSS)}, hostname="evil")
 write_session(sys.argv[1], "evil", "2026_01_01_00_00_00", {"evil": builder})
 `;
@@ -203,7 +203,7 @@ test('an op named with HTML stays text, and its CSV cell cannot run as a formula
 const BUDGET_MB = Number(process.env.LEAKFINDER_HTML_BUDGET_MB || 12);
 const BUILD_POD = `
 import sys
-from tests.synthetic import synthesize_training, write_session
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 builders = {}
 for h in range(8):
     builders[f"host{h}"], _ = synthesize_training(

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.plugin_client import PREFIX, make_client  # noqa: E402
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client  # noqa: E402
 
 # Enough for the charts' answers to hold every kind of value; not the tab's page size.
 POINTS = 1000

@@ -1,0 +1,488 @@
+"""The disk cache: a restart answers from it without decoding; what it cannot trust, it rewrites."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tb_leakfinder import report
+from tb_leakfinder.engine.engine import Engine, HostResult
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.lifetimes import STATUS_NAMES
+from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.xplane.reader import read_host
+from tb_leakfinder.store import disk_cache
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.store.json_shape import conforms
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
+from tb_leakfinder.views import cli
+from tests.support.demo import DEMO_LOGS, demo_xplane
+from tests.support.trees import assert_same
+
+
+def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: str, host: str) -> None:
+        raise AssertionError(f"{path} was decoded, not served from the disk cache")
+
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", refuse)
+
+
+def _get(client, route: str) -> dict:
+    response = client.get(f"{PREFIX}/{route}")
+    body = json.loads(response.get_data())
+    assert response.status_code == 200, body
+    return body
+
+
+def test_a_restarted_tensorboard_answers_from_the_cache_without_decoding(tmp_path, monkeypatch):
+    logdir = tmp_path / "logs"
+    shutil.copytree(DEMO_LOGS / "tf_leak", logdir / "tf_leak")
+    cache = tmp_path / "cache"
+    (run_name,) = [r.name for r in Engine.for_logdir(str(logdir)).runs()]
+    routes = [
+        f"report?run={run_name}",
+        f"timeline?run={run_name}&points=200",
+        f"buffers?run={run_name}&limit=50&sort=bytes",
+        f"buffers?run={run_name}&status={STATUS_NAMES[1]}&offset=3",
+    ]
+    client, plugin = make_client(str(logdir), leakfinder_cache_dir=str(cache))
+    first = [_get(client, route) for route in routes]
+    modules = first[0]["runs"][0]["hosts"][0]["modules"]
+    if modules:
+        routes.append(f"module?run={run_name}&module={modules[0]['name']}")
+        first.append(_get(client, routes[-1]))
+    assert plugin.engine.analyses == 1 and len(list(cache.glob("*.npz"))) == 1
+
+    _no_decoding(monkeypatch)
+    client, plugin = make_client(str(logdir), leakfinder_cache_dir=str(cache))  # TensorBoard restarted
+    assert [_get(client, route) for route in routes] == first
+    assert plugin.engine.analyses == 0 and plugin.engine.disk.hits == 1
+
+
+def test_the_report_alone_reads_only_the_report_member(write_pod, tmp_path, monkeypatch):
+    paths = write_pod(tmp_path / "logs", 3)
+    cache = DiskCache(str(tmp_path / "cache"))
+    expected = Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
+    _no_decoding(monkeypatch)
+    monkeypatch.setattr(DiskCache, "load", lambda *a: pytest.fail("the whole entry was loaded for a report"))
+    engine = Engine.for_path(str(tmp_path / "logs"), disk=cache)
+    assert engine.report() == expected and engine.analyses == 0
+    assert [h["verdict"] == "leak" for h in expected["runs"][0]["hosts"]] == [False, True, False]
+    assert len(paths) == 3
+
+
+def _entry_path(cache: DiskCache, path: str) -> Path:
+    return Path(cache.path_for(files.identity(path)))
+
+
+def _other_version(entry: Path, cache: DiskCache, path: str) -> None:
+    """An entry of another analysis version, found at this version's name."""
+    other = DiskCache(cache.folder)
+    other.version = "0" * 16
+    data = entry.read_bytes().replace(cache.version.encode(), other.version.encode())
+    entry.write_bytes(data)
+
+
+CORRUPTIONS = {
+    "truncated": lambda entry, cache, path: entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2]),
+    "bit flipped in the arrays": lambda entry, cache, path: _flip(entry, entry.stat().st_size // 2),
+    "bit flipped in the report": lambda entry, cache, path: _flip(entry, entry.read_bytes().index(b'"verdict"') + 3),
+    "not a zip": lambda entry, cache, path: entry.write_bytes(b"not an npz"),
+    "empty": lambda entry, cache, path: entry.write_bytes(b""),
+    "other version": _other_version,
+}
+
+
+def _flip(entry: Path, offset: int) -> None:
+    data = bytearray(entry.read_bytes())
+    data[offset] ^= 0x10
+    entry.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_an_entry_that_cannot_be_trusted_is_ignored_and_rewritten(write_pod, tmp_path, corruption):
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = DiskCache(str(tmp_path / "cache"))
+    engine = Engine.for_path(path, disk=cache)
+    expected = engine.report()
+    original = engine.host(engine.runs()[0], None)
+    entry = _entry_path(cache, path)
+    CORRUPTIONS[corruption](entry, cache, path)
+
+    again = Engine.for_path(path, disk=cache)
+    assert_same(original.unwrap(), again.host(again.runs()[0], None).unwrap())  # the timeline and buffers' view
+    assert again.report() == expected
+    assert again.analyses == 1  # recomputed, not trusted
+    reread = DiskCache(cache.folder).load(files.identity(path), HostResult)  # rewritten: whole again
+    assert reread is not None
+    assert_same(original.unwrap(), reread.unwrap())
+
+
+def test_a_touched_profile_is_analysed_again_into_the_same_entry(write_pod, tmp_path):
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = DiskCache(str(tmp_path / "cache"))
+    Engine.for_path(path, disk=cache).report()
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    engine = Engine.for_path(path, disk=cache)
+    engine.report()
+    assert engine.analyses == 1 and len(list(Path(cache.folder).glob("*.npz"))) == 1
+    assert Engine.for_path(path, disk=cache).analyses == 0
+
+
+def test_an_hlo_file_xprof_writes_later_makes_the_stored_analysis_stale(write_pod, tmp_path):
+    """XProf writes a session's `.hlo_proto.pb` files when the Profile tab first opens it; they join the analysis."""
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = DiskCache(str(tmp_path / "cache"))
+    before = Engine.for_path(path, disk=cache).report()
+    assert before["runs"][0]["hosts"][0]["modules"] == []
+    name, data = sorted(read_host(str(demo_xplane("jax_clean")), "host").hlo_protos.items())[0]
+    Path(path).with_name(f"{name}.hlo_proto.pb").write_bytes(data)
+    engine = Engine.for_path(path, disk=cache)
+    after = engine.report()
+    assert engine.analyses == 1
+    assert [m["name"] for m in after["runs"][0]["hosts"][0]["modules"]] == [name]
+    again = Engine.for_path(path, disk=cache)
+    assert again.report() == after and again.analyses == 0
+
+
+def test_a_corrupt_profile_keeps_its_error_entry(write_pod, tmp_path, monkeypatch):
+    paths = write_pod(tmp_path / "logs", 2)
+    Path(paths[1]).write_bytes(Path(paths[1]).read_bytes()[:-9])
+    cache = DiskCache(str(tmp_path / "cache"))
+    expected = Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
+    assert "error" in expected["runs"][0]["hosts"][1]
+    _no_decoding(monkeypatch)
+    assert Engine.for_path(str(tmp_path / "logs"), disk=cache).report() == expected
+
+
+def _folder_bytes(cache: DiskCache) -> int:
+    return sum(p.stat().st_size for p in Path(cache.folder).iterdir() if p.name.endswith(disk_cache.SUFFIX))
+
+
+def test_the_folder_is_bounded_least_recently_used_first(write_pod, tmp_path):
+    paths = write_pod(tmp_path / "logs", 3)
+    probe = DiskCache(str(tmp_path / "probe"))
+    Engine.for_path(paths[0], disk=probe).report()
+    size = _folder_bytes(probe)
+    cache = DiskCache(str(tmp_path / "cache"), max_bytes=int(size * 2.5))  # room for two entries
+    for p in paths[:2]:
+        Engine.for_path(p, disk=cache).report()
+    first = _entry_path(cache, paths[0])
+    os.utime(first, (1, 1))
+    os.utime(_entry_path(cache, paths[1]), (0, 0))
+    assert cache.load_report(files.identity(paths[0])) is not None  # paths[0] is now the most recent
+    Engine.for_path(paths[2], disk=cache).report()
+    assert first.exists() and _entry_path(cache, paths[2]).exists()
+    assert not _entry_path(cache, paths[1]).exists()
+    assert _folder_bytes(cache) <= cache.max_bytes
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def test_a_read_only_logdir_is_never_written(write_pod, tmp_path, capsys):
+    logdir = tmp_path / "logs"
+    write_pod(logdir, 2)
+    for p in [logdir, *logdir.rglob("*")]:
+        p.chmod(stat.S_IREAD | stat.S_IEXEC if p.is_dir() else stat.S_IREAD)
+    before = _tree(logdir)
+    try:
+        cache = tmp_path / "cache"
+        assert cli.main(["report", str(logdir), "--cache-dir", str(cache)]) == 0
+        assert cli.main(["report", str(logdir), "--cache-dir", str(cache)]) == 0
+        assert _tree(logdir) == before and len(list(cache.glob("*.npz"))) == 2
+        # Inside the logdir is refused, before anything is written.
+        assert cli.main(["report", str(logdir), "--cache-dir", str(logdir / "cache")]) == 2
+        assert "inside the logdir" in capsys.readouterr().err
+        assert _tree(logdir) == before
+    finally:
+        for p in [logdir, *logdir.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_the_cli_uses_the_cache_unless_told_not_to(write_pod, tmp_path, monkeypatch, capsys):
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = str(tmp_path / "cache")
+    assert cli.main(["report", path, "--json", "--cache-dir", cache]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    _no_decoding(monkeypatch)
+    assert cli.main(["report", path, "--json", "--cache-dir", cache]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+    assert cli.main(["check", path, "--cache-dir", cache]) != 1  # host0 does not leak; the verdict comes from the entry
+    with pytest.raises(AssertionError, match="was decoded"):
+        cli.main(["report", path, "--cache-dir", cache, "--no-cache"])
+
+
+def test_the_default_folder_is_the_users_cache(monkeypatch, tmp_path):
+    monkeypatch.delenv(disk_cache.ENV_DIR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert disk_cache.default_dir() == str(tmp_path / "tb_leakfinder")
+    monkeypatch.setenv(disk_cache.ENV_DIR, str(tmp_path / "elsewhere"))
+    assert disk_cache.default_dir() == str(tmp_path / "elsewhere")
+    with pytest.raises(LeakfinderError, match="inside the logdir"):
+        DiskCache.for_logdir(str(tmp_path / "a" / "b"), 1 << 20, str(tmp_path / "a"))
+
+
+def test_a_cache_folder_inside_the_logdir_leaves_tensorboard_in_memory_only(write_pod, tmp_path, caplog):
+    write_pod(tmp_path / "logs", 1)
+    before = _tree(tmp_path / "logs")
+    client, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(tmp_path / "logs" / "cache"))
+    assert plugin.engine.disk is None and "inside the logdir" in caplog.text
+    assert _get(client, "report?run=train/session")["runs"][0]["hosts"][0]["host"] == "host0"
+    assert _tree(tmp_path / "logs") == before
+    _, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(tmp_path / "c"), leakfinder_cache_dir_gb=0)
+    assert plugin.engine.disk is None  # 0 GiB turns it off
+
+
+# Hostile entries: what someone else who can write a shared cache folder may leave at an entry's path.
+
+
+def _members(entry: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(entry) as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def _rewrite(entry: Path, replace: dict[str, bytes], deflate: tuple[str, ...] = ()) -> None:
+    """The entry with some members replaced: its identity stays right, so only the checks past it refuse it."""
+    members = {**_members(entry), **replace}
+    with zipfile.ZipFile(entry, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data, zipfile.ZIP_DEFLATED if name in deflate else zipfile.ZIP_STORED)
+
+
+def _meta(entry: Path, member: str) -> dict:
+    return json.loads(_members(entry)[member])
+
+
+def _without_verdict(entry: Path) -> None:
+    meta = _meta(entry, "report.json")
+    del meta["report"]["verdict"]
+    _rewrite(entry, {"report.json": json.dumps(meta).encode()})
+
+
+def _summary_without_host(entry: Path) -> None:
+    meta = _meta(entry, "summary.json")
+    del meta["report"][0]["host"]
+    _rewrite(entry, {"summary.json": json.dumps(meta).encode()})
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": "|u1", "fortran_order": False, "shape": shape})
+    return out.getvalue()
+
+
+def _deflated_2_gib(entry: Path) -> None:
+    members = _members(entry)
+    with zipfile.ZipFile(entry, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            if name != "data.npy":
+                zf.writestr(name, data)
+        info = zipfile.ZipInfo("data.npy")
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info._compresslevel = 1  # zeros deflate 230:1 either way; level 1 writes them fastest
+        with zf.open(info, "w", force_zip64=True) as f:
+            f.write(_npy_header((2 << 30,)))
+            block = bytes(64 << 20)
+            for _ in range(32):
+                f.write(block)
+
+
+def _array_key(entry: Path, *path: str) -> str:
+    """The data key of an array of the stored tree: `path` walks dataclass fields ('0' for a list's first item)."""
+    node = _meta(entry, "tree.json")["fields"]
+    for step in path:
+        node = node["$l"][int(step)] if "$l" in node else node.get("$d", node)[step]
+    return node["$a"]
+
+
+def _layout(entry: Path, change) -> None:
+    tree = _meta(entry, "tree.json")
+    change(tree["layout"], entry)
+    _rewrite(entry, {"tree.json": json.dumps(tree).encode()})
+
+
+def _shorter_column(layout: dict, entry: Path) -> None:
+    item = layout[_array_key(entry, "analysis", "allocators", "0", "buffers", "op")]
+    item[2] = [item[2][0] - 1]
+
+
+def _string_out_of_range(entry: Path) -> None:
+    offset, _, _ = _meta(entry, "tree.json")["layout"][_array_key(entry, "analysis", "allocators", "0", "buffers", "op")]
+    data = bytearray(_members(entry)["data.npy"])
+    header = len(_npy_header((len(data),)))  # the same header length for any size of this order
+    data[header + offset : header + offset + 4] = (10**6).to_bytes(4, "little")
+    _rewrite(entry, {"data.npy": bytes(data)})
+
+
+def _sparse(size: int, tail: bytes = b""):
+    def make(entry: Path) -> None:
+        with open(entry, "wb") as f:
+            f.truncate(size - len(tail))
+            f.seek(size - len(tail))
+            f.write(tail)
+
+    return make
+
+
+def _replace_with(make):
+    def replace(entry: Path) -> None:
+        entry.unlink()
+        make(entry)
+
+    return replace
+
+
+HOSTILE = {
+    "a symlink to /dev/zero": _replace_with(lambda e: e.symlink_to("/dev/zero")),
+    "a FIFO": _replace_with(lambda e: os.mkfifo(e)),
+    "a folder": _replace_with(lambda e: e.mkdir()),
+    "24 GiB (sparse)": _sparse(24 << 30),
+    "2 GiB of junk": _sparse(2 << 30, np.random.default_rng(19).bytes(1 << 16) + b"PK\x05\x06" + bytes(18)),
+    "JSON nested 200,000 deep (report)": lambda e: _rewrite(e, {"report.json": b"[" * 200_000 + b"]" * 200_000}),
+    "JSON nested 200,000 deep (tree)": lambda e: _rewrite(e, {"tree.json": b'{"fields":' * 200_000 + b"}" * 200_000}),
+    "an .npy declaring 1 TiB": lambda e: _rewrite(e, {"data.npy": _npy_header((1 << 40,)) + bytes(4096)}),
+    "a report missing verdict": _without_verdict,
+    "overview rows missing host": _summary_without_host,
+    "a deflated 2 GiB member": _deflated_2_gib,
+    "a column shorter than the others": lambda e: _layout(e, _shorter_column),
+    "a string index out of range": _string_out_of_range,
+    "a compressed report": lambda e: _rewrite(e, {}, deflate=("report.json",)),
+    "a sixth member": lambda e: _rewrite(e, {"extra": b"{}"}),
+}
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE))
+def test_a_hostile_entry_is_a_miss_logged_once_and_rewritten(write_pod, tmp_path, hostile, caplog):
+    paths = write_pod(tmp_path / "logs", 2)
+    cache = DiskCache(str(tmp_path / "cache"))
+    expected = Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
+    original = Engine.for_path(paths[0]).host(Engine.for_path(paths[0]).runs()[0], None)
+    entry = _entry_path(cache, paths[0])
+    HOSTILE[hostile](entry)
+
+    engine = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache.folder))
+    started = time.monotonic()
+    assert engine.report() == expected
+    run = engine.runs()[0]
+    assert engine.run_overview(run) == Engine.for_path(str(tmp_path / "logs")).run_overview(run)
+    assert_same(original.unwrap(), engine.host(run, "host0").unwrap())
+    elapsed = time.monotonic() - started
+    assert engine.analyses == 1 and elapsed < 30
+    warnings = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+    assert len(warnings) == 1 and str(entry) in warnings[0] and paths[0] in warnings[0], warnings
+    if hostile != "a folder":  # a folder cannot be renamed over: that entry stays a miss
+        assert stat.S_ISREG(os.lstat(entry).st_mode) and entry.stat().st_size < 1 << 20
+        again = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache.folder))
+        assert again.report() == expected and again.analyses == 0
+
+
+def _peak_rss_cli(*args: str) -> tuple[subprocess.CompletedProcess, float, int]:
+    """The real CLI in its own process: (its outcome, seconds, its peak RSS in KiB)."""
+    code = "import resource, sys; from tb_leakfinder.views import cli; c = cli.main(sys.argv[1:]);"
+    code += " print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(c)"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    return done, time.monotonic() - started, int(done.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("hostile", ["a symlink to /dev/zero", "a FIFO", "a deflated 2 GiB member", "an .npy declaring 1 TiB"])
+def test_the_cli_misses_a_hostile_entry_in_the_time_and_memory_of_a_plain_miss(write_pod, tmp_path, hostile):
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = str(tmp_path / "cache")
+    # --csv reads the whole entry (its buffers), not the report member alone.
+    args = ("report", path, "--json", "--cache-dir", cache, "--csv", str(tmp_path / "csv"))
+    plain, plain_s, plain_kib = _peak_rss_cli(*args)
+    assert plain.returncode == 0, plain.stderr
+    HOSTILE[hostile](_entry_path(DiskCache(cache), path))
+    done, seconds, kib = _peak_rss_cli(*args)
+    assert done.returncode == 0 and json.loads(done.stdout) == json.loads(plain.stdout), done.stderr
+    assert "cannot be used" in done.stderr and "Traceback" not in done.stderr
+    assert kib < plain_kib + (64 << 10), (kib, plain_kib)  # within 64 MiB of a plain miss's peak
+    assert seconds < plain_s + 10, (seconds, plain_s)
+    print(f"{hostile}: {seconds:.2f} s, peak RSS {kib >> 10} MiB; plain miss {plain_s:.2f} s, {plain_kib >> 10} MiB")
+
+
+def test_tensorboard_answers_a_request_over_a_fifo_entry_at_once(write_pod, tmp_path, caplog):
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = tmp_path / "cache"
+    HOSTILE["a FIFO"](_touch(_entry_path(DiskCache(str(cache)), path)))
+    client, plugin = make_client(str(tmp_path / "logs"), leakfinder_cache_dir=str(cache))
+    started = time.monotonic()
+    body = _get(client, "report?run=train/session")
+    assert time.monotonic() - started < 30 and body["runs"][0]["hosts"][0]["host"] == "host0"
+    assert "cannot be used (not a regular file)" in caplog.text
+    assert stat.S_ISREG(os.lstat(_entry_path(plugin.engine.disk, path)).st_mode)
+
+
+def _touch(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    return path
+
+
+def test_entries_with_zip64_end_records_are_read(write_pod, tmp_path, monkeypatch):
+    """An entry past 4 GiB ends in zip64 records: made here by lowering the limit at which the writer uses them."""
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 1 << 10)
+    (path,) = write_pod(tmp_path / "logs", 1)
+    cache = DiskCache(str(tmp_path / "cache"))
+    expected = Engine.for_path(path, disk=cache).report()
+    assert b"PK\x06\x07" in _entry_path(cache, path).read_bytes()[-64:]
+    _no_decoding(monkeypatch)
+    engine = Engine.for_path(path, disk=DiskCache(cache.folder))
+    assert engine.report() == expected and engine.host(engine.runs()[0], None).error is None
+
+
+def _pad_to(path: str, size: int) -> None:
+    """An unknown XSpace field appended (decoders skip it) so that the file is `size` bytes."""
+    data = Path(path).read_bytes()
+    payload = size - len(data) - 4  # a two-byte tag and a two-byte length
+    assert 128 <= payload < 1 << 14
+    Path(path).write_bytes(data + bytes([0xA2, 0x06, 0x80 | payload & 0x7F, payload >> 7]) + bytes(payload))
+
+
+def test_relative_paths_in_two_folders_never_share_an_entry(tmp_path, monkeypatch, capsys):
+    """Equal relative paths, sizes and mtimes, other profiles: each working folder gets its own report."""
+    leaks = {}
+    for name, leak in (("a", 1 << 20), ("b", 0)):
+        builder, _ = synthesize_training(num_events=4_000, steps=8, allocators=("GPU_0_bfc",), leak_bytes_per_step=leak, seed=1)
+        (leaks[name],) = write_session(tmp_path / name / "logs", "train", "session", {"host0": builder})
+    _pad_to(leaks["b"], os.path.getsize(leaks["a"]))
+    os.utime(leaks["b"], ns=(os.stat(leaks["a"]).st_atime_ns, os.stat(leaks["a"]).st_mtime_ns))
+    cache = str(tmp_path / "cache")
+    verdicts = []
+    for name in ("a", "b", "a"):
+        monkeypatch.chdir(tmp_path / name)
+        assert cli.main(["report", "logs", "--json", "--cache-dir", cache]) == 0
+        assert json.loads(capsys.readouterr().out) == Engine.for_path("logs").report()
+        verdicts.append(Engine.for_path("logs").report()["runs"][0]["verdict"])
+    assert verdicts == ["leak", "inconclusive", "leak"]
+    assert len(list(Path(cache).glob("*.npz"))) == 2
+
+
+def test_every_report_the_analyses_write_has_the_shape_an_entry_is_checked_for(tmp_path):
+    """The shapes follow report.py: demo runs (with programs and folded small buffers), three allocators, an error."""
+    builder, _ = synthesize_training(num_events=4_000, steps=8, allocators=("GPU_0_bfc", "GPU_1_bfc", "cpu_bfc"))
+    write_session(tmp_path, "pod", "session", {"host0": builder, "bad": builder})
+    (tmp_path / "pod" / "plugins" / "profile" / "session" / "bad.xplane.pb").write_bytes(b"\x0a\xff")
+    hosts = [h for path in (str(DEMO_LOGS), str(tmp_path)) for r in Engine.for_path(path).report()["runs"] for h in r["hosts"]]
+    assert any(m["whole_program_buffers"][-1]["reason"] == "small" for h in hosts for m in h["modules"])
+    assert any(len(h["allocators"]) == 3 for h in hosts) and any("error" in h for h in hosts)
+    for host in hosts:
+        assert conforms(host, report.HOST_SHAPE), host["host"]
+        assert conforms(report.overview_host_rows(host), report.OVERVIEW_ROWS_SHAPE)
+        assert not conforms({k: v for k, v in host.items() if k != "steps"}, report.HOST_SHAPE)

@@ -1,0 +1,286 @@
+"""`tb-leakfinder report` and `check`: output and exit codes, as a user runs them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tb_leakfinder.views import html
+from tb_leakfinder.views.cli import main
+from tb_leakfinder.views.terminal import visible
+from tests.support.cli_process import run_cli as cli
+from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
+from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
+
+
+def test_console_script_is_installed():
+    exe = shutil.which("tb-leakfinder")
+    assert exe, "pip install . puts tb-leakfinder on PATH"
+    out = subprocess.run([exe, "check", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "exit 1 if any run leaks" in out.stdout
+
+
+def _file(folder, name: str, content: bytes):
+    path = folder / name
+    path.write_bytes(content)
+    return path
+
+
+def test_check_exits_1_on_a_leaking_logdir():
+    out = cli("check", str(DEMO_LOGS))
+    assert out.returncode == 1, out.stderr
+    assert "leak" in out.stdout and "Mul [128,1024]" in out.stdout
+
+
+def test_check_exits_0_on_the_fixed_run():
+    out = cli("check", str(demo_xplane("tf_fixed").parent))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "no_leak" in out.stdout
+
+
+def test_report_text_names_the_leak():
+    expected = demo_capture("tf_leak")
+    out = cli("report", str(demo_xplane("tf_leak")))
+    assert out.returncode == 0
+    assert "LEAK" in out.stdout
+    assert f"{expected['leaked_op']} {expected['leaked_shape']} output" in out.stdout
+    assert "growing" in out.stdout and "KiB per step" in out.stdout
+
+
+def test_report_json_has_the_documented_keys():
+    out = cli("report", str(DEMO_LOGS), "--json")
+    report = json.loads(out.stdout)
+    run = report["runs"][0]
+    assert {"run", "hosts", "verdict"} <= set(run)
+    allocator = next(h for r in report["runs"] for h in r["hosts"] if h["allocators"])["allocators"][0]
+    assert {
+        "name",
+        "num_allocations",
+        "num_deallocations",
+        "peak_bytes_in_use",
+        "never_freed_bytes",
+        "verdict",
+        "reason",
+        "groups",
+    } <= set(allocator)
+    leak = next(a for r in report["runs"] for h in r["hosts"] for a in h["allocators"] if a["groups"])["groups"][0]
+    assert {"op", "shape", "dtype", "region", "kind", "count", "bytes", "steps", "bytes_per_step", "score"} <= set(leak)
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda d: d / "missing", "no such"),
+        (lambda d: _file(d, "empty.xplane.pb", b""), "empty"),
+        (lambda d: _file(d, "junk.xplane.pb", b"\x0a\xff\xff\xff\x0f"), "corrupt"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, make, words):
+    path = make(tmp_path)
+    for command in ("check", "report"):
+        out = cli(command, str(path))
+        assert out.returncode == 2
+        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+        assert words in out.stderr and str(path) in out.stderr
+
+
+def test_unknown_run_exits_2():
+    out = cli("check", str(DEMO_LOGS), "--run", "nope")
+    assert out.returncode == 2 and "no run named 'nope'" in out.stderr
+
+
+def _two_host_session(tmp_path, good: str) -> str:
+    """A session whose host `a` is the demo run `good` and host `b` a file cut short mid-write."""
+    session = tmp_path / "job" / "plugins" / "profile" / "s"
+    session.mkdir(parents=True)
+    data = demo_xplane(good).read_bytes()
+    (session / "a.xplane.pb").write_bytes(data)
+    (session / "b.xplane.pb").write_bytes(data[: len(data) // 2])
+    return str(session)
+
+
+def test_check_with_one_unreadable_host_still_reports_the_leak(tmp_path):
+    out = cli("check", _two_host_session(tmp_path, "tf_leak"))
+    assert out.returncode == 1
+    assert "Mul [128,1024]" in out.stdout
+    assert "b.xplane.pb" in out.stderr and "incomplete or corrupt" in out.stderr
+
+
+def test_check_with_one_unreadable_host_and_no_leak_is_bad_input(tmp_path):
+    out = cli("check", _two_host_session(tmp_path, "tf_fixed"))
+    assert out.returncode == 2
+    assert out.stdout.split()[0] == "inconclusive"  # one host could not be read
+    assert "b.xplane.pb" in out.stderr
+
+
+def test_report_text_gives_the_step_source_and_the_forecast():
+    out = cli("report", str(demo_xplane("tf_leak")))
+    assert out.returncode == 0
+    assert " host vm: 25 steps from step_num markers\n" in out.stdout
+    assert "Leak: +512 KiB per step from Mul [128,1024] output" in out.stdout
+    forecast = next(line.strip() for line in out.stdout.splitlines() if "still free runs out" in line)
+    assert forecast.startswith("At +512 KiB/step the 64.0 GiB still free runs out in about 130,000 steps (about ")
+
+
+def test_report_text_without_step_information_speaks_of_windows(tmp_path):
+    from tb_leakfinder.testing.xspace_builder import write_session
+    from tests.support.training_loops import KIB, Loop
+
+    loop = Loop("none", steps=30)
+    write_session(tmp_path, "run", "s1", {"host0": loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]"))})
+    out = cli("report", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert " host host0: 10 equal time windows of 299 ms, no step information\n" in out.stdout
+    assert "per window from Concat [16,1024] output" in out.stdout and "KiB/window" in out.stdout
+    assert "/step" not in out.stdout
+
+
+def test_check_into_a_closed_pipe_prints_no_traceback():
+    """`tb-leakfinder check ... | head -0`: the reader is gone before the first line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tb_leakfinder.views.cli", "check", str(DEMO_LOGS)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1, done.stderr  # the demo logdir holds a leak
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+
+
+ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("late_onset", ["Leak: +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"]),
+        ("regrown", ["Leak: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"]),
+        ("dynamic_shapes", ["from Tanh [32,*] output, 20 shapes, 40 of 40 steps never freed"]),
+        ("several_families", ["; 2 families grow, +192 KiB per step in all"]),
+    ],
+)
+def test_report_text_names_the_family_and_its_onset(case, words):
+    """Real TF 2.21 CPU captures of the accuracy benchmark (benchmarks/accuracy/record.py)."""
+    out = cli("report", str(ACCURACY / case))
+    assert out.returncode == 0, out.stderr
+    for w in words:
+        assert w in out.stdout
+    header = next(line for line in out.stdout.splitlines() if line.strip().startswith("kind "))
+    assert header.split() == ["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score"]
+
+
+def test_report_csv_carries_the_family_and_the_onset(tmp_path):
+    out = cli("report", str(ACCURACY / "late_onset"), "--csv", str(tmp_path / "csv"))
+    assert out.returncode == 0, out.stderr
+    with open(tmp_path / "csv" / "groups.csv", newline="", encoding="utf-8") as f:
+        (top, *_) = list(csv.DictReader(f))
+    assert (top["label"], top["kind"], top["onset_step"], top["num_shapes"], top["regrown"]) == (
+        "Mul [128,256] output",
+        "growing",
+        "20",
+        "1",
+        "false",
+    )
+
+
+def test_diff_markdown_names_the_new_family_and_its_onset(tmp_path):
+    """A clean loop (A) against the same loop keeping one Mul output per step from step 20 on (B)."""
+    summary = tmp_path / "diff.md"
+    out = cli(
+        "diff", str(ACCURACY), str(ACCURACY), "--run-a", "steady_temporaries", "--run-b", "late_onset", "--markdown", str(summary)
+    )
+    assert out.returncode == 1, out.stderr  # a regression
+    text = summary.read_text(encoding="utf-8")
+    assert "| status | family | dtype | A | B | A per step | B per step | B grows from |" in text
+    row = next(line for line in text.splitlines() if "`Mul [128,256] output`" in line)
+    assert row.startswith("| new |") and row.endswith("| step 20 |")
+    assert "new growing group Mul [128,256] output (+128 KiB per step from step 20 on)" in text
+
+
+def _exports(logdir: str, out, run_cli) -> None:
+    """`report` and `diff` with every export, over a logdir whose names are those of tests/support/names.py."""
+    for command in (["report", logdir], ["diff", logdir, logdir, "--markdown", str(out / "diff.md")]):
+        code, stderr = run_cli([*command, "--html", str(out / f"{command[0]}.html"), "--csv", str(out / command[0])])
+        assert code in (0, 1) and "Traceback" not in stderr, stderr
+        assert (out / f"{command[0]}.html").stat().st_size > 0
+
+
+def _expect_names(names, out) -> None:
+    with open(out / "report" / "buffers.csv", encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    assert {tuple(row[:3]) for row in rows[1:]} == {(names.run, names.host, names.allocator)}
+    with open(out / "report" / "static_buffers.csv", encoding="utf-8", newline="") as f:
+        assert {row[2] for row in list(csv.reader(f))[1:]} == {names.module}
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for name in (names.run, names.host, names.allocator, names.module):
+        assert html.script_json(name)[1:-1] in page
+
+
+def test_discovered_names_of_any_length_or_bytes_export_from_the_real_cli(tmp_path):
+    """--html and --csv of a run 1,500 characters deep, a 245-character host, allocator and module of 5,000 with NUL."""
+    names = local_logdir(str(tmp_path / "logs"))
+
+    def run_cli(args: list[str]) -> tuple[int, str]:
+        done = cli(*args)
+        return done.returncode, done.stderr
+
+    _exports(names.logdir, tmp_path, run_cli)
+    _expect_names(names, tmp_path)
+
+
+def test_discovered_names_with_nul_export_from_a_remote_logdir(tmp_path, capsys):
+    """The same on memory:// (in this process: it is the process's own filesystem), every name 5,000 long with NUL."""
+    names = memory_logdir("cli_names")
+    try:
+
+        def run_cli(args: list[str]) -> tuple[int, str]:
+            code = main(args)
+            return code, capsys.readouterr().err
+
+        _exports(names.logdir, tmp_path, run_cli)
+        _expect_names(names, tmp_path)
+    finally:
+        remove_memory_logdir("cli_names")
+
+
+# Raw control characters a terminal would act on; the newlines the renderings write themselves are allowed.
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def test_text_and_markdown_show_the_profiles_control_characters_escaped(tmp_path):
+    """Allocator, module and op names carry NUL and ESC sequences that would retitle and clear the terminal."""
+    names = local_logdir(str(tmp_path / "logs"))
+    markdown = tmp_path / "diff.md"
+    missing = str(tmp_path / f"gone{TERMINAL}" / "x.xplane.pb")
+    for args in (
+        ["report", names.logdir],
+        ["check", names.logdir],
+        ["diff", names.logdir, names.logdir, "--markdown", str(markdown)],
+    ):
+        out = cli(*args)
+        assert out.returncode in (0, 1), out.stderr
+        assert not RAW_CONTROL.search(out.stdout + out.stderr), args
+        # The run folder's and the profile's names, as \x1b (the Markdown cells double each backslash).
+        assert "\\x1b]0;pwned\\x07" in out.stdout.replace("\\\\", "\\")
+        if args[0] != "check":  # `check` names runs and their reason, not allocators
+            assert "\\x00" in out.stdout  # the allocator's NUL
+    assert not RAW_CONTROL.search(markdown.read_text(encoding="utf-8"))
+    out = cli("report", missing)
+    assert out.returncode == 2 and visible(missing) in out.stderr and not RAW_CONTROL.search(out.stderr)
+
+
+def test_visible_escapes_c0_del_and_c1_and_nothing_else():
+    assert visible("a\x00b\x1b[2J\x7f\x85\x9f\n\t…é€") == "a\\x00b\\x1b[2J\\x7f\\x85\\x9f\\x0a\\x09…é€"

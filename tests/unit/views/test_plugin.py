@@ -1,0 +1,205 @@
+"""The plugin's routes through TensorBoard's own WSGI application."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tests.support.demo import DEMO_LOGS, demo_xplane
+
+
+@pytest.fixture(scope="module")
+def client():
+    return make_client(str(DEMO_LOGS))[0]
+
+
+def _get(client, route: str, **args: object):
+    response = client.get(f"{PREFIX}/{route}", query_string=args)
+    body = json.loads(response.get_data(as_text=True))
+    return response.status_code, body
+
+
+def _run_name(client, tb_run: str) -> str:
+    _, body = _get(client, "runs")
+    return next(r["run"] for r in body["runs"] if r["run"].startswith(tb_run + "/"))
+
+
+def test_runs_are_named_like_the_profile_plugin(client):
+    status, body = _get(client, "runs")
+    assert status == 200
+    names = {r["run"]: r["hosts"] for r in body["runs"]}
+    for tb_run in ("tf_leak", "tf_fixed"):
+        path = demo_xplane(tb_run)
+        session, host = path.parent.name, path.name.removesuffix(".xplane.pb")
+        assert names[f"{tb_run}/{session}"] == [host]
+
+
+def test_report_route_equals_cli_json(client):
+    run = _run_name(client, "tf_leak")
+    status, body = _get(client, "report", run=run)
+    assert status == 200
+    cli = subprocess.run(
+        [sys.executable, "-m", "tb_leakfinder.views.cli", "report", str(DEMO_LOGS), "--run", run, "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert json.loads(cli.stdout) == body
+    assert body["runs"][0]["verdict"] == "leak"
+
+
+def test_report_of_one_host(client):
+    run = _run_name(client, "tf_fixed")
+    host = demo_xplane("tf_fixed").name.removesuffix(".xplane.pb")
+    status, body = _get(client, "report", run=run, host=host)
+    assert status == 200 and [h["host"] for h in body["runs"][0]["hosts"]] == [host]
+
+
+def test_timeline_is_bounded_and_keeps_the_peak(client):
+    run = _run_name(client, "tf_leak")
+    _, report = _get(client, "report", run=run)
+    allocator = report["runs"][0]["hosts"][0]["allocators"][0]
+    status, body = _get(client, "timeline", run=run, points=40)
+    assert status == 200
+    assert body["total_events"] == allocator["num_allocations"] + allocator["num_deallocations"]
+    assert len(body["time_ps"]) <= 40 < body["total_events"]
+    assert max(body["heap_bytes"]) == allocator["peak_bytes_in_use"]
+    assert body["time_ps"] == sorted(body["time_ps"])
+    assert body["never_freed_bytes"][-1] == allocator["never_freed_bytes"]
+    assert len(body["steps"]) == report["runs"][0]["hosts"][0]["num_steps"]
+
+
+def test_timeline_group_series(client):
+    run = _run_name(client, "tf_leak")
+    _, report = _get(client, "report", run=run)
+    top = report["runs"][0]["hosts"][0]["allocators"][0]["groups"][0]
+    status, body = _get(client, "timeline", run=run, group=0)
+    assert status == 200
+    assert body["group_bytes"][-1] == top["bytes"]
+    assert body["group_bytes"] == sorted(body["group_bytes"])  # a growing leak only climbs
+
+
+def test_buffers_paging_sorting_and_group(client):
+    run = _run_name(client, "tf_leak")
+    _, first = _get(client, "buffers", run=run, limit=10, sort="bytes", order="desc")
+    _, second = _get(client, "buffers", run=run, limit=10, offset=10, sort="bytes", order="desc")
+    assert first["total"] == second["total"] > 20
+    sizes = [b["allocation_bytes"] for b in first["buffers"] + second["buffers"]]
+    assert sizes == sorted(sizes, reverse=True)
+    assert {b["id"] for b in first["buffers"]}.isdisjoint(b["id"] for b in second["buffers"])
+    _, group = _get(client, "buffers", run=run, group=0, limit=100)
+    assert group["total"] == 25
+    assert all(b["op"] == "Mul" and b["status"] == "never_freed" and b["free_time_ps"] is None for b in group["buffers"])
+    _, live = _get(client, "buffers", run=run, status="never_freed", limit=100)
+    assert live["total"] and all(b["status"] == "never_freed" for b in live["buffers"])
+
+
+@pytest.mark.parametrize(
+    ("route", "args", "status"),
+    [
+        ("report", {}, 400),
+        ("report", {"run": "no/such/run"}, 404),
+        ("report", {"run": "../tf_leak"}, 404),
+        ("timeline", {"run": "RUN", "host": "nohost"}, 404),
+        ("timeline", {"run": "RUN", "allocator": "GPU_9_bfc"}, 404),
+        ("timeline", {"run": "RUN", "points": "many"}, 400),
+        ("timeline", {"run": "RUN", "points": "3"}, 400),
+        ("buffers", {"run": "RUN", "sort": "nonsense"}, 400),
+        ("buffers", {"run": "RUN", "limit": "0"}, 400),
+        ("buffers", {"run": "RUN", "group": "99"}, 404),
+        ("buffers", {"run": "RUN", "status": "zombie"}, 400),
+    ],
+)
+def test_bad_arguments_get_4xx_json(client, route, args, status):
+    args = {k: (_run_name(client, "tf_leak") if v == "RUN" else v) for k, v in args.items()}
+    code, body = _get(client, route, **args)
+    assert code == status
+    assert isinstance(body["error"], str) and body["error"]
+    assert "Traceback" not in body["error"]
+
+
+def _logdir_with(tmp_path, content: bytes):
+    session = tmp_path / "job" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    (session / "host0.xplane.pb").write_bytes(content)
+    return str(tmp_path), "job/2026_01_01_00_00_00"
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"", "empty"),
+        (demo_xplane("tf_leak").read_bytes()[:10_000], "incomplete or corrupt"),
+        (b"\xff" * 64, "incomplete or corrupt"),
+    ],
+)
+def test_broken_profile_is_a_422_naming_the_file(tmp_path, content, words):
+    logdir, run = _logdir_with(tmp_path, content)
+    client = make_client(logdir)[0]
+    code, body = _get(client, "report", run=run)
+    assert code == 422
+    assert words in body["error"] and "host0.xplane.pb" in body["error"]
+
+
+def test_profile_without_memory_events_explains_how_to_get_them(tmp_path):
+    from tb_leakfinder import proto
+
+    space = proto.XSpace()()
+    space.planes.add(name="/host:CPU").lines.add(name="python")
+    logdir, run = _logdir_with(tmp_path, space.SerializeToString())
+    client = make_client(logdir)[0]
+    code, body = _get(client, "report", run=run)
+    assert code == 200
+    host = body["runs"][0]["hosts"][0]
+    assert host["verdict"] == "inconclusive" and host["allocators"] == []
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in host["reason"] and "JAX" in host["reason"]
+    code, body = _get(client, "timeline", run=run)
+    assert code == 404 and "no memory events" in body["error"]
+
+
+def test_index_js_is_an_es_module(client):
+    response = client.get(f"{PREFIX}/index.js")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"].startswith("application/javascript")
+    assert b"render" in response.get_data()
+
+
+def test_copied_logdir_is_analysed_identically(tmp_path, client):
+    shutil.copytree(DEMO_LOGS / "tf_leak", tmp_path / "tf_leak")
+    other = make_client(str(tmp_path))[0]
+    run = _run_name(client, "tf_leak")
+    assert _get(other, "report", run=run) == _get(client, "report", run=run)
+
+
+def test_report_lists_static_modules_and_flags_the_returned_activation(client):
+    status, body = _get(client, "report", run="jax_liveout")
+    assert status == 200
+    host = body["runs"][0]["hosts"][0]
+    modules = {m["name"]: m for m in host["modules"]}
+    step = next(m for name, m in modules.items() if name.startswith("jit_train_step_liveout("))
+    (flag,) = step["actionable"]
+    assert flag["reason"] == "live_out" and flag["shape"] == "f32[256,3072]" and flag["bytes"] == 256 * 3072 * 4
+    assert flag["instruction"] in host["reason"]
+    _, clean = _get(client, "report", run="jax_clean")
+    assert not any(m["actionable"] for m in clean["runs"][0]["hosts"][0]["modules"])
+
+
+def test_module_route(client):
+    _, body = _get(client, "report", run="jax_liveout")
+    name = next(m["name"] for m in body["runs"][0]["hosts"][0]["modules"] if m["actionable"])
+    status, detail = _get(client, "module", run="jax_liveout", module=name, points=16)
+    assert status == 200 and detail["name"] == name
+    for args, code in (
+        ({"module": "nope(1)"}, 404),
+        ({"module": "../" + name}, 404),
+        ({}, 400),
+        ({"module": name, "memory_space": "7"}, 404),
+        ({"module": name, "points": "x"}, 400),
+    ):
+        status, error = _get(client, "module", run="jax_liveout", **args)
+        assert status == code and error["error"]
