@@ -5,10 +5,10 @@
     pairing = pair_events(events, marks)
 
 Each argument is one value or one per event. What a reader would give where a
-test says nothing: `requested_bytes` and `allocation_bytes` are `nbytes`;
-`bytes_in_use` is each allocator's running total after the event and
-`peak_bytes_in_use` its running maximum (as TF's BFC allocator reports them);
-the other columns hold MemoryEvents' "none" values (0, 0.0, dtype -1,
+test says nothing: `tensor_bytes` and `chunk_bytes` are `nbytes`;
+`heap_bytes` is each allocator's running total after the event and
+`allocator_peak_bytes` its running maximum (as TF's BFC allocator reports them);
+the other columns hold MemoryEvents' "none" values (0, 0.0, dtype 0: "",
 group_id -1). Any column of EVENT_COLUMNS may be given by name instead.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME, Buffers
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 
-NONE_VALUES = {"dtype": -1, "group_id": -1}  # other columns' "none" is 0
+NONE_VALUES = {"group_id": -1}  # other columns' "none" is 0 (the dtype's: "")
 
 
 def _per_event(value: Any, n: int, dtype: Any) -> np.ndarray:
@@ -64,7 +64,7 @@ def memory_events(
         "kind": _per_event(kind, n, np.int8),
         "addr": _per_event(addr, n, np.uint64),
     }
-    given["allocation_bytes"] = given["requested_bytes"] = _per_event(nbytes, n, np.int64)
+    given["chunk_bytes"] = given["tensor_bytes"] = _per_event(nbytes, n, np.int64)
     strings = [""]
     for name, values in (("op", op), ("shape", shape), ("region", region)):
         given[name] = _intern(values, n, strings)
@@ -77,13 +77,13 @@ def memory_events(
     # Each allocator's heap in use after each event, and its peak so far, in time order.
     in_use = np.zeros(n, np.int64)
     peak = np.zeros(n, np.int64)
-    delta = np.where(out["kind"] == ALLOC, out["allocation_bytes"], -out["allocation_bytes"])
+    delta = np.where(out["kind"] == ALLOC, out["chunk_bytes"], -out["chunk_bytes"])
     for a in range(len(allocator_names)):
         rows = out["allocator"] == a
         in_use[rows] = np.cumsum(delta[rows])
         peak[rows] = np.maximum.accumulate(in_use[rows])
-    out.setdefault("bytes_in_use", in_use)
-    out.setdefault("peak_bytes_in_use", peak)
+    out.setdefault("heap_bytes", in_use)
+    out.setdefault("allocator_peak_bytes", peak)
     for name, dtype in EVENT_COLUMNS.items():
         out.setdefault(name, np.full(n, NONE_VALUES.get(name, 0), dtype))
     return MemoryEvents(
@@ -146,11 +146,11 @@ def buffers(
         "alloc_step": np.full(n, -1, np.int32),
         "free_step": np.full(n, -1, np.int32),
         "addr": np.arange(1, n + 1, dtype=np.uint64) << np.uint64(12),
-        "requested_bytes": size,
-        "allocation_bytes": size,
+        "tensor_bytes": size,
+        "chunk_bytes": size,
         "op": _intern(op, n, table),
         "shape": _intern(shape, n, table),
-        "dtype": np.full(n, -1, np.int32),
+        "dtype": np.zeros(n, np.int32),
         "region": _intern(region, n, table),
         "status": status,
     }

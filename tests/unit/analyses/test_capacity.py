@@ -78,7 +78,7 @@ def test_step_counts_are_rounded_to_two_figures(n, text):
 def _one_allocation(fragmentation: float, available: int, nbytes: int) -> MemoryEvents:
     """A 16 MiB allocation, then one of `nbytes`: the peak, at that fragmentation and with `available` bytes free."""
     return memory_events(
-        [10, 20], ALLOC, [0x1000, 0x9000_0000], [16 * MIB, nbytes], fragmentation=fragmentation, bytes_available=available
+        [10, 20], ALLOC, [0x1000, 0x9000_0000], [16 * MIB, nbytes], fragmentation=fragmentation, free_bytes=available
     )
 
 
