@@ -108,11 +108,12 @@ def _most(num_windows: int) -> int:
 
 
 def family_label(group: SuspectGroup, strings: list[str]) -> str:
-    """'Mul [128,1024] output', 'Mean [32,*] output, 12 shapes', or 'one buffer regrown each step by ConcatV2,
-    now [1920,1024]'."""
+    """'Mul [128,1024] output', 'Mean [32,*] output, 12 shapes', or 'one buffer (4 buffers) regrown each step by
+    ConcatV2, now [1920,1024]'."""
     op, region = strings[group.op], strings[group.region]
     if group.regrown:
-        return f"one buffer regrown each step by {op or '(unknown op)'}, now {group.latest_shape}"
+        buffers = "one buffer" if group.count <= 1 else f"{group.count} buffers"  # a KV cache per layer: one each
+        return f"{buffers} regrown each step by {op or '(unknown op)'}, now {group.latest_shape}"
     label = group_label(op, group.shape, region)
     return f"{label}, {group.num_shapes} shapes" if group.num_shapes > 1 else label
 

@@ -170,6 +170,7 @@ ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
         ("regrown", ["Leak: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"]),
         ("dynamic_shapes", ["from Tanh [32,*] output, 20 shapes, 40 of 40 steps never freed"]),
         ("several_families", ["; 2 families grow, +192 KiB per step in all"]),
+        ("regrown_kv_cache_per_layer", ["+128 KiB per step from 4 buffers regrown each step by ConcatV2, now [1280,256]"]),
     ],
 )
 def test_report_text_names_the_family_and_its_onset(case, words):
