@@ -75,6 +75,18 @@ export function byteTicks(values: number[]): string[] {
   return values.map((v) => (v === 0 ? '0' : formatBytes(v)));
 }
 
+/**
+ * Axis ticks for time scales, all in the unit of the largest and with the digits their spacing needs: a 10 ms
+ * window 9.72 s into a profile reads "9.720 s", "9.722 s", never "9.72 s" at every tick.
+ */
 export function timeTicks(values: number[]): string[] {
-  return values.map((v) => (v === 0 ? '0' : formatPs(v)));
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (finite.length < 2) return values.map((v) => (v === 0 ? '0' : formatPs(v)));
+  const largest = Math.max(...finite.map((v) => Math.abs(v)));
+  const [scale, unit] = TIME_UNITS.find(([s]) => largest >= s) ?? [1, 'ps'];
+  const gaps = finite.slice(1).map((v, i) => Math.abs(v - finite[i])).filter((g) => g > 0);
+  const step = gaps.length ? Math.min(...gaps) : largest;
+  // Enough decimals that one step changes the last digit shown, and no more than a picosecond's.
+  const decimals = Math.min(Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9)), Math.round(Math.log10(scale)));
+  return values.map((v) => (v === 0 ? '0' : `${(v / scale).toFixed(decimals)} ${unit}`));
 }

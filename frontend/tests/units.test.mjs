@@ -47,6 +47,15 @@ test('times are read from picoseconds', () => {
   assert.equal(m.formatPs(null), '—');
 });
 
+test('time ticks keep the digits that tell them apart', () => {
+  // A real JAX GPU capture's 10 ms window starts 9.72 s into the profile.
+  assert.deepEqual(m.timeTicks([9.72e12, 9.722e12, 9.724e12, 9.726e12]), ['9.720 s', '9.722 s', '9.724 s', '9.726 s']);
+  assert.deepEqual(m.timeTicks([0, 20e9, 40e9, 60e9]), ['0', '20 ms', '40 ms', '60 ms']);
+  assert.deepEqual(m.timeTicks([0, 0.5e12, 1e12, 1.5e12]), ['0', '0.5 s', '1.0 s', '1.5 s']);
+  assert.deepEqual(m.timeTicks([100, 101, 102]), ['100 ps', '101 ps', '102 ps']);
+  assert.deepEqual(m.timeTicks([5e9]), ['5.00 ms']);
+});
+
 test('addresses: hex parsed, unused gaps between ranges shrunk', () => {
   assert.equal(m.parseAddress('0x7f00a0'), 0x7f00a0);
   assert.equal(m.parseAddress('1234'), 1234);
