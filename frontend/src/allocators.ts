@@ -29,11 +29,11 @@ export function memoryRank(a: Named): number {
 
 /**
  * The allocator the tab opens on: one that leaks (device memory first, then
- * the fastest growth), else device memory with the highest peak.
+ * the fastest leak), else device memory with the highest peak.
  */
 export function defaultAllocator<A extends AllocatorReport>(allocators: A[]): A | undefined {
   const leaking = allocators.filter((a) => a.verdict === 'leak');
   const pool = leaking.length ? leaking : allocators;
-  const size = (a: A) => (leaking.length ? (a.growth_bytes_per_step ?? 0) : a.peak_bytes_in_use);
+  const size = (a: A) => (leaking.length ? a.leak_bytes_per_step : a.peak_bytes_in_use);
   return pool.slice().sort((a, b) => memoryRank(a) - memoryRank(b) || size(b) - size(a))[0];
 }

@@ -114,6 +114,8 @@ export interface AllocatorReport {
   freed_before_window_count: number;
   /** Slope of the heap in use at step ends, fitted over all steps: every allocation, not a leak rate. */
   growth_bytes_per_step: number | null;
+  /** The leak rate: the growing families' tensor bytes per step summed (what the forecast uses); 0 unless it leaks. */
+  leak_bytes_per_step: number;
   verdict: Verdict;
   reason: string;
   groups: Group[];
@@ -454,6 +456,8 @@ export interface OverviewRow {
   verdict: Verdict;
   /** The allocator's `growth_bytes_per_step`: the heap at step ends, all allocations, fitted. */
   bytes_per_step: number | null;
+  /** The allocator's `leak_bytes_per_step`; null for a host that could not be read. */
+  leak_bytes_per_step: number | null;
   peak_bytes_in_use: number | null;
   memory_capacity_bytes: number | null;
   step_source: StepSource | null;

@@ -85,7 +85,15 @@ test('routes are relative URLs with their arguments encoded', () => {
   assert.equal(m.moduleKey({name: 'jit_f(3)', memory_space: 1}), 'jit_f(3) (memory space 1)');
 });
 
-const allocator = (memory_id, name, verdict, peak, growth = 0) => ({memory_id, name, verdict, peak_bytes_in_use: peak, growth_bytes_per_step: growth});
+// `leak` is the growing families' rate; the heap trend is made to disagree with it, so the test shows which one decides.
+const allocator = (memory_id, name, verdict, peak, leak = 0) => ({
+  memory_id,
+  name,
+  verdict,
+  peak_bytes_in_use: peak,
+  leak_bytes_per_step: leak,
+  growth_bytes_per_step: 1e7 - leak,
+});
 
 test('allocators are keyed by memory id and labelled with it', () => {
   assert.equal(m.allocatorKey(allocator('2', 'TPU:2')), '2');
@@ -106,7 +114,7 @@ test('the tab opens on the leaking allocator, else device memory with the highes
   assert.equal(m.defaultAllocator([pinned, gpu0, gpu1]), gpu1);
   const leaking = allocator('GPU_0_bfc', 'GPU_0_bfc', 'leak', 1e8, 512);
   assert.equal(m.defaultAllocator([pinned, gpu1, leaking]), leaking);
-  // Several leak: device memory first, then the fastest growth.
+  // Several leak: device memory first, then the fastest leak (not the fastest-rising heap).
   const fast = allocator('1', 'TPU:1', 'leak', 1e8, 4096);
   const pinnedLeak = allocator('pinned_host', 'pinned_host', 'leak', 1e8, 1e6);
   assert.equal(m.defaultAllocator([pinnedLeak, leaking, fast]), fast);

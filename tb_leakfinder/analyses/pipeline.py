@@ -38,6 +38,7 @@ class AllocatorAnalysis:
     warnings: list[str] = field(default_factory=list)
     forecast: Forecast | None = None  # to out-of-memory, when the allocator leaks and reports what is free
     fragmentation_note: str | None = None
+    leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
 
 
 @dataclass
@@ -136,7 +137,7 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
         )
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
-    growth = sum(g.bytes_per_step for g in leak_groups(suspects.groups, source))
+    growth = sum(g.bytes_per_step for g in leak_groups(suspects.groups, source)) if verdict.verdict == LEAK else 0.0
     outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(
         memory_id,
@@ -151,6 +152,7 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
         warnings,
         outlook,
         fragmentation_note(events, summary.peak_event),
+        growth,
     )
 
 

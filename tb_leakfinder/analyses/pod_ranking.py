@@ -10,12 +10,14 @@ Json = dict[str, Any]
 
 
 def worst_first(row: Json) -> tuple[Any, ...]:
-    """Leaks before the rest; then the fastest growth, then the fullest memory, then the name."""
+    """Leaks before the rest; then the fastest leak (its growing families' rate), then the fastest-rising heap,
+    then the fullest memory, then the name."""
     capacity = row["memory_capacity_bytes"]
     peak = row["peak_bytes_in_use"] or 0
     fill = peak / capacity if capacity else 0.0
     return (
         -verdicts.SEVERITY.get(row["verdict"], verdicts.SEVERITY[verdicts.INCONCLUSIVE]),
+        -(row.get("leak_bytes_per_step") or 0.0),
         -(row["bytes_per_step"] or 0.0),
         -fill,
         -peak,

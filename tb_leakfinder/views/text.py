@@ -131,12 +131,13 @@ def _peak_of_capacity(row: Json) -> str:
 
 def render_overview(overview: Json) -> list[str]:
     """The pod table: '3 of 64 hosts leak', then one row per host and allocator, worst first."""
-    headers = ["host", "allocator", "verdict", "growth", "peak", "steps from"]
+    headers = ["host", "allocator", "verdict", "leak", "heap trend", "peak", "steps from"]
     rows = [
         [
             r["host"],
             r["name"] or "-",
             VERDICT_WORDS.get(r["verdict"], r["verdict"]) + (" (not read)" if r["error"] else ""),
+            _growth_text(r["leak_bytes_per_step"]) if r["verdict"] == "leak" else "-",
             _growth_text(r["bytes_per_step"]),
             _peak_of_capacity(r),
             (r["step_source"] or {}).get("kind", "-"),

@@ -24,6 +24,7 @@ ROW_KEYS = {
     "name",
     "verdict",
     "bytes_per_step",
+    "leak_bytes_per_step",
     "peak_bytes_in_use",
     "memory_capacity_bytes",
     "step_source",
@@ -60,8 +61,8 @@ def test_the_route_lists_every_host_and_allocator_worst_first(logdir):
     severities = [SEVERITY[r["verdict"]] for r in rows]
     assert severities == sorted(severities, reverse=True)
     leak_rows = [r for r in rows if r["verdict"] == "leak"]
-    growth = [r["bytes_per_step"] for r in leak_rows]
-    assert growth == sorted(growth, reverse=True)
+    growth = [r["leak_bytes_per_step"] for r in leak_rows]
+    assert growth == sorted(growth, reverse=True) and all(rate > 0 for rate in growth)
     assert rows[0]["host"] == "host1" and rows[0]["name"] == "GPU_0_bfc"  # the biggest planted leak
     (broken,) = [r for r in rows if r["host"] == "host7"]
     assert broken["error"] and broken["name"] is None and broken["verdict"] == "inconclusive"
@@ -99,7 +100,7 @@ def test_the_cli_report_prints_the_table_for_a_multi_host_run(logdir, capsys):
     overview = run_overview_json(Engine.for_path(str(logdir)).report()["runs"][0])
     assert f" {overview['num_leaking_hosts']} of {HOSTS} hosts leak" in out
     table = out.split(" hosts leak\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert table[0].split() == ["host", "allocator", "verdict", "growth", "peak", "steps", "from"]
+    assert table[0].split() == ["host", "allocator", "verdict", "leak", "heap", "trend", "peak", "steps", "from"]
     assert [line.split()[0] for line in table[1:]] == [r["host"] for r in overview["rows"]]
     cli.main(["report", str(next(logdir.rglob("host0.xplane.pb"))), "--no-cache"])
     assert "hosts leak" not in capsys.readouterr().out  # one host: no table
