@@ -3,8 +3,8 @@
 A family is (op, dtype, region): a leak of one op's output keeps its family
 even when the output's shape changes from step to step, or when one buffer is
 freed and made again larger (a history grown by concatenation). The verdict
-follows the bytes a family holds at the end of every step, not which buffers
-happen to be never freed: those remain the evidence shown.
+follows the least a family's step-outliving buffers hold during each step,
+not which buffers happen to be never freed: those remain the evidence shown.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ MIN_RISES = 3
 # A fall by this share of a family's whole range of live bytes is a release (a cache cleared, a leak
 # fixed): growth is measured again from after the last one.
 FALL_SHARE = 0.25
-# Rises separated from the next by more than this many cadences (and CADENCE_SLACK steps) are before
+# Rises separated from the next by more than this many cadences (and ONSET_GAP_SLACK steps) are before
 # the onset: a lone early blip is not where a leak began.
 ONSET_GAP_CADENCES = 4
 ONSET_GAP_SLACK = 4
