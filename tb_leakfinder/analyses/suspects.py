@@ -39,7 +39,7 @@ HELD_SHARE = 0.5
 # A family flat for more than this share of the window (and two cadences) after its last rise stopped growing.
 STOPPED_SHARE = 0.1
 # Cells of one block of family-by-step series: families are measured in blocks of at most this many.
-SERIES_BLOCK_CELLS = 1 << 22
+SERIES_BLOCK_CELLS = 1 << 20
 _DIMS = re.compile(r"\[([^\[\]]*)\]")
 
 
