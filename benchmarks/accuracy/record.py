@@ -416,6 +416,14 @@ class Model:
         return hidden, tf.reduce_mean(tf.matmul(hidden, self.w2))
 
 
+def lru_put(lru: Any, key: int, value: Any, capacity: int) -> None:
+    """An LRU of `capacity` entries (an OrderedDict): the newest goes last, the oldest out when it is full."""
+    lru[key] = value
+    lru.move_to_end(key)
+    if len(lru) > capacity:
+        lru.popitem(last=False)
+
+
 def _eager_case(tf: Any, name: str) -> tuple[Any, Any]:
     """(body(i, state), new_state()) of an eager case; body runs step i and keeps what the case keeps in state."""
     model = Model(tf, **SMALL) if name == "small_under_temporaries" else Model(tf)
@@ -469,11 +477,7 @@ def _eager_case(tf: Any, name: str) -> tuple[Any, Any]:
         elif name == "rolling_window":
             s["window"].append(half(hidden))
         elif name == "filled_lru":
-            lru = s["lru"]
-            lru[i] = half(hidden)
-            lru.move_to_end(i)
-            if len(lru) > LRU_CAPACITY:
-                lru.popitem(last=False)
+            lru_put(s["lru"], i, half(hidden), LRU_CAPACITY)
         elif name == "sawtooth":
             if i % SAWTOOTH == 0:
                 s["kept"].clear()
@@ -513,11 +517,7 @@ def _eager_case(tf: Any, name: str) -> tuple[Any, Any]:
                 proj = tf.matmul(hidden[:KV_ROWS], w_layers[k])
                 s["layers"][k] = tf.concat([s["layers"][k], proj], 0)
         elif name == "lru_filled_late":
-            lru = s["lru"]
-            lru[i] = half(hidden)
-            lru.move_to_end(i)
-            if len(lru) > LRU_LATE_CAPACITY:
-                lru.popitem(last=False)
+            lru_put(s["lru"], i, half(hidden), LRU_LATE_CAPACITY)
         elif name == "growing_then_constant_batch":
             rows = RAMP_ROWS[min(i, len(RAMP_ROWS) - 1)]
             small = tf.nn.relu(tf.matmul(model.batch(i)[:rows], model.w1))
