@@ -101,7 +101,7 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
     num_families = int(family.max()) + 1
     position = step_position(buffers.alloc_time_ps[members], steps) if n else np.full(len(members), -1, np.int64)
     by_family = np.argsort(family, kind="stable")
-    bounds = np.cumsum(np.bincount(family, minlength=num_families))[:-1]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(family, minlength=num_families))])
     candidates: list[tuple[SuspectGroup, int]] = []
     block = max(1, SERIES_BLOCK_CELLS // (n + 2))
     for lo in range(0, num_families, block):
@@ -112,16 +112,12 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
         requested, allocated = buffers.tensor_bytes[rows], buffers.chunk_bytes[rows]
         # A profile without requested sizes (or with corrupt ones) is measured by its chunks instead.
         tensor = np.where(requested > 0, requested, allocated)
-        ones = np.ones(len(rows))
-        times, order = _times(buffers, rows), _event_order(buffers, rows)
-        at_boundaries, tensor_floors = _step_floors(where, first[rows], end[rows], times, order, boundary, tensor, hi - lo)
-        series = [
-            at_boundaries,
-            tensor_floors,
-            *(_step_floors(where, first[rows], end[rows], times, order, boundary, w, hi - lo)[1] for w in (allocated, ones)),
-        ]
+        (at_boundaries, tensor_floors), (_, chunk_floors), (_, count_floors) = _step_floors(
+            buffers, rows, where, first[rows], end[rows], boundary, (tensor, allocated, np.ones(len(rows))), hi - lo
+        )
+        series = [at_boundaries, tensor_floors, chunk_floors, count_floors]
         for f in range(lo, hi):
-            chosen = by_family[(bounds[f - 1] if f else 0) : (bounds[f] if f < len(bounds) else len(by_family))]
+            chosen = by_family[starts[f] : starts[f + 1]]
             group = _classify(
                 buffers, members[chosen], position[chosen], never[members[chosen]], [s[f - lo] for s in series], steps, strings
             )
@@ -167,24 +163,19 @@ def _times(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return made, gone
 
 
-def _event_order(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each buffer's allocation and free as positions in the allocator's event stream (-1: outside the window),
-    which orders events of one time as the profile does."""
-    return buffers.alloc_event[rows].astype(np.int64), buffers.free_event[rows].astype(np.int64)
-
-
 def _step_floors(
+    buffers: Buffers,
+    rows: np.ndarray,
     family: np.ndarray,
     first: np.ndarray,
     end: np.ndarray,
-    times: tuple[np.ndarray, np.ndarray],
-    order: tuple[np.ndarray, np.ndarray],
     boundary: np.ndarray,
-    weights: np.ndarray,
+    weights: tuple[np.ndarray, ...],
     count: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Two (count, n + 1) arrays: per family, what its step-outliving buffers hold at each boundary, and the
-    least they hold at any moment of each step (the last column: from the last step's end to the window's end).
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each of `weights` (one value per buffer of `rows`), two (count, n + 1) arrays: per family, what its
+    step-outliving buffers hold at each boundary, and the least they hold at any moment of each step (the
+    last column: from the last step's end to the window's end).
 
     A step's floor, not the value at its start: a temporary kept past one
     boundary and freed in the next step (a spike) is not memory the family
@@ -193,29 +184,34 @@ def _step_floors(
     """
     n = len(boundary) - 1
     width = n + 2
-    w = weights.astype(np.float64)
-    cells = count * width
-    delta = np.bincount(family * width + first, w, cells) - np.bincount(family * width + end, w, cells)
-    live = np.cumsum(delta.reshape(count, width), axis=1)[:, : n + 1]
-    floors = live.reshape(-1).copy()
-    # Each allocation and free inside a step (or after the last one), by (family, step) in stream order.
-    (made_t, gone_t), (made_e, gone_e) = times, order
+    made_t, gone_t = _times(buffers, rows)
+    # Positions in the allocator's event stream (-1: outside the window) order the events of one time.
+    made_e, gone_e = buffers.alloc_event[rows].astype(np.int64), buffers.free_event[rows].astype(np.int64)
     allocated, freed = made_e >= 0, gone_e >= 0
+    # Each allocation and free inside a step (or after the last one), by (family, step) in stream order:
+    # the same for every weight.
     owner = np.concatenate([np.flatnonzero(allocated), np.flatnonzero(freed)])
-    change = np.concatenate([w[allocated], -w[freed]])
+    sign = np.concatenate([np.ones(np.count_nonzero(allocated)), -np.ones(np.count_nonzero(freed))])
     step = np.searchsorted(boundary, np.concatenate([made_t[allocated], gone_t[freed]]), side="right") - 1
-    position = np.concatenate([made_e[allocated], gone_e[freed]])
     inside = step >= 0
     cell = family[owner[inside]] * (n + 1) + step[inside]
-    ranked = np.lexsort((position[inside], cell))
-    cell, change = cell[ranked], change[inside][ranked]
-    if len(cell):
-        running = np.cumsum(change)
-        head = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]]))
-        carried = np.concatenate([[0.0], running[head[1:] - 1]])
-        level = floors[cell] + running - np.repeat(carried, np.diff(np.append(head, len(cell))))
-        np.minimum.at(floors, cell, level)
-    return live, floors.reshape(count, n + 1)
+    ranked = np.lexsort((np.concatenate([made_e[allocated], gone_e[freed]])[inside], cell))
+    cell, owner, sign = cell[ranked], owner[inside][ranked], sign[inside][ranked]
+    head = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]])) if len(cell) else cell
+    lengths = np.diff(np.append(head, len(cell)))
+    result = []
+    for weight in weights:
+        w = weight.astype(np.float64)
+        cells = count * width
+        delta = np.bincount(family * width + first, w, cells) - np.bincount(family * width + end, w, cells)
+        live = np.cumsum(delta.reshape(count, width), axis=1)[:, : n + 1]
+        floors = live.reshape(-1).copy()
+        if len(cell):
+            running = np.cumsum(sign * w[owner])
+            carried = np.concatenate([[0.0], running[head[1:] - 1]])
+            np.minimum.at(floors, cell, floors[cell] + running - np.repeat(carried, lengths))
+        result.append((live, floors.reshape(count, n + 1)))
+    return result
 
 
 def family_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
