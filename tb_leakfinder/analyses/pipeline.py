@@ -16,10 +16,18 @@ from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, decide, leak_groups
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.lifetimes import STATUS_NAMES, Buffers
-from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, AllocatorInfo, Groups, HostProfile, MemoryEvents, Spans, Steps
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    EVENT_COLUMNS,
+    NO_ALLOCATOR_KEY,
+    AllocatorInfo,
+    Groups,
+    HostProfile,
+    MemoryEvents,
+    Spans,
+    Steps,
+)
 
-# The label of an allocator whose events name none (no memory id).
-NO_KEY = "(no memory id)"
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
 
@@ -158,7 +166,7 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
 
 def _info(profile: HostProfile, memory_id: str) -> AllocatorInfo:
     """What the profile's format says of an allocator; a profile built without one names it by its key."""
-    return profile.allocators.get(memory_id) or AllocatorInfo(memory_id or NO_KEY, False)
+    return profile.allocators.get(memory_id) or AllocatorInfo(memory_id or NO_ALLOCATOR_KEY, False)
 
 
 def _partial(verdict: Verdict, note: str) -> Verdict:

@@ -147,6 +147,10 @@ class Groups:
         return cls(z, z.copy(), z.copy())
 
 
+# How an allocator whose events carry no key for it is named.
+NO_ALLOCATOR_KEY = "(no memory id)"
+
+
 @dataclass
 class AllocatorInfo:
     """What a profile's format says of one allocator, beyond its events."""

@@ -1,11 +1,12 @@
-"""XSpace's labels (allocators from memory ids and device planes, host memory, TF dtypes) and how figures read."""
+"""XSpace's labels: allocators from memory ids and device planes, host memory, TF dtypes as names."""
 
 from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.words import format_duration_ps, format_fraction
-from tb_leakfinder.read.formats.xplane.labels import NO_MEMORY_ID, allocator_label, dtype_name, is_host_memory
+from tb_leakfinder.model.memory import ALLOC, NO_ALLOCATOR_KEY
+from tb_leakfinder.read.formats.xplane.labels import allocator_label, dtype_name, in_neutral_terms, is_host_memory
+from tests.support.columns import host_profile, memory_events
 
 TPU_PLANES = [f"/device:TPU:{n}" for n in range(4)]
 GPU_PLANES = ["/device:GPU:0", "/device:GPU:1"]
@@ -23,7 +24,7 @@ GPU_PLANES = ["/device:GPU:0", "/device:GPU:1"]
         ("2", [], "2"),
         ("gpu_host_bfc", GPU_PLANES, "gpu_host_bfc"),
         ("bfc_cpu_allocator_for_gpu", [], "bfc_cpu_allocator_for_gpu"),
-        ("", TPU_PLANES, NO_MEMORY_ID),
+        ("", TPU_PLANES, NO_ALLOCATOR_KEY),
         ("0", ["/device:TPU:0 garbage", "/device:CUSTOM:0", "/host:CPU"], "0"),
     ],
 )
@@ -43,13 +44,11 @@ def test_dtype_invalid_or_absent_is_blank():
 
 
 @pytest.mark.parametrize(
-    ("ps", "text"),
-    [(100_000_000_000, "100 ms"), (1_500_000_000_000, "1.5 s"), (3113 * 10**12, "52 min"), (5 * 3600 * 10**12, "5 h")],
+    "codes",
+    [[-1, 1, 1, 0, 3, 9], [1, 2**30, -1, 1]],  # TF's few small codes (one table), and a corrupt spread (sorted)
 )
-def test_durations_read_naturally(ps, text):
-    assert format_duration_ps(ps) == text
-
-
-@pytest.mark.parametrize(("f", "text"), [(0.64, "64%"), (0.025, "2.5%"), (0.00025, "< 0.1%"), (0.0, "0.0%"), (1.0, "100%")])
-def test_fractions_read_as_the_tab_shows_them(f, text):
-    assert format_fraction(f) == text
+def test_dtype_codes_become_interned_names(codes):
+    events = memory_events(list(range(len(codes))), ALLOC, [0x10 * (k + 1) for k in range(len(codes))], 4, dtype=codes)
+    neutral = in_neutral_terms(host_profile(events)).events
+    assert [neutral.strings[i] for i in neutral.dtype] == [dtype_name(c) for c in codes]
+    assert neutral.strings[0] == "" and len(set(neutral.strings)) == len(neutral.strings)
