@@ -22,10 +22,16 @@ from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
+from tb_leakfinder.model.sites import NO_SITE, Site
 from tb_leakfinder.store.json_shape import Shape, dataclass_shape
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
+STACK_HINT = (
+    "No Python frames in this profile. For the line of Python that made each buffer, capture with "
+    "tb_leakfinder.capture(logdir, python_tracer=True) (or its Keras callback), or with the Profile tab's "
+    "Capture Profile at Python tracer level 1"
+)
 
 
 def steps_json(steps: Steps) -> list[Json]:
@@ -56,6 +62,27 @@ def _group_key_json(strings: list[str], row: BreakdownRow) -> Json:
     return {"op": strings[row.op], "shape": strings[row.shape], "dtype": strings[row.dtype], "region": strings[row.region]}
 
 
+def site_json(site: Site) -> Json:
+    """Where buffers were made (model/sites.py), with the line of code as `where`."""
+    return {
+        **{name: getattr(site, name) for name in _SITE_FIELDS},
+        "candidates": list(site.candidates),
+        "stack": list(site.stack),
+    }
+
+
+def _where_json(sites: list[Site], index: int) -> Json:
+    site = sites[index] if 0 <= index < len(sites) else NO_SITE
+    return {"where": site.where, "site": site_json(site)}
+
+
+def stack_hint(a: AllocatorAnalysis) -> str | None:
+    """How to get Python frames, when none of the allocator's buffers has them."""
+    if any(site.stack for site in a.sites):
+        return None
+    return STACK_HINT
+
+
 def allocator_json(a: AllocatorAnalysis) -> Json:
     s, strings = a.summary, a.events.strings
     groups = [
@@ -65,7 +92,7 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
             "shape": g.shape,
             "dtype": strings[g.dtype],
             "region": strings[g.region],
-            "label": verdicts.family_label(g, strings),
+            "label": verdicts.family_label(g, strings, a.sites),
             "num_shapes": g.num_shapes,
             "latest_shape": g.latest_shape,
             "kind": g.kind,
@@ -81,10 +108,20 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
             "bytes_per_step": round(g.bytes_per_step, 1),
             "allocated_bytes_per_step": round(g.allocated_bytes_per_step, 1),
             "score": g.score,
+            **_where_json(a.sites, g.site),
         }
         for i, g in enumerate(a.suspects.groups)
     ]
-    breakdown = [{"category": r.category, **_group_key_json(strings, r), "count": r.count, "bytes": r.bytes} for r in a.breakdown]
+    breakdown = [
+        {
+            "category": r.category,
+            **_group_key_json(strings, r),
+            "count": r.count,
+            "bytes": r.bytes,
+            **_where_json(a.sites, r.site),
+        }
+        for r in a.breakdown
+    ]
     return {
         "memory_id": a.memory_id,
         "name": a.name,
@@ -111,6 +148,7 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
         "warnings": a.warnings,
         "groups": groups,
         "peak_breakdown": breakdown,
+        "stack_hint": stack_hint(a),
     }
 
 
@@ -310,7 +348,12 @@ def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> Json:
 
 
 def buffers_json(a: AllocatorAnalysis, steps: Steps, page: BufferPage) -> Json:
-    return {"total": page.total, "offset": page.offset, "limit": page.limit, "buffers": _buffer_rows(a, steps, page.rows)}
+    """A page of buffers. Each row's `site` indexes the page's `sites`: a site is written once, not per buffer."""
+    used = np.unique(a.buffers.site[page.rows]).tolist() if len(page.rows) else []
+    position = {site: k for k, site in enumerate(used)}
+    sites = [site_json(a.sites[k] if 0 <= k < len(a.sites) else NO_SITE) for k in used]
+    rows = _buffer_rows(a, steps, page.rows, position)
+    return {"total": page.total, "offset": page.offset, "limit": page.limit, "buffers": rows, "sites": sites}
 
 
 _BUFFER_COLUMNS = (
@@ -326,10 +369,11 @@ _BUFFER_COLUMNS = (
     "dtype",
     "region",
     "status",
+    "site",
 )
 
 
-def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[Json]:
+def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position: dict[int, int]) -> list[Json]:
     """The JSON of the buffers at `page`; each column is gathered once for the whole page, not per row."""
     strings, step_nums = a.events.strings, steps.step_num.tolist()
     columns = [getattr(a.buffers, name)[page].tolist() for name in _BUFFER_COLUMNS]
@@ -350,6 +394,8 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[J
             "region": strings[region],
             "status": STATUS_NAMES[status],
             "group": group if group >= 0 else None,
+            "where": a.sites[site].where if 0 <= site < len(a.sites) else "",
+            "site": position[site],
         }
         for i, (
             addr,
@@ -364,6 +410,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray) -> list[J
             dtype,
             region,
             status,
+            site,
         ), group in zip(page.tolist(), zip(*columns, strict=True), groups, strict=True)
     ]
 
@@ -411,6 +458,14 @@ def run_overview_json(run: Json) -> Json:
 VERDICTS = frozenset(verdicts.SEVERITY)
 _STEP_SOURCE: dict[str, Shape] = {"kind": str, "name": (str, None), "num_steps": int, "description": str}  # step_source_json
 _GROUP_KEY: dict[str, Shape] = {"op": str, "shape": str, "dtype": str, "region": str}  # _group_key_json
+_SITE_FIELDS = ("context", "program", "buffer", "allocation", "hlo_op", "op_name", "hlo_shape", "source", "match")
+_SITE: Shape = {  # site_json
+    **dict.fromkeys(_SITE_FIELDS, str),
+    "allocation": int,
+    "candidates": [str],
+    "stack": [str],
+}
+_WHERE: dict[str, Shape] = {"where": str, "site": _SITE}  # _where_json
 _GROUP: Shape = {  # an entry of allocator_json's groups
     "group": int,
     **_GROUP_KEY,
@@ -419,6 +474,7 @@ _GROUP: Shape = {  # an entry of allocator_json's groups
     **dict.fromkeys(("first_step", "last_step", "onset_step"), (int, None)),
     "regrown": bool,
     **dict.fromkeys(("bytes_per_step", "allocated_bytes_per_step", "score"), float),
+    **_WHERE,
 }
 _ALLOCATOR: Shape = {  # allocator_json
     **dict.fromkeys(("memory_id", "name", "reason"), str),
@@ -448,7 +504,8 @@ _ALLOCATOR: Shape = {  # allocator_json
     "fragmentation_note": (str, None),
     "warnings": [str],
     "groups": [_GROUP],
-    "peak_breakdown": [{**dataclass_shape(BreakdownRow), **_GROUP_KEY}],
+    "peak_breakdown": [{**{k: v for k, v in dataclass_shape(BreakdownRow).items() if k != "site"}, **_GROUP_KEY, **_WHERE}],
+    "stack_hint": (str, None),
 }
 _SMALL_ROW: Shape = {"label": str, "bytes": int, "count": int, "reason": str}  # _group_small's folded row
 _MODULE: Shape = {  # module_summary_json

@@ -32,7 +32,7 @@ ALLOCATOR = "allocator"
 OTHER = "other"
 # The dtype the scanner's code stores into a column of each kind, and into each column its own code fills.
 KIND_DTYPES = {spec.INT: np.int64, spec.STRING: np.int32, spec.UINT64: np.uint64, spec.INT32: np.int32, spec.FLOAT: np.float64}
-HAND_DTYPES = {"time_ps": np.int64, "kind": np.int8, spec.ALLOCATOR_COLUMN: np.int32}
+HAND_DTYPES = {"time_ps": np.int64, "kind": np.int8, "line": np.int32, spec.ALLOCATOR_COLUMN: np.int32}
 # Kinds the scanner keeps in a field of their own (MemRow's addr, frag, dtype), named after their column: one column each.
 SINGLE_KINDS = (spec.UINT64, spec.FLOAT, spec.INT32)
 # The order of columns and of roles, by kind. The scanner reads the INT and STRING columns and roles as runs, takes

@@ -23,6 +23,7 @@ class BreakdownRow:
     shape: int
     dtype: int
     region: int
+    site: int  # where its first buffer was made (an index into the allocator's sites), 0 for the special rows
     count: int | None  # None for the stack and the heap allocated before the window: not counted buffers
     bytes: int
 
@@ -58,13 +59,20 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     heads = live[first]
     rows = [
         BreakdownRow(
-            BUFFERS, int(buffers.op[h]), int(buffers.shape[h]), int(buffers.dtype[h]), int(buffers.region[h]), int(c), int(b)
+            BUFFERS,
+            int(buffers.op[h]),
+            int(buffers.shape[h]),
+            int(buffers.dtype[h]),
+            int(buffers.region[h]),
+            int(buffers.site[h]),
+            int(c),
+            int(b),
         )
         for h, c, b in zip(heads, counts, sizes, strict=True)
     ]
     before_window = max(0, int(events.heap_bytes[peak_event]) - int(sizes.sum()))
     stack = int(events.stack_bytes[peak_event])
     special = ((STACK, stack), (BEFORE_WINDOW, before_window))
-    rows += [BreakdownRow(category, 0, 0, 0, 0, None, n) for category, n in special if n]
+    rows += [BreakdownRow(category, 0, 0, 0, 0, 0, None, n) for category, n in special if n]
     rows.sort(key=lambda r: (-r.bytes, -(r.count or 0)))
     return rows, before_window

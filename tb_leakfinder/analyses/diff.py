@@ -166,7 +166,7 @@ def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
         m = merged.get(key)
         if m is None:
             merged[key] = GroupSide(
-                g.kind, g.count, g.bytes, g.bytes_per_step, family_label(g, strings), g.onset_step, g.late_onset
+                g.kind, g.count, g.bytes, g.bytes_per_step, family_label(g, strings, a.sites), g.onset_step, g.late_onset
             )
             continue
         m.count += g.count

@@ -18,7 +18,7 @@ class Pairing:
     unmatched_frees: int  # a free of an address already freed in the window
 
 
-def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
+def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = None) -> Pairing:
     """Buffer lifetimes of one allocator's events (sorted by time).
 
     Events are paired in time order per address; each reuse of an address is
@@ -27,6 +27,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
     address allocated twice without a free is taken as freed when reused.
     Buffers are in order of allocation time, then free time (a buffer allocated
     before the window has neither an allocation time nor an allocation event).
+    `site` is each event's site (attribution.attribute), 0 for all when None.
     """
     n = len(events)
     kind, time_ps = events.kind, events.time_ps
@@ -84,6 +85,7 @@ def pair_events(events: MemoryEvents, steps: Steps) -> Pairing:
         dtype=np.where(allocated, events.dtype[source], 0).astype(events.dtype.dtype),
         region=np.where(allocated, events.region[source], 0).astype(events.region.dtype),
         status=status,
+        site=np.where(allocated, site[source], 0).astype(np.int32) if site is not None else np.zeros(len(status), np.int32),
     )
     return Pairing(buffers, int(np.count_nonzero(ended & ~freed)), unmatched)
 

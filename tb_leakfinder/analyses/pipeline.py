@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
 from tb_leakfinder.analyses.lifetimes import pair_events
@@ -15,6 +17,7 @@ from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, decide, leak_groups
 from tb_leakfinder.model.columns import permute
+from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.lifetimes import STATUS_NAMES, Buffers
 from tb_leakfinder.model.memory import (
     ALLOC,
@@ -27,6 +30,7 @@ from tb_leakfinder.model.memory import (
     Spans,
     Steps,
 )
+from tb_leakfinder.model.sites import NO_SITE, Site
 
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
@@ -47,6 +51,7 @@ class AllocatorAnalysis:
     forecast: Forecast | None = None  # to out-of-memory, when the allocator leaks and reports what is free
     fragmentation_note: str | None = None
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
+    sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
 
 
 @dataclass
@@ -56,11 +61,12 @@ class HostAnalysis:
     step_source: StepSource  # where profile.steps came from
 
 
-def analyze_host(profile: HostProfile) -> HostAnalysis:
-    """All analyses of one host. Takes the profile's events: they move to the allocators column by column,
-    so that a large profile is never held twice; `profile.events` is left empty."""
+def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> HostAnalysis:
+    """All analyses of one host, whose compiled programs are `modules`. Takes the profile's events: they move
+    to the allocators column by column, so that a large profile is never held twice; `profile.events` is left empty."""
     events = profile.events
     source = find_steps(profile)
+    calls = call_index(profile.spans, modules)
     profile.events = MemoryEvents.empty()
     # The candidate spans have served: the cached analysis keeps only the steps they gave.
     profile = replace(
@@ -72,7 +78,7 @@ def analyze_host(profile: HostProfile) -> HostAnalysis:
     )
     result = []
     for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
-        result.append(analyze_allocator(memory_id, mine, profile, source))
+        result.append(analyze_allocator(memory_id, mine, profile, source, calls, modules))
     result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, -a.summary.peak_bytes_in_use, a.memory_id))
     return HostAnalysis(profile, result, source)
 
@@ -104,8 +110,16 @@ def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:
     return result
 
 
-def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile, source: StepSource) -> AllocatorAnalysis:
-    """One allocator's analyses; `profile.steps` are the steps `source` gave."""
+def analyze_allocator(
+    memory_id: str,
+    events: MemoryEvents,
+    profile: HostProfile,
+    source: StepSource,
+    calls: CallIndex | None = None,
+    modules: Sequence[HloModule] = (),
+) -> AllocatorAnalysis:
+    """One allocator's analyses; `profile.steps` are the steps `source` gave, `calls` the host's calls (none: the
+    profile's own, when it still has its spans)."""
     info = _info(profile, memory_id)
     name = info.label
     warnings: list[str] = []
@@ -126,12 +140,13 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
         )
     problems = _inconsistencies(events)
     warnings += [f"{name}: {problem}" for problem in problems]
-    pairing = pair_events(events, profile.steps)
+    attribution = attribute(events, calls or call_index(profile.spans, modules), modules)
+    pairing = pair_events(events, profile.steps, attribution.site)
     buffers = pairing.buffers
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    verdict = decide(summary, suspects.groups, source, events.strings)
+    verdict = decide(summary, suspects.groups, source, events.strings, attribution.sites)
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
@@ -161,6 +176,7 @@ def analyze_allocator(memory_id: str, events: MemoryEvents, profile: HostProfile
         outlook,
         fragmentation_note(events, summary.peak_event),
         growth,
+        attribution.sites,
     )
 
 
@@ -222,6 +238,9 @@ def check_consistent(h: HostAnalysis) -> None:
         for name in ("alloc_step", "free_step"):
             _within(getattr(buffers, name), -1, steps, f"buffers.{name}")
         _within(buffers.status, 0, len(STATUS_NAMES), "buffers.status")
+        _within(buffers.site, 0, len(a.sites), "buffers.site")
+        if not a.sites or not all(isinstance(site, Site) for site in a.sites):
+            raise ValueError(f"{a.name}: its sites are not a table of sites")
         if _table(a.suspects, {"group_of_buffer": None, "family_of_buffer": None}) != num_buffers:
             raise ValueError(f"{a.name}: {len(a.suspects.group_of_buffer)} groups of buffers for {num_buffers} buffers")
         for name in ("group_of_buffer", "family_of_buffer"):

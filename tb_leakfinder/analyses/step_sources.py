@@ -189,7 +189,7 @@ def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | No
 def _from_device_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
     spans = profile.spans
     best: _Candidate | None = None
-    for device, on_device in _split_by(np.flatnonzero(spans.source != SPAN_HOST_ROOT), spans.device):
+    for device, on_device in _split_by(np.flatnonzero(spans.device >= 0), spans.device):
         plane = profile.device_planes[device] if 0 <= device < len(profile.device_planes) else f"device {device}"
         programs = on_device[spans.source[on_device] == SPAN_DEVICE_PROGRAM]
         for name_index, mine in _split_by(programs, spans.name):

@@ -51,6 +51,7 @@ class SuspectGroup:
     shape: str  # the family's shape pattern: "[32,1024]" when all agree, "[32,*]" when a dimension varies
     num_shapes: int  # distinct shapes among its kept and step-outliving buffers
     latest_shape: str  # of its newest never-freed buffer (else of its newest buffer)
+    site: int  # where that buffer was made: an index into its allocator's sites
     kind: str
     count: int  # never-freed buffers
     requested_bytes: int  # tensor bytes of the never-freed buffers, as the program asked for them
@@ -320,6 +321,7 @@ def _classify(
     else:
         kind, score = BOUNDED, 0.3 * distinct / (num_steps - first)
     shapes = np.unique(buffers.shape[members])
+    latest = _latest(buffers, members, never)
     step_nums = steps.step_num
     return SuspectGroup(
         op=op,
@@ -327,7 +329,8 @@ def _classify(
         region=region,
         shape=shape_pattern([strings[s] for s in shapes]),
         num_shapes=len(shapes),
-        latest_shape=strings[int(buffers.shape[_latest(buffers, members, never)])],
+        latest_shape=strings[int(buffers.shape[latest])],
+        site=int(buffers.site[latest]),
         kind=kind,
         count=len(kept),
         requested_bytes=int(buffers.tensor_bytes[kept].sum()),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, S
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, SuspectGroup
 from tb_leakfinder.analyses.words import format_bytes, group_label
+from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, Site
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -39,12 +41,14 @@ class Verdict:
     reason: str
 
 
-def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, strings: list[str]) -> Verdict:
+def decide(
+    summary: Summary, groups: list[SuspectGroup], source: StepSource, strings: list[str], sites: Sequence[Site] = ()
+) -> Verdict:
     if summary.num_allocations + summary.num_deallocations == 0:
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
     if source.too_short:
-        lead = f" The largest never-freed group is {family_label(groups[0], strings)}." if groups else ""
+        lead = f" The largest never-freed group is {family_label(groups[0], strings, sites)}." if groups else ""
         found = "no step information and no time span to divide" if source.kind == NONE else source.description
         return Verdict(
             INCONCLUSIVE,
@@ -62,14 +66,14 @@ def decide(summary: Summary, groups: list[SuspectGroup], source: StepSource, str
             more = f"; {len(leaking)} families grow, +{format_bytes(total)} per {unit} in all"
         return Verdict(
             LEAK,
-            f"Leak: +{format_bytes(top.bytes_per_step)} per {unit} from {family_label(top, strings)}{onset}"
+            f"Leak: +{format_bytes(top.bytes_per_step)} per {unit} from {family_label(top, strings, sites)}{onset}"
             f"{kept} ({source.description}){more}",
         )
     if growing:
         top = growing[0]
         return Verdict(
             INCONCLUSIVE,
-            f"Inconclusive: {family_label(top, strings)} grows, but with no step information only in "
+            f"Inconclusive: {family_label(top, strings, sites)} grows, but with no step information only in "
             f"{top.growth_steps} of {n} equal time windows; a leak needs growth in at least {_most(n)} of them. "
             f"Mark steps (step_num) or capture more of the run.",
         )
@@ -107,14 +111,23 @@ def _most(num_windows: int) -> int:
     return math.ceil(MOST_WINDOWS * num_windows)
 
 
-def family_label(group: SuspectGroup, strings: list[str]) -> str:
-    """'Mul [128,1024] output', 'Mean [32,*] output, 12 shapes', or 'one buffer (4 buffers) regrown each step by
+def family_label(group: SuspectGroup, strings: list[str], sites: Sequence[Site] = ()) -> str:
+    """'Mul [128,1024] output (train.py:42 in train_step)', 'Mean [32,*] output, 12 shapes', 'output 0 of
+    jit_step(3) (dot_general f32[1024,1024], model.py:57)', or 'one buffer (4 buffers) regrown each step by
     ConcatV2, now [1920,1024]'."""
     op, region = strings[group.op], strings[group.region]
+    site = sites[group.site] if 0 < group.site < len(sites) else None
+    where = f" ({site.where})" if site is not None and site.where else ""
     if group.regrown:
         buffers = "one buffer" if group.count <= 1 else f"{group.count} buffers"  # a KV cache per layer: one each
-        return f"{buffers} regrown each step by {op or '(unknown op)'}, now {group.latest_shape}"
-    label = group_label(op, group.shape, region)
+        return f"{buffers} regrown each step by {op or '(unknown op)'}, now {group.latest_shape}{where}"
+    if site is not None and site.context == CONTEXT_PROGRAM and site.buffer:
+        details = [f"{site.hlo_op} {site.hlo_shape}".strip(), site.where]
+        if site.match == MATCH_AMBIGUOUS:
+            details.append(f"or one of {len(site.candidates) - 1} other buffers of its size")
+        label = f"{op} ({', '.join(d for d in details if d)})"
+    else:
+        label = group_label(op, group.shape, region) + where
     return f"{label}, {group.num_shapes} shapes" if group.num_shapes > 1 else label
 
 

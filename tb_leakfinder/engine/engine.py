@@ -72,7 +72,7 @@ def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
     reading = format_of(path).read(path, host, session_dir)
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)
-    return HostResult(analyze_host(reading.profile), hlo_protos=reading.hlo_protos, modules=summaries)
+    return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)
 
 
 def _nbytes(obj: object) -> int:

@@ -36,6 +36,7 @@ class Buffers:
     dtype: np.ndarray
     region: np.ndarray
     status: np.ndarray
+    site: np.ndarray  # int32: index into its allocator's sites (model/sites.py), 0 when not known
 
     def __len__(self) -> int:
         return int(self.status.shape[0])

@@ -28,6 +28,7 @@ EVENT_COLUMNS: dict[str, type] = {
     "region": np.int32,
     "dtype": np.int32,
     "group_id": np.int64,
+    "line": np.int32,
 }
 
 
@@ -41,7 +42,9 @@ class MemoryEvents:
     codes into these. `allocator` indexes `allocator_names`, each allocator's
     key as its format gives it (XProf's memory id: the last of `index_on_host` /
     `device_ordinal` (decimal) or `allocator_name` on the event, "" when none).
-    `free_bytes` is 0 and `group_id` -1 when the event has none.
+    `free_bytes` is 0 and `group_id` -1 when the event has none. `line` is the
+    position of the event's line (its thread) among its plane's lines, as
+    Spans.line; -1 when its format has no threads.
     """
 
     time_ps: np.ndarray
@@ -60,6 +63,7 @@ class MemoryEvents:
     region: np.ndarray
     dtype: np.ndarray
     group_id: np.ndarray
+    line: np.ndarray
     strings: list[str] = field(default_factory=lambda: [""])
     allocator_names: list[str] = field(default_factory=list)
 
@@ -98,6 +102,9 @@ class Steps:
 SPAN_HOST_ROOT = 0  # a /host:CPU root event (`_r`) or a call XProf groups by: TraceContext, FunctionRun, ...
 SPAN_DEVICE_PROGRAM = 1  # an event of a device plane's `XLA Modules` line: one program execution
 SPAN_DEVICE_STEP = 2  # an event of a device plane's `Steps` line
+# A host call that says what an allocation inside it is for: a Python function the profiler's Python tracer
+# recorded ("$train.py:42 train_step"), or a runtime call that moves data to a device (DevicePut, ...).
+SPAN_HOST_CALL = 3
 
 
 @dataclass

@@ -90,11 +90,11 @@ static const struct { const char *name; int number; } FIELD_NUMBERS[] = {
 #define MAX_DEPTH 100
 
 /* An event's metadata: a memory event, a host span by name (TraceContext, FunctionRun, __inference_*,
- * PjitFunction(...)), or anything else. */
-enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2, KIND_SPAN = 3 };
+ * PjitFunction(...)), a host call (a Python function "$...", or a transfer to a device), or anything else. */
+enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2, KIND_SPAN = 3, KIND_CALL = 4 };
 enum { V_NONE = 0, V_DOUBLE, V_UINT64, V_INT64, V_STR, V_BYTES, V_REF };
 /* Spans.source in tb_leakfinder/model/memory.py. */
-enum { SPAN_HOST_ROOT = 0, SPAN_DEVICE_PROGRAM = 1, SPAN_DEVICE_STEP = 2 };
+enum { SPAN_HOST_ROOT = 0, SPAN_DEVICE_PROGRAM = 1, SPAN_DEVICE_STEP = 2, SPAN_HOST_CALL = 3 };
 /* What walk_event keeps of an event: nothing (only checked), a /host:CPU event, or a device span. */
 enum { MODE_CHECK = 0, MODE_HOST = 1, MODE_DEVICE = 2 };
 
@@ -720,13 +720,28 @@ static int starts_with(ptr name, size_t len, const char *prefix) {
     return len >= n && memcmp(name, prefix, n) == 0;
 }
 
-/* As decoder.is_host_span_name for the spans. */
+static int contains(ptr name, size_t len, const char *part) {
+    size_t n = strlen(part);
+    for (size_t i = 0; n <= len && i <= len - n; i++)
+        if (memcmp(name + i, part, n) == 0) return 1;
+    return 0;
+}
+
+/* As decoder.is_transfer_name: a runtime call that copies host data to a device. */
+static int is_transfer(ptr name, size_t len) {
+    return (len == 9 && memcmp(name, "DevicePut", 9) == 0) || contains(name, len, "BufferFromHostBuffer") ||
+           contains(name, len, "LinearizeHostBuffer") || contains(name, len, "TransferToDevice") ||
+           contains(name, len, "TransferLiteralToDevice");
+}
+
+/* As decoder.is_host_span_name for the spans, and decoder.is_host_call_name for the calls. */
 static int event_kind(ptr name, size_t len) {
     if (len == 16 && memcmp(name, "MemoryAllocation", 16) == 0) return KIND_ALLOC;
     if (len == 18 && memcmp(name, "MemoryDeallocation", 18) == 0) return KIND_FREE;
     if ((len == 12 && memcmp(name, "TraceContext", 12) == 0) || (len == 11 && memcmp(name, "FunctionRun", 11) == 0) ||
         starts_with(name, len, "__inference_") || (starts_with(name, len, "PjitFunction(") && name[len - 1] == ')'))
         return KIND_SPAN;
+    if ((len > 1 && name[0] == '$') || is_transfer(name, len)) return KIND_CALL;
     return KIND_NONE;
 }
 
@@ -823,7 +838,8 @@ static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, in
     else if ((name = s->events[ei].span_index) < 0)
         name = s->events[ei].span_index = intern(&s->span_names, -1, s->events[ei].name, s->events[ei].name_len);
     if (name < 0 || grow((void **)&s->spans, &s->capspans, s->nspans + 1, sizeof(SpanRow)) < 0) NOMEM(s);
-    s->spans[s->nspans++] = (SpanRow){start, end, name, source == SPAN_HOST_ROOT ? -1 : s->device, (int8_t)source, (int8_t)root, {0}, -1};
+    int host = source == SPAN_HOST_ROOT || source == SPAN_HOST_CALL;
+    s->spans[s->nspans++] = (SpanRow){start, end, name, host ? -1 : s->device, (int8_t)source, (int8_t)root, {0}, -1};
     return 0;
 }
 
@@ -923,14 +939,15 @@ static inline __attribute__((always_inline)) void host_stat(HostRow *h, const St
     }
 }
 
-/* A span too if its name is one (KIND_SPAN) or it is a root. */
+/* A span too if its name is one (KIND_SPAN) or it is a root; a host call (KIND_CALL) when it is neither. */
 static int host_row_commit(Scan *s, const HostRow *h, int32_t ei, int64_t start, int64_t end) {
     if (h->has_step) {
         if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(StepRow)) < 0) NOMEM(s);
         s->steps[s->nsteps++] = (StepRow){h->step, start, end};
     }
-    if ((h->root || (ei >= 0 && s->events[ei].kind == KIND_SPAN)) && add_span(s, ei, SPAN_HOST_ROOT, h->root, start, end) < 0)
-        return -1;
+    int kind = ei >= 0 ? s->events[ei].kind : KIND_NONE;
+    if ((h->root || kind == KIND_SPAN) && add_span(s, ei, SPAN_HOST_ROOT, h->root, start, end) < 0) return -1;
+    if (!h->root && kind == KIND_CALL && add_span(s, ei, SPAN_HOST_CALL, 0, start, end) < 0) return -1;
     return h->grouped ? add_group(s, h->group, start, end) : 0;
 }
 
@@ -1176,6 +1193,7 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
         }
     }
     for (size_t j = sp_first; j < w->nspans; j++) w->spans[j].line = ch->line;
+    for (size_t j = ev_first; j < w->c.len; j++) COL(&w->c, COL_LINE, int32_t)[j] = ch->line;
     return push_line(w, (LineFix){ch->ts, acc.max_end, ev_first, w->c.len - ev_first, st_first, w->nsteps - st_first, sp_first,
                                   w->nspans - sp_first, gr_first, w->ngroups - gr_first, 1});
 }

@@ -11,6 +11,7 @@
 enum {
     COL_TIME_PS,
     COL_KIND,
+    COL_LINE,
     COL_ALLOCATOR,
     COL_ADDR,
     COL_TENSOR_BYTES,
@@ -30,6 +31,7 @@ enum {
 static const struct { const char *name; size_t size; const char *dtype; } COLUMN_SPECS[NCOLS] = {
     [COL_TIME_PS] = {"time_ps", 8, "<i8"},
     [COL_KIND] = {"kind", 1, "|i1"},
+    [COL_LINE] = {"line", 4, "<i4"},
     [COL_ALLOCATOR] = {"allocator", 4, "<i4"},
     [COL_ADDR] = {"addr", 8, "<u8"},
     [COL_TENSOR_BYTES] = {"tensor_bytes", 8, "<i8"},

@@ -17,6 +17,7 @@ from tb_leakfinder.model.memory import (
     FREE,
     SPAN_DEVICE_PROGRAM,
     SPAN_DEVICE_STEP,
+    SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
     Groups,
     HostProfile,
@@ -51,6 +52,11 @@ DEVICE_SPAN_LINES = {"XLA Modules": SPAN_DEVICE_PROGRAM, "Steps": SPAN_DEVICE_ST
 # Host events XProf groups steps by even without `_r`: exact names, then name prefixes (PjitFunction(...) also ends in ")").
 HOST_SPAN_NAMES = ("TraceContext", "FunctionRun")
 HOST_SPAN_PREFIXES = ("__inference_", "PjitFunction(")
+# Host calls (SPAN_HOST_CALL): the Python tracer's functions start with this, and a runtime call that copies host
+# data to a device is named by one of the transfer names, or contains one of the transfer parts.
+PYTHON_CALL_PREFIX = "$"
+TRANSFER_NAMES = ("DevicePut",)
+TRANSFER_PARTS = ("BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 U64 = 1 << 64
 # A memory event's columns before its stats are read.
@@ -62,6 +68,16 @@ def is_host_span_name(name: str) -> bool:
     if name in HOST_SPAN_NAMES or name.startswith(HOST_SPAN_PREFIXES[0]):
         return True
     return name.startswith(HOST_SPAN_PREFIXES[1]) and name.endswith(")")
+
+
+def is_transfer_name(name: str) -> bool:
+    """Whether a /host:CPU event of this name is a runtime call that copies host data to a device."""
+    return name in TRANSFER_NAMES or any(part in name for part in TRANSFER_PARTS)
+
+
+def is_host_call_name(name: str) -> bool:
+    """Whether a /host:CPU event of this name is a host call (a Python function, a transfer), when not a span."""
+    return (len(name) > 1 and name.startswith(PYTHON_CALL_PREFIX)) or is_transfer_name(name)
 
 
 def refuse_empty(data: bytes | memoryview, path: str) -> None:
@@ -171,6 +187,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
         key: ALLOC if name == ALLOC_EVENT else FREE for key, name in event_names.items() if name in (ALLOC_EVENT, FREE_EVENT)
     }
     span_names = {key for key, name in event_names.items() if is_host_span_name(name)}
+    call_names = {key for key, name in event_names.items() if key not in span_names and is_host_call_name(name)}
     # Each line keeps its position among all of the plane's lines: a host span's `line` (its thread).
     lines = [(position, line) for position, line in enumerate(plane.lines) if line.events]
     base_ns = min((line.timestamp_ns for _, line in lines), default=0)
@@ -203,6 +220,8 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
                     step_rows.append((step, start, end))
                 if root or event.metadata_id in span_names:
                     spans.add(SPAN_HOST_ROOT, event_names.get(event.metadata_id, ""), -1, root, start, end, position)
+                elif event.metadata_id in call_names:
+                    spans.add(SPAN_HOST_CALL, event_names[event.metadata_id], -1, False, start, end, position)
                 if group is not None:
                     group_rows.append((group, start, end))
                 continue
@@ -233,6 +252,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
             row["allocator"] = allocator_index[allocator]
             row["time_ps"] = start
             row["kind"] = kind
+            row["line"] = position
             if grouped:
                 group_rows.append((int(row["group_id"]), start, end))
             for name in EVENT_COLUMNS:

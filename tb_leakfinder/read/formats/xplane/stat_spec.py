@@ -34,8 +34,9 @@ class Fill(NamedTuple):
     default: int | float = 0  # the column's value on an event that has none of its stats
 
 
-# The columns an event gives by itself: its time, and which of MemoryAllocation / MemoryDeallocation it is.
-EVENT_FIELDS = ("time_ps", "kind")
+# The columns an event gives by itself: its time, which of MemoryAllocation / MemoryDeallocation it is, and the
+# position of its line (its thread) in the plane.
+EVENT_FIELDS = ("time_ps", "kind", "line")
 # The column of the event's memory id, which XProf keys by the last of these stats on the event:
 # an integer id, or an allocator's name.
 ALLOCATOR_COLUMN = "allocator"

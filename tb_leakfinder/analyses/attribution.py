@@ -1,0 +1,394 @@
+"""Naming each allocation by where it was made: the program execution and program buffer, and the user's line.
+
+PJRT's memory events carry only sizes and addresses. What names them is time:
+an allocation made while the host runs a jitted call (`PjitFunction(f)`, or a
+program execution on a device's `XLA Modules` line) belongs to that execution,
+and its size is one of the compiled module's buffer allocations. Allocations
+inside a runtime call that copies host data to the device are transfers; the
+rest, in a profile that shows programs, are outside any program. The Python
+tracer's frames enclosing an allocation on its thread (or enclosing the host
+call that launched the work on another thread) give the user's line.
+
+One execution's allocations are matched against each candidate module (same
+name, any program id) by size, in order: the module that explains most of them
+is the program. A size that several of the program's buffers share is said to
+be ambiguous, with the candidates; a temporaries block a few KiB off is `near`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tb_leakfinder.analyses.frames import user_frames
+from tb_leakfinder.model.hlo import HloModule
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    SPAN_DEVICE_PROGRAM,
+    SPAN_HOST_CALL,
+    SPAN_HOST_ROOT,
+    MemoryEvents,
+    Spans,
+)
+from tb_leakfinder.model.sites import (
+    CONTEXT_OUTSIDE,
+    CONTEXT_PROGRAM,
+    CONTEXT_TRANSFER,
+    MATCH_AMBIGUOUS,
+    MATCH_EXACT,
+    MATCH_NEAR,
+    MATCH_NO_HLO,
+    MATCH_NONE,
+    NO_SITE,
+    Site,
+)
+
+# A temporaries block this far from an allocation's size may still be it: runtimes pad the block they ask for.
+NEAR_BYTES = 4096
+TRANSFER_LABEL = "transfer to device, outside any program"
+OUTSIDE_LABEL = "outside any program"
+_JITTED_CALL = re.compile(r"^PjitFunction\((?P<function>.*)\)$")
+_SHAPE = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)(?P<dims>\[.*\])")
+_TRANSFER_WORDS = ("DevicePut", "BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
+
+
+class _Forest:
+    """Nested intervals (one thread's calls), with each one's parent: which encloses a time, innermost first."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray) -> None:
+        order = np.lexsort((-end, start))
+        self.start, self.end, self.rows = start[order], end[order], rows[order]
+        parent = np.full(len(order), -1, np.int64)
+        stack: list[int] = []
+        ends = self.end.tolist()
+        for i, s in enumerate(self.start.tolist()):
+            while stack and ends[stack[-1]] < s:
+                stack.pop()
+            parent[i] = stack[-1] if stack else -1
+            stack.append(i)
+        self.parent = parent
+
+    def innermost(self, times: np.ndarray) -> np.ndarray:
+        """The position of the innermost interval enclosing each time (start <= t <= end), -1 when none."""
+        at = np.searchsorted(self.start, times, side="right") - 1
+        for _ in range(len(self.start) + 1):
+            outside = (at >= 0) & (self.end[np.maximum(at, 0)] < times)
+            if not outside.any():
+                break
+            at = np.where(outside, self.parent[np.maximum(at, 0)], at)
+        return at
+
+    def chain(self, position: int) -> list[int]:
+        """Span rows from `position` out to the outermost, innermost first."""
+        out = []
+        while position >= 0:
+            out.append(int(self.rows[position]))
+            position = int(self.parent[position])
+        return out
+
+
+@dataclass
+class CallIndex:
+    """A host's calls by thread, to look up what encloses an allocation. Built once per host, used per allocator."""
+
+    spans: Spans
+    calls: dict[int, _Forest]  # line -> its host calls (Python frames, transfers)
+    programs: dict[int, _Forest]  # line -> its jitted calls
+    roots: _Forest | None  # every host root span, on any line: the launcher of work on other threads
+    device_programs: _Forest | None  # program executions on devices, in host time
+    user_files: set[str]
+    has_programs: bool
+    _chains: dict[tuple[int, int], tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+
+    def frames_and_transfer(self, line: int, position: int) -> tuple[tuple[str, ...], bool]:
+        """The user frames around call `position` of `line`, and whether one of the calls is a transfer."""
+        key = (line, position)
+        if key not in self._chains:
+            names = [self.spans.names[self.spans.name[row]] for row in self.calls[line].chain(position)]
+            transfer = any(word in n for n in names for word in _TRANSFER_WORDS if not n.startswith("$"))
+            self._chains[key] = (user_frames(names, self.user_files), transfer)
+        return self._chains[key]
+
+
+def call_index(spans: Spans, modules: Sequence[HloModule]) -> CallIndex:
+    calls: dict[int, _Forest] = {}
+    programs: dict[int, _Forest] = {}
+    is_call = spans.source == SPAN_HOST_CALL
+    jitted = np.asarray([_JITTED_CALL.match(n) is not None for n in spans.names], bool)
+    is_program = (spans.source == SPAN_HOST_ROOT) & (jitted[spans.name] if len(spans.names) else False)
+    for mask, into in ((is_call, calls), (is_program, programs)):
+        rows = np.flatnonzero(mask)
+        for line in np.unique(spans.line[rows]).tolist():
+            mine = rows[spans.line[rows] == line]
+            into[line] = _Forest(spans.start_ps[mine], spans.end_ps[mine], mine)
+    roots = np.flatnonzero(spans.source == SPAN_HOST_ROOT)
+    device = np.flatnonzero(spans.source == SPAN_DEVICE_PROGRAM)
+    user_files = {m.instructions.source[i].split(":")[0].rsplit("/", 1)[-1] for m in modules for i in range(len(m.instructions))}
+    user_files.discard("")
+    return CallIndex(
+        spans,
+        calls,
+        programs,
+        _Forest(spans.start_ps[roots], spans.end_ps[roots], roots) if len(roots) else None,
+        _Forest(spans.start_ps[device], spans.end_ps[device], device) if len(device) else None,
+        user_files,
+        bool(is_program.any() or len(device)),
+    )
+
+
+@dataclass
+class Attribution:
+    site: np.ndarray  # int32 per event: index into `sites` (0 for frees and what the profile does not tell)
+    sites: list[Site]
+
+
+@dataclass
+class _ProgramBuffer:
+    label: str  # "output 0"
+    allocation: int
+    size: int
+    temporary: bool
+    rank: int  # lower is preferred among equal sizes: outputs and temporaries before parameters and constants
+
+
+def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModule]) -> Attribution:
+    """Each allocation's site; allocations whose framework named no op get the site's name as their op, shape and
+    dtype (events.strings grows by those names), so that groups and families name them."""
+    sites: list[Site] = [NO_SITE]
+    site = np.zeros(len(events), np.int32)
+    allocs = np.flatnonzero(events.kind == ALLOC)
+    if not len(allocs) or not (index.calls or index.has_programs):
+        return Attribution(site, sites)
+    times = events.time_ps[allocs]
+    lines = events.line[allocs]
+    call_line, call_at = _anchored_calls(index, times, lines)
+    execution = _executions(index, times, lines)
+    by_name: dict[str, list[HloModule]] = {}
+    for module in modules:
+        by_name.setdefault(module.name, []).append(module)
+    site_ids: dict[Site, int] = {NO_SITE: 0}
+    strings = events.strings
+    string_ids = {text: i for i, text in enumerate(strings)}
+    names = {"op": events.op.copy(), "shape": events.shape.copy(), "dtype": events.dtype.copy()}
+
+    def intern(text: str) -> int:
+        if text not in string_ids:
+            string_ids[text] = len(strings)
+            strings.append(text)
+        return string_ids[text]
+
+    unnamed = events.op[allocs] == 0
+    program_sites = _program_sites(events, allocs, execution, call_line, call_at, index, by_name, unnamed)
+    for k, event in enumerate(allocs.tolist()):
+        frames, transfer = ((), False) if call_at[k] < 0 else index.frames_and_transfer(int(call_line[k]), int(call_at[k]))
+        found = program_sites.get(k)
+        if transfer:
+            found = (Site(context=CONTEXT_TRANSFER, stack=frames), TRANSFER_LABEL, "", "")
+        elif found is None:
+            context = CONTEXT_OUTSIDE if index.has_programs and unnamed[k] else ""
+            found = (Site(context=context, stack=frames), OUTSIDE_LABEL if context else "", "", "")
+        else:
+            found = (_with_frames(found[0], frames), *found[1:])
+        this, label, shape, dtype = found
+        if this not in site_ids:
+            site_ids[this] = len(sites)
+            sites.append(this)
+        site[event] = site_ids[this]
+        if unnamed[k] and label:
+            names["op"][event] = intern(label)
+            if shape:
+                names["shape"][event] = intern(shape)
+            if dtype:
+                names["dtype"][event] = intern(dtype)
+    for name, column in names.items():
+        setattr(events, name, column)
+    return Attribution(site, sites)
+
+
+def _with_frames(site: Site, frames: tuple[str, ...]) -> Site:
+    return site if not frames else Site(**{**vars(site), "stack": frames})
+
+
+def _anchored_calls(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each allocation, the innermost host call around it on its thread; on a thread without one, the calls
+    around the start of the innermost host root (on any thread) that encloses it: the launcher's frames."""
+    line = lines.astype(np.int64)
+    at = np.full(len(times), -1, np.int64)
+    for thread, forest in index.calls.items():
+        mine = np.flatnonzero(lines == thread)
+        at[mine] = forest.innermost(times[mine])
+    missing = np.flatnonzero(at < 0)
+    if len(missing) and index.roots is not None:
+        root = index.roots.innermost(times[missing])
+        found = root >= 0
+        rows = index.roots.rows[root[found]]
+        starts = index.spans.start_ps[rows]
+        root_lines = index.spans.line[rows]
+        for thread, forest in index.calls.items():
+            on = root_lines == thread
+            picked = missing[found][on]
+            line[picked] = thread
+            at[picked] = forest.innermost(starts[on])
+    return line, at
+
+
+def _executions(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """The span row of the program execution each allocation happened in: the innermost jitted call on its
+    thread, else a device program running then; -1 when none."""
+    row = np.full(len(times), -1, np.int64)
+    for thread, forest in index.programs.items():
+        mine = np.flatnonzero(lines == thread)
+        at = forest.innermost(times[mine])
+        row[mine] = np.where(at >= 0, forest.rows[np.maximum(at, 0)], -1)
+    if index.device_programs is not None:
+        rest = np.flatnonzero(row < 0)
+        at = index.device_programs.innermost(times[rest])
+        row[rest] = np.where(at >= 0, index.device_programs.rows[np.maximum(at, 0)], -1)
+    return row
+
+
+def _program_sites(
+    events: MemoryEvents,
+    allocs: np.ndarray,
+    execution: np.ndarray,
+    call_line: np.ndarray,
+    call_at: np.ndarray,
+    index: CallIndex,
+    by_name: dict[str, list[HloModule]],
+    unnamed: np.ndarray,
+) -> dict[int, tuple[Site, str, str, str]]:
+    """(site, op label, shape, dtype) of each unnamed allocation (by position in `allocs`) made inside a program
+    execution, its transfers left out; each execution's allocations are matched together."""
+    out: dict[int, tuple[Site, str, str, str]] = {}
+    # An allocation its framework named (TensorFlow's tf_op) keeps that name: only its frames are added.
+    inside = np.flatnonzero((execution >= 0) & unnamed)
+    if not len(inside):
+        return out
+    order = inside[np.argsort(execution[inside], kind="stable")]
+    bounds = np.flatnonzero(np.r_[True, execution[order][1:] != execution[order][:-1], True])
+    spans = index.spans
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        members = [
+            k
+            for k in order[lo:hi].tolist()
+            if call_at[k] < 0 or not index.frames_and_transfer(int(call_line[k]), int(call_at[k]))[1]
+        ]
+        if not members:
+            continue
+        row = int(execution[members[0]])
+        name = spans.names[spans.name[row]]
+        jitted = _JITTED_CALL.match(name)
+        if jitted is not None:
+            candidates = by_name.get(f"jit_{jitted['function']}", [])
+            program_name = f"jit_{jitted['function']}"
+        else:
+            candidates = [m for modules in by_name.values() for m in modules if m.key == name]
+            program_name = name
+        sizes = [int(events.tensor_bytes[allocs[k]]) or int(events.chunk_bytes[allocs[k]]) for k in members]
+        for k, found in zip(members, _match(sizes, candidates, program_name), strict=True):
+            out[k] = found
+    return out
+
+
+def _program_buffers(module: HloModule) -> list[_ProgramBuffer]:
+    a = module.allocations
+    outputs = [k for k in range(len(a)) if a.maybe_live_out[k] and not a.is_thread_local[k]]
+    found = []
+    for rank, k in enumerate(outputs):
+        aliased = f" (aliases parameter {int(a.parameter_number[k])})" if a.is_parameter[k] else ""
+        found.append(_ProgramBuffer(f"output {rank}{aliased}", k, int(a.size[k]), False, 0))
+    for k in range(len(a)):
+        if a.maybe_live_out[k] or a.is_thread_local[k]:
+            continue
+        if a.is_parameter[k]:
+            found.append(_ProgramBuffer(f"parameter {int(a.parameter_number[k])}", k, int(a.size[k]), False, 1))
+        elif a.is_constant[k]:
+            found.append(_ProgramBuffer("constant", k, int(a.size[k]), False, 1))
+        else:
+            count = int(np.count_nonzero(module.buffers.allocation == k))
+            label = "temporaries" if count <= 1 else f"temporaries ({count} buffers)"
+            found.append(_ProgramBuffer(label, k, int(a.size[k]), True, 0))
+    return found
+
+
+def _assign(sizes: list[int], buffers: list[_ProgramBuffer]) -> list[tuple[_ProgramBuffer | None, str, list[_ProgramBuffer]]]:
+    """Each size's program buffer taken in order (the preferred unused one of its size, else a temporaries block
+    within NEAR_BYTES), how it matched, and all the buffers of that size."""
+    used: set[int] = set()
+    out: list[tuple[_ProgramBuffer | None, str, list[_ProgramBuffer]]] = []
+    for size in sizes:
+        same = sorted((b for b in buffers if b.size == size), key=lambda b: (b.rank, b.allocation))
+        # A parameter or a constant is named only when no output or temporaries block of the size is left.
+        same = [b for b in same if b.rank == same[0].rank] if same else same
+        free = [b for b in same if b.allocation not in used]
+        if free:
+            used.add(free[0].allocation)
+            out.append((free[0], MATCH_AMBIGUOUS if len(same) > 1 else MATCH_EXACT, same))
+            continue
+        near = [b for b in buffers if b.temporary and b.allocation not in used and abs(b.size - size) <= NEAR_BYTES]
+        if near:
+            used.add(near[0].allocation)
+            out.append((near[0], MATCH_NEAR, near))
+        else:
+            out.append((None, MATCH_NONE, []))
+    return out
+
+
+def _match(sizes: list[int], modules: list[HloModule], program_name: str) -> list[tuple[Site, str, str, str]]:
+    if not modules:
+        label = f"in {program_name} (its HLO is not in the profile)"
+        return [(Site(context=CONTEXT_PROGRAM, program=program_name, match=MATCH_NO_HLO), label, "", "")] * len(sizes)
+    scored = []
+    for module in sorted(modules, key=lambda m: m.key):
+        assigned = _assign(sizes, _program_buffers(module))
+        exact = sum(how in (MATCH_EXACT, MATCH_AMBIGUOUS) for _, how, _ in assigned)
+        near = sum(how == MATCH_NEAR for _, how, _ in assigned)
+        scored.append(((exact, near), module, assigned))
+    best = max(score for score, _, _ in scored)
+    tied = [(module, assigned) for score, module, assigned in scored if score == best]
+    module, assigned = tied[0]
+    out = []
+    for k, (buffer, how, same) in enumerate(assigned):
+        if buffer is None:
+            label = f"in {module.key}, no buffer of this size"
+            out.append((Site(context=CONTEXT_PROGRAM, program=module.key, match=MATCH_NONE), label, "", ""))
+            continue
+        candidates = [f"{b.label} of {module.key}" for b in same] if len(same) > 1 else []
+        others = [f"{taken.label} of {m.key}" for m, a in tied[1:] if (taken := a[k][0]) is not None]
+        if others:
+            how = MATCH_AMBIGUOUS
+            candidates = [f"{buffer.label} of {module.key}", *others] if not candidates else [*candidates, *others]
+        out.append(_program_site(module, buffer, how, tuple(candidates)))
+    return out
+
+
+def _program_site(module: HloModule, buffer: _ProgramBuffer, how: str, candidates: tuple[str, ...]) -> tuple[Site, str, str, str]:
+    b = module.buffers
+    rows = np.flatnonzero(b.allocation == buffer.allocation)
+    hlo_op = op_name = hlo_shape = source = ""
+    if len(rows):
+        row = int(rows[np.lexsort((b.offset[rows], -b.size[rows]))[0]])
+        hlo_shape = b.shape[row]
+        instruction = int(b.instruction[row])
+        if instruction >= 0:
+            ins = module.instructions
+            op_name, source = ins.op_name[instruction], ins.source[instruction]
+            hlo_op = op_name.rsplit("/", 1)[-1] if op_name else ins.opcode[instruction]
+    site = Site(
+        context=CONTEXT_PROGRAM,
+        program=module.key,
+        buffer=buffer.label,
+        allocation=int(module.allocations.index[buffer.allocation]),
+        hlo_op=hlo_op,
+        op_name=op_name,
+        hlo_shape=hlo_shape,
+        source=source,
+        match=how,
+        candidates=candidates,
+    )
+    shape = _SHAPE.match(hlo_shape)
+    dims, dtype = (shape["dims"], shape["dtype"]) if shape and not buffer.temporary else ("", "")
+    return site, f"{buffer.label} of {module.key}", dims, dtype

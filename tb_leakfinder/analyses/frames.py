@@ -1,0 +1,72 @@
+"""The user's Python frames among those the profiler's Python tracer recorded.
+
+The tracer names a Python function `$<file>.py:<first line> <function>` by its
+file's base name, and a C function `$<module> <function>`. A frame is the
+framework's when its file is in a site-packages or the standard library (a
+whole path tells), or, for a base name, when the file is one of the
+frameworks' or Python's own modules (framework_files.py). Files users often
+name their own code (model.py, utils.py, ...) that a framework also has count
+as the framework's only inside another of its frames, and a file that the
+profile's programs name as their source is always the user's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from tb_leakfinder.analyses.framework_files import FRAMEWORK_FILES
+
+# Frames kept per site, innermost first.
+MAX_FRAMES = 8
+# "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient).
+_PYTHON_FRAME = re.compile(r"^\$(?P<file>[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+_LIBRARY_PARTS = ("site-packages", "dist-packages")
+COMMON_USER_FILES = frozenset(
+    """
+    callbacks.py common.py config.py data.py dataset.py datasets.py eval.py evaluate.py inference.py layers.py loss.py
+    losses.py main.py metrics.py model.py models.py modules.py net.py network.py optimizer.py optimizers.py predict.py
+    preprocessing.py run.py test.py train.py trainer.py training.py utils.py
+    """.split()  # noqa: SIM905 - one word per name keeps the list short
+)
+
+
+def parse_frame(name: str) -> tuple[str, int, str] | None:
+    """(file, first line, function) of a Python function event's name; None for a C function or another event."""
+    match = _PYTHON_FRAME.match(name)
+    if match is None:
+        return None
+    return match["file"], int(match["line"]), match["function"]
+
+
+def frame_text(file: str, line: int, function: str) -> str:
+    """'train.py:42 in train_step' (the base name of a whole path)."""
+    return f"{file.rsplit('/', 1)[-1]}:{line} in {function}"
+
+
+def _is_library_path(file: str) -> bool:
+    parts = file.replace("\\", "/").split("/")
+    return any(p in _LIBRARY_PARTS for p in parts) or any(re.fullmatch(r"python3(\.\d+)?", p) for p in parts[:-1])
+
+
+def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[str, ...]:
+    """The user's frames of a stack of host call names (innermost first), innermost first, at most MAX_FRAMES.
+
+    `user_files` are base names known to be the user's (the profile's programs name them as their source).
+    """
+    mine = set(user_files)
+    parsed = [frame for frame in (parse_frame(n) for n in reversed(names)) if frame is not None]
+    inside = False
+    kept: list[str] = []
+    for file, line, function in parsed:  # outermost first: a common name is the framework's only inside it
+        base = file.rsplit("/", 1)[-1]
+        if base in mine:
+            framework = False
+        elif "/" in file or "\\" in file:
+            framework = _is_library_path(file)
+        else:
+            framework = base in FRAMEWORK_FILES and (inside or base not in COMMON_USER_FILES)
+        inside = inside or framework
+        if not framework:
+            kept.append(frame_text(file, line, function))
+    return tuple(reversed(kept))[:MAX_FRAMES]
