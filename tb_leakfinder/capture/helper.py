@@ -7,6 +7,7 @@
     print(cap.report()["runs"][0]["verdict"])
 
 The framework is the one the program already imported; this module never imports one itself.
+`python_tracer=True` records Python function events (`$<file>.py:<line> <function>`) too.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import contextlib
 import importlib
 import os
 import pathlib
+import socket
 import sys
+import threading
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -32,6 +36,13 @@ ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 # TraceMe level of the BFC allocator's MemoryAllocation/MemoryDeallocation events (kInfo).
 HOST_TRACER_LEVEL = 2
 STEP_NAME = "train"
+PYTHON_TRACER_LEVEL = 1
+# TensorFlow with the Python tracer: the profiler server's session ends by itself after this long, last step or not.
+PYTHON_TRACER_MAX_MS = 60 * 60 * 1000
+# How long the profiler server may take to begin a session, and to write it once told to end it.
+SERVER_START_TIMEOUT_S = 60.0
+SERVER_WRITE_TIMEOUT_S = 600.0
+XPROF_CLIENT = "xprof.convert._pywrap_profiler_plugin"
 
 # TensorFlow's CPU allocators, by what a profile records of them.
 BFC = "bfc"  # every allocation
@@ -65,6 +76,136 @@ class CaptureError(LeakfinderError):
 
 class CaptureWarning(UserWarning):
     """The capture works but its profile will lack what a leak verdict needs."""
+
+
+def _import(module: str, what: str, fix: str) -> Any:
+    """A module the Python tracer needs, or a CaptureError that says what to install."""
+    try:
+        return importlib.import_module(module)
+    except (ImportError, OSError) as exc:  # OSError: a native library the module loads
+        raise CaptureError(f"python_tracer=True needs {what} ({exc}): {fix}, or capture without python_tracer") from None
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
+
+
+class _ServerSession:
+    """TensorFlow's profiler with the Python tracer: a session of this process's own profiler server.
+
+    TensorFlow 2.21's tf.profiler.experimental.start drops its options (its log says `python_tracer_level expects
+    an i value`), while its profiler server honours those of a request. So the capture starts that server once per
+    process, on a free port (it listens on every interface until the process ends), and asks it through XProf's
+    client, on a thread of its own, for a session of PYTHON_TRACER_MAX_MS with the Python tracer on. The step waits
+    until the session records (TraceMe on, the tracer's hook installed); the last step ends it early with the
+    server's Terminate call, after which the server writes `<logdir>/plugins/profile/<session>/<host>.xplane.pb`.
+    """
+
+    def __init__(self, tf: ModuleType) -> None:
+        self.tf = tf
+        self.client = _import(XPROF_CLIENT, "XProf's profiler client", "pip install xprof")
+        self.grpc = _import("grpc", "grpcio", "pip install grpcio")
+        try:  # a submodule of the TensorFlow the program imported
+            trace = importlib.import_module(f"{tf.__name__}.python.profiler.trace")
+        except ImportError:
+            trace = None
+        recording = getattr(trace, "enabled", None)  # TraceMe is on: a session records
+        server = getattr(getattr(tf.profiler, "experimental", None), "server", None)
+        if not callable(recording) or not callable(getattr(server, "start", None)):
+            raise CaptureError(
+                f"python_tracer=True needs TensorFlow's profiler server and its trace module, which TensorFlow"
+                f" {getattr(tf, '__version__', '?')} lacks: upgrade TensorFlow, or capture without python_tracer"
+            )
+        self.recording: Callable[[], bool] = recording
+        self.thread: threading.Thread | None = None
+        self.error: str | None = None
+        self.session_id = ""
+        self.ended_early = False
+
+    def _port(self) -> int:
+        if self.tf.__name__ not in _SERVER_PORTS:
+            with socket.socket() as probe:
+                probe.bind(("", 0))
+                port = int(probe.getsockname()[1])
+            self.tf.profiler.experimental.server.start(port)
+            _SERVER_PORTS[self.tf.__name__] = port
+        return _SERVER_PORTS[self.tf.__name__]
+
+    def start(self, logdir: pathlib.Path) -> None:
+        if self.recording():
+            raise RuntimeError("another profiling session is running")
+        address = f"localhost:{self._port()}"
+        self.session_id = _new_session_id(logdir)
+        self.error = None
+        options = {
+            "host_tracer_level": HOST_TRACER_LEVEL,
+            "device_tracer_level": 1,
+            "python_tracer_level": PYTHON_TRACER_LEVEL,
+            "delay_ms": 0,
+            "session_id": self.session_id,
+            "override_hostnames": socket.gethostname(),  # <host>.xplane.pb, as a capture without the tracer writes
+        }
+
+        def trace() -> None:
+            try:
+                self.client.trace(address, str(logdir), "", False, PYTHON_TRACER_MAX_MS, 1, options)
+            except Exception as exc:  # noqa: BLE001 - handed to the capture, which raises it as a CaptureError
+                self.error = str(exc).strip() or type(exc).__name__
+
+        hook = threading.getprofile()
+        self.thread = threading.Thread(target=trace, name="tb_leakfinder-profile", daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while not (self.recording() and threading.getprofile() is not hook):
+            if not self.thread.is_alive():
+                raise RuntimeError(self.error or "the profiler server's session ended before it began")
+            if time.monotonic() > deadline:
+                self.thread = None
+                self._terminate()
+                raise RuntimeError(f"the profiler server began no session in {SERVER_START_TIMEOUT_S:.0f} s")
+            time.sleep(0.001)
+
+    def stop(self) -> None:
+        thread = self.thread
+        if thread is None:
+            return
+        self.thread = None
+        self.ended_early = not thread.is_alive()
+        if not self.ended_early:
+            try:
+                self._terminate()
+            except Exception as exc:  # grpcio's RpcError, or the channel's own
+                raise CaptureError(f"the profiler server's session could not be ended ({exc})") from exc
+        thread.join(SERVER_WRITE_TIMEOUT_S)
+        if thread.is_alive():
+            raise CaptureError(f"the profiler server did not write its session in {SERVER_WRITE_TIMEOUT_S:.0f} s")
+        if self.error is not None:
+            raise CaptureError(f"the profiler server's session failed: {self.error}")
+
+    def _terminate(self) -> None:
+        # ProfilerService.Terminate(TerminateRequest{session_id = 1}): the server ends that session and writes it.
+        request = self.session_id.encode()
+        with self.grpc.insecure_channel(f"localhost:{self._port()}") as channel:
+            call = channel.unary_unary("/tensorflow.ProfilerService/Terminate")
+            call(b"\x0a" + _varint(len(request)) + request, timeout=SERVER_START_TIMEOUT_S)
+
+
+_SERVER_PORTS: dict[str, int] = {}  # the port of each TensorFlow module's profiler server, by the module's name
+
+
+def _new_session_id(logdir: pathlib.Path) -> str:
+    """A session folder name as TensorFlow gives one (the time to the second), made unique within `logdir`."""
+    stamp = time.strftime("%Y_%m_%d_%H_%M_%S")
+    taken = {p.name for p in _sessions(logdir)}
+    name, n = stamp, 1
+    while name in taken:
+        n += 1
+        name = f"{stamp}_{n}"
+    return name
 
 
 def detect_framework(framework: str | None = None) -> str:
@@ -142,9 +283,18 @@ def recorded_allocators(session_dir: pathlib.Path) -> set[str]:
 class _Profiler:
     """One framework's profiler: start, stop and a step marker."""
 
-    def __init__(self, framework: str) -> None:
+    def __init__(self, framework: str, python_tracer: bool = False) -> None:
         self.framework = framework
         self.module = sys.modules[framework]
+        self.python_tracer = python_tracer
+        # TensorFlow records Python events only through its profiler server; JAX's own options take them.
+        self.server = _ServerSession(self.module) if python_tracer and framework == TENSORFLOW else None
+        if python_tracer and framework == JAX and not _jax_has_python_tracer(self.module):
+            version = getattr(self.module, "__version__", "?")
+            raise CaptureError(
+                f"python_tracer=True needs jax.profiler.ProfileOptions.python_tracer_level, which JAX {version}"
+                " lacks: upgrade jax, or capture without python_tracer"
+            )
 
     def cpu_allocator(self) -> str | None:
         """The TensorFlow CPU allocator a profile records (see tensorflow_cpu_allocator); None for JAX or a GPU."""
@@ -156,7 +306,9 @@ class _Profiler:
         return tensorflow_cpu_allocator(tf)
 
     def start(self, logdir: str) -> None:
-        if self.framework == TENSORFLOW:
+        if self.server is not None:
+            self.server.start(pathlib.Path(logdir))
+        elif self.framework == TENSORFLOW:
             tf = self.module
             options = tf.profiler.experimental.ProfilerOptions(
                 host_tracer_level=HOST_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=1
@@ -166,11 +318,14 @@ class _Profiler:
             profiler = _jax_profiler(self.module)
             options = profiler.ProfileOptions()
             options.host_tracer_level = HOST_TRACER_LEVEL
-            options.python_tracer_level = 0  # keeps the file small: the memory events and HLO are what count
+            # Off unless asked for, which keeps the file small: the memory events and HLO are what count.
+            options.python_tracer_level = PYTHON_TRACER_LEVEL if self.python_tracer else 0
             profiler.start_trace(logdir, profiler_options=options)
 
     def stop(self) -> None:
-        if self.framework == TENSORFLOW:
+        if self.server is not None:
+            self.server.stop()
+        elif self.framework == TENSORFLOW:
             self.module.profiler.experimental.stop()
         else:
             _jax_profiler(self.module).stop_trace()
@@ -188,6 +343,11 @@ class _Profiler:
         return annotation
 
 
+def _jax_has_python_tracer(jax: ModuleType) -> bool:
+    options = getattr(_jax_profiler(jax), "ProfileOptions", None)
+    return callable(options) and hasattr(options(), "python_tracer_level")
+
+
 def _jax_profiler(jax: ModuleType) -> Any:
     # `jax.profiler` is a submodule: the program imported jax, so loading it imports no framework.
     return importlib.import_module(f"{jax.__name__}.profiler")
@@ -203,10 +363,16 @@ class Capture:
 
     The profiler starts when step `start` begins and stops when the last captured step ends
     (or when the `with` block ends), so warm-up steps (compilation, first allocations) stay out.
+    With `python_tracer`, Python function events are recorded too.
     """
 
     def __init__(
-        self, logdir: str | os.PathLike[str], start: int = 0, count: int | None = None, framework: str | None = None
+        self,
+        logdir: str | os.PathLike[str],
+        start: int = 0,
+        count: int | None = None,
+        framework: str | None = None,
+        python_tracer: bool = False,
     ) -> None:
         if count is not None and count < 1:
             raise CaptureError(f"count must be at least 1 (or None for every step from start), not {count}")
@@ -214,10 +380,11 @@ class Capture:
         self.start = start
         self.count = count
         self.framework = detect_framework(framework)
+        self.python_tracer = python_tracer
         self.warnings: list[str] = []
         self.steps: list[int] = []
         self.session_dir: pathlib.Path | None = None
-        self._profiler = _Profiler(self.framework)
+        self._profiler = _Profiler(self.framework, python_tracer)
         self._allocator: str | None = None
         self._before: set[pathlib.Path] = set()
         self._running = False
@@ -264,6 +431,8 @@ class Capture:
         self._before = _sessions(self.logdir)
         try:
             self._profiler.start(str(self.logdir))
+        except CaptureError:
+            raise
         except Exception as exc:  # each framework raises its own kind
             raise CaptureError(
                 f"the {self.framework} profiler could not start ({str(exc).strip() or type(exc).__name__}); only one"
@@ -276,6 +445,13 @@ class Capture:
             return
         self._running = False
         self._profiler.stop()
+        if self._profiler.server is not None and self._profiler.server.ended_early:
+            self._warn(
+                f"the profiler server ended its session by itself after {PYTHON_TRACER_MAX_MS // 60000} min, before"
+                " the last captured step: the steps after that are not in the profile; capture fewer steps (count)"
+                " with python_tracer=True",
+                stacklevel=4,
+            )
         new = sorted(_sessions(self.logdir) - self._before, key=lambda p: p.stat().st_mtime)
         if not new:
             raise CaptureError(f"the {self.framework} profiler wrote no session under {self.logdir / 'plugins' / 'profile'}")
@@ -296,6 +472,16 @@ class Capture:
         return analyze(str(self.session_dir))
 
 
-def capture(logdir: str | os.PathLike[str], start: int = 0, count: int | None = None, framework: str | None = None) -> Capture:
-    """A `Capture` of steps `start .. start+count-1` into `logdir` (a TensorBoard logdir: the Leaks tab finds it)."""
-    return Capture(logdir, start, count, framework)
+def capture(
+    logdir: str | os.PathLike[str],
+    start: int = 0,
+    count: int | None = None,
+    framework: str | None = None,
+    python_tracer: bool = False,
+) -> Capture:
+    """A `Capture` of steps `start .. start+count-1` into `logdir` (a TensorBoard logdir: the Leaks tab finds it).
+
+    `python_tracer=True` records Python function events too (`$<file>.py:<line> <function>`, the function's first
+    line, on the thread that ran it); on TensorFlow it takes XProf's client and grpcio (see _ServerSession).
+    """
+    return Capture(logdir, start, count, framework, python_tracer)

@@ -4,7 +4,8 @@
 
 Batches are numbered across epochs (the 3rd batch of the 2nd epoch of 10 batches is 12), so the window
 may span epochs. The profiler follows the Keras backend (TensorFlow or JAX). Keras is imported only
-when `LeakCapture` is first used, since the program that uses it has Keras.
+when `LeakCapture` is first used, since the program that uses it has Keras. `python_tracer=True`
+records Python function events too, as tb_leakfinder.capture does.
 """
 
 from __future__ import annotations
@@ -32,16 +33,17 @@ def _make_class() -> type:
     callback: Any = keras.callbacks.Callback
 
     class LeakCapture(callback):
-        """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir`."""
+        """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir`
+        (with Python function events when `python_tracer` is true)."""
 
-        def __init__(self, logdir: str, start_batch: int = 1, num_batches: int = 20) -> None:
+        def __init__(self, logdir: str, start_batch: int = 1, num_batches: int = 20, python_tracer: bool = False) -> None:
             super().__init__()
             framework = _backend_framework(keras)
             if framework is None or framework not in sys.modules:
                 raise CaptureError(
                     f"the Keras backend is {keras.backend.backend()!r}; LeakCapture profiles TensorFlow or JAX only"
                 )
-            self.capture = Capture(logdir, start_batch, num_batches, framework)
+            self.capture = Capture(logdir, start_batch, num_batches, framework, python_tracer)
             self._batch = 0
             self._step: Any = None
 

@@ -8,17 +8,16 @@ Without a framework installed its tests skip, unless TB_LEAKFINDER_REQUIRE_FRAME
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import pathlib
-import subprocess
-import sys
+import socket
 
 import pytest
 
 from tb_leakfinder.read.formats.xplane.labels import MKLCPU_NOTE
-from tests.support import capture_programs
+from tests.support import capture_programs, python_tracer_captures
 from tests.support.demo import ROOT
+from tests.support.python_tracer_captures import python_events
 
 
 def _need(module: str) -> None:
@@ -31,22 +30,9 @@ def _need(module: str) -> None:
 def run_program(
     name: str, logdir: pathlib.Path, bfc: bool = True, keras_backend: str = "tensorflow", onednn: bool | None = None
 ) -> dict:
-    """Runs a program of tests/support/capture_programs.py; `onednn` sets TF_ENABLE_ONEDNN_OPTS (None: as this process has it)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": keras_backend}
-    env.pop("TF_CPU_ALLOCATOR_USE_BFC", None)
-    if bfc:
-        env["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
-    if onednn is not None:
-        env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "support" / "capture_programs.py"), name, str(logdir)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+    """Runs a program of tests/support/capture_programs.py (see capture_programs.run_script for the options)."""
+    script = ROOT / "tests" / "support" / "capture_programs.py"
+    return capture_programs.run_script(script, [name, str(logdir)], bfc, keras_backend, onednn)
 
 
 def only_host(report: dict) -> dict:
@@ -91,6 +77,7 @@ def test_tensorflow_without_a_leak_is_clean(tmp_path):
     # A second profiler cannot start while one runs: a clear error, not the framework's traceback.
     assert out["busy"].startswith("the tensorflow profiler could not start (")
     assert "only one profile can be captured at a time" in out["busy"]
+    assert out["busy_tracer"].startswith("the tensorflow profiler could not start (another profiling session is running)")
 
 
 def check_allocator_warning(out: dict, late: bool = False) -> dict:
@@ -140,6 +127,7 @@ def test_jax_gives_its_static_view(tmp_path):
     out = run_program("jax_static", tmp_path)
     assert out["framework"] == "jax"
     assert out["tensorflow_loaded"] is False
+    assert python_events(out["session_dir"]) == {}  # python_tracer=False
     host = only_host(out["report"])
     assert [s["step"] for s in host["steps"]] == [1, 2, 3, 4]
     # JAX on CPU has no BFC allocator: no memory events, but the compiled step is in the static view.
@@ -181,3 +169,60 @@ def test_capture_never_imports_a_framework(tmp_path):
     out = run_program("no_framework", tmp_path)
     assert out["loaded"] == []
     assert "neither tensorflow nor jax is imported" in out["error"]
+
+
+@pytest.fixture(scope="module")
+def tracer_captures(tmp_path_factory) -> python_tracer_captures.PythonTracerCaptures:
+    _need("tensorflow")
+    return python_tracer_captures.record(tmp_path_factory.mktemp("python_tracer"))
+
+
+def check_python_tracer_capture(recorded: python_tracer_captures.Recorded, steps: list[int]) -> None:
+    """A capture with python_tracer=True: the step markers, the leak in the memory events and, once per step,
+    the Python event of the program's own function around the leaking line (so the tracer ran from the first step)."""
+    from tb_leakfinder import analyze
+
+    assert recorded.steps == steps
+    events = python_events(recorded.session_dir)
+    assert events[recorded.leak_function] == len(steps)
+    assert any(name.startswith("$builtins ") for name in events)  # C functions too
+    (run,) = analyze(str(recorded.session_dir))["runs"]
+    (host,) = run["hosts"]
+    assert [s["step"] for s in host["steps"]] == steps
+    assert host["verdict"] == "leak"
+    top = host["allocators"][0]["groups"][0]
+    assert (top["shape"], top["count"]) == (python_tracer_captures.LEAK_SHAPE, len(steps))
+    assert top["bytes_per_step"] == pytest.approx(python_tracer_captures.LEAK_BYTES_PER_STEP, rel=0.05)
+
+
+def test_tensorflow_python_tracer_records_the_programs_functions(tracer_captures):
+    assert tracer_captures.warnings == []
+    recorded = tracer_captures.tf_eager
+    line = python_tracer_captures.leaky_step.__code__.co_firstlineno
+    assert recorded.leak_function == f"$python_tracer_captures.py:{line} leaky_step"
+    assert recorded.leak_site == f"python_tracer_captures.py:{line + 3}"
+    # <host>.xplane.pb, as a capture without the tracer names its file.
+    assert [p.name for p in recorded.session_dir.glob("*.xplane.pb")] == [f"{socket.gethostname()}.xplane.pb"]
+    check_python_tracer_capture(recorded, list(range(2, 8)))
+
+
+def test_keras_callback_python_tracer_records_the_programs_callback(tracer_captures):
+    recorded = tracer_captures.keras_fit
+    line = python_tracer_captures.on_train_batch_begin.__code__.co_firstlineno
+    assert recorded.leak_function == f"$python_tracer_captures.py:{line} on_train_batch_begin"
+    check_python_tracer_capture(recorded, list(range(2, 8)))
+
+
+def test_tensorflow_without_python_tracer_records_no_python_events(tf_leak):
+    assert python_events(tf_leak["session_dir"]) == {}
+
+
+def test_jax_python_tracer_records_the_programs_functions(tmp_path):
+    _need("jax")
+    out = run_program("jax_python_tracer", tmp_path)
+    assert out["steps"] == [1, 2, 3]
+    host = only_host(out["report"])
+    assert [s["step"] for s in host["steps"]] == [1, 2, 3]
+    line = capture_programs.host_step.__code__.co_firstlineno
+    assert out["host_step"] == f"$capture_programs.py:{line} host_step"
+    assert python_events(out["session_dir"])[out["host_step"]] == 3

@@ -4,18 +4,40 @@
 
 prints one JSON object: the report of the capture plus what the program saw (warnings, modules loaded).
 Each runs in its own process because TensorFlow reads TF_CPU_ALLOCATOR_USE_BFC at import and because
-the frameworks' native libraries are kept out of the test process.
+the frameworks' native libraries are kept out of the test process; `run_script` starts such a process.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pathlib
+import subprocess
 import sys
 import warnings
 
 BATCH, IN_DIM, HIDDEN = 64, 128, 512
 LEAK_SHAPE = f"[{BATCH},{HIDDEN}]"
 LEAK_BYTES_PER_STEP = BATCH * HIDDEN * 4
+
+
+def run_script(
+    script: pathlib.Path, args: list[str], bfc: bool = True, keras_backend: str = "tensorflow", onednn: bool | None = None
+) -> dict:
+    """Runs a program (`python SCRIPT ARGS…`, the repository's root on its path) that prints one JSON object last.
+
+    `bfc` sets TF_CPU_ALLOCATOR_USE_BFC=true (else unset); `onednn` sets TF_ENABLE_ONEDNN_OPTS (None: as this process has it).
+    """
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": keras_backend}
+    env.pop("TF_CPU_ALLOCATOR_USE_BFC", None)
+    if bfc:
+        env["TF_CPU_ALLOCATOR_USE_BFC"] = "true"
+    if onednn is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"
+    done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def tf_model():
@@ -46,11 +68,17 @@ def tf_leak(logdir: str) -> dict:
         for i in range(20):
             with cap.step(i):
                 kept.append(tf.multiply(step(), 0.5))
-    return {"report": cap.report(), "warnings": cap.warnings, "steps": cap.steps, "framework": cap.framework}
+    return {
+        "report": cap.report(),
+        "warnings": cap.warnings,
+        "steps": cap.steps,
+        "framework": cap.framework,
+        "session_dir": str(cap.session_dir),
+    }
 
 
 def tf_fixed(logdir: str) -> dict:
-    """The same loop without the leak; then a capture while another profile is being taken."""
+    """The same loop without the leak; then captures (without and with the Python tracer) while another profile is taken."""
     import tb_leakfinder
     from tb_leakfinder.capture import CaptureError
 
@@ -60,14 +88,19 @@ def tf_fixed(logdir: str) -> dict:
             with cap.step(i):
                 tf.multiply(step(), 0.5)
     tf.profiler.experimental.start(f"{logdir}/other")
-    busy = None
+    busy = busy_tracer = None
     try:
         with tb_leakfinder.capture(f"{logdir}/second") as second, second.step(0):
             step()
     except CaptureError as exc:
         busy = exc.message
+    try:
+        with tb_leakfinder.capture(f"{logdir}/third", python_tracer=True) as third, third.step(0):
+            step()
+    except CaptureError as exc:
+        busy_tracer = exc.message
     tf.profiler.experimental.stop()
-    return {"report": cap.report(), "warnings": cap.warnings, "steps": cap.steps, "busy": busy}
+    return {"report": cap.report(), "warnings": cap.warnings, "steps": cap.steps, "busy": busy, "busy_tracer": busy_tracer}
 
 
 def tf_warning(logdir: str) -> dict:
@@ -124,6 +157,38 @@ def jax_static(logdir: str) -> dict:
         "steps": cap.steps,
         "framework": cap.framework,
         "tensorflow_loaded": "tensorflow" in sys.modules,
+        "session_dir": str(cap.session_dir),
+    }
+
+
+def host_step(train_step, w, x):
+    """The Python around one jitted step: the Python tracer names it `$capture_programs.py:<this line> host_step`."""
+    w, h = train_step(w, x)
+    h.block_until_ready()
+    return w
+
+
+def jax_python_tracer(logdir: str) -> dict:
+    """A jitted step called from a Python function of this file, captured with python_tracer=True (steps 1..3)."""
+    import jax
+    import jax.numpy as jnp
+
+    import tb_leakfinder
+
+    @jax.jit
+    def train_step(w, x):
+        return w * 0.99, x @ w
+
+    w, x = jnp.ones((IN_DIM, IN_DIM)), jnp.ones((BATCH, IN_DIM))
+    with tb_leakfinder.capture(logdir, start=1, count=3, python_tracer=True) as cap:
+        for i in range(5):
+            with cap.step(i):
+                w = host_step(train_step, w, x)
+    return {
+        "report": cap.report(),
+        "steps": cap.steps,
+        "session_dir": str(cap.session_dir),
+        "host_step": f"$capture_programs.py:{host_step.__code__.co_firstlineno} host_step",
     }
 
 
@@ -184,7 +249,8 @@ def no_framework(logdir: str) -> dict:
 
 
 PROGRAMS = {
-    f.__name__: f for f in (tf_leak, tf_fixed, tf_warning, tf_late_bfc, jax_static, keras_fit, keras_jax_fit, no_framework)
+    f.__name__: f
+    for f in (tf_leak, tf_fixed, tf_warning, tf_late_bfc, jax_static, jax_python_tracer, keras_fit, keras_jax_fit, no_framework)
 }
 
 if __name__ == "__main__":
