@@ -369,14 +369,18 @@ def _program_site(module: HloModule, buffer: _ProgramBuffer, how: str, candidate
     b = module.buffers
     rows = np.flatnonzero(b.allocation == buffer.allocation)
     hlo_op = op_name = hlo_shape = source = ""
+    ins = module.instructions
     if len(rows):
-        row = int(rows[np.lexsort((b.offset[rows], -b.size[rows]))[0]])
+        # The largest of its logical buffers, one that an op defines before a parameter's own (an output may
+        # hold both), then the first in memory.
+        parameter = np.asarray([b.instruction[r] >= 0 and ins.opcode[b.instruction[r]] == "parameter" for r in rows])
+        row = int(rows[np.lexsort((b.offset[rows], parameter, -b.size[rows]))[0]])
         hlo_shape = b.shape[row]
         instruction = int(b.instruction[row])
         if instruction >= 0:
-            ins = module.instructions
             op_name, source = ins.op_name[instruction], ins.source[instruction]
-            hlo_op = op_name.rsplit("/", 1)[-1] if op_name else ins.opcode[instruction]
+            # A scope names the op last ("jit(f)/jvp()/dot_general"); a bare name is an argument's, not an op's.
+            hlo_op = op_name.rsplit("/", 1)[-1] if "/" in op_name else ins.opcode[instruction]
     site = Site(
         context=CONTEXT_PROGRAM,
         program=module.key,

@@ -124,7 +124,8 @@ def family_label(group: SuspectGroup, strings: list[str], sites: Sequence[Site] 
     if site is not None and site.context == CONTEXT_PROGRAM and site.buffer:
         details = [f"{site.hlo_op} {site.hlo_shape}".strip(), site.where]
         if site.match == MATCH_AMBIGUOUS:
-            details.append(f"or one of {len(site.candidates) - 1} other buffers of its size")
+            others = len(site.candidates) - 1
+            details.append("or another buffer of its size" if others == 1 else f"or one of {others} other buffers of its size")
         label = f"{op} ({', '.join(d for d in details if d)})"
     else:
         label = group_label(op, group.shape, region) + where

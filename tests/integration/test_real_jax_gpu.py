@@ -53,3 +53,55 @@ def test_a_rising_heap_figure_is_explained_beside_no_leak(profile):
     assert device["growth_bytes_per_step"] * host["num_steps"] >= 0.05 * device["peak_heap_bytes"]
     assert "The heap in use at step ends fits +" in device["reason"]
     assert "which no family kept growing" in device["reason"]
+
+
+# The peak's largest row of each profile, checked by hand against its HLO (`/host:metadata`):
+# - gemm: jit_dot(49)'s allocation 0 is its only live-out, 134,217,728 bytes, defined by the dot
+#   bf16[8192,8192] whose source is generate_gemm_trace.py:37; two such outputs are live at the peak.
+# - attn: jit_matmul(59)'s allocation 6 is its temporaries block, 134,217,728 bytes requested (the BFC
+#   chunk is 251,658,240), whose largest buffer is the dot of generate_attention_trace.py:26.
+PEAK_ROWS = {
+    "amd_jax08_gemm": (
+        "output 0 of jit_dot(49)",
+        "jit_dot(49)",
+        0,
+        "dot_general",
+        "generate_gemm_trace.py:37",
+        ["generate_gemm_trace.py:31 in run_gemms"],
+    ),
+    "amd_jax08_attn": (
+        "temporaries of jit_matmul(59)",
+        "jit_matmul(59)",
+        6,
+        "dot_general",
+        "generate_attention_trace.py:26",
+        ["generate_attention_trace.py:21 in attention", "generate_attention_trace.py:29 in transformer_block"],
+    ),
+}
+
+
+def test_the_peak_is_named_by_its_program_buffer_line_and_python_frames(profile):
+    name, host = profile
+    row = host["allocators"][0]["peak_breakdown"][0]
+    op, program, allocation, hlo_op, where, stack = PEAK_ROWS[name]
+    site = row["site"]
+    assert (row["op"], site["program"], site["allocation"], site["hlo_op"], row["where"]) == (
+        op,
+        program,
+        allocation,
+        hlo_op,
+        where,
+    )
+    assert site["match"] == "exact" and site["stack"] == stack
+
+
+def test_no_group_or_peak_row_inside_a_program_stays_unnamed(profile):
+    _name, host = profile
+    for a in host["allocators"]:
+        rows = [*a["groups"], *(r for r in a["peak_breakdown"] if r["category"] == "buffers")]
+        assert rows
+        for row in rows:
+            assert row["op"] and row["site"]["context"] in ("program", "transfer", "outside"), row
+            assert row["site"]["match"] not in ("none", "no_hlo"), row
+            assert row["where"], row
+        assert "(unknown op)" not in a["reason"]

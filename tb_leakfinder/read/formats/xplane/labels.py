@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from tb_leakfinder.model.memory import NO_ALLOCATOR_KEY, AllocatorInfo, HostProfile
+from tb_leakfinder.model.memory import NO_ALLOCATOR_KEY, AllocatorInfo, HostProfile, MemoryEvents
 from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID
 
 # TensorFlow's DataType enum (types.proto), as memory events carry it.
@@ -83,6 +83,26 @@ MKLCPU_NOTE = (
 )
 
 
+# What PJRT writes where it names nothing: "(null)" for an op, shape or region, and "dummy" for an output's op.
+NULL_NAME = "(null)"
+PLACEHOLDER_OPS = (NULL_NAME, "dummy")
+
+
+def _unnamed_as_empty(events: MemoryEvents) -> MemoryEvents:
+    """Placeholders as "" (none recorded), so that the attribution names those buffers by their program."""
+
+    def blank(values: np.ndarray, placeholders: tuple[str, ...]) -> np.ndarray:
+        codes = [i for i, text in enumerate(events.strings) if text in placeholders]
+        return np.where(np.isin(values, codes), 0, values).astype(values.dtype) if codes else values
+
+    return replace(
+        events,
+        op=blank(events.op, PLACEHOLDER_OPS),
+        shape=blank(events.shape, (NULL_NAME,)),
+        region=blank(events.region, (NULL_NAME,)),
+    )
+
+
 def in_neutral_terms(profile: HostProfile) -> HostProfile:
     """The profile as the model speaks: dtype names (interned with the other strings) instead of TF's enum,
     and a label for each allocator. Both decoders end with it, so they agree."""
@@ -111,6 +131,7 @@ def in_neutral_terms(profile: HostProfile) -> HostProfile:
         else:
             dtype = np.asarray(names, np.int32)[np.searchsorted(present, codes)]
         events = replace(events, dtype=dtype)
+    events = _unnamed_as_empty(events)
     allocators = {
         memory_id: AllocatorInfo(
             allocator_label(memory_id, profile.device_planes),

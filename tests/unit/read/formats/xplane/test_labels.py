@@ -52,3 +52,13 @@ def test_dtype_codes_become_interned_names(codes):
     neutral = in_neutral_terms(host_profile(events)).events
     assert [neutral.strings[i] for i in neutral.dtype] == [dtype_name(c) for c in codes]
     assert neutral.strings[0] == "" and len(set(neutral.strings)) == len(neutral.strings)
+
+
+def test_pjrts_placeholders_name_nothing():
+    # PJRT writes "(null)" where it names nothing, and "dummy" as the op of a program's outputs.
+    events = memory_events(
+        [0, 1, 2], ALLOC, [0x10, 0x20, 0x30], 4, op=["(null)", "dummy", "MatMul"], shape=["(null)", "[2]", "[4]"]
+    )
+    neutral = in_neutral_terms(host_profile(events)).events
+    assert [neutral.strings[i] for i in neutral.op] == ["", "", "MatMul"]
+    assert [neutral.strings[i] for i in neutral.shape] == ["", "[2]", "[4]"]

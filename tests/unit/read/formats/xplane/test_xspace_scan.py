@@ -30,10 +30,12 @@ from tb_leakfinder.model.memory import (
     FREE,
     SPAN_DEVICE_PROGRAM,
     SPAN_DEVICE_STEP,
+    SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
     HostProfile,
 )
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
+from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.support.demo import DEMO_LOGS, ROOT
 from tests.support.xprof_oracle import xprof_tool
@@ -734,3 +736,21 @@ def test_out_of_address_space_is_a_memory_error_and_leaves_the_process_sound(tmp
     whole = outcomes[-1]
     assert whole != "MemoryError"
     assert set(outcomes) <= {whole, "MemoryError"} and outcomes[0] == "MemoryError", outcomes
+
+
+def test_threads_and_host_calls_agree_with_the_reference(monkeypatch):
+    """Each memory event's line and the host calls (Python frames, transfers) that name allocations."""
+    builder, _ = jax_training(steps=6)
+    builder.span("$builtins isinstance", 10, 20, line="other_thread")
+    builder.span("$", 30, 40)  # a bare "$" is no Python function
+    profile = same(builder.to_bytes(), monkeypatch)
+    calls = profile.spans.source == SPAN_HOST_CALL
+    names = {profile.spans.names[i] for i in profile.spans.name[calls]}
+    assert {"$train.py:88 main", "$train.py:40 train_step", "DevicePut", "$builtins isinstance"} <= names
+    assert "PjRtStreamExecutorClient::LinearizeHostBufferInto" in names and "$" not in names
+    assert not ({"PjitFunction(train_step)", "train"} & names)  # step-like spans keep their own source
+    assert set(profile.spans.device[calls].tolist()) == {-1}
+    main = profile.spans.names.index("$train.py:88 main")
+    (python,) = set(profile.spans.line[profile.spans.name == main].tolist())
+    assert set(profile.events.line.tolist()) == {python}  # every allocation of the profile is on the python thread
+    assert len(set(profile.spans.line[calls].tolist())) == 2

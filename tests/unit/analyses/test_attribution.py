@@ -1,0 +1,188 @@
+"""Naming allocations by program buffer and line, on profiles that follow PJRT's conventions."""
+
+from __future__ import annotations
+
+import pytest
+
+import tb_leakfinder
+from tb_leakfinder import report
+from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
+from tb_leakfinder.read.formats.xplane import decoder as reference
+from tb_leakfinder.read.formats.xplane import hlo, reader
+from tb_leakfinder.testing.pjrt_profile import (
+    ALLOCATOR,
+    EVAL_BUFFERS,
+    F32,
+    HOST_ALLOCATOR,
+    PYTHON_LINE,
+    Buffer,
+    jax_training,
+    program_proto,
+)
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
+
+
+def analysed(tmp_path, builder: ProfileBuilder) -> dict:
+    write_session(tmp_path, "run", "session", {builder.hostname: builder})
+    (run,) = tb_leakfinder.analyze(str(tmp_path / "run"))["runs"]
+    (host,) = run["hosts"]
+    return host
+
+
+def analysis_of(data: bytes, decode) -> HostAnalysis:
+    profile = decode(data, "h", "p")
+    modules, _ = hlo.decode_modules(profile.hlo_protos, "p")
+    return analyze_host(profile, modules)
+
+
+def allocator(host: dict, name: str) -> dict:
+    return next(a for a in host["allocators"] if a["memory_id"] == name)
+
+
+@pytest.fixture(params=[True, False], ids=["python_tracer", "no_tracer"])
+def training(request, tmp_path, decoder) -> tuple[dict, dict]:
+    builder, planted = jax_training(python_tracer=request.param)
+    return analysed(tmp_path, builder), planted
+
+
+def test_the_leak_is_named_by_its_program_buffer_op_and_line(training):
+    host, planted = training
+    gpu = allocator(host, ALLOCATOR)
+    assert gpu["verdict"] == "leak"
+    top = gpu["groups"][0]
+    assert top["kind"] == "growing" and top["bytes_per_step"] == planted["leak_bytes_per_step"]
+    assert top["op"] == f"{planted['leaked_buffer']} of {planted['program']}"
+    assert top["where"] == planted["leaked_where"]
+    site = top["site"]
+    assert (site["context"], site["program"], site["buffer"], site["match"]) == (
+        "program",
+        "jit_train_step(7)",
+        "output 1",
+        "exact",
+    )
+    assert (site["hlo_op"], site["hlo_shape"], site["op_name"]) == (
+        "dot_general",
+        planted["leaked_shape"],
+        "jit(train_step)/dot_general",
+    )
+    assert site["source"] == "/src/model.py:57" and site["allocation"] == 3
+    assert tuple(site["stack"]) == planted["stack"]
+    assert gpu["reason"].startswith(
+        "Leak: +1 MiB per step from output 1 of jit_train_step(7) (dot_general f32[1024,256], model.py:57)"
+    )
+
+
+def test_frames_or_the_hint_to_get_them(training):
+    host, planted = training
+    gpu = allocator(host, ALLOCATOR)
+    if planted["stack"]:
+        assert gpu["stack_hint"] is None
+    else:
+        assert "python_tracer=True" in gpu["stack_hint"]
+
+
+def test_outputs_of_one_size_are_ambiguous_and_say_so(training):
+    host, _ = training
+    rows = {r["op"]: r for r in allocator(host, ALLOCATOR)["peak_breakdown"]}
+    for name in ("output 2 of jit_train_step(7)", "output 3 of jit_train_step(7)"):
+        site = rows[name]["site"]
+        assert site["match"] == "ambiguous"
+        assert site["candidates"] == ["output 2 of jit_train_step(7)", "output 3 of jit_train_step(7)"]
+
+
+def test_temporaries_transfers_and_a_second_program_are_named(tmp_path, decoder):
+    builder, _ = jax_training(eval_every=5)
+    host = analysed(tmp_path, builder)
+    gpu = allocator(host, ALLOCATOR)
+    ops = {r["op"]: r for r in gpu["peak_breakdown"]}
+    assert ops["temporaries (2 buffers) of jit_train_step(7)"]["site"]["match"] == "exact"
+    transfer = ops["transfer to device, outside any program"]
+    assert transfer["site"]["context"] == "transfer" and transfer["where"] == "train.py:88 in main"
+    staging = allocator(host, HOST_ALLOCATOR)["peak_breakdown"][0]
+    assert staging["op"] == "transfer to device, outside any program"
+    # The evaluation program's output lives only within its call: its buffers, not the peak, show it.
+    a = next(x for x in analysis_of(builder.to_bytes(), reader.decode).allocators if x.memory_id == ALLOCATOR)
+    evaluated = [s for s in a.sites if s.program == "jit_eval_step(9)"]
+    assert len(evaluated) == 1
+    assert (evaluated[0].buffer, evaluated[0].hlo_op, evaluated[0].hlo_shape, evaluated[0].where) == (
+        "output 0",
+        "dot_general",
+        EVAL_BUFFERS[1].shape,
+        "evaluate.py:12",
+    )
+
+
+def _builder_with(programs: dict[str, list[Buffer]]) -> ProfileBuilder:
+    b = ProfileBuilder("h")
+    b.allocator(ALLOCATOR)
+    for key, buffers in programs.items():
+        b.add_hlo_module(key, program_proto(key.split("(")[0], buffers))
+    return b
+
+
+def _alloc(b: ProfileBuilder, t: int, addr: int, nbytes: int, line: str = PYTHON_LINE) -> None:
+    b.alloc(t, addr, nbytes, allocator=ALLOCATOR, op=None, shape=None, region=None, dtype=0, line=line)
+
+
+def _sites(tmp_path, b: ProfileBuilder) -> list[dict]:
+    host = analysed(tmp_path, b)
+    (gpu,) = host["allocators"]
+    return sorted((g["op"], g["site"]["match"], tuple(g["site"]["candidates"])) for g in gpu["groups"])
+
+
+def test_one_execution_is_matched_as_a_whole_to_the_program_of_its_name_that_explains_it(tmp_path, decoder):
+    out = Buffer("out", "add", F32, (16,), "jit(f)/add", ("/src/f.py", 3))
+    small, large = Buffer("t", "fusion", F32, (64,), kind="temp"), Buffer("t", "fusion", F32, (128,), kind="temp")
+    b = _builder_with({"jit_f(1)": [out, small], "jit_f(2)": [out, large]})
+    b.span("PjitFunction(f)", 100, 200)
+    _alloc(b, 110, 0x1000, out.size)  # kept: a group
+    _alloc(b, 120, 0x2000, large.size)  # and the temporaries block of jit_f(2) only
+    b.span("PjitFunction(f)", 300, 400)
+    _alloc(b, 310, 0x3000, out.size)  # alone, it could be either program's output
+    assert _sites(tmp_path, b) == [
+        ("output 0 of jit_f(1)", "ambiguous", ("output 0 of jit_f(1)", "output 0 of jit_f(2)")),
+        ("output 0 of jit_f(2)", "exact", ()),
+        ("temporaries of jit_f(2)", "exact", ()),
+    ]
+
+
+def test_near_sizes_none_missing_hlo_and_outside_any_program(tmp_path, decoder):
+    out = Buffer("out", "add", F32, (16,), "jit(g)/add")
+    temp = Buffer("t", "fusion", F32, (1024,), kind="temp")
+    b = _builder_with({"jit_g(4)": [out, temp]})
+    b.span("PjitFunction(g)", 100, 200)
+    _alloc(b, 110, 0x1000, temp.size + 256)  # the runtime padded the temporaries block
+    _alloc(b, 120, 0x2000, 999)  # nothing of this size
+    b.span("PjitFunction(h)", 300, 400)
+    _alloc(b, 310, 0x3000, 64)  # h's HLO is not in the profile
+    _alloc(b, 500, 0x4000, 32)  # no call around it
+    assert _sites(tmp_path, b) == [
+        ("in jit_g(4), no buffer of this size", "none", ()),
+        ("in jit_h (its HLO is not in the profile)", "no_hlo", ()),
+        ("outside any program", "", ()),
+        ("temporaries of jit_g(4)", "near", ()),
+    ]
+
+
+def test_an_allocation_on_another_thread_gets_the_frames_of_the_call_that_launched_it(tmp_path, decoder):
+    b = _builder_with({})
+    b.span("$train.py:10 loop", 0, 1000)
+    b.span("$train.py:20 step", 100, 900)
+    b.span("FunctionRun", 150, 800, root=True)
+    b.alloc(500, 0x1000, 64, allocator=ALLOCATOR, op="MatMul", shape="[4,4]", line="tf_Compute")
+    host = analysed(tmp_path, b)
+    (group,) = host["allocators"][0]["groups"]
+    assert group["op"] == "MatMul" and group["site"]["context"] == ""  # the framework's own name stays
+    assert group["site"]["stack"] == ["train.py:20 in step", "train.py:10 in loop"]
+    assert group["where"] == "train.py:20 in step"
+    assert group["label"] == "MatMul [4,4] output (train.py:20 in step)"
+
+
+def test_both_decoders_name_the_same():
+    data = jax_training(steps=12)[0].to_bytes()
+    names = []
+    for decode in (reference.decode, reader.decode):
+        names.append(
+            [(j["groups"], j["peak_breakdown"]) for j in map(report.allocator_json, analysis_of(data, decode).allocators)]
+        )
+    assert names[0] == names[1] and names[0][0][0]

@@ -1,0 +1,55 @@
+"""Which Python frames are the user's, from the Python tracer's names."""
+
+from __future__ import annotations
+
+from tb_leakfinder.analyses.frames import MAX_FRAMES, parse_frame, user_frames
+
+
+def test_python_frames_parse_and_c_functions_do_not():
+    assert parse_frame("$train.py:42 train_step") == ("train.py", 42, "train_step")
+    assert parse_frame("$core.py:1713 <lambda>") == ("core.py", 1713, "<lambda>")
+    assert parse_frame("$builtins isinstance") is None
+    assert parse_frame("$jaxlib.utils safe_map") is None
+    assert parse_frame("PjitFunction(f)") is None
+
+
+def test_the_frameworks_frames_are_skipped_innermost_first():
+    # As the real JAX GPU profile's stack of a jnp.ones call (innermost first), under the user's loop.
+    stack = [
+        "$dispatch.py:87 apply_primitive",
+        "$core.py:1180 process_primitive",
+        "$builtins isinstance",
+        "$lax.py:3378 full",
+        "$array_creation.py:98 ones",
+        "$generate_gemm_trace.py:31 run_gemms",
+        "$train.py:88 main",
+    ]
+    assert user_frames(stack) == ("generate_gemm_trace.py:31 in run_gemms", "train.py:88 in main")
+
+
+def test_a_common_file_name_is_the_users_outside_the_framework_and_the_frameworks_inside_it():
+    # model.py is also a Keras module: at the top it is the user's, below a framework frame it is Keras'.
+    assert user_frames(["$model.py:57 loss_fn", "$train.py:88 main"]) == ("model.py:57 in loss_fn", "train.py:88 in main")
+    inside = ["$model.py:300 call", "$layer.py:800 __call__", "$my_net.py:10 forward", "$train.py:88 main"]
+    assert user_frames(inside) == ("my_net.py:10 in forward", "train.py:88 in main")
+
+
+def test_files_the_programs_name_as_their_source_are_the_users():
+    # A user's own core.py (a framework name) counts when the profile's HLO names it as a source.
+    assert user_frames(["$core.py:12 step", "$run_me.py:3 main"]) == ("run_me.py:3 in main",)
+    assert user_frames(["$core.py:12 step", "$run_me.py:3 main"], {"core.py"}) == ("core.py:12 in step", "run_me.py:3 in main")
+
+
+def test_whole_paths_are_judged_by_where_they_lie():
+    stack = [
+        "$/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1501 _call_impl",
+        "$/usr/lib/python3.11/threading.py:975 run",
+        "$/home/me/project/model.py:20 forward",
+    ]
+    assert user_frames(stack) == ("model.py:20 in forward",)
+
+
+def test_at_most_max_frames_are_kept_innermost_first():
+    stack = [f"$mine_{k}.py:{k} f{k}" for k in range(20)]
+    kept = user_frames(stack)
+    assert len(kept) == MAX_FRAMES and kept[0] == "mine_0.py:0 in f0"
