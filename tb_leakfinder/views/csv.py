@@ -1,8 +1,9 @@
 """The report's tables as CSV files, one per table, safe to open in a spreadsheet.
 
 Each table's columns are the JSON keys of its rows (one name per concept), after the columns that
-say where a row belongs (run, host, allocator or module). Profile strings are data: a cell that a
-spreadsheet would run as a formula gets a leading apostrophe.
+say where a row belongs (run, host, allocator or module). A row's `site` (where its buffers were made)
+is its own columns, in its place: the site's keys, its `stack` as frames joined by " ← ". Profile
+strings are data: a cell that a spreadsheet would run as a formula gets a leading apostrophe.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.atomic import write_texts
+from tb_leakfinder.views.text import CALLED_FROM
 
 # OWASP's list: these lead a formula, and tab / carriage return can hide one in the cell before.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -28,6 +30,7 @@ PEAK_BREAKDOWN = "peak_breakdown"
 BUFFERS = "buffers"
 STATIC_BUFFERS = "static_buffers"
 COMPARE_GROUPS = "compare_groups"
+SITE = "site"
 
 
 def neutralise(value: Any) -> str:
@@ -85,12 +88,45 @@ class Table:
         return out.getvalue()
 
 
-BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator) -> every buffer row
+def site_columns(site: Json) -> Json:
+    """A site's cells: its keys, the stack's frames (innermost first) as one line."""
+    return {**site, "stack": CALLED_FROM.join(site["stack"])}
+
+
+def _with_site(row: Json, columns: Json) -> Json:
+    """The row with its `site` replaced, in its place, by the site's columns."""
+    if next(reversed(row), None) == SITE:  # last, as the report has it: two copies beat a walk of every key
+        out = {**row, **columns}
+        del out[SITE]
+        return out
+    out = {}
+    for key, value in row.items():
+        if key == SITE:
+            out.update(columns)
+        else:
+            out[key] = value
+    return out
+
+
+def site_rows(rows: Iterable[Json]) -> list[Json]:
+    """Groups or peak breakdown rows, each with its own site as columns."""
+    return [_with_site(row, site_columns(row[SITE])) for row in rows]
+
+
+def buffer_rows(pages: Iterable[Json]) -> Iterator[Json]:
+    """The rows of pages of the buffers route, each row's site (an index into its page's `sites`) as columns."""
+    for page in pages:
+        sites = [site_columns(site) for site in page["sites"]]
+        for row in page["buffers"]:
+            yield _with_site(row, sites[row[SITE]])
+
+
+BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator) -> every page of the buffers route
 
 
 def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str, Table]:
-    """The tables of a report: suspect groups, peak breakdown, buffers (when `buffers` is given), and the
-    static view's whole-program buffers."""
+    """The tables of a report: suspect groups, peak breakdown, buffers (when `buffers` gives their pages), and
+    the static view's whole-program buffers."""
     where = ("run", "host", "allocator")
     tables = {GROUPS: Table(where), PEAK_BREAKDOWN: Table(where)}
     if buffers is not None:
@@ -99,10 +135,10 @@ def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str,
         for host in run["hosts"]:
             for allocator in host["allocators"]:
                 at = (run["run"], host["host"], allocator["name"])
-                tables[GROUPS].add(at, allocator["groups"])
-                tables[PEAK_BREAKDOWN].add(at, allocator["peak_breakdown"])
+                tables[GROUPS].add(at, site_rows(allocator["groups"]))
+                tables[PEAK_BREAKDOWN].add(at, site_rows(allocator["peak_breakdown"]))
                 if buffers is not None:
-                    tables[BUFFERS].add(at, buffers(*at))
+                    tables[BUFFERS].add(at, buffer_rows(buffers(*at)))
     static = Table(("run", "host", "module"))
     for run in report["runs"]:
         for host in run["hosts"]:

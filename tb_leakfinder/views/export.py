@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from tb_leakfinder.analyses.buffer_query import MAX_PAGE
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.errors import BadArgumentError
 from tb_leakfinder.read.discovery import Run
@@ -49,6 +51,17 @@ def _snapshot(runs: list[Run], engine: Engine, budget: Budget | None = None) -> 
     return Snapshot(runs, engine, budget)
 
 
+def _buffer_pages(snapshot: Snapshot, run: str, host: str, allocator: str) -> Iterator[Json]:
+    """Every page of an allocator's buffers, the largest first; a row's `site` indexes its own page's `sites`."""
+    offset = 0
+    while True:
+        page = snapshot.ask("buffers", run=run, host=host, allocator=allocator, offset=offset, limit=MAX_PAGE)
+        yield page
+        offset += len(page["buffers"])
+        if not page["buffers"] or offset >= page["total"]:
+            return
+
+
 def _note(paths: list[str], notes: list[str]) -> None:
     for path in paths:
         print(f"tb-leakfinder: wrote {visible(path)}", file=sys.stderr)
@@ -76,7 +89,7 @@ def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> Non
     runs = [engine.run(r["run"]) for r in result["runs"]]
     if args.csv:
         snapshot = _snapshot(runs, engine)
-        tables = csv.report_tables(result, lambda run, host, allocator: snapshot.all_buffers(run, host, allocator))
+        tables = csv.report_tables(result, lambda run, host, allocator: _buffer_pages(snapshot, run, host, allocator))
         _note(csv.write_tables(args.csv, tables), [])
     if args.html:
         if len(runs) != 1:

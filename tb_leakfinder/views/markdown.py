@@ -1,10 +1,11 @@
-"""A comparison as Markdown, fit for a pull-request comment."""
+"""A comparison, or a report, as Markdown, fit for a pull-request comment."""
 
 from __future__ import annotations
 
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
+from tb_leakfinder.views.text import CALLED_FROM, TOP_ROWS, breakdown_label, hint_for, peak_text, where_parts
 
 VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ inconclusive", None: "—"}
 
@@ -12,6 +13,16 @@ VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ 
 def _cell(text: str) -> str:
     """Profile strings are data: keep them from breaking or styling the table (their newlines are escaped already)."""
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+
+
+def _code(text: str) -> str:
+    """A profile string as a code span (an underscore of `__init__.py` is not emphasis)."""
+    return f"`{_cell(text)}`" if text else ""
+
+
+def _where(row: Json) -> str:
+    """The row's line of code and every Python frame that led to it."""
+    return CALLED_FROM.join(map(_code, where_parts(row)))
 
 
 def _signed(n: float) -> str:
@@ -71,3 +82,62 @@ def render_comparison(c: Json) -> str:
             if added:
                 lines.append(f"whole-program buffers added: {added}")
     return "\n".join(lines) + "\n"
+
+
+def _breakdown_cell(row: Json) -> str:
+    """Buffers by their op, shape and region (profile strings), the stack and the rest by their names."""
+    label = breakdown_label(row)
+    return _code(label) if row["category"] == "buffers" else label
+
+
+def _more(rows: list[Json]) -> list[str]:
+    # After a blank line: a line right below a table would be read as one more row.
+    return ["", f"… and {len(rows) - TOP_ROWS} more (see --json)"] if len(rows) > TOP_ROWS else []
+
+
+def render_allocator(a: Json, unit: str = "step") -> list[str]:
+    """One allocator: its verdict, its op families and what was live at the peak, each row with its line of code."""
+    groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
+    lines = [_cell(a["reason"]), "", _cell(peak_text(a))]
+    if groups:
+        lines += [
+            "",
+            f"| kind | family | dtype | count | bytes | growth per {unit} | where |",
+            "|---|---|---|---:|---:|---:|---|",
+        ]
+        lines += [
+            f"| {g['kind']} | {_code(g['label'])} | {_cell(g['dtype'])} | {g['count']} | {format_bytes(g['bytes'])} | "
+            f"{format_bytes(g['bytes_per_step'])} | {_where(g)} |"
+            for g in groups
+        ]
+        lines += _more(a["groups"])
+    if breakdown:
+        lines += ["", "At the peak:", "", "| op shape region | dtype | count | bytes | where |", "|---|---|---:|---:|---|"]
+        lines += [
+            f"| {_breakdown_cell(r)} | {_cell(r['dtype'])} | {'' if r['count'] is None else r['count']} | "
+            f"{format_bytes(r['bytes'])} | {_where(r)} |"
+            for r in breakdown
+        ]
+        lines += _more(a["peak_breakdown"])
+    hint = hint_for(a, groups, breakdown)
+    if hint:
+        lines += ["", f"> where: {hint}"]
+    return lines
+
+
+def render_report(report: Json) -> str:
+    """Each host's allocators of each run, under their verdicts."""
+    report = visible_json(report)
+    lines: list[str] = []
+    for run in report["runs"]:
+        lines += [f"## tb-leakfinder: `{_cell(run['run'])}`: {VERDICT[run['verdict']]}", ""]
+        for host in run["hosts"]:
+            unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
+            lines += [f"### {_cell(host['host'])}: {VERDICT[host['verdict']]}", "", _cell(host["step_source"]["description"])]
+            if not host["allocators"]:
+                lines += ["", _cell(host["reason"])]
+            for a in host["allocators"]:
+                lines += ["", f"#### {_cell(host['host'])} · {_cell(a['name'])}: {VERDICT[a['verdict']]}", ""]
+                lines += render_allocator(a, unit)
+            lines.append("")
+    return "\n".join(lines)

@@ -8,6 +8,8 @@ from tb_leakfinder.views.terminal import visible_json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
 TOP_ROWS = 10
+CALLED_FROM = " ← "  # between a line of code and the Python frame that led to it
+TEXT_FRAMES = 2  # the Python frames a text row shows after its line of code
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -35,8 +37,26 @@ def peak_text(a: Json) -> str:
     return text
 
 
-def _breakdown_label(row: Json) -> str:
+def breakdown_label(row: Json) -> str:
     return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
+
+
+def where_parts(row: Json, frames: int | None = None) -> list[str]:
+    """A group's or breakdown row's line of code, then the Python frames that led to it, innermost first:
+    `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
+    where, stack = row["where"], row["site"]["stack"]
+    calls = stack[1:] if stack[:1] == [where] else stack  # the line may be the innermost frame itself
+    shown = calls if frames is None else calls[:frames]
+    return [part for part in (where, *shown) if part] + (["…"] if len(shown) < len(calls) else [])
+
+
+def hint_for(a: Json, *tables: list[Json]) -> str | None:
+    """The allocator's `stack_hint`, when one of the rows shown could name its line of code and does not."""
+    if not a["stack_hint"]:
+        return None
+    # The stack reservation and the memory allocated before the window have no line to name.
+    empty = any(not row["where"] and row.get("category", "buffers") == "buffers" for rows in tables for row in rows)
+    return str(a["stack_hint"]) if empty else None
 
 
 def render_allocator(a: Json, unit: str = "step") -> list[str]:
@@ -52,7 +72,8 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
     lines += [f"    warning: {w}" for w in a["warnings"]]
-    if a["groups"]:
+    groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
+    if groups:
         lines.append("    groups (op families; count and bytes: their never-freed buffers):")
         rows = [
             [
@@ -65,21 +86,31 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
                 "" if g["onset_step"] is None else str(g["onset_step"]),
                 format_bytes(g["bytes_per_step"]) + f"/{unit}",
                 f"{g['score']:.2f}",
+                CALLED_FROM.join(where_parts(g, TEXT_FRAMES)),
             ]
-            for g in a["groups"][:TOP_ROWS]
+            for g in groups
         ]
-        lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score"], rows)
+        lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"], rows)
         if len(a["groups"]) > TOP_ROWS:
             lines.append(f"    … and {len(a['groups']) - TOP_ROWS} more groups (see --json)")
-    if a["peak_breakdown"]:
+    if breakdown:
         lines.append("    at the peak:")
         rows = [
-            [_breakdown_label(r), r["dtype"], "" if r["count"] is None else str(r["count"]), format_bytes(r["bytes"])]
-            for r in a["peak_breakdown"][:TOP_ROWS]
+            [
+                breakdown_label(r),
+                r["dtype"],
+                "" if r["count"] is None else str(r["count"]),
+                format_bytes(r["bytes"]),
+                CALLED_FROM.join(where_parts(r, TEXT_FRAMES)),
+            ]
+            for r in breakdown
         ]
-        lines += _table(["op shape region", "dtype", "count", "bytes"], rows)
+        lines += _table(["op shape region", "dtype", "count", "bytes", "where"], rows)
         if len(a["peak_breakdown"]) > TOP_ROWS:
             lines.append(f"    … and {len(a['peak_breakdown']) - TOP_ROWS} more groups (see --json)")
+    hint = hint_for(a, groups, breakdown)
+    if hint:
+        lines.append(f"    where: {hint}")
     return lines
 
 

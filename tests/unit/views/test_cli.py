@@ -180,7 +180,7 @@ def test_report_text_names_the_family_and_its_onset(case, words):
     for w in words:
         assert w in out.stdout
     header = next(line for line in out.stdout.splitlines() if line.strip().startswith("kind "))
-    assert header.split() == ["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score"]
+    assert header.split() == ["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"]
 
 
 def test_report_csv_carries_the_family_and_the_onset(tmp_path):
