@@ -55,21 +55,52 @@ _SHAPE = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)(?P<dims>\[.*\])")
 _TRANSFER_WORDS = ("DevicePut", "BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 
-class _Forest:
-    """Nested intervals (one thread's calls), with each one's parent: which encloses a time, innermost first."""
+class _Chains:
+    """Chains of host call names, outermost last, interned: a chain is (its innermost name, the chain outside)."""
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray) -> None:
+    def __init__(self) -> None:
+        self.name: list[int] = []
+        self.parent: list[int] = []
+        self._ids: dict[tuple[int, int], int] = {}
+
+    def intern(self, name: int, parent: int) -> int:
+        key = (name, parent)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self.name)
+            self.name.append(name)
+            self.parent.append(parent)
+        return found
+
+    def names(self, chain: int) -> list[int]:
+        """The name indices of a chain, innermost first."""
+        out = []
+        while chain >= 0:
+            out.append(self.name[chain])
+            chain = self.parent[chain]
+        return out
+
+
+class _Forest:
+    """Nested intervals (one thread's calls), with each one's parent and chain of names: which encloses a time."""
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray, names: np.ndarray, chains: _Chains) -> None:
         order = np.lexsort((-end, start))
         self.start, self.end, self.rows = start[order], end[order], rows[order]
         parent = np.full(len(order), -1, np.int64)
+        chain = np.full(len(order), -1, np.int64)
         stack: list[int] = []
         ends = self.end.tolist()
+        name_of = names[order].tolist()
         for i, s in enumerate(self.start.tolist()):
             while stack and ends[stack[-1]] < s:
                 stack.pop()
-            parent[i] = stack[-1] if stack else -1
+            up = stack[-1] if stack else -1
+            parent[i] = up
+            chain[i] = chains.intern(name_of[i], int(chain[up]) if up >= 0 else -1)
             stack.append(i)
         self.parent = parent
+        self.chain = chain
 
     def innermost(self, times: np.ndarray) -> np.ndarray:
         """The position of the innermost interval enclosing each time (start <= t <= end), -1 when none."""
@@ -81,14 +112,6 @@ class _Forest:
             at = np.where(outside, self.parent[np.maximum(at, 0)], at)
         return at
 
-    def chain(self, position: int) -> list[int]:
-        """Span rows from `position` out to the outermost, innermost first."""
-        out = []
-        while position >= 0:
-            out.append(int(self.rows[position]))
-            position = int(self.parent[position])
-        return out
-
 
 @dataclass
 class CallIndex:
@@ -96,24 +119,27 @@ class CallIndex:
 
     spans: Spans
     calls: dict[int, _Forest]  # line -> its host calls (Python frames, transfers)
+    chains: _Chains  # the calls' chains of names
     programs: dict[int, _Forest]  # line -> its jitted calls
     roots: _Forest | None  # every host root span, on any line: the launcher of work on other threads
     device_programs: _Forest | None  # program executions on devices, in host time
     user_files: set[str]
     has_programs: bool
-    _chains: dict[tuple[int, int], tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    _frames: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
 
-    def frames_and_transfer(self, line: int, position: int) -> tuple[tuple[str, ...], bool]:
-        """The user frames around call `position` of `line`, and whether one of the calls is a transfer."""
-        key = (line, position)
-        if key not in self._chains:
-            names = [self.spans.names[self.spans.name[row]] for row in self.calls[line].chain(position)]
+    def frames_and_transfer(self, chain: int) -> tuple[tuple[str, ...], bool]:
+        """The user frames of a chain of calls, and whether one of the calls is a transfer."""
+        if chain < 0:
+            return (), False
+        if chain not in self._frames:
+            names = [self.spans.names[i] for i in self.chains.names(chain)]
             transfer = any(word in n for n in names for word in _TRANSFER_WORDS if not n.startswith("$"))
-            self._chains[key] = (user_frames(names, self.user_files), transfer)
-        return self._chains[key]
+            self._frames[chain] = (user_frames(names, self.user_files), transfer)
+        return self._frames[chain]
 
 
 def call_index(spans: Spans, modules: Sequence[HloModule]) -> CallIndex:
+    chains = _Chains()
     calls: dict[int, _Forest] = {}
     programs: dict[int, _Forest] = {}
     is_call = spans.source == SPAN_HOST_CALL
@@ -123,17 +149,19 @@ def call_index(spans: Spans, modules: Sequence[HloModule]) -> CallIndex:
         rows = np.flatnonzero(mask)
         for line in np.unique(spans.line[rows]).tolist():
             mine = rows[spans.line[rows] == line]
-            into[line] = _Forest(spans.start_ps[mine], spans.end_ps[mine], mine)
+            into[line] = _Forest(spans.start_ps[mine], spans.end_ps[mine], mine, spans.name[mine], chains)
     roots = np.flatnonzero(spans.source == SPAN_HOST_ROOT)
     device = np.flatnonzero(spans.source == SPAN_DEVICE_PROGRAM)
     user_files = {m.instructions.source[i].split(":")[0].rsplit("/", 1)[-1] for m in modules for i in range(len(m.instructions))}
     user_files.discard("")
+    unchained = _Chains()  # roots and device programs: their chains are not used
     return CallIndex(
         spans,
         calls,
+        chains,
         programs,
-        _Forest(spans.start_ps[roots], spans.end_ps[roots], roots) if len(roots) else None,
-        _Forest(spans.start_ps[device], spans.end_ps[device], device) if len(device) else None,
+        _Forest(spans.start_ps[roots], spans.end_ps[roots], roots, spans.name[roots], unchained) if len(roots) else None,
+        _Forest(spans.start_ps[device], spans.end_ps[device], device, spans.name[device], unchained) if len(device) else None,
         user_files,
         bool(is_program.any() or len(device)),
     )
@@ -156,7 +184,11 @@ class _ProgramBuffer:
 
 def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModule]) -> Attribution:
     """Each allocation's site; allocations whose framework named no op get the site's name as their op, shape and
-    dtype (events.strings grows by those names), so that groups and families name them."""
+    dtype (events.strings grows by those names), so that groups and families name them.
+
+    Work is per distinct (program buffer, chain of calls, named or not), not per allocation: a million
+    allocations of a training loop are a few dozen of those.
+    """
     sites: list[Site] = [NO_SITE]
     site = np.zeros(len(events), np.int32)
     allocs = np.flatnonzero(events.kind == ALLOC)
@@ -164,15 +196,21 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
         return Attribution(site, sites)
     times = events.time_ps[allocs]
     lines = events.line[allocs]
-    call_line, call_at = _anchored_calls(index, times, lines)
-    execution = _executions(index, times, lines)
+    chain = _anchored_chains(index, times, lines)
+    chains, chain_of = np.unique(chain, return_inverse=True)
+    transfer = np.asarray([index.frames_and_transfer(int(c))[1] for c in chains.tolist()], bool)[chain_of]
+    unnamed = events.op[allocs] == 0
     by_name: dict[str, list[HloModule]] = {}
     for module in modules:
         by_name.setdefault(module.name, []).append(module)
-    site_ids: dict[Site, int] = {NO_SITE: 0}
+    results: list[tuple[Site, str, str, str]] = []
+    # An allocation its framework named (TensorFlow's tf_op) keeps that name: only its frames are added.
+    matched = _program_sites(events, allocs, _executions(index, times, lines), unnamed & ~transfer, index, by_name, results)
+    keys = np.stack([matched, chain, transfer.astype(np.int64), unnamed.astype(np.int64)], axis=1)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
     strings = events.strings
     string_ids = {text: i for i, text in enumerate(strings)}
-    names = {"op": events.op.copy(), "shape": events.shape.copy(), "dtype": events.dtype.copy()}
 
     def intern(text: str) -> int:
         if text not in string_ids:
@@ -180,30 +218,31 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
             strings.append(text)
         return string_ids[text]
 
-    unnamed = events.op[allocs] == 0
-    program_sites = _program_sites(events, allocs, execution, call_line, call_at, index, by_name, unnamed)
-    for k, event in enumerate(allocs.tolist()):
-        frames, transfer = ((), False) if call_at[k] < 0 else index.frames_and_transfer(int(call_line[k]), int(call_at[k]))
-        found = program_sites.get(k)
-        if transfer:
+    site_ids: dict[Site, int] = {NO_SITE: 0}
+    row_site, row_names = [], []
+    for program_result, chain_id, is_transfer, is_unnamed in distinct.tolist():
+        frames = index.frames_and_transfer(chain_id)[0]
+        if is_transfer:
             found = (Site(context=CONTEXT_TRANSFER, stack=frames), TRANSFER_LABEL, "", "")
-        elif found is None:
-            context = CONTEXT_OUTSIDE if index.has_programs and unnamed[k] else ""
-            found = (Site(context=context, stack=frames), OUTSIDE_LABEL if context else "", "", "")
+        elif program_result >= 0:
+            found = (_with_frames(results[program_result][0], frames), *results[program_result][1:])
         else:
-            found = (_with_frames(found[0], frames), *found[1:])
+            context = CONTEXT_OUTSIDE if index.has_programs and is_unnamed else ""
+            found = (Site(context=context, stack=frames), OUTSIDE_LABEL if context else "", "", "")
         this, label, shape, dtype = found
         if this not in site_ids:
             site_ids[this] = len(sites)
             sites.append(this)
-        site[event] = site_ids[this]
-        if unnamed[k] and label:
-            names["op"][event] = intern(label)
-            if shape:
-                names["shape"][event] = intern(shape)
-            if dtype:
-                names["dtype"][event] = intern(dtype)
-    for name, column in names.items():
+        row_site.append(site_ids[this])
+        named = bool(is_unnamed) and bool(label)
+        row_names.append(
+            [intern(label) if named else -1, intern(shape) if named and shape else -1, intern(dtype) if named and dtype else -1]
+        )
+    site[allocs] = np.asarray(row_site, np.int32)[inverse]
+    given = np.asarray(row_names, np.int64).reshape(-1, 3)[inverse]
+    for k, name in enumerate(("op", "shape", "dtype")):
+        column = getattr(events, name).copy()
+        column[allocs] = np.where(given[:, k] >= 0, given[:, k], column[allocs])
         setattr(events, name, column)
     return Attribution(site, sites)
 
@@ -212,15 +251,15 @@ def _with_frames(site: Site, frames: tuple[str, ...]) -> Site:
     return site if not frames else Site(**{**vars(site), "stack": frames})
 
 
-def _anchored_calls(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each allocation, the innermost host call around it on its thread; on a thread without one, the calls
-    around the start of the innermost host root (on any thread) that encloses it: the launcher's frames."""
-    line = lines.astype(np.int64)
-    at = np.full(len(times), -1, np.int64)
+def _anchored_chains(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """For each allocation, the chain of host calls around it on its thread; on a thread without one, the calls
+    around the start of the innermost host root (on any thread) that encloses it: the launcher's. -1: none."""
+    chain = np.full(len(times), -1, np.int64)
     for thread, forest in index.calls.items():
         mine = np.flatnonzero(lines == thread)
-        at[mine] = forest.innermost(times[mine])
-    missing = np.flatnonzero(at < 0)
+        at = forest.innermost(times[mine])
+        chain[mine] = np.where(at >= 0, forest.chain[np.maximum(at, 0)], -1)
+    missing = np.flatnonzero(chain < 0)
     if len(missing) and index.roots is not None:
         root = index.roots.innermost(times[missing])
         found = root >= 0
@@ -229,10 +268,9 @@ def _anchored_calls(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> t
         root_lines = index.spans.line[rows]
         for thread, forest in index.calls.items():
             on = root_lines == thread
-            picked = missing[found][on]
-            line[picked] = thread
-            at[picked] = forest.innermost(starts[on])
-    return line, at
+            at = forest.innermost(starts[on])
+            chain[missing[found][on]] = np.where(at >= 0, forest.chain[np.maximum(at, 0)], -1)
+    return chain
 
 
 def _executions(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> np.ndarray:
@@ -254,43 +292,44 @@ def _program_sites(
     events: MemoryEvents,
     allocs: np.ndarray,
     execution: np.ndarray,
-    call_line: np.ndarray,
-    call_at: np.ndarray,
+    eligible: np.ndarray,
     index: CallIndex,
     by_name: dict[str, list[HloModule]],
-    unnamed: np.ndarray,
-) -> dict[int, tuple[Site, str, str, str]]:
-    """(site, op label, shape, dtype) of each unnamed allocation (by position in `allocs`) made inside a program
-    execution, its transfers left out; each execution's allocations are matched together."""
-    out: dict[int, tuple[Site, str, str, str]] = {}
-    # An allocation its framework named (TensorFlow's tf_op) keeps that name: only its frames are added.
-    inside = np.flatnonzero((execution >= 0) & unnamed)
+    results: list[tuple[Site, str, str, str]],
+) -> np.ndarray:
+    """For each allocation, its row in `results` (site, op label, shape, dtype) when it was made inside a program
+    execution and is `eligible`, else -1. One execution's allocations are matched together, and executions of
+    one program that allocate the same sizes in the same order are matched once."""
+    out = np.full(len(allocs), -1, np.int64)
+    inside = np.flatnonzero((execution >= 0) & eligible)
     if not len(inside):
         return out
-    order = inside[np.argsort(execution[inside], kind="stable")]
+    order = inside[np.argsort(execution[inside], kind="stable")]  # allocations stay in time order within each
+    requested = events.tensor_bytes[allocs[order]]
+    sizes = np.where(requested > 0, requested, events.chunk_bytes[allocs[order]])
     bounds = np.flatnonzero(np.r_[True, execution[order][1:] != execution[order][:-1], True])
     spans = index.spans
+    cache: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        members = [
-            k
-            for k in order[lo:hi].tolist()
-            if call_at[k] < 0 or not index.frames_and_transfer(int(call_line[k]), int(call_at[k]))[1]
-        ]
-        if not members:
-            continue
-        row = int(execution[members[0]])
-        name = spans.names[spans.name[row]]
-        jitted = _JITTED_CALL.match(name)
-        if jitted is not None:
-            candidates = by_name.get(f"jit_{jitted['function']}", [])
-            program_name = f"jit_{jitted['function']}"
-        else:
-            candidates = [m for modules in by_name.values() for m in modules if m.key == name]
-            program_name = name
-        sizes = [int(events.tensor_bytes[allocs[k]]) or int(events.chunk_bytes[allocs[k]]) for k in members]
-        for k, found in zip(members, _match(sizes, candidates, program_name), strict=True):
-            out[k] = found
+        name_index = int(spans.name[int(execution[order[lo]])])
+        key = (name_index, tuple(sizes[lo:hi].tolist()))
+        rows = cache.get(key)
+        if rows is None:
+            found = _match(list(key[1]), *_candidates(spans.names[name_index], by_name))
+            rows = cache[key] = np.arange(len(results), len(results) + len(found))
+            results.extend(found)
+        out[order[lo:hi]] = rows
     return out
+
+
+def _candidates(name: str, by_name: dict[str, list[HloModule]]) -> tuple[list[HloModule], str]:
+    """The modules an execution named `name` may be, and the program's name: `PjitFunction(f)` is any
+    `jit_f(<id>)`, a device's `<module>(<id>)` is that module."""
+    jitted = _JITTED_CALL.match(name)
+    if jitted is not None:
+        program = f"jit_{jitted['function']}"
+        return by_name.get(program, []), program
+    return [m for modules in by_name.values() for m in modules if m.key == name], name
 
 
 def _program_buffers(module: HloModule) -> list[_ProgramBuffer]:

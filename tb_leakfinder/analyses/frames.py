@@ -7,7 +7,8 @@ whole path tells), or, for a base name, when the file is one of the
 frameworks' or Python's own modules (framework_files.py). Files users often
 name their own code (model.py, utils.py, ...) that a framework also has count
 as the framework's only inside another of its frames, and a file that the
-profile's programs name as their source is always the user's.
+profile's programs name as their source is always the user's. tb_leakfinder's
+own capture modules are never the user's.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ MAX_FRAMES = 8
 # "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient).
 _PYTHON_FRAME = re.compile(r"^\$(?P<file>[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
+# tb_leakfinder's own capture code runs around the user's steps: never the user's line.
+OWN_FILES = frozenset({"leak_capture.py", "keras_callback.py"})
 COMMON_USER_FILES = frozenset(
     """
     callbacks.py common.py config.py data.py dataset.py datasets.py eval.py evaluate.py inference.py layers.py loss.py
     losses.py main.py metrics.py model.py models.py modules.py net.py network.py optimizer.py optimizers.py predict.py
-    preprocessing.py run.py test.py train.py trainer.py training.py utils.py
+    preprocessing.py run.py test.py train.py utils.py
     """.split()  # noqa: SIM905 - one word per name keeps the list short
 )
 
@@ -65,7 +68,7 @@ def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[s
         elif "/" in file or "\\" in file:
             framework = _is_library_path(file)
         else:
-            framework = base in FRAMEWORK_FILES and (inside or base not in COMMON_USER_FILES)
+            framework = base in OWN_FILES or (base in FRAMEWORK_FILES and (inside or base not in COMMON_USER_FILES))
         inside = inside or framework
         if not framework:
             kept.append(frame_text(file, line, function))

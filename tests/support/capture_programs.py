@@ -198,7 +198,7 @@ def keras_fit(logdir: str) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from tb_leakfinder.capture.keras import LeakCapture
+    from tb_leakfinder.capture.keras_callback import LeakCapture
 
     kept = []
 
@@ -220,7 +220,7 @@ def keras_jax_fit(logdir: str) -> dict:
     import keras
     import numpy as np
 
-    from tb_leakfinder.capture.keras import LeakCapture
+    from tb_leakfinder.capture.keras_callback import LeakCapture
 
     model = keras.Sequential([keras.Input((IN_DIM,)), keras.layers.Dense(HIDDEN, activation="relu"), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")

@@ -115,7 +115,7 @@ def _record_in_process(directory: str) -> dict[str, Any]:
     import tensorflow as tf
 
     import tb_leakfinder
-    from tb_leakfinder.capture.keras import LeakCapture
+    from tb_leakfinder.capture.keras_callback import LeakCapture
 
     kept: list[Any] = []
     x = tf.random.normal([BATCH, HIDDEN])

@@ -53,3 +53,8 @@ def test_at_most_max_frames_are_kept_innermost_first():
     stack = [f"$mine_{k}.py:{k} f{k}" for k in range(20)]
     kept = user_frames(stack)
     assert len(kept) == MAX_FRAMES and kept[0] == "mine_0.py:0 in f0"
+
+
+def test_the_capture_helpers_own_frames_and_keras_trainer_are_skipped():
+    stack = ["$leak_capture.py:333 step", "$keras_callback.py:53 on_train_batch_begin", "$trainer.py:764 __next__"]
+    assert user_frames(stack) == ()

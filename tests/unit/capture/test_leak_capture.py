@@ -16,8 +16,8 @@ import types
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder.capture import helper
-from tb_leakfinder.capture.helper import (
+from tb_leakfinder.capture import leak_capture
+from tb_leakfinder.capture.leak_capture import (
     XPROF_CLIENT,
     Capture,
     CaptureError,
@@ -165,7 +165,7 @@ def test_python_tracer_on_tensorflow_is_a_session_of_its_profiler_server(fake_se
     assert cap.steps == [1, 2] and cap.warnings == []
     ((address, duration_ms, options),) = client.calls
     assert address == f"localhost:{client.tf.ports[0]}"
-    assert duration_ms == helper.PYTHON_TRACER_MAX_MS
+    assert duration_ms == leak_capture.PYTHON_TRACER_MAX_MS
     assert (options["python_tracer_level"], options["host_tracer_level"]) == (1, 2)
     # Terminate(TerminateRequest{session_id}) after the last step; the server wrote that session.
     session_id = options["session_id"].encode()
@@ -180,8 +180,8 @@ def test_python_tracer_session_ids_stay_unique(fake_server, tmp_path):
     stamp = time.strftime("%Y_%m_%d_%H_%M_%S")
     for name in (stamp, f"{stamp}_2"):
         (tmp_path / "plugins" / "profile" / name).mkdir(parents=True)
-    assert helper._new_session_id(tmp_path) in (f"{stamp}_3", time.strftime("%Y_%m_%d_%H_%M_%S"))
-    assert helper._varint(300) == b"\xac\x02"
+    assert leak_capture._new_session_id(tmp_path) in (f"{stamp}_3", time.strftime("%Y_%m_%d_%H_%M_%S"))
+    assert leak_capture._varint(300) == b"\xac\x02"
 
 
 def test_python_tracer_session_that_ends_by_itself_warns(fake_server, tmp_path):

@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import Any
 
-from tb_leakfinder.capture.helper import FRAMEWORKS, Capture, CaptureError
+from tb_leakfinder.capture.leak_capture import FRAMEWORKS, Capture, CaptureError
 
 _classes: dict[str, type] = {}
 
@@ -28,7 +28,9 @@ def _make_class() -> type:
     try:
         keras = importlib.import_module("keras")
     except ImportError as exc:
-        raise CaptureError(f"tb_leakfinder.capture.keras.LeakCapture needs Keras, which cannot be imported ({exc})") from None
+        raise CaptureError(
+            f"tb_leakfinder.capture.keras_callback.LeakCapture needs Keras, which cannot be imported ({exc})"
+        ) from None
 
     callback: Any = keras.callbacks.Callback
 
