@@ -49,6 +49,9 @@ from tb_leakfinder.model.sites import (
 # A temporaries block this far from an allocation's size may still be it: runtimes pad the block they ask for.
 NEAR_BYTES = 4096
 TRANSFER_LABEL = "transfer to device, outside any program"
+# Calls nested deeper than this (Python's own recursion limit is 1000) are taken as this deep: a corrupt file
+# of a million nested calls costs a million searches otherwise.
+MAX_DEPTH = 2000
 OUTSIDE_LABEL = "outside any program"
 _JITTED_CALL = re.compile(r"^PjitFunction\((?P<function>.*)\)$")
 _SHAPE = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)(?P<dims>\[.*\])")
@@ -56,49 +59,60 @@ _TRANSFER_WORDS = ("DevicePut", "BufferFromHostBuffer", "LinearizeHostBuffer", "
 
 
 class _Chains:
-    """Chains of host call names, outermost last, interned: a chain is (its innermost name, the chain outside)."""
+    """Chains of host call names, interned: chain k is (name[k], the chain outside it: parent[k], -1 at the top)."""
 
     def __init__(self) -> None:
-        self.name: list[int] = []
-        self.parent: list[int] = []
-        self._ids: dict[tuple[int, int], int] = {}
+        self.name = np.zeros(0, np.int64)
+        self.parent = np.zeros(0, np.int64)
 
-    def intern(self, name: int, parent: int) -> int:
-        key = (name, parent)
-        found = self._ids.get(key)
-        if found is None:
-            found = self._ids[key] = len(self.name)
-            self.name.append(name)
-            self.parent.append(parent)
-        return found
+    def extend(self, names: np.ndarray, parents: np.ndarray) -> np.ndarray:
+        """The chains of calls named `names` inside chains `parents` (-1: none), new ones added: one per distinct
+        pair, so that a loop's millions of calls are as many chains as the loop has distinct stacks."""
+        if not len(names):
+            return np.zeros(0, np.int64)
+        width = int(names.max()) + 1
+        pairs, inverse = np.unique((parents + 1) * width + names, return_inverse=True)
+        first = len(self.name)
+        self.name = np.concatenate([self.name, pairs % width])
+        self.parent = np.concatenate([self.parent, pairs // width - 1])
+        ids: np.ndarray = first + inverse.reshape(-1)
+        return ids
 
     def names(self, chain: int) -> list[int]:
         """The name indices of a chain, innermost first."""
         out = []
         while chain >= 0:
-            out.append(self.name[chain])
-            chain = self.parent[chain]
+            out.append(int(self.name[chain]))
+            chain = int(self.parent[chain])
         return out
 
 
 class _Forest:
-    """Nested intervals (one thread's calls), with each one's parent and chain of names: which encloses a time."""
+    """Nested intervals (one thread's calls), with each one's parent and chain of names: which encloses a time.
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray, names: np.ndarray, chains: _Chains) -> None:
+    In start order, an interval's depth is how many before it have not ended by its start, and its parent is
+    the last one before it a level up: both found level by level with sorted searches, not a walk per call.
+    """
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray, names: np.ndarray, chains: _Chains | None) -> None:
         order = np.lexsort((-end, start))
         self.start, self.end, self.rows = start[order], end[order], rows[order]
-        parent = np.full(len(order), -1, np.int64)
-        chain = np.full(len(order), -1, np.int64)
-        stack: list[int] = []
-        ends = self.end.tolist()
-        name_of = names[order].tolist()
-        for i, s in enumerate(self.start.tolist()):
-            while stack and ends[stack[-1]] < s:
-                stack.pop()
-            up = stack[-1] if stack else -1
-            parent[i] = up
-            chain[i] = chains.intern(name_of[i], int(chain[up]) if up >= 0 else -1)
-            stack.append(i)
+        n = len(order)
+        position = np.arange(n)
+        depth = position - np.searchsorted(np.sort(self.end), self.start, side="left")
+        depth = np.clip(depth, 0, MAX_DEPTH)
+        parent = np.full(n, -1, np.int64)
+        chain = np.full(n, -1, np.int64)
+        name_of = names[order].astype(np.int64)
+        levels = [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1 if n else 0)]
+        for d, level in enumerate(levels):
+            if d:
+                above = levels[d - 1]
+                at = np.searchsorted(above, level, side="left") - 1
+                parent[level] = np.where(at >= 0, above[np.maximum(at, 0)], -1)
+            if chains is not None:
+                up = parent[level]
+                chain[level] = chains.extend(name_of[level], np.where(up >= 0, chain[np.maximum(up, 0)], -1))
         self.parent = parent
         self.chain = chain
 
@@ -149,19 +163,20 @@ def call_index(spans: Spans, modules: Sequence[HloModule]) -> CallIndex:
         rows = np.flatnonzero(mask)
         for line in np.unique(spans.line[rows]).tolist():
             mine = rows[spans.line[rows] == line]
-            into[line] = _Forest(spans.start_ps[mine], spans.end_ps[mine], mine, spans.name[mine], chains)
+            into[line] = _Forest(
+                spans.start_ps[mine], spans.end_ps[mine], mine, spans.name[mine], chains if into is calls else None
+            )
     roots = np.flatnonzero(spans.source == SPAN_HOST_ROOT)
     device = np.flatnonzero(spans.source == SPAN_DEVICE_PROGRAM)
     user_files = {m.instructions.source[i].split(":")[0].rsplit("/", 1)[-1] for m in modules for i in range(len(m.instructions))}
     user_files.discard("")
-    unchained = _Chains()  # roots and device programs: their chains are not used
     return CallIndex(
         spans,
         calls,
         chains,
         programs,
-        _Forest(spans.start_ps[roots], spans.end_ps[roots], roots, spans.name[roots], unchained) if len(roots) else None,
-        _Forest(spans.start_ps[device], spans.end_ps[device], device, spans.name[device], unchained) if len(device) else None,
+        _Forest(spans.start_ps[roots], spans.end_ps[roots], roots, spans.name[roots], None) if len(roots) else None,
+        _Forest(spans.start_ps[device], spans.end_ps[device], device, spans.name[device], None) if len(device) else None,
         user_files,
         bool(is_program.any() or len(device)),
     )
@@ -206,9 +221,14 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     results: list[tuple[Site, str, str, str]] = []
     # An allocation its framework named (TensorFlow's tf_op) keeps that name: only its frames are added.
     matched = _program_sites(events, allocs, _executions(index, times, lines), unnamed & ~transfer, index, by_name, results)
-    keys = np.stack([matched, chain, transfer.astype(np.int64), unnamed.astype(np.int64)], axis=1)
-    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    results_of, result_index = np.unique(matched, return_inverse=True)
+    # One integer per (program buffer, chain, transfer, named): its digits are those four codes.
+    key = ((result_index.reshape(-1) * len(chains) + chain_of.reshape(-1)) * 2 + transfer) * 2 + unnamed
+    codes, inverse = np.unique(key, return_inverse=True)
     inverse = inverse.reshape(-1)
+    distinct = [
+        (int(results_of[c // 4 // len(chains)]), int(chains[c // 4 % len(chains)]), (c // 2) % 2, c % 2) for c in codes.tolist()
+    ]
     strings = events.strings
     string_ids = {text: i for i, text in enumerate(strings)}
 
@@ -220,7 +240,7 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
 
     site_ids: dict[Site, int] = {NO_SITE: 0}
     row_site, row_names = [], []
-    for program_result, chain_id, is_transfer, is_unnamed in distinct.tolist():
+    for program_result, chain_id, is_transfer, is_unnamed in distinct:
         frames = index.frames_and_transfer(chain_id)[0]
         if is_transfer:
             found = (Site(context=CONTEXT_TRANSFER, stack=frames), TRANSFER_LABEL, "", "")
@@ -309,13 +329,13 @@ def _program_sites(
     sizes = np.where(requested > 0, requested, events.chunk_bytes[allocs[order]])
     bounds = np.flatnonzero(np.r_[True, execution[order][1:] != execution[order][:-1], True])
     spans = index.spans
-    cache: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+    cache: dict[tuple[int, bytes], np.ndarray] = {}
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         name_index = int(spans.name[int(execution[order[lo]])])
-        key = (name_index, tuple(sizes[lo:hi].tolist()))
+        key = (name_index, sizes[lo:hi].tobytes())
         rows = cache.get(key)
         if rows is None:
-            found = _match(list(key[1]), *_candidates(spans.names[name_index], by_name))
+            found = _match(sizes[lo:hi].tolist(), *_candidates(spans.names[name_index], by_name))
             rows = cache[key] = np.arange(len(results), len(results) + len(found))
             results.extend(found)
         out[order[lo:hi]] = rows

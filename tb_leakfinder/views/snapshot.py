@@ -14,6 +14,7 @@ as the page's JSON text, so a snapshot holds about its budget, not the objects o
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -74,6 +75,7 @@ class _Buffers:
     where: dict[str, Any]
     rows: list[Json]
     total: int  # the allocator's buffers, of which `rows` are the largest
+    sites: list[Json]  # where they were made: each row's `site` indexes it
 
     def note(self) -> str | None:
         """What the page says when not every buffer is inlined."""
@@ -123,7 +125,7 @@ class Pieces:
     def keep_buffers(self, key: str, kept: _Buffers) -> None:
         """An allocator's buffers under `key`, their rows kept too: cut, if their host does not fit."""
         self.buffers[key] = kept
-        self.answer(key, {**kept.where, "total": len(kept.rows), "buffers": kept.rows})
+        self.answer(key, {**kept.where, "total": len(kept.rows), "buffers": kept.rows, "sites": kept.sites})
 
     def buffer_notes(self) -> list[str]:
         return [note for b in self.buffers.values() if (note := b.note())]
@@ -132,7 +134,7 @@ class Pieces:
         """Each allocator keeps this fraction of its inlined buffers, the largest."""
         for key, kept in list(self.buffers.items()):
             self.size -= _entry_bytes(key, self.answers[key])
-            self.keep_buffers(key, _Buffers(kept.where, kept.rows[: int(len(kept.rows) * fraction)], kept.total))
+            self.keep_buffers(key, _Buffers(kept.where, kept.rows[: int(len(kept.rows) * fraction)], kept.total, kept.sites))
 
     def buffer_bytes(self) -> int:
         return sum(len(self.answers[key]) for key in self.buffers)
@@ -189,12 +191,25 @@ class Snapshot:
         pieces.answer(key, body)
         return body
 
-    def all_buffers(self, run: str, host: str, allocator: str, limit: int | None = None) -> Iterator[Json]:
-        """Every buffer of an allocator (the largest first), a page of the route at a time."""
+    def all_buffers(
+        self, run: str, host: str, allocator: str, limit: int | None = None, sites: list[Json] | None = None
+    ) -> Iterator[Json]:
+        """Every buffer of an allocator (the largest first), a page of the route at a time. A row's `site`
+        indexes its own page's sites: given `sites`, the rows index it instead, every page's sites added once."""
         offset = 0
+        known: dict[str, int] = {}
         while limit is None or offset < limit:
             page = self.ask("buffers", run=run, host=host, allocator=allocator, offset=offset, limit=MAX_PAGE)
             rows = page["buffers"] if limit is None else page["buffers"][: limit - offset]
+            if sites is not None:
+                mine = []
+                for site in page.get("sites", []):
+                    text = json.dumps(site, sort_keys=True)
+                    if text not in known:
+                        known[text] = len(sites)
+                        sites.append(site)
+                    mine.append(known[text])
+                rows = [{**row, "site": mine[row["site"]]} for row in rows]
             yield from rows
             offset += len(rows)
             if not rows or offset >= page["total"]:
@@ -274,9 +289,10 @@ class Snapshot:
         timelines = [where, *({**where, "group": g["group"]} for g in allocator["groups"][:MAX_GROUP_TIMELINES])]
         for args in timelines:
             pieces.answer(answer_key("timeline", args), self.ask("timeline", **args, points=DEFAULT_POINTS))
-        rows = list(self.all_buffers(run, host, name, MAX_BUFFERS))
+        sites: list[Json] = []
+        rows = list(self.all_buffers(run, host, name, MAX_BUFFERS, sites))
         total = self.ask("buffers", **where, limit=1)["total"]
-        pieces.keep_buffers(answer_key("buffers", where), _Buffers(where, rows, total))
+        pieces.keep_buffers(answer_key("buffers", where), _Buffers(where, rows, total, sites))
         # The tab may name the allocator by its memory id: the same answers serve that name too.
         memory_id = allocator.get("memory_id")
         if memory_id is not None and str(memory_id) != name:

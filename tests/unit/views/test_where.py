@@ -109,6 +109,18 @@ def test_html_page_inlines_the_line_and_the_frame(gemm, tmp_path):
     (run,) = data["answers"]["runs"]["runs"]
     top = _device(data["answers"][answer_key("report", {"run": run["run"]})])["peak_breakdown"][0]
     assert (top["op"], top["where"], top["site"]["stack"]) == (PEAK_ROW, LINE, [FRAME])
+    # The inlined buffers, gathered page by page, index one list of sites for all of them.
+    (host,) = data["answers"][answer_key("report", {"run": run["run"]})]["runs"][0]["hosts"]
+    where = {
+        "run": run["run"],
+        "host": host["host"],
+        "allocator": _device(data["answers"][answer_key("report", {"run": run["run"]})])["name"],
+    }
+    buffers = data["answers"][answer_key("buffers", where)]
+    sites = buffers["sites"]
+    assert buffers["buffers"] and len({json.dumps(x, sort_keys=True) for x in sites}) == len(sites)
+    for row in buffers["buffers"]:
+        assert row["where"] == (sites[row["site"]]["source"].rsplit("/", 1)[-1] or (sites[row["site"]]["stack"] or [""])[0])
 
 
 def test_without_frames_where_is_empty_and_the_hint_is_said_once(tf_demo, tmp_path):
