@@ -49,6 +49,8 @@ from tb_leakfinder.model.sites import (
 # A temporaries block this far from an allocation's size may still be it: runtimes pad the block they ask for.
 NEAR_BYTES = 4096
 TRANSFER_LABEL = "transfer to device, outside any program"
+# Executions that allocate more buffers than this are matched one by one, not as rows of one table.
+MAX_TABLE_WIDTH = 256
 # Calls nested deeper than this (Python's own recursion limit is 1000) are taken as this deep: a corrupt file
 # of a million nested calls costs a million searches otherwise.
 MAX_DEPTH = 2000
@@ -328,17 +330,25 @@ def _program_sites(
     requested = events.tensor_bytes[allocs[order]]
     sizes = np.where(requested > 0, requested, events.chunk_bytes[allocs[order]])
     bounds = np.flatnonzero(np.r_[True, execution[order][1:] != execution[order][:-1], True])
+    starts, lengths = bounds[:-1], np.diff(bounds)
     spans = index.spans
-    cache: dict[tuple[int, bytes], np.ndarray] = {}
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        name_index = int(spans.name[int(execution[order[lo]])])
-        key = (name_index, sizes[lo:hi].tobytes())
-        rows = cache.get(key)
-        if rows is None:
-            found = _match(sizes[lo:hi].tolist(), *_candidates(spans.names[name_index], by_name))
-            rows = cache[key] = np.arange(len(results), len(results) + len(found))
-            results.extend(found)
-        out[order[lo:hi]] = rows
+    names = spans.name[execution[order[starts]]].astype(np.int64)
+    width = int(lengths.max())
+    if width > MAX_TABLE_WIDTH:  # a program of very many outputs: one execution at a time
+        kinds = np.arange(len(starts))
+    else:  # executions as rows (name, then sizes padded with -1): equal rows are matched once
+        table = np.full((len(starts), width + 1), -1, np.int64)
+        table[:, 0] = names
+        execution_of = np.repeat(np.arange(len(starts)), lengths)
+        table[execution_of, 1 + np.arange(len(order)) - np.repeat(starts, lengths)] = sizes
+        _, first, kinds = np.unique(table, axis=0, return_index=True, return_inverse=True)
+        kinds = first[kinds.reshape(-1)]  # each execution's kind: the first execution like it
+    first_row = np.zeros(len(starts), np.int64)  # of a kind's results: one per allocation of its execution, in order
+    for k in np.unique(kinds).tolist():
+        lo, hi = int(starts[k]), int(starts[k] + lengths[k])
+        first_row[k] = len(results)
+        results.extend(_match(sizes[lo:hi].tolist(), *_candidates(spans.names[int(names[k])], by_name)))
+    out[order] = np.repeat(first_row[kinds], lengths) + np.arange(len(order)) - np.repeat(starts, lengths)
     return out
 
 
