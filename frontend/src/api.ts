@@ -22,6 +22,39 @@ export interface Step {
   end_ps: number;
 }
 
+/** What the host was doing when buffers were made: running a compiled program, copying host data to the device, or neither; "" when the profile tells only the framework's op or frames. */
+export type SiteContext = 'program' | 'transfer' | 'outside' | '';
+/**
+ * How an allocation made in a program was tied to one of the program's buffers: `exact` (one buffer has its
+ * size), `ambiguous` (several do: `candidates` names them, `buffer` is the one taken in order), `near` (none has
+ * it exactly; a temporaries block a few KiB off is taken), `none` (no buffer comes close), `no_hlo` (the
+ * program's HLO is not in the profile); "" outside a program.
+ */
+export type SiteMatch = 'exact' | 'ambiguous' | 'near' | 'none' | 'no_hlo' | '';
+
+/** Where buffers were made, as far as the profile tells (tb_leakfinder/model/sites.py). */
+export interface Site {
+  context: SiteContext;
+  /** The program's key as the static view lists it ("jit_dot(49)", a module's `name`); "" when none. */
+  program: string;
+  /** The program buffer: "output 0", "parameter 1", "temporaries (2 buffers)", "constant"; "" when none. */
+  buffer: string;
+  /** The program's buffer allocation index (the static view's `allocation`); -1 when none. */
+  allocation: number;
+  /** The HLO instruction's op ("dot_general"). */
+  hlo_op: string;
+  /** The framework's scope of it ("jit(dot)/dot_general"). */
+  op_name: string;
+  hlo_shape: string;
+  /** The instruction's source file and line, the full path. */
+  source: string;
+  match: SiteMatch;
+  /** The program buffers it could be, when more than one has its size. */
+  candidates: string[];
+  /** The user's Python frames around the allocation, innermost first: "train.py:42 in train_step". */
+  stack: string[];
+}
+
 /**
  * One op family of an allocator: the buffers of one (op, dtype, region) that
  * outlive a step or are never freed. `kind` is judged from the family's live
@@ -63,6 +96,9 @@ export interface Group {
   bytes_per_step: number;
   allocated_bytes_per_step: number;
   score: number;
+  /** The line of code its first buffer was made at ("generate_gemm_trace.py:37", "train.py:42 in train_step"); "" when unknown. */
+  where: string;
+  site: Site;
 }
 
 /** `buffers`: a group of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer of the window explains. */
@@ -77,6 +113,9 @@ export interface BreakdownRow {
   /** null on the stack and before-window rows, which are not buffers. */
   count: number | null;
   bytes: number;
+  /** Where its first buffer was made ("" and an empty site on the stack and before-window rows). */
+  where: string;
+  site: Site;
 }
 
 /** When the allocator runs out at the measured growth, from its free memory at window end. */
@@ -124,6 +163,8 @@ export interface AllocatorReport {
   forecast: Forecast | null;
   fragmentation_note: string | null;
   warnings: string[];
+  /** How to get the Python frames, when none of the allocator's buffers has them; null when some have. */
+  stack_hint: string | null;
 }
 
 export type StepSourceKind = 'step_num' | 'group_id' | 'root_events' | 'device_programs' | 'time_windows' | 'none';
@@ -333,6 +374,10 @@ export interface Buffer {
   region: string;
   status: BufferStatus;
   group: number | null;
+  /** The line of code it was made at; "" when unknown. */
+  where: string;
+  /** Its site: an index into its page's `sites`. */
+  site: number;
 }
 
 export interface BuffersPage {
@@ -345,6 +390,8 @@ export interface BuffersPage {
   offset: number;
   limit: number;
   buffers: Buffer[];
+  /** The sites of the page's buffers, each once (a buffer's `site` indexes this list). */
+  sites: Site[];
 }
 
 export type BufferSort = 'bytes' | 'alloc_time_ps' | 'free_time_ps' | 'lifetime_ps' | 'op';

@@ -3,12 +3,13 @@
 // is selected lives in ViewState, what was fetched in DataCache.
 
 import {allocatorKey, allocatorLabel, defaultAllocator} from './allocators';
-import {moduleKey, type ModuleSummary, type Selection} from './api';
+import {type HostReport, moduleKey, type ModuleSummary, type Selection, type Site} from './api';
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
 import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
+import type {SiteLinks} from './sites';
 import {ViewState} from './state';
 import {DATA_RELOADED, sameOriginParent, type TensorBoardChannel, type Theme, xprofUrl} from './tensorboard';
 import {RunView} from './view';
@@ -53,6 +54,8 @@ export class App {
   private generation = 0;
   /** How many show() calls are fetching: they fetch fresh data anyway, so a reload then is moot. */
   private showing = 0;
+  /** Set by a Where link: the next view scrolls to the static view's selected buffer. */
+  private revealStatic = false;
 
   constructor(private readonly channel: TensorBoardChannel) {
     const label = (text: string, select: HTMLSelectElement) => el('label', {}, text, select);
@@ -320,6 +323,9 @@ export class App {
           host,
           allocator,
           module: modules.find((m) => moduleKey(m) === state.sel.module),
+          allocation: state.allocation,
+          reveal: this.revealStatic,
+          sites: this.siteLinks(host),
           limits: report.limits,
           onPickAllocator: (key) => {
             this.selectors.allocator.value = key;
@@ -327,9 +333,35 @@ export class App {
             void this.show();
           },
         });
+    this.revealStatic = false;
     this.content.replaceChildren(this.view.element);
     this.view.start();
     this.setStatus('ready');
+  }
+
+  /**
+   * The Where cells' links: a site's program buffer opens the program in the
+   * static view (memory space 0 when the program has several) with its
+   * allocation selected, when the host lists the program.
+   */
+  private siteLinks(host: HostReport): SiteLinks {
+    const moduleOf = (site: Site): ModuleSummary | undefined => {
+      const named = (host.modules ?? []).filter((m) => m.name === site.program);
+      return named.find((m) => !m.memory_space) ?? named[0];
+    };
+    return {
+      href: (site) => {
+        const module = moduleOf(site);
+        return module ? this.state.urlWith(moduleKey(module), site.allocation) : null;
+      },
+      open: (site) => {
+        const module = moduleOf(site);
+        if (!module) return;
+        this.state.selectAllocation(moduleKey(module), site.allocation);
+        this.revealStatic = true;
+        void this.show();
+      },
+    };
   }
 
   private currentModule(): ModuleSummary | undefined {

@@ -2,9 +2,12 @@
 // with the same cells as `tb-leakfinder report --csv` (tb_leakfinder/views/csv.py):
 // the columns that say where a row belongs (run, host, allocator or module), then
 // the rows' own JSON keys, nested values as JSON, and a leading apostrophe on text
-// a spreadsheet would run as a formula.
+// a spreadsheet would run as a formula. A row's `site` is its own columns, in its
+// place: the site's keys, its stack's frames joined by " ← ".
 
+import type {Site} from './api';
 import {el} from './dom';
+import {STACK_SEPARATOR} from './sites';
 import type {PageQuery, Source} from './table';
 
 /** What leads a formula; a tab or carriage return can hide one (OWASP's list). */
@@ -19,6 +22,21 @@ export function neutralise(value: unknown): string {
   if (typeof value === 'number') return String(value);
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return FORMULA_STARTS.some((c) => text.startsWith(c)) ? `'${text}` : text;
+}
+
+/** A site's cells, as views/csv.py's site_columns: its keys, the stack (innermost first) as one line. */
+export function siteColumns(site: Site): Record<string, unknown> {
+  return {...site, stack: site.stack.join(STACK_SEPARATOR)};
+}
+
+/** The row with its `site` replaced, in its place, by `columns` (views/csv.py's _with_site). */
+export function withSite(row: object, columns: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(row)) {
+    if (key === 'site') Object.assign(out, columns);
+    else out[key] = value;
+  }
+  return out;
 }
 
 function field(text: string): string {

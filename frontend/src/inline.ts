@@ -4,9 +4,10 @@
 // answer_key gives; this module computes the same key for a request. The
 // timeline and a program are inlined whole: a zoomed timeline is the inlined
 // points of its window. The buffers route is filtered, sorted and paged here
-// over all the inlined buffers, as the server does.
+// over all the inlined buffers, as the server does. Their sites come inlined
+// once for all of them (`sites`, which each buffer's `site` indexes).
 
-import type {Answer, Buffer, DataSource, Params} from './api';
+import type {Answer, Buffer, DataSource, Params, Site} from './api';
 
 export const DATA_ID = 'tb-leakfinder-data';
 
@@ -25,6 +26,8 @@ interface InlineBuffers {
   allocator: string;
   total: number;
   buffers: Buffer[];
+  /** Every inlined buffer's site; absent from a page written before sites were inlined. */
+  sites?: Site[];
 }
 
 /** Arguments an inlined answer does not depend on (snapshot.py's IGNORED_ARGS). */
@@ -87,7 +90,8 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   const offset = num(params, 'offset') ?? 0;
   const limit = num(params, 'limit') ?? 100;
   const body = {run: all.run, host: all.host, allocator: all.allocator, total: ranked.length, offset, limit};
-  return {status: 200, body: {...body, buffers: ranked.slice(offset, offset + limit)}};
+  // A page's rows index its `sites`: the inlined list for all of them serves every page.
+  return {status: 200, body: {...body, buffers: ranked.slice(offset, offset + limit), sites: all.sites ?? []}};
 }
 
 /** The timeline's columns, one value per point (a group's curve, `group_bytes`, too). */

@@ -1,8 +1,9 @@
 // What the tab shows, and its place in TensorBoard's URL: the run, host,
-// allocator and module, and while comparing, run B and its host.
+// allocator and module (with the static view's selected buffer allocation),
+// and while comparing, run B and its host.
 
 import type {Selection} from './api';
-import {loadUrlState, saveUrlState, type TensorBoardChannel} from './tensorboard';
+import {loadUrlState, saveUrlState, stateUrl, type TensorBoardChannel} from './tensorboard';
 
 /** One side of a comparison: a run and one of its hosts. */
 export interface RunHost {
@@ -18,6 +19,7 @@ export interface RunHost {
 export class ViewState {
   private selection: Selection = {run: '', host: '', allocator: '', module: ''};
   private other: RunHost = {run: '', host: ''};
+  private selectedAllocation: number | null = null;
 
   /** Run A (or the only run): `allocator` is a memory id (see allocatorKey). */
   get sel(): Readonly<Selection> {
@@ -27,6 +29,11 @@ export class ViewState {
   /** Run B and its host, "Compare with…"; an empty run is the single-run view. */
   get cmp(): Readonly<RunHost> {
     return this.other;
+  }
+
+  /** The buffer allocation selected in the static view's module (a Where link's), or null. */
+  get allocation(): number | null {
+    return this.selectedAllocation;
   }
 
   get comparing(): boolean {
@@ -42,14 +49,33 @@ export class ViewState {
     const s = await loadUrlState(channel);
     this.selection = {run: s.run ?? '', host: s.host ?? '', allocator: s.allocator ?? '', module: s.module ?? ''};
     this.other = {run: s.compare ?? '', host: s.compare_host ?? ''};
+    this.selectedAllocation = parseAllocation(s.allocation);
   }
 
   save(): void {
-    saveUrlState({...this.sel, compare: this.cmp.run, compare_host: this.cmp.host});
+    saveUrlState(this.urlState());
   }
 
+  /** The address of this view with another module and its allocation selected: a Where cell's link. */
+  urlWith(module: string, allocation: number): string {
+    return stateUrl({...this.urlState(), module, allocation: String(allocation)});
+  }
+
+  /** Another run, host or module drops the static view's selected allocation. */
   set(key: keyof Selection, value: string): void {
+    if (key !== 'allocator' && this.selection[key] !== value) this.selectedAllocation = null;
     this.selection = {...this.selection, [key]: value};
+  }
+
+  /** Shows `module` in the static view with `allocation` selected. */
+  selectAllocation(module: string, allocation: number): void {
+    this.set('module', module);
+    this.selectedAllocation = allocation;
+  }
+
+  private urlState(): Record<string, string> {
+    const allocation = this.selectedAllocation === null ? '' : String(this.selectedAllocation);
+    return {...this.sel, allocation, compare: this.cmp.run, compare_host: this.cmp.host};
   }
 
   /** Compares with run B (its host is chosen once its hosts are known); '' ends comparing. */
@@ -64,7 +90,13 @@ export class ViewState {
   /** Run B becomes A and A becomes B. */
   swap(): void {
     const a = this.a;
+    this.selectedAllocation = null;
     this.selection = {...this.selection, ...this.other};
     this.other = a;
   }
+}
+
+/** An allocation index from the URL: a whole number, else none. */
+function parseAllocation(text: string | undefined): number | null {
+  return text !== undefined && /^\d{1,9}$/.test(text) ? Number(text) : null;
 }

@@ -48,6 +48,8 @@ export interface TableOptions<T> {
   emptyText?: string;
   /** The CSV's first columns: where the rows belong (run, host, allocator or module), as the CLI's CSV has them. */
   where?: CsvWhere;
+  /** A row as the CSV has it, when not its own JSON (a site as columns). */
+  csvRow?(row: T): unknown;
 }
 
 export class DataTable<T> {
@@ -101,7 +103,7 @@ export class DataTable<T> {
       });
       tools.appendChild(input);
     }
-    append(tools, ...(options.extraTools ?? []), csvButton(options.caption, (signal) => fetchAll(options.source, this.query, signal), options.where));
+    append(tools, ...(options.extraTools ?? []), csvButton(options.caption, (signal) => this.csvRows(signal), options.where));
     this.element = el(
       'div',
       {class: 'lf-table-block'},
@@ -132,6 +134,13 @@ export class DataTable<T> {
       if (controller.signal.aborted) return;
       this.status.textContent = `Could not load: ${err instanceof Error ? err.message : String(err)}`;
     }
+  }
+
+  /** Every row, in the table's sort and filter, as the CSV has them. */
+  private async csvRows(signal: AbortSignal): Promise<readonly unknown[]> {
+    const rows = await fetchAll(this.options.source, this.query, signal);
+    const {csvRow} = this.options;
+    return csvRow ? rows.map((row) => csvRow(row)) : rows;
   }
 
   reset(): Promise<void> {

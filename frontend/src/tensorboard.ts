@@ -218,6 +218,18 @@ export function saveUrlState(state: Record<string, string>): void {
   }
 }
 
+/** The address of the page showing `state`: TensorBoard's (or this page's) URL with its hash entries replaced. */
+export function stateUrl(state: Record<string, string>): string {
+  const target = sameOriginParent() ?? window;
+  try {
+    const url = new URL(target.location.href);
+    url.hash = writeHashState(url.hash, state);
+    return url.toString();
+  } catch {
+    return `#${writeHashState('', state)}`;
+  }
+}
+
 // ---- links into XProf ----------------------------------------------------
 
 /**

@@ -13,6 +13,7 @@ import {StaticPanel} from './panels/static';
 import {renderSummary} from './panels/summary';
 import {TimelinePanel, type TimeRange} from './panels/timeline';
 import {renderVerdict} from './panels/verdict';
+import type {SiteLinks} from './sites';
 
 export interface ViewData {
   /** Where the panels fetch what they draw. */
@@ -22,6 +23,12 @@ export interface ViewData {
   host: HostReport;
   allocator: AllocatorReport | null;
   module: ModuleSummary | undefined;
+  /** The buffer allocation to select in the static view's module, null for none. */
+  allocation: number | null;
+  /** Scroll to that buffer once it is drawn (a Where link was followed). */
+  reveal: boolean;
+  /** Where the Where cells' links lead: a program buffer in the static view. */
+  sites: SiteLinks;
   limits: Limits;
   /** Shows another allocator of the host (by its key), e.g. from the banner's list of leaking ones. */
   onPickAllocator(key: string): void;
@@ -45,6 +52,17 @@ export function noMemoryEvents(host: HostReport): HTMLElement {
   );
 }
 
+/**
+ * How to get the line of Python that made each buffer, shown once above the
+ * op families when the profile has no Python frames and some family or peak
+ * row has no line of code; null otherwise.
+ */
+export function stackHint(a: AllocatorReport): string | null {
+  if (!a.stack_hint) return null;
+  const rows = [...a.groups, ...a.peak_breakdown.filter((r) => r.category === 'buffers')];
+  return rows.some((r) => !r.where) ? a.stack_hint : null;
+}
+
 export class RunView {
   readonly element: HTMLElement;
   private timeline: TimelinePanel | null = null;
@@ -52,7 +70,7 @@ export class RunView {
   private staticPanel: StaticPanel | null = null;
 
   constructor(data: ViewData) {
-    const {cache, sel, run, host, allocator, limits} = data;
+    const {cache, sel, run, host, allocator, limits, sites} = data;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
     if (allocator) {
@@ -65,6 +83,7 @@ export class RunView {
         sel,
         where,
         limits,
+        sites,
         host.duration_ps,
         (times) => this.timeline?.setMarks(times),
         (range) => {
@@ -73,17 +92,18 @@ export class RunView {
         },
       );
       const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
+      const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator));
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
-        section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', renderGroups(allocator.groups, where, (group) => this.selectGroup(group))),
+        section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', groups),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
-        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where)),
+        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites)),
       );
     } else {
       this.element.append(noMemoryEvents(host));
     }
     if (data.module) {
-      this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits);
+      this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits, data.allocation, data.reveal);
       this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
     }
   }

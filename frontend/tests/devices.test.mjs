@@ -145,7 +145,7 @@ test('the summary reads the peak against the capacity, and the breakdown adds up
   await frame.waitForSelector('[data-panel=breakdown] tbody tr.lf-breakdown-stack');
   const stackRow = await frame.$$eval('[data-panel=breakdown] tbody tr.lf-breakdown-stack td', (tds) => tds.map((td) => td.textContent));
   assert.equal(stackRow[0], 'stack reserved');
-  assert.equal(stackRow[5], '1 GiB');
+  assert.equal(stackRow[6], '1 GiB');
 });
 
 test('the timeline draws the stack as its own band; a profile without a stack draws none', async () => {

@@ -21,7 +21,7 @@ function python(code, input) {
 
 before(async () => {
   const entry = `
-    export {neutralise, toCsv, fetchAll, csvFileName, CSV_PAGE} from './csv';
+    export {neutralise, toCsv, fetchAll, csvFileName, CSV_PAGE, siteColumns, withSite} from './csv';
     export {answerKey, queryBuffers, sourceOf, timelineWindow} from './inline';
     export {memorySource, byField} from './table';
   `;
@@ -99,6 +99,45 @@ print(json.dumps(texts))
   assert.ok(!expected[0].includes('other'), 'the context values replace the row');
   assert.equal(expected[2], 'run,host,module\r\n');
   assert.equal(expected[3], 'run\r\n""\r\n""\r\n');
+});
+
+test("a row's site is its own columns, in its place, as the CLI's CSV has it", () => {
+  const site = {
+    context: 'program',
+    program: 'jit_dot(49)',
+    buffer: 'output 0',
+    allocation: 0,
+    hlo_op: 'dot_general',
+    op_name: 'jit(dot)/dot_general',
+    hlo_shape: 'bf16[8192,8192]',
+    source: '/workspace/traces/generate_gemm_trace.py:37',
+    match: 'ambiguous',
+    candidates: ['output 0 of jit_dot(49)', '=output 0 of jit_dot(79)'],
+    stack: ['generate_gemm_trace.py:31 in run_gemms', 'generate_gemm_trace.py:60 in <module>'],
+  };
+  const empty = {...site, context: '', program: '', buffer: '', allocation: -1, hlo_op: '', op_name: '', hlo_shape: '', source: '', match: '', candidates: [], stack: []};
+  const rows = [
+    {category: 'buffers', op: 'output 0 of jit_dot(49)', count: 2, bytes: 268435456, where: 'generate_gemm_trace.py:37', site},
+    {category: 'stack', op: '', count: null, bytes: 1024, where: '', site: empty},
+  ];
+  const where = {run: 'r', host: 'h', allocator: 'GPU:0'};
+  const expected = python(
+    `
+import json, sys
+from tb_leakfinder.views.csv import Table, site_rows
+table = Table(("run", "host", "allocator"))
+table.add(("r", "h", "GPU:0"), site_rows(json.load(sys.stdin)))
+print(json.dumps(table.text()))
+`,
+    JSON.stringify(rows),
+  );
+  const text = m.toCsv(
+    rows.map((r) => m.withSite(r, m.siteColumns(r.site))),
+    where,
+  );
+  assert.equal(text, expected);
+  assert.ok(text.startsWith('run,host,allocator,category,op,count,bytes,where,context,program,buffer,allocation,'), text);
+  assert.ok(text.includes(',generate_gemm_trace.py:31 in run_gemms ← generate_gemm_trace.py:60 in <module>'), text);
 });
 
 test('the whole table is fetched, every page, in its sort and filter', async () => {
@@ -185,6 +224,10 @@ print(json.dumps({"where": where, "inlined": inlined, "cases": cases}))
     );
   }
   assert.equal(m.queryBuffers(inlined, {sort: 'nonsense'}).status, 400);
+  // Every page carries the inlined sites, which each buffer's `site` indexes (none in a page written without them).
+  const sites = [{program: ''}, {program: 'jit_f(1)'}];
+  assert.deepEqual(m.queryBuffers({...inlined, sites}, {...where, limit: 5}).body.sites, sites);
+  assert.deepEqual(m.queryBuffers({...inlined, sites: undefined}, {...where, limit: 5}).body.sites, []);
 });
 
 test('the inlined source answers what the page holds, the errors it kept, and says what it lacks', async () => {

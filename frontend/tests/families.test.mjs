@@ -142,13 +142,13 @@ test('a leak of changing shapes is one family with its shape pattern and number 
   assert.equal(top.Family, 'Mean [32,*] output, 30 shapes');
   assert.equal(top.Shapes, '30');
   assert.equal(top.Buffers, '30');
-  assert.equal(await frame.$eval('[data-panel=groups] tbody tr:first-child td:nth-child(4) span', (e) => e.title), 'newest [32,47]');
+  assert.equal(await frame.$eval('[data-panel=groups] tbody tr:first-child td:nth-child(5) span', (e) => e.title), 'newest [32,47]');
   // The filter finds the family by one of its shapes' newest, not only by its pattern.
   await frame.fill('[data-panel=groups] input[type=search]', '[32,47]');
   await frame.waitForFunction(() => document.querySelector('[data-panel=groups] .lf-pager [role=status]')?.textContent === '1–1 of 1');
   // The peak breakdown's rows of exact shapes point at their family.
   await frame.waitForSelector('[data-panel=breakdown] tbody tr');
-  const linked = await frame.$$eval('[data-panel=breakdown] tbody tr', (trs) => trs.filter((tr) => tr.cells[0].textContent === 'Mean').map((tr) => tr.cells[7].textContent));
+  const linked = await frame.$$eval('[data-panel=breakdown] tbody tr', (trs) => trs.filter((tr) => tr.cells[0].textContent === 'Mean').map((tr) => tr.cells[8].textContent));
   assert.ok(linked.length > 1 && linked.every((g) => g === 'growing #0'), JSON.stringify(linked));
 });
 

@@ -5,11 +5,13 @@ import {spawn, spawnSync} from 'node:child_process';
 import {cpSync, existsSync, mkdtempSync, readdirSync, rmSync} from 'node:fs';
 import {createServer} from 'node:net';
 import {tmpdir} from 'node:os';
-import {delimiter, dirname, join} from 'node:path';
+import {basename, delimiter, dirname, join} from 'node:path';
 import {fileURLToPath} from 'node:url';
 import {chromium} from 'playwright-core';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Real profiles recorded by others, beside the clone (as tests/integration/test_real_jax_gpu.py finds them). */
+export const SHARED_PROFILES = join(REPO, '..', 'shared', 'profiles');
 export const PYTHON = process.env.PYTHON || 'python3';
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -34,12 +36,20 @@ export function freePort() {
   });
 }
 
-/** A fresh logdir holding copies of the demo runs (by name) and whatever `python` writes. */
-export function makeLogdir(demoRuns, pythonSnippet) {
+/**
+ * A fresh logdir holding copies of the demo runs (by name), of the shared
+ * profiles' runs (by path under SHARED_PROFILES, copied under their last
+ * name, when present) and whatever `python` writes.
+ */
+export function makeLogdir(demoRuns, pythonSnippet, sharedRuns = []) {
   const logdir = mkdtempSync(join(tmpdir(), 'leakfinder-logdir-'));
   for (const name of demoRuns) {
     const src = join(REPO, 'demo_logs', name);
     if (existsSync(src)) cpSync(src, join(logdir, name), {recursive: true});
+  }
+  for (const path of sharedRuns) {
+    const src = join(SHARED_PROFILES, path);
+    if (existsSync(src)) cpSync(src, join(logdir, basename(path)), {recursive: true});
   }
   if (pythonSnippet) {
     const result = spawnSync(PYTHON, ['-c', pythonSnippet, logdir], {cwd: REPO, encoding: 'utf8'});
@@ -140,12 +150,12 @@ export function watch(page) {
 }
 
 /**
- * What a test file needs: a fresh logdir (copies of `demoRuns` and what
- * `pythonSnippet` writes), `tensorboard --path_prefix /tb` on it (so that the
+ * What a test file needs: a fresh logdir (copies of `demoRuns`, of
+ * `sharedRuns` and what `pythonSnippet` writes), `tensorboard --path_prefix /tb` on it (so that the
  * bundle's relative URLs are proven) and a browser. `stop()` ends and removes all.
  */
-export async function startSuite(demoRuns, pythonSnippet) {
-  const logdir = makeLogdir(demoRuns, pythonSnippet);
+export async function startSuite(demoRuns, pythonSnippet, sharedRuns = []) {
+  const logdir = makeLogdir(demoRuns, pythonSnippet, sharedRuns);
   const tb = await startTensorBoard(logdir, ['--path_prefix', '/tb']);
   const browser = await launchBrowser();
   return {

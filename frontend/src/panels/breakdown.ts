@@ -1,11 +1,13 @@
 // Peak breakdown: what made up the peak, with no size cutoff. Every group of
 // buffers live at it, the stack reservation and the heap allocated before the
-// window; the rows add up to the peak.
+// window; the rows add up to the peak. Where names the line of code each
+// group's first buffer was made at.
 
 import type {AllocatorReport, BreakdownCategory, BreakdownRow} from '../api';
-import type {CsvWhere} from '../csv';
+import {type CsvWhere, siteColumns, withSite} from '../csv';
 import {el} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, formatStep} from '../format';
+import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {kindPill} from './groups';
 
@@ -19,7 +21,7 @@ const key = (r: {op: string; shape: string; dtype: string; region: string}) => [
 // A family is one per (op, dtype, region), whatever the shapes: its pattern ([32,*]) matches no row's shape.
 const familyKey = (r: {op: string; dtype: string; region: string}) => [r.op, r.dtype, r.region].join('\u0000');
 
-export function renderBreakdown(a: AllocatorReport, where: CsvWhere): HTMLElement {
+export function renderBreakdown(a: AllocatorReport, where: CsvWhere, sites: SiteLinks | null = null): HTMLElement {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use;
   const groups = new Map(a.groups.map((g) => [familyKey(g), g]));
@@ -38,17 +40,19 @@ export function renderBreakdown(a: AllocatorReport, where: CsvWhere): HTMLElemen
     rowKey: (r) => `${r.category}\u0000${key(r)}`,
     rowClass: (r) => (whole(r) ? `lf-breakdown-${r.category}` : ''),
     where,
+    csvRow: (r) => withSite(r, siteColumns(r.site)),
     columns: [
       {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (r) => (whole(r) ? el('em', {}, CATEGORY_LABEL[r.category]) : r.op || '(unknown)')},
       {key: 'shape', label: 'Shape', sort: 'shape', wrap: true, cell: (r) => r.shape},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (r) => r.dtype},
       {key: 'region', label: 'Region', sort: 'region', cell: (r) => r.region},
+      {key: 'where', label: 'Where', sort: 'where', wrap: true, title: whereHelp('its first buffer was'), cell: (r) => whereCell(r.where, r.site, sites)},
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (r) => (whole(r) ? '' : formatCount(r.count))},
       {key: 'bytes', label: 'Bytes', sort: 'bytes', numeric: true, cell: (r) => formatBytes(r.bytes)},
       {key: 'share', label: 'Of peak', numeric: true, cell: (r) => formatFraction(peak ? r.bytes / peak : 0)},
       {key: 'group', label: 'Group', title: 'the op family of the same op, dtype and region', cell: groupOf},
     ],
-    source: memorySource(rows, byField, (r) => [r.op, r.shape, r.dtype, r.region, CATEGORY_LABEL[r.category]].join(' ')),
+    source: memorySource(rows, byField, (r) => [r.op, r.shape, r.dtype, r.region, CATEGORY_LABEL[r.category], r.where, r.site.program].join(' ')),
   });
   void table.load();
   const total = (category: BreakdownCategory) => rows.filter((r) => r.category === category).reduce((sum, r) => sum + r.bytes, 0);

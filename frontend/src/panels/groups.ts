@@ -2,11 +2,13 @@
 // are never freed, most suspicious first. A family's kind follows its live
 // bytes at step boundaries; its never-freed buffers are the evidence, and the
 // byte columns count them. Selecting a row highlights that family elsewhere.
+// Where names the line of code its first buffer was made at.
 
 import type {Group, LeakKind} from '../api';
-import type {CsvWhere} from '../csv';
+import {type CsvWhere, siteColumns, withSite} from '../csv';
 import {el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount} from '../format';
+import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 
 export const KIND_HELP: Record<LeakKind, string> = {
@@ -48,7 +50,14 @@ function steps(g: Group): string {
   return `${g.steps} (${g.first_step}–${g.last_step})`;
 }
 
-export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group: Group | null) => void): HTMLElement {
+/** The op families; `stackHint` (how to get Python frames), when set, is shown once above them. */
+export function renderGroups(
+  groups: Group[],
+  where: CsvWhere,
+  onSelect: (group: Group | null) => void,
+  sites: SiteLinks | null = null,
+  stackHint: string | null = null,
+): HTMLElement {
   const table = new DataTable<Group>({
     caption: 'Groups (op families)',
     pageSize: 20,
@@ -59,10 +68,12 @@ export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group:
     rowKey: (g) => String(g.group),
     onSelect,
     where,
+    csvRow: (g) => withSite(g, siteColumns(g.site)),
     columns: [
       {key: 'kind', label: 'Kind', sort: 'kind', cell: kindCell},
       {key: 'label', label: 'Family', sort: 'label', wrap: true, title: 'op, shape pattern (* where a dimension varies) and region', cell: familyCell},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (g) => g.dtype},
+      {key: 'where', label: 'Where', sort: 'where', wrap: true, title: whereHelp('its first buffer was'), cell: (g) => whereCell(g.where, g.site, sites)},
       {key: 'num_shapes', label: 'Shapes', sort: 'num_shapes', numeric: true, title: 'distinct shapes in the family; hover for the newest', cell: shapesCell},
       {key: 'onset_step', label: 'Onset', sort: 'onset_step', title: 'the step from which a growing family grows', cell: (g) => onsetText(g.onset_step)},
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, title: 'never-freed buffers', cell: (g) => formatCount(g.count)},
@@ -87,7 +98,7 @@ export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group:
       {key: 'steps', label: 'Steps', sort: 'steps', numeric: true, title: 'steps that left never-freed buffers behind (first–last)', cell: steps},
       {key: 'score', label: 'Score', sort: 'score', numeric: true, cell: (g) => g.score.toFixed(2)},
     ],
-    source: memorySource(groups, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : ''].join(' ')),
+    source: memorySource(groups, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
   });
   void table.load();
   return el(
@@ -101,6 +112,7 @@ export function renderGroups(groups: Group[], where: CsvWhere, onSelect: (group:
       'Buffers and sizes count its never-freed buffers (tensor bytes, with the allocator’s chunks beside them); per step is the growth of its live bytes from its onset on. ',
       'Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its never-freed buffers in the lifetime chart.',
     ),
+    stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null,
     table.element,
   );
 }

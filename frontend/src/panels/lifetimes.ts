@@ -2,14 +2,15 @@
 // height is size. Never-freed buffers reach to the end of the window in the
 // warning colour. The never-freed buffers of the selected op family are
 // highlighted (the buffers route's `group` is set on never-freed ones only). Below, every
-// buffer, paged from the server.
+// buffer, paged from the server, with where it was made (each page names its sites once).
 
-import type {Buffer, BufferStatus, Group, Limits, Selection} from '../api';
+import type {Buffer, BuffersPage, BufferStatus, Group, Limits, Selection, Site} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
-import type {CsvWhere} from '../csv';
+import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
+import {NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import type {TimeRange} from './timeline';
 
@@ -69,12 +70,15 @@ export class LifetimesPanel {
   private total = 0;
   private largestRequest: AbortController | null = null;
   private groupRequest: AbortController | null = null;
+  /** Each loaded buffer's site, from the page it came in (its `site` indexes that page's `sites`). */
+  private readonly siteOf = new WeakMap<Buffer, Site>();
 
   constructor(
     private readonly cache: Pick<DataCache, 'buffers'>,
     private readonly sel: Selection,
     where: CsvWhere,
     private readonly limits: Limits,
+    private readonly sites: SiteLinks | null,
     private readonly durationPs: number,
     private readonly onGroupAllocations: (times: number[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
@@ -112,11 +116,14 @@ export class LifetimesPanel {
       rowKey: (b) => String(b.id),
       rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : ''),
       where,
+      // As the CLI's buffers.csv: the row's site (an index into its page's sites) as that site's columns.
+      csvRow: (b) => withSite(b, siteColumns(this.siteOf.get(b) ?? NO_SITE)),
       columns: [
         {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (b) => b.op || '(unknown)'},
         {key: 'shape', label: 'Shape', wrap: true, cell: (b) => b.shape},
         {key: 'dtype', label: 'Dtype', cell: (b) => b.dtype},
         {key: 'region', label: 'Region', cell: (b) => b.region},
+        {key: 'where', label: 'Where', wrap: true, title: whereHelp('it was'), cell: (b) => whereCell(b.where, this.siteOf.get(b), this.sites)},
         {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.allocation_bytes)},
         {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b) => (b.alloc_time_ps === null ? 'before window' : formatPs(b.alloc_time_ps))},
         {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatPs(b.free_time_ps))},
@@ -139,7 +146,7 @@ export class LifetimesPanel {
           },
           signal,
         );
-        return {rows: page.buffers, total: page.total};
+        return {rows: this.withSites(page), total: page.total};
       },
     });
     const legend = el(
@@ -173,7 +180,7 @@ export class LifetimesPanel {
     try {
       const page = await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'bytes', order: 'desc', ...range}, controller.signal);
       if (controller.signal.aborted) return;
-      this.largest = page.buffers;
+      this.largest = this.withSites(page);
       this.total = page.total;
       this.draw();
     } catch (err) {
@@ -192,13 +199,23 @@ export class LifetimesPanel {
         ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal)
         : null;
       if (controller.signal.aborted) return;
-      this.grouped = page?.buffers ?? [];
+      this.grouped = page ? this.withSites(page) : [];
       this.onGroupAllocations(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
       this.note.textContent = `Could not load the family's never-freed buffers: ${errorMessage(err)}`;
     }
+  }
+
+  /** The page's buffers, each with its site noted. A page without `sites` (an older standalone report) gives none. */
+  private withSites(page: BuffersPage): Buffer[] {
+    const sites = page.sites ?? [];
+    for (const b of page.buffers) {
+      const site = sites[b.site];
+      if (site) this.siteOf.set(b, site);
+    }
+    return page.buffers;
   }
 
   /** First load: the chart and the first page of the table. */
@@ -290,9 +307,17 @@ export class LifetimesPanel {
         ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatPs(b.alloc_time_ps)}, ${formatStep(b.alloc_step)}`],
         ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatPs(b.free_time_ps)}, ${formatStep(b.free_step)}`],
         ['group', b.group === null ? '—' : `#${b.group}`],
+        ...whereRows(b.where, this.siteOf.get(b)),
       ],
     };
   }
+}
+
+/** The tooltip's rows of where a buffer was made: the line, then the stack and program buffer, one per row. */
+function whereRows(where: string, site: Site | undefined): [string, string][] {
+  const lines = siteLines('', site);
+  if (!where && !lines.length) return [];
+  return [['where', where || '—'], ...lines.map((line): [string, string] => ['', line])];
 }
 
 function lifetime(b: Buffer, durationPs: number): string {

@@ -1,7 +1,9 @@
 // Static panel: one compiled XLA program's buffer assignment, as XProf's
 // Memory Viewer reads it. The heap in program order; its buffers as blocks,
 // whole-program buffers highlighted with their reason; what to check; the
-// whole-program buffers and the buffers at the peak.
+// whole-program buffers and the buffers at the peak. A buffer allocation may be
+// selected (a Where cell's link): its buffers are listed first, drawn in the
+// accent colour and their whole-program row marked.
 
 import uPlot from 'uplot';
 import type {HloBufferInfo, Limits, LogicalBuffer, ModuleDetail, ModuleFigures, ModuleSummary} from '../api';
@@ -49,7 +51,7 @@ interface BlockRect extends Rect {
 }
 
 /** A row of either table: a whole-program buffer, or a buffer (or the small ones folded) at the peak. */
-type Row = HloBufferInfo & {reason?: string; kind?: string; why?: string; count?: number; label?: string};
+type Row = HloBufferInfo & {reason?: string; kind?: string; why?: string; count?: number; label?: string; allocation?: number | null};
 
 function nameOf(b: {instruction: string; label?: string; logical_buffer: number | null}): string {
   return b.label ?? (b.instruction || (b.logical_buffer === null ? '' : `logical buffer ${b.logical_buffer}`));
@@ -63,8 +65,9 @@ const COMMON_COLUMNS: Column<Row>[] = [
   {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.bytes) + (b.count && b.count > 1 ? ` (${formatCount(b.count)})` : '')},
 ];
 
-function bufferTable(caption: string, rows: Row[], where: CsvWhere, last: Column<Row>[]): HTMLElement {
+function bufferTable(caption: string, rows: Row[], where: CsvWhere, last: Column<Row>[], rowClass?: (row: Row) => string): HTMLElement {
   const table = new DataTable<Row>({
+    rowClass,
     caption,
     pageSize: 10,
     sort: 'bytes',
@@ -108,9 +111,13 @@ export class StaticPanel {
     private readonly host: string,
     private readonly summary: ModuleSummary,
     private readonly limits: Limits,
+    /** The buffer allocation to select (its index in the program's buffer assignment), null for none. */
+    private readonly selected: number | null = null,
+    /** Scroll to the selected allocation once drawn (a Where link was followed). */
+    private reveal = false,
   ) {
     this.body = el('div', {});
-    this.element = el('div', {'data-module': summary.name}, this.body);
+    this.element = el('div', {'data-module': summary.name, 'data-selected-allocation': selected === null ? null : String(selected)}, this.body);
   }
 
   async load(): Promise<void> {
@@ -141,6 +148,8 @@ export class StaticPanel {
     const where: CsvWhere = {run: this.run, host: this.host, module: this.summary.name};
     const heapBox = el('div', {class: 'lf-chart', 'data-chart': 'static-heap', role: 'img', 'aria-label': `Heap in program order; peak ${formatBytes(d.peak_heap_bytes)}`});
     this.body.append(moduleFacts(d));
+    const selected = this.selected === null ? null : this.selectedBlock(d, this.selected, where);
+    if (selected) this.body.append(selected);
     if (d.actionable.length) {
       this.body.append(
         el('h3', {}, 'Worth checking'),
@@ -154,10 +163,16 @@ export class StaticPanel {
       el(
         'div',
         {'data-table': 'whole-program'},
-        bufferTable('Whole-program buffers', d.whole_program_buffers, where, [
-          {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
-          {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
-        ]),
+        bufferTable(
+          'Whole-program buffers',
+          d.whole_program_buffers,
+          where,
+          [
+            {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
+            {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
+          ],
+          (b) => (this.selected !== null && b.allocation === this.selected ? 'lf-selected-buffer' : ''),
+        ),
       ),
       el('h3', {}, `Buffers at the peak (${formatCount(d.peak_buffers.length)} rows, no size cutoff; buffers under ${formatBytes(this.limits.small_buffer_bytes)} folded into one row)`),
       el(
@@ -170,6 +185,42 @@ export class StaticPanel {
       ),
     );
     this.drawHeap(heapBox, d);
+    if (this.reveal && selected) {
+      this.reveal = false;
+      selected.scrollIntoView({block: 'start'});
+    }
+  }
+
+  /** The selected allocation's logical buffers (its whole-program entry when none has a range), or why there are none. */
+  private selectedBlock(d: ModuleDetail, allocation: number, where: CsvWhere): HTMLElement {
+    const buffers: Row[] = d.buffers.filter((b) => b.allocation === allocation);
+    const rows = buffers.length ? buffers : d.whole_program_buffers.filter((b) => b.allocation === allocation);
+    const title = el('h3', {}, `Selected: allocation ${formatCount(allocation)} of ${d.name}`);
+    if (!rows.length) {
+      const shown = d.num_buffers > d.buffers.length ? ` (only the ${formatCount(d.buffers.length)} largest of its ${formatCount(d.num_buffers)} buffers were sent)` : '';
+      return el(
+        'div',
+        {class: 'lf-selected', 'data-selected': 'missing'},
+        title,
+        notice('empty', `No buffer of memory space ${d.memory_space} of ${d.name} is in allocation ${formatCount(allocation)}${shown}.`),
+      );
+    }
+    const largest = formatBytes(Math.max(...rows.map((b) => b.bytes)));
+    const count = rows.length === 1 ? `1 logical buffer, ${largest}` : `${formatCount(rows.length)} logical buffers, the largest ${largest}`;
+    return el(
+      'div',
+      {class: 'lf-selected', 'data-selected': String(allocation)},
+      title,
+      el('p', {class: 'lf-muted'}, `${count}; drawn in the accent colour in the buffer blocks below.`),
+      el(
+        'div',
+        {'data-table': 'selected-buffer'},
+        bufferTable(`Allocation ${allocation}`, rows, where, [
+          {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => reasonPill(b.kind ?? b.reason ?? '', this.limits)},
+          {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b) => b.source},
+        ]),
+      ),
+    );
   }
 
   destroy(): void {
@@ -196,6 +247,7 @@ export class StaticPanel {
       swatch(reasonColor('live_out'), 'whole program: live-out or never freed'),
       swatch(reasonColor('parameter'), 'whole program: parameter'),
       swatch(reasonColor('constant'), 'whole program: constant, thread-local'),
+      this.selected === null ? null : swatch('var(--lf-accent)', `selected: allocation ${formatCount(this.selected)}`),
     );
     const blocks = new RectChart<BlockRect>({
       height: 300,
@@ -210,6 +262,7 @@ export class StaticPanel {
           ['opcode', r.buffer.opcode || '—'],
           ['shape', r.buffer.shape || '—'],
           ['size', formatBytes(r.buffer.bytes)],
+          ['allocation', r.buffer.allocation === null ? '—' : `${formatCount(r.buffer.allocation)} (offset ${formatBytes(r.buffer.offset)})`],
           ['live', `positions ${formatCount(r.buffer.start)} – ${formatCount(r.buffer.end)}`],
           ['kind', REASON_LABEL[r.buffer.kind] ?? r.buffer.kind],
           ['last user', r.buffer.last_user || '—'],
@@ -231,6 +284,8 @@ export class StaticPanel {
     // One band per whole-program allocation, above the heap.
     const bandOf = new Map<string, number>();
     let stack = heapTop;
+    const accent = cssVar('--lf-accent');
+    let selected = 0;
     const rects: BlockRect[] = drawn.map((b) => {
       const temporary = b.kind === 'temporary';
       let y0 = b.offset;
@@ -244,19 +299,23 @@ export class StaticPanel {
         }
         y0 = (bandOf.get(key) ?? 0) + b.offset;
       }
+      const picked = this.selected !== null && b.allocation === this.selected;
+      if (picked) selected++;
+      const label = `${picked ? 'selected, ' : ''}${REASON_LABEL[b.kind] ?? b.kind}: ${b.op_name || nameOf(b)} ${b.shape}`;
       return {
         buffer: b,
         x0: temporary ? b.start : Math.max(0, b.start),
         x1: Math.max(b.end, b.start + 1),
         y0,
         y1: y0 + Math.max(1, b.bytes),
-        color: reasonColor(b.kind),
-        highlight: !temporary,
-        label: first ? `${REASON_LABEL[b.kind] ?? b.kind}: ${b.op_name || nameOf(b)} ${b.shape}` : undefined,
+        color: picked ? accent : reasonColor(b.kind),
+        highlight: !temporary || picked,
+        label: first || picked ? label : undefined,
       };
     });
     blocks.setData(rects, [0, end], [0, Math.max(1, stack) * 1.02]);
     blocks.element.dataset.drawn = String(rects.length);
+    blocks.element.dataset.selected = String(selected);
     if (d.num_buffers > drawn.length) {
       this.body.append(el('div', {class: 'lf-chart-note'}, `Drawing the ${formatCount(drawn.length)} largest of ${formatCount(d.num_buffers)} logical buffers.`));
     }
