@@ -26,13 +26,16 @@ STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)
 RELATIVE_TOLERANCE = 0.05
 
 _NUMERIC_SUFFIX = re.compile(r"[._]\d+(?=$|/)")
+# A program's id in a buffer's name ("output 0 of jit_step(12)"): compilation order, not the program.
+_PROGRAM_IN_NAME = re.compile(r"(?<=\w)\(\d+\)(?=$|[\s,])")
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
 T = TypeVar("T")
 
 
 def normalize_name(name: str) -> str:
-    """`Mul_1` -> `Mul`, `model/dense_2/MatMul_3` -> `model/dense/MatMul`, `fusion.12` -> `fusion`."""
-    return _NUMERIC_SUFFIX.sub("", name)
+    """`Mul_1` -> `Mul`, `model/dense_2/MatMul_3` -> `model/dense/MatMul`, `fusion.12` -> `fusion`,
+    `output 0 of jit_step(12)` -> `output 0 of jit_step`."""
+    return _NUMERIC_SUFFIX.sub("", _PROGRAM_IN_NAME.sub("", name))
 
 
 def module_base_name(name: str) -> str:

@@ -130,13 +130,16 @@ def jax_training(
     step_ps: int = 1_000_000_000,
     python_tracer: bool = True,
     hostname: str = "gpu-host",
+    program_ids: tuple[int, int] = (TRAIN_ID, EVAL_ID),
 ) -> tuple[ProfileBuilder, dict[str, Any]]:
-    """A JAX GPU training profile under PJRT's conventions, and what was planted in it."""
+    """A JAX GPU training profile under PJRT's conventions, and what was planted in it. `program_ids` are the
+    train and eval programs' ids (compilation order: another run of the same job may number them otherwise)."""
     b = ProfileBuilder(hostname)
     b.allocator(ALLOCATOR)
     b.allocator(HOST_ALLOCATOR)
-    b.add_hlo_module(f"{TRAIN_STEP}({TRAIN_ID})", program_proto(TRAIN_STEP, TRAIN_BUFFERS), program_id=TRAIN_ID)
-    b.add_hlo_module(f"{EVAL_STEP}({EVAL_ID})", program_proto(EVAL_STEP, EVAL_BUFFERS), program_id=EVAL_ID)
+    train_id, eval_id = program_ids
+    b.add_hlo_module(f"{TRAIN_STEP}({train_id})", program_proto(TRAIN_STEP, TRAIN_BUFFERS), program_id=train_id)
+    b.add_hlo_module(f"{EVAL_STEP}({eval_id})", program_proto(EVAL_STEP, EVAL_BUFFERS), program_id=eval_id)
     outputs = [x for x in TRAIN_BUFFERS if x.kind == "output"]
     temp_bytes = sum(x.size for x in TRAIN_BUFFERS if x.kind == "temp")
     batch_bytes = 64 * 1024 * 4
@@ -187,7 +190,7 @@ def jax_training(
             free(e0 + 30_000, logits, EVAL_BUFFERS[1].size)
     planted = {
         "steps": steps,
-        "program": f"{TRAIN_STEP}({TRAIN_ID})",
+        "program": f"{TRAIN_STEP}({train_id})",
         "leak_bytes_per_step": outputs[LEAKED_OUTPUT].size if leak else 0,
         "leaked_buffer": f"output {LEAKED_OUTPUT}",
         "leaked_shape": outputs[LEAKED_OUTPUT].shape,
