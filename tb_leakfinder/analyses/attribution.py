@@ -60,6 +60,26 @@ _SHAPE = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)(?P<dims>\[.*\])")
 _TRANSFER_WORDS = ("DevicePut", "BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 
+# Values spread over at most this many integers are made unique by counting, not by sorting.
+DENSE_SPAN = 1 << 22
+
+
+def small_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) of integers: by a table when they span little (a loop's chains,
+    sites and keys are a few hundred distinct values among millions), else by np.unique's sort."""
+    if not len(values):
+        return values.astype(np.int64), np.zeros(0, np.int64)
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo >= DENSE_SPAN:
+        uniques, inverse = np.unique(values, return_inverse=True)
+        return uniques, inverse.reshape(-1)
+    offsets = values - lo
+    present = np.flatnonzero(np.bincount(offsets, minlength=hi - lo + 1))
+    table = np.zeros(hi - lo + 1, np.int64)
+    table[present] = np.arange(len(present))
+    return present + lo, table[offsets]
+
+
 class _Chains:
     """Chains of host call names, interned: chain k is (name[k], the chain outside it: parent[k], -1 at the top)."""
 
@@ -73,7 +93,7 @@ class _Chains:
         if not len(names):
             return np.zeros(0, np.int64)
         width = int(names.max()) + 1
-        pairs, inverse = np.unique((parents + 1) * width + names, return_inverse=True)
+        pairs, inverse = small_unique((parents + 1) * width + names)
         first = len(self.name)
         self.name = np.concatenate([self.name, pairs % width])
         self.parent = np.concatenate([self.parent, pairs // width - 1])
@@ -214,7 +234,7 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     times = events.time_ps[allocs]
     lines = events.line[allocs]
     chain = _anchored_chains(index, times, lines)
-    chains, chain_of = np.unique(chain, return_inverse=True)
+    chains, chain_of = small_unique(chain)
     transfer = np.asarray([index.frames_and_transfer(int(c))[1] for c in chains.tolist()], bool)[chain_of]
     unnamed = events.op[allocs] == 0
     by_name: dict[str, list[HloModule]] = {}
@@ -223,10 +243,10 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     results: list[tuple[Site, str, str, str]] = []
     # An allocation its framework named (TensorFlow's tf_op) keeps that name: only its frames are added.
     matched = _program_sites(events, allocs, _executions(index, times, lines), unnamed & ~transfer, index, by_name, results)
-    results_of, result_index = np.unique(matched, return_inverse=True)
+    results_of, result_index = small_unique(matched)
     # One integer per (program buffer, chain, transfer, named): its digits are those four codes.
     key = ((result_index.reshape(-1) * len(chains) + chain_of.reshape(-1)) * 2 + transfer) * 2 + unnamed
-    codes, inverse = np.unique(key, return_inverse=True)
+    codes, inverse = small_unique(key)
     inverse = inverse.reshape(-1)
     distinct = [
         (int(results_of[c // 4 // len(chains)]), int(chains[c // 4 % len(chains)]), (c // 2) % 2, c % 2) for c in codes.tolist()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tb_leakfinder
 from tb_leakfinder import report
+from tb_leakfinder.analyses.attribution import small_unique
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
 from tb_leakfinder.read.formats.xplane import decoder as reference
 from tb_leakfinder.read.formats.xplane import hlo, reader
@@ -186,3 +188,12 @@ def test_both_decoders_name_the_same():
             [(j["groups"], j["peak_breakdown"]) for j in map(report.allocator_json, analysis_of(data, decode).allocators)]
         )
     assert names[0] == names[1] and names[0][0][0]
+
+
+@pytest.mark.parametrize("values", [[5, 3, 5, -1, 3, 9], [0, 1 << 40, 7, 7, -(1 << 33)], []])
+def test_small_unique_is_numpys_unique(values):
+    array = np.asarray(values, np.int64)
+    uniques, inverse = small_unique(array)
+    expected, expected_inverse = np.unique(array, return_inverse=True)
+    np.testing.assert_array_equal(uniques, expected)
+    np.testing.assert_array_equal(inverse, expected_inverse.reshape(-1))
