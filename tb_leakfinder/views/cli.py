@@ -19,6 +19,7 @@ from tb_leakfinder.store.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default
 from tb_leakfinder.views import export
 from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.markdown import render_comparison
+from tb_leakfinder.views.markdown import render_report as render_markdown_report
 from tb_leakfinder.views.progress import HostProgress
 from tb_leakfinder.views.terminal import visible
 from tb_leakfinder.views.text import render_report
@@ -40,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     allocator_help = "only this allocator: its memory id as XProf shows it (e.g. 2, GPU_0_bfc) or its label (e.g. TPU:2)"
     rep.add_argument("--allocator", help=allocator_help)
     rep.add_argument("--json", action="store_true", help="print the report JSON (the same as the plugin's /report)")
+    rep.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown to FILE (a CI comment)")
     chk_help = "exit 1 if any run leaks, 0 if none, 2 on bad input"
     chk = sub.add_parser("check", help=chk_help, description=chk_help)
     chk.add_argument("path", help=path_help)
@@ -116,14 +118,18 @@ def _diff(args: argparse.Namespace) -> int:
     comparison = compare(engine_a.run_side(run_a), engine_b.run_side(run_b), args.host_a, args.host_b)
     result = comparison_json(comparison)
     text = render_comparison(result)
-    if args.markdown:
-        try:
-            write_texts([(args.markdown, text)])
-        except OSError as exc:
-            raise LeakfinderError(f"{args.markdown}: cannot write the Markdown summary ({exc.strerror})") from exc
+    _write_markdown(args.markdown, text)
     export.export_comparison(args, result, run_a, run_b, engine_a.disk)
     _print(json.dumps(result, indent=1) if args.json else text)
     return EXIT_LEAK if result["regression"] else EXIT_OK
+
+
+def _write_markdown(path: str | None, text: str) -> None:
+    if path:
+        try:
+            write_texts([(path, text)])
+        except OSError as exc:
+            raise LeakfinderError(f"{path}: cannot write the Markdown summary ({exc.strerror})") from exc
 
 
 def _error(message: str) -> None:
@@ -154,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             result = select_allocator(result, args.allocator)
         if args.command == "report":
             export.export_report(args, engine, result)
+            _write_markdown(args.markdown, render_markdown_report(result))
     except LeakfinderError as exc:
         _error(exc.message)
         return EXIT_BAD_INPUT

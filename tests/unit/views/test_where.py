@@ -77,8 +77,11 @@ def test_text_shows_at_most_two_frames_after_the_line():
     assert text.where_parts({"where": "", "site": {"stack": []}}, 2) == []
 
 
-def test_markdown_shows_the_line_and_every_frame(gemm):
-    page = markdown.render_report(gemm)
+def test_markdown_shows_the_line_and_every_frame(gemm, tmp_path):
+    out = tmp_path / "report.md"
+    assert cli.main(["report", str(GEMM), "--markdown", str(out)]) == cli.EXIT_OK
+    page = out.read_text(encoding="utf-8")
+    assert page == markdown.render_report(gemm)
     assert "| op shape region | dtype | count | bytes | where |" in page
     row = next(line for line in page.splitlines() if f"`{PEAK_ROW} [8192,8192]`" in line)
     assert row.endswith(f"| `{LINE}` ← `{FRAME}` |"), row
