@@ -182,3 +182,6 @@ class HostProfile:
     spans: Spans = field(default_factory=Spans.empty)
     groups: Groups = field(default_factory=Groups.empty)
     allocators: dict[str, AllocatorInfo] = field(default_factory=dict)  # memory id -> what its format says of it
+    # When the capture began, in ns since the epoch, when its format records it (a device memory profile's
+    # time_nanos); None: the history takes the file's mtime less the duration.
+    start_time_ns: int | None = None
