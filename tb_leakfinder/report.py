@@ -13,6 +13,8 @@ from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
 from tb_leakfinder.analyses.capacity import Forecast
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS
+from tb_leakfinder.analyses.history import History
+from tb_leakfinder.analyses.history import measure as history_measure
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
@@ -141,6 +143,9 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
         "freed_before_window_count": s.freed_before_window_count,
         "growth_bytes_per_step": round(s.growth_bytes_per_step, 1),
         "leak_bytes_per_step": round(a.leak_bytes_per_step, 1),
+        "heap_start_bytes": s.heap_start_bytes,
+        "heap_end_bytes": s.heap_end_bytes,
+        "heap_floor_bytes": s.heap_floor_bytes,
         "verdict": a.verdict.verdict,
         "reason": a.verdict.reason,
         "forecast": forecast_json(a.forecast),
@@ -161,6 +166,8 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "reason": verdict.reason,
         "warnings": list(h.profile.warnings),
         "duration_ps": h.profile.duration_ps,
+        "start_time_ns": h.profile.start_time_ns,
+        "snapshot": h.profile.snapshot,
         "step_source": step_source_json(h.step_source),
         "num_steps": len(h.profile.steps),
         "steps": steps_json(h.profile.steps),
@@ -179,6 +186,8 @@ def host_error_json(host: str, error: LeakfinderError) -> Json:
         "error": error.message,
         "warnings": [],
         "duration_ps": 0,
+        "start_time_ns": None,
+        "snapshot": False,
         "step_source": step_source_json(StepSource(NONE, None, Steps.empty(), "not analysed")),
         "num_steps": 0,
         "steps": [],
@@ -191,8 +200,55 @@ def run_json(name: str, hosts: list[Json]) -> Json:
     return {"run": name, "verdict": verdicts.run_verdict(hosts), "hosts": hosts}
 
 
-def report_json(runs: list[Json]) -> Json:
-    return {"version": REPORT_VERSION, "limits": limits_json(), "runs": runs}
+def report_json(runs: list[Json], histories: list[Json] | None = None) -> Json:
+    """The report of some runs; `histories`: those of their TensorBoard runs that hold several captures."""
+    return {"version": REPORT_VERSION, "limits": limits_json(), "runs": runs, "histories": histories or []}
+
+
+def history_json(h: History) -> Json:
+    """A run's captures as one history (analyses/history.py): per allocator, its captures over time and trend."""
+    return {
+        "run": h.run,
+        "num_captures": h.num_captures,
+        "verdict": h.verdict,
+        "reason": h.reason,
+        "note": h.note,
+        "series": [
+            {
+                "host": s.host,
+                "memory_id": s.memory_id,
+                "name": s.name,
+                "verdict": s.verdict,
+                "reason": s.reason,
+                "rise_bytes": s.rise_bytes,
+                "bytes_per_hour": round(s.bytes_per_hour, 1),
+                "bytes_per_step": None if s.bytes_per_step is None else round(s.bytes_per_step, 1),
+                "hours_to_oom": None if s.hours_to_oom is None else round(s.hours_to_oom, 3),
+                "capacity_bytes": s.capacity_bytes,
+                "captures": [
+                    {
+                        "capture": c.capture,
+                        "kind": c.kind,
+                        "time_s": round(c.time_s, 3),
+                        "duration_s": round(c.duration_s, 6),
+                        "heap_start_bytes": c.heap_start_bytes,
+                        "heap_peak_bytes": c.heap_peak_bytes,
+                        "heap_end_bytes": c.heap_end_bytes,
+                        "heap_floor_bytes": c.heap_floor_bytes,
+                        "measure_bytes": history_measure(c),
+                        "never_freed_bytes": c.never_freed_bytes,
+                        "first_step": c.first_step,
+                        "last_step": c.last_step,
+                        "program": c.program,
+                        "verdict": c.verdict,
+                    }
+                    for c in s.captures
+                ],
+                "families": [{**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1)} for f in s.families],
+            }
+            for s in h.series
+        ],
+    }
 
 
 def limits_json() -> Json:
@@ -491,6 +547,9 @@ _ALLOCATOR: Shape = {  # allocator_json
             "never_freed_count",
             "never_freed_bytes",
             "freed_before_window_count",
+            "heap_start_bytes",
+            "heap_end_bytes",
+            "heap_floor_bytes",
         ),
         int,
     ),
@@ -519,6 +578,8 @@ HOST_SHAPE: Shape = {  # host_json and host_error_json
     "reason": str,
     "warnings": [str],
     "duration_ps": int,
+    "start_time_ns": (int, None),
+    "snapshot": bool,
     "step_source": _STEP_SOURCE,
     "num_steps": int,
     "steps": [dict.fromkeys(("step", "start_ps", "end_ps"), int)],

@@ -155,6 +155,11 @@ export interface AllocatorReport {
   growth_bytes_per_step: number | null;
   /** The leak rate: the growing families' tensor bytes per step summed (what the forecast uses); 0 unless it leaks. */
   leak_bytes_per_step: number;
+  /** The heap in use when the capture window began (before its first event) and when it ended. */
+  heap_start_bytes: number;
+  heap_end_bytes: number;
+  /** The least it held at any moment of the window: what outlives every step (a run's history follows it). */
+  heap_floor_bytes: number;
   verdict: Verdict;
   reason: string;
   groups: Group[];
@@ -311,6 +316,10 @@ export interface HostReport {
   error?: string;
   warnings: string[];
   duration_ps: number;
+  /** When the capture began (ns since the epoch), where its format records it (a device memory profile). */
+  start_time_ns: number | null;
+  /** The buffers live at one moment (a device memory profile), not events over a window. */
+  snapshot: boolean;
   num_steps: number;
   step_source: StepSource;
   steps: Step[];
@@ -338,6 +347,72 @@ export interface Report {
   version: number;
   runs: RunReport[];
   limits: Limits;
+  /** The histories of the TensorBoard runs among `runs` that hold several captures (not on a one-run report). */
+  histories: History[];
+}
+
+/** One capture of one allocator, as a run's history follows it. */
+export interface HistoryCapture {
+  /** The discovered session (a run as `runs` lists it): the tab opens it. */
+  capture: string;
+  /** "profile": memory events over a window; "snapshot": a device memory profile's live buffers. */
+  kind: 'profile' | 'snapshot';
+  /** When it began, seconds since the epoch. */
+  time_s: number;
+  duration_s: number;
+  heap_start_bytes: number;
+  heap_peak_bytes: number;
+  heap_end_bytes: number;
+  heap_floor_bytes: number;
+  /** What the trend follows: a profile's heap floor, a snapshot's live bytes. */
+  measure_bytes: number;
+  never_freed_bytes: number;
+  first_step: number | null;
+  last_step: number | null;
+  /** Its programs' names without ids, joined; "" when it ran none. */
+  program: string;
+  verdict: Verdict;
+}
+
+/** A family that grew over the captures. */
+export interface HistoryFamily {
+  key: string;
+  label: string;
+  where: string;
+  stack: string[];
+  bytes_first: number;
+  bytes_last: number;
+  growth_bytes: number;
+  growing_captures: number;
+  bytes_per_step: number;
+}
+
+/** One allocator of one host over a run's captures. */
+export interface HistorySeries {
+  host: string;
+  memory_id: string;
+  name: string;
+  verdict: Verdict;
+  reason: string;
+  rise_bytes: number;
+  bytes_per_hour: number;
+  bytes_per_step: number | null;
+  hours_to_oom: number | null;
+  capacity_bytes: number;
+  captures: HistoryCapture[];
+  families: HistoryFamily[];
+}
+
+/** A TensorBoard run's captures as one history (the `history` route). */
+export interface History {
+  run: string;
+  num_captures: number;
+  verdict: Verdict;
+  reason: string;
+  /** Why captures are not one series (different hosts), or null. */
+  note: string | null;
+  /** Worst first. */
+  series: HistorySeries[];
 }
 
 export interface Timeline {
@@ -614,6 +689,10 @@ export const api = {
   },
   report(run: string, host?: string, signal?: AbortSignal): Promise<Report> {
     return getJson('report', {run, host}, signal);
+  },
+  /** `run` is a TensorBoard run (the part of a session's name before its last "/"). */
+  history(run: string, signal?: AbortSignal): Promise<History> {
+    return getJson('history', {run}, signal);
   },
   /** With `group`, the answer has `group_bytes`: that family's live bytes at each sample. */
   timeline(

@@ -270,7 +270,9 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
             found = (_with_frames(results[program_result][0], frames), *results[program_result][1:])
         else:
             context = CONTEXT_OUTSIDE if index.has_programs and is_unnamed else ""
-            found = (Site(context=context, stack=frames), OUTSIDE_LABEL if context else "", "", "")
+            # Without programs, an unnamed buffer's line is its name (a device memory profile's buffers).
+            label = OUTSIDE_LABEL if context else (f"made at {frames[0]}" if frames else "")
+            found = (Site(context=context, stack=frames), label, "", "")
         this, label, shape, dtype = found
         if this not in site_ids:
             site_ids[this] = len(sites)

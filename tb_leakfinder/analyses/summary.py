@@ -27,6 +27,9 @@ class Summary:
     never_freed_bytes: int
     freed_before_window_count: int
     growth_bytes_per_step: float  # slope of the heap at the end of each step
+    heap_start_bytes: int = 0  # the heap in use when the window began (before its first event)
+    heap_end_bytes: int = 0  # and when it ended (after its last)
+    heap_floor_bytes: int = 0  # the least it held at any moment of the window: what outlives every step
 
 
 def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
@@ -53,6 +56,9 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
         )
     peak = peak_event(events)
     heap, stack = int(events.heap_bytes[peak]), int(events.stack_bytes[peak])
+    # bytes_allocated is the heap after each event: before the first, that event's own chunk is not yet in it.
+    first_chunk = int(events.chunk_bytes[0])
+    start = int(events.heap_bytes[0]) - (first_chunk if events.kind[0] == ALLOC else -first_chunk)
     step = int(containing_step(events.time_ps[peak : peak + 1], steps)[0])
     return Summary(
         peak_event=peak,
@@ -64,6 +70,9 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
         peak_step=int(steps.step_num[step]) if step >= 0 else None,
         peak_fragmentation=float(events.fragmentation[peak]),
         growth_bytes_per_step=heap_growth_per_step(events, steps),
+        heap_start_bytes=max(0, start),
+        heap_end_bytes=int(events.heap_bytes[-1]),
+        heap_floor_bytes=min(max(0, start), int(events.heap_bytes.min())),
         **common,
     )
 

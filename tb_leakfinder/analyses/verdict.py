@@ -117,7 +117,7 @@ def family_label(group: SuspectGroup, strings: list[str], sites: Sequence[Site] 
     ConcatV2, now [1920,1024]'."""
     op, region = strings[group.op], strings[group.region]
     site = sites[group.site] if 0 < group.site < len(sites) else None
-    where = f" ({site.where})" if site is not None and site.where else ""
+    where = f" ({site.where})" if site is not None and site.where and site.where not in op else ""
     if group.regrown:
         buffers = "one buffer" if group.count <= 1 else f"{group.count} buffers"  # a KV cache per layer: one each
         return f"{buffers} regrown each step by {op or '(unknown op)'}, now {group.latest_shape}{where}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -14,9 +14,11 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
+from tb_leakfinder.analyses.history import run_history
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
-from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
+from tb_leakfinder.engine.history import capture_points, tensorboard_run
+from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
@@ -25,6 +27,7 @@ from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache
 from tb_leakfinder.store.memory_cache import ComputeCache
 
 T = TypeVar("T")
+U = TypeVar("U")
 DEFAULT_CACHE_BYTES = 2 << 30
 # Each host being read holds its file and its columns (about twice the file) until it is analysed.
 MAX_DEFAULT_WORKERS = 4
@@ -237,7 +240,30 @@ class Engine:
             raise errors[0]
         return RunSide(run.name, [r.side(h) for h, r in zip(hosts, results, strict=True)])
 
-    def _map_hosts(self, hosts: list[str], work: Callable[[str], T]) -> list[T]:
+    def captures(self, tb_run: str) -> list[Run]:
+        """The sessions (captures) of a TensorBoard run, as discovered; NotFoundError when it has none."""
+        sessions = [r for r in self.runs() if tensorboard_run(r.name) == tb_run]
+        if not sessions:
+            known = sorted({tensorboard_run(r.name) for r in self.runs()})
+            raise NotFoundError(f"no TensorBoard run named {tb_run!r} with captures; runs: {', '.join(known[:20]) or 'none'}")
+        return sessions
+
+    def _num_captures(self, tb_run: str) -> int:
+        return sum(1 for r in self.runs() if tensorboard_run(r.name) == tb_run)
+
+    def history(self, tb_run: str) -> report.Json:
+        """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports."""
+        pairs = [(run, host) for run in self.captures(tb_run) for host in run.hosts]
+        points = []
+        for (run, host), (body, _error) in zip(pairs, self._map_hosts(pairs, lambda p: self._pair_report(*p)), strict=True):
+            if body is not None:
+                points += capture_points(run.name, body, run.identity(host).mtime_ns)
+        return report.history_json(run_history(tb_run, points))
+
+    def _pair_report(self, run: Run, host: str) -> tuple[report.Json | None, LeakfinderError | None]:
+        return self._host_report(run, host, run.identity(host))
+
+    def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""
         if len(hosts) > 1 and self.workers > 1:
             with ThreadPoolExecutor(min(self.workers, len(hosts))) as pool:
@@ -246,4 +272,7 @@ class Engine:
 
     def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.Json:
         runs = [self.run(run_name)] if run_name is not None else self.runs()
-        return report.report_json([self.run_report(r, host, done) for r in runs])
+        reports = [self.run_report(r, host, done) for r in runs]
+        several = sorted({t for t in map(tensorboard_run, (r.name for r in runs)) if self._num_captures(t) > 1})
+        histories = [self.history(t) for t in several] if run_name is None and host is None else []
+        return report.report_json(reports, histories)

@@ -185,3 +185,4 @@ class HostProfile:
     # When the capture began, in ns since the epoch, when its format records it (a device memory profile's
     # time_nanos); None: the history takes the file's mtime less the duration.
     start_time_ns: int | None = None
+    snapshot: bool = False  # the buffers live at one moment (a device memory profile), not events over a window

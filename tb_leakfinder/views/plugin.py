@@ -41,6 +41,7 @@ ROUTE_ARGS = {
     "/compare": ("run_a", "run_b", "host_a", "host_b"),
     "/module": ("run", "host", "module", "memory_space", "points"),
     "/report": ("run", "host"),
+    "/history": ("run",),
     "/overview": ("run",),
     "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "group"),
     "/buffers": ("run", "host", "allocator", "offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps"),
@@ -213,6 +214,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         return {
             "/runs": self._runs,
             "/report": self._report,
+            "/history": self._history,
             "/overview": self._overview,
             "/timeline": self._timeline,
             "/buffers": self._buffers,
@@ -278,6 +280,15 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         host = hosts_arg(request, run)
         _check_hosts(run, host)
         return report.report_json([self.engine.run_report(run, host)])
+
+    def _history(self, request: Request) -> report.Json:
+        """A TensorBoard run's captures as one history; `run` is the TensorBoard run ("" or absent: the logdir's top)."""
+
+        def found(name: str | None) -> str:
+            self.engine.captures(name or "")  # NotFoundError unless discovered: names never become paths
+            return name or ""
+
+        return self.engine.history(name_arg(request, "run", found))
 
     def _overview(self, request: Request) -> report.Json:
         run = self._run(request)

@@ -197,3 +197,12 @@ def test_small_unique_is_numpys_unique(values):
     expected, expected_inverse = np.unique(array, return_inverse=True)
     np.testing.assert_array_equal(uniques, expected)
     np.testing.assert_array_equal(inverse, expected_inverse.reshape(-1))
+
+
+def test_without_programs_an_unnamed_buffer_is_named_by_its_line(tmp_path, decoder):
+    b = _builder_with({})
+    b.span("$/home/me/loop.py:3 step", 0, 1000)
+    _alloc(b, 100, 0x1000, 4096)
+    (group,) = analysed(tmp_path, b)["allocators"][0]["groups"]
+    assert group["op"] == "made at loop.py:3 in step" and group["where"] == "loop.py:3 in step"
+    assert group["label"] == "made at loop.py:3 in step"  # the line is not said twice

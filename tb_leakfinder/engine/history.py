@@ -1,0 +1,71 @@
+"""A run's captures from their hosts' report JSON: what the history follows, read from the disk cache's reports.
+
+Each host report (a few KB, stored beside every analysis) holds what a capture
+point needs, so a history of a hundred captures reads no profile and no array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tb_leakfinder.analyses.diff import module_base_name, normalize_name
+from tb_leakfinder.analyses.step_sources import STEP_NUM
+from tb_leakfinder.model.history import PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
+
+Json = dict[str, Any]
+
+
+def tensorboard_run(name: str) -> str:
+    """The TensorBoard run of a discovered session, "job" of "job/2026_12_01_22_30_16" ("" at the logdir's top)."""
+    return name.rpartition("/")[0]
+
+
+def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint]:
+    """One point per allocator of a host's report JSON; `mtime_ns` is its file's (when the capture ended)."""
+    duration_s = host["duration_ps"] / 1e12
+    start_ns = host.get("start_time_ns")
+    time_s = start_ns / 1e9 if start_ns else mtime_ns / 1e9 - duration_s
+    snapshot = bool(host.get("snapshot"))
+    steps = [s["step"] for s in host["steps"]] if host["step_source"]["kind"] == STEP_NUM else []
+    step_of_name = _trailing_number(capture)
+    first = min(steps) if steps else (step_of_name if snapshot else None)
+    last = max(steps) if steps else (step_of_name if snapshot else None)
+    program = ", ".join(sorted({module_base_name(m["name"]) for m in host["modules"]}))
+    return [
+        CapturePoint(
+            capture=capture,
+            host=host["host"],
+            memory_id=a["memory_id"],
+            name=a["name"],
+            kind=SNAPSHOT if snapshot else PROFILE,
+            time_s=time_s,
+            duration_s=duration_s,
+            heap_start_bytes=a["heap_start_bytes"],
+            heap_peak_bytes=a["peak_heap_bytes"],
+            heap_end_bytes=a["heap_end_bytes"],
+            heap_floor_bytes=a["heap_floor_bytes"],
+            never_freed_bytes=a["never_freed_bytes"],
+            capacity_bytes=a["memory_capacity_bytes"],
+            first_step=first,
+            last_step=last,
+            program=program,
+            verdict=a["verdict"],
+            families=[_family(g) for g in a["groups"]],
+        )
+        for a in host["allocators"]
+    ]
+
+
+def _family(g: Json) -> FamilyPoint:
+    key = " ".join(part for part in (normalize_name(g["op"]), g["shape"], g["dtype"], g["region"]) if part)
+    return FamilyPoint(key, g["label"], g["where"], list(g["site"]["stack"]), g["kind"], g["bytes"], g["bytes_per_step"])
+
+
+def _trailing_number(name: str) -> int | None:
+    """The step in a snapshot's name: 120 of "job/step_120"."""
+    digits = ""
+    for ch in reversed(name.rpartition("/")[2]):
+        if not ch.isdigit():
+            break
+        digits = ch + digits
+    return int(digits) if digits else None

@@ -1,0 +1,46 @@
+"""One job's captures over wall-clock time: what each capture of a run says of one allocator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# CapturePoint.kind
+PROFILE = "profile"  # memory events over a window (an XSpace session)
+SNAPSHOT = "snapshot"  # the buffers live at one moment (a device memory profile)
+
+
+@dataclass
+class FamilyPoint:
+    """One op family as one capture saw it."""
+
+    key: str  # the family's name across captures (program ids and op suffixes dropped)
+    label: str  # as this capture names it
+    where: str
+    stack: list[str]
+    kind: str  # the capture's own classification (growing, persistent, ...)
+    bytes: int  # what it still holds at the capture's end: never-freed bytes, or a snapshot's live bytes
+    bytes_per_step: float  # its rate within the capture (growing families), else 0
+
+
+@dataclass
+class CapturePoint:
+    """One capture of one allocator."""
+
+    capture: str  # the discovered session's run name, "job/2026_12_01_22_30_16": the tab opens it
+    host: str
+    memory_id: str
+    name: str  # the allocator's label
+    kind: str  # PROFILE or SNAPSHOT
+    time_s: float  # when it began, seconds since the epoch
+    duration_s: float
+    heap_start_bytes: int
+    heap_peak_bytes: int
+    heap_end_bytes: int
+    heap_floor_bytes: int  # the least it held at any moment of the window
+    never_freed_bytes: int
+    capacity_bytes: int  # the allocator's memory at its peak (0: not known)
+    first_step: int | None  # step numbers, when markers give them
+    last_step: int | None
+    program: str  # which programs ran: their names without ids, joined; "" when the profile has none
+    verdict: str
+    families: list[FamilyPoint] = field(default_factory=list)

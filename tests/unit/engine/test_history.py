@@ -1,0 +1,69 @@
+"""The history of a TensorBoard run's captures, through the engine, the route, the report JSON and the disk cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tb_leakfinder.engine.engine import Engine
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.testing.history_runs import slow_leak_run
+from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    root = tmp_path / "logs"
+    leak = slow_leak_run(root, "job", captures=5)
+    slow_leak_run(root, "clean", captures=5, leak_bytes_per_step=0)
+    slow_leak_run(root, "once", captures=1)
+    return root, leak
+
+
+def test_a_slow_leak_across_captures_is_found_with_its_rates(logdir):
+    root, leak = logdir
+    h = Engine.for_path(str(root)).history("job")
+    assert h["verdict"] == "leak" and h["num_captures"] == 5
+    (s,) = h["series"]
+    assert s["bytes_per_step"] == pytest.approx(leak.leak_bytes_per_step, rel=0.01)
+    assert s["bytes_per_hour"] == pytest.approx(leak.leak_bytes_per_hour, rel=0.01)
+    assert [c["capture"] for c in s["captures"]] == [f"job/{session}" for session in leak.sessions]
+    assert s["families"][0]["label"] == "Mul [256] output" and s["families"][0]["growing_captures"] == 5
+    assert h["reason"].startswith("Leak: +15.6 MiB over 40 min across 5 captures, +4.0 KiB per step, from Mul [256] output")
+
+
+def test_a_clean_job_has_no_leak_and_one_capture_is_inconclusive(logdir):
+    root, _ = logdir
+    engine = Engine.for_path(str(root))
+    assert engine.history("clean")["verdict"] == "no_leak"
+    assert engine.history("once")["verdict"] == "inconclusive"
+
+
+def test_the_report_carries_the_histories_of_runs_with_several_captures(logdir):
+    root, _ = logdir
+    engine = Engine.for_path(str(root))
+    report = engine.report()
+    assert [h["run"] for h in report["histories"]] == ["clean", "job"]
+    assert engine.report("job/" + engine.captures("job")[0].name.rpartition("/")[2])["histories"] == []
+
+
+def test_the_route_answers_the_history_and_refuses_unknown_runs(logdir, tmp_path):
+    root, _ = logdir
+    client, _plugin = make_client(str(root), leakfinder_cache_dir=str(tmp_path / "cache"))
+    answer = client.get(f"{PREFIX}/history", query_string={"run": "job"})
+    assert answer.status_code == 200 and json.loads(answer.get_data())["verdict"] == "leak"
+    for query, status in (({"run": "nope"}, 404), ({"run": "../job"}, 404), ({"run": "x\x00"}, 400)):
+        answer = client.get(f"{PREFIX}/history", query_string=query)
+        assert answer.status_code == status, (query, answer.get_data())
+        assert "error" in json.loads(answer.get_data())
+
+
+def test_after_a_restart_the_history_comes_from_the_disk_cache_without_analysing(logdir, tmp_path):
+    root, _ = logdir
+    cache = tmp_path / "cache"
+    first = Engine.for_path(str(root), disk=DiskCache(str(cache), 1 << 30))
+    before = first.history("job")
+    restarted = Engine.for_path(str(root), disk=DiskCache(str(cache), 1 << 30))
+    assert restarted.history("job") == before
+    assert restarted.analyses == 0 and restarted.computations == 0
