@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label
 from tb_leakfinder.report import Json, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
@@ -197,4 +199,45 @@ def render_report(report: Json) -> str:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
         lines.append("")
+    for history in report.get("histories", []):
+        lines += [*render_history(history), ""]
     return "\n".join(lines)
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def render_history(history: Json) -> list[str]:
+    """A TensorBoard run's captures over time: each series' verdict, its captures, and the families that grew."""
+    history = visible_json(history)
+    run = history["run"] or "(the logdir's top)"
+    lines = [
+        f"history of {run}: {VERDICT_WORDS[history['verdict']]}, {history['num_captures']} captures",
+        f" {history['reason']}",
+    ]
+    if history["note"]:
+        lines.append(f" note: {history['note']}")
+    for s in history["series"]:
+        per_step = f", {_growth_text(s['bytes_per_step'])}" if s["bytes_per_step"] is not None else ""
+        lines.append(
+            f" {s['name']} on {s['host']}: {VERDICT_WORDS[s['verdict']]}, {_growth_text(s['bytes_per_hour'], 'hour')}{per_step}"
+        )
+        rows = [
+            [
+                _when(c["time_s"]),
+                c["capture"],
+                "-" if c["first_step"] is None else f"{c['first_step']}..{c['last_step']}",
+                format_bytes(c["measure_bytes"]),
+                format_bytes(c["heap_peak_bytes"]),
+                VERDICT_WORDS[c["verdict"]],
+            ]
+            for c in s["captures"]
+        ]
+        lines += _table(["when", "capture", "steps", "outlives steps", "peak heap", "verdict"], rows)
+        if s["families"]:
+            grew = [
+                [f["label"], f["where"], str(f["growing_captures"]), _growth_text(f["bytes_per_step"])] for f in s["families"]
+            ]
+            lines += ["   families that grew:", *_table(["family", "where", "captures", "rate"], grew)]
+    return lines
