@@ -13,6 +13,7 @@ file's mtime is the capture's end, as a profiler writes it.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 
 STEP_PS = 100_000_000  # 100 µs
 TEMP_BYTES = 1 << 20
-START_S = 1_800_000_000  # 2027-01-15, the first capture's end
+START_S = 1_780_000_000  # 2026-05-28, the first capture's end
 
 
 @dataclass
@@ -59,9 +60,9 @@ def slow_leak_run(
             b.free(t0 + 1000, temp, TEMP_BYTES, allocator=allocator)
             if leak_bytes_per_step:
                 b.alloc(t0 + 2000, kept + i * 0x10000, leak_bytes_per_step, allocator=allocator, op="Mul", shape="[256]")
-        session = f"2027_01_15_00_{k // 60:02d}_{k % 60:02d}"
-        (path,) = write_session(logdir, run, session, {host: b})
         end = START_S + k * every_s
+        session = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(end))  # as XProf names a session by its time
+        (path,) = write_session(logdir, run, session, {host: b})
         os.utime(path, (end, end))
         sessions.append(session)
     per_hour = leak_bytes_per_step * steps_between * 3600.0 / every_s
