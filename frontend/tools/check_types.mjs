@@ -1,11 +1,12 @@
 // Holds the report types of src/api.ts against real answers of the Python
 // routes. The Python side has no schema (tb_leakfinder/report.py builds the
 // JSON as dicts), so the answers themselves are the reference: every route is
-// asked on the demo runs and the accuracy captures (tools/dump_answers.py),
-// and each answer is walked alongside its interface, read with the TypeScript
-// compiler. A key the interface lacks, a non-optional key the answer lacks, or
-// a value of another kind (number, string and its literals, boolean, null,
-// array, object) fails the check.
+// asked on the demo runs, the accuracy captures and runs of several captures
+// that tools/dump_answers.py writes (for `history` and the report's
+// `histories`), and each answer is walked alongside its interface, read with
+// the TypeScript compiler. A key the interface lacks, a non-optional key the
+// answer lacks, or a value of another kind (number, string and its literals,
+// boolean, null, array, object) fails the check.
 //
 //   node tools/check_types.mjs                 dump the answers, then check them
 //   node tools/check_types.mjs --answers FILE  check answers dumped before
@@ -28,6 +29,7 @@ export const LOGDIRS = [join(REPO, 'demo_logs'), join(REPO, 'benchmarks', 'accur
 export const ROUTE_TYPES = {
   runs: 'RunsResponse',
   report: 'Report',
+  history: 'History',
   overview: 'Overview',
   timeline: 'Timeline',
   buffers: 'BuffersPage',

@@ -7,7 +7,10 @@ Each line of OUT.jsonl is {"route", "request", "body"} for one answer of the plu
 prints the same JSON as report and compare). The first line is {"routes": [...]}: every
 JSON route the plugin serves, so that a route the checker maps to no interface fails it.
 Besides the given logdirs, a pod is made of their first profiles (one host each, and one
-cut short), so that a host's `error` and the overview's error rows are checked too.
+cut short), so that a host's `error` and the overview's error rows are checked too, and a
+logdir of runs of several captures (tb_leakfinder.testing.history_runs: one leaking, one
+clean, one of two hosts), so that `history` and the CLI report's `histories` are. `history`
+is asked for every TensorBoard run (the part of a session's name before its last "/").
 Any answer other than 200 (0 or 1 for `diff`) is an error: the answers must be complete.
 """
 
@@ -26,6 +29,7 @@ from typing import Any, TextIO
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tb_leakfinder.testing.history_runs import slow_leak_run  # noqa: E402
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client  # noqa: E402
 
 # Enough for the charts' answers to hold every kind of value; not the tab's page size.
@@ -65,6 +69,9 @@ class Dump:
         runs = [r["run"] for r in self.get(client, logdir, "runs")["runs"]]
         for run in runs:
             self.run(client, logdir, run)
+        # One history per TensorBoard run, of one capture as of several.
+        for tb_run in sorted({run.rpartition("/")[0] for run in runs}):
+            self.get(client, logdir, "history", run=tb_run)
         # Neighbours in the list: leak against fixed, a program against none, one allocator against another.
         for run_a, run_b in itertools.pairwise(runs):
             self.get(client, logdir, "compare", run_a=run_a, run_b=run_b)
@@ -106,6 +113,16 @@ def pod(folder: pathlib.Path, logdirs: list[pathlib.Path]) -> pathlib.Path:
     return folder / "pod"
 
 
+def history_runs(folder: pathlib.Path) -> pathlib.Path:
+    """TensorBoard runs of 5 captures each: one leaking, one clean, and one of two hosts (a series each, and a note)."""
+    logdir = folder / "history"
+    slow_leak_run(logdir, "job")
+    slow_leak_run(logdir, "clean", leak_bytes_per_step=0)
+    slow_leak_run(logdir, "hosts", host="host1", leak_bytes_per_step=0)
+    slow_leak_run(logdir, "hosts", host="host0")
+    return logdir
+
+
 def main() -> None:
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -116,7 +133,7 @@ def main() -> None:
         dump = Dump(out)
         _, plugin = make_client(str(logdirs[0]))
         out.write(json.dumps({"routes": sorted(r.strip("/") for r in plugin.json_handlers())}) + "\n")  # type: ignore[attr-defined]
-        for logdir in [*logdirs, pod(pathlib.Path(folder), logdirs)]:
+        for logdir in [*logdirs, pod(pathlib.Path(folder), logdirs), history_runs(pathlib.Path(folder))]:
             dump.logdir(logdir)
 
 
