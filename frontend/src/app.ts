@@ -7,6 +7,7 @@ import {type HostReport, moduleKey, type ModuleSummary, type Selection, type Sit
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
+import {captureCount, tensorboardRun} from './panels/history';
 import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
 import type {SiteLinks} from './sites';
@@ -332,11 +333,25 @@ export class App {
             this.state.set('allocator', key);
             void this.show();
           },
+          history: this.historyOf(state.sel.run),
+          onOpenCapture: ({capture, host, allocator}) => {
+            // As choosing the session in the run selector, on the host and allocator of the series clicked.
+            this.state.set('run', capture);
+            if (this.data.hostsOf(capture).includes(host)) this.state.set('host', host);
+            this.state.set('allocator', allocator);
+            void this.show();
+          },
         });
     this.revealStatic = false;
     this.content.replaceChildren(this.view.element);
     this.view.start();
     this.setStatus('ready');
+  }
+
+  /** The session's TensorBoard run and its number of captures (sessions in the run list), when there are several. */
+  private historyOf(session: string): {run: string; captures: number} | null {
+    const captures = captureCount(this.data.runs ?? [], session);
+    return captures > 1 ? {run: tensorboardRun(session), captures} : null;
   }
 
   /**

@@ -3,7 +3,7 @@
 // many hosts costs one host's analysis at a time. Everything the tab shows
 // comes through here, the panels' own requests too.
 
-import {api, type BuffersPage, type Comparison, type Limits, type ModuleDetail, type Overview, type Report, type RunEntry, type Timeline, type Verdict} from './api';
+import {api, type BuffersPage, type Comparison, type History, type Limits, type ModuleDetail, type Overview, type Report, type RunEntry, type Timeline, type Verdict} from './api';
 import type {RunHost} from './state';
 
 function key(...parts: string[]): string {
@@ -15,6 +15,8 @@ export class DataCache {
   runs: RunEntry[] | null = null;
   private reports = new Map<string, Report>();
   private comparisons = new Map<string, Comparison>();
+  /** Histories by TensorBoard run: every capture of the run shares one. */
+  private histories = new Map<string, History>();
 
   hostsOf(run: string): string[] {
     return this.runs?.find((r) => r.run === run)?.hosts ?? [];
@@ -47,6 +49,22 @@ export class DataCache {
     const comparison = await api.compare(a, b);
     this.comparisons.set(key(a.run, a.host, b.run, b.host), comparison);
     return comparison;
+  }
+
+  cachedHistory(tbRun: string): History | undefined {
+    return this.histories.get(tbRun);
+  }
+
+  /**
+   * The history of a TensorBoard run's captures (`tbRun`: see tensorboardRun()),
+   * kept: opening another capture of the run shows it again without asking.
+   */
+  async history(tbRun: string, signal?: AbortSignal): Promise<History> {
+    const cached = this.cachedHistory(tbRun);
+    if (cached) return cached;
+    const history = await api.history(tbRun, signal);
+    this.histories.set(tbRun, history);
+    return history;
   }
 
   // The panels' answers are not kept: each is for one zoom range, family,
@@ -113,5 +131,6 @@ export class DataCache {
     this.runs = null;
     this.reports.clear();
     this.comparisons.clear();
+    this.histories.clear();
   }
 }

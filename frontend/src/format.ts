@@ -1,4 +1,4 @@
-// Number formatting: sizes in binary units (KiB, MiB, GiB), times from picoseconds.
+// Number formatting: sizes in binary units (KiB, MiB, GiB), times from picoseconds, wall-clock times.
 
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
@@ -47,6 +47,33 @@ export function formatPs(ps: number | null | undefined): string {
     }
   }
   return `${ps} ps`;
+}
+
+/** Seconds since the epoch -> "2027-01-15 08:40:00", in the browser's time zone (as TensorBoard shows wall times). */
+export function formatDateTime(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '—';
+  const d = new Date(Math.round(seconds) * 1000);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/**
+ * Axis ticks for wall-clock times (seconds since the epoch): "08:40", the date below the first tick and
+ * wherever the day changes; with seconds when ticks are under a minute apart.
+ */
+export function clockTicks(values: number[]): string[] {
+  const finite = values.filter((v) => Number.isFinite(v));
+  const gaps = finite.slice(1).map((v, i) => v - finite[i]).filter((g) => g > 0);
+  const seconds = gaps.length > 0 && Math.min(...gaps) < 60;
+  let day = '';
+  return values.map((v) => {
+    if (!Number.isFinite(v)) return '';
+    const [date, time] = formatDateTime(v).split(' ');
+    const clock = seconds ? time : time.slice(0, 5);
+    const label = date === day ? clock : `${clock}\n${date}`;
+    day = date;
+    return label;
+  });
 }
 
 export function formatCount(n: number | null | undefined): string {

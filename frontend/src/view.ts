@@ -8,6 +8,7 @@ import type {DataCache} from './data';
 import {el, section} from './dom';
 import {renderBreakdown} from './panels/breakdown';
 import {renderGroups} from './panels/groups';
+import {type CaptureTarget, HistoryPanel} from './panels/history';
 import {LifetimesPanel} from './panels/lifetimes';
 import {StaticPanel} from './panels/static';
 import {renderSummary} from './panels/summary';
@@ -17,7 +18,7 @@ import type {SiteLinks} from './sites';
 
 export interface ViewData {
   /** Where the panels fetch what they draw. */
-  cache: Pick<DataCache, 'timeline' | 'buffers' | 'module'>;
+  cache: Pick<DataCache, 'timeline' | 'buffers' | 'module' | 'history'>;
   sel: Selection;
   run: RunReport;
   host: HostReport;
@@ -32,6 +33,10 @@ export interface ViewData {
   limits: Limits;
   /** Shows another allocator of the host (by its key), e.g. from the banner's list of leaking ones. */
   onPickAllocator(key: string): void;
+  /** The selected session's TensorBoard run and its number of captures, when it has several: the run history is shown. */
+  history: {run: string; captures: number} | null;
+  /** Opens another capture of the run (a point of the history). */
+  onOpenCapture(target: CaptureTarget): void;
 }
 
 export function noMemoryEvents(host: HostReport): HTMLElement {
@@ -68,11 +73,16 @@ export class RunView {
   private timeline: TimelinePanel | null = null;
   private lifetimes: LifetimesPanel | null = null;
   private staticPanel: StaticPanel | null = null;
+  private history: HistoryPanel | null = null;
 
   constructor(data: ViewData) {
     const {cache, sel, run, host, allocator, limits, sites} = data;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
+    if (data.history) {
+      this.history = new HistoryPanel(cache, data.history.run, data.history.captures, sel, data.onOpenCapture);
+      this.element.append(this.history.element);
+    }
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
@@ -110,6 +120,7 @@ export class RunView {
 
   /** Starts the panels' own requests; call once the element is in the page. */
   start(): void {
+    this.history?.start();
     void this.timeline?.setRange(null);
     this.lifetimes?.start();
     void this.staticPanel?.load();
@@ -117,12 +128,14 @@ export class RunView {
 
   /** Redraws the charts with the current theme's colours. */
   redraw(): void {
+    this.history?.draw();
     this.timeline?.draw();
     this.lifetimes?.draw();
     this.staticPanel?.draw();
   }
 
   destroy(): void {
+    this.history?.destroy();
     this.timeline?.destroy();
     this.lifetimes?.destroy();
     this.staticPanel?.destroy();

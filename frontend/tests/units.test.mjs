@@ -15,6 +15,7 @@ before(async () => {
     export {routeUrl, moduleKey} from './api';
     export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
     export {reasonText} from './panels/verdict';
+    export {captureCount, measureLabel, tensorboardRun} from './panels/history';
     export {ViewState} from './state';
   `;
   m = await importSources(entry);
@@ -54,6 +55,28 @@ test('time ticks keep the digits that tell them apart', () => {
   assert.deepEqual(m.timeTicks([0, 0.5e12, 1e12, 1.5e12]), ['0', '0.5 s', '1.0 s', '1.5 s']);
   assert.deepEqual(m.timeTicks([100, 101, 102]), ['100 ps', '101 ps', '102 ps']);
   assert.deepEqual(m.timeTicks([5e9]), ['5.00 ms']);
+});
+
+test('wall-clock times read in the browser’s time zone, ticks with the date where the day changes', () => {
+  const at = (...parts) => new Date(...parts).getTime() / 1000;
+  assert.equal(m.formatDateTime(at(2027, 0, 15, 8, 40, 0)), '2027-01-15 08:40:00');
+  assert.equal(m.formatDateTime(at(2027, 0, 15, 8, 40, 0) - 0.001), '2027-01-15 08:40:00');
+  assert.equal(m.formatDateTime(null), '—');
+  assert.deepEqual(m.clockTicks([at(2027, 0, 15, 23, 30), at(2027, 0, 15, 23, 45), at(2027, 0, 16, 0, 0)]), ['23:30\n2027-01-15', '23:45', '00:00\n2027-01-16']);
+  assert.deepEqual(m.clockTicks([at(2027, 0, 15, 8, 0, 0), at(2027, 0, 15, 8, 0, 30)]), ['08:00:00\n2027-01-15', '08:00:30']);
+});
+
+test('a session belongs to the TensorBoard run before its last slash; its captures are counted from the run list', () => {
+  assert.equal(m.tensorboardRun('job/2027_01_15_00_00_03'), 'job');
+  assert.equal(m.tensorboardRun('team/job/2027_01_15_00_00_03'), 'team/job');
+  assert.equal(m.tensorboardRun('2027_01_15_00_00_03'), '');
+  const runs = ['job/a', 'job/b', 'jobs/c', 'job/x/d', 'top1', 'top2'].map((run) => ({run, hosts: ['h']}));
+  assert.equal(m.captureCount(runs, 'job/a'), 2);
+  assert.equal(m.captureCount(runs, 'jobs/c'), 1);
+  assert.equal(m.captureCount(runs, 'top2'), 2);
+  assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'profile'}]), 'heap floor (outlives every step)');
+  assert.equal(m.measureLabel([{kind: 'snapshot'}]), 'live bytes (snapshot)');
+  assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'snapshot'}]), 'outlives every step');
 });
 
 test('addresses: hex parsed, unused gaps between ranges shrunk', () => {

@@ -1,0 +1,354 @@
+// Run history: the captures of one TensorBoard run (its sessions, taken
+// minutes or hours apart) as one history, from `GET history`. The verdict and
+// reason of the worst allocator, then one allocator's captures over
+// wall-clock time: what outlives every step (a profile's heap floor, a
+// snapshot's live bytes: what the trend follows) and the heap's peak, each
+// capture a point that opens it; and the families that grew across them.
+// Shown when the selected session's run holds two or more captures.
+
+import uPlot from 'uplot';
+import {allocatorKey} from '../allocators';
+import type {History, HistoryCapture, HistoryFamily, HistorySeries, Selection} from '../api';
+import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
+import type {DataCache} from '../data';
+import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
+import {clockTicks, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
+import {NO_SITE, whereCell} from '../sites';
+import {byField, DataTable, memorySource} from '../table';
+import {VERDICT_LABEL, verdictBanner} from './verdict';
+
+const HEIGHT = 240;
+/** How far (CSS pixels, along x) from a capture's point a click or hover still takes it. */
+const HIT_PX = 14;
+
+/** The TensorBoard run of a session as `runs` lists it: "job" of "job/2027_01_15_00_00_03", "" at the logdir's top (engine/history.py's tensorboard_run). */
+export function tensorboardRun(name: string): string {
+  const slash = name.lastIndexOf('/');
+  return slash < 0 ? '' : name.slice(0, slash);
+}
+
+/** How many sessions (captures) of `runs` belong to the TensorBoard run of session `name`. */
+export function captureCount(runs: readonly {run: string}[], name: string): number {
+  const tbRun = tensorboardRun(name);
+  return runs.filter((r) => tensorboardRun(r.run) === tbRun).length;
+}
+
+/** The label of what the trend follows, by the captures' kinds. */
+export function measureLabel(captures: readonly Pick<HistoryCapture, 'kind'>[]): string {
+  const kinds = new Set(captures.map((c) => c.kind));
+  if (kinds.size === 1 && kinds.has('profile')) return 'heap floor (outlives every step)';
+  if (kinds.size === 1 && kinds.has('snapshot')) return 'live bytes (snapshot)';
+  return 'outlives every step';
+}
+
+function stepsText(c: HistoryCapture): string {
+  if (c.first_step === null || c.last_step === null) return '—';
+  return c.first_step === c.last_step ? `step ${c.first_step}` : `steps ${formatCount(c.first_step)}–${formatCount(c.last_step)}`;
+}
+
+/** What a point opens: that session, on the series' host and allocator (its key, see allocatorKey). */
+export interface CaptureTarget {
+  capture: string;
+  host: string;
+  allocator: string;
+}
+
+export class HistoryPanel {
+  readonly element: HTMLElement;
+  private readonly body: HTMLElement;
+  private readonly chartBox: HTMLElement;
+  private readonly chartNote: HTMLElement;
+  private readonly seriesBox: HTMLElement;
+  private readonly chart: SizedPlot;
+  private readonly tooltip: Tooltip;
+  private readonly controller = new AbortController();
+  private history: History | null = null;
+  private series: HistorySeries | null = null;
+  /** The capture under the cursor, or moved to with the arrow keys. */
+  private hovered: number | null = null;
+
+  /** The session shown, marked on the chart. */
+  private readonly current: string;
+
+  /**
+   * `tbRun`: the TensorBoard run; `captures`: how many sessions `runs` lists
+   * for it; `shown`: the selection shown (its session is marked, its host and
+   * allocator's series drawn first).
+   */
+  constructor(
+    private readonly cache: Pick<DataCache, 'history'>,
+    private readonly tbRun: string,
+    captures: number,
+    private readonly shown: Pick<Selection, 'run' | 'host' | 'allocator'>,
+    private readonly onOpen: (target: CaptureTarget) => void,
+  ) {
+    this.current = shown.run;
+    this.chartBox = el('div', {
+      class: 'lf-chart lf-history-chart',
+      'data-chart': 'history',
+      tabindex: 0,
+      role: 'group',
+      'aria-label': 'The run’s captures over time: what outlives every step and the heap’s peak in each. A point opens its capture: click it, or move with the arrow keys and press Enter.',
+    });
+    this.chart = new SizedPlot(this.chartBox, HEIGHT);
+    this.tooltip = new Tooltip(this.chartBox);
+    this.chartBox.addEventListener('keydown', (event) => this.onKey(event));
+    this.chartNote = el('div', {class: 'lf-chart-note', role: 'status'});
+    this.seriesBox = el('div');
+    const name = tbRun || '(the logdir’s top)';
+    this.body = el('div', {}, notice('loading', `Loading the history of ${name} (${formatCount(captures)} captures; each is analysed once)…`));
+    this.element = section(`Run history: ${name}, ${formatCount(captures)} captures`, 'history', this.body);
+  }
+
+  start(): void {
+    void this.load();
+  }
+
+  destroy(): void {
+    this.controller.abort();
+    this.chart.destroy();
+  }
+
+  /** Redraws the chart with the current theme's colours. */
+  draw(): void {
+    if (this.series) this.drawChart(this.series);
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const history = await this.cache.history(this.tbRun, this.controller.signal);
+      if (this.controller.signal.aborted) return;
+      this.history = history;
+      this.render(history);
+    } catch (err) {
+      if (isAbort(err) || this.controller.signal.aborted) return;
+      this.body.replaceChildren(notice('error', `Could not load the run’s history: ${errorMessage(err)}`));
+    }
+  }
+
+  private render(h: History): void {
+    const banner = verdictBanner(h.verdict, h.reason, [], undefined, h.note ? el('div', {class: 'lf-verdict-steps', 'data-note': 'history'}, `Note: ${h.note}`) : null);
+    banner.dataset.history = 'true';
+    this.element.dataset.verdict = h.verdict;
+    if (!h.series.length) {
+      this.body.replaceChildren(banner);
+      return;
+    }
+    const parts: HTMLElement[] = [banner];
+    // The series of the host and allocator shown, else the worst.
+    const first = Math.max(0, h.series.findIndex((s) => s.host === this.shown.host && allocatorKey(s) === this.shown.allocator));
+    if (h.series.length > 1) {
+      const select = el('select', {'aria-label': 'Allocator of the history', 'data-select': 'history-series'});
+      h.series.forEach((s, i) => {
+        const o = el('option', {value: String(i)}, `${s.name} on ${s.host} (${VERDICT_LABEL[s.verdict].toLowerCase()})`);
+        o.selected = i === first;
+        select.append(o);
+      });
+      select.addEventListener('change', () => this.showSeries(h.series[Number(select.value)]));
+      parts.push(el('div', {class: 'lf-table-tools'}, el('label', {class: 'lf-muted'}, 'Allocator ', select), el('span', {class: 'lf-muted'}, 'worst first')));
+    }
+    parts.push(this.chartBox, this.chartNote, this.seriesBox);
+    this.body.replaceChildren(...parts);
+    this.showSeries(h.series[first]);
+  }
+
+  private showSeries(s: HistorySeries): void {
+    this.series = s;
+    this.hovered = null;
+    this.chartBox.dataset.host = s.host;
+    this.chartBox.dataset.allocator = s.memory_id;
+    this.drawChart(s);
+    const perStep = s.bytes_per_step === null ? '' : `, ${formatBytesDelta(s.bytes_per_step)} per step`;
+    const first = s.captures[0];
+    const last = s.captures[s.captures.length - 1];
+    this.chartNote.textContent =
+      `${formatCount(s.captures.length)} captures of ${s.name} on ${s.host}, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}: ` +
+      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${formatBytesDelta(s.bytes_per_hour)} per hour${perStep}). ` +
+      'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
+    const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.name} on ${s.host}: ${s.reason}`) : null;
+    this.seriesBox.replaceChildren(...(reason ? [reason] : []), el('h3', {}, `Growing families (${formatCount(s.families.length)})`), this.familiesTable(s));
+  }
+
+  private drawChart(s: HistorySeries): void {
+    const captures = s.captures;
+    const times = captures.map((c) => c.time_s);
+    const axes = axisStyle();
+    const measure = cssVar(s.verdict === 'leak' ? '--lf-leak' : '--lf-heap');
+    const peak = cssVar('--lf-muted');
+    const bytes = (_u: uPlot, v: number | null) => (v === null ? '—' : formatBytes(v));
+    const opts: Omit<uPlot.Options, 'width' | 'height'> = {
+      cursor: {drag: {x: false, y: false, setScale: false}, points: {size: 12}},
+      scales: {
+        x: {time: true, range: (_u, min, max) => padded(min, max, 60)},
+        bytes: {range: (_u, min, max) => bytesRange(min, max)},
+      },
+      axes: [{...axes, size: 50, space: 70, values: (_u, v) => clockTicks(v)}, byteAxis('bytes')],
+      series: [
+        {label: 'time', value: (_u, v) => formatDateTime(v)},
+        {label: measureLabel(captures), scale: 'bytes', stroke: measure, width: 2, points: {show: true, size: 9, stroke: measure, fill: measure}, value: bytes},
+        {label: 'heap peak', scale: 'bytes', stroke: peak, width: 1.5, dash: [5, 4], points: {show: true, size: 7, stroke: peak}, value: bytes},
+      ],
+      hooks: {
+        draw: [(u) => this.paintCurrent(u)],
+        setCursor: [(u) => this.hover(u)],
+      },
+    };
+    const plot = this.chart.create(opts, [times, captures.map((c) => c.measure_bytes), captures.map((c) => c.heap_peak_bytes)]);
+    plot.over.addEventListener('click', () => {
+      const i = this.pointAt(plot, plot.cursor.left);
+      if (i !== null) this.open(i);
+    });
+    plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
+    this.chartBox.dataset.points = String(captures.length);
+    const current = captures.findIndex((c) => c.capture === this.current);
+    this.chartBox.dataset.current = String(current);
+  }
+
+  /** The capture whose point is within HIT_PX of `left` (CSS pixels in the plot), nearest first. */
+  private pointAt(u: uPlot, left: number | undefined): number | null {
+    if (left === undefined || left < 0 || !this.series) return null;
+    let best: number | null = null;
+    let distance = HIT_PX;
+    this.series.captures.forEach((c, i) => {
+      const d = Math.abs(u.valToPos(c.time_s, 'x') - left);
+      if (d <= distance) {
+        best = i;
+        distance = d;
+      }
+    });
+    return best;
+  }
+
+  private open(i: number): void {
+    const s = this.series;
+    const c = s?.captures[i];
+    if (!s || !c || c.capture === this.current) return;
+    this.onOpen({capture: c.capture, host: s.host, allocator: allocatorKey(s)});
+  }
+
+  /** A ring around the shown capture's point; the points' positions for the tests (CSS pixels in the plot). */
+  private paintCurrent(u: uPlot): void {
+    const s = this.series;
+    if (!s) return;
+    const xs = s.captures.map((c) => Math.round(u.valToPos(c.time_s, 'x')));
+    const ys = s.captures.map((c) => Math.round(u.valToPos(c.measure_bytes, 'bytes')));
+    this.chartBox.dataset.pointsX = xs.join(',');
+    this.chartBox.dataset.pointsY = ys.join(',');
+    const i = s.captures.findIndex((c) => c.capture === this.current);
+    if (i < 0) return;
+    const dpr = devicePixelRatio;
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.strokeStyle = cssVar('--lf-highlight');
+    ctx.lineWidth = 3 * dpr;
+    ctx.beginPath();
+    ctx.arc(u.valToPos(s.captures[i].time_s, 'x', true), u.valToPos(s.captures[i].measure_bytes, 'bytes', true), 9 * dpr, 0, 2 * Math.PI);
+    ctx.stroke();
+    ctx.restore();
+  }
+
+  private hover(u: uPlot): void {
+    const i = this.pointAt(u, u.cursor.left);
+    this.hovered = i;
+    u.over.style.cursor = i !== null && this.series?.captures[i]?.capture !== this.current ? 'pointer' : '';
+    if (i === null || !this.series || u.cursor.top === undefined) {
+      this.tooltip.hide();
+      return;
+    }
+    this.showTooltip(u, i, u.cursor.left ?? 0, u.cursor.top);
+  }
+
+  private showTooltip(u: uPlot, i: number, left: number, top: number): void {
+    const c = this.series?.captures[i];
+    if (!c) return;
+    const rows: [string, string][] = [
+      ['when', formatDateTime(c.time_s)],
+      ['steps', stepsText(c)],
+      [measureLabel([c]), formatBytes(c.measure_bytes)],
+      ['heap peak', formatBytes(c.heap_peak_bytes)],
+      ['never freed', formatBytes(c.never_freed_bytes)],
+      ['verdict', VERDICT_LABEL[c.verdict] ?? c.verdict],
+      ['', c.capture === this.current ? 'the capture shown' : 'click to open this capture'],
+    ];
+    this.tooltip.show(left + u.over.offsetLeft, Math.max(0, top) + u.over.offsetTop, rows, c.capture);
+  }
+
+  /** ← → move between the captures, Enter opens the one reached. */
+  private onKey(event: KeyboardEvent): void {
+    const u = this.chart.plot;
+    const captures = this.series?.captures ?? [];
+    if (!u || !captures.length) return;
+    let i = this.hovered;
+    if (event.key === 'ArrowRight') i = i === null ? 0 : Math.min(captures.length - 1, i + 1);
+    else if (event.key === 'ArrowLeft') i = i === null ? captures.length - 1 : Math.max(0, i - 1);
+    else if (event.key === 'Home') i = 0;
+    else if (event.key === 'End') i = captures.length - 1;
+    else if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      if (i !== null) this.open(i);
+      return;
+    } else return;
+    event.preventDefault();
+    const c = captures[i];
+    const left = u.valToPos(c.time_s, 'x');
+    const top = u.valToPos(c.measure_bytes, 'bytes');
+    u.setCursor({left, top});
+    this.hovered = i;
+    this.showTooltip(u, i, left, top);
+  }
+
+  private familiesTable(s: HistorySeries): HTMLElement {
+    const n = s.captures.length;
+    const table = new DataTable<HistoryFamily>({
+      caption: `Growing families of ${s.name} on ${s.host} over the captures`,
+      pageSize: 10,
+      sort: 'growing_captures',
+      order: 'desc',
+      emptyText: 'No family grew in these captures.',
+      rowKey: (f) => f.key,
+      where: {run: this.tbRun, host: s.host, allocator: s.name},
+      columns: [
+        {key: 'label', label: 'Family', sort: 'label', wrap: true, title: 'op, shape and region, as the latest capture names it', cell: (f) => el('span', {'data-family': 'true', title: f.key}, f.label)},
+        {
+          key: 'where',
+          label: 'Where',
+          sort: 'where',
+          wrap: true,
+          title: 'the line of code its buffers were made at; hover for the Python stack',
+          cell: (f) => whereCell(f.where || (f.stack[0] ?? ''), {...NO_SITE, stack: f.stack}, null),
+        },
+        {
+          key: 'growing_captures',
+          label: 'Growing captures',
+          sort: 'growing_captures',
+          numeric: true,
+          title: 'captures in which the family grew (within a profile), or snapshots after which it held more',
+          cell: (f) => `${formatCount(f.growing_captures)} of ${formatCount(n)}`,
+        },
+        {
+          key: 'bytes_per_step',
+          label: 'Per step',
+          sort: 'bytes_per_step',
+          numeric: true,
+          title: 'tensor bytes it grows per step: the median over the profiles that saw it grow, or fitted across snapshots',
+          cell: (f) => formatBytesDelta(f.bytes_per_step),
+        },
+      ],
+      source: memorySource(s.families, byField, (f) => [f.label, f.where, ...f.stack].join(' ')),
+    });
+    void table.load();
+    return table.element;
+  }
+}
+
+/** [min, max] widened on both sides by a share of its span (`empty` when it has none), so that the edge points stay clear of the frame. */
+function padded(min: number, max: number, empty: number): uPlot.Range.MinMax {
+  const span = max > min ? max - min : empty;
+  return [min - span * 0.05, max + span * 0.05];
+}
+
+/** A byte range around the values, never below 0: the rise shows, not the base it sits on. */
+function bytesRange(min: number, max: number): uPlot.Range.MinMax {
+  const span = max > min ? max - min : Math.max(1024, max * 0.1);
+  return [Math.max(0, min - span * 0.15), max + span * 0.15];
+}

@@ -1,0 +1,200 @@
+// Browser tests of the run history: a TensorBoard run of several captures
+// (sessions taken minutes apart) shown as one history in the Leaks tab, its
+// points opening each capture. Debian chromium (playwright-core) against a
+// real `tensorboard` over runs that tb_leakfinder.testing.history_runs writes.
+
+import assert from 'node:assert/strict';
+import {readdirSync} from 'node:fs';
+import {join} from 'node:path';
+import {after, before, test} from 'node:test';
+import {openLeaks, startSuite, watch} from './harness.mjs';
+
+// - job: 5 captures 10 min apart of a job keeping one 4 KiB Mul [256] buffer a step (1,000 steps between captures);
+// - clean: the same job keeping nothing;
+// - single: one capture alone, which has no history;
+// - pod: 5 captures of two hosts, host0 leaking as job does, host1 clean: a series each.
+const BUILD_RUNS = `
+import sys
+from tb_leakfinder.testing.history_runs import slow_leak_run
+slow_leak_run(sys.argv[1])
+slow_leak_run(sys.argv[1], "clean", leak_bytes_per_step=0)
+slow_leak_run(sys.argv[1], "single", captures=1)
+slow_leak_run(sys.argv[1], "pod", host="host1", leak_bytes_per_step=0)
+slow_leak_run(sys.argv[1], "pod", host="host0")
+`;
+
+const pages = [];
+let suite;
+before(async () => {
+  suite = await startSuite([], BUILD_RUNS);
+});
+after(() => suite?.stop());
+
+/** The sessions of a TensorBoard run, in time order (their names are the capture times). */
+const sessions = (tbRun) => readdirSync(join(suite.logdir, tbRun, 'plugins', 'profile')).sort().map((s) => `${tbRun}/${s}`);
+const hashState = (url) => new URLSearchParams(new URL(url).hash.slice(1));
+
+async function open(run, host) {
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  pages.push(seen);
+  if (!host) return {page, frame: await openLeaks(page, suite.tb.base, run), seen};
+  await page.goto(`${suite.tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(run)}&p.leakfinder.host=${host}`);
+  const frame = await (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]', {timeout: 60_000})).contentFrame();
+  await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 90_000});
+  return {page, frame, seen};
+}
+
+/** Clicks the point of capture `i` on the history chart. */
+async function clickPoint(frame, i) {
+  await frame.waitForSelector(`${HISTORY} [data-chart=history][data-points-x]`);
+  const {pointsX, pointsY} = await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => ({...e.dataset}));
+  const over = await frame.$(`${HISTORY} [data-chart=history] .u-over`);
+  await over.click({position: {x: Number(pointsX.split(',')[i]), y: Number(pointsY.split(',')[i])}});
+}
+
+const HISTORY = '[data-panel=history]';
+
+/** The history panel once its answer is drawn: its banner's verdict, label and reason. */
+async function historyBanner(frame) {
+  await frame.waitForSelector(`${HISTORY} [data-history]`, {timeout: 90_000});
+  return frame.$eval(`${HISTORY} [data-history]`, (e) => ({
+    verdict: e.dataset.verdict,
+    label: e.querySelector('.lf-verdict-label')?.textContent,
+    reason: e.querySelector('.lf-verdict-reason')?.textContent,
+  }));
+}
+
+/** The growing families table's rows, cell by header. */
+async function families(frame) {
+  await frame.waitForSelector(`${HISTORY} .lf-table tbody tr`);
+  const heads = await frame.$$eval(`${HISTORY} .lf-table thead th`, (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
+  const rows = await frame.$$eval(`${HISTORY} .lf-table tbody tr`, (trs) => trs.map((tr) => Array.from(tr.cells, (td) => td.textContent)));
+  return rows.map((cells) => Object.fromEntries(heads.map((h, i) => [h, cells[i]])));
+}
+
+test('a run of 5 captures that leaks: the history says so, charts 5 points and names the family', async () => {
+  const job = sessions('job');
+  assert.equal(job.length, 5);
+  const {frame} = await open(job[0]);
+  const banner = await historyBanner(frame);
+  assert.equal(banner.verdict, 'leak');
+  assert.equal(banner.label, 'Leak');
+  assert.match(banner.reason, /^\+15\.6 MiB over 40 min across 5 captures, \+4\.0 KiB per step, from Mul \[256\] output; out of memory in about 29 days$/);
+  assert.equal(await frame.$eval(HISTORY, (e) => e.dataset.verdict), 'leak');
+  assert.match(await frame.$eval(`${HISTORY} h2`, (e) => e.textContent), /^Run history: job, 5 captures$/);
+  // The chart: one point per capture, the one shown marked.
+  await frame.waitForSelector(`${HISTORY} [data-chart=history] canvas`);
+  const chart = await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => ({...e.dataset}));
+  assert.equal(chart.points, '5');
+  assert.equal(chart.current, '0');
+  const xs = chart.pointsX.split(',').map(Number);
+  assert.equal(xs.length, 5);
+  assert.ok(xs.every((x, i) => i === 0 || x > xs[i - 1]), `points in time order: ${xs}`);
+  const legend = await frame.$$eval(`${HISTORY} .u-legend .u-series .u-label`, (ls) => ls.map((l) => l.textContent));
+  assert.deepEqual(legend, ['time', 'heap floor (outlives every step)', 'heap peak']);
+  assert.match(await frame.$eval(`${HISTORY} .lf-chart-note`, (e) => e.textContent), /^5 captures of GPU_0_bfc on host0, .*: what outlives every step moved \+15\.6 MiB/);
+  // The families that grew across the captures.
+  const rows = await families(frame);
+  assert.equal(rows.length, 1);
+  assert.deepEqual(rows[0], {Family: 'Mul [256] output', Where: '', 'Growing captures': '5 of 5', 'Per step': '+4 KiB'});
+  // The capture's own report is still the tab's: its verdict first, its timeline.
+  assert.equal(await frame.$eval('.lf-view', (e) => e.dataset.run), job[0]);
+  await frame.waitForSelector('[data-panel=timeline]');
+});
+
+test('hovering a point tells its capture; clicking the third opens capture 3, in the selector and the URL', async () => {
+  const job = sessions('job');
+  const {page, frame} = await open(job[0]);
+  await historyBanner(frame);
+  await frame.waitForSelector(`${HISTORY} [data-chart=history][data-points-x]`);
+  const {pointsX, pointsY} = await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => ({...e.dataset}));
+  const position = {x: Number(pointsX.split(',')[2]), y: Number(pointsY.split(',')[2])};
+  const over = await frame.$(`${HISTORY} [data-chart=history] .u-over`);
+  await over.hover({position});
+  await frame.waitForSelector(`${HISTORY} .lf-tooltip:not([hidden])`);
+  const tip = await frame.$eval(`${HISTORY} .lf-tooltip`, (e) => e.textContent);
+  assert.match(tip, new RegExp(`^${job[2]}`));
+  assert.match(tip, /stepssteps 2,000–2,009/);
+  assert.match(tip, /click to open this capture/);
+  const report = page.waitForResponse((r) => r.url().includes('/report?') && r.url().includes(encodeURIComponent(job[2])));
+  await over.click({position});
+  assert.equal((await report).status(), 200);
+  await frame.waitForSelector(`.lf-view[data-run="${job[2]}"]`, {timeout: 60_000});
+  await frame.waitForSelector('main.lf-root[data-state="ready"]');
+  assert.equal(await frame.$eval('select[data-select=run]', (s) => s.value), job[2]);
+  assert.equal(hashState(page.url()).get('p.leakfinder.run'), job[2]);
+  // Its report is shown: this capture's verdict and summary, and the history marks it as the one shown.
+  assert.equal(await frame.$eval('.lf-view > .lf-verdict', (e) => e.dataset.verdict), 'leak');
+  assert.match(await frame.$eval('.lf-view > .lf-verdict .lf-verdict-reason', (e) => e.textContent), /Mul \[256\] output/);
+  await frame.waitForSelector(`${HISTORY} [data-chart=history][data-current="2"]`);
+  await frame.waitForSelector('[data-panel=timeline] canvas');
+});
+
+test('the chart opens a capture from the keyboard: arrows move between points, Enter opens', async () => {
+  const job = sessions('job');
+  const {page, frame} = await open(job[4]);
+  await historyBanner(frame);
+  await frame.waitForSelector(`${HISTORY} [data-chart=history][data-current="4"] canvas`);
+  await frame.focus(`${HISTORY} [data-chart=history]`);
+  for (const key of ['ArrowRight', 'ArrowRight']) await page.keyboard.press(key);
+  assert.match(await frame.$eval(`${HISTORY} .lf-tooltip`, (e) => e.textContent), new RegExp(`^${job[1]}`));
+  await page.keyboard.press('Enter');
+  await frame.waitForSelector(`.lf-view[data-run="${job[1]}"]`, {timeout: 60_000});
+  assert.equal(hashState(page.url()).get('p.leakfinder.run'), job[1]);
+});
+
+test('a clean run of 5 captures: no leak in its history, and no family grew', async () => {
+  const clean = sessions('clean');
+  const {frame} = await open(clean[1]);
+  const banner = await historyBanner(frame);
+  assert.equal(banner.verdict, 'no_leak');
+  assert.equal(banner.label, 'No leak');
+  assert.match(banner.reason, /^what outlives each step moved \+0 B over 40 min across 5 captures, rising between 0 of 4 of them$/);
+  assert.equal(await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => e.dataset.points), '5');
+  const rows = await families(frame);
+  assert.deepEqual(rows.map((r) => r.Family), ['No family grew in these captures.']);
+});
+
+test('captures of two hosts: a series each, worst first, chosen in the selector; a point opens its host', async () => {
+  const pod = sessions('pod');
+  const {page, frame} = await open(pod[0], 'host1');
+  const banner = await historyBanner(frame);
+  assert.equal(banner.verdict, 'leak');
+  assert.match(banner.reason, /^GPU_0_bfc on host0: Leak: \+15\.6 MiB over 40 min across 5 captures/);
+  assert.match(await frame.$eval(`${HISTORY} [data-note=history]`, (e) => e.textContent), /captures come from 2 hosts \(host0, host1\): each host's history is its own/);
+  const options = await frame.$$eval(`${HISTORY} select[data-select=history-series] option`, (os) => os.map((o) => o.textContent));
+  assert.deepEqual(options, ['GPU_0_bfc on host0 (leak)', 'GPU_0_bfc on host1 (no leak)']);
+  // The host shown is host1: its series is drawn first.
+  const series = `${HISTORY} select[data-select=history-series]`;
+  assert.equal(await frame.$eval(series, (s) => s.value), '1');
+  assert.equal(await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => e.dataset.host), 'host1');
+  assert.match(await frame.$eval(`${HISTORY} [data-series-reason]`, (e) => e.textContent), /^GPU_0_bfc on host1: No leak: what outlives each step moved \+0 B/);
+  assert.deepEqual((await families(frame)).map((r) => r.Family), ['No family grew in these captures.']);
+  await frame.selectOption(series, '0');
+  await frame.waitForSelector(`${HISTORY} [data-chart=history][data-host=host0][data-points="5"]`);
+  assert.deepEqual((await families(frame)).map((r) => r.Family), ['Mul [256] output']);
+  // A point of host0's series opens that capture on host0, whose series the history then shows.
+  await clickPoint(frame, 3);
+  await frame.waitForSelector(`.lf-view[data-run="${pod[3]}"]`, {timeout: 60_000});
+  assert.equal(hashState(page.url()).get('p.leakfinder.run'), pod[3]);
+  assert.equal(hashState(page.url()).get('p.leakfinder.host'), 'host0');
+  assert.equal(await frame.$eval('select[data-select=host]', (s) => s.value), 'host0');
+  await frame.waitForSelector(`${HISTORY} [data-chart=history][data-host=host0][data-current="3"]`);
+  assert.equal(await frame.$eval(series, (s) => s.value), '0');
+});
+
+test('a run of one capture shows no history, and does not ask for one', async () => {
+  const [single] = sessions('single');
+  const {frame, seen} = await open(single);
+  await frame.waitForSelector('[data-panel=timeline]');
+  assert.equal(await frame.$(HISTORY), null);
+  assert.deepEqual(seen.pluginRequests.filter((u) => u.includes('/history')), []);
+});
+
+test('no request under /data/plugin/leakfinder/ failed, and nothing else went wrong', () => {
+  const failures = pages.flatMap((p) => p.failures);
+  assert.deepEqual(failures, [], `failed plugin requests:\n${failures.join('\n')}`);
+  assert.deepEqual(pages.flatMap((p) => [...p.errors, ...p.dialogs]), []);
+  assert.ok(pages.some((p) => p.pluginRequests.some((u) => u.includes('/history?run=job'))));
+});
