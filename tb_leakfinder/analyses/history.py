@@ -83,8 +83,9 @@ def measure(point: CapturePoint) -> int:
     return point.heap_end_bytes if point.kind == SNAPSHOT else point.heap_floor_bytes
 
 
-def run_history(run: str, points: list[CapturePoint]) -> History:
-    """The history of a run's captures (each allocator of each host its own series)."""
+def run_history(run: str, points: list[CapturePoint], num_captures: int | None = None) -> History:
+    """The history of a run's captures (each allocator of each host its own series); `num_captures` counts those
+    without any allocator too (no memory events), which give no point."""
     captures = {p.capture for p in points}
     by_series: dict[tuple[str, str], list[CapturePoint]] = {}
     for p in sorted(points, key=lambda p: (p.time_s, p.capture)):
@@ -96,10 +97,11 @@ def run_history(run: str, points: list[CapturePoint]) -> History:
     if len(hosts) > 1:
         note = f"captures come from {len(hosts)} hosts ({', '.join(hosts[:5])}): each host's history is its own"
     if not series:
-        return History(run, len(captures), INCONCLUSIVE, f"{run}: no allocator in its captures", note, [])
+        total = num_captures if num_captures is not None else len(captures)
+        return History(run, total, INCONCLUSIVE, f"{run}: no memory events in its {total} captures", note, [])
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.name} on {top.host}: {top.reason}"
-    return History(run, len(captures), top.verdict, reason, note, series)
+    return History(run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
 
 
 def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:

@@ -253,12 +253,13 @@ class Engine:
 
     def history(self, tb_run: str) -> report.Json:
         """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports."""
-        pairs = [(run, host) for run in self.captures(tb_run) for host in run.hosts]
+        sessions = self.captures(tb_run)
+        pairs = [(run, host) for run in sessions for host in run.hosts]
         points = []
         for (run, host), (body, _error) in zip(pairs, self._map_hosts(pairs, lambda p: self._pair_report(*p)), strict=True):
             if body is not None:
                 points += capture_points(run.name, body, run.identity(host).mtime_ns)
-        return report.history_json(run_history(tb_run, points))
+        return report.history_json(run_history(tb_run, points, len(sessions)))
 
     def _pair_report(self, run: Run, host: str) -> tuple[report.Json | None, LeakfinderError | None]:
         return self._host_report(run, host, run.identity(host))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from tb_leakfinder.testing.history_runs import slow_leak_run
-from tb_leakfinder.views import cli
+from tb_leakfinder.views import cli, html
+from tb_leakfinder.views.snapshot import answer_key
 
 
 def test_the_text_report_ends_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
@@ -15,3 +19,17 @@ def test_the_text_report_ends_with_the_history_of_a_run_of_several_captures(tmp_
     rows = [line for line in history if line.strip().startswith("20") and "job/" in line]
     assert [row.split()[2] for row in rows] == [f"job/{s}" for s in leak.sessions]
     assert any(line.split()[:3] == ["Mul", "[256]", "output"] and "+4 KiB/step" in line for line in history)
+
+
+def test_a_comparison_page_of_two_captures_of_a_run_holds_their_history(tmp_path):
+    # An HTML report shows one run; the comparison of two captures of one job holds both, and the tab's
+    # History panel then asks for their history.
+    leak = slow_leak_run(tmp_path / "logs", captures=3)
+    out, logs = tmp_path / "page.html", str(tmp_path / "logs")
+    a, b = (f"job/{s}" for s in leak.sessions[:2])
+    assert cli.main(["diff", logs, logs, "--run-a", a, "--run-b", b, "--no-cache", "--html", str(out)]) in (0, 1)
+    page = out.read_text(encoding="utf-8")
+    data = json.loads(re.search(rf'<script type="application/json" id="{html.DATA_ID}">(.*?)</script>', page, re.S).group(1))
+    history = data["answers"][answer_key("history", {"run": "job"})]
+    # The page's engine knows the two captures it holds: two are too few for a verdict, and it says so.
+    assert (history["verdict"], history["num_captures"]) == ("inconclusive", 2) and "at least 3" in history["reason"]
