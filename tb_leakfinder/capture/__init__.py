@@ -1,6 +1,7 @@
-"""Recording profiles that hold what a verdict needs: the capture helper and the Keras callback. May import
-read (to check what was written) and analyses' names; the frameworks only when the user's program has them."""
+"""Recording profiles that hold what a verdict needs: the capture helper, the Keras callback and the watch of a running
+job's profiler server (`tb-leakfinder watch`, whose XProf client runs in a process of its own). May import read (to
+check what was written) and analyses' names; the frameworks only when the user's program has them."""
 
-from tb_leakfinder.capture.leak_capture import Capture, CaptureError, CaptureWarning, capture
+from tb_leakfinder.capture.leak_capture import Capture, CaptureError, CaptureWarning, Session, capture
 
-__all__ = ["Capture", "CaptureError", "CaptureWarning", "capture"]
+__all__ = ["Capture", "CaptureError", "CaptureWarning", "Session", "capture"]

@@ -5,7 +5,8 @@
 Batches are numbered across epochs (the 3rd batch of the 2nd epoch of 10 batches is 12), so the window
 may span epochs. The profiler follows the Keras backend (TensorFlow or JAX). Keras is imported only
 when `LeakCapture` is first used, since the program that uses it has Keras. `python_tracer=True`
-records Python function events too, as tb_leakfinder.capture does.
+records Python function events too, as tb_leakfinder.capture does; `every_batches=N` captures the
+`num_batches` batches again every N batches, each time as a session of its own (capture's `every`).
 """
 
 from __future__ import annotations
@@ -35,17 +36,24 @@ def _make_class() -> type:
     callback: Any = keras.callbacks.Callback
 
     class LeakCapture(callback):
-        """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir`
-        (with Python function events when `python_tracer` is true)."""
+        """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir` (with Python
+        function events when `python_tracer` is true), and again every `every_batches` batches when that is set."""
 
-        def __init__(self, logdir: str, start_batch: int = 1, num_batches: int = 20, python_tracer: bool = False) -> None:
+        def __init__(
+            self,
+            logdir: str,
+            start_batch: int = 1,
+            num_batches: int = 20,
+            python_tracer: bool = False,
+            every_batches: int | None = None,
+        ) -> None:
             super().__init__()
             framework = _backend_framework(keras)
             if framework is None or framework not in sys.modules:
                 raise CaptureError(
                     f"the Keras backend is {keras.backend.backend()!r}; LeakCapture profiles TensorFlow or JAX only"
                 )
-            self.capture = Capture(logdir, start_batch, num_batches, framework, python_tracer)
+            self.capture = Capture(logdir, start_batch, num_batches, framework, python_tracer, every=every_batches)
             self._batch = 0
             self._step: Any = None
 
@@ -66,8 +74,12 @@ def _make_class() -> type:
             self.capture.__exit__(None, None, None)
 
         def report(self) -> dict[str, Any]:
-            """The leak report of the captured batches (as `Capture.report`)."""
+            """The leak report of the captured batches, the last session's with every_batches (as `Capture.report`)."""
             return self.capture.report()
+
+        def reports(self) -> list[dict[str, Any]]:
+            """The leak report of each session, in the order they were captured (as `Capture.reports`)."""
+            return self.capture.reports()
 
     LeakCapture.__module__ = __name__
     return LeakCapture

@@ -7,12 +7,15 @@
     print(cap.report()["runs"][0]["verdict"])
 
 The framework is the one the program already imported; this module never imports one itself.
-`python_tracer=True` records Python function events (`$<file>.py:<line> <function>`) too.
+`python_tracer=True` records Python function events (`$<file>.py:<line> <function>`) too. With `every=N`, the
+`count` steps from `start`, `start+N`, `start+2N`… are each a session of their own; with `memory_profile_every=M`
+(JAX), a device memory profile is saved every M steps from `start` on, as `<logdir>/memory_profiles/step_<step>.prof`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import pathlib
@@ -25,6 +28,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from tb_leakfinder.capture.sessions import Staging, new_session_id
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID, XPLANE_SUFFIX
 
@@ -43,6 +47,9 @@ PYTHON_TRACER_MAX_MS = 60 * 60 * 1000
 SERVER_START_TIMEOUT_S = 60.0
 SERVER_WRITE_TIMEOUT_S = 600.0
 XPROF_CLIENT = "xprof.convert._pywrap_profiler_plugin"
+# JAX's device memory profiles: <logdir>/MEMORY_PROFILES/step_<step>.prof
+MEMORY_PROFILES = "memory_profiles"
+MEMORY_PROFILE_SUFFIX = ".prof"
 
 # TensorFlow's CPU allocators, by what a profile records of them.
 BFC = "bfc"  # every allocation
@@ -94,6 +101,18 @@ def _varint(value: int) -> bytes:
     return bytes([*out, value])
 
 
+def server_options(session_id: str) -> dict[str, int | str]:
+    """The options of a profiler server's session, as XProf's Capture button sends them, with memory events
+    (HOST_TRACER_LEVEL) and Python function events (PYTHON_TRACER_LEVEL) on."""
+    return {
+        "host_tracer_level": HOST_TRACER_LEVEL,
+        "device_tracer_level": 1,
+        "python_tracer_level": PYTHON_TRACER_LEVEL,
+        "delay_ms": 0,
+        "session_id": session_id,
+    }
+
+
 class _ServerSession:
     """TensorFlow's profiler with the Python tracer: a session of this process's own profiler server.
 
@@ -139,16 +158,10 @@ class _ServerSession:
         if self.recording():
             raise RuntimeError("another profiling session is running")
         address = f"localhost:{self._port()}"
-        self.session_id = _new_session_id(logdir)
+        self.session_id = new_session_id(logdir)
         self.error = None
-        options = {
-            "host_tracer_level": HOST_TRACER_LEVEL,
-            "device_tracer_level": 1,
-            "python_tracer_level": PYTHON_TRACER_LEVEL,
-            "delay_ms": 0,
-            "session_id": self.session_id,
-            "override_hostnames": socket.gethostname(),  # <host>.xplane.pb, as a capture without the tracer writes
-        }
+        # <host>.xplane.pb, as a capture without the tracer writes
+        options = {**server_options(self.session_id), "override_hostnames": socket.gethostname()}
 
         def trace() -> None:
             try:
@@ -195,17 +208,6 @@ class _ServerSession:
 
 
 _SERVER_PORTS: dict[str, int] = {}  # the port of each TensorFlow module's profiler server, by the module's name
-
-
-def _new_session_id(logdir: pathlib.Path) -> str:
-    """A session folder name as TensorFlow gives one (the time to the second), made unique within `logdir`."""
-    stamp = time.strftime("%Y_%m_%d_%H_%M_%S")
-    taken = {p.name for p in _sessions(logdir)}
-    name, n = stamp, 1
-    while name in taken:
-        n += 1
-        name = f"{stamp}_{n}"
-    return name
 
 
 def detect_framework(framework: str | None = None) -> str:
@@ -353,9 +355,12 @@ def _jax_profiler(jax: ModuleType) -> Any:
     return importlib.import_module(f"{jax.__name__}.profiler")
 
 
-def _sessions(logdir: pathlib.Path) -> set[pathlib.Path]:
-    root = logdir / "plugins" / "profile"
-    return {p for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """One profile session a capture wrote: its folder and the steps it marks."""
+
+    path: pathlib.Path
+    steps: tuple[int, ...]
 
 
 class Capture:
@@ -363,7 +368,10 @@ class Capture:
 
     The profiler starts when step `start` begins and stops when the last captured step ends
     (or when the `with` block ends), so warm-up steps (compilation, first allocations) stay out.
-    With `python_tracer`, Python function events are recorded too.
+    With `every`, it does so every `every` steps, each window a session of its own: session k covers
+    steps `start + k*every .. start + k*every + count - 1`. With `python_tracer`, Python function events
+    are recorded too. With `memory_profile_every` (JAX), a device memory profile is saved after steps
+    `start`, `start + memory_profile_every`, ... as `<logdir>/memory_profiles/step_<step>.prof`.
     """
 
     def __init__(
@@ -373,21 +381,47 @@ class Capture:
         count: int | None = None,
         framework: str | None = None,
         python_tracer: bool = False,
+        every: int | None = None,
+        memory_profile_every: int | None = None,
     ) -> None:
         if count is not None and count < 1:
             raise CaptureError(f"count must be at least 1 (or None for every step from start), not {count}")
+        if every is not None:
+            if every < 1:
+                raise CaptureError(f"every must be at least 1 (the steps from one capture's start to the next's), not {every}")
+            if count is None:
+                raise CaptureError(f"every={every} needs count, the steps of each capture (e.g. count=5, every=100)")
+            if count > every:
+                raise CaptureError(f"count ({count}) must be at most every ({every}): the captures would overlap")
+        if memory_profile_every is not None and memory_profile_every < 1:
+            raise CaptureError(f"memory_profile_every must be at least 1, not {memory_profile_every}")
         self.logdir = pathlib.Path(logdir)
         self.start = start
         self.count = count
+        self.every = every
+        self.memory_profile_every = memory_profile_every
         self.framework = detect_framework(framework)
+        if memory_profile_every is not None and self.framework != JAX:
+            raise CaptureError(
+                f"memory_profile_every needs JAX (jax.profiler.save_device_memory_profile); {self.framework} has no"
+                " device memory profile"
+            )
         self.python_tracer = python_tracer
         self.warnings: list[str] = []
-        self.steps: list[int] = []
-        self.session_dir: pathlib.Path | None = None
+        self.steps: list[int] = []  # every captured step, of all sessions
+        self.sessions: list[Session] = []
+        self.memory_profiles: list[pathlib.Path] = []
         self._profiler = _Profiler(self.framework, python_tracer)
         self._allocator: str | None = None
-        self._before: set[pathlib.Path] = set()
-        self._running = False
+        self._staging: Staging | None = None
+        self._window: int | None = None  # the window being recorded: session k of the docstring
+        self._window_steps: list[int] = []
+        self._done: set[int] = set()
+
+    @property
+    def session_dir(self) -> pathlib.Path | None:
+        """The folder of the last session written (None before the first)."""
+        return self.sessions[-1].path if self.sessions else None
 
     def __enter__(self) -> Capture:
         self.warnings = []
@@ -407,69 +441,123 @@ class Capture:
 
     def window(self) -> str:
         last = "..." if self.count is None else str(self.start + self.count - 1)
-        return f"steps {self.start}..{last}"
+        steps = f"steps {self.start}..{last}"
+        return steps if self.every is None else f"{steps} and every {self.every} steps after"
 
     def captures(self, step_num: int) -> bool:
-        return step_num >= self.start and (self.count is None or step_num < self.start + self.count)
+        return self._window_of(step_num) is not None
+
+    def _window_of(self, step_num: int) -> int | None:
+        if step_num < self.start:
+            return None
+        if self.count is None:
+            return 0
+        if self.every is None:
+            return 0 if step_num < self.start + self.count else None
+        window, offset = divmod(step_num - self.start, self.every)
+        return window if offset < self.count else None
+
+    def _last_step(self, window: int) -> int | None:
+        return None if self.count is None else self.start + window * (self.every or 0) + self.count - 1
 
     @contextlib.contextmanager
     def step(self, step_num: int) -> Iterator[None]:
-        """One training step: marked in the profile when it is in the window, run as is otherwise."""
-        if not self.captures(step_num) or self.session_dir is not None:
+        """One training step: marked in the profile when it is in a captured window, run as is otherwise."""
+        window = self._window_of(step_num)
+        if window is not None and window in self._done:
+            window = None
+        if window is None:
             yield
-            return
-        if not self._running:
-            self._start()
-        with self._profiler.step(step_num):
-            yield
-        self.steps.append(step_num)
-        if self.count is not None and step_num >= self.start + self.count - 1:
-            self._stop()
+        else:
+            if self._window != window:
+                self._stop()  # a step of the next window: the session of the last one ends before it
+                self._start(window)
+            with self._profiler.step(step_num):
+                yield
+            self.steps.append(step_num)
+            self._window_steps.append(step_num)
+            last = self._last_step(window)
+            if last is not None and step_num >= last:
+                self._stop()
+        self._save_memory_profile(step_num)
 
-    def _start(self) -> None:
+    def _start(self, window: int) -> None:
         self.logdir.mkdir(parents=True, exist_ok=True)
-        self._before = _sessions(self.logdir)
+        staging = Staging(self.logdir)
         try:
-            self._profiler.start(str(self.logdir))
-        except CaptureError:
-            raise
+            self._profiler.start(str(staging.path))
         except Exception as exc:  # each framework raises its own kind
+            staging.remove()
+            if isinstance(exc, CaptureError):
+                raise
             raise CaptureError(
                 f"the {self.framework} profiler could not start ({str(exc).strip() or type(exc).__name__}); only one"
                 " profile can be captured at a time: is another running (e.g. a TensorBoard callback's profile_batch)?"
             ) from exc
-        self._running = True
+        self._staging, self._window, self._window_steps = staging, window, []
 
     def _stop(self) -> None:
-        if not self._running:
+        if self._window is None or self._staging is None:
             return
-        self._running = False
-        self._profiler.stop()
-        if self._profiler.server is not None and self._profiler.server.ended_early:
-            self._warn(
-                f"the profiler server ended its session by itself after {PYTHON_TRACER_MAX_MS // 60000} min, before"
-                " the last captured step: the steps after that are not in the profile; capture fewer steps (count)"
-                " with python_tracer=True",
-                stacklevel=4,
-            )
-        new = sorted(_sessions(self.logdir) - self._before, key=lambda p: p.stat().st_mtime)
-        if not new:
-            raise CaptureError(f"the {self.framework} profiler wrote no session under {self.logdir / 'plugins' / 'profile'}")
-        self.session_dir = new[-1]
-        if self._allocator == UNKNOWN and MKLCPU in recorded_allocators(self.session_dir):
+        staging = self._staging
+        self._done.add(self._window)
+        self._window = self._staging = None
+        try:
+            self._profiler.stop()
+            if self._profiler.server is not None and self._profiler.server.ended_early:
+                self._warn(
+                    f"the profiler server ended its session by itself after {PYTHON_TRACER_MAX_MS // 60000} min, before"
+                    " the last captured step: the steps after that are not in the profile; capture fewer steps (count)"
+                    " with python_tracer=True",
+                    stacklevel=4,
+                )
+            session_dir = staging.publish()
+        finally:
+            staging.remove()
+        if session_dir is None:
+            raise CaptureError(f"the {self.framework} profiler wrote no session for {self.logdir / 'plugins' / 'profile'}")
+        self.sessions.append(Session(session_dir, tuple(self._window_steps)))
+        if self._allocator == UNKNOWN and MKLCPU in recorded_allocators(session_dir):
             # oneDNN is on and the variable is set, but it came after TensorFlow made its CPU device.
             self._allocator = MKLCPU
             self._warn(MKLCPU_WARNING + _late_note(), stacklevel=4)
 
-    def report(self) -> dict[str, Any]:
-        """The leak report of this capture's profile session (tb_leakfinder.analyze on it)."""
-        from tb_leakfinder import analyze  # the package's API, which imports this module first
+    def _save_memory_profile(self, step_num: int) -> None:
+        """JAX's device memory profile after `step_num`, when memory profiles are due then; written whole, by a rename."""
+        every = self.memory_profile_every
+        if every is None or step_num < self.start or (step_num - self.start) % every:
+            return
+        folder = self.logdir / MEMORY_PROFILES
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"step_{step_num}{MEMORY_PROFILE_SUFFIX}"
+        partial = path.with_name(f"{path.name}.partial")
+        try:
+            _jax_profiler(self._profiler.module).save_device_memory_profile(str(partial))
+            os.replace(partial, path)
+        except Exception as exc:  # JAX's own errors, or the disk's
+            partial.unlink(missing_ok=True)
+            raise CaptureError(f"the device memory profile of step {step_num} could not be saved to {path} ({exc})") from exc
+        self.memory_profiles.append(path)
 
-        if self._running:
-            self._stop()
-        if self.session_dir is None:
+    def report(self) -> dict[str, Any]:
+        """The leak report of this capture's last profile session (tb_leakfinder.analyze on it); `reports` has all."""
+        return _analyze(self._finished()[-1])
+
+    def reports(self) -> list[dict[str, Any]]:
+        """The leak report of each session this capture wrote, in the order they were captured."""
+        return [_analyze(session) for session in self._finished()]
+
+    def _finished(self) -> list[Session]:
+        self._stop()
+        if not self.sessions:
             raise CaptureError(f"nothing was captured into {self.logdir}: no step in {self.window()} was run")
-        return analyze(str(self.session_dir))
+        return self.sessions
+
+
+def _analyze(session: Session) -> dict[str, Any]:
+    from tb_leakfinder import analyze  # the package's API, which imports this module first
+
+    return analyze(str(session.path))
 
 
 def capture(
@@ -478,10 +566,15 @@ def capture(
     count: int | None = None,
     framework: str | None = None,
     python_tracer: bool = False,
+    every: int | None = None,
+    memory_profile_every: int | None = None,
 ) -> Capture:
     """A `Capture` of steps `start .. start+count-1` into `logdir` (a TensorBoard logdir: the Leaks tab finds it).
 
+    `every=N` captures those `count` steps again every N steps, each time as a session of its own (`cap.sessions`;
+    `cap.report()` is the last one's report, `cap.reports()` every one's). `memory_profile_every=M` (JAX) saves a
+    device memory profile every M steps from `start` on, as `<logdir>/memory_profiles/step_<step>.prof`.
     `python_tracer=True` records Python function events too (`$<file>.py:<line> <function>`, the function's first
     line, on the thread that ran it); on TensorFlow it takes XProf's client and grpcio (see _ServerSession).
     """
-    return Capture(logdir, start, count, framework, python_tracer)
+    return Capture(logdir, start, count, framework, python_tracer, every, memory_profile_every)

@@ -69,7 +69,21 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--cache-gb", type=float, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
         if cmd is not pre:
             cmd.add_argument("--no-cache", action="store_true", help="neither read nor fill the cache folder")
+    _add_watch(sub)
     return parser
+
+
+def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    what = "capture a running job's profiler server into a logdir every so often, one profile session per capture"
+    watch = sub.add_parser("watch", help=what, description=f"{what}, with memory events and Python events (Ctrl-C stops)")
+    server = "tf.profiler.experimental.server.start(port) or jax.profiler.start_server(port)"
+    watch.add_argument("address", metavar="ADDR", help=f"host:port of the job's profiler server ({server})")
+    watch.add_argument("--logdir", required=True, help="the local folder to write sessions into (<DIR>/plugins/profile/)")
+    durations = "(500ms, 30s, 10m, 1h)"
+    watch.add_argument("--every", default="10m", help=f"time from one capture's start to the next's {durations}")
+    watch.add_argument("--duration", default="2s", help=f"how long each capture records {durations}")
+    watch.add_argument("--count", help="stop after this many captures (default: until Ctrl-C)")
+    watch.add_argument("--timeout", help=f"stop this long after the start {durations}; exit 1 if --count is not reached")
 
 
 def _disk(args: argparse.Namespace, path: str) -> DiskCache | None:
@@ -145,8 +159,35 @@ def _print(text: str) -> None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout stays open until exit
 
 
+def _watch(args: argparse.Namespace) -> int:
+    """`watch`: captures until --count, --timeout or a signal (see tb_leakfinder/capture/watch.py)."""
+    from tb_leakfinder.capture import watch  # only this command needs it
+
+    try:
+        settings = watch.settings_from_text(args.address, args.logdir, args.every, args.duration, args.count, args.timeout)
+        watch.check_client()
+        watch.prepare_logdir(settings.logdir)
+    except LeakfinderError as exc:
+        _error(exc.message)
+        return EXIT_BAD_INPUT
+
+    def note(line: str) -> None:
+        print(f"tb-leakfinder watch: {visible(line)}", file=sys.stderr, flush=True)
+
+    watcher = watch.Watch(settings, lambda line: _print(visible(line)), note)
+    every, duration = watch.describe_seconds(settings.every_s), watch.describe_seconds(settings.duration_s)
+    _print(visible(f"watching {settings.address} every {every} ({duration} captures) into {settings.logdir}; Ctrl-C stops"))
+    with watch.stop_on_signals(watcher):
+        ended = watcher.run()
+    for line in watcher.summary(ended):
+        _print(visible(line))
+    return watcher.exit_status(ended)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "watch":
+        return _watch(args)
     try:
         if args.command == "diff":
             return _diff(args)

@@ -7,8 +7,7 @@ Without a framework installed its tests skip, unless TB_LEAKFINDER_REQUIRE_FRAME
 
 from __future__ import annotations
 
-import importlib.util
-import os
+import gzip
 import pathlib
 import socket
 
@@ -19,12 +18,7 @@ from tests.support import capture_programs, python_tracer_captures
 from tests.support.demo import ROOT
 from tests.support.python_tracer_captures import python_events
 
-
-def _need(module: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        if os.environ.get("TB_LEAKFINDER_REQUIRE_FRAMEWORKS") == "1":
-            pytest.fail(f"{module} is not installed, and TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1")
-        pytest.skip(f"{module} is not installed (pip install '.[test]')")
+_need = capture_programs.need
 
 
 def run_program(
@@ -226,3 +220,44 @@ def test_jax_python_tracer_records_the_programs_functions(tmp_path):
     line = capture_programs.host_step.__code__.co_firstlineno
     assert out["host_step"] == f"$capture_programs.py:{line} host_step"
     assert python_events(out["session_dir"])[out["host_step"]] == 3
+
+
+def test_tensorflow_every_records_each_window_as_a_session(tmp_path):
+    _need("tensorflow")
+    out = run_program("tf_periodic", tmp_path)
+    # capture(start=2, count=3, every=5) over steps 0..16: three sessions, each with its own step markers.
+    windows = [[2, 3, 4], [7, 8, 9], [12, 13, 14]]
+    assert out["session_steps"] == windows
+    assert sorted(out["sessions"]) == out["sessions"] and len(set(out["sessions"])) == 3
+    assert sorted(p.name for p in (tmp_path / "plugins" / "profile").iterdir()) == [pathlib.Path(s).name for s in out["sessions"]]
+    assert [p.name for p in (tmp_path / "plugins").iterdir()] == ["profile"]  # no staging folder left
+    hosts = [only_host(r) for r in out["reports"]]
+    assert [[s["step"] for s in h["steps"]] for h in hosts] == windows
+    assert all(h["allocators"] for h in hosts)  # memory events in each
+    assert out["report"] == out["reports"][-1]
+
+
+def test_keras_callback_every_batches_records_each_window_as_a_session(tmp_path):
+    _need("tensorflow")
+    out = run_program("keras_periodic", tmp_path)
+    # 4 batches per epoch, numbered across epochs: batches 1..3, 5..7 and 9..11.
+    windows = [[1, 2, 3], [5, 6, 7], [9, 10, 11]]
+    assert out["session_steps"] == windows
+    hosts = [only_host(r) for r in out["reports"]]
+    assert [[s["step"] for s in h["steps"]] for h in hosts] == windows
+    for host in hosts:
+        top = host["allocators"][0]["groups"][0]
+        assert (top["shape"], top["count"]) == (capture_programs.LEAK_SHAPE, 3)
+
+
+def test_jax_memory_profile_every_saves_device_memory_profiles(tmp_path):
+    _need("jax")
+    out = run_program("jax_memory_profiles", tmp_path)
+    # From step 1 (start) on, every 3 steps of the 10, into <logdir>/memory_profiles/step_<step>.prof.
+    expected = [tmp_path / "memory_profiles" / f"step_{n}.prof" for n in (1, 4, 7)]
+    assert out["memory_profiles"] == [str(p) for p in expected]
+    assert sorted((tmp_path / "memory_profiles").iterdir()) == sorted(expected)  # no partial file left
+    for path in expected:
+        assert path.read_bytes()[:2] == b"\x1f\x8b"  # gzip: a pprof Profile
+        assert gzip.decompress(path.read_bytes())
+    assert out["session_steps"] == [[1, 2, 3]]

@@ -25,6 +25,7 @@ from tb_leakfinder.capture.leak_capture import (
     detect_framework,
     tensorflow_cpu_allocator,
 )
+from tb_leakfinder.capture.sessions import new_session_id
 
 
 class FakeTensorFlow(types.ModuleType):
@@ -180,7 +181,7 @@ def test_python_tracer_session_ids_stay_unique(fake_server, tmp_path):
     stamp = time.strftime("%Y_%m_%d_%H_%M_%S")
     for name in (stamp, f"{stamp}_2"):
         (tmp_path / "plugins" / "profile" / name).mkdir(parents=True)
-    assert leak_capture._new_session_id(tmp_path) in (f"{stamp}_3", time.strftime("%Y_%m_%d_%H_%M_%S"))
+    assert new_session_id(tmp_path) in (f"{stamp}_3", time.strftime("%Y_%m_%d_%H_%M_%S"))
     assert leak_capture._varint(300) == b"\xac\x02"
 
 
