@@ -17,6 +17,7 @@ import sys
 import pytest
 
 import tb_leakfinder
+from tb_leakfinder.engine.engine import Engine
 from tests.support.capture_programs import (
     WATCH_COUNT,
     WatchedJob,
@@ -141,3 +142,16 @@ def test_ctrl_c_between_captures_stops_the_watch_and_says_what_it_captured(tmp_p
     (session,) = (tmp_path / "plugins" / "profile").iterdir()
     assert out.splitlines()[-2:] == [f"1 capture of localhost:{port} in {tmp_path} (stopped by SIGINT)", str(session)]
     assert list(session.glob("*.xplane.pb"))
+
+
+def test_the_history_of_the_watched_captures_finds_the_slow_leak_at_its_rate(leaking_job, clean_job):
+    """Issue #22: the captures of one job as one history (the watch's sessions are the logdir's top run, "")."""
+    history = Engine.for_path(str(leaking_job.logdir)).history("")
+    assert history["num_captures"] == WATCH_COUNT and history["verdict"] == "leak", history["reason"]
+    (series,) = history["series"]
+    assert series["bytes_per_step"] == pytest.approx(leaking_job.leak_bytes_per_step, rel=0.10)
+    culprit = series["families"][0]
+    assert culprit["label"].startswith(f"{leaking_job.leak_op} {leaking_job.leak_shape} output")
+    assert culprit["growing_captures"] == WATCH_COUNT and "served_step" in culprit["where"]
+    clean = Engine.for_path(str(clean_job.logdir)).history("")
+    assert clean["verdict"] == "no_leak", clean["reason"]
