@@ -6,11 +6,13 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.query import select_allocator
 from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
+from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.read.discovery import Run
@@ -22,7 +24,7 @@ from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.markdown import render_report as render_markdown_report
 from tb_leakfinder.views.progress import HostProgress
 from tb_leakfinder.views.terminal import visible
-from tb_leakfinder.views.text import render_report
+from tb_leakfinder.views.text import render_history, render_report
 
 EXIT_OK = 0
 EXIT_LEAK = 1
@@ -58,13 +60,18 @@ def _parser() -> argparse.ArgumentParser:
     dif.add_argument("--markdown", metavar="FILE", help="also write the comparison as Markdown to FILE")
     for cmd in (rep, dif):
         export.add_options(cmd)
+    his_help = "a run's captures over time as one history: exit 1 if it leaks"
+    his = sub.add_parser("history", help=his_help, description=his_help)
+    his.add_argument("path", help="a logdir")
+    his.add_argument("--run", help="the TensorBoard run (default: the only one with several captures)")
+    his.add_argument("--json", action="store_true", help="print the history JSON (the same as the plugin's /history)")
     pre_help = "analyse every host of a logdir into the cache folder, so TensorBoard and the CLI answer at once"
     pre = sub.add_parser("precompute", help=pre_help, description=pre_help)
     pre.add_argument("path", help=path_help)
     pre.add_argument("--engine", choices=("local", "ray"), default="local", help="local processes, or a Ray cluster")
     pre.add_argument("--workers", type=int, help="hosts analysed at once (default: one per CPU)")
     pre.add_argument("--address", help="the Ray cluster to use (default: start a local one)")
-    for cmd in (rep, chk, dif, pre):
+    for cmd in (rep, chk, dif, his, pre):
         cmd.add_argument("--cache-dir", help=f"the analysis cache folder, shared with TensorBoard (default: {default_dir()})")
         cmd.add_argument("--cache-gb", type=float, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
         if cmd is not pre:
@@ -146,6 +153,21 @@ def _write_markdown(path: str | None, text: str) -> None:
             raise LeakfinderError(f"{path}: cannot write the Markdown summary ({exc.strerror})") from exc
 
 
+def _history(args: argparse.Namespace) -> int:
+    engine = Engine.for_path(args.path, disk=_disk(args, args.path))
+    tb_run = args.run
+    if tb_run is None:
+        counts = Counter(tensorboard_run(r.name) for r in engine.runs())
+        several = sorted(t for t, n in counts.items() if n > 1)
+        if len(several) != 1:
+            found = ", ".join(repr(t) for t in several) or "none"
+            raise BadArgumentError(f"{args.path}: choose a run with --run; runs of several captures: {found}")
+        tb_run = several[0]
+    result = engine.history(tb_run)
+    _print(json.dumps(result, indent=1) if args.json else "\n".join(render_history(result)))
+    return EXIT_LEAK if result["verdict"] == "leak" else EXIT_OK
+
+
 def _error(message: str) -> None:
     """One line on stderr; a message names files and runs, whose names may hold control characters."""
     print(f"tb-leakfinder: error: {visible(message)}", file=sys.stderr)
@@ -193,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             return _diff(args)
         if args.command == "precompute":
             return _precompute(args)
+        if args.command == "history":
+            return _history(args)
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
