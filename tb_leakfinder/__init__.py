@@ -6,7 +6,7 @@
 
 The report is the same JSON the CLI's `--json` prints and the plugin's
 `/report` route serves (see docs/http_api.md). `tb_leakfinder.capture(logdir)`
-records such a profile from TensorFlow or JAX (see tb_leakfinder/capture.py).
+records such a profile from TensorFlow or JAX (see tb_leakfinder/capture/leak_capture.py).
 """
 
 from __future__ import annotations
