@@ -1,7 +1,7 @@
-"""Message classes for the project's own XSpace and HLO schemas.
+"""Message classes for the project's own XSpace, HLO and pprof schemas.
 
-The schemas live in `xplane.proto` and `hlo.proto` beside this file; `schema.binpb`
-is their compiled descriptor set (see tools/compile_proto.py).
+The schemas live in `xplane.proto`, `hlo.proto` and `pprof.proto` beside this
+file; `schema.binpb` is their compiled descriptor set (see tools/compile_proto.py).
 """
 
 from __future__ import annotations
@@ -41,3 +41,7 @@ def XSpace() -> type[Message]:  # noqa: N802 - named after the message it return
 
 def HloProto() -> type[Message]:  # noqa: N802
     return message_class("tb_leakfinder.hlo.HloProto")
+
+
+def PprofProfile() -> type[Message]:  # noqa: N802
+    return message_class("tb_leakfinder.pprof.Profile")

@@ -1,4 +1,11 @@
-"""Finding profile runs, sessions and hosts under a logdir without decoding them."""
+"""Finding profile runs, sessions and hosts under a logdir without decoding them.
+
+Two layouts are found. XProf's: `<tb_run>/plugins/profile/<session>/<host>.xplane.pb`, a session
+`<tb_run>/<session>` with one host per file. Snapshots (JAX device memory profiles): every `<name>.prof`
+file of a folder outside `plugins` is a session of its own, `<folder>/<name>` (`<name>` at the logdir's
+top), with one host (`memory_profile`); a folder's snapshots are listed in the order they were taken
+(the step number their names end in, else their modification times).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from dataclasses import dataclass, field
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.registry import FORMATS
+from tb_leakfinder.read.formats.registry import SESSION_FORMATS, SNAPSHOT_FORMATS, SnapshotFormat
 from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
 
 MAX_DEPTH = 64
@@ -45,15 +52,37 @@ def _session(name: str, session_dir: str, host: str | None = None) -> Run:
     names = files.listdir(session_dir)
     hosts: dict[str, str] = {}
     for n in names:
-        found = next((h for h in (f.host_name(n) for f in FORMATS) if h is not None), None)
+        found = next((h for h in (f.host_name(n) for f in SESSION_FORMATS) if h is not None), None)
         if found is not None and (host is None or found == host):
             hosts[found] = files.join(session_dir, n)
-    companions = tuple(sorted({c for f in FORMATS for c in f.companions(names)}))
+    companions = tuple(sorted({c for f in SESSION_FORMATS for c in f.companions(names)}))
     return Run(name, session_dir, hosts, companions)
 
 
-def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
-    """(folder, child names) for every folder below `top`, following symlinks once.
+def _snapshot(name: str, path: str, snapshots: SnapshotFormat) -> Run:
+    """The run of one snapshot file: a session of its own, with one host."""
+    host = snapshots.host_name(files.basename(path))
+    assert host is not None  # the format sniffed it
+    return Run(name, files.dirname(path), {host: path})
+
+
+def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[str, int], Run]]:
+    """(sort key, run) of every snapshot file among a folder's `names` (its files), in the order taken."""
+    found = []
+    for snapshots in SNAPSHOT_FORMATS:
+        mine = [files.join(folder, n) for n in names if snapshots.sniff(n)]
+        for rank, path in enumerate(snapshots.snapshot_order(mine), start=1):
+            stem = _stem(files.basename(path))
+            found.append(((f"{rel}/" if rel else "", rank), _snapshot(f"{rel}/{stem}" if rel else stem, path, snapshots)))
+    return found
+
+
+def _stem(file_name: str) -> str:
+    return file_name.rpartition(".")[0] or file_name
+
+
+def _walk_dirs(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(folder, child names, the children that are folders) for every folder below `top`, following symlinks once.
 
     Local symlink cycles end the walk of that branch: each real folder is visited once.
     """
@@ -67,7 +96,7 @@ def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
                 continue
             seen.add(real)
         children, folders = files.listdir_and_subdirs(folder)
-        yield folder, children
+        yield folder, children, folders
         if depth >= MAX_DEPTH:
             continue
         for name in reversed(folders):
@@ -76,24 +105,27 @@ def _walk_dirs(top: str) -> Iterator[tuple[str, list[str]]]:
 
 
 def discover(logdir: str) -> list[Run]:
-    """Every `<tb_run>/plugins/profile/<session>/` with `.xplane.pb` hosts, sorted by name."""
+    """Every `<tb_run>/plugins/profile/<session>/` with `.xplane.pb` hosts, sorted by name, and every snapshot
+    file of a folder outside `plugins`: a folder's snapshots in the order taken, before its XProf sessions."""
     logdir = logdir.rstrip("/") or "/"
-    runs: list[Run] = []
-    for folder, children in _walk_dirs(logdir):
-        if "plugins" not in children:
+    runs: list[tuple[tuple[str, int], Run]] = []
+    for folder, children, folders in _walk_dirs(logdir):
+        rel = _relative(folder, logdir)
+        subfolders = set(folders)
+        runs.extend(_snapshot_runs(folder, [n for n in children if n not in subfolders], rel))
+        if "plugins" not in subfolders:
             continue
         profile_dir = files.join(folder, "plugins", "profile")
         if not files.isdir(profile_dir):
             continue
-        rel = _relative(folder, logdir)
         for session in files.listdir(profile_dir):
             session_dir = files.join(profile_dir, session)
             if not files.isdir(session_dir):
                 continue
             run = _session(f"{rel}/{session}" if rel else session, session_dir)
             if run.hosts:
-                runs.append(run)
-    return sorted(runs, key=lambda r: r.name)
+                runs.append(((run.name, 0), run))
+    return [run for _, run in sorted(runs, key=lambda keyed: keyed[0])]
 
 
 def _relative(folder: str, logdir: str) -> str:
@@ -103,22 +135,26 @@ def _relative(folder: str, logdir: str) -> str:
 
 
 def runs_for_path(path: str) -> list[Run]:
-    """The runs a CLI or API path means: a logdir, one session folder, or one `.xplane.pb`."""
-    host = next((f.host_name(files.basename(path)) for f in FORMATS if f.sniff(path)), None)
-    if host is not None:
+    """The runs a CLI or API path means: a logdir, one session folder, one `.xplane.pb` or one `.prof`."""
+    snapshots = next((f for f in SNAPSHOT_FORMATS if f.sniff(path)), None)
+    host = next((f.host_name(files.basename(path)) for f in SESSION_FORMATS if f.sniff(path)), None)
+    if host is not None or snapshots is not None:
         if not files.exists(path) or files.isdir(path):
             raise LeakfinderError(f"{path}: no such profile file", source=path)
+        if snapshots is not None:
+            return [_snapshot(_stem(files.basename(path)), path, snapshots)]
         session_dir = files.dirname(path)
         return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):
-        raise LeakfinderError(f"{path}: no such logdir, session folder or .xplane.pb file", source=path)
+        raise LeakfinderError(f"{path}: no such logdir, session folder, .xplane.pb or .prof file", source=path)
     session = _session(files.basename(path), path)
     if session.hosts:
         return [session]
     runs = discover(path)
     if not runs:
         raise LeakfinderError(
-            f"{path}: no profiles found (expected <run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX})",
+            f"{path}: no profiles found (expected <run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}"
+            " or <folder>/<snapshot>.prof)",
             source=path,
         )
     return runs

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.formats.base import ProfileFormat
+from tb_leakfinder.read.formats.pprof.format import PPROF
 from tb_leakfinder.read.formats.xplane.format import XPLANE
 
-FORMATS: tuple[ProfileFormat, ...] = (XPLANE,)
+
+class SnapshotFormat(ProfileFormat, Protocol):
+    """A format whose every file is a session of its own with one host (a snapshot), not one host of a
+    session folder: discovery lists each file of a folder outside `plugins/profile` as a session of that
+    folder's TensorBoard run."""
+
+    def snapshot_order(self, paths: list[str]) -> list[str]:
+        """A folder's snapshot files in the order they were taken."""
+        ...
+
+
+# Formats whose files are the hosts of a session folder (`<run>/plugins/profile/<session>/<host>.xplane.pb`).
+SESSION_FORMATS: tuple[ProfileFormat, ...] = (XPLANE,)
+SNAPSHOT_FORMATS: tuple[SnapshotFormat, ...] = (PPROF,)
+FORMATS: tuple[ProfileFormat, ...] = (*SESSION_FORMATS, *SNAPSHOT_FORMATS)
 
 
 def format_of(path: str) -> ProfileFormat:

@@ -1,0 +1,289 @@
+"""Reading one JAX device memory profile (a gzipped pprof Profile) into the model.
+
+JAX writes one sample per set of live buffers that share a Python stack, a
+device and a kind (`count` buffers of `bytes` together), with the labels
+`kind` ("buffer", "executable") and `device` ("cpu:0"), and the stack where
+they were made (locations, innermost first, of lines of functions). A snapshot
+has no time axis and frees nothing, so each sample that holds bytes becomes
+one allocation of them all, never freed, at a time of its own: the k-th such
+sample at 1000 * (k + 1) ps, in the `device` label's allocator, its region
+the `kind` label, its op unnamed. Samples of 0 bytes (JAX's executables on
+CPU) are left out. A stack becomes nested host calls around its sample's
+time on line 0, the outermost widest, named as the profiler's Python tracer
+names functions: `$<filename>:<first line> <function>` (pprof's whole path,
+the function's first line), so that the attribution gives each allocation
+the user's frames of its stack.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+from google.protobuf.message import DecodeError, Message
+
+from tb_leakfinder import proto
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    EVENT_COLUMNS,
+    NO_ALLOCATOR_KEY,
+    SPAN_HOST_CALL,
+    AllocatorInfo,
+    HostProfile,
+    MemoryEvents,
+    Spans,
+    Steps,
+)
+from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
+
+# Files larger than this are refused, and so is one that decompresses to more: a gzip bomb stops here.
+MAX_FILE_BYTES = 256 << 20
+MAX_PROFILE_BYTES = 256 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+# Label keys JAX gives each sample, and the value types that say what a sample's values are.
+DEVICE_LABEL = "device"
+KIND_LABEL = "kind"
+BYTES_UNIT = "bytes"
+SPACE_TYPE = "space"
+# Sample k is allocated at (k + 1) * SAMPLE_PS; its stack's calls end within half of that on either side.
+SAMPLE_PS = 1000
+# The innermost frames of a stack kept: its calls nest within SAMPLE_PS / 2 of the sample's time.
+MAX_FRAMES = SAMPLE_PS // 2 - 1
+PYTHON_CALL_PREFIX = "$"
+# Synthetic addresses, one per sample: a page apart.
+ADDRESS_STRIDE = 1 << 12
+
+
+def not_readable(path: str, detail: object) -> LeakfinderError:
+    """The error for a file that is not a device memory profile, or not a whole one."""
+    return LeakfinderError(f"{path}: not a readable device memory profile ({detail})", source=path)
+
+
+def gunzip(data: bytes, path: str, limit: int = MAX_PROFILE_BYTES) -> bytearray:
+    """The bytes of a gzip file's members; refuses more than `limit` of them before holding more."""
+    if not data:
+        raise not_readable(path, "the file is empty")
+    if data[:2] != GZIP_MAGIC:
+        raise not_readable(path, "not gzip-compressed")
+    out = bytearray()
+    rest = data
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending = rest
+        try:
+            while not inflater.eof:
+                chunk = inflater.decompress(pending, limit + 1 - len(out))
+                out += chunk
+                if len(out) > limit:
+                    raise not_readable(path, f"it decompresses to more than {limit} bytes")
+                pending = inflater.unconsumed_tail
+                if not chunk and not pending:
+                    break
+        except zlib.error as exc:
+            raise not_readable(path, f"corrupt gzip data: {exc}") from exc
+        except MemoryError as exc:  # below the limit, but more than this machine has free
+            raise not_readable(path, f"out of memory after decompressing {len(out)} bytes") from exc
+        if not inflater.eof:
+            raise not_readable(path, "the gzip data is truncated")
+        rest = inflater.unused_data
+        if not rest.strip(b"\0"):  # the end, or the zero padding some writers add
+            return out
+        if rest[:2] != GZIP_MAGIC:
+            raise not_readable(path, f"{len(rest)} bytes that are not gzip data follow the profile")
+
+
+def parse_profile(data: bytes, path: str) -> Message:
+    """The Profile in a file's bytes (gzipped)."""
+    raw = gunzip(data, path)
+    try:
+        profile = proto.PprofProfile().FromString(raw)
+    except (DecodeError, RecursionError, ValueError) as exc:
+        raise not_readable(path, f"not a pprof Profile: {exc}") from exc
+    if not profile.string_table and not profile.sample_type and not profile.sample:
+        raise not_readable(path, "the profile is empty")
+    return profile
+
+
+def read_host(path: str, host: str) -> HostProfile:
+    """One device memory profile's file into the model; raises LeakfinderError naming the file."""
+    return decode(files.read_bytes(path, limit=MAX_FILE_BYTES), host, path)
+
+
+class _Strings:
+    """The profile's string table, each entry decoded once; 0 is "" even in a table without it."""
+
+    def __init__(self, table: list[bytes], path: str) -> None:
+        self.table = table
+        self.path = path
+        self.decoded: dict[int, str] = {0: ""}
+
+    def __call__(self, index: int) -> str:
+        text = self.decoded.get(index)
+        if text is None:
+            if not 0 <= index < len(self.table):
+                raise not_readable(self.path, f"string {index} is not in the table of {len(self.table)}")
+            text = self.decoded[index] = self.table[index].decode("utf-8", "replace")
+        return text
+
+
+def _bytes_value(profile: Message, string: _Strings, path: str) -> int:
+    """Which of a sample's values is its bytes: the sample type in bytes ("space" first)."""
+    types = [(string(t.type), string(t.unit)) for t in profile.sample_type]
+    in_bytes = [k for k, (_, unit) in enumerate(types) if unit == BYTES_UNIT]
+    if not in_bytes:
+        listed = ", ".join(f"{kind}/{unit}" for kind, unit in types) or "none"
+        raise not_readable(path, f"no sample type counts bytes; its sample types: {listed}")
+    return next((k for k in in_bytes if types[k][0] == SPACE_TYPE), in_bytes[0])
+
+
+class _Frames:
+    """Each location's frames as host call names (innermost first), interned in `names`."""
+
+    def __init__(self, profile: Message, string: _Strings, path: str) -> None:
+        self.path = path
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+        functions = {f.id: (string(f.filename), string(f.name), f.start_line) for f in profile.function}
+        self.locations: dict[int, tuple[int, ...]] = {}
+        for location in profile.location:
+            frames = []
+            for line in location.line:
+                function = functions.get(line.function_id)
+                if function is None:
+                    raise not_readable(path, f"location {location.id} names function {line.function_id}, which it lacks")
+                filename, name, start_line = function
+                # The tracer's line is the function's first; a writer that records none gives the line run.
+                first = start_line if start_line > 0 else line.line
+                frames.append(self._intern(f"{PYTHON_CALL_PREFIX}{filename}:{first} {name}"))
+            self.locations[location.id] = tuple(frames)
+        self._stacks: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def _intern(self, name: str) -> int:
+        index = self._ids.get(name)
+        if index is None:
+            index = self._ids[name] = len(self.names)
+            self.names.append(name)
+        return index
+
+    def stack(self, location_ids: tuple[int, ...]) -> tuple[int, ...]:
+        """A sample's frames, innermost first."""
+        frames = self._stacks.get(location_ids)
+        if frames is None:
+            found: list[int] = []
+            for location in location_ids:
+                mine = self.locations.get(location)
+                if mine is None:
+                    raise not_readable(self.path, f"a sample names location {location}, which the profile lacks")
+                found.extend(mine)
+            frames = self._stacks[location_ids] = tuple(found)
+        return frames
+
+
+def decode(data: bytes, host: str, path: str) -> HostProfile:
+    """One device memory profile's bytes (gzipped), read from `path`."""
+    profile = parse_profile(data, path)
+    string = _Strings(list(profile.string_table), path)
+    value_at = _bytes_value(profile, string, path)
+    frames = _Frames(profile, string, path)
+    warnings: list[str] = []
+    sizes: list[int] = []
+    devices: list[str] = []
+    kinds: list[str] = []
+    stacks: list[tuple[int, ...]] = []
+    no_bytes = negative = 0
+    for sample in profile.sample:
+        if len(sample.value) <= value_at:
+            no_bytes += 1
+            continue
+        size = sample.value[value_at]
+        if size <= 0:  # JAX's executables on CPU hold 0 bytes: nothing to allocate
+            negative += size < 0
+            continue
+        labels = {string(label.key): label.str for label in sample.label}
+        sizes.append(size)
+        devices.append(string(labels.get(DEVICE_LABEL, 0)))
+        kinds.append(string(labels.get(KIND_LABEL, 0)))
+        stacks.append(frames.stack(tuple(sample.location_id)))
+    if no_bytes:
+        warnings.append(f"{path}: {no_bytes} samples have no bytes value; they are left out")
+    if negative:
+        warnings.append(f"{path}: {negative} samples have a negative bytes value; they are left out")
+    if not sizes:
+        warnings.append(f"{path}: the device memory profile holds no live buffers")
+    deep = sum(len(s) > MAX_FRAMES for s in stacks)
+    if deep:
+        warnings.append(f"{path}: {deep} samples' stacks are deeper than {MAX_FRAMES} frames; their innermost are kept")
+    events = _events(sizes, devices, kinds)
+    return HostProfile(
+        host,
+        path,
+        events,
+        Steps.empty(),
+        SAMPLE_PS * (len(sizes) + 1),
+        warnings=warnings,
+        spans=_spans(stacks, frames.names),
+        allocators={d: _allocator(d) for d in events.allocator_names},
+        start_time_ns=int(profile.time_nanos) if profile.time_nanos > 0 else None,
+        snapshot=True,
+    )
+
+
+def _allocator(device: str) -> AllocatorInfo:
+    return AllocatorInfo(device or NO_ALLOCATOR_KEY, "cpu" in device.lower())
+
+
+def _events(sizes: list[int], devices: list[str], kinds: list[str]) -> MemoryEvents:
+    """One allocation per sample, in sample order; each allocator's heap is the running sum of its samples."""
+    n = len(sizes)
+    columns: dict[str, np.ndarray] = {name: np.zeros(n, dtype) for name, dtype in EVENT_COLUMNS.items()}
+    columns["group_id"][:] = -1
+    columns["time_ps"] = SAMPLE_PS * np.arange(1, n + 1, dtype=np.int64)
+    columns["kind"][:] = ALLOC
+    columns["addr"] = ADDRESS_STRIDE * np.arange(1, n + 1, dtype=np.uint64)
+    size = np.asarray(sizes, np.int64).reshape(n)
+    columns["tensor_bytes"] = size
+    columns["chunk_bytes"] = size.copy()
+    allocator_names = sorted(set(devices))
+    allocator = _indexes(devices, allocator_names)
+    columns["allocator"] = allocator
+    heap = np.zeros(n, np.int64)
+    for a in range(len(allocator_names)):
+        mine = allocator == a
+        heap[mine] = np.cumsum(size[mine])
+    columns["heap_bytes"] = heap
+    strings = ["", *sorted(set(kinds) - {""})]
+    columns["region"] = _indexes(kinds, strings)
+    return MemoryEvents(**columns, strings=strings, allocator_names=allocator_names)
+
+
+def _indexes(values: list[str], table: list[str]) -> np.ndarray:
+    position = {text: k for k, text in enumerate(table)}
+    return np.fromiter((position[v] for v in values), np.int32, len(values))
+
+
+def _spans(stacks: list[tuple[int, ...]], names: list[str]) -> Spans:
+    """Each sample's frames as nested host calls on line 0 around its time: frame j (innermost 0) from
+    t - (j + 1) to t + (j + 1), at most MAX_FRAMES of them."""
+    kept = [stack[:MAX_FRAMES] for stack in stacks]
+    depth = np.asarray([len(s) for s in kept], np.int64)
+    total = int(depth.sum()) if len(depth) else 0
+    if not total:
+        return Spans.empty()
+    sample = np.repeat(np.arange(len(kept), dtype=np.int64), depth)
+    first = np.cumsum(depth) - depth
+    width = np.arange(total, dtype=np.int64) - np.repeat(first, depth) + 1
+    time = SAMPLE_PS * (sample + 1)
+    name = np.fromiter((frame for stack in kept for frame in stack), np.int32, total)
+    zeros = np.zeros(total, np.int32)
+    return spans_from_rows(
+        np.full(total, SPAN_HOST_CALL, np.int8),
+        name,
+        names,
+        np.full(total, -1, np.int32),
+        np.zeros(total, bool),
+        time - width,
+        time + width,
+        zeros,
+    )
