@@ -12,10 +12,11 @@ from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
 from tb_leakfinder.analyses.lifetimes import pair_events
-from tb_leakfinder.analyses.step_sources import StepSource, find_steps, step_period_ps
+from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, decide, leak_groups
+from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.lifetimes import STATUS_NAMES, Buffers
@@ -32,6 +33,7 @@ from tb_leakfinder.model.memory import (
 )
 from tb_leakfinder.model.sites import NO_SITE, Site
 
+SNAPSHOT_STEPS = "one moment (a device memory profile: the buffers live when it was saved)"
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
 
@@ -65,7 +67,8 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     """All analyses of one host, whose compiled programs are `modules`. Takes the profile's events: they move
     to the allocators column by column, so that a large profile is never held twice; `profile.events` is left empty."""
     events = profile.events
-    source = find_steps(profile)
+    # A snapshot is one moment: it has no steps to find, not even time windows.
+    source = StepSource(NONE, None, Steps.empty(), SNAPSHOT_STEPS) if profile.snapshot else find_steps(profile)
     calls = call_index(profile.spans, modules)
     profile.events = MemoryEvents.empty()
     # The candidate spans have served: the cached analysis keeps only the steps they gave.
@@ -153,6 +156,12 @@ def analyze_allocator(
     if info.partial is not None:
         warnings.append(info.partial)
         verdict = _partial(verdict, info.partial)
+    if profile.snapshot:
+        verdict = Verdict(
+            INCONCLUSIVE,
+            f"A snapshot: {summary.num_allocations} live buffer group(s) holding {format_bytes(summary.heap_end_bytes)} at "
+            "one moment; growth shows across snapshots, in the run's history",
+        )
     if pairing.double_allocations:
         warnings.append(
             f"{name}: {pairing.double_allocations} allocation(s) of an address already in use; "

@@ -58,7 +58,7 @@ def test_each_snapshot_holds_what_the_program_kept(logdir, report):
 
 def test_the_kept_arrays_are_made_at_make_batch(logdir, report):
     _, written = logdir
-    where = written["make_batch"]  # "jax_program.py:<its def line> in make_batch"
+    where = written["make_batch"]  # "jax_program.py:<the line that makes the array> in make_batch"
     for run, saved in zip(report["runs"], written["saved"], strict=True):
         (allocator,) = run["hosts"][0]["allocators"]
         kept = [g for g in allocator["groups"] if g["where"] == where]
@@ -69,6 +69,9 @@ def test_the_kept_arrays_are_made_at_make_batch(logdir, report):
             # The user's frames only, innermost first: JAX's own (site-packages) are dropped.
             assert stack[0] == where and stack[1].startswith("jax_program.py:") and stack[1].endswith(" in main")
             assert all(frame.startswith("jax_program.py:") for frame in stack)
+        # One snapshot alone tells no growth: it says where to look instead of a verdict over made-up windows.
+        assert allocator["verdict"] == "inconclusive" and allocator["reason"].startswith("A snapshot: ")
+        assert "in the run's history" in allocator["reason"] and run["hosts"][0]["step_source"]["kind"] == "none"
 
 
 def test_the_cli_reports_one_snapshot_file(logdir, capsys):

@@ -154,9 +154,10 @@ class _Frames:
                 if function is None:
                     raise not_readable(path, f"location {location.id} names function {line.function_id}, which it lacks")
                 filename, name, start_line = function
-                # The tracer's line is the function's first; a writer that records none gives the line run.
-                first = start_line if start_line > 0 else line.line
-                frames.append(self._intern(f"{PYTHON_CALL_PREFIX}{filename}:{first} {name}"))
+                # The line being run when the buffer was made: what a user looks for (the Python tracer, which has
+                # only the function's first line, names frames by that instead). A writer that records none: the first.
+                at = line.line if line.line > 0 else start_line
+                frames.append(self._intern(f"{PYTHON_CALL_PREFIX}{filename}:{at} {name}"))
             self.locations[location.id] = tuple(frames)
         self._stacks: dict[tuple[int, ...], tuple[int, ...]] = {}
 

@@ -97,7 +97,7 @@ def test_paths_the_cli_takes(tmp_path):
     assert host["host"] == HOST
     (allocator,) = host["allocators"]
     assert (allocator["memory_id"], allocator["never_freed_bytes"]) == ("cpu:0", 3 * MIB)
-    assert allocator["groups"][0]["where"] == "train.py:12 in make_batch"
+    assert allocator["groups"][0]["where"] == "train.py:14 in make_batch"
 
 
 @pytest.mark.parametrize("data", [b"", b"not gzip", PprofBuilder().to_gzip()[:-4]], ids=["empty", "not_gzip", "truncated"])

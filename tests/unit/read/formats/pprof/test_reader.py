@@ -58,13 +58,13 @@ def test_stacks_are_nested_host_calls_around_each_sample(tmp_path):
     spans = _read(tmp_path, b).spans
     assert spans.names == sorted(spans.names)
     rows = [(spans.names[n], int(s), int(t)) for n, s, t in zip(spans.name, spans.start_ps, spans.end_ps, strict=True)]
-    # The function's first line, as the Python tracer names it; the outermost frame is the widest.
+    # The line each frame was running (the buffer's line in the user's function); the outermost frame is the widest.
     assert rows == [
-        (f"${USER}:1 <module>", 997, 1003),
-        (f"${USER}:12 make_batch", 998, 1002),
-        (f"${SITE}:90 full", 999, 1001),
-        (f"${USER}:1 <module>", 1998, 2002),
-        (f"${USER}:12 make_batch", 1999, 2001),
+        (f"${USER}:30 <module>", 997, 1003),
+        (f"${USER}:14 make_batch", 998, 1002),
+        (f"${SITE}:101 full", 999, 1001),
+        (f"${USER}:30 <module>", 1998, 2002),
+        (f"${USER}:14 make_batch", 1999, 2001),
     ]
     assert set(spans.source.tolist()) == {SPAN_HOST_CALL}
     assert set(spans.line.tolist()) == {0} and set(spans.device.tolist()) == {-1} and not spans.root.any()
@@ -79,12 +79,12 @@ def test_the_attribution_gives_each_buffer_its_user_frames(tmp_path):
     (allocator,) = analysis.allocators
     stacks = {allocator.sites[s].stack for s in allocator.buffers.site.tolist()}
     assert stacks == {
-        ("train.py:12 in make_batch", "train.py:1 in <module>"),
-        ("train.py:40 in warm_up", "train.py:1 in <module>"),
+        ("train.py:14 in make_batch", "train.py:30 in <module>"),
+        ("train.py:41 in warm_up", "train.py:29 in <module>"),
     }
     assert {allocator.sites[s].where for s in allocator.buffers.site.tolist()} == {
-        "train.py:12 in make_batch",
-        "train.py:40 in warm_up",
+        "train.py:14 in make_batch",
+        "train.py:41 in warm_up",
     }
 
 
