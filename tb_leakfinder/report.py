@@ -244,7 +244,10 @@ def history_json(h: History) -> Json:
                     }
                     for c in s.captures
                 ],
-                "families": [{**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1)} for f in s.families],
+                "families": [
+                    {**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1), "bytes_per_hour": round(f.bytes_per_hour, 1)}
+                    for f in s.families
+                ],
             }
             for s in h.series
         ],

@@ -385,6 +385,8 @@ export interface HistoryFamily {
   growth_bytes: number;
   growing_captures: number;
   bytes_per_step: number;
+  /** Its rate over wall-clock time: across snapshots, or its rate per step at the job's steps per hour. */
+  bytes_per_hour: number;
 }
 
 /** One allocator of one host over a run's captures. */

@@ -50,6 +50,7 @@ class FamilyTrend:
     growth_bytes: int  # last less first
     growing_captures: int  # captures it grew in (within a profile), or snapshots after which it held more
     bytes_per_step: float  # its rate within the profiles that saw it grow (median), or across snapshots
+    bytes_per_hour: float  # across snapshots over wall-clock time; a profile's rate per step at the job's steps per hour
 
 
 @dataclass
@@ -153,6 +154,11 @@ def _families(points: list[CapturePoint]) -> list[FamilyTrend]:
     for k, p in enumerate(points):
         for f in p.families:
             seen.setdefault(f.key, []).append((k, f))
+    # The job's pace, where the captures' step numbers and times tell it: what turns a rate per step into one per hour.
+    steps = [p.first_step for p in points]
+    times = np.asarray([p.time_s for p in points], np.float64)
+    known = None not in steps and len(points) > 1
+    steps_per_hour = _slope(times, np.asarray(steps, np.float64)) * 3600.0 if known else 0.0
     trends = []
     for key, found in seen.items():
         first, last = found[0][1], found[-1][1]
@@ -160,17 +166,20 @@ def _families(points: list[CapturePoint]) -> list[FamilyTrend]:
             held = [f.bytes for _, f in found]
             grew = sum(1 for a, b in itertools.pairwise(held) if b > a)
             x = [points[k].last_step for k, _ in found]
-            known = [s for s in x if s is not None]
-            fitted = len(found) > 1 and len(known) == len(x) and len(set(known)) > 1
-            rate = _slope(np.asarray(known, np.float64), np.asarray(held, np.float64)) if fitted else 0.0
+            numbered = [s for s in x if s is not None]
+            fitted = len(found) > 1 and len(numbered) == len(x) and len(set(numbered)) > 1
+            rate = _slope(np.asarray(numbered, np.float64), np.asarray(held, np.float64)) if fitted else 0.0
+            at = np.asarray([points[k].time_s for k, _ in found], np.float64)
+            hourly = _slope(at, np.asarray(held, np.float64)) * 3600.0
         else:
             rates = [f.bytes_per_step for _, f in found if f.kind == GROWING]
             grew = len(rates)
             rate = float(np.median(rates)) if rates else 0.0
+            hourly = rate * steps_per_hour
         if grew == 0:
             continue
         growth = last.bytes - first.bytes
-        trends.append(FamilyTrend(key, last.label, last.where, last.stack, first.bytes, last.bytes, growth, grew, rate))
+        trends.append(FamilyTrend(key, last.label, last.where, last.stack, first.bytes, last.bytes, growth, grew, rate, hourly))
     trends.sort(key=lambda t: (-t.growing_captures, -t.growth_bytes, -t.bytes_per_step))
     return trends[:MAX_FAMILIES]
 

@@ -50,6 +50,7 @@ def test_a_slow_rise_across_captures_is_a_leak_with_its_rates_culprit_and_foreca
     assert s.bytes_per_step == pytest.approx(4096) and s.bytes_per_hour == pytest.approx(1000 * 4096)
     assert s.rise_bytes == 5 * 1000 * 4096
     assert s.families[0].label == "Mul [256] output" and s.families[0].growing_captures == 6
+    assert s.families[0].bytes_per_hour == pytest.approx(1000 * 4096)
     assert s.hours_to_oom == pytest.approx(((16 << 30) - (100 * MIB + 5 * 1000 * 4096)) / (1000 * 4096))
     assert h.reason.startswith("Leak: +19.5 MiB over 5 h across 6 captures, +4.0 KiB per step, from Mul [256] output")
     assert "at train.py:42 in step; out of memory in about" in h.reason
@@ -101,3 +102,4 @@ def test_snapshots_follow_live_bytes_and_the_family_that_grew():
     assert s.verdict == LEAK and s.bytes_per_step == pytest.approx(4 * MIB / 10)
     f = s.families[0]
     assert (f.growing_captures, f.growth_bytes) == (3, 12 * MIB) and f.bytes_per_step == pytest.approx(4 * MIB / 10)
+    assert f.bytes_per_hour == pytest.approx(4 * MIB)
