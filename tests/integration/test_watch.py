@@ -87,7 +87,9 @@ def test_watching_a_leaking_tensorflow_job_gives_sessions_that_each_find_the_lea
             "output",
             "growing",
         )
-        assert top["count"] == host["num_steps"]  # one kept tensor a step
+        # One kept tensor a step. The window opens and closes at any moment: a step cut at either end keeps its
+        # tensor in the window without its whole marker (seen: 20 tensors for 19 steps).
+        assert host["num_steps"] <= top["count"] <= host["num_steps"] + 2
         assert top["bytes_per_step"] == pytest.approx(job.leak_bytes_per_step, rel=0.05)
         assert top["where"].endswith(" in served_step")  # named by the job's Python function
 
