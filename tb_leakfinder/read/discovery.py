@@ -4,7 +4,9 @@ Two layouts are found. XProf's: `<tb_run>/plugins/profile/<session>/<host>.xplan
 `<tb_run>/<session>` with one host per file. Snapshots (JAX device memory profiles): every `<name>.prof`
 file of a folder outside `plugins` is a session of its own, `<folder>/<name>` (`<name>` at the logdir's
 top), with one host (`memory_profile`); a folder's snapshots are listed in the order they were taken
-(the step number their names end in, else their modification times).
+(the step number their names end in, else their modification times). PyTorch profiler traces: a folder
+outside `plugins` holding `*.pt.trace.json[.gz]` (or other JSON that is a Kineto trace) is one session,
+`<folder>` (the logdir's own name at its top), whose hosts are the traces.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.registry import SESSION_FORMATS, SNAPSHOT_FORMATS, SnapshotFormat
+from tb_leakfinder.read.formats.registry import FOLDER_FORMATS, SESSION_FORMATS, SNAPSHOT_FORMATS, SnapshotFormat
 from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
 
 MAX_DEPTH = 64
@@ -77,6 +79,15 @@ def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[
     return found
 
 
+def _folder_run(name: str, folder: str, names: list[str]) -> Run | None:
+    """The session of a folder's own traces (FOLDER_FORMATS), None when it holds none."""
+    hosts: dict[str, str] = {}
+    for folder_format in FOLDER_FORMATS:
+        for host, path in folder_format.folder_hosts(folder, names).items():
+            hosts.setdefault(host, path)
+    return Run(name, folder, hosts) if hosts else None
+
+
 def _stem(file_name: str) -> str:
     return file_name.rpartition(".")[0] or file_name
 
@@ -112,7 +123,11 @@ def discover(logdir: str) -> list[Run]:
     for folder, children, folders in _walk_dirs(logdir):
         rel = _relative(folder, logdir)
         subfolders = set(folders)
-        runs.extend(_snapshot_runs(folder, [n for n in children if n not in subfolders], rel))
+        names = [n for n in children if n not in subfolders]
+        runs.extend(_snapshot_runs(folder, names, rel))
+        traces = _folder_run(rel or files.basename(logdir) or logdir, folder, names)
+        if traces is not None:
+            runs.append(((traces.name, 0), traces))
         if "plugins" not in subfolders:
             continue
         profile_dir = files.join(folder, "plugins", "profile")
@@ -135,7 +150,14 @@ def _relative(folder: str, logdir: str) -> str:
 
 
 def runs_for_path(path: str) -> list[Run]:
-    """The runs a CLI or API path means: a logdir, one session folder, one `.xplane.pb` or one `.prof`."""
+    """The runs a CLI or API path means: a logdir, one session folder, one `.xplane.pb`, `.prof` or trace."""
+    in_folder = next((f for f in FOLDER_FORMATS if not files.isdir(path) and f.sniff(path)), None)
+    if in_folder is not None:
+        session_dir = files.dirname(path)
+        hosts = in_folder.folder_hosts(session_dir, [files.basename(path)])
+        if not hosts:
+            raise LeakfinderError(f"{path}: no such profile file", source=path)
+        return [Run(files.basename(session_dir) or session_dir, session_dir, hosts)]
     snapshots = next((f for f in SNAPSHOT_FORMATS if f.sniff(path)), None)
     host = next((f.host_name(files.basename(path)) for f in SESSION_FORMATS if f.sniff(path)), None)
     if host is not None or snapshots is not None:
@@ -146,7 +168,7 @@ def runs_for_path(path: str) -> list[Run]:
         session_dir = files.dirname(path)
         return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):
-        raise LeakfinderError(f"{path}: no such logdir, session folder, .xplane.pb or .prof file", source=path)
+        raise LeakfinderError(f"{path}: no such logdir, session folder, .xplane.pb, .prof or .pt.trace.json file", source=path)
     session = _session(files.basename(path), path)
     if session.hosts:
         return [session]
@@ -154,7 +176,7 @@ def runs_for_path(path: str) -> list[Run]:
     if not runs:
         raise LeakfinderError(
             f"{path}: no profiles found (expected <run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}"
-            " or <folder>/<snapshot>.prof)",
+            " or <folder>/<snapshot>.prof or <folder>/<worker>.pt.trace.json[.gz])",
             source=path,
         )
     return runs

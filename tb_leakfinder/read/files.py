@@ -149,6 +149,18 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
         raise _cannot_read(path, exc) from exc
 
 
+def read_head(path: str, size: int) -> bytes:
+    """At most the first `size` bytes of a file: b"" when it cannot be read (a sniff, not a read)."""
+    try:
+        if is_local(path):
+            with open(path, "rb") as f:
+                return f.read(size)
+        with tf.io.gfile.GFile(path, "rb") as remote:
+            return bytes(remote.read(size))
+    except (OSError, tf.errors.OpError):
+        return b""
+
+
 @contextlib.contextmanager
 def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
     """A file's bytes (up to the size it had when opened) in private anonymous memory the caller owns.

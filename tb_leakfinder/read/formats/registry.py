@@ -7,6 +7,7 @@ from typing import Protocol
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.formats.base import ProfileFormat
 from tb_leakfinder.read.formats.pprof.format import PPROF
+from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE
 from tb_leakfinder.read.formats.xplane.format import XPLANE
 
 
@@ -20,8 +21,19 @@ class SnapshotFormat(ProfileFormat, Protocol):
         ...
 
 
-# Formats whose files are the hosts of a session folder (`<run>/plugins/profile/<session>/<host>.xplane.pb`).
-SESSION_FORMATS: tuple[ProfileFormat, ...] = (XPLANE,)
+class FolderFormat(ProfileFormat, Protocol):
+    """A session format whose files sit in a TensorBoard run's own folder, not under `plugins/profile`: discovery
+    makes every folder outside `plugins/` that holds some one session, its hosts those files (PyTorch traces)."""
+
+    def folder_hosts(self, folder: str, names: list[str]) -> dict[str, str]:
+        """The hosts among a folder's file names (not its subfolders'), host -> path; may read their first bytes."""
+        ...
+
+
+# Formats whose files are the hosts of a session folder (`<run>/plugins/profile/<session>/<host>.xplane.pb`,
+# or a run's folder of PyTorch traces).
+FOLDER_FORMATS: tuple[FolderFormat, ...] = (TORCH_TRACE,)
+SESSION_FORMATS: tuple[ProfileFormat, ...] = (XPLANE, *FOLDER_FORMATS)
 SNAPSHOT_FORMATS: tuple[SnapshotFormat, ...] = (PPROF,)
 FORMATS: tuple[ProfileFormat, ...] = (*SESSION_FORMATS, *SNAPSHOT_FORMATS)
 

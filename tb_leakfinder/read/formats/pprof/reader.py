@@ -18,6 +18,7 @@ the user's frames of its stack.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 from google.protobuf.message import DecodeError, Message
@@ -61,12 +62,18 @@ def not_readable(path: str, detail: object) -> LeakfinderError:
     return LeakfinderError(f"{path}: not a readable device memory profile ({detail})", source=path)
 
 
-def gunzip(data: bytes, path: str, limit: int = MAX_PROFILE_BYTES) -> bytearray:
-    """The bytes of a gzip file's members; refuses more than `limit` of them before holding more."""
+def gunzip(
+    data: bytes,
+    path: str,
+    limit: int = MAX_PROFILE_BYTES,
+    refuse: Callable[[str, object], LeakfinderError] = not_readable,
+) -> bytearray:
+    """The bytes of a gzip file's members; refuses more than `limit` of them before holding more (with `refuse`'s
+    error: the format's own words for a file it cannot read)."""
     if not data:
-        raise not_readable(path, "the file is empty")
+        raise refuse(path, "the file is empty")
     if data[:2] != GZIP_MAGIC:
-        raise not_readable(path, "not gzip-compressed")
+        raise refuse(path, "not gzip-compressed")
     out = bytearray()
     rest = data
     while True:
@@ -77,21 +84,21 @@ def gunzip(data: bytes, path: str, limit: int = MAX_PROFILE_BYTES) -> bytearray:
                 chunk = inflater.decompress(pending, limit + 1 - len(out))
                 out += chunk
                 if len(out) > limit:
-                    raise not_readable(path, f"it decompresses to more than {limit} bytes")
+                    raise refuse(path, f"it decompresses to more than {limit} bytes")
                 pending = inflater.unconsumed_tail
                 if not chunk and not pending:
                     break
         except zlib.error as exc:
-            raise not_readable(path, f"corrupt gzip data: {exc}") from exc
+            raise refuse(path, f"corrupt gzip data: {exc}") from exc
         except MemoryError as exc:  # below the limit, but more than this machine has free
-            raise not_readable(path, f"out of memory after decompressing {len(out)} bytes") from exc
+            raise refuse(path, f"out of memory after decompressing {len(out)} bytes") from exc
         if not inflater.eof:
-            raise not_readable(path, "the gzip data is truncated")
+            raise refuse(path, "the gzip data is truncated")
         rest = inflater.unused_data
         if not rest.strip(b"\0"):  # the end, or the zero padding some writers add
             return out
         if rest[:2] != GZIP_MAGIC:
-            raise not_readable(path, f"{len(rest)} bytes that are not gzip data follow the profile")
+            raise refuse(path, f"{len(rest)} bytes that are not gzip data follow the profile")
 
 
 def parse_profile(data: bytes, path: str) -> Message:

@@ -1,0 +1,94 @@
+"""The PyTorch profiler trace format's entry in the registry: which files are traces, and their hosts.
+
+A folder holding traces (outside `plugins/`) is one session, its hosts the traces: the workers of one
+TensorBoard run. `tensorboard_trace_handler` names a trace `<worker>.<ns>.pt.trace.json[.gz]`, its worker
+`<host>_<pid>` by default; a trace's host is its worker (two processes of one machine are two hosts), any
+other `*.json[.gz]` whose first bytes show a Kineto trace its file stem.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+from tb_leakfinder.errors import NotFoundError
+from tb_leakfinder.model.hlo import HloModule
+from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.base import HostReading
+from tb_leakfinder.read.formats.pprof.reader import GZIP_MAGIC
+from tb_leakfinder.read.formats.torch_trace.reader import read_host
+
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+JSON_SUFFIXES = (".json", ".json.gz")
+# A sniff reads this much of a file, and looks this far into its (decompressed) text for a trace's keys:
+# a TraceLens trace puts ~26 KB of metadata before "traceEvents".
+HEAD_BYTES = 64 << 10
+TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"')
+# tensorboard_trace_handler's file name: `<worker>.<time in ns or ms>.pt.trace.json[.gz]`.
+_HANDLER_NAME = re.compile(r"(.+)\.\d+\.pt\.trace\.json(?:\.gz)?")
+
+
+def is_trace_name(file_name: str) -> bool:
+    return any(file_name.endswith(s) and len(file_name) > len(s) for s in TRACE_SUFFIXES)
+
+
+def stem(file_name: str) -> str:
+    """A trace's file name without its `.pt.trace.json[.gz]` or `.json[.gz]`."""
+    for suffix in (*TRACE_SUFFIXES, *JSON_SUFFIXES):
+        if file_name.endswith(suffix) and len(file_name) > len(suffix):
+            return file_name[: -len(suffix)]
+    return file_name
+
+
+def trace_host(file_name: str) -> str:
+    """The worker a trace's file name gives (`<host>_<pid>` of `<host>_<pid>.<ns>.pt.trace.json.gz`), else its stem."""
+    handler = _HANDLER_NAME.fullmatch(file_name)
+    return handler.group(1) if handler else stem(file_name)
+
+
+def looks_like_trace(head: bytes) -> bool:
+    """Whether a file's first bytes (gzipped or not) open a JSON object with a Kineto trace's keys."""
+    if head[:2] == GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_BYTES)
+        except zlib.error:
+            return False
+    text = head[:HEAD_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return text[:1] == b"{" and any(key in text for key in TRACE_KEYS)
+
+
+class TorchTraceFormat:
+    name = "torch_trace"
+
+    def sniff(self, path: str) -> bool:
+        name = files.basename(path)
+        if is_trace_name(name):
+            return True
+        if not any(name.endswith(s) and len(name) > len(s) for s in JSON_SUFFIXES):
+            return False
+        return looks_like_trace(files.read_head(path, HEAD_BYTES))
+
+    def host_name(self, file_name: str) -> str | None:
+        # By name only: XProf's session folders hold `<host>.trace.json.gz` and other JSON that are no hosts.
+        return trace_host(file_name) if is_trace_name(file_name) else None
+
+    def folder_hosts(self, folder: str, names: list[str]) -> dict[str, str]:
+        """The traces among a folder's file names, host -> path: by name, or by content for other JSON."""
+        hosts: dict[str, str] = {}
+        for name in sorted(names):
+            path = files.join(folder, name)
+            if self.sniff(path):
+                hosts.setdefault(trace_host(name), path)
+        return hosts
+
+    def companions(self, names: list[str]) -> tuple[str, ...]:
+        return ()
+
+    def read(self, path: str, host: str, session_dir: str) -> HostReading:
+        return HostReading(read_host(path, host), [], {})
+
+    def module(self, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
+        raise NotFoundError(f"{source}: a PyTorch profiler trace holds no compiled programs, so none named {name!r}")
+
+
+TORCH_TRACE = TorchTraceFormat()
