@@ -27,11 +27,13 @@ from tb_leakfinder.analyses.frames import user_frames
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.memory import (
     ALLOC,
+    PYTHON_CALL_PREFIX,
     SPAN_DEVICE_PROGRAM,
     SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
     MemoryEvents,
     Spans,
+    is_transfer_name,
 )
 from tb_leakfinder.model.sites import (
     CONTEXT_OUTSIDE,
@@ -57,7 +59,6 @@ MAX_DEPTH = 2000
 OUTSIDE_LABEL = "outside any program"
 _JITTED_CALL = re.compile(r"^PjitFunction\((?P<function>.*)\)$")
 _SHAPE = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)(?P<dims>\[.*\])")
-_TRANSFER_WORDS = ("DevicePut", "BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 
 # Values spread over at most this many integers are made unique by counting, not by sorting.
@@ -169,7 +170,7 @@ class CallIndex:
             return (), False
         if chain not in self._frames:
             names = [self.spans.names[i] for i in self.chains.names(chain)]
-            transfer = any(word in n for n in names for word in _TRANSFER_WORDS if not n.startswith("$"))
+            transfer = any(is_transfer_name(n) for n in names if not n.startswith(PYTHON_CALL_PREFIX))
             self._frames[chain] = (user_frames(names, self.user_files), transfer)
         return self._frames[chain]
 

@@ -17,11 +17,12 @@ import re
 from collections.abc import Iterable, Sequence
 
 from tb_leakfinder.analyses.framework_files import FRAMEWORK_FILES
+from tb_leakfinder.model.memory import PYTHON_CALL_PREFIX
 
 # Frames kept per site, innermost first.
 MAX_FRAMES = 8
 # "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient).
-_PYTHON_FRAME = re.compile(r"^\$(?P<file>[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+_PYTHON_FRAME = re.compile(rf"^{re.escape(PYTHON_CALL_PREFIX)}(?P<file>[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
 # tb_leakfinder's own capture code runs around the user's steps: never the user's line.
 OWN_FILES = frozenset({"leak_capture.py", "keras_callback.py"})

@@ -17,7 +17,7 @@ from tb_leakfinder.analyses.diff import HostSide, RunSide
 from tb_leakfinder.analyses.history import run_history
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
-from tb_leakfinder.engine.history import capture_points, tensorboard_run
+from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
@@ -248,9 +248,6 @@ class Engine:
             raise NotFoundError(f"no TensorBoard run named {tb_run!r} with captures; runs: {', '.join(known[:20]) or 'none'}")
         return sessions
 
-    def _num_captures(self, tb_run: str) -> int:
-        return sum(1 for r in self.runs() if tensorboard_run(r.name) == tb_run)
-
     def history(self, tb_run: str) -> report.Json:
         """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports."""
         sessions = self.captures(tb_run)
@@ -274,6 +271,7 @@ class Engine:
     def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.Json:
         runs = [self.run(run_name)] if run_name is not None else self.runs()
         reports = [self.run_report(r, host, done) for r in runs]
-        several = sorted({t for t in map(tensorboard_run, (r.name for r in runs)) if self._num_captures(t) > 1})
+        reported = {tensorboard_run(r.name) for r in runs}
+        several = [t for t in several_captures(r.name for r in self.runs()) if t in reported]
         histories = [self.history(t) for t in several] if run_name is None and host is None else []
         return report.report_json(reports, histories)

@@ -6,6 +6,8 @@ point needs, so a history of a hundred captures reads no profile and no array.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from tb_leakfinder.analyses.diff import module_base_name, normalize_name
@@ -18,6 +20,12 @@ Json = dict[str, Any]
 def tensorboard_run(name: str) -> str:
     """The TensorBoard run of a discovered session, "job" of "job/2026_12_01_22_30_16" ("" at the logdir's top)."""
     return name.rpartition("/")[0]
+
+
+def several_captures(names: Iterable[str]) -> list[str]:
+    """The TensorBoard runs, sorted, that two or more of these discovered sessions belong to."""
+    counts = Counter(map(tensorboard_run, names))
+    return sorted(t for t, n in counts.items() if n > 1)
 
 
 def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint]:

@@ -105,6 +105,22 @@ SPAN_DEVICE_STEP = 2  # an event of a device plane's `Steps` line
 # A host call that says what an allocation inside it is for: a Python function the profiler's Python tracer
 # recorded ("$train.py:42 train_step"), or a runtime call that moves data to a device (DevicePut, ...).
 SPAN_HOST_CALL = 3
+# How every format names its host calls: a Python function "$<file>:<line> <function>" (the Python tracer's
+# convention, which the attribution parses), or a runtime transfer, named by one of TRANSFER_NAMES or containing
+# one of TRANSFER_PARTS.
+PYTHON_CALL_PREFIX = "$"
+TRANSFER_NAMES = ("DevicePut",)
+TRANSFER_PARTS = ("BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
+
+
+def python_call_name(file: str, line: int | str, function: str) -> str:
+    """A Python function's host call name, as the Python tracer writes it."""
+    return f"{PYTHON_CALL_PREFIX}{file}:{line} {function}"
+
+
+def is_transfer_name(name: str) -> bool:
+    """Whether a host call of this name is a runtime call that copies host data to a device."""
+    return name in TRANSFER_NAMES or any(part in name for part in TRANSFER_PARTS)
 
 
 @dataclass

@@ -6,13 +6,12 @@ import argparse
 import json
 import os
 import sys
-from collections import Counter
 
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.query import select_allocator
 from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
-from tb_leakfinder.engine.history import tensorboard_run
+from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.read.discovery import Run
@@ -157,8 +156,7 @@ def _history(args: argparse.Namespace) -> int:
     engine = Engine.for_path(args.path, disk=_disk(args, args.path))
     tb_run = args.run
     if tb_run is None:
-        counts = Counter(tensorboard_run(r.name) for r in engine.runs())
-        several = sorted(t for t, n in counts.items() if n > 1)
+        several = several_captures(r.name for r in engine.runs())
         if len(several) != 1:
             found = ", ".join(repr(t) for t in several) or "none"
             raise BadArgumentError(f"{args.path}: choose a run with --run; runs of several captures: {found}")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -29,7 +28,7 @@ from werkzeug.test import EnvironBuilder
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
 from tb_leakfinder.engine.engine import Engine
-from tb_leakfinder.engine.history import tensorboard_run
+from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
@@ -226,8 +225,7 @@ class Snapshot:
         self.page.answer(answer_key("runs", {}), {"runs": runs})
         hosts = [self._gather_run(run) for run in self.runs]
         # The tab shows a run's history when the page holds several of its captures.
-        captures = Counter(tensorboard_run(run.name) for run in self.runs)
-        for tb_run in sorted(t for t, n in captures.items() if n > 1):
+        for tb_run in several_captures(run.name for run in self.runs):
             self._keep(self.page, "history", run=tb_run)
         if comparison:
             self._gather_comparison(*self.runs)

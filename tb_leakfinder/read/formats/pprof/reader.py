@@ -35,6 +35,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    python_call_name,
 )
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
@@ -52,7 +53,6 @@ SPACE_TYPE = "space"
 SAMPLE_PS = 1000
 # The innermost frames of a stack kept: its calls nest within SAMPLE_PS / 2 of the sample's time.
 MAX_FRAMES = SAMPLE_PS // 2 - 1
-PYTHON_CALL_PREFIX = "$"
 # Synthetic addresses, one per sample: a page apart.
 ADDRESS_STRIDE = 1 << 12
 
@@ -164,7 +164,7 @@ class _Frames:
                 # The line being run when the buffer was made: what a user looks for (the Python tracer, which has
                 # only the function's first line, names frames by that instead). A writer that records none: the first.
                 at = line.line if line.line > 0 else start_line
-                frames.append(self._intern(f"{PYTHON_CALL_PREFIX}{filename}:{at} {name}"))
+                frames.append(self._intern(python_call_name(filename, at, name)))
             self.locations[location.id] = tuple(frames)
         self._stacks: dict[tuple[int, ...], tuple[int, ...]] = {}
 

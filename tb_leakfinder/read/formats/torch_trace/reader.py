@@ -42,6 +42,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    python_call_name,
 )
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.pprof.reader import GZIP_MAGIC, gunzip
@@ -57,7 +58,6 @@ STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
 # Newer traces repeat each step on the GPU's timeline (`gpu_user_annotation`): the host's is the step.
 GPU_CATEGORY_PREFIX = "gpu_"
-PYTHON_CALL_PREFIX = "$"
 # Kineto's Device Type codes (c10::DeviceType) and the allocator names they become.
 DEVICE_TYPES = {0: "cpu", 1: "cuda", 6: "hip"}
 CPU_TYPE = 0
@@ -198,7 +198,7 @@ class _Scan:
             elif category == PYTHON_CATEGORY:
                 frame = _PYTHON_FRAME.fullmatch(name)
                 if frame:
-                    call = f"{PYTHON_CALL_PREFIX}{frame.group(1)}:{frame.group(2)} {frame.group(3)}"
+                    call = python_call_name(frame.group(1), frame.group(2), frame.group(3))
                     self._complete(self.calls, ts, dur, event, call)
 
     def _complete(self, into: _Complete, ts: float, dur: float, event: dict[str, Any], name: str, shape: str = "") -> None:

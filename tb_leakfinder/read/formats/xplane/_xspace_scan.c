@@ -727,7 +727,7 @@ static int contains(ptr name, size_t len, const char *part) {
     return 0;
 }
 
-/* As decoder.is_transfer_name: a runtime call that copies host data to a device. */
+/* As model/memory.py's is_transfer_name: a runtime call that copies host data to a device. */
 static int is_transfer(ptr name, size_t len) {
     return (len == 9 && memcmp(name, "DevicePut", 9) == 0) || contains(name, len, "BufferFromHostBuffer") ||
            contains(name, len, "LinearizeHostBuffer") || contains(name, len, "TransferToDevice") ||

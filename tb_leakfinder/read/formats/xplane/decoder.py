@@ -15,6 +15,7 @@ from tb_leakfinder.model.memory import (
     ALLOC,
     EVENT_COLUMNS,
     FREE,
+    PYTHON_CALL_PREFIX,
     SPAN_DEVICE_PROGRAM,
     SPAN_DEVICE_STEP,
     SPAN_HOST_CALL,
@@ -23,6 +24,7 @@ from tb_leakfinder.model.memory import (
     HostProfile,
     MemoryEvents,
     Steps,
+    is_transfer_name,
 )
 from tb_leakfinder.read.formats.xplane import hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
@@ -52,11 +54,6 @@ DEVICE_SPAN_LINES = {"XLA Modules": SPAN_DEVICE_PROGRAM, "Steps": SPAN_DEVICE_ST
 # Host events XProf groups steps by even without `_r`: exact names, then name prefixes (PjitFunction(...) also ends in ")").
 HOST_SPAN_NAMES = ("TraceContext", "FunctionRun")
 HOST_SPAN_PREFIXES = ("__inference_", "PjitFunction(")
-# Host calls (SPAN_HOST_CALL): the Python tracer's functions start with this, and a runtime call that copies host
-# data to a device is named by one of the transfer names, or contains one of the transfer parts.
-PYTHON_CALL_PREFIX = "$"
-TRANSFER_NAMES = ("DevicePut",)
-TRANSFER_PARTS = ("BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 U64 = 1 << 64
 # A memory event's columns before its stats are read.
@@ -68,11 +65,6 @@ def is_host_span_name(name: str) -> bool:
     if name in HOST_SPAN_NAMES or name.startswith(HOST_SPAN_PREFIXES[0]):
         return True
     return name.startswith(HOST_SPAN_PREFIXES[1]) and name.endswith(")")
-
-
-def is_transfer_name(name: str) -> bool:
-    """Whether a /host:CPU event of this name is a runtime call that copies host data to a device."""
-    return name in TRANSFER_NAMES or any(part in name for part in TRANSFER_PARTS)
 
 
 def is_host_call_name(name: str) -> bool:
