@@ -65,7 +65,9 @@ setup(
         # `tb-leakfinder precompute --engine ray`: analyse a pod's hosts over a Ray cluster.
         "ray": ["ray>=2.9", "tqdm>=4.62"],
         # The oracle tests compare with XProf 2.24.2's converters (later ones count thread-local buffers);
-        # the capture tests record real profiles with TensorFlow and JAX on CPU (they install beside it).
+        # the capture tests record real profiles with TensorFlow, JAX and PyTorch on CPU (they install beside
+        # it). torch is pinned to the release whose CPU build the CI machines hold: a newer one is a CUDA build
+        # of several GB from PyPI.
         "test": [
             "pytest",
             "hypothesis",
@@ -76,6 +78,7 @@ setup(
             "xprof==2.24.2",
             "tensorflow-cpu",
             "jax",
+            "torch==2.13.0",
             "ray>=2.9",
             "tqdm>=4.62",
         ],

@@ -9,7 +9,7 @@ python -m pip install --quiet --disable-pip-version-check ".[test]"
 # fail rather than skip when it is missing.
 python setup.py --quiet build_ext --inplace
 export TB_LEAKFINDER_REQUIRE_SCANNER=1
-# The capture tests fail rather than skip when TensorFlow or JAX did not install.
+# The capture tests fail rather than skip when TensorFlow, JAX or PyTorch did not install.
 export TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1
 if ! command -v chromium >/dev/null 2>&1; then
   apt-get update && apt-get install -y chromium

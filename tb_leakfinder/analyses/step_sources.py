@@ -80,7 +80,7 @@ class _Candidate:
 def find_steps(profile: HostProfile) -> StepSource:
     """The host's steps, and which source gave them."""
     times = profile.events.time_ps
-    markers = _candidate(STEP_NUM, None, profile.steps, "from step_num markers", times)
+    markers = _candidate(STEP_NUM, None, profile.steps, f"from {profile.step_marker} markers", times)
     if len(markers.steps) >= MIN_STEPS:
         return markers.source()
     found = [c for c in (_from_groups(profile, times), _from_host_spans(profile, times), _from_device_spans(profile, times)) if c]

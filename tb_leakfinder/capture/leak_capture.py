@@ -1,4 +1,4 @@
-"""Record a leak profile from TensorFlow or JAX: the profiler options that keep memory events, one step marker per step.
+"""Record a leak profile from TensorFlow, JAX or PyTorch: the profiler options that keep memory events, one step marker per step.
 
     with tb_leakfinder.capture("logs/run1", start=5, count=20) as cap:
         for i in range(100):
@@ -7,9 +7,11 @@
     print(cap.report()["runs"][0]["verdict"])
 
 The framework is the one the program already imported; this module never imports one itself.
-`python_tracer=True` records Python function events (`$<file>.py:<line> <function>`) too. With `every=N`, the
-`count` steps from `start`, `start+N`, `start+2N`… are each a session of their own; with `memory_profile_every=M`
-(JAX), a device memory profile is saved every M steps from `start` on, as `<logdir>/memory_profiles/step_<step>.prof`.
+`python_tracer=True` records Python function events (`$<file>.py:<line> <function>`) too. PyTorch's profiler
+always records them (`with_stack=True`), with shapes and memory, and writes `<logdir>/<host>_<pid>.<ns>.pt.trace.json.gz`
+(see torch_profiler.py). With `every=N`, the `count` steps from `start`, `start+N`, `start+2N`… are each a session
+of their own; with `memory_profile_every=M` (JAX), a device memory profile is saved every M steps from `start` on,
+as `<logdir>/memory_profiles/step_<step>.prof`.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from types import ModuleType
 from typing import Any
 
 from tb_leakfinder.capture.sessions import Staging, new_session_id
+from tb_leakfinder.capture.torch_profiler import TORCH, TorchProfiler
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID, XPLANE_SUFFIX
 
 TENSORFLOW = "tensorflow"
 JAX = "jax"
-FRAMEWORKS = (TENSORFLOW, JAX)
+FRAMEWORKS = (TENSORFLOW, JAX, TORCH)
 BFC_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 # TraceMe level of the BFC allocator's MemoryAllocation/MemoryDeallocation events (kInfo).
@@ -215,6 +218,8 @@ def detect_framework(framework: str | None = None) -> str:
 
     TensorFlow wins when both are loaded: Keras imports JAX whenever it is installed, so a
     TensorFlow program has JAX in sys.modules too, while a JAX program rarely loads TensorFlow.
+    PyTorch comes last: JAX and TensorFlow programs load it for their data (torch.utils.data) more
+    often than PyTorch programs load either.
     """
     if framework is not None:
         if framework not in FRAMEWORKS:
@@ -226,7 +231,7 @@ def detect_framework(framework: str | None = None) -> str:
         if name in sys.modules:
             return name
     raise CaptureError(
-        "neither tensorflow nor jax is imported: import the framework you train with before"
+        "none of tensorflow, jax or torch is imported: import the framework you train with before"
         " tb_leakfinder.capture (it never imports one itself)"
     )
 
@@ -291,6 +296,7 @@ class _Profiler:
         self.python_tracer = python_tracer
         # TensorFlow records Python events only through its profiler server; JAX's own options take them.
         self.server = _ServerSession(self.module) if python_tracer and framework == TENSORFLOW else None
+        self.torch = TorchProfiler(self.module) if framework == TORCH else None
         if python_tracer and framework == JAX and not _jax_has_python_tracer(self.module):
             version = getattr(self.module, "__version__", "?")
             raise CaptureError(
@@ -308,7 +314,9 @@ class _Profiler:
         return tensorflow_cpu_allocator(tf)
 
     def start(self, logdir: str) -> None:
-        if self.server is not None:
+        if self.torch is not None:
+            self.torch.start(logdir)
+        elif self.server is not None:
             self.server.start(pathlib.Path(logdir))
         elif self.framework == TENSORFLOW:
             tf = self.module
@@ -325,7 +333,9 @@ class _Profiler:
             profiler.start_trace(logdir, profiler_options=options)
 
     def stop(self) -> None:
-        if self.server is not None:
+        if self.torch is not None:
+            self.torch.stop()
+        elif self.server is not None:
             self.server.stop()
         elif self.framework == TENSORFLOW:
             self.module.profiler.experimental.stop()
@@ -333,6 +343,8 @@ class _Profiler:
             _jax_profiler(self.module).stop_trace()
 
     def step(self, step_num: int) -> contextlib.AbstractContextManager[Any]:
+        if self.torch is not None:
+            return self.torch.step(step_num)
         # Both put `step_num` and `_r=1` on a `train` event: XProf's step marker and group root.
         if self.framework == TENSORFLOW:
             trace: contextlib.AbstractContextManager[Any] = self.module.profiler.experimental.Trace(
@@ -357,7 +369,7 @@ def _jax_profiler(jax: ModuleType) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class Session:
-    """One profile session a capture wrote: its folder and the steps it marks."""
+    """One profile session a capture wrote: its folder (PyTorch: its trace file) and the steps it marks."""
 
     path: pathlib.Path
     steps: tuple[int, ...]
@@ -511,11 +523,12 @@ class Capture:
                     " with python_tracer=True",
                     stacklevel=4,
                 )
-            session_dir = staging.publish()
+            session_dir = staging.publish_file() if self._profiler.torch is not None else staging.publish()
         finally:
             staging.remove()
         if session_dir is None:
-            raise CaptureError(f"the {self.framework} profiler wrote no session for {self.logdir / 'plugins' / 'profile'}")
+            where = self.logdir if self._profiler.torch is not None else self.logdir / "plugins" / "profile"
+            raise CaptureError(f"the {self.framework} profiler wrote no session for {where}")
         self.sessions.append(Session(session_dir, tuple(self._window_steps)))
         if self._allocator == UNKNOWN and MKLCPU in recorded_allocators(session_dir):
             # oneDNN is on and the variable is set, but it came after TensorFlow made its CPU device.

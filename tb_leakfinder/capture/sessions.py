@@ -9,6 +9,7 @@ with one rename: a reader never sees a half-written session, and an abandoned ca
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -50,6 +51,8 @@ class Staging:
     def __init__(self, logdir: pathlib.Path) -> None:
         self.logdir = logdir
         plugins = logdir / "plugins"
+        # A PyTorch trace is published into the logdir itself: the plugins folder made for its staging goes too.
+        self._made_plugins = not plugins.exists()
         plugins.mkdir(parents=True, exist_ok=True)
         self.path = pathlib.Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=plugins))
 
@@ -71,5 +74,18 @@ class Staging:
                 continue  # another writer took that name in between: the next one
             return target
 
+    def publish_file(self) -> pathlib.Path | None:
+        """Moves the one file written here (a PyTorch trace) into the logdir itself, keeping its name; None when
+        nothing was written. Its name holds the time in ns, so it does not meet another's."""
+        written = sorted(p for p in self.path.iterdir() if p.is_file())
+        if not written:
+            return None
+        target = self.logdir / written[-1].name
+        os.rename(written[-1], target)
+        return target
+
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        if self._made_plugins:
+            with contextlib.suppress(OSError):  # not empty: a profiler wrote a session there since
+                self.path.parent.rmdir()

@@ -202,3 +202,5 @@ class HostProfile:
     # time_nanos); None: the history takes the file's mtime less the duration.
     start_time_ns: int | None = None
     snapshot: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
+    # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
+    step_marker: str = "step_num"

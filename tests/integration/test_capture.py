@@ -162,7 +162,7 @@ def test_keras_callback_follows_the_jax_backend(tmp_path):
 def test_capture_never_imports_a_framework(tmp_path):
     out = run_program("no_framework", tmp_path)
     assert out["loaded"] == []
-    assert "neither tensorflow nor jax is imported" in out["error"]
+    assert "none of tensorflow, jax or torch is imported" in out["error"]
 
 
 @pytest.fixture(scope="module")

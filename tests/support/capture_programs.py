@@ -281,7 +281,7 @@ def no_framework(logdir: str) -> dict:
         error = None
     except LeakfinderError as exc:
         error = exc.message
-    return {"error": error, "loaded": sorted(m for m in ("tensorflow", "jax", "keras") if m in sys.modules)}
+    return {"error": error, "loaded": sorted(m for m in ("tensorflow", "jax", "keras", "torch") if m in sys.modules)}
 
 
 def tf_periodic(logdir: str) -> dict:

@@ -72,7 +72,7 @@ def test_capture_arguments_are_checked():
     with pytest.raises(CaptureError, match="count must be at least 1"):
         Capture("logs", 0, 0)
     with pytest.raises(CaptureError, match="framework must be one of"):
-        detect_framework("torch")
+        detect_framework("mxnet")
     if "jax" not in sys.modules:
         with pytest.raises(CaptureError, match="jax is not imported"):
             detect_framework("jax")

@@ -273,6 +273,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         warnings=warnings,
         spans=_spans(scan),
         allocators={name: _allocator(name) for name in events.allocator_names},
+        step_marker=STEP_SPAN,
     )
 
 

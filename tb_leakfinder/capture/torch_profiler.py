@@ -1,0 +1,83 @@
+"""PyTorch's profiler as a capture records it: memory, shapes and stacks on, one `ProfilerStep#<step>` per step.
+
+`torch.profiler.profile` marks steps only when it has a schedule, so it gets one that records every step (the
+capture's own window decides which steps are profiled), and its `step_num` is set to the program's step before
+each `prof.step()`, so the trace's `ProfilerStep#N` are the program's step numbers. The trace is exported as
+`tensorboard_trace_handler` names it, `<host>_<pid>.<ns>.pt.trace.json.gz`, into a staging folder first and then
+moved into the logdir with one rename (see `sessions.Staging.publish_file`): a reader never sees half a trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import time
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+TORCH = "torch"
+TRACE_SUFFIX = ".pt.trace.json.gz"
+
+
+def worker_name() -> str:
+    """The worker `tensorboard_trace_handler` names a process by: `<host>_<pid>`."""
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+def trace_file_name() -> str:
+    return f"{worker_name()}.{time.time_ns()}{TRACE_SUFFIX}"
+
+
+class TorchProfiler:
+    """One `torch.profiler.profile` per capture window: begun at the window's first step, exported when it ends."""
+
+    def __init__(self, torch: ModuleType) -> None:
+        self.torch = torch
+        self._profile: Any = None
+        self._staging: pathlib.Path | None = None
+        self._started = False
+
+    def _new_profile(self) -> Any:
+        profiler = self.torch.profiler
+        activities = [profiler.ProfilerActivity.CPU]
+        if self.torch.cuda.is_available():
+            activities.append(profiler.ProfilerActivity.CUDA)
+        record = profiler.ProfilerAction.RECORD
+        return profiler.profile(
+            activities=activities,
+            schedule=lambda step: record,
+            profile_memory=True,
+            record_shapes=True,
+            with_stack=True,
+        )
+
+    def start(self, staging: str) -> None:
+        # The profile begins with the window's first step (see step), as TensorFlow's and JAX's begin just before it.
+        self._staging = pathlib.Path(staging)
+        self._profile = self._new_profile()
+        self._started = False
+
+    @contextlib.contextmanager
+    def step(self, step_num: int) -> Iterator[None]:
+        profile = self._profile
+        if profile is None:
+            raise RuntimeError("the PyTorch profiler was not started")
+        if not self._started:
+            profile.step_num = step_num
+            profile.start()
+            self._started = True
+        else:  # prof.step() ends the step before and begins ProfilerStep#<step_num + 1>
+            profile.step_num = step_num - 1
+            profile.step()
+        yield
+
+    def stop(self) -> None:
+        profile, staging = self._profile, self._staging
+        self._profile = self._staging = None
+        if profile is None or staging is None or not self._started:
+            return  # no step of the window ran
+        profile.stop()
+        profile.export_chrome_trace(str(staging / trace_file_name()))

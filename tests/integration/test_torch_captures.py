@@ -1,0 +1,112 @@
+"""tb_leakfinder.capture(framework="torch") with real PyTorch on CPU: four leak shapes, their verdict, rate, op and line.
+
+The captures are recorded by tests/support/torch_captures.py in a process of its own; its CASES hold the truth,
+from the program's constants. Without torch installed these tests skip, unless TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1 (CI).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pathlib
+import re
+import socket
+
+import pytest
+
+from tb_leakfinder import analyze
+from tb_leakfinder.read.discovery import discover
+from tests.support import capture_programs, torch_captures
+from tests.support.cli_process import run_cli
+from tests.support.demo import ROOT
+
+LEAKS = [name for name, case in torch_captures.CASES.items() if case.leak]
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory) -> tuple[pathlib.Path, dict]:
+    capture_programs.need("torch")
+    logdir = tmp_path_factory.mktemp("torch_logs")
+    out = capture_programs.run_script(ROOT / "tests" / "support" / "torch_captures.py", [str(logdir)])
+    return logdir, out
+
+
+def only_allocator(out: dict) -> tuple[dict, dict]:
+    (run,) = out["report"]["runs"]
+    (host,) = run["hosts"]
+    (allocator,) = host["allocators"]
+    return host, allocator
+
+
+@pytest.mark.parametrize("name", LEAKS)
+def test_each_leak_gets_its_verdict_rate_op_and_line(captured, name):
+    _, out = captured
+    truth = torch_captures.CASES[name]
+    host, allocator = only_allocator(out[name])
+    assert host["verdict"] == allocator["verdict"] == "leak"
+    assert host["step_source"]["kind"] == "step_num"
+    assert host["step_source"]["description"] == f"{torch_captures.STEPS} steps from ProfilerStep markers"
+    top = allocator["groups"][0]
+    assert top["kind"] == "growing"
+    assert top["op"] == truth.op
+    if truth.shape is not None:
+        assert top["shape"] == truth.shape
+    assert top["bytes_per_step"] == pytest.approx(truth.bytes_per_step, rel=0.05)
+    assert top["onset_step"] == truth.onset_step
+    assert top["where"] == out[name]["where"]
+    assert out[name]["where"] in host["reason"]
+
+
+def test_the_clean_run_is_clean(captured):
+    _, out = captured
+    host, allocator = only_allocator(out["clean"])
+    assert host["verdict"] == allocator["verdict"] == "no_leak"
+    assert not [g for g in allocator["groups"] if g["kind"] == "growing"]
+
+
+def test_each_step_is_a_profiler_step_of_the_programs_number(captured):
+    _, out = captured
+    for name in torch_captures.CASES:
+        assert out[name]["steps"] == list(range(1, torch_captures.STEPS + 1))
+        host, _ = only_allocator(out[name])
+        assert [s["step"] for s in host["steps"]] == out[name]["steps"]
+
+
+def test_the_trace_is_named_and_recorded_as_tensorboard_trace_handler_would(captured):
+    logdir, out = captured
+    trace = pathlib.Path(out["kept_every_step"]["trace"])
+    assert trace.parent == logdir / "kept_every_step"
+    assert re.fullmatch(rf"{re.escape(socket.gethostname())}_\d+\.\d+\.pt\.trace\.json\.gz", trace.name)
+    assert sorted(p.name for p in trace.parent.iterdir()) == [trace.name]  # no staging left behind
+    content = json.loads(gzip.decompress(trace.read_bytes()))
+    assert (content["profile_memory"], content["record_shapes"], content["with_stack"]) == (1, 1, 1)
+    assert any(e.get("cat") == "python_function" for e in content["traceEvents"])
+
+
+def test_every_writes_one_trace_per_window(captured):
+    logdir, out = captured
+    sessions = out[torch_captures.PERIODIC]["sessions"]
+    assert [s["steps"] for s in sessions] == [[1, 2, 3], [6, 7, 8], [11, 12, 13]]
+    traces = sorted(p.name for p in (logdir / torch_captures.PERIODIC).iterdir())
+    assert traces == sorted(pathlib.Path(s["trace"]).name for s in sessions)
+    for session in sessions:
+        (run,) = analyze(session["trace"])["runs"]
+        (host,) = run["hosts"]
+        assert [s["step"] for s in host["steps"]] == session["steps"]
+        assert host["verdict"] == "leak"
+
+
+def test_discovery_finds_each_case_as_a_run(captured):
+    logdir, _ = captured
+    names = {run.name for run in discover(str(logdir))}
+    assert set(torch_captures.CASES) <= names
+
+
+def test_check_exits_1_on_the_leaks_and_0_on_the_clean_run(captured):
+    logdir, _ = captured
+    leaking = run_cli("check", str(logdir))
+    assert leaking.returncode == 1, leaking.stderr
+    for name in LEAKS:
+        assert name in leaking.stdout
+    clean = run_cli("check", str(logdir / "clean"))
+    assert clean.returncode == 0, clean.stdout + clean.stderr

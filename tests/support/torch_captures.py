@@ -1,0 +1,129 @@
+"""Real PyTorch CPU captures of four leak shapes, recorded with tb_leakfinder.capture(framework="torch").
+
+    python tests/support/torch_captures.py LOGDIR [CASE ...]
+
+records each case (all by default) as the TensorBoard run LOGDIR/<case> and prints one JSON object: per case,
+its report and the truth its constants give (CASES). tests/integration/test_torch_captures.py runs it in a
+process of its own, so torch's native libraries stay out of the test process.
+
+Every case is a small training-like step: a batch gathered from a fixed dataset (aten::index_select), a linear
+layer and a ReLU, a loss, all of it freed every step, after one warm-up step outside the capture. On top of it:
+- kept_every_step: `keep` appends `hidden * 0.5` ([128,256] float, 128 KiB) to a list every step;
+- late_onset: the same product is a freed temporary in the first half and kept from LATE_ONSET on;
+- regrown: `regrow` concatenates ROWS_PER_STEP rows onto a buffer every step: one buffer, each step's copy
+  ROWS_PER_STEP * 256 floats larger, the old one freed;
+- clean: nothing is kept.
+With no case named, PERIODIC is recorded too: kept_every_step's leak captured with `every`, a trace per window.
+Each leaking statement is the only one of its function, so the function's line (what `with_stack` records) names it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import pathlib
+import sys
+from typing import Any
+
+BATCH, FEATURES, HIDDEN, DATASET = 128, 64, 256, 1024
+STEPS = 30  # captured steps, after one warm-up step
+LATE_ONSET = 15  # late_onset keeps the product from this captured step on
+ROWS_PER_STEP = 16
+FLOAT_BYTES = 4
+# The run PERIODIC keeps a product every step and is captured in windows: steps 1-3, 6-8 and 11-13.
+PERIODIC = "periodic"
+PERIODIC_WINDOWS = {"start": 1, "count": 3, "every": 5}
+PERIODIC_STEPS = 14
+KEPT_BYTES = BATCH * HIDDEN * FLOAT_BYTES
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    leak: bool
+    op: str | None  # the op whose output leaks
+    shape: str | None  # its input shapes as the report gives them (record_shapes)
+    bytes_per_step: int
+    onset_step: int | None
+    function: str | None  # the function whose line names the leak
+
+
+CASES = {
+    "kept_every_step": Case(True, "aten::mul", "float[128,256], double", KEPT_BYTES, 1, "keep"),
+    "late_onset": Case(True, "aten::mul", "float[128,256], double", KEPT_BYTES, 1 + LATE_ONSET, "keep"),
+    "regrown": Case(True, "aten::cat", None, ROWS_PER_STEP * HIDDEN * FLOAT_BYTES, 1, "regrow"),
+    "clean": Case(False, None, None, 0, None, None),
+}
+
+
+def keep(kept: list[Any], hidden: Any) -> None:
+    kept.append(hidden * 0.5)
+
+
+def regrow(torch: Any, buffer: Any, hidden: Any) -> Any:
+    return torch.cat([buffer, hidden[:ROWS_PER_STEP]])
+
+
+def where(function: str) -> str:
+    """The report's `where` of a leak made in `function` of this file: its first line, as with_stack names it."""
+    line = inspect.getsourcelines(globals()[function])[1]
+    return f"{pathlib.Path(__file__).name}:{line} in {function}"
+
+
+def record(logdir: pathlib.Path, name: str) -> dict[str, Any]:
+    import torch
+
+    import tb_leakfinder
+
+    torch.manual_seed(0)
+    dataset = torch.randn(DATASET, FEATURES)
+    weight = torch.randn(FEATURES, HIDDEN) * 0.05
+    head = torch.randn(HIDDEN, 10) * 0.05
+    kept: list[Any] = []
+    buffer = torch.zeros(0, HIDDEN)
+    with tb_leakfinder.capture(logdir / name, start=1, count=STEPS, framework="torch") as cap:
+        for step in range(STEPS + 1):
+            with cap.step(step):
+                batch = dataset.index_select(0, torch.arange(step, step + BATCH) % DATASET)
+                hidden = torch.relu(batch @ weight)
+                loss = (hidden @ head).mean()
+                if name == "kept_every_step" or (name == "late_onset" and step >= 1 + LATE_ONSET):
+                    keep(kept, hidden)
+                elif name == "late_onset":
+                    (hidden * 0.5).sum()
+                if name == "regrown":
+                    buffer = regrow(torch, buffer, hidden)
+                del batch, hidden, loss
+    return {"report": cap.report(), "steps": cap.steps, "trace": str(cap.sessions[-1].path)}
+
+
+def record_periodic(logdir: pathlib.Path) -> dict[str, Any]:
+    """kept_every_step's leak over PERIODIC_STEPS steps, captured with `every`: one trace per window (PERIODIC)."""
+    import torch
+
+    import tb_leakfinder
+
+    kept: list[Any] = []
+    hidden = torch.ones(BATCH, HIDDEN)
+    with tb_leakfinder.capture(logdir / PERIODIC, framework="torch", **PERIODIC_WINDOWS) as cap:
+        for step in range(PERIODIC_STEPS):
+            with cap.step(step):
+                keep(kept, hidden)
+    return {"sessions": [{"trace": str(s.path), "steps": list(s.steps)} for s in cap.sessions]}
+
+
+def main() -> None:
+    logdir = pathlib.Path(sys.argv[1])
+    names = sys.argv[2:] or [*CASES, PERIODIC]
+    out: dict[str, Any] = {}
+    for name in names:
+        if name == PERIODIC:
+            out[name] = record_periodic(logdir)
+            continue
+        truth = dataclasses.asdict(CASES[name])
+        out[name] = {**record(logdir, name), "truth": truth, "where": where(truth["function"]) if truth["function"] else None}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
