@@ -40,6 +40,7 @@ KEPT_BYTES = BATCH * HIDDEN * FLOAT_BYTES
 
 @dataclasses.dataclass(frozen=True)
 class Case:
+    description: str
     leak: bool
     op: str | None  # the op whose output leaks
     shape: str | None  # its input shapes as the report gives them (record_shapes)
@@ -48,11 +49,31 @@ class Case:
     function: str | None  # the function whose line names the leak
 
 
+_KEPT = f"hidden * 0.5 (aten::mul, [{BATCH},{HIDDEN}] float)"
 CASES = {
-    "kept_every_step": Case(True, "aten::mul", "float[128,256], double", KEPT_BYTES, 1, "keep"),
-    "late_onset": Case(True, "aten::mul", "float[128,256], double", KEPT_BYTES, 1 + LATE_ONSET, "keep"),
-    "regrown": Case(True, "aten::cat", None, ROWS_PER_STEP * HIDDEN * FLOAT_BYTES, 1, "regrow"),
-    "clean": Case(False, None, None, 0, None, None),
+    "kept_every_step": Case(
+        f"{_KEPT} appended to a list every step.", True, "aten::mul", "float[128,256], double", KEPT_BYTES, 1, "keep"
+    ),
+    "late_onset": Case(
+        f"{_KEPT} a freed temporary in steps 1-{LATE_ONSET}, appended to a list from step {1 + LATE_ONSET} of {STEPS} on.",
+        True,
+        "aten::mul",
+        "float[128,256], double",
+        KEPT_BYTES,
+        1 + LATE_ONSET,
+        "keep",
+    ),
+    "regrown": Case(
+        f"torch.cat of a buffer and {ROWS_PER_STEP} rows of the hidden layer every step: one buffer regrown by"
+        f" {ROWS_PER_STEP}x{HIDDEN} floats a step, the old one freed.",
+        True,
+        "aten::cat",
+        None,
+        ROWS_PER_STEP * HIDDEN * FLOAT_BYTES,
+        1,
+        "regrow",
+    ),
+    "clean": Case("The same loop keeping nothing.", False, None, None, 0, None, None),
 }
 
 
