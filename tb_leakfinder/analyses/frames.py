@@ -3,7 +3,9 @@
 The tracer names a Python function `$<file>.py:<first line> <function>` by its
 file's base name, and a C function `$<module> <function>`. A frame is the
 framework's when its file is in a site-packages or the standard library (a
-whole path tells), or, for a base name, when the file is one of the
+whole path tells), when a path relative to an import root (PyTorch's tracer
+writes `torch/nn/modules/module.py`) begins with a framework's or the standard
+library's package, or, for a base name, when the file is one of the
 frameworks' or Python's own modules (framework_files.py). Files users often
 name their own code (model.py, utils.py, ...) that a framework also has count
 as the framework's only inside another of its frames, and a file that the
@@ -14,6 +16,7 @@ own capture modules are never the user's.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 
 from tb_leakfinder.analyses.framework_files import FRAMEWORK_FILES
@@ -24,6 +27,15 @@ MAX_FRAMES = 8
 # "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient).
 _PYTHON_FRAME = re.compile(rf"^{re.escape(PYTHON_CALL_PREFIX)}(?P<file>[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
+# Top-level packages of ML frameworks and the libraries around them, whose relative paths are never the user's code.
+FRAMEWORK_PACKAGES = frozenset(
+    """
+    absl accelerate apex chex datasets deepspeed diffusers einops equinox fairscale flax functorch haiku huggingface_hub
+    jax jaxlib keras lightning megatron ml_dtypes numpy optax orbax pandas peft pytorch_lightning safetensors scipy
+    sklearn tensorboard tensorflow tf_keras timm tokenizers torch torchaudio torchvision tqdm transformers tree triton
+    xformers
+    """.split()  # noqa: SIM905 - one word per name keeps the list short
+) | frozenset(sys.stdlib_module_names)
 # tb_leakfinder's own capture code runs around the user's steps: never the user's line.
 OWN_FILES = frozenset({"leak_capture.py", "keras_callback.py"})
 COMMON_USER_FILES = frozenset(
@@ -50,7 +62,10 @@ def frame_text(file: str, line: int, function: str) -> str:
 
 def _is_library_path(file: str) -> bool:
     parts = file.replace("\\", "/").split("/")
-    return any(p in _LIBRARY_PARTS for p in parts) or any(re.fullmatch(r"python3(\.\d+)?", p) for p in parts[:-1])
+    if any(p in _LIBRARY_PARTS for p in parts) or any(re.fullmatch(r"python3(\.\d+)?", p) for p in parts[:-1]):
+        return True
+    relative = parts[0] not in ("", ".", "..") and not re.fullmatch(r"[A-Za-z]:", parts[0])
+    return relative and parts[0] in FRAMEWORK_PACKAGES
 
 
 def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[str, ...]:

@@ -49,6 +49,20 @@ def test_whole_paths_are_judged_by_where_they_lie():
     assert user_frames(stack) == ("model.py:20 in forward",)
 
 
+def test_paths_relative_to_an_import_root_are_judged_by_their_package():
+    # As PyTorch's tracer names them (the real Qwen trace): the frameworks' and the standard library's packages are
+    # skipped, the user's own packages and scripts kept.
+    stack = [
+        "$torch/nn/modules/linear.py:124 forward",
+        "$torch/nn/modules/module.py:1743 _call_impl",
+        "$transformers/models/qwen2/modeling_qwen2.py:56 forward",
+        "$concurrent/futures/thread.py:58 run",
+        "$my_project/layers/attention.py:12 forward",
+        "$train.py:30 main",
+    ]
+    assert user_frames(stack) == ("attention.py:12 in forward", "train.py:30 in main")
+
+
 def test_at_most_max_frames_are_kept_innermost_first():
     stack = [f"$mine_{k}.py:{k} f{k}" for k in range(20)]
     kept = user_frames(stack)
