@@ -34,6 +34,13 @@ STACK_HINT = (
     "tb_leakfinder.capture(logdir, python_tracer=True) (or its Keras callback), or with the Profile tab's "
     "Capture Profile at Python tracer level 1"
 )
+TORCH_STACK_HINT = (
+    "No Python frames in this trace. For the line of Python that made each buffer, profile with "
+    "torch.profiler.profile(profile_memory=True, with_stack=True)"
+)
+# How each format's profiles get Python frames, by its registry name. A JAX device memory profile records every
+# buffer's stack whenever it is saved, so there is nothing to advise and it has no entry.
+STACK_HINTS = {"xplane": STACK_HINT, "torch_trace": TORCH_STACK_HINT}
 
 
 def steps_json(steps: Steps) -> list[Json]:
@@ -78,14 +85,14 @@ def _where_json(sites: list[Site], index: int) -> Json:
     return {"where": site.where, "site": site_json(site)}
 
 
-def stack_hint(a: AllocatorAnalysis) -> str | None:
-    """How to get Python frames, when none of the allocator's buffers has them."""
+def stack_hint(a: AllocatorAnalysis, profile_format: str) -> str | None:
+    """How to get Python frames in a profile of that format, when none of the allocator's buffers has them."""
     if any(site.stack for site in a.sites):
         return None
-    return STACK_HINT
+    return STACK_HINTS.get(profile_format)
 
 
-def allocator_json(a: AllocatorAnalysis) -> Json:
+def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
     s, strings = a.summary, a.events.strings
     groups = [
         {
@@ -153,15 +160,16 @@ def allocator_json(a: AllocatorAnalysis) -> Json:
         "warnings": a.warnings,
         "groups": groups,
         "peak_breakdown": breakdown,
-        "stack_hint": stack_hint(a),
+        "stack_hint": stack_hint(a, profile_format),
     }
 
 
 def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
-    allocators = [allocator_json(a) for a in h.allocators]
+    allocators = [allocator_json(a, h.profile.format) for a in h.allocators]
     verdict = verdicts.host_verdict([(a.name, a.verdict) for a in h.allocators], modules)
     return {
         "host": h.profile.host,
+        "format": h.profile.format,
         "verdict": verdict.verdict,
         "reason": verdict.reason,
         "warnings": list(h.profile.warnings),
@@ -176,11 +184,12 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     }
 
 
-def host_error_json(host: str, error: LeakfinderError) -> Json:
-    """A host of a multi-host run whose file cannot be analysed: the others still are."""
+def host_error_json(host: str, profile_format: str, error: LeakfinderError) -> Json:
+    """A host of a multi-host run whose file (of that format) cannot be analysed: the others still are."""
     verdict = verdicts.not_analysed(error.message)
     return {
         "host": host,
+        "format": profile_format,
         "verdict": verdict.verdict,
         "reason": verdict.reason,
         "error": error.message,
@@ -577,6 +586,7 @@ _MODULE: Shape = {  # module_summary_json
 }
 HOST_SHAPE: Shape = {  # host_json and host_error_json
     "host": str,
+    "format": str,
     "verdict": VERDICTS,
     "reason": str,
     "warnings": [str],

@@ -7,6 +7,8 @@ import {inlineSource} from './inline';
 export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
+/** The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's tools. */
+export type ProfileFormat = 'xplane' | 'pprof' | 'torch_trace' | 'torch_snapshot';
 
 export interface RunEntry {
   run: string;
@@ -309,6 +311,7 @@ export interface ModuleDetail extends ModuleFigures {
 
 export interface HostReport {
   host: string;
+  format: ProfileFormat;
   /** The host's verdict and reason: its worst allocator's, or why there is none. */
   verdict: Verdict;
   reason: string;

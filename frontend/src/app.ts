@@ -48,6 +48,8 @@ export class App {
   private readonly swapButton = el('button', {type: 'button', 'data-action': 'swap', title: 'Swap runs A and B'}, '⇄ Swap');
   private readonly runLabel = el('span', {}, 'Run');
   private readonly compareHostLabel = el('label', {}, 'Host B', this.compareSelectors.host);
+  /** The static view's selector: only an XProf host has compiled programs to show. */
+  private readonly moduleLabel = el('label', {'data-label': 'module'}, 'Module', this.selectors.module);
   private readonly links = el('span', {class: 'lf-links'});
   private readonly content = el('div', {class: 'lf-content'});
   private view: RunView | CompareView | OverviewView | null = null;
@@ -71,7 +73,7 @@ export class App {
         this.compareHostLabel,
         this.swapButton,
         label('Allocator', this.selectors.allocator),
-        label('Module', this.selectors.module),
+        this.moduleLabel,
         this.links,
       ),
       this.content,
@@ -170,6 +172,7 @@ export class App {
             {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-runs'},
             el('p', {}, el('strong', {}, 'No profiles found in this logdir.')),
             el('p', {}, 'Capture one with XProf (tf.profiler.experimental.start(logdir) or jax.profiler.start_trace(logdir)); its files land in <logdir>/<run>/plugins/profile/<session>/.'),
+            el('p', {}, 'Or profile PyTorch with torch.profiler.profile(profile_memory=True, on_trace_ready=torch.profiler.tensorboard_trace_handler(\'<logdir>/<run>\')); its *.pt.trace.json files land in that folder.'),
           ),
         );
         this.updateLinks();
@@ -308,6 +311,7 @@ export class App {
     this.fillSelect(this.selectors.allocator, host.allocators.map(allocatorKey), 'allocator', labels, opening && allocatorKey(opening));
     const modules = host.modules ?? [];
     this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module');
+    this.moduleLabel.hidden = host.format !== 'xplane';
     const allocator = host.allocators.find((a) => allocatorKey(a) === state.sel.allocator) ?? null;
     state.save();
     this.updateLinks();
@@ -379,20 +383,22 @@ export class App {
     };
   }
 
-  private currentModule(): ModuleSummary | undefined {
+  /** The selected host's report, once fetched (not for the pod overview). */
+  private currentHost(): HostReport | undefined {
     const {state} = this;
     const run = this.data.cachedReport(state.a)?.runs.find((r) => r.run === state.sel.run);
-    const host = run?.hosts.find((h) => h.host === state.sel.host);
-    return host?.modules?.find((m) => moduleKey(m) === state.sel.module);
+    return run?.hosts.find((h) => h.host === state.sel.host);
   }
 
+  /** Links into XProf's tools, which read only XProf's own profiles: none for a host of another format. */
   private updateLinks(): void {
     const {run, host} = this.state.sel;
     this.links.replaceChildren();
-    if (!run || !sameOriginParent()) return;
+    const shown = this.currentHost();
+    if (!run || shown?.format !== 'xplane' || !sameOriginParent()) return;
     const link = (text: string, href: string) => el('a', {href, target: '_top', rel: 'noopener'}, text);
     this.links.append(link('Open in XProf Memory Profile', xprofUrl('memory_profile', run, host)));
-    const module = this.currentModule();
+    const module = shown.modules?.find((m) => moduleKey(m) === this.state.sel.module);
     if (module) this.links.append(link('Open in XProf Memory Viewer', xprofUrl('memory_viewer', run, host, module.name)));
   }
 }

@@ -39,11 +39,13 @@ export interface ViewData {
   onOpenCapture(target: CaptureTarget): void;
 }
 
-export function noMemoryEvents(host: HostReport): HTMLElement {
-  return el(
-    'div',
-    {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-memory-events'},
-    el('p', {}, el('strong', {}, 'This run has no memory events.')),
+/** Why a host of this format may hold no memory events, and how to record them. */
+function howToRecord(format: HostReport['format']): HTMLElement[] {
+  if (format === 'torch_trace') {
+    return [el('p', {}, 'PyTorch records memory events ([memory]) only when profiling with ', el('code', {}, 'torch.profiler.profile(profile_memory=True)'), '.')];
+  }
+  if (format !== 'xplane') return [el('p', {}, 'Its profile holds no allocations.')];
+  return [
     el(
       'p',
       {},
@@ -51,9 +53,23 @@ export function noMemoryEvents(host: HostReport): HTMLElement {
       el('code', {}, 'TF_CPU_ALLOCATOR_USE_BFC=true'),
       ' is set in the environment before TensorFlow is imported. JAX on CPU emits none, because its CPU client has no BFC allocator; on GPU both TensorFlow and JAX record them.',
     ),
-    host.modules?.length
-      ? el('p', {}, 'The static view below shows what the compiled XLA programs of this run allocate.')
-      : el('p', {}, 'This run has no compiled XLA programs either, so there is nothing to show.'),
+  ];
+}
+
+export function noMemoryEvents(host: HostReport): HTMLElement {
+  // Only XProf's profiles hold compiled XLA programs, so only theirs can say there are none.
+  const programs =
+    host.format !== 'xplane'
+      ? null
+      : host.modules?.length
+        ? el('p', {}, 'The static view below shows what the compiled XLA programs of this run allocate.')
+        : el('p', {}, 'This run has no compiled XLA programs either, so there is nothing to show.');
+  return el(
+    'div',
+    {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-memory-events'},
+    el('p', {}, el('strong', {}, 'This run has no memory events.')),
+    ...howToRecord(host.format),
+    programs,
   );
 }
 
@@ -86,7 +102,7 @@ export class RunView {
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
-      this.element.append(renderSummary(allocator, host.step_source));
+      this.element.append(renderSummary(allocator, host.step_source, host.format));
       this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range));
       this.lifetimes = new LifetimesPanel(
         cache,
@@ -112,7 +128,7 @@ export class RunView {
     } else {
       this.element.append(noMemoryEvents(host));
     }
-    if (data.module) {
+    if (data.module && host.format === 'xplane') {
       this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits, data.allocation, data.reveal);
       this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
     }

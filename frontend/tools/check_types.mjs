@@ -13,7 +13,7 @@
 //   node tools/check_types.mjs --api FILE      check another copy of api.ts
 
 import {spawnSync} from 'node:child_process';
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
+import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {dirname, join, resolve} from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -23,7 +23,9 @@ import ts from 'typescript';
 const FRONTEND = join(dirname(fileURLToPath(import.meta.url)), '..');
 const REPO = join(FRONTEND, '..');
 export const API_TS = join(FRONTEND, 'src', 'api.ts');
-export const LOGDIRS = [join(REPO, 'demo_logs'), join(REPO, 'benchmarks', 'accuracy', 'captures')];
+// The real PyTorch profiles lie beside the repository, when they are there: their hosts' answers are of other formats.
+const TORCH_PROFILES = join(REPO, '..', 'shared', 'profiles', 'torch');
+export const LOGDIRS = [join(REPO, 'demo_logs'), join(REPO, 'benchmarks', 'accuracy', 'captures'), ...(existsSync(TORCH_PROFILES) ? [TORCH_PROFILES] : [])];
 
 /** The interface each route answers with (docs/http_api.md); the CLI's --json prints report's and compare's. */
 export const ROUTE_TYPES = {

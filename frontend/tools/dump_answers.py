@@ -102,8 +102,8 @@ class Dump:
 
 
 def pod(folder: pathlib.Path, logdirs: list[pathlib.Path]) -> pathlib.Path:
-    """A run of several hosts: the first profile of each logdir, and a copy of one cut in half."""
-    profiles = [next(iter(sorted(d.glob("**/plugins/profile/*/*.xplane.pb")))) for d in logdirs]
+    """A run of several hosts: the first XProf profile of each logdir that has one, and a copy of one cut in half."""
+    profiles = [p for d in logdirs for p in sorted(d.glob("**/plugins/profile/*/*.xplane.pb"))[:1]]
     session = folder / "pod" / "plugins" / "profile" / "session"
     session.mkdir(parents=True)
     for i, profile in enumerate(profiles):

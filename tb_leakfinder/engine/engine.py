@@ -72,7 +72,9 @@ class HostResult:
 
 def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
     """Everything tb_leakfinder derives from one host's profile."""
-    reading = format_of(path).read(path, host, session_dir)
+    profile_format = format_of(path)
+    reading = profile_format.read(path, host, session_dir)
+    reading.profile.format = profile_format.name
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)
     return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)
@@ -106,21 +108,22 @@ def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_d
     """`analyze_result`, stored on disk."""
     result, body = analyze_result(key.path, host, session_dir)
     if disk is not None:
-        disk.store(key, result, body, overview_rows(host, body, result.error))
+        disk.store(key, result, body, overview_rows(host, key.path, body, result.error))
     return result
 
 
-def host_json(host: str, body: report.Json | None, error: LeakfinderError | None) -> report.Json:
-    """A host's report JSON, or the entry that says why it could not be analysed: one of the two is given."""
+def host_json(host: str, path: str, body: report.Json | None, error: LeakfinderError | None) -> report.Json:
+    """A host's report JSON, or the entry that says why its file at `path` could not be analysed: one of the two
+    is given."""
     if error is not None:
-        return report.host_error_json(host, error)
+        return report.host_error_json(host, format_of(path).name, error)
     assert body is not None
     return body
 
 
-def overview_rows(host: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
+def overview_rows(host: str, path: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
     """A host's rows of the pod overview, from its report JSON or its error."""
-    return report.overview_host_rows(host_json(host, body, error))
+    return report.overview_host_rows(host_json(host, path, body, error))
 
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
@@ -216,7 +219,8 @@ class Engine:
         if len(errors) == len(results):
             raise errors[0]
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
-        return report.run_json(run.name, [host_json(h, body, error) for h, (body, error) in zip(hosts, results, strict=True)])
+        bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error) in zip(hosts, results, strict=True)]
+        return report.run_json(run.name, bodies)
 
     def host_rows(self, run: Run, host: str) -> list[report.Json]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
@@ -225,7 +229,7 @@ class Engine:
             entry = self.disk.load_report(key, SUMMARY)
             if entry is not None and entry.error is None and isinstance(entry.report, list):
                 return entry.report
-        return overview_rows(host, *self._host_report(run, host, key))
+        return overview_rows(host, key.path, *self._host_report(run, host, key))
 
     def run_overview(self, run: Run) -> report.Json:
         """The pod overview (`report.overview_json`) of a run."""

@@ -177,7 +177,8 @@ def ray_task(task: HostTask, version: str) -> tuple[str, bytes | None, str | Non
         return mine, None, None
     result, body = analyze_result(task.identity.path, task.host, task.session_dir)
     error = None if result.error is None else result.error.message
-    return mine, encode_entry(task.identity, result, body, overview_rows(task.host, body, result.error)), error
+    rows = overview_rows(task.host, task.identity.path, body, result.error)
+    return mine, encode_entry(task.identity, result, body, rows), error
 
 
 def _package_root() -> str:

@@ -185,7 +185,7 @@ class AllocatorInfo:
 
 @dataclass
 class HostProfile:
-    """What one `<host>.xplane.pb` holds that tb_leakfinder uses."""
+    """What one host's file (a `<host>.xplane.pb`, a device memory profile, a PyTorch trace) holds that tb_leakfinder uses."""
 
     host: str
     path: str
@@ -204,3 +204,6 @@ class HostProfile:
     snapshot: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"
+    # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
+    # views that offer what only one format has (XProf's tools, its capture advice).
+    format: str = ""

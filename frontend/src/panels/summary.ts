@@ -3,7 +3,7 @@
 // freed, the heap's trend at step ends; the fragmentation note when
 // fragmentation at the peak is high.
 
-import type {AllocatorReport, StepSource} from '../api';
+import type {AllocatorReport, ProfileFormat, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
 import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatPs, formatStep} from '../format';
 
@@ -28,14 +28,20 @@ function stepsCard(s: StepSource): HTMLElement {
   return node;
 }
 
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined): HTMLElement {
+/** Where the allocator's memory id comes from: XProf's Memory Profile lists it, other formats name their devices. */
+function memoryIdText(a: AllocatorReport, format: ProfileFormat): string {
+  if (!a.memory_id) return 'no memory id on its events';
+  return format === 'xplane' ? `memory id ${a.memory_id} in XProf's Memory Profile` : `memory id ${a.memory_id}, the device its profile names`;
+}
+
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat): HTMLElement {
   const growth = a.growth_bytes_per_step;
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
   const when = a.peak_step === null ? `at ${formatPs(a.peak_time_ps)}` : `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}`;
   const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},
-    card('Allocator', a.name, a.memory_id ? `memory id ${a.memory_id} in XProf's Memory Profile` : 'no memory id on its events'),
+    card('Allocator', a.name, memoryIdText(a, format)),
     steps ? stepsCard(steps) : null,
     card(
       'Allocations / frees',

@@ -185,7 +185,10 @@ def test_both_decoders_name_the_same():
     names = []
     for decode in (reference.decode, reader.decode):
         names.append(
-            [(j["groups"], j["peak_breakdown"]) for j in map(report.allocator_json, analysis_of(data, decode).allocators)]
+            [
+                (j["groups"], j["peak_breakdown"])
+                for j in (report.allocator_json(a, "xplane") for a in analysis_of(data, decode).allocators)
+            ]
         )
     assert names[0] == names[1] and names[0][0][0]
 

@@ -39,18 +39,30 @@ def test_runs_are_named_like_the_profile_plugin(client):
         assert names[f"{tb_run}/{session}"] == [host]
 
 
-def test_report_route_equals_cli_json(client):
-    run = _run_name(client, "tf_leak")
+# The real PyTorch trace of ../shared/profiles/torch (pytorch/kineto's ResNet-50 sample, BSD-3 licence).
+TORCH_PROFILES = DEMO_LOGS.parents[1] / "shared" / "profiles" / "torch"
+
+
+@pytest.mark.parametrize(
+    ("logdir", "tb_run", "verdict", "profile_format"),
+    [(DEMO_LOGS, "tf_leak", "leak", "xplane"), (TORCH_PROFILES, "kineto_resnet50_w4", "no_leak", "torch_trace")],
+)
+def test_report_route_equals_cli_json(logdir, tb_run, verdict, profile_format):
+    if not logdir.exists():
+        pytest.skip(f"{logdir} is absent (the shared profiles lie beside the repository)")
+    client = make_client(str(logdir))[0]
+    run = next(r["run"] for r in _get(client, "runs")[1]["runs"] if r["run"].split("/")[0] == tb_run)
     status, body = _get(client, "report", run=run)
     assert status == 200
     cli = subprocess.run(
-        [sys.executable, "-m", "tb_leakfinder.views.cli", "report", str(DEMO_LOGS), "--run", run, "--json"],
+        [sys.executable, "-m", "tb_leakfinder.views.cli", "report", str(logdir), "--run", run, "--json"],
         check=True,
         capture_output=True,
         text=True,
     )
     assert json.loads(cli.stdout) == body
-    assert body["runs"][0]["verdict"] == "leak"
+    assert body["runs"][0]["verdict"] == verdict
+    assert {h["format"] for h in body["runs"][0]["hosts"]} == {profile_format}
 
 
 def test_report_of_one_host(client):

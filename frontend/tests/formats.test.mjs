@@ -1,0 +1,92 @@
+// Browser tests of a logdir that mixes formats: the demo's XProf capture
+// (tf_leak), the real PyTorch ResNet-50 trace of ../shared/profiles/torch
+// (pytorch/kineto's sample, BSD-3 licence, see ../shared/profiles/README.md)
+// and a PyTorch training loop built with
+// tests/unit/read/formats/torch_trace/trace_files.py that keeps each step's
+// aten::mm output. XProf's links and static view are for the XProf run alone.
+
+import assert from 'node:assert/strict';
+import {existsSync} from 'node:fs';
+import {join} from 'node:path';
+import {after, before, test} from 'node:test';
+import {openLeaks, runName, SHARED_PROFILES, startSuite, watch} from './harness.mjs';
+
+const RESNET = 'torch/kineto_resnet50_w4';
+const noResnet = !existsSync(join(SHARED_PROFILES, RESNET)) && `${join(SHARED_PROFILES, RESNET)} is not here (the shared profiles lie beside the repository)`;
+const BUILD_LOOP = `
+import pathlib, sys
+from tests.unit.read.formats.torch_trace.trace_files import training, write
+folder = pathlib.Path(sys.argv[1]) / 'torch_leak'
+folder.mkdir()
+write(folder / 'worker0_7.1700000000000.pt.trace.json', training())
+`;
+
+let suite;
+const pages = [];
+before(async () => {
+  suite = await startSuite(['tf_leak'], BUILD_LOOP, [RESNET]);
+});
+after(() => suite?.stop());
+
+async function open(run) {
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  pages.push(seen);
+  const frame = await openLeaks(page, suite.tb.base, run);
+  return {page, frame, seen};
+}
+
+const text = (frame, selector) => frame.$eval(selector, (e) => e.textContent ?? '');
+const links = (frame) => frame.$$eval('.lf-links a', (as) => as.map((a) => a.textContent));
+
+test('the XProf run links to XProf and offers its module selector', async () => {
+  const {frame} = await open(runName(suite.logdir, 'tf_leak'));
+  assert.deepEqual(await links(frame), ['Open in XProf Memory Profile']);
+  assert.equal(await frame.$eval('[data-label=module]', (e) => e.hidden), false);
+  assert.match(await text(frame, '[data-panel=groups]'), /Mul \[128,1024\]/);
+});
+
+test('a PyTorch run shows its leak and families, and nothing of XProf', async () => {
+  const {frame, seen} = await open('torch_leak');
+  assert.deepEqual(await links(frame), []);
+  assert.equal(await frame.$eval('[data-label=module]', (e) => e.hidden), true);
+  assert.equal(await frame.$('[data-panel=static]'), null);
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
+  assert.match(await text(frame, '.lf-verdict'), /aten::mm float\[64,64\], float\[64,64\]/);
+  assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
+  const families = await frame.$$eval('[data-panel=groups] [data-family], [data-panel=groups] tbody tr[data-key]', (rows) => rows.map((r) => r.textContent ?? ''));
+  assert.ok(families.some((f) => f.includes('aten::mm')), families.join(' | '));
+  const groups = await text(frame, '[data-panel=groups]');
+  assert.match(groups, /with_stack=True/);
+  assert.doesNotMatch(groups, /python_tracer|Profile tab/);
+  const summary = await text(frame, '[aria-label=Summary]');
+  assert.doesNotMatch(summary, /XProf/);
+  await frame.waitForSelector('[data-chart=timeline] canvas');
+  assert.deepEqual(seen.failures, []);
+});
+
+test('the real ResNet-50 trace: no leak, its peak broken down by aten op', {skip: noResnet}, async () => {
+  const {frame, seen} = await open('kineto_resnet50_w4');
+  assert.deepEqual(await links(frame), []);
+  assert.equal(await frame.$('[data-panel=static]'), null);
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'no_leak');
+  assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
+  await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
+  assert.match(await text(frame, '[data-panel=breakdown]'), /aten::cudnn_convolution/);
+  assert.deepEqual(seen.failures, []);
+});
+
+test('going back to the XProf run brings its link back', async () => {
+  const {frame} = await open('torch_leak');
+  assert.deepEqual(await links(frame), []);
+  await frame.selectOption('[data-select=run]', runName(suite.logdir, 'tf_leak'));
+  await frame.waitForFunction(() => document.querySelectorAll('.lf-links a').length === 1);
+  assert.deepEqual(await links(frame), ['Open in XProf Memory Profile']);
+});
+
+test('no page error and no dialog on any page', () => {
+  for (const seen of pages) {
+    assert.deepEqual(seen.errors, []);
+    assert.deepEqual(seen.dialogs, []);
+  }
+});
