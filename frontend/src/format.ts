@@ -19,7 +19,8 @@ export function formatBytes(bytes: number | null | undefined): string {
 
 /** Bytes of a capacity: "20 GiB of 31.3 GiB (64%)", or the bytes alone when the capacity is unknown (0). */
 export function formatBytesOf(bytes: number | null | undefined, capacity: number | null | undefined): string {
-  if (!capacity || bytes === null || bytes === undefined) return formatBytes(bytes);
+  // A capacity no larger than the bytes is unknown (no free memory reported) or reached: the bytes alone, as the CLI.
+  if (!capacity || bytes === null || bytes === undefined || capacity <= bytes) return formatBytes(bytes);
   return `${formatBytes(bytes)} of ${formatBytes(capacity)} (${formatFraction(bytes / capacity)})`;
 }
 

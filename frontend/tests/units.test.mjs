@@ -154,6 +154,7 @@ test('the banner drops the verdict word the reason starts with', () => {
 test('the peak reads against the capacity when the profile gives one', () => {
   assert.equal(m.formatBytesOf(21.5 * 2 ** 30, 33.6 * 2 ** 30), '21.5 GiB of 33.6 GiB (64%)');
   assert.equal(m.formatBytesOf(1536, 0), '1.5 KiB');
+  assert.equal(m.formatBytesOf(1536, 1536), '1.5 KiB'); // no free memory reported: capacity is stack + heap
   assert.equal(m.formatBytesOf(null, 2 ** 30), '—');
 });
 
