@@ -33,7 +33,10 @@ EXIT_BAD_INPUT = 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tb-leakfinder", description="Find memory leaks in XProf profiles (.xplane.pb).")
     sub = parser.add_subparsers(dest="command", required=True)
-    path_help = "a logdir, one profile session folder, one <host>.xplane.pb file, or one device memory profile (.prof)"
+    path_help = (
+        "a logdir, one profile session folder, one <host>.xplane.pb file, one device memory profile (.prof), "
+        "one PyTorch profiler trace (.pt.trace.json[.gz]) or one PyTorch memory snapshot (.pickle)"
+    )
     rep_help = "print the leak report"
     rep = sub.add_parser("report", help=rep_help, description=rep_help)
     rep.add_argument("path", help=path_help)
