@@ -31,7 +31,6 @@ are then one moment, read as a device memory profile is (allocations never freed
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,9 +109,10 @@ def _integer(value: object, path: str, what: str, low: int, high: int) -> int:
 
 
 def _time(value: object, path: str, what: str) -> float:
+    """A time in µs, kept an int when it is one: an epoch time in ns is beyond a float's exact integers."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_TIME_US:
         raise not_readable(path, f"{what} is {_kind(value)}, not a time in µs from 0 to {MAX_TIME_US:g}")
-    return float(value)
+    return value
 
 
 def _text(value: object, path: str, what: str) -> str:
@@ -368,14 +368,14 @@ def _clock(entries: list[_Entry], annotations: list[_Annotation], path: str) -> 
     timed = all(e.time_us is not None for e in entries)
     if not timed:
         return [STRIDE_PS * (k + 1) for k in range(len(entries))], None
-    earliest = min(min(e.time_us or 0.0 for e in entries), min((a.start_us for a in annotations), default=math.inf))
-    latest = max(max(e.time_us or 0.0 for e in entries), max((a.end_us for a in annotations), default=0.0))
+    earliest = min([*(e.time_us or 0 for e in entries), *(a.start_us for a in annotations)])
+    latest = max([*(e.time_us or 0 for e in entries), *(a.end_us for a in annotations)])
     if (latest - earliest) * US_TO_PS + STRIDE_PS * len(entries) >= 1 << 62:
         raise not_readable(path, f"its entries span {latest - earliest:g} µs")
     times: list[int] = []
     previous = -STRIDE_PS
     for entry in entries:
-        at = max(round(((entry.time_us or 0.0) - earliest) * US_TO_PS), previous + STRIDE_PS)
+        at = max(round(((entry.time_us or 0) - earliest) * US_TO_PS), previous + STRIDE_PS)
         times.append(at)
         previous = at
     return times, earliest
@@ -383,7 +383,7 @@ def _clock(entries: list[_Entry], annotations: list[_Annotation], path: str) -> 
 
 def _ordered(entries: list[_Entry]) -> list[_Entry]:
     if all(e.time_us is not None for e in entries):
-        return sorted(entries, key=lambda e: (e.time_us or 0.0, e.device, e.position))
+        return sorted(entries, key=lambda e: (e.time_us or 0, e.device, e.position))
     return sorted(entries, key=lambda e: (e.device, e.position))
 
 
@@ -435,7 +435,7 @@ def _window(
     walk.warn(path, warnings)
     events = _columns(rows, names, start)
     alloc_times = events.time_ps[events.kind == ALLOC]
-    end = max((int(times[-1]) if times else 0), *(_ps(a.end_us, earliest) for a in annotations)) + STRIDE_PS
+    end = max([times[-1], *(_ps(a.end_us, earliest) for a in annotations)]) + STRIDE_PS
     return HostProfile(
         host,
         path,
@@ -527,7 +527,7 @@ def _columns(rows: _Rows, names: list[str], start: list[int]) -> MemoryEvents:
 
 
 def _ps(time_us: float, earliest: float | None) -> int:
-    return round((time_us - (earliest or 0.0)) * US_TO_PS)
+    return round((time_us - (earliest or 0)) * US_TO_PS)
 
 
 def _step_number(name: str) -> int | None:
