@@ -8,6 +8,12 @@ that needs one is not a snapshot, and nothing in the file is ever called. What
 a hostile or truncated file makes the unpickler raise becomes the project's
 error naming the file. A pickle's memo lets a small file hold one object many
 times over; the reader bounds what it walks, not this module.
+
+It is pickle's pure-Python unpickler (about 0.2 s a MB), not the C one: the C
+unpickler's memo is an array grown to whatever index a PUT opcode names, so ten
+bytes can make it allocate and clear gigabytes, where the Python one keeps a
+dict. Its one loader that allocates what a length asks before reading it,
+BYTEARRAY8's, is refused: a snapshot holds no bytearray.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from __future__ import annotations
 import io
 import pickle
 import struct
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, ClassVar, NoReturn
 
 from tb_leakfinder.errors import LeakfinderError
 
@@ -52,8 +59,18 @@ def looks_like_pickle(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == PROTO and LOWEST_PROTOCOL <= head[1] <= HIGHEST_PROTOCOL
 
 
-class _BuiltinsOnly(pickle.Unpickler):
+def _refuse_bytearray(unpickler: pickle.Unpickler) -> None:
+    assert isinstance(unpickler, _BuiltinsOnly)  # installed in its dispatch only
+    raise not_readable(unpickler.path, "it holds a bytearray, which a snapshot never does: refused")
+
+
+class _BuiltinsOnly(pickle._Unpickler):
     """An unpickler that builds only what pickle's own opcodes build: it imports and calls nothing."""
+
+    dispatch: ClassVar[dict[int, Callable[[pickle.Unpickler], None]]] = {
+        **pickle._Unpickler.dispatch,
+        pickle.BYTEARRAY8[0]: _refuse_bytearray,
+    }
 
     def __init__(self, data: bytes, path: str) -> None:
         super().__init__(io.BytesIO(data))

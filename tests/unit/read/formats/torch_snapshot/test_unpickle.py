@@ -84,16 +84,33 @@ def test_the_real_format_needs_no_class():
         (b"", "the file is empty"),
         (b"{not a pickle}", "not a pickle of protocol 2 to 5"),
         (pickle.dumps({"segments": []}, protocol=0), "not a pickle of protocol 2 to 5"),
-        (SnapshotBuilder().to_bytes()[:-7], "a broken pickle: UnpicklingError"),
+        (SnapshotBuilder().to_bytes()[:-7], "a broken pickle"),
+        (b"\x80\x05\x96\x00\x00\x00\x80\x00\x00\x00\x00.", "it holds a bytearray"),  # BYTEARRAY8 of 2 GiB
         (b"\x80\x04K", "a broken pickle"),  # BININT1 without its byte
         (b"\x80\x04\x82\x01\x00.", "a broken pickle: ValueError: unregistered extension code 1"),
         (b"\x80\x02]\x94(K\x01e0t.", "a broken pickle"),  # APPENDS then a stack underflow
         (b"\x80\x04\x8c\x01a\x94h\x05.", "a broken pickle"),  # a memo key never stored
         (b"\x80\x04}\x94K\x01b.", "a broken pickle"),  # BUILD on a dict
     ],
-    ids=["empty", "text", "protocol_0", "truncated", "short_argument", "ext", "underflow", "memo", "build"],
+    ids=[
+        "empty",
+        "text",
+        "protocol_0",
+        "truncated",
+        "bytearray",
+        "short_argument",
+        "ext",
+        "underflow",
+        "memo",
+        "build",
+    ],
 )
 def test_broken_pickles_are_the_project_error_naming_the_file(data, says):
     with pytest.raises(LeakfinderError, match="not a readable PyTorch memory snapshot") as caught:
         unpickle.load(data, "/logs/s.pickle")
     assert str(caught.value).startswith("/logs/s.pickle: ") and says in str(caught.value)
+
+
+def test_a_memo_index_of_two_billion_costs_nothing():
+    """LONG_BINPUT at index 2**31 - 1: C's unpickler would grow its memo array to that; this one keeps a dict."""
+    assert unpickle.load(b"\x80\x04K\x01r\xff\xff\xff\x7f.", "x.pickle") == 1
