@@ -1,10 +1,11 @@
 """Finding profile runs, sessions and hosts under a logdir without decoding them.
 
 Two layouts are found. XProf's: `<tb_run>/plugins/profile/<session>/<host>.xplane.pb`, a session
-`<tb_run>/<session>` with one host per file. Snapshots (JAX device memory profiles): every `<name>.prof`
-file of a folder outside `plugins` is a session of its own, `<folder>/<name>` (`<name>` at the logdir's
-top), with one host (`memory_profile`); a folder's snapshots are listed in the order they were taken
-(the step number their names end in, else their modification times). PyTorch profiler traces: a folder
+`<tb_run>/<session>` with one host per file. Snapshots (JAX device memory profiles, PyTorch memory
+snapshots): every `<name>.prof` file, and every `<name>.pickle` or `.pkl` whose first bytes are a PyTorch
+memory snapshot's, of a folder outside `plugins` is a session of its own, `<folder>/<name>` (`<name>` at the
+logdir's top), with one host (`memory_profile`, `memory_snapshot`); a folder's snapshots are listed in the
+order they were taken (the step number their names end in, else their modification times). PyTorch profiler traces: a folder
 outside `plugins` holding `*.pt.trace.json[.gz]` (or other JSON that is a Kineto trace) is one session,
 `<folder>` (the logdir's own name at its top), whose hosts are the traces.
 """
@@ -72,7 +73,7 @@ def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[
     """(sort key, run) of every snapshot file among a folder's `names` (its files), in the order taken."""
     found = []
     for snapshots in SNAPSHOT_FORMATS:
-        mine = [files.join(folder, n) for n in names if snapshots.sniff(n)]
+        mine = [p for p in (files.join(folder, n) for n in names) if snapshots.sniff(p)]
         for rank, path in enumerate(snapshots.snapshot_order(mine), start=1):
             stem = _stem(files.basename(path))
             found.append(((f"{rel}/" if rel else "", rank), _snapshot(f"{rel}/{stem}" if rel else stem, path, snapshots)))
@@ -150,7 +151,8 @@ def _relative(folder: str, logdir: str) -> str:
 
 
 def runs_for_path(path: str) -> list[Run]:
-    """The runs a CLI or API path means: a logdir, one session folder, one `.xplane.pb`, `.prof` or trace."""
+    """The runs a CLI or API path means: a logdir, one session folder, one `.xplane.pb`, `.prof`, trace or
+    memory snapshot."""
     in_folder = next((f for f in FOLDER_FORMATS if not files.isdir(path) and f.sniff(path)), None)
     if in_folder is not None:
         session_dir = files.dirname(path)
@@ -168,7 +170,10 @@ def runs_for_path(path: str) -> list[Run]:
         session_dir = files.dirname(path)
         return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):
-        raise LeakfinderError(f"{path}: no such logdir, session folder, .xplane.pb, .prof or .pt.trace.json file", source=path)
+        raise LeakfinderError(
+            f"{path}: no such logdir, session folder, .xplane.pb, .prof, .pt.trace.json or memory snapshot .pickle file",
+            source=path,
+        )
     session = _session(files.basename(path), path)
     if session.hosts:
         return [session]
@@ -176,7 +181,7 @@ def runs_for_path(path: str) -> list[Run]:
     if not runs:
         raise LeakfinderError(
             f"{path}: no profiles found (expected <run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}"
-            " or <folder>/<snapshot>.prof or <folder>/<worker>.pt.trace.json[.gz])",
+            " or <folder>/<snapshot>.prof or <folder>/<worker>.pt.trace.json[.gz] or <folder>/<snapshot>.pickle)",
             source=path,
         )
     return runs

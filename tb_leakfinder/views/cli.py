@@ -40,8 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     path_help = (
-        "a logdir, one profile session folder, one <host>.xplane.pb file, one device memory profile (.prof),"
-        " or one PyTorch profiler trace (.pt.trace.json[.gz])"
+        "a logdir, one profile session folder, one <host>.xplane.pb file, one device memory profile (.prof), "
+        "one PyTorch profiler trace (.pt.trace.json[.gz]) or one PyTorch memory snapshot (.pickle)"
     )
     rep_help = "print the leak report"
     rep = sub.add_parser("report", help=rep_help, description=rep_help)

@@ -10,7 +10,6 @@ host of this format: the registry's read, the analysis, the report, timeline and
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -19,10 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from tb_leakfinder import report
-from tb_leakfinder.analyses.buffer_query import query_buffers
-from tb_leakfinder.analyses.timeline import timeline
-from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.read.formats.pprof import reader
 from tb_leakfinder.read.formats.pprof.format import HOST
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
@@ -33,6 +28,7 @@ from tests.support.fuzzing import (
     Mutator,
     Seed,
     Tally,
+    analyse_registry_file,
     peak_rss_bytes,
     run_guarded,
 )
@@ -91,16 +87,7 @@ def fuzz_inputs(seed: int, count: int):
 
 def analyse_snapshot(path: str) -> str:
     """What the plugin answers for one snapshot: through the registry, the report, timeline and buffers."""
-    result = analyze_file(path, HOST, os.path.dirname(path))
-    body = result.json()
-    analysis = result.unwrap()
-    pages = {}
-    for a in analysis.allocators:
-        pages[a.memory_id] = [
-            report.timeline_json(a, analysis.profile.steps, timeline(a, 64)),
-            report.buffers_json(a, analysis.profile.steps, query_buffers(a, limit=20)),
-        ]
-    return json.dumps({"report": body, "pages": pages}, allow_nan=False, sort_keys=True)
+    return analyse_registry_file(path, HOST)
 
 
 def run_snapshot(tally: Tally, name: str, data: bytes, path: Path) -> str:

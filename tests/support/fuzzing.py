@@ -28,6 +28,7 @@ from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.buffer_query import query_buffers
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
+from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
@@ -384,6 +385,21 @@ def analyse_file(path: str) -> str:
         body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, timeline(allocator, 64))
         body["buffers"] = report.buffers_json(allocator, analysis.profile.steps, query_buffers(allocator, limit=20))
     return json.dumps(body, allow_nan=False, sort_keys=True)  # strict JSON: NaN or Infinity would break the frontend
+
+
+def analyse_registry_file(path: str, host: str) -> str:
+    """What the plugin answers for one host file of any format: through the registry, the report, timeline and
+    buffers (strict JSON)."""
+    result = analyze_file(path, host, os.path.dirname(path))
+    body = result.json()
+    analysis = result.unwrap()
+    pages = {}
+    for a in analysis.allocators:
+        pages[a.memory_id] = [
+            report.timeline_json(a, analysis.profile.steps, timeline(a, 64)),
+            report.buffers_json(a, analysis.profile.steps, query_buffers(a, limit=20)),
+        ]
+    return json.dumps({"report": body, "pages": pages}, allow_nan=False, sort_keys=True)
 
 
 def run_guarded(

@@ -7,14 +7,15 @@ from typing import Protocol
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.formats.base import ProfileFormat
 from tb_leakfinder.read.formats.pprof.format import PPROF
+from tb_leakfinder.read.formats.torch_snapshot.format import TORCH_SNAPSHOT
 from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE
 from tb_leakfinder.read.formats.xplane.format import XPLANE
 
 
 class SnapshotFormat(ProfileFormat, Protocol):
-    """A format whose every file is a session of its own with one host (a snapshot), not one host of a
-    session folder: discovery lists each file of a folder outside `plugins/profile` as a session of that
-    folder's TensorBoard run."""
+    """A format whose every file is a session of its own with one host (a snapshot or capture: a JAX device
+    memory profile, a PyTorch memory snapshot), not one host of a session folder: discovery lists each file of
+    a folder outside `plugins/profile` as a session of that folder's TensorBoard run."""
 
     def snapshot_order(self, paths: list[str]) -> list[str]:
         """A folder's snapshot files in the order they were taken."""
@@ -34,7 +35,7 @@ class FolderFormat(ProfileFormat, Protocol):
 # or a run's folder of PyTorch traces).
 FOLDER_FORMATS: tuple[FolderFormat, ...] = (TORCH_TRACE,)
 SESSION_FORMATS: tuple[ProfileFormat, ...] = (XPLANE, *FOLDER_FORMATS)
-SNAPSHOT_FORMATS: tuple[SnapshotFormat, ...] = (PPROF,)
+SNAPSHOT_FORMATS: tuple[SnapshotFormat, ...] = (PPROF, TORCH_SNAPSHOT)
 FORMATS: tuple[ProfileFormat, ...] = (*SESSION_FORMATS, *SNAPSHOT_FORMATS)
 
 

@@ -2,12 +2,14 @@
 
 Each `.prof` file is a snapshot of its own: a session with one host, HOST. A
 folder of them (outside `plugins/profile`) is a TensorBoard run whose
-sessions are its snapshots, in the order `snapshot_order` gives.
+sessions are its snapshots, in the order `snapshot_order` gives (which every
+snapshot format's files follow, each format stripping its own suffix).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.hlo import HloModule
@@ -30,16 +32,17 @@ def snapshot_stem(file_name: str) -> str:
     return file_name[: -len(SUFFIX)] if is_snapshot_name(file_name) else file_name
 
 
-def step_of(file_name: str) -> int | None:
-    """The step number a snapshot's file name ends in, None when it ends in none."""
-    found = _STEP.search(snapshot_stem(files.basename(file_name)))
+def step_of(file_name: str, stem: Callable[[str], str] = snapshot_stem) -> int | None:
+    """The step number a snapshot's file name ends in (before the suffix `stem` strips), None when it ends in none."""
+    found = _STEP.search(stem(files.basename(file_name)))
     return int(found.group(1)) if found else None
 
 
-def snapshot_order(paths: list[str]) -> list[str]:
-    """Snapshot files in the order they were taken: by the step number their names end in when every name
-    has one, else by modification time (one stat each, remote on gs://); equal keys by name."""
-    steps = [step_of(p) for p in paths]
+def snapshot_order(paths: list[str], stem: Callable[[str], str] = snapshot_stem) -> list[str]:
+    """Snapshot files in the order they were taken: by the step number their names end in (before the suffix
+    `stem` strips) when every name has one, else by modification time (one stat each, remote on gs://); equal
+    keys by name."""
+    steps = [step_of(p, stem) for p in paths]
     if all(step is not None for step in steps):
         return [p for _, _, p in sorted((step or 0, files.basename(p), p) for step, p in zip(steps, paths, strict=True))]
     return [p for _, _, p in sorted((_mtime_ns(p), files.basename(p), p) for p in paths)]

@@ -272,17 +272,22 @@ def _indexes(values: list[str], table: list[str]) -> np.ndarray:
 
 
 def _spans(stacks: list[tuple[int, ...]], names: list[str]) -> Spans:
-    """Each sample's frames as nested host calls on line 0 around its time: frame j (innermost 0) from
-    t - (j + 1) to t + (j + 1), at most MAX_FRAMES of them."""
-    kept = [stack[:MAX_FRAMES] for stack in stacks]
+    return stack_spans(SAMPLE_PS * np.arange(1, len(stacks) + 1, dtype=np.int64), stacks, names, MAX_FRAMES)
+
+
+def stack_spans(times: np.ndarray, stacks: list[tuple[int, ...]], names: list[str], max_frames: int) -> Spans:
+    """Each allocation's frames (indexes into `names`, innermost first) as nested host calls on line 0 around its
+    time: frame j from t - (j + 1) to t + (j + 1), its innermost `max_frames` of them. The attribution then gives
+    the allocation the user's frames of its stack, as it does a Python tracer's calls; the times must lie more than
+    2 * max_frames apart."""
+    kept = [stack[:max_frames] for stack in stacks]
     depth = np.asarray([len(s) for s in kept], np.int64)
     total = int(depth.sum()) if len(depth) else 0
     if not total:
         return Spans.empty()
-    sample = np.repeat(np.arange(len(kept), dtype=np.int64), depth)
     first = np.cumsum(depth) - depth
     width = np.arange(total, dtype=np.int64) - np.repeat(first, depth) + 1
-    time = SAMPLE_PS * (sample + 1)
+    time = np.repeat(np.asarray(times, np.int64), depth)
     name = np.fromiter((frame for stack in kept for frame in stack), np.int32, total)
     zeros = np.zeros(total, np.int32)
     return spans_from_rows(

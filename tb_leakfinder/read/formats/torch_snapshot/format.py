@@ -1,0 +1,66 @@
+"""The PyTorch memory snapshot format's entry in the registry: which files are snapshots, and their order.
+
+`_dump_snapshot` writes wherever it is told; users and tools name the file `*.pickle` (torchtitan:
+`rank<r>_memory_snapshot.pickle` per iteration) or `*.pkl`. A file of those names is a snapshot when its first
+bytes are a pickle (protocol 2 to 5) of a dict whose first keys include `segments` or `device_traces`: other
+pickles in a logdir are not read. Each snapshot is a capture of its own, a session with one host, HOST; a
+folder's snapshots are a TensorBoard run's captures, in the order `pprof.format.snapshot_order` gives.
+"""
+
+from __future__ import annotations
+
+from tb_leakfinder.errors import NotFoundError
+from tb_leakfinder.model.hlo import HloModule
+from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.base import HostReading
+from tb_leakfinder.read.formats.pprof.format import snapshot_order
+from tb_leakfinder.read.formats.torch_snapshot.reader import read_host
+from tb_leakfinder.read.formats.torch_snapshot.unpickle import looks_like_pickle
+
+SUFFIXES = (".pickle", ".pkl")
+HOST = "memory_snapshot"  # the one host of a snapshot's session
+# A sniff reads this much: a snapshot's pickle opens with its dict's first key.
+HEAD_BYTES = 256
+SNAPSHOT_KEYS = (b"segments", b"device_traces")
+
+
+def is_snapshot_name(file_name: str) -> bool:
+    return any(file_name.endswith(s) and len(file_name) > len(s) for s in SUFFIXES)
+
+
+def snapshot_stem(file_name: str) -> str:
+    """A snapshot's name in its run: its file name without `.pickle` or `.pkl`."""
+    for suffix in SUFFIXES:
+        if file_name.endswith(suffix) and len(file_name) > len(suffix):
+            return file_name[: -len(suffix)]
+    return file_name
+
+
+def looks_like_snapshot(head: bytes) -> bool:
+    """Whether a file's first bytes open a pickle that names a snapshot's keys."""
+    return looks_like_pickle(head) and any(key in head[:HEAD_BYTES] for key in SNAPSHOT_KEYS)
+
+
+class TorchSnapshotFormat:
+    name = "torch_snapshot"
+
+    def sniff(self, path: str) -> bool:
+        return is_snapshot_name(files.basename(path)) and looks_like_snapshot(files.read_head(path, HEAD_BYTES))
+
+    def host_name(self, file_name: str) -> str | None:
+        return HOST if is_snapshot_name(file_name) else None
+
+    def companions(self, names: list[str]) -> tuple[str, ...]:
+        return ()
+
+    def read(self, path: str, host: str, session_dir: str) -> HostReading:
+        return HostReading(read_host(path, host), [], {})
+
+    def snapshot_order(self, paths: list[str]) -> list[str]:
+        return snapshot_order(paths, snapshot_stem)
+
+    def module(self, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
+        raise NotFoundError(f"{source}: a PyTorch memory snapshot holds no compiled programs, so none named {name!r}")
+
+
+TORCH_SNAPSHOT = TorchSnapshotFormat()
