@@ -38,9 +38,13 @@ TORCH_STACK_HINT = (
     "No Python frames in this trace. For the line of Python that made each buffer, profile with "
     "torch.profiler.profile(profile_memory=True, with_stack=True)"
 )
+TORCH_SNAPSHOT_STACK_HINT = (
+    "No Python frames in this snapshot. For the line of Python that made each buffer, record with "
+    "torch.cuda.memory._record_memory_history(stacks='python') (or 'all') before the steps you snapshot"
+)
 # How each format's profiles get Python frames, by its registry name. A JAX device memory profile records every
 # buffer's stack whenever it is saved, so there is nothing to advise and it has no entry.
-STACK_HINTS = {"xplane": STACK_HINT, "torch_trace": TORCH_STACK_HINT}
+STACK_HINTS = {"xplane": STACK_HINT, "torch_trace": TORCH_STACK_HINT, "torch_snapshot": TORCH_SNAPSHOT_STACK_HINT}
 
 
 def steps_json(steps: Steps) -> list[Json]:

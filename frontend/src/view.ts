@@ -44,6 +44,9 @@ function howToRecord(format: HostReport['format']): HTMLElement[] {
   if (format === 'torch_trace') {
     return [el('p', {}, 'PyTorch records memory events ([memory]) only when profiling with ', el('code', {}, 'torch.profiler.profile(profile_memory=True)'), '.')];
   }
+  if (format === 'torch_snapshot') {
+    return [el('p', {}, 'A memory snapshot holds the allocations recorded after ', el('code', {}, 'torch.cuda.memory._record_memory_history()'), ' and, without that, only the blocks live when it was dumped.')];
+  }
   if (format !== 'xplane') return [el('p', {}, 'Its profile holds no allocations.')];
   return [
     el(
