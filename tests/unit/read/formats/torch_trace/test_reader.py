@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tb_leakfinder.analyses.step_sources import NUM_TIME_WINDOWS, STEP_NUM, TIME_WINDOWS
+from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
 from tb_leakfinder.read import files
@@ -238,3 +240,27 @@ def test_an_event_longer_than_the_limit_is_refused_unread(tmp_path, monkeypatch)
     path = write(tmp_path / "long.json", [complete("x" * 5000, 1.0, 1.0)])
     with pytest.raises(LeakfinderError, match=re.escape("traceEvents[0] is longer than 1000 characters")):
         reader.decode(files.read_blocks(str(path), 100), "long", str(path))
+
+
+@pytest.mark.parametrize("with_steps", [True, False])
+def test_the_step_cascade_without_profiler_steps_falls_to_time_windows(tmp_path, with_steps):
+    """No ProfilerStep#N: nothing else in a trace is a step marker or a root (Python calls are not), so the
+    analysis cuts the capture into equal time windows, and a buffer held every 100 µs still shows as growth."""
+    events = []
+    for s in range(12):
+        t = 100.0 * s
+        events += [complete("train.py(10): step", t, 90.0, cat="python_function"), complete("aten::mm", t + 1, 50.0)]
+        events += [memory(t + 5, MIB, Addr=s + 1), memory(t + 6, 4096, Addr=999), memory(t + 40, -4096, Addr=999)]
+        if with_steps:
+            events.append(complete(f"ProfilerStep#{s}", t, 99.0, cat="user_annotation"))
+    path = write(tmp_path / "n.pt.trace.json", events)
+    body = analyze_file(str(path), "n", str(tmp_path)).json()
+    source = body["step_source"]
+    if with_steps:
+        assert (source["kind"], source["num_steps"]) == (STEP_NUM, 12)
+        return
+    assert (source["kind"], source["num_steps"]) == (TIME_WINDOWS, NUM_TIME_WINDOWS)
+    # The windows tile the memory events' span: the first at 5 µs, the last at 1140 µs.
+    assert (body["steps"][0]["start_ps"], body["steps"][-1]["end_ps"]) == (5_000_000, 1_140_000_000)
+    (cuda,) = body["allocators"]
+    assert cuda["verdict"] == "leak" and cuda["never_freed_bytes"] == 12 * MIB
