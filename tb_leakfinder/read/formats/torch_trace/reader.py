@@ -59,8 +59,8 @@ from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 # The text (decompressed) of a trace may be this long: a gzip bomb stops there. One event may be this long, any
 # other top-level value that long; a longer one is refused rather than held.
 MAX_TRACE_BYTES = 16 << 30
-MAX_EVENT_CHARS = 64 << 20
-MAX_TOP_VALUE_CHARS = 64 << 20
+MAX_EVENT_CHARS = 16 << 20
+MAX_TOP_VALUE_CHARS = 16 << 20
 MEMORY_EVENT = "[memory]"
 EVENTS_KEY = "traceEvents"
 # The top-level values the model needs; the others (metadata, versions, distributed info) are parsed and dropped.
@@ -211,7 +211,7 @@ class _Text:
             try:
                 found, end = _DECODER.raw_decode(self.text, self.pos)
                 after = _NEXT.match(self.text, end)
-            except (ValueError, RecursionError):
+            except (ValueError, RecursionError, MemoryError):  # the checked path says what is wrong
                 after = None
             if after is not None and after.end() < len(self.text):
                 self.pos = after.end()
@@ -267,15 +267,19 @@ def parse_trace(blocks: Iterable[bytes], path: str, on_event: Callable[[int, Any
     return kept
 
 
-def _number(value: Any, path: str, what: str, limit: float) -> float:
+def _number(value: Any, limit: float, path: str, what: str, k: int) -> float:
+    """`value` when it is a finite number within ±`limit`; else the error naming `what` (formatted with `k`)."""
+    if type(value) is float and -limit <= value <= limit:  # the common case first: most events are fine
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > limit:
-        raise not_readable(path, f"{what} is {value!r}, not a number within ±{limit:g}")
+        raise not_readable(path, f"{what.format(k)} is {value!r}, not a number within ±{limit:g}")
     return value
 
 
-def _integer(value: Any, path: str, what: str, limit: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > limit:
-        raise not_readable(path, f"{what} is {value!r}, not an integer within ±{limit}")
+def _integer(value: Any, limit: int, path: str, what: str, k: int) -> int:
+    """`value` when it is an integer within ±`limit`; else the error naming `what` (formatted with `k`)."""
+    if type(value) is not int or not -limit <= value <= limit:
+        raise not_readable(path, f"{what.format(k)} is {value!r}, not an integer within ±{limit}")
     return value
 
 
@@ -365,9 +369,9 @@ class _Scan:
         return line
 
     def _event(self, k: int, event: dict[str, Any]) -> None:
-        ts = _number(event["ts"], self.path, f"event {k}'s ts", MAX_TS_US)
+        ts = _number(event["ts"], MAX_TS_US, self.path, "event {}'s ts", k)
         phase = event.get("ph")
-        dur = _number(event.get("dur", 0), self.path, f"event {k}'s dur", MAX_US) if phase == "X" else 0.0
+        dur = _number(event.get("dur", 0), MAX_US, self.path, "event {}'s dur", k) if phase == "X" else 0.0
         if dur < 0:
             raise not_readable(self.path, f"event {k}'s dur is negative ({dur})")
         self.earliest = min(self.earliest, ts)
@@ -401,18 +405,18 @@ class _Scan:
         into.shape.append(into.strings(shape))
 
     def _memory(self, k: int, ts: float, event: dict[str, Any], args: dict[str, Any]) -> None:
-        what = f"[memory] event {k}'s"
-        nbytes = _integer(args.get("Bytes"), self.path, f"{what} Bytes", MAX_BYTES)
+        nbytes = _integer(args.get("Bytes"), MAX_BYTES, self.path, "[memory] event {}'s Bytes", k)
         if nbytes == 0:
             self.zero_bytes += 1
             return
-        kind = _integer(args.get("Device Type", CPU_TYPE), self.path, f"{what} Device Type", 1 << 16)
-        index = _integer(args.get("Device Id", -1), self.path, f"{what} Device Id", 1 << 16)
+        kind = _integer(args.get("Device Type", CPU_TYPE), 1 << 16, self.path, "[memory] event {}'s Device Type", k)
+        index = _integer(args.get("Device Id", -1), 1 << 16, self.path, "[memory] event {}'s Device Id", k)
         addr = args.get("Addr")
-        if addr is not None and _integer(addr, self.path, f"{what} Addr", (1 << 64) - 1) < 0:
-            raise not_readable(self.path, f"{what} Addr is negative ({addr})")
+        if addr is not None and _integer(addr, (1 << 64) - 1, self.path, "[memory] event {}'s Addr", k) < 0:
+            raise not_readable(self.path, f"[memory] event {k}'s Addr is negative ({addr})")
         total = args.get("Total Allocated")
-        allocated = NO_TOTAL if total is None else _integer(total, self.path, f"{what} Total Allocated", MAX_BYTES)
+        what = "[memory] event {}'s Total Allocated"
+        allocated = NO_TOTAL if total is None else _integer(total, MAX_BYTES, self.path, what, k)
         prefix = DEVICE_TYPES.get(kind, f"device_type_{kind}")
         memory = self.memory
         memory.ts.append(ts)
