@@ -10,6 +10,7 @@ import tb_leakfinder
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.formats.registry import format_of
+from tb_leakfinder.read.formats.torch_trace import reader
 from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE, looks_like_trace
 from tb_leakfinder.views import cli
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
@@ -127,3 +128,21 @@ def test_cycles_without_times_in_their_names_are_numbered(tmp_path):
         ("cycle_1", ["w"]),
         ("cycle_2", ["w"]),
     ]
+
+
+def test_remote_traces_stream_through_gfile_fsspec(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    local = [_cycle(tmp_path / f"w_1.{k + 1}.pt.trace.json.gz", k) for k in range(2)]
+    for path in local:
+        with fs.open(f"/remote_traces/job/{path.name}", "wb") as f:
+            f.write(path.read_bytes())
+    try:
+        runs = discovery.discover("memory://remote_traces")
+        assert [(r.name, list(r.hosts)) for r in runs] == [("job/1", ["w_1"]), ("job/2", ["w_1"])]
+        remote = reader.read_host(runs[1].hosts["w_1"], "w_1")
+        mine = reader.read_host(str(local[1]), "w_1")
+        assert remote.events.heap_bytes.tolist() == mine.events.heap_bytes.tolist() and len(remote.events) == 9
+        assert remote.start_time_ns == mine.start_time_ns == 1_700_000_060_000_000_000  # its first step at ts 0
+    finally:
+        fs.rm("/remote_traces", recursive=True)
