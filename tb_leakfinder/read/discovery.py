@@ -7,7 +7,8 @@ memory snapshot's, of a folder outside `plugins` is a session of its own, `<fold
 logdir's top), with one host (`memory_profile`, `memory_snapshot`); a folder's snapshots are listed in the
 order they were taken (the step number their names end in, else their modification times). PyTorch profiler traces: a folder
 outside `plugins` holding `*.pt.trace.json[.gz]` (or other JSON that is a Kineto trace) is one session,
-`<folder>` (the logdir's own name at its top), whose hosts are the traces.
+`<folder>` (the logdir's own name at its top), whose hosts are the traces; when its workers have several traces
+each (the cycles of a profiler schedule), each cycle is a session `<folder>/<session>`, a capture of that run.
 """
 
 from __future__ import annotations
@@ -80,13 +81,15 @@ def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[
     return found
 
 
-def _folder_run(name: str, folder: str, names: list[str]) -> Run | None:
-    """The session of a folder's own traces (FOLDER_FORMATS), None when it holds none."""
-    hosts: dict[str, str] = {}
-    for folder_format in FOLDER_FORMATS:
-        for host, path in folder_format.folder_hosts(folder, names).items():
-            hosts.setdefault(host, path)
-    return Run(name, folder, hosts) if hosts else None
+def _folder_runs(name: str, tb_run: str, folder: str, names: list[str]) -> list[tuple[tuple[str, int], Run]]:
+    """(sort key, run) of the sessions of a folder's own traces (FOLDER_FORMATS): one named `name`, or, when a host
+    has several (a profiler's cycles), each a capture `<tb_run>/<session>` of TensorBoard run `tb_run`, in the order
+    recorded."""
+    sessions = [found for folder_format in FOLDER_FORMATS for found in folder_format.folder_sessions(folder, names)]
+    if len(sessions) == 1:
+        return [((name, 0), Run(name, folder, sessions[0][1]))]
+    prefix = f"{tb_run}/" if tb_run else ""
+    return [((prefix, k), Run(prefix + session, folder, hosts)) for k, (session, hosts) in enumerate(sessions, start=1)]
 
 
 def _stem(file_name: str) -> str:
@@ -126,9 +129,7 @@ def discover(logdir: str) -> list[Run]:
         subfolders = set(folders)
         names = [n for n in children if n not in subfolders]
         runs.extend(_snapshot_runs(folder, names, rel))
-        traces = _folder_run(rel or files.basename(logdir) or logdir, folder, names)
-        if traces is not None:
-            runs.append(((traces.name, 0), traces))
+        runs.extend(_folder_runs(rel or files.basename(logdir) or logdir, rel, folder, names))
         if "plugins" not in subfolders:
             continue
         profile_dir = files.join(folder, "plugins", "profile")
@@ -156,10 +157,10 @@ def runs_for_path(path: str) -> list[Run]:
     in_folder = next((f for f in FOLDER_FORMATS if not files.isdir(path) and f.sniff(path)), None)
     if in_folder is not None:
         session_dir = files.dirname(path)
-        hosts = in_folder.folder_hosts(session_dir, [files.basename(path)])
-        if not hosts:
+        found = in_folder.folder_sessions(session_dir, [files.basename(path)])
+        if not found:
             raise LeakfinderError(f"{path}: no such profile file", source=path)
-        return [Run(files.basename(session_dir) or session_dir, session_dir, hosts)]
+        return [Run(files.basename(session_dir) or session_dir, session_dir, found[0][1])]
     snapshots = next((f for f in SNAPSHOT_FORMATS if f.sniff(path)), None)
     host = next((f.host_name(files.basename(path)) for f in SESSION_FORMATS if f.sniff(path)), None)
     if host is not None or snapshots is not None:
@@ -176,7 +177,9 @@ def runs_for_path(path: str) -> list[Run]:
         )
     session = _session(files.basename(path), path)
     if session.hosts:
-        return [session]
+        children, folders = files.listdir_and_subdirs(path)
+        cycles = _folder_runs(session.name, session.name, path, [n for n in children if n not in set(folders)])
+        return [run for _, run in cycles] if len(cycles) > 1 else [session]
     runs = discover(path)
     if not runs:
         raise LeakfinderError(

@@ -10,7 +10,8 @@ import contextlib
 import mmap
 import os
 import posixpath
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from tensorboard.compat import tf
@@ -19,6 +20,9 @@ from tb_leakfinder.errors import LeakfinderError
 
 # A remote file is read in blocks of this size: one block, not the whole file, is held twice.
 REMOTE_BLOCK_BYTES = 16 << 20
+# A file read as a stream comes in blocks of this size, and its gzip members inflate into blocks of at most this.
+STREAM_BLOCK_BYTES = 1 << 20
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def is_local(path: str) -> bool:
@@ -208,3 +212,50 @@ def _read_into(path: str, view: memoryview) -> int:
     except (OSError, tf.errors.OpError) as exc:
         raise _cannot_read(path, exc) from exc
     return filled
+
+
+def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterator[bytes]:
+    """A file's bytes in blocks of at most `block_bytes`, read as they are asked for (gfile for a remote one)."""
+    try:
+        with open(path, "rb") if is_local(path) else tf.io.gfile.GFile(path, "rb") as f:
+            while block := f.read(block_bytes):
+                yield bytes(block)
+    except (OSError, tf.errors.OpError) as exc:
+        raise _cannot_read(path, exc) from exc
+
+
+def gunzip_blocks(
+    blocks: Iterable[bytes], path: str, limit: int, refuse: Callable[[str, object], LeakfinderError]
+) -> Iterator[bytes]:
+    """The bytes of the gzip members in `blocks`, inflated a block at a time: more than `limit` of them in all are
+    refused before they are held (a gzip bomb stops there), as is anything but zero padding after the last member.
+    Errors are `refuse`'s: the format's own words for a file it cannot read."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    total = 0
+    padded = False  # some writers pad the file with zeros after its last member
+    try:
+        for data in blocks:
+            while not padded:
+                if inflater.eof and data:
+                    if not data.strip(b"\0"):
+                        padded = True
+                        break
+                    if not data.startswith(GZIP_MAGIC[: len(data)]):
+                        raise refuse(path, "bytes that are not gzip data follow the profile")
+                    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                out = inflater.decompress(data, STREAM_BLOCK_BYTES)
+                total += len(out)
+                if total > limit:
+                    raise refuse(path, f"it decompresses to more than {limit} bytes")
+                if out:
+                    yield out
+                data = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
+                # A full block out may leave inflated bytes inside zlib, to be asked for even without more input.
+                if not data and (inflater.eof or len(out) < STREAM_BLOCK_BYTES):
+                    break
+            if padded and data.strip(b"\0"):
+                raise refuse(path, "bytes that are not gzip data follow the profile")
+    except zlib.error as exc:
+        raise refuse(path, f"corrupt gzip data: {exc}") from exc
+    if not inflater.eof:
+        raise refuse(path, "the gzip data is truncated")

@@ -24,10 +24,12 @@ class SnapshotFormat(ProfileFormat, Protocol):
 
 class FolderFormat(ProfileFormat, Protocol):
     """A session format whose files sit in a TensorBoard run's own folder, not under `plugins/profile`: discovery
-    makes every folder outside `plugins/` that holds some one session, its hosts those files (PyTorch traces)."""
+    makes every folder outside `plugins/` that holds some one session, its hosts those files (PyTorch traces), or
+    several, the captures of that run, when the format finds several per host."""
 
-    def folder_hosts(self, folder: str, names: list[str]) -> dict[str, str]:
-        """The hosts among a folder's file names (not its subfolders'), host -> path; may read their first bytes."""
+    def folder_sessions(self, folder: str, names: list[str]) -> list[tuple[str, dict[str, str]]]:
+        """The sessions among a folder's file names (not its subfolders'), in the order recorded: (name, host -> path)
+        each, several when a host has several files (a profiler's cycles); may read their first bytes."""
         ...
 
 

@@ -17,7 +17,6 @@ the user's frames of its stack.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -43,7 +42,7 @@ from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 # Files larger than this are refused, and so is one that decompresses to more: a gzip bomb stops here.
 MAX_FILE_BYTES = 256 << 20
 MAX_PROFILE_BYTES = 256 << 20
-GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = files.GZIP_MAGIC
 # Label keys JAX gives each sample, and the value types that say what a sample's values are.
 DEVICE_LABEL = "device"
 KIND_LABEL = "kind"
@@ -75,30 +74,12 @@ def gunzip(
     if data[:2] != GZIP_MAGIC:
         raise refuse(path, "not gzip-compressed")
     out = bytearray()
-    rest = data
-    while True:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        pending = rest
-        try:
-            while not inflater.eof:
-                chunk = inflater.decompress(pending, limit + 1 - len(out))
-                out += chunk
-                if len(out) > limit:
-                    raise refuse(path, f"it decompresses to more than {limit} bytes")
-                pending = inflater.unconsumed_tail
-                if not chunk and not pending:
-                    break
-        except zlib.error as exc:
-            raise refuse(path, f"corrupt gzip data: {exc}") from exc
-        except MemoryError as exc:  # below the limit, but more than this machine has free
-            raise refuse(path, f"out of memory after decompressing {len(out)} bytes") from exc
-        if not inflater.eof:
-            raise refuse(path, "the gzip data is truncated")
-        rest = inflater.unused_data
-        if not rest.strip(b"\0"):  # the end, or the zero padding some writers add
-            return out
-        if rest[:2] != GZIP_MAGIC:
-            raise refuse(path, f"{len(rest)} bytes that are not gzip data follow the profile")
+    try:
+        for block in files.gunzip_blocks((data,), path, limit, refuse):
+            out += block
+    except MemoryError as exc:  # below the limit, but more than this machine has free
+        raise refuse(path, f"out of memory after decompressing {len(out)} bytes") from exc
+    return out
 
 
 def parse_profile(data: bytes, path: str) -> Message:

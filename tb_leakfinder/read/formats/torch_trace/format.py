@@ -4,6 +4,10 @@ A folder holding traces (outside `plugins/`) is one session, its hosts the trace
 TensorBoard run. `tensorboard_trace_handler` names a trace `<worker>.<ns>.pt.trace.json[.gz]`, its worker
 `<host>_<pid>` by default; a trace's host is its worker (two processes of one machine are two hosts), any
 other `*.json[.gz]` whose first bytes show a Kineto trace its file stem.
+
+A profiler schedule with `repeat=N` makes N traces per worker, one per cycle, each named by when it was
+written: the k-th trace of every worker (in that order) is the folder's k-th session, a capture of the run,
+named by the earliest time in its traces' names (`cycle_<k>` when they have none).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ JSON_SUFFIXES = (".json", ".json.gz")
 HEAD_BYTES = 64 << 10
 TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"')
 # tensorboard_trace_handler's file name: `<worker>.<time in ns or ms>.pt.trace.json[.gz]`.
-_HANDLER_NAME = re.compile(r"(.+)\.\d+\.pt\.trace\.json(?:\.gz)?")
+_HANDLER_NAME = re.compile(r"(.+)\.(\d+)\.pt\.trace\.json(?:\.gz)?")
 
 
 def is_trace_name(file_name: str) -> bool:
@@ -44,6 +48,12 @@ def trace_host(file_name: str) -> str:
     """The worker a trace's file name gives (`<host>_<pid>` of `<host>_<pid>.<ns>.pt.trace.json.gz`), else its stem."""
     handler = _HANDLER_NAME.fullmatch(file_name)
     return handler.group(1) if handler else stem(file_name)
+
+
+def written_at(file_name: str) -> int | None:
+    """The time in a `tensorboard_trace_handler` file name (`<worker>.<time>.pt.trace.json[.gz]`), None in others."""
+    handler = _HANDLER_NAME.fullmatch(file_name)
+    return int(handler.group(2)) if handler else None
 
 
 def looks_like_trace(head: bytes) -> bool:
@@ -72,14 +82,23 @@ class TorchTraceFormat:
         # By name only: XProf's session folders hold `<host>.trace.json.gz` and other JSON that are no hosts.
         return trace_host(file_name) if is_trace_name(file_name) else None
 
-    def folder_hosts(self, folder: str, names: list[str]) -> dict[str, str]:
-        """The traces among a folder's file names, host -> path: by name, or by content for other JSON."""
-        hosts: dict[str, str] = {}
+    def folder_sessions(self, folder: str, names: list[str]) -> list[tuple[str, dict[str, str]]]:
+        """The traces among a folder's file names (by name, or by content for other JSON) as its sessions, in the
+        order the profiler's cycles wrote them: (name, host -> path) each."""
+        by_host: dict[str, list[tuple[int, str]]] = {}
         for name in sorted(names):
             path = files.join(folder, name)
             if self.sniff(path):
-                hosts.setdefault(trace_host(name), path)
-        return hosts
+                by_host.setdefault(trace_host(name), []).append((written_at(name) or -1, path))
+        cycles = [sorted(traces) for _, traces in sorted(by_host.items())]
+        sessions = []
+        for k in range(max(map(len, cycles), default=0)):
+            hosts = {host: traces[k][1] for host, traces in zip(sorted(by_host), cycles, strict=True) if k < len(traces)}
+            times = [traces[k][0] for traces in cycles if k < len(traces) and traces[k][0] >= 0]
+            sessions.append((str(min(times)) if times else f"cycle_{k + 1}", hosts))
+        if len({name for name, _ in sessions}) < len(sessions):
+            return [(f"cycle_{k + 1}", hosts) for k, (_, hosts) in enumerate(sessions)]
+        return sessions
 
     def companions(self, names: list[str]) -> tuple[str, ...]:
         return ()

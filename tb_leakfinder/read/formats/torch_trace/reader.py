@@ -6,7 +6,8 @@ on allocation and negative on free, `Device Type` (0 CPU, 1 CUDA, 6 HIP) and `De
 An event with `Addr` is paired by (device, address), as the model pairs; one without (PyTorch 1.9) gets a
 synthetic address: a free takes that of the most recent unfreed allocation of its size on its device (LIFO
 by size), which the profile's warnings say. `heap_bytes` is `Total Allocated` when the event has it, else the
-device's running sum of the window's bytes; `free_bytes` is the device's `totalGlobalMem`
+device's running sum of the window's bytes (raised so that it never goes below zero: the frees of buffers
+allocated before the trace began were live then); `free_bytes` is the device's `totalGlobalMem`
 (`deviceProperties`) less `Total Allocated` when both are known, else 0.
 
 `ProfilerStep#N` complete events (`ph: "X"`) are the steps, and host root spans named `ProfilerStep` too.
@@ -14,17 +15,25 @@ An allocation's op is the innermost `cpu_op` (or `Operator`) event around it on 
 shape the op's `Input type` and `Input Dims`. `python_function` events named `file.py(line): func` are host
 calls `$file.py:line func` on their thread; others of theirs (`nn.Module: ...`, built-ins) are left out.
 Each (pid, tid) is a line, numbered in order of first appearance. `ts` and `dur` are µs; times are ps from
-the trace's earliest event, the duration to its latest end.
+the trace's earliest event, the duration to its latest end. The capture's start is `baseTimeNanoseconds`
+(the epoch time in ns Kineto's `ts` count from) plus the earliest `ts`; unknown when the trace has none.
 
-The whole file is parsed with `json` at once: a trace of a gigabyte needs a streaming reader, not done.
+The file is read as a stream: blocks of it, gunzipped as they come, decoded a value at a time through a window
+of text (`_Text`), so a trace of gigabytes is never held whole, as bytes or as Python objects. The top-level
+object's keys may come in any order; `traceEvents` is streamed one event at a time into compact columns
+(`array`s, strings stored once), every other top-level value parsed whole and only `deviceProperties` and
+`baseTimeNanoseconds` kept.
 """
 
 from __future__ import annotations
 
+import codecs
+import itertools
 import json
 import math
 import re
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,17 +54,22 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.pprof.reader import GZIP_MAGIC, gunzip
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 
-# Files larger than this are refused, and so is one that decompresses to more (a gzip bomb stops there).
-MAX_FILE_BYTES = 1 << 30
-MAX_TRACE_BYTES = 2 << 30
+# The text (decompressed) of a trace may be this long: a gzip bomb stops there. One event may be this long, any
+# other top-level value that long; a longer one is refused rather than held.
+MAX_TRACE_BYTES = 16 << 30
+MAX_EVENT_CHARS = 16 << 20
+MAX_TOP_VALUE_CHARS = 16 << 20
 MEMORY_EVENT = "[memory]"
+EVENTS_KEY = "traceEvents"
+# The top-level values the model needs; the others (metadata, versions, distributed info) are parsed and dropped.
+KEPT_KEYS = ("deviceProperties", "baseTimeNanoseconds")
 OP_CATEGORIES = ("cpu_op", "Operator")
 PYTHON_CATEGORY = "python_function"
 STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
+MAX_STEP_DIGITS = 18  # a step number fits the model's int64
 # Newer traces repeat each step on the GPU's timeline (`gpu_user_annotation`): the host's is the step.
 GPU_CATEGORY_PREFIX = "gpu_"
 # Kineto's Device Type codes (c10::DeviceType) and the allocator names they become.
@@ -69,7 +83,14 @@ MAX_TS_US = 1e17  # an epoch time in µs is ~1.7e15
 SYNTHETIC_BASE = 1 << 62
 ADDRESS_STRIDE = 1 << 12
 US_TO_PS = 1_000_000
+US_TO_NS = 1_000
+# An absent `Total Allocated`: outside ±MAX_BYTES, so no real total is mistaken for it.
+NO_TOTAL = -(1 << 62)
 _PYTHON_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_CLOSER = re.compile(r"[\]},:]")
+_NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
 
 def not_readable(path: str, detail: object) -> LeakfinderError:
@@ -78,56 +99,229 @@ def not_readable(path: str, detail: object) -> LeakfinderError:
 
 
 def read_host(path: str, host: str) -> HostProfile:
-    """One trace file into the model; raises LeakfinderError naming the file."""
-    return decode(files.read_bytes(path, limit=MAX_FILE_BYTES), host, path)
+    """One trace file into the model, read as a stream; raises LeakfinderError naming the file."""
+    return decode(files.read_blocks(path), host, path)
 
 
-def parse_trace(data: bytes, path: str) -> dict[str, Any]:
-    raw: bytes | bytearray = gunzip(data, path, MAX_TRACE_BYTES, not_readable) if data[:2] == GZIP_MAGIC else data
-    if not raw.strip():
-        raise not_readable(path, "the file is empty")
+def trace_text(blocks: Iterable[bytes], path: str) -> Iterator[str]:
+    """A trace's text from its file's blocks, gunzipped as they come when it is gzipped; at most MAX_TRACE_BYTES."""
+    source = iter(blocks)
+    first = b""
+    while len(first) < len(files.GZIP_MAGIC) and (block := next(source, None)) is not None:
+        first += block
+    whole = itertools.chain((first,), source)
+    raw = files.gunzip_blocks(whole, path, MAX_TRACE_BYTES, not_readable) if first[:2] == files.GZIP_MAGIC else whole
+    # Decoded as json.loads decodes bytes: UTF-8 with or without a byte order mark.
+    utf8 = codecs.getincrementaldecoder("utf-8-sig")("surrogatepass")
+    total = 0
     try:
-        trace = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise not_readable(path, f"bad JSON: {exc}") from exc
-    except MemoryError as exc:
-        raise not_readable(path, "out of memory parsing its JSON") from exc
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise not_readable(path, 'no "traceEvents" list at its top')
-    return trace
+        for data in raw:
+            total += len(data)
+            if total > MAX_TRACE_BYTES:
+                raise not_readable(path, f"it is more than {MAX_TRACE_BYTES} bytes of text")
+            yield utf8.decode(data)
+        yield utf8.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        raise not_readable(path, f"bad JSON: not UTF-8 text ({exc.reason} in its first {total} bytes)") from exc
 
 
-def _number(value: Any, path: str, what: str, limit: float) -> float:
+class _Text:
+    """A trace's JSON text read front to back through a window: each value decoded whole, the window refilled when
+    a value runs past its end, so only the value being read and a block or two of text are held."""
+
+    def __init__(self, blocks: Iterable[bytes], path: str) -> None:
+        self.path = path
+        self.blocks = trace_text(blocks, path)
+        self.text = ""
+        self.pos = 0
+        self.dropped = 0  # characters before the window: positions in messages count from the file's start
+        self.ended = False
+
+    def _fill(self, want: int) -> bool:
+        """Reads on until the window holds `want` characters past `pos`; False when the text had none left."""
+        added = False
+        while len(self.text) - self.pos < want and not self.ended:
+            block = next(self.blocks, None)
+            if block is None:
+                self.ended = True
+                break
+            self.dropped += self.pos
+            self.text = self.text[self.pos :] + block
+            self.pos = 0
+            added = added or bool(block)
+        return added
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ("" at the end of the text), not consumed."""
+        while True:
+            self.pos = _WHITESPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.text):
+                return self.text[self.pos]
+            if not self._fill(1) and self.ended:
+                return ""
+
+    def expect(self, wanted: str, after: str, consume: bool = True) -> str:
+        """The next character, one of `wanted` (consumed unless told not to); refuses the file otherwise."""
+        found = self.peek()
+        if found and found in wanted:
+            self.pos += consume
+            return found
+        if not found:
+            raise not_readable(self.path, f"the JSON ends early, after {after} (the file is truncated)")
+        where = self.dropped + self.pos
+        raise not_readable(self.path, f"bad JSON at character {where}: expected {' or '.join(map(repr, wanted))} after {after}")
+
+    def value(self, what: str, limit: int) -> Any:
+        """The JSON value at the next character, decoded whole; `what` names it in messages."""
+        self.peek()
+        while True:
+            try:
+                found, end = _DECODER.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as exc:
+                # Where nothing that closes a value follows the error, the value may go on past the window's end.
+                cut = exc.msg.startswith("Unterminated string") or not _CLOSER.search(self.text, exc.pos)
+                if self.ended or not cut:
+                    if cut:
+                        raise not_readable(self.path, f"the JSON ends early, in {what} (the file is truncated)") from exc
+                    where = self.dropped + exc.pos
+                    raise not_readable(self.path, f"bad JSON at character {where}, in {what}: {exc.msg}") from exc
+            except RecursionError as exc:
+                raise not_readable(self.path, f"{what} is nested too deeply") from exc
+            except MemoryError as exc:
+                raise not_readable(self.path, f"out of memory decoding {what}") from exc
+            else:
+                # A value ending where the window does (a number, say) may go on in the next block.
+                if end < len(self.text) or self.ended:
+                    self.pos = end
+                    return found
+            pending = len(self.text) - self.pos
+            if pending > limit:
+                raise not_readable(self.path, f"{what} is longer than {limit} characters")
+            self._fill(2 * pending + 1)  # doubling: a long value is decoded a few times, not once per block
+
+    def array(self, what: str, limit: int) -> Iterator[Any]:
+        """The elements of the JSON array at the next character, one at a time."""
+        self.expect("[", f"the key of {what}")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        k = 0
+        while True:
+            # Most elements and the comma after them lie inside the window: decoded without the checks of `value`.
+            try:
+                found, end = _DECODER.raw_decode(self.text, self.pos)
+                after = _NEXT.match(self.text, end)
+            except (ValueError, RecursionError, MemoryError):  # the checked path says what is wrong
+                after = None
+            if after is not None and after.end() < len(self.text):
+                self.pos = after.end()
+                yield found
+                if after.group(1) == "]":
+                    return
+            else:
+                yield self.value(f"{what}[{k}]", limit)
+                if self.expect(",]", f"{what}[{k}]") == "]":
+                    return
+                self.peek()  # where the next element starts, as the fast path wants it
+            k += 1
+
+
+def parse_trace(blocks: Iterable[bytes], path: str, on_event: Callable[[int, Any], None]) -> dict[str, Any]:
+    """Streams a trace's `traceEvents` through `on_event` (index, event) and returns its other kept top-level values.
+
+    The keys of the top-level object may come in any order.
+    """
+    text = _Text(blocks, path)
+    first = text.peek()
+    if not first:
+        raise not_readable(path, "the file is empty")
+    if first != "{":
+        raise not_readable(path, f'no "{EVENTS_KEY}" list at its top: the JSON is not an object')
+    text.pos += 1
+    kept: dict[str, Any] = {}
+    events_seen = False
+    after = "the top-level object's opening brace"
+    closed = text.peek() == "}"
+    if closed:
+        text.pos += 1
+    while not closed:
+        text.expect('"', after, consume=False)
+        key = text.value("a top-level key", MAX_TOP_VALUE_CHARS)
+        text.expect(":", f"the top-level key {key!r}")
+        if key == EVENTS_KEY:
+            if text.peek() != "[" or events_seen:
+                raise not_readable(path, f'no "{EVENTS_KEY}" list at its top, or more than one')
+            for k, event in enumerate(text.array(EVENTS_KEY, MAX_EVENT_CHARS)):
+                on_event(k, event)
+            events_seen = True
+        else:
+            found = text.value(f"the top-level {key!r}", MAX_TOP_VALUE_CHARS)
+            if key in KEPT_KEYS:
+                kept[key] = found
+        after = f"the top-level value of {key!r}"
+        closed = text.expect(",}", after) == "}"
+    if text.peek():
+        raise not_readable(path, f"bad JSON at character {text.dropped + text.pos}: more after the top-level object")
+    if not events_seen:
+        raise not_readable(path, f'no "{EVENTS_KEY}" list at its top')
+    return kept
+
+
+def _number(value: Any, limit: float, path: str, what: str, k: int) -> float:
+    """`value` when it is a finite number within ±`limit`; else the error naming `what` (formatted with `k`)."""
+    if type(value) is float and -limit <= value <= limit:  # the common case first: most events are fine
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > limit:
-        raise not_readable(path, f"{what} is {value!r}, not a number within ±{limit:g}")
+        raise not_readable(path, f"{what.format(k)} is {value!r}, not a number within ±{limit:g}")
     return value
 
 
-def _integer(value: Any, path: str, what: str, limit: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > limit:
-        raise not_readable(path, f"{what} is {value!r}, not an integer within ±{limit}")
+def _integer(value: Any, limit: int, path: str, what: str, k: int) -> int:
+    """`value` when it is an integer within ±`limit`; else the error naming `what` (formatted with `k`)."""
+    if type(value) is not int or not -limit <= value <= limit:
+        raise not_readable(path, f"{what.format(k)} is {value!r}, not an integer within ±{limit}")
     return value
+
+
+class _Strings:
+    """Distinct strings, each stored once, and their indexes."""
+
+    def __init__(self) -> None:
+        self.values: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        found = self.index.get(text)
+        if found is None:
+            found = self.index[text] = len(self.values)
+            self.values.append(text)
+        return found
 
 
 @dataclass
 class _Memory:
-    ts: list[float] = field(default_factory=list)
-    line: list[int] = field(default_factory=list)
-    device: list[str] = field(default_factory=list)
-    nbytes: list[int] = field(default_factory=list)
-    addr: list[int | None] = field(default_factory=list)
-    allocated: list[int | None] = field(default_factory=list)
+    """The [memory] events in file order, in compact columns: a trace of millions holds no Python number per event."""
+
+    ts: array[float] = field(default_factory=lambda: array("d"))
+    line: array[int] = field(default_factory=lambda: array("q"))
+    device: array[int] = field(default_factory=lambda: array("q"))  # an index into `devices`
+    nbytes: array[int] = field(default_factory=lambda: array("q"))
+    addr: array[int] = field(default_factory=lambda: array("Q"))
+    has_addr: bytearray = field(default_factory=bytearray)
+    allocated: array[int] = field(default_factory=lambda: array("q"))  # NO_TOTAL when absent
+    devices: _Strings = field(default_factory=_Strings)
 
 
 @dataclass
 class _Complete:
-    """Complete events of one kind: start and end in µs, thread line, name."""
+    """Complete events of one kind: start and end in µs, thread line, name and shape (indexes into `strings`)."""
 
-    start: list[float] = field(default_factory=list)
-    end: list[float] = field(default_factory=list)
-    line: list[int] = field(default_factory=list)
-    name: list[str] = field(default_factory=list)
-    shape: list[str] = field(default_factory=list)
+    start: array[float] = field(default_factory=lambda: array("d"))
+    end: array[float] = field(default_factory=lambda: array("d"))
+    line: array[int] = field(default_factory=lambda: array("q"))
+    name: array[int] = field(default_factory=lambda: array("q"))
+    shape: array[int] = field(default_factory=lambda: array("q"))
+    strings: _Strings = field(default_factory=_Strings)
 
 
 def _shape(args: dict[str, Any]) -> str:
@@ -147,24 +341,24 @@ def _shape(args: dict[str, Any]) -> str:
 
 
 class _Scan:
-    """One pass over the events: what the model needs of them, checked."""
+    """One pass over the events as they stream in (`add`): what the model needs of them, checked."""
 
-    def __init__(self, events: list[Any], path: str) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
         self.lines: dict[tuple[str, str], int] = {}
         self.memory = _Memory()
         self.ops = _Complete()
         self.calls = _Complete()
         self.steps = _Complete()
-        self.step_num: list[int] = []
+        self.step_num = array("q")
         self.earliest = math.inf
         self.latest = -math.inf
         self.zero_bytes = 0
-        for k, event in enumerate(events):
-            if not isinstance(event, dict):
-                raise not_readable(path, f"event {k} is {type(event).__name__}, not an object")
-            if event.get("ph") == "M" or "ts" not in event:
-                continue
+
+    def add(self, k: int, event: Any) -> None:
+        if not isinstance(event, dict):
+            raise not_readable(self.path, f"event {k} is {type(event).__name__}, not an object")
+        if event.get("ph") != "M" and "ts" in event:
             self._event(k, event)
 
     def _line(self, event: dict[str, Any]) -> int:
@@ -175,9 +369,9 @@ class _Scan:
         return line
 
     def _event(self, k: int, event: dict[str, Any]) -> None:
-        ts = _number(event["ts"], self.path, f"event {k}'s ts", MAX_TS_US)
+        ts = _number(event["ts"], MAX_TS_US, self.path, "event {}'s ts", k)
         phase = event.get("ph")
-        dur = _number(event.get("dur", 0), self.path, f"event {k}'s dur", MAX_US) if phase == "X" else 0.0
+        dur = _number(event.get("dur", 0), MAX_US, self.path, "event {}'s dur", k) if phase == "X" else 0.0
         if dur < 0:
             raise not_readable(self.path, f"event {k}'s dur is negative ({dur})")
         self.earliest = min(self.earliest, ts)
@@ -190,9 +384,11 @@ class _Scan:
         elif phase == "X" and isinstance(name, str):
             category = event.get("cat")
             on_host = not (isinstance(category, str) and category.startswith(GPU_CATEGORY_PREFIX))
-            if on_host and name.startswith(STEP_PREFIX) and name[len(STEP_PREFIX) :].isdecimal():
+            if on_host and name.startswith(STEP_PREFIX) and (digits := name[len(STEP_PREFIX) :]).isdecimal():
+                if len(digits) > MAX_STEP_DIGITS:
+                    raise not_readable(self.path, f"event {k}'s step number {digits[:40]}... is out of range")
                 self._complete(self.steps, ts, dur, event, STEP_SPAN)
-                self.step_num.append(int(name[len(STEP_PREFIX) :]))
+                self.step_num.append(int(digits))
             elif category in OP_CATEGORIES:
                 self._complete(self.ops, ts, dur, event, name, _shape(args))
             elif category == PYTHON_CATEGORY:
@@ -205,35 +401,36 @@ class _Scan:
         into.start.append(ts)
         into.end.append(ts + dur)
         into.line.append(self._line(event))
-        into.name.append(name)
-        into.shape.append(shape)
+        into.name.append(into.strings(name))
+        into.shape.append(into.strings(shape))
 
     def _memory(self, k: int, ts: float, event: dict[str, Any], args: dict[str, Any]) -> None:
-        what = f"[memory] event {k}'s"
-        nbytes = _integer(args.get("Bytes"), self.path, f"{what} Bytes", MAX_BYTES)
+        nbytes = _integer(args.get("Bytes"), MAX_BYTES, self.path, "[memory] event {}'s Bytes", k)
         if nbytes == 0:
             self.zero_bytes += 1
             return
-        kind = _integer(args.get("Device Type", CPU_TYPE), self.path, f"{what} Device Type", 1 << 16)
-        index = _integer(args.get("Device Id", -1), self.path, f"{what} Device Id", 1 << 16)
+        kind = _integer(args.get("Device Type", CPU_TYPE), 1 << 16, self.path, "[memory] event {}'s Device Type", k)
+        index = _integer(args.get("Device Id", -1), 1 << 16, self.path, "[memory] event {}'s Device Id", k)
+        addr = args.get("Addr")
+        if addr is not None and _integer(addr, (1 << 64) - 1, self.path, "[memory] event {}'s Addr", k) < 0:
+            raise not_readable(self.path, f"[memory] event {k}'s Addr is negative ({addr})")
+        total = args.get("Total Allocated")
+        what = "[memory] event {}'s Total Allocated"
+        allocated = NO_TOTAL if total is None else _integer(total, MAX_BYTES, self.path, what, k)
         prefix = DEVICE_TYPES.get(kind, f"device_type_{kind}")
         memory = self.memory
         memory.ts.append(ts)
         memory.line.append(self._line(event))
-        memory.device.append(prefix if kind == CPU_TYPE else f"{prefix}:{index}")
+        memory.device.append(memory.devices(prefix if kind == CPU_TYPE else f"{prefix}:{index}"))
         memory.nbytes.append(nbytes)
-        addr = args.get("Addr")
-        if addr is not None and _integer(addr, self.path, f"{what} Addr", (1 << 64) - 1) < 0:
-            raise not_readable(self.path, f"{what} Addr is negative ({addr})")
-        memory.addr.append(addr)
-        total = args.get("Total Allocated")
-        memory.allocated.append(None if total is None else _integer(total, self.path, f"{what} Total Allocated", MAX_BYTES))
+        memory.addr.append(0 if addr is None else addr)
+        memory.has_addr.append(addr is not None)
+        memory.allocated.append(allocated)
 
 
-def _capacities(trace: dict[str, Any]) -> dict[str, int]:
+def _capacities(properties: Any) -> dict[str, int]:
     """Each CUDA device's memory (`deviceProperties`' totalGlobalMem), by allocator name."""
     found: dict[str, int] = {}
-    properties = trace.get("deviceProperties")
     for device in properties if isinstance(properties, list) else []:
         if not isinstance(device, dict):
             continue
@@ -243,10 +440,21 @@ def _capacities(trace: dict[str, Any]) -> dict[str, int]:
     return found
 
 
-def decode(data: bytes, host: str, path: str) -> HostProfile:
-    """One trace's bytes (gzipped or not), read from `path`."""
-    trace = parse_trace(data, path)
-    scan = _Scan(trace["traceEvents"], path)
+def _start_time_ns(base: Any, earliest: float, path: str, warnings: list[str]) -> int | None:
+    """When the earliest event happened, in ns since the epoch: Kineto's `ts` count µs from `baseTimeNanoseconds`."""
+    if base is None:
+        return None
+    if isinstance(base, bool) or not isinstance(base, int) or not 0 <= base < 1 << 62:
+        warnings.append(f"{path}: its baseTimeNanoseconds is {base!r}, not a time in ns: the capture's start is unknown")
+        return None
+    start = base + round(earliest * US_TO_NS)
+    return start if 0 <= start < 1 << 63 else None
+
+
+def decode(blocks: Iterable[bytes], host: str, path: str) -> HostProfile:
+    """One trace's bytes (gzipped or not, in blocks as they are read), read from `path`."""
+    scan = _Scan(path)
+    top = parse_trace(blocks, path, scan.add)
     if not math.isfinite(scan.earliest):
         raise not_readable(path, "it has no timed events")
     if (scan.latest - scan.earliest) * US_TO_PS >= 1 << 62:
@@ -256,24 +464,25 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         warnings.append(f"{path}: {scan.zero_bytes} [memory] events of 0 bytes are left out")
     if not scan.memory.ts:
         warnings.append(f"{path}: the trace has no [memory] events (was it recorded with profile_memory=True?)")
-    events, synthetic = _events(scan, _capacities(trace))
+    events, synthetic = _events(scan, _capacities(top.get("deviceProperties")))
     if synthetic:
         warnings.append(
             f"{path}: {synthetic} [memory] events carry no address (PyTorch before 1.10): each free is paired with the "
             "most recent unfreed allocation of its size on its device, so the lifetimes of buffers of equal size may "
             "be swapped (the bytes live at each moment are right)"
         )
-    steps = _steps(scan)
+    start_time_ns = _start_time_ns(top.get("baseTimeNanoseconds"), scan.earliest, path, warnings)
     return HostProfile(
         host,
         path,
         events,
-        steps,
+        _steps(scan),
         _ps(scan.latest, scan.earliest),
         warnings=warnings,
         spans=_spans(scan),
         allocators={name: _allocator(name) for name in events.allocator_names},
         step_marker=STEP_SPAN,
+        start_time_ns=start_time_ns,
     )
 
 
@@ -281,8 +490,8 @@ def _ps(ts: float, earliest: float) -> int:
     return round((ts - earliest) * US_TO_PS)
 
 
-def _times(values: Iterable[float], earliest: float) -> np.ndarray:
-    return np.rint((np.asarray(list(values), np.float64) - earliest) * US_TO_PS).astype(np.int64)
+def _times(values: array[float], earliest: float) -> np.ndarray:
+    return np.rint((np.frombuffer(values, np.float64) - earliest) * US_TO_PS).astype(np.int64)
 
 
 def _allocator(name: str) -> AllocatorInfo:
@@ -295,7 +504,7 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
     if not ops.start:
         return found
     starts, ends = _times(ops.start, earliest), _times(ops.end, earliest)
-    op_lines = np.asarray(ops.line, np.int64)
+    op_lines = np.frombuffer(ops.line, np.int64)
     for line in np.unique(lines).tolist():
         mine = np.flatnonzero(op_lines == line)
         if not len(mine):
@@ -325,62 +534,88 @@ def _events(scan: _Scan, capacities: dict[str, int]) -> tuple[MemoryEvents, int]
     memory = scan.memory
     n = len(memory.ts)
     times = _times(memory.ts, scan.earliest)
-    order = np.argsort(times, kind="stable").tolist()
+    order = np.argsort(times, kind="stable")
     columns: dict[str, np.ndarray] = {name: np.zeros(n, dtype) for name, dtype in EVENT_COLUMNS.items()}
     columns["group_id"][:] = -1
-    allocator_names = sorted(set(memory.device))
-    allocator_of = {name: k for k, name in enumerate(allocator_names)}
-    lines = np.asarray(memory.line, np.int64)
-    op_at = _innermost(times, lines, scan.ops, scan.earliest)
+    devices = memory.devices.values
+    allocator_names = sorted(devices)
+    allocator_of = np.asarray([allocator_names.index(name) for name in devices], np.int64)
+    lines = np.frombuffer(memory.line, np.int64)
+    nbytes = np.frombuffer(memory.nbytes, np.int64)
+    device = np.frombuffer(memory.device, np.int64)
+    allocated = np.frombuffer(memory.allocated, np.int64)
+    addr, synthetic = _addresses(memory, order)
+    heap = _heap_bytes(device[order], nbytes[order], allocated[order], scan.path)
+    sorted_allocated = allocated[order]
+    columns["time_ps"][:] = times[order]
+    columns["kind"][:] = np.where(nbytes[order] > 0, ALLOC, FREE)
+    columns["allocator"][:] = allocator_of[device[order]] if n else 0
+    columns["addr"][:] = addr
+    columns["tensor_bytes"][:] = columns["chunk_bytes"][:] = np.abs(nbytes[order])
+    columns["heap_bytes"][:] = heap
+    capacity = np.asarray([capacities.get(name, -1) for name in devices], np.int64)[device[order]] if n else np.zeros(0, np.int64)
+    known = (sorted_allocated != NO_TOTAL) & (capacity >= 0)
+    columns["free_bytes"][known] = np.maximum(0, capacity[known] - sorted_allocated[known])
+    columns["line"][:] = lines[order]
+    op_at = _innermost(times, lines, scan.ops, scan.earliest)[order]
+    in_op = op_at >= 0
+    # The ops' names and shapes go into the profile's table in the order the events first name them.
+    pairs = np.stack([np.frombuffer(column, np.int64)[op_at[in_op]] for column in (scan.ops.name, scan.ops.shape)], 1)
     strings = [""]
-    string_at = {"": 0}
-
-    def intern(text: str) -> int:
-        index = string_at.get(text)
-        if index is None:
-            index = string_at[text] = len(strings)
+    mapping = np.zeros(len(scan.ops.strings.values), np.int64)
+    for index in dict.fromkeys(pairs.ravel().tolist()):
+        text = scan.ops.strings.values[index]
+        if text:
+            mapping[index] = len(strings)
             strings.append(text)
-        return index
-
-    heap: dict[str, int] = {}
-    unfreed: dict[tuple[str, int], list[int]] = {}
-    next_address = SYNTHETIC_BASE
-    synthetic = 0
-    for row, k in enumerate(order):
-        device, nbytes = memory.device[k], memory.nbytes[k]
-        size = abs(nbytes)
-        addr = memory.addr[k]
-        if addr is None:
-            synthetic += 1
-            pool = unfreed.setdefault((device, size), [])
-            if nbytes < 0 and pool:
-                addr = pool.pop()
-            else:
-                addr = next_address
-                next_address += ADDRESS_STRIDE
-                if nbytes > 0:
-                    pool.append(addr)
-        allocated = memory.allocated[k]
-        in_use = allocated if allocated is not None else heap.get(device, 0) + nbytes
-        heap[device] = in_use
-        columns["time_ps"][row] = times[k]
-        columns["kind"][row] = ALLOC if nbytes > 0 else FREE
-        columns["allocator"][row] = allocator_of[device]
-        columns["addr"][row] = addr
-        columns["tensor_bytes"][row] = columns["chunk_bytes"][row] = size
-        columns["heap_bytes"][row] = in_use
-        capacity = capacities.get(device)
-        if allocated is not None and capacity is not None:
-            columns["free_bytes"][row] = max(0, capacity - allocated)
-        columns["line"][row] = memory.line[k]
-        op = int(op_at[k])
-        if op >= 0:
-            columns["op"][row] = intern(scan.ops.name[op])
-            columns["shape"][row] = intern(scan.ops.shape[op])
+    columns["op"][in_op] = mapping[pairs[:, 0]]
+    columns["shape"][in_op] = mapping[pairs[:, 1]]
     for a in range(len(allocator_names)):
         mine = columns["allocator"] == a
         columns["allocator_peak_bytes"][mine] = np.maximum.accumulate(columns["heap_bytes"][mine]) if mine.any() else 0
     return MemoryEvents(**columns, strings=strings, allocator_names=allocator_names), synthetic
+
+
+def _addresses(memory: _Memory, order: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each event's address in time order, a synthetic one where it has none, and how many have none."""
+    addr = np.frombuffer(memory.addr, np.uint64)[order]
+    rows = np.flatnonzero(np.frombuffer(memory.has_addr, np.uint8)[order] == 0)
+    devices = np.frombuffer(memory.device, np.int64)[order][rows].tolist()
+    sizes = np.frombuffer(memory.nbytes, np.int64)[order][rows].tolist()
+    unfreed: dict[tuple[int, int], list[int]] = {}
+    next_address = SYNTHETIC_BASE
+    for row, device, nbytes in zip(rows.tolist(), devices, sizes, strict=True):
+        pool = unfreed.setdefault((device, abs(nbytes)), [])
+        if nbytes < 0 and pool:
+            addr[row] = pool.pop()
+            continue
+        addr[row] = next_address
+        if nbytes > 0:
+            pool.append(next_address)
+        next_address += ADDRESS_STRIDE
+    return addr, len(rows)
+
+
+def _heap_bytes(device: np.ndarray, nbytes: np.ndarray, allocated: np.ndarray, path: str) -> np.ndarray:
+    """Each event's bytes in use on its device (events in time order): its `Total Allocated`, else the last one's
+    plus the bytes allocated since, else the device's running sum of the window's bytes."""
+    heap = np.zeros(len(nbytes), np.int64)
+    for d in np.unique(device).tolist():
+        mine = np.flatnonzero(device == d)
+        if float(np.abs(nbytes[mine]).astype(np.float64).sum()) >= 1 << 62:
+            raise not_readable(path, "its [memory] events add up to more than 2^62 bytes")
+        total, summed = allocated[mine], np.cumsum(nbytes[mine])
+        given = total != NO_TOTAL
+        last = np.maximum.accumulate(np.where(given, np.arange(len(mine)), -1))
+        anchored = last >= 0
+        in_use = summed.copy()
+        in_use[anchored] += (total - summed)[last[anchored]]
+        # Before any total, the sum counts from an unknown start: frees of buffers allocated before the trace would
+        # take it below zero. The heap held at least those bytes when the window opened, so it starts that much higher.
+        floor = int(in_use[~anchored].min()) if not anchored.all() else 0
+        in_use[~anchored] -= min(floor, 0)
+        heap[mine] = in_use
+    return heap
 
 
 def _steps(scan: _Scan) -> Steps:
@@ -394,20 +629,24 @@ def _steps(scan: _Scan) -> Steps:
 
 def _spans(scan: _Scan) -> Spans:
     """The steps as host roots named ProfilerStep, and the Python calls, on their threads' lines."""
-    names = [STEP_SPAN, *sorted(set(scan.calls.name))]
-    position = {text: k for k, text in enumerate(names)}
-    rows = (SPAN_HOST_ROOT, scan.steps), (SPAN_HOST_CALL, scan.calls)
+    calls = scan.calls
+    call_names = np.frombuffer(calls.name, np.int64)
+    used = np.unique(call_names)
+    names = [STEP_SPAN, *sorted(calls.strings.values[i] for i in used.tolist())]
+    position = np.zeros(len(calls.strings.values), np.int32)
+    position[used] = [names.index(calls.strings.values[i]) for i in used.tolist()]
+    rows = (SPAN_HOST_ROOT, scan.steps), (SPAN_HOST_CALL, calls)
     source = np.concatenate([np.full(len(r.start), s, np.int8) for s, r in rows])
     total = len(source)
     if not total:
         return Spans.empty()
     return spans_from_rows(
         source,
-        np.asarray([position[name] for _, r in rows for name in r.name], np.int32),
+        np.concatenate([np.zeros(len(scan.steps.start), np.int32), position[call_names]]),
         names,
         np.full(total, -1, np.int32),
         source == SPAN_HOST_ROOT,
         np.concatenate([_times(r.start, scan.earliest) for _, r in rows]),
         np.concatenate([_times(r.end, scan.earliest) for _, r in rows]),
-        np.asarray([line for _, r in rows for line in r.line], np.int32),
+        np.concatenate([np.frombuffer(r.line, np.int64) for _, r in rows]).astype(np.int32),
     )

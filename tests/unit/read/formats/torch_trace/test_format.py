@@ -7,8 +7,10 @@ import gzip
 import pytest
 
 import tb_leakfinder
+from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.formats.registry import format_of
+from tb_leakfinder.read.formats.torch_trace import reader
 from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE, looks_like_trace
 from tb_leakfinder.views import cli
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
@@ -79,3 +81,68 @@ def test_cli_on_a_corrupt_trace_exits_2_naming_it(tmp_path, capsys):
     assert cli.main(["report", str(path)]) == 2
     captured = capsys.readouterr()
     assert str(path) in captured.err + captured.out
+
+
+def _cycle(path, k):
+    """The k-th cycle of a schedule(repeat=...): three steps, k MiB more held at its end than at the last's."""
+    events = [complete(f"ProfilerStep#{10 * k + s}", 100.0 * s, 100.0, cat="user_annotation") for s in range(3)]
+    for s in range(3):
+        events += [memory(100.0 * s + 10, 1 << 20, Addr=0x1000 * (k * 10 + s)), memory(100.0 * s + 20, 4096, Addr=0x10)]
+        events.append(memory(100.0 * s + 30, -4096, Addr=0x10))
+    return write(path, events, baseTimeNanoseconds=1_700_000_000_000_000_000 + k * 60_000_000_000)
+
+
+def test_the_cycles_of_a_worker_are_captures_of_its_run(tmp_path):
+    job = tmp_path / "logs" / "job"
+    job.mkdir(parents=True)
+    stamps = {"a_1": [1_700_000_000_500, 1_700_000_060_500, 1_700_000_120_500], "b_2": [1_700_000_000_400, 1_700_000_060_600]}
+    for worker, times in stamps.items():
+        for k, stamp in enumerate(times):
+            _cycle(job / f"{worker}.{stamp}.pt.trace.json.gz", k)
+    once = tmp_path / "logs" / "once"
+    once.mkdir()
+    _cycle(once / "a_1.5.pt.trace.json", 0)
+    runs = discovery.discover(str(tmp_path / "logs"))
+    # A session is named by the earliest time in its traces' names; b_2 has no third cycle.
+    assert [(r.name, sorted(r.hosts)) for r in runs] == [
+        ("job/1700000000400", ["a_1", "b_2"]),
+        ("job/1700000060500", ["a_1", "b_2"]),
+        ("job/1700000120500", ["a_1"]),
+        ("once", ["a_1"]),
+    ]
+    assert runs[1].hosts["b_2"].endswith("b_2.1700000060600.pt.trace.json.gz")
+    assert [r.name for r in discovery.runs_for_path(str(job))] == [r.name for r in runs[:3]]
+    history = Engine.for_path(str(tmp_path / "logs")).history("job")
+    assert history["num_captures"] == 3
+    (a_1,) = [s for s in history["series"] if s["host"] == "a_1"]
+    assert [c["capture"] for c in a_1["captures"]] == [r.name for r in runs[:3]]
+
+
+def test_cycles_without_times_in_their_names_are_numbered(tmp_path):
+    _cycle(tmp_path / "w.pt.trace.json", 0)
+    _cycle(tmp_path / "w.pt.trace.json.gz", 1)
+    assert [
+        (name, sorted(hosts))
+        for name, hosts in TORCH_TRACE.folder_sessions(str(tmp_path), sorted(p.name for p in tmp_path.iterdir()))
+    ] == [
+        ("cycle_1", ["w"]),
+        ("cycle_2", ["w"]),
+    ]
+
+
+def test_remote_traces_stream_through_gfile_fsspec(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    local = [_cycle(tmp_path / f"w_1.{k + 1}.pt.trace.json.gz", k) for k in range(2)]
+    for path in local:
+        with fs.open(f"/remote_traces/job/{path.name}", "wb") as f:
+            f.write(path.read_bytes())
+    try:
+        runs = discovery.discover("memory://remote_traces")
+        assert [(r.name, list(r.hosts)) for r in runs] == [("job/1", ["w_1"]), ("job/2", ["w_1"])]
+        remote = reader.read_host(runs[1].hosts["w_1"], "w_1")
+        mine = reader.read_host(str(local[1]), "w_1")
+        assert remote.events.heap_bytes.tolist() == mine.events.heap_bytes.tolist() and len(remote.events) == 9
+        assert remote.start_time_ns == mine.start_time_ns == 1_700_000_060_000_000_000  # its first step at ts 0
+    finally:
+        fs.rm("/remote_traces", recursive=True)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tb_leakfinder.analyses.step_sources import NUM_TIME_WINDOWS, STEP_NUM, TIME_WINDOWS
+from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.memory import ALLOC, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
+from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
+from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.torch_trace import reader
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
 
@@ -95,7 +100,10 @@ def test_old_form_pairs_frees_lifo_by_size_and_warns(tmp_path):
     addr = profile.events.addr.tolist()
     assert addr[3] == addr[1] and addr[4] == addr[2] and addr[5] == addr[0] and addr[8] == addr[7]
     assert len(set(addr)) == 5
-    assert profile.events.heap_bytes.tolist() == [100, 200, 400, 300, 100, 0, -300, 100, 0]
+    # cuda:0's running sum would end at -300 B: the 300 B freed were live when the trace began, so its heap starts
+    # there; cuda:1's never goes below zero and starts at zero.
+    assert profile.events.heap_bytes.tolist() == [400, 500, 700, 600, 400, 300, 0, 100, 0]
+    assert profile.events.allocator_peak_bytes.tolist()[:7] == [400, 500, 700, 700, 700, 700, 700]
     (warning,) = profile.warnings
     assert "9 [memory] events carry no address" in warning and "may be swapped" in warning
 
@@ -146,3 +154,113 @@ def test_heap_peak_follows_each_device(tmp_path):
     profile = reader.read_host(str(write(tmp_path / "p.pt.trace.json", events)), "p")
     assert int(np.max(profile.events.heap_bytes)) == 4 * MIB
     assert profile.events.allocator_peak_bytes.tolist() == [MIB, 2 * MIB, 3 * MIB, 4 * MIB, 4 * MIB, 4 * MIB, 4 * MIB, 4 * MIB]
+
+
+def _decoded(profile):
+    """A profile's columns and figures, to compare two reads of one trace."""
+    events = profile.events
+    columns = {name: getattr(events, name).tolist() for name in EVENT_COLUMNS}
+    spans = (profile.spans.source.tolist(), profile.spans.start_ps.tolist(), [profile.spans.names[i] for i in profile.spans.name])
+    return columns, events.strings, profile.steps.step_num.tolist(), spans, profile.duration_ps, profile.start_time_ns
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_blocks_of_any_size_read_alike(tmp_path, monkeypatch, gzipped):
+    """Events, numbers, strings and escapes cut across the window's blocks: tiny blocks read as one block does."""
+    path = _new_form(tmp_path)
+    if not gzipped:
+        path = tmp_path / "plain.pt.trace.json"
+        path.write_bytes(gzip.decompress(_new_form(tmp_path).read_bytes()).replace(b'"train.py', b'"tr\\u0061in.py'))
+    whole = _decoded(reader.decode([path.read_bytes()], "h", str(path)))
+    monkeypatch.setattr(files, "STREAM_BLOCK_BYTES", 3)  # what gunzip gives at a time
+    for size in (1, 2, 7, 64):
+        assert _decoded(reader.decode(files.read_blocks(str(path), size), "h", str(path))) == whole
+    assert "$train.py:42 train_step" in whole[3][2]
+
+
+def test_top_level_keys_in_any_order_and_the_start_time(tmp_path):
+    events = [memory(2.5, 64, Addr=1, **{"Total Allocated": 64}), memory(4.0, -64, Addr=1, **{"Total Allocated": 0})]
+    properties = [{"id": 0, "totalGlobalMem": 1024}]
+    base = 1_751_410_836_000_000_000
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps({"traceEvents": events, "deviceProperties": properties, "baseTimeNanoseconds": base}))
+    before = write(tmp_path / "before.json", events, deviceProperties=properties, baseTimeNanoseconds=base, metadata={"x": [1]})
+    first, second = (reader.read_host(str(p), "h") for p in (after, before))
+    assert _decoded(first) == _decoded(second)
+    assert first.events.free_bytes.tolist() == [960, 1024]
+    # ts count µs from baseTimeNanoseconds: the capture starts at the earliest one, 2.5 µs after it.
+    assert first.start_time_ns == base + 2_500
+    assert reader.read_host(str(write(tmp_path / "none.json", events)), "h").start_time_ns is None
+    odd = reader.read_host(str(write(tmp_path / "odd.json", events, baseTimeNanoseconds="soon")), "h")
+    assert odd.start_time_ns is None and "baseTimeNanoseconds is 'soon'" in odd.warnings[-1]
+
+
+def test_the_real_start_time_of_a_modern_trace():
+    qwen = Path(__file__).resolve().parents[5].parent / "shared" / "profiles" / "torch" / "tracelens_qwen_h100"
+    path = next(qwen.glob("*.json.gz"), None)
+    if path is None:
+        pytest.skip("the shared real traces are absent")
+    trace = json.loads(gzip.decompress(path.read_bytes()))
+    earliest = min(e["ts"] for e in trace["traceEvents"] if "ts" in e and e.get("ph") != "M")
+    assert reader.read_host(str(path), "q").start_time_ns == trace["baseTimeNanoseconds"] + round(earliest * 1000)
+
+
+@pytest.mark.parametrize(
+    ("content", "detail"),
+    [
+        (b'{"traceEvents": [{"ph": "i", "ts": 1}', "the file is truncated"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1}]', "the file is truncated"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1', "the file is truncated"),
+        (b'{"traceEvents": [{"ph": "i", "name": "abc', "the file is truncated"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1}] "x": 1}', "expected ',' or '}'"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1},]}', "bad JSON at character 38, in traceEvents[1]"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1}]} {}', "more after the top-level object"),
+        (b'{"traceEvents": [], "traceEvents": []}', "or more than one"),
+        (b'{"deviceProperties": []}', 'no "traceEvents" list'),
+        (b"{}", 'no "traceEvents" list'),
+        (b"  \n ", "the file is empty"),
+        (b'"traceEvents"', "not an object"),
+        (b"{traceEvents: []}", "expected '\"'"),
+        (b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "nested too deeply"),
+        (b'{"traceEvents": [{"ph": "\xff"}]}', "not UTF-8"),
+    ],
+)
+def test_bad_json_is_refused_saying_what(tmp_path, content, detail):
+    path = tmp_path / "bad.pt.trace.json"
+    path.write_bytes(content)
+    for data in (content, gzip.compress(content)):
+        path.write_bytes(data)
+        with pytest.raises(LeakfinderError, match=re.escape("bad.pt.trace.json: not a readable PyTorch profiler trace")) as e:
+            reader.read_host(str(path), "bad")
+        assert detail in e.value.message
+
+
+def test_an_event_longer_than_the_limit_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "MAX_EVENT_CHARS", 1000)
+    path = write(tmp_path / "long.json", [complete("x" * 5000, 1.0, 1.0)])
+    with pytest.raises(LeakfinderError, match=re.escape("traceEvents[0] is longer than 1000 characters")):
+        reader.decode(files.read_blocks(str(path), 100), "long", str(path))
+
+
+@pytest.mark.parametrize("with_steps", [True, False])
+def test_the_step_cascade_without_profiler_steps_falls_to_time_windows(tmp_path, with_steps):
+    """No ProfilerStep#N: nothing else in a trace is a step marker or a root (Python calls are not), so the
+    analysis cuts the capture into equal time windows, and a buffer held every 100 µs still shows as growth."""
+    events = []
+    for s in range(12):
+        t = 100.0 * s
+        events += [complete("train.py(10): step", t, 90.0, cat="python_function"), complete("aten::mm", t + 1, 50.0)]
+        events += [memory(t + 5, MIB, Addr=s + 1), memory(t + 6, 4096, Addr=999), memory(t + 40, -4096, Addr=999)]
+        if with_steps:
+            events.append(complete(f"ProfilerStep#{s}", t, 99.0, cat="user_annotation"))
+    path = write(tmp_path / "n.pt.trace.json", events)
+    body = analyze_file(str(path), "n", str(tmp_path)).json()
+    source = body["step_source"]
+    if with_steps:
+        assert (source["kind"], source["num_steps"]) == (STEP_NUM, 12)
+        return
+    assert (source["kind"], source["num_steps"]) == (TIME_WINDOWS, NUM_TIME_WINDOWS)
+    # The windows tile the memory events' span: the first at 5 µs, the last at 1140 µs.
+    assert (body["steps"][0]["start_ps"], body["steps"][-1]["end_ps"]) == (5_000_000, 1_140_000_000)
+    (cuda,) = body["allocators"]
+    assert cuda["verdict"] == "leak" and cuda["never_freed_bytes"] == 12 * MIB
