@@ -53,7 +53,8 @@ def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint
             heap_end_bytes=a["heap_end_bytes"],
             heap_floor_bytes=a["heap_floor_bytes"],
             never_freed_bytes=a["never_freed_bytes"],
-            capacity_bytes=a["memory_capacity_bytes"],
+            # A capacity no larger than the peak is no capacity: no free memory was reported (a CPU's, PyTorch 1.9's).
+            capacity_bytes=a["memory_capacity_bytes"] if a["memory_capacity_bytes"] > a["peak_bytes_in_use"] else 0,
             first_step=first,
             last_step=last,
             program=program,

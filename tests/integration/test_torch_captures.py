@@ -96,6 +96,19 @@ def test_every_writes_one_trace_per_window(captured):
         assert host["verdict"] == "leak"
 
 
+def test_the_windows_are_captures_of_one_run_whose_history_leaks(captured):
+    logdir, out = captured
+    runs = [run.name for run in discover(str(logdir)) if run.name.startswith(f"{torch_captures.PERIODIC}/")]
+    assert len(runs) == len(out[torch_captures.PERIODIC]["sessions"]) == 3
+    done = run_cli("history", str(logdir), "--run", torch_captures.PERIODIC, "--json")
+    assert done.returncode == 1, done.stderr  # a leak
+    history = json.loads(done.stdout)
+    assert (history["num_captures"], history["verdict"]) == (3, "leak")
+    (series,) = history["series"]
+    assert [c["capture"] for c in series["captures"]] == runs
+    assert series["hours_to_oom"] is None  # a CPU reports no free memory: no forecast
+
+
 def test_discovery_finds_each_case_as_a_run(captured):
     logdir, _ = captured
     names = {run.name for run in discover(str(logdir))}
