@@ -52,13 +52,13 @@ class Case:
 _KEPT = f"hidden * 0.5 (aten::mul, [{BATCH},{HIDDEN}] float)"
 CASES = {
     "kept_every_step": Case(
-        f"{_KEPT} appended to a list every step.", True, "aten::mul", "float[128,256], double", KEPT_BYTES, 1, "keep"
+        f"{_KEPT} appended to a list every step.", True, "aten::mul", "float[128,256]", KEPT_BYTES, 1, "keep"
     ),
     "late_onset": Case(
         f"{_KEPT} a freed temporary in steps 1-{LATE_ONSET}, appended to a list from step {1 + LATE_ONSET} of {STEPS} on.",
         True,
         "aten::mul",
-        "float[128,256], double",
+        "float[128,256]",
         KEPT_BYTES,
         1 + LATE_ONSET,
         "keep",

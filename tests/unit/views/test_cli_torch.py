@@ -35,7 +35,7 @@ def test_report_names_the_op_the_line_and_the_onset():
     out = cli("report", str(ACCURACY / "torch_late_onset"))
     assert out.returncode == 0, out.stderr
     onset = truth("torch_late_onset")["onset_step"]
-    assert f"Leak: +128 KiB per step from aten::mul float[128,256], double ({KEEP_LINE}) from step {onset} on" in out.stdout
+    assert f"Leak: +128 KiB per step from aten::mul float[128,256] ({KEEP_LINE}) from step {onset} on" in out.stdout
     assert "30 steps from ProfilerStep markers" in out.stdout
     assert "allocator CPU (memory id cpu): LEAK" in out.stdout
 
@@ -77,7 +77,7 @@ def test_diff_of_a_clean_and_a_late_leak_names_the_new_family(tmp_path):
     )
     assert out.returncode == 1, out.stderr  # a regression
     text = summary.read_text(encoding="utf-8")
-    row = next(line for line in text.splitlines() if f"`aten::mul float[128,256], double ({KEEP_LINE})`" in line)
+    row = next(line for line in text.splitlines() if f"`aten::mul float[128,256] ({KEEP_LINE})`" in line)
     assert row.startswith("| new |") and row.endswith("| step 16 |")
 
 

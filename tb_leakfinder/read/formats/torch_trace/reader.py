@@ -69,6 +69,8 @@ OP_CATEGORIES = ("cpu_op", "Operator")
 PYTHON_CATEGORY = "python_function"
 STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
+# Kineto names reduced-precision dtypes by their C++ type (`c10::BFloat16`, `c10::Half`).
+C10_PREFIX = "c10::"
 MAX_STEP_DIGITS = 18  # a step number fits the model's int64
 # Newer traces repeat each step on the GPU's timeline (`gpu_user_annotation`): the host's is the step.
 GPU_CATEGORY_PREFIX = "gpu_"
@@ -324,19 +326,27 @@ class _Complete:
     strings: _Strings = field(default_factory=_Strings)
 
 
+def _dims(dims: list[Any]) -> str:
+    return f"[{','.join(str(d) for d in dims)}]"
+
+
 def _shape(args: dict[str, Any]) -> str:
-    """An op's inputs as `type[dims]`, from its `Input type` and `Input Dims` (record_shapes)."""
+    """An op's tensor inputs as `dtype[dims]` (a tensor list as `TensorList[[dims],[dims]]`), from its `Input type`
+    and `Input Dims` (record_shapes). Scalars, sizes and flags (`Scalar`, `double`, `GenericList`, `Int`, `Bool`,
+    whose dims are empty) are left out: they would make one op's family a new one for every argument it was given."""
     dims = args.get("Input Dims")
     types = args.get("Input type")
     dims = dims if isinstance(dims, list) else []
     types = types if isinstance(types, list) else []
     parts = []
-    for k in range(max(len(dims), len(types))):
+    for k, dim in enumerate(dims):
+        if not isinstance(dim, list) or not dim:
+            continue
         kind = str(types[k]) if k < len(types) else ""
-        dim = dims[k] if k < len(dims) else []
-        text = f"[{','.join(str(d) for d in dim)}]" if isinstance(dim, list) and dim else ""
-        if kind or text:
-            parts.append(kind + text)
+        if all(isinstance(d, list) for d in dim):
+            parts.append(f"{kind}[{','.join(_dims(d) for d in dim)}]")
+        else:
+            parts.append(kind.removeprefix(C10_PREFIX) + _dims(dim))
     return ", ".join(parts)
 
 

@@ -264,3 +264,16 @@ def test_the_step_cascade_without_profiler_steps_falls_to_time_windows(tmp_path,
     assert (body["steps"][0]["start_ps"], body["steps"][-1]["end_ps"]) == (5_000_000, 1_140_000_000)
     (cuda,) = body["allocators"]
     assert cuda["verdict"] == "leak" and cuda["never_freed_bytes"] == 12 * MIB
+
+
+def test_an_ops_shape_is_its_tensor_inputs(tmp_path):
+    # As Kineto records them (the real Qwen, ResNet-50 and PyTorch 2.13 traces): tensors, a tensor list, scalars,
+    # sizes and flags; Kineto's C++ names of reduced-precision dtypes.
+    inputs = {
+        "Input Dims": [[16, 559, 64], [], [[480, 256], [16, 256]], [], [3], []],
+        "Input type": ["c10::BFloat16", "Scalar", "TensorList", "GenericList", "long int", "double"],
+    }
+    events = [complete("aten::op", 1000.0, 20.0, **inputs), memory(1010.0, MIB, Addr=0x1000)]
+    profile = reader.read_host(str(write(tmp_path / "w.pt.trace.json", events)), "w")
+    (shape,) = {profile.events.strings[k] for k in profile.events.shape.tolist()}
+    assert shape == "BFloat16[16,559,64], TensorList[[480,256],[16,256]], long int[3]"
