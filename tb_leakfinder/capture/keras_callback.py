@@ -3,7 +3,7 @@
     model.fit(x, y, epochs=3, callbacks=[LeakCapture("logs/run1", start_batch=5, num_batches=20)])
 
 Batches are numbered across epochs (the 3rd batch of the 2nd epoch of 10 batches is 12), so the window
-may span epochs. The profiler follows the Keras backend (TensorFlow or JAX). Keras is imported only
+may span epochs. The profiler follows the Keras backend (TensorFlow, JAX or PyTorch). Keras is imported only
 when `LeakCapture` is first used, since the program that uses it has Keras. `python_tracer=True`
 records Python function events too, as tb_leakfinder.capture does; `every_batches=N` captures the
 `num_batches` batches again every N batches, each time as a session of its own (capture's `every`).
@@ -51,7 +51,7 @@ def _make_class() -> type:
             framework = _backend_framework(keras)
             if framework is None or framework not in sys.modules:
                 raise CaptureError(
-                    f"the Keras backend is {keras.backend.backend()!r}; LeakCapture profiles TensorFlow or JAX only"
+                    f"the Keras backend is {keras.backend.backend()!r}; LeakCapture profiles TensorFlow, JAX or PyTorch only"
                 )
             self.capture = Capture(logdir, start_batch, num_batches, framework, python_tracer, every=every_batches)
             self._batch = 0

@@ -8,6 +8,7 @@ Without a framework installed its tests skip, unless TB_LEAKFINDER_REQUIRE_FRAME
 from __future__ import annotations
 
 import gzip
+import inspect
 import pathlib
 import socket
 
@@ -157,6 +158,23 @@ def test_keras_callback_follows_the_jax_backend(tmp_path):
     # JAX on CPU: no memory events; Keras's compiled train step is in the static view.
     assert host["allocators"] == []
     assert any(m["name"].startswith("jit_train_step(") for m in host["modules"])
+
+
+def test_keras_callback_follows_the_torch_backend(tmp_path):
+    _need("keras")
+    _need("torch")
+    out = run_program("keras_torch_fit", tmp_path, keras_backend="torch")
+    assert (out["backend"], out["framework"]) == ("torch", "torch")
+    host = only_host(out["report"])
+    assert out["steps"] == [1, 2, 3, 4, 5, 6]
+    assert [s["step"] for s in host["steps"]] == out["steps"]
+    assert host["verdict"] == "leak"
+    (allocator,) = host["allocators"]
+    top = allocator["groups"][0]
+    assert top["kind"] == "growing"
+    assert top["bytes_per_step"] == pytest.approx(capture_programs.LEAK_BYTES_PER_STEP, rel=0.05)
+    line = inspect.getsourcelines(capture_programs.hoard_torch)[1]
+    assert top["where"] == f"capture_programs.py:{line} in hoard_torch"
 
 
 def test_capture_never_imports_a_framework(tmp_path):

@@ -223,13 +223,13 @@ def jax_python_tracer(logdir: str) -> dict:
     }
 
 
-def _fit(callback, epochs: int, hoard: bool = True) -> None:
-    """`fit` of a small model over `epochs` epochs of 4 batches with `callback`; with `hoard`, another callback
-    keeps one tensor of LEAK_SHAPE per batch."""
+def _fit(callback, epochs: int, hoard: bool = True, more: tuple = ()) -> None:
+    """`fit` of a small model over `epochs` epochs of 4 batches with `callback` (and `more`); with `hoard`, another
+    callback keeps one TensorFlow tensor of LEAK_SHAPE per batch."""
     import keras
     import numpy as np
 
-    callbacks = [callback]
+    callbacks = [callback, *more]
     if hoard:
         import tensorflow as tf
 
@@ -270,6 +270,34 @@ def keras_jax_fit(logdir: str) -> dict:
         "steps": capture.capture.steps,
         "backend": keras.backend.backend(),
     }
+
+
+def keras_torch_fit(logdir: str) -> dict:
+    """`fit` over 2 epochs of 4 batches on the PyTorch backend, LeakCapture on batches 1..6; another callback keeps
+    a torch tensor of LEAK_SHAPE per batch (`hoard_torch`)."""
+    import keras
+    import torch
+
+    from tb_leakfinder.capture.keras_callback import LeakCapture
+
+    kept = []
+
+    class Hoarder(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            hoard_torch(torch, kept)
+
+    capture = LeakCapture(logdir, start_batch=1, num_batches=6)
+    _fit(capture, epochs=2, hoard=False, more=(Hoarder(),))
+    return {
+        "report": capture.report(),
+        "framework": capture.capture.framework,
+        "steps": capture.capture.steps,
+        "backend": keras.backend.backend(),
+    }
+
+
+def hoard_torch(torch, kept: list) -> None:
+    kept.append(torch.ones(BATCH, HIDDEN))
 
 
 def no_framework(logdir: str) -> dict:
@@ -353,6 +381,7 @@ PROGRAMS = {
         jax_python_tracer,
         keras_fit,
         keras_jax_fit,
+        keras_torch_fit,
         no_framework,
         tf_periodic,
         keras_periodic,
