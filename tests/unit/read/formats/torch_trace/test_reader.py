@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.torch_trace import reader
+from tests.support.fuzzing import ROOT
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
 
 MIB = 1 << 20
@@ -264,3 +267,22 @@ def test_the_step_cascade_without_profiler_steps_falls_to_time_windows(tmp_path,
     assert (body["steps"][0]["start_ps"], body["steps"][-1]["end_ps"]) == (5_000_000, 1_140_000_000)
     (cuda,) = body["allocators"]
     assert cuda["verdict"] == "leak" and cuda["never_freed_bytes"] == 12 * MIB
+
+
+def test_a_refused_local_trace_loads_no_tensorflow(tmp_path):
+    """A reader that stops early closes the file's block stream: for a local file that must not load TensorFlow
+    (gfile's errors), which costs seconds and half a gigabyte."""
+    path = write(tmp_path / "bad.pt.trace.json", [memory(1.0, 8, Addr=2**70)] * 3)
+    script = f"""
+import gc, sys
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read.formats.torch_trace import reader
+try:
+    reader.read_host({str(path)!r}, "bad")
+except LeakfinderError as exc:
+    refused = "Addr is" in exc.message
+gc.collect()  # the stream is closed once the error's frames are gone
+print("refused:", refused, "tensorflow" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.split() == ["refused:", "True", "False"], done.stderr[-2000:]
