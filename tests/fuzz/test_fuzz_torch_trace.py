@@ -51,6 +51,7 @@ HOSTILE: tuple[Any, ...] = (
     0.5,
     "x" * 200_000,
     "ProfilerStep#" + "9" * 5000,
+    "train.py(" + "9" * 5000 + "): step",
     DEEP,
 )
 KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "s")

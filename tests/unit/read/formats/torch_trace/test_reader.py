@@ -286,3 +286,12 @@ print("refused:", refused, "tensorflow" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.stdout.split() == ["refused:", "True", "False"], done.stderr[-2000:]
+
+
+def test_a_python_frame_with_a_line_of_thousands_of_digits_is_no_frame(tmp_path):
+    events = [complete(f"train.py({'9' * 5000}): f", 0.0, 10.0, cat="python_function"), memory(1.0, 64, Addr=1)]
+    events.append(complete("train.py(12): g", 0.0, 10.0, cat="python_function"))
+    path = write(tmp_path / "f.pt.trace.json", events)
+    profile = reader.read_host(str(path), "f")
+    assert [profile.spans.names[i] for i in profile.spans.name] == ["$train.py:12 g"]
+    assert analyze_file(str(path), "f", str(tmp_path)).json()["allocators"][0]["num_allocations"] == 1
