@@ -7,8 +7,9 @@ run of `python_function` frames around `cpu_op` events with their input shapes, 
 `Addr` and `Total Allocated` on cuda:0 (temporaries freed by the next op) and the CPU, and one planted
 leak per step (`aten::leaky_cache`, 64 KiB never freed). Each measured run is a fresh process: the
 analysis the plugin runs for a host (`analyze_file`, then its report JSON), and the peer, `json.load` of
-the same file alone (what any reader that parses the whole JSON at once holds), alternating; wall time
-and peak RSS (the child's own ru_maxrss, from wait4) are medians of --runs. With --gzip the analysis is
+the same file alone (what any reader that parses the whole JSON at once holds), alternating, and the
+reader alone (`read_host`: its peak RSS against the bytes of the model's columns it returns); wall time,
+CPU time and peak RSS (the child's own, from wait4) are medians of --runs. With --gzip the analysis is
 also measured on the gzipped file. Exits non-zero when the planted leak is not found.
 """
 
@@ -40,6 +41,14 @@ body = result.json()
 (cuda,) = [a for a in body["allocators"] if a["memory_id"] == "cuda:0"]
 events = sum(a["num_allocations"] + a["num_deallocations"] for a in body["allocators"])
 print(json.dumps({"verdict": cuda["verdict"], "events": events, "label": cuda["groups"][0]["label"] if cuda["groups"] else ""}))
+"""
+READ = """
+import json, sys
+from tb_leakfinder.read.formats.torch_trace.reader import read_host
+profile = read_host(sys.argv[1], "worker0")
+model = sum(getattr(part, name).nbytes for part in (profile.events, profile.spans, profile.steps) for name in vars(part)
+            if hasattr(getattr(part, name), "nbytes"))
+print(json.dumps({"model_bytes": model}))
 """
 PEER = """
 import json, sys
@@ -122,8 +131,14 @@ def _memory(ts: float, nbytes: int, addr: int, total: int, device_type: int = 1,
     )
 
 
-def _medians(measures: list[Measure]) -> tuple[float, float]:
-    return statistics.median(m.wall_s for m in measures), statistics.median(m.rss_bytes for m in measures)
+def _medians(measures: list[Measure]) -> tuple[float, float, float]:
+    """Median wall time, CPU time and peak RSS."""
+    wall, cpu, rss = (
+        statistics.median(m.wall_s for m in measures),
+        statistics.median(m.cpu_s for m in measures),
+        statistics.median(m.rss_bytes for m in measures),
+    )
+    return wall, cpu, rss
 
 
 def main() -> int:
@@ -151,21 +166,27 @@ def main() -> int:
             print(f"gzipped: {packed.stat().st_size / 1e6:.0f} MB")
         ours: dict[str, list[Measure]] = {name: [] for name in files}
         peer: list[Measure] = []
+        reads: list[Measure] = []
         for _ in range(args.runs):
             for name, path in files.items():
                 ours[name].append(run_child(ANALYSIS, str(path), str(tmp), env=env))
             peer.append(run_child(PEER, str(plain), env=env))
+            reads.append(run_child(READ, str(plain), env=env))
         answer = json.loads(ours["plain"][0].stdout.strip().splitlines()[-1])
         events = json.loads(peer[0].stdout.strip().splitlines()[-1])["events"]
         print(f"{events:,} trace events, {answer['events']:,} memory events; cuda:0: {answer['verdict']}, {answer['label']}")
-        peer_wall, peer_rss = _medians(peer)
+        model = json.loads(reads[0].stdout.strip().splitlines()[-1])["model_bytes"]
+        peer_wall, peer_cpu, peer_rss = _medians(peer)
         print(f"medians of {args.runs} fresh processes, alternating:")
-        print(f"  json.load alone (peer): {peer_wall:.1f} s, peak RSS {peer_rss / (1 << 20):,.0f} MiB")
+        print(f"  json.load alone (peer): {peer_wall:.1f} s, CPU {peer_cpu:.1f} s, peak RSS {peer_rss / (1 << 20):,.0f} MiB")
+        wall, cpu, rss = _medians(reads)
+        print(f"  the reader alone: {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss / (1 << 20):,.0f} MiB", end="")
+        print(f" for a model of {model / (1 << 20):,.0f} MiB")
         for name, measures in ours.items():
-            wall, rss = _medians(measures)
+            wall, cpu, rss = _medians(measures)
             print(
-                f"  analysis of the {name} trace: {wall:.1f} s, peak RSS {rss / (1 << 20):,.0f} MiB;"
-                f" ratio to the peer {wall / peer_wall:.2f}x time, {rss / peer_rss:.2f}x RSS"
+                f"  analysis of the {name} trace: {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss / (1 << 20):,.0f} MiB;"
+                f" ratio to the peer {wall / peer_wall:.2f}x time, {cpu / peer_cpu:.2f}x CPU, {rss / peer_rss:.2f}x RSS"
             )
         return 0 if answer["verdict"] == "leak" and "leaky_cache" in answer["label"] else 1
     finally:

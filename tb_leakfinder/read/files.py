@@ -216,9 +216,19 @@ def _read_into(path: str, view: memoryview) -> int:
 
 def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterator[bytes]:
     """A file's bytes in blocks of at most `block_bytes`, read as they are asked for (gfile for a remote one)."""
+    if is_local(path):
+        # Apart from the remote case: naming tf.errors in an except clause loads TensorFlow (seconds, and half a
+        # GB), and a reader that stops early closes this generator through that clause.
+        try:
+            with open(path, "rb") as f:
+                while block := f.read(block_bytes):
+                    yield block
+        except OSError as exc:
+            raise _cannot_read(path, exc) from exc
+        return
     try:
-        with open(path, "rb") if is_local(path) else tf.io.gfile.GFile(path, "rb") as f:
-            while block := f.read(block_bytes):
+        with tf.io.gfile.GFile(path, "rb") as remote:
+            while block := remote.read(block_bytes):
                 yield bytes(block)
     except (OSError, tf.errors.OpError) as exc:
         raise _cannot_read(path, exc) from exc

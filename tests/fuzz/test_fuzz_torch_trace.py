@@ -28,7 +28,7 @@ from tests.support.fuzzing import MAX_RSS_GROWTH_BYTES, MAX_SECONDS_PER_INPUT, T
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory
 
 CI_SEED = 20261202
-CI_INPUTS = 600
+CI_INPUTS = 3000
 GZIP_SHARE = 0.3
 BYTES_SHARE = 0.25
 DEEP = "\u0000deep\u0000"  # stands for a deeply nested value, spliced into the text (json.dumps would recurse)
@@ -51,6 +51,7 @@ HOSTILE: tuple[Any, ...] = (
     0.5,
     "x" * 200_000,
     "ProfilerStep#" + "9" * 5000,
+    "train.py(" + "9" * 5000 + "): step",
     DEEP,
 )
 KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "s")

@@ -29,6 +29,7 @@ JSON_SUFFIXES = (".json", ".json.gz")
 HEAD_BYTES = 64 << 10
 TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"')
 # tensorboard_trace_handler's file name: `<worker>.<time in ns or ms>.pt.trace.json[.gz]`.
+MAX_TIME_DIGITS = 24
 _HANDLER_NAME = re.compile(r"(.+)\.(\d+)\.pt\.trace\.json(?:\.gz)?")
 
 
@@ -53,7 +54,8 @@ def trace_host(file_name: str) -> str:
 def written_at(file_name: str) -> int | None:
     """The time in a `tensorboard_trace_handler` file name (`<worker>.<time>.pt.trace.json[.gz]`), None in others."""
     handler = _HANDLER_NAME.fullmatch(file_name)
-    return int(handler.group(2)) if handler else None
+    # Hundreds of digits are no time; a remote name may hold more than int() converts.
+    return int(handler.group(2)) if handler and len(handler.group(2)) <= MAX_TIME_DIGITS else None
 
 
 def looks_like_trace(head: bytes) -> bool:
@@ -89,15 +91,17 @@ class TorchTraceFormat:
         for name in sorted(names):
             path = files.join(folder, name)
             if self.sniff(path):
-                by_host.setdefault(trace_host(name), []).append((written_at(name) or -1, path))
-        cycles = [sorted(traces) for _, traces in sorted(by_host.items())]
+                written = written_at(name)
+                by_host.setdefault(trace_host(name), []).append((-1 if written is None else written, path))
+        hosts = sorted(by_host)
+        traces = [sorted(by_host[host]) for host in hosts]
         sessions = []
-        for k in range(max(map(len, cycles), default=0)):
-            hosts = {host: traces[k][1] for host, traces in zip(sorted(by_host), cycles, strict=True) if k < len(traces)}
-            times = [traces[k][0] for traces in cycles if k < len(traces) and traces[k][0] >= 0]
-            sessions.append((str(min(times)) if times else f"cycle_{k + 1}", hosts))
+        for k in range(max(map(len, traces), default=0)):
+            cycle = {host: mine[k][1] for host, mine in zip(hosts, traces, strict=True) if k < len(mine)}
+            times = [mine[k][0] for mine in traces if k < len(mine) and mine[k][0] >= 0]
+            sessions.append((str(min(times)) if times else f"cycle_{k + 1}", cycle))
         if len({name for name, _ in sessions}) < len(sessions):
-            return [(f"cycle_{k + 1}", hosts) for k, (_, hosts) in enumerate(sessions)]
+            return [(f"cycle_{k + 1}", cycle) for k, (_, cycle) in enumerate(sessions)]
         return sessions
 
     def companions(self, names: list[str]) -> tuple[str, ...]:

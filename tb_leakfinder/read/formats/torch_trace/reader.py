@@ -88,7 +88,8 @@ US_TO_PS = 1_000_000
 US_TO_NS = 1_000
 # An absent `Total Allocated`: outside ±MAX_BYTES, so no real total is mistaken for it.
 NO_TOTAL = -(1 << 62)
-_PYTHON_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
+# A line number of more digits is no line: the analysis reads it as an int.
+_PYTHON_FRAME = re.compile(r"(.+)\((\d{1,9})\): (.+)")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _CLOSER = re.compile(r"[\]},:]")

@@ -146,3 +146,11 @@ def test_remote_traces_stream_through_gfile_fsspec(tmp_path):
         assert remote.start_time_ns == mine.start_time_ns == 1_700_000_060_000_000_000  # its first step at ts 0
     finally:
         fs.rm("/remote_traces", recursive=True)
+
+
+def test_a_time_of_hundreds_of_digits_is_no_time(tmp_path):
+    _cycle(tmp_path / f"w.{'9' * 200}.pt.trace.json", 0)
+    _cycle(tmp_path / "w.7.pt.trace.json", 1)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    # Without a time it is ordered first, and named by its place.
+    assert [name for name, _ in TORCH_TRACE.folder_sessions(str(tmp_path), names)] == ["cycle_1", "7"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.torch_trace import reader
+from tests.support.fuzzing import ROOT
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
 
 MIB = 1 << 20
@@ -277,3 +280,31 @@ def test_an_ops_shape_is_its_tensor_inputs(tmp_path):
     profile = reader.read_host(str(write(tmp_path / "w.pt.trace.json", events)), "w")
     (shape,) = {profile.events.strings[k] for k in profile.events.shape.tolist()}
     assert shape == "BFloat16[16,559,64], TensorList[[480,256],[16,256]], long int[3]"
+
+
+def test_a_refused_local_trace_loads_no_tensorflow(tmp_path):
+    """A reader that stops early closes the file's block stream: for a local file that must not load TensorFlow
+    (gfile's errors), which costs seconds and half a gigabyte."""
+    path = write(tmp_path / "bad.pt.trace.json", [memory(1.0, 8, Addr=2**70)] * 3)
+    script = f"""
+import gc, sys
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read.formats.torch_trace import reader
+try:
+    reader.read_host({str(path)!r}, "bad")
+except LeakfinderError as exc:
+    refused = "Addr is" in exc.message
+gc.collect()  # the stream is closed once the error's frames are gone
+print("refused:", refused, "tensorflow" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.split() == ["refused:", "True", "False"], done.stderr[-2000:]
+
+
+def test_a_python_frame_with_a_line_of_thousands_of_digits_is_no_frame(tmp_path):
+    events = [complete(f"train.py({'9' * 5000}): f", 0.0, 10.0, cat="python_function"), memory(1.0, 64, Addr=1)]
+    events.append(complete("train.py(12): g", 0.0, 10.0, cat="python_function"))
+    path = write(tmp_path / "f.pt.trace.json", events)
+    profile = reader.read_host(str(path), "f")
+    assert [profile.spans.names[i] for i in profile.spans.name] == ["$train.py:12 g"]
+    assert analyze_file(str(path), "f", str(tmp_path)).json()["allocators"][0]["num_allocations"] == 1
