@@ -47,6 +47,14 @@ TORCH_SNAPSHOT_STACK_HINT = (
 STACK_HINTS = {"xplane": STACK_HINT, "torch_trace": TORCH_STACK_HINT, "torch_snapshot": TORCH_SNAPSHOT_STACK_HINT}
 
 
+def known_capacity(allocator: Json) -> int:
+    """An allocator JSON's memory capacity, 0 when unknown. Its `memory_capacity_bytes` is XProf's (stack + heap +
+    free at the peak), so one no larger than the peak means no free memory was reported (a CPU's, PyTorch 1.9's) or
+    none was left: either way no capacity to measure against."""
+    capacity = int(allocator["memory_capacity_bytes"])
+    return capacity if capacity > allocator["peak_bytes_in_use"] else 0
+
+
 def steps_json(steps: Steps) -> list[Json]:
     return [
         {"step": int(n), "start_ps": int(s), "end_ps": int(e)}

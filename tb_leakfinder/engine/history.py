@@ -13,6 +13,7 @@ from typing import Any
 from tb_leakfinder.analyses.diff import module_base_name, normalize_name
 from tb_leakfinder.analyses.step_sources import STEP_NUM
 from tb_leakfinder.model.history import PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
+from tb_leakfinder.report import known_capacity
 
 Json = dict[str, Any]
 
@@ -53,8 +54,7 @@ def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint
             heap_end_bytes=a["heap_end_bytes"],
             heap_floor_bytes=a["heap_floor_bytes"],
             never_freed_bytes=a["never_freed_bytes"],
-            # A capacity no larger than the peak is no capacity: no free memory was reported (a CPU's, PyTorch 1.9's).
-            capacity_bytes=a["memory_capacity_bytes"] if a["memory_capacity_bytes"] > a["peak_bytes_in_use"] else 0,
+            capacity_bytes=known_capacity(a),
             first_step=first,
             last_step=last,
             program=program,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label
-from tb_leakfinder.report import Json, run_overview_json
+from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
@@ -25,12 +25,11 @@ BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated bef
 
 def peak_text(a: Json) -> str:
     """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'."""
-    peak, capacity = a["peak_bytes_in_use"], a["memory_capacity_bytes"]
+    peak, capacity = a["peak_bytes_in_use"], known_capacity(a)
     text = f"peak {format_bytes(peak)}"
-    if capacity > peak:
+    if capacity:
         text += f" of {format_bytes(capacity)} ({format_fraction(peak / capacity)})"
     elif peak:
-        # No bytes_available stat, or none left: either way the capacity is unknown or reached.
         text += " (no free memory reported)"
     if a["peak_step"] is not None:
         text += f" at step {a['peak_step']}"

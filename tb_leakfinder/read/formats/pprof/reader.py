@@ -37,6 +37,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 
 # Files larger than this are refused, and so is one that decompresses to more: a gzip bomb stops here.
@@ -131,8 +132,8 @@ class _Frames:
 
     def __init__(self, profile: Message, string: _Strings, path: str) -> None:
         self.path = path
-        self.names: list[str] = []
-        self._ids: dict[str, int] = {}
+        self._intern = Interned()
+        self.names = self._intern.values
         functions = {f.id: (string(f.filename), string(f.name), f.start_line) for f in profile.function}
         self.locations: dict[int, tuple[int, ...]] = {}
         for location in profile.location:
@@ -148,13 +149,6 @@ class _Frames:
                 frames.append(self._intern(python_call_name(filename, at, name)))
             self.locations[location.id] = tuple(frames)
         self._stacks: dict[tuple[int, ...], tuple[int, ...]] = {}
-
-    def _intern(self, name: str) -> int:
-        index = self._ids.get(name)
-        if index is None:
-            index = self._ids[name] = len(self.names)
-            self.names.append(name)
-        return index
 
     def stack(self, location_ids: tuple[int, ...]) -> tuple[int, ...]:
         """A sample's frames, innermost first."""

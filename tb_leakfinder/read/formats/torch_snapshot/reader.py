@@ -49,6 +49,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.pprof.reader import stack_spans
 from tb_leakfinder.read.formats.torch_snapshot.unpickle import load, not_readable
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
@@ -143,8 +144,8 @@ class _Frames:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.names: list[str] = []
-        self._ids: dict[str, int] = {}
+        self._intern = Interned()
+        self.names = self._intern.values
         self._stacks: dict[int, tuple[int, ...]] = {}
         self._lists: list[object] = []  # keeps each read list alive, so that its id stays its own
         self.walked = 0
@@ -173,13 +174,6 @@ class _Frames:
         stack = self._stacks[id(frames)] = tuple(found)
         self._lists.append(frames)
         return stack
-
-    def _intern(self, name: str) -> int:
-        index = self._ids.get(name)
-        if index is None:
-            index = self._ids[name] = len(self.names)
-            self.names.append(name)
-        return index
 
 
 @dataclass

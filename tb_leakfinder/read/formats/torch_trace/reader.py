@@ -54,6 +54,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 
 # The text (decompressed) of a trace may be this long: a gzip bomb stops there. One event may be this long, any
@@ -286,21 +287,6 @@ def _integer(value: Any, limit: int, path: str, what: str, k: int) -> int:
     return value
 
 
-class _Strings:
-    """Distinct strings, each stored once, and their indexes."""
-
-    def __init__(self) -> None:
-        self.values: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def __call__(self, text: str) -> int:
-        found = self.index.get(text)
-        if found is None:
-            found = self.index[text] = len(self.values)
-            self.values.append(text)
-        return found
-
-
 @dataclass
 class _Memory:
     """The [memory] events in file order, in compact columns: a trace of millions holds no Python number per event."""
@@ -312,7 +298,7 @@ class _Memory:
     addr: array[int] = field(default_factory=lambda: array("Q"))
     has_addr: bytearray = field(default_factory=bytearray)
     allocated: array[int] = field(default_factory=lambda: array("q"))  # NO_TOTAL when absent
-    devices: _Strings = field(default_factory=_Strings)
+    devices: Interned = field(default_factory=Interned)
 
 
 @dataclass
@@ -324,7 +310,7 @@ class _Complete:
     line: array[int] = field(default_factory=lambda: array("q"))
     name: array[int] = field(default_factory=lambda: array("q"))
     shape: array[int] = field(default_factory=lambda: array("q"))
-    strings: _Strings = field(default_factory=_Strings)
+    strings: Interned = field(default_factory=Interned)
 
 
 def _dims(dims: list[Any]) -> str:
