@@ -10,7 +10,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
-from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
+from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory, forecast, fragmentation_note, held_at_oom
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
@@ -54,6 +54,7 @@ class AllocatorAnalysis:
     fragmentation_note: str | None = None
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
     sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
+    out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
 
 
 @dataclass
@@ -186,6 +187,7 @@ def analyze_allocator(
         fragmentation_note(events, summary.peak_event),
         growth,
         attribution.sites,
+        held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
     )
 
 

@@ -166,3 +166,33 @@ class SnapshotBuilder:
         path = pathlib.Path(path)
         path.write_bytes(self.to_bytes(protocol))
         return path
+
+
+MIB = 1 << 20
+GIB = 1 << 30
+JOB_BASE = 0x7F00_0000_0000
+JOB_FILE = "/home/me/train.py"
+
+
+def dying_job(version: str = "2.1", steps: int = 4) -> SnapshotBuilder:
+    """The snapshot of a job that died out of memory: each step keeps its 1 GiB activations (train.py:40 in
+    train_step) and a 256 MiB gradient the backward pass made (C++ frames only: BmmBackward0's bmm), and frees a
+    64 MiB temporary (train.py:41); then it asks for 2 GiB more than the device has. 512 MiB of weights were
+    allocated before the trace. Every segment is full, as the allocator leaves them at the error."""
+    b = SnapshotBuilder(version=version)
+    live: list[tuple[int, int, int, str, Sequence[Frame]]] = [(JOB_BASE, 512 * MIB, 512 * MIB, "active_allocated", ())]
+    at = JOB_BASE + 512 * MIB
+    for step in range(steps):
+        t = 1000 * step
+        kept = [(JOB_FILE, 40, "train_step"), (JOB_FILE, 90, "<module>")]
+        b.alloc(at, GIB, kept, time_us=t + 1)
+        live.append((at, GIB, GIB, "active_allocated", kept))
+        at += GIB
+        b.alloc(at, 256 * MIB, (), time_us=t + 2, cpp=op_frames("bmm", "BmmBackward0"))
+        live.append((at, 256 * MIB, 256 * MIB, "active_allocated", ()))
+        at += 256 * MIB
+        b.alloc(at, 64 * MIB, [(JOB_FILE, 41, "train_step"), (JOB_FILE, 90, "<module>")], time_us=t + 3)
+        b.free(at, 64 * MIB, time_us=t + 4)
+    b.oom(2 * GIB, device_free=64 * MIB, time_us=1000 * steps)
+    b.segment(JOB_BASE, live)
+    return b
