@@ -69,3 +69,11 @@ def test_many_places_fold_into_one_last_row(tmp_path):
     assert len(holders) == MAX_HOLDERS
     assert holders[-1] == {"where": "4 more places", "bytes": 4 * MIB, "count": 4}
     assert allocator["out_of_memory"]["cause"] == "every segment of its memory is full"
+
+
+def test_the_markdown_report_leads_with_it(tmp_path, capsys):
+    path = dying_job("2.1").write(tmp_path / "snap.pickle")
+    assert cli.main(["report", str(path), "--no-cache", "--markdown", str(tmp_path / "report.md")]) == 0
+    text = (tmp_path / "report.md").read_text()
+    lead = text.index("**At the out-of-memory error 5.5 GiB of 5.5 GiB was held by: train.py:40 in train_step")
+    assert lead < text.index("Inconclusive: ")
