@@ -22,8 +22,10 @@ apart, so that each allocation's Python frames (those whose file is a `.py`) bec
 it, as a device memory profile's stacks do (`pprof.reader.stack_spans`), and the attribution names the user's
 line. Without `time_us` the clock is the entry's position, STRIDE_PS an entry, which a warning says.
 `external_annotations` (START and END `stage`s with `name` and `time_us`, recorded with
-`global_record_annotations`) are host root spans by name, and `ProfilerStep#N` ones the steps; the step
-source's cascade picks from those, else makes time windows.
+`global_record_annotations`) are host root spans by name, and `ProfilerStep#N` ones the steps; without those,
+the optimizer's `Optimizer.step#…` annotations end the steps (a snapshot of one training step is one step, not
+time windows); the step source's cascade picks from those and from repeated user annotations, else makes time
+windows.
 
 A snapshot recorded without history (`enabled="state"`) has no entries: its live blocks, with their frames,
 are then one moment, read as a device memory profile is (allocations never freed, `HostProfile.snapshot`); so
@@ -98,6 +100,7 @@ ANNOTATION_START = "START"
 ANNOTATION_END = "END"
 STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
+OPTIMIZER_STEP_PREFIX = "Optimizer.step#"  # torch.optim's profiling annotation of each step: "Optimizer.step#AdamW.step"
 # "oom_snapshot.pickle", "rank0-OOM.pkl", "out_of_memory_1.pickle": a name that says the job ran out of memory.
 _OOM_NAME = re.compile(r"(?<![a-z])(oom|out_of_memory|outofmemory)(?![a-z])", re.IGNORECASE)
 PYTHON_SUFFIX = ".py"
@@ -524,18 +527,19 @@ def _window(
         )
     walk.warn(path, warnings)
     events = _columns(rows, names, start, frames.ops.values)
+    steps, marker = _steps(annotations, earliest)
     alloc_times = events.time_ps[events.kind == ALLOC]
     end = max([times[-1], *(_ps(a.end_us, earliest) for a in annotations)]) + STRIDE_PS
     return HostProfile(
         host,
         path,
         events,
-        _steps(annotations, earliest),
+        steps,
         end,
         warnings=warnings,
         spans=_merge(stack_spans(alloc_times, rows.stacks, frames.names, MAX_FRAMES), _annotation_spans(annotations, earliest)),
         start_time_ns=round(earliest * 1000) if earliest is not None and earliest >= EPOCH_US else None,
-        step_marker=STEP_SPAN,
+        step_marker=marker,
     )
 
 
@@ -627,14 +631,26 @@ def _step_number(name: str) -> int | None:
     return int(number) if name.startswith(STEP_PREFIX) and number.isdecimal() and len(number) < 18 else None
 
 
-def _steps(annotations: list[_Annotation], earliest: float | None) -> Steps:
+def _steps(annotations: list[_Annotation], earliest: float | None) -> tuple[Steps, str]:
+    """The steps, and what their markers are called: the `ProfilerStep#N` annotations; else, from the optimizer's
+    steps (the most frequent `Optimizer.step#…` name), the training steps each one ends: from the previous one's end
+    (the first from the trace's start) to its own, so that a step holds its forward and backward passes."""
     numbered = [(a, _step_number(a.name)) for a in annotations]
     steps = [(_ps(a.start_us, earliest), _ps(a.end_us, earliest), n) for a, n in numbered if n is not None]
-    if not steps:
-        return Steps.empty()
-    steps.sort()
-    start, end, number = (np.asarray(column, np.int64) for column in zip(*steps, strict=True))
-    return Steps(number, start, end)
+    if steps:
+        steps.sort()
+        start, end, number = (np.asarray(column, np.int64) for column in zip(*steps, strict=True))
+        return Steps(number, start, end), STEP_SPAN
+    optimizer = [a for a in annotations if a.name.startswith(OPTIMIZER_STEP_PREFIX)]
+    if not optimizer:
+        return Steps.empty(), STEP_SPAN
+    counts: dict[str, int] = {}
+    for a in optimizer:
+        counts[a.name] = counts.get(a.name, 0) + 1
+    name = max(counts, key=lambda n: (counts[n], n))
+    ends = sorted(_ps(a.end_us, earliest) for a in optimizer if a.name == name)
+    starts = [0, *ends[:-1]]
+    return Steps(np.arange(len(ends), dtype=np.int64), np.asarray(starts, np.int64), np.asarray(ends, np.int64)), name
 
 
 def _annotation_spans(annotations: list[_Annotation], earliest: float | None) -> Spans:

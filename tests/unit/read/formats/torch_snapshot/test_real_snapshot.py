@@ -96,15 +96,18 @@ def test_hand_checked_figures():
     assert int(events.heap_bytes[0]) - first == 3_068_886_016
     assert any("447 buffers (3,068,886,016 bytes) were live when the trace began" in w for w in profile.warnings)
     assert any("222 are freed in it, 225 blocks live at the dump have no entry" in w for w in profile.warnings)
-    assert profile.steps.step_num.tolist() == []  # its one annotation is Optimizer.step, no ProfilerStep
+    # Its one annotation is AdamW's Optimizer.step (END at 1773270053896695 µs), no ProfilerStep: one training step,
+    # from the trace's first entry to the optimizer step's end.
+    assert profile.steps.step_num.tolist() == [0]
+    assert (profile.steps.start_ps.tolist(), profile.steps.end_ps.tolist()) == ([0], [37_738_000_000])
 
 
 def test_the_report_names_the_users_optimizer_lines():
     result = analyze_file(str(SNAPSHOT), HOST, str(SNAPSHOT.parent))
     host = result.json()
     assert not host.get("error"), host
-    # Its one annotation, AdamW's step, holds 4,662 of the 6,486 entries: a capture of one step.
-    assert host["step_source"]["description"] == "1 step from calls of Optimizer.step#AdamW.step"
+    # Its one annotation, AdamW's step, ends the one training step the capture holds.
+    assert host["step_source"]["description"] == "1 step from Optimizer.step#AdamW.step markers"
     (allocator,) = host["allocators"]
     assert allocator["verdict"] == "inconclusive"  # one step cannot tell growth from warm-up
     assert allocator["peak_heap_bytes"] == int(reader.read_host(str(SNAPSHOT), HOST).events.heap_bytes.max())
