@@ -27,6 +27,8 @@ from typing import Any
 
 # One Python frame, innermost first in a stack: (file path, line, function).
 Frame = tuple[str, int, str]
+# A segment's block: address, size, requested size, state, Python stack, and (optionally) C++ frames.
+Block = tuple[int, int, int, str, Sequence[Frame]] | tuple[int, int, int, str, Sequence[Frame], Sequence[str]]
 # What the C++ unwinder adds around the Python frames of a CUDA allocation.
 CPP_FRAMES = (
     ("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "CUDACachingAllocator.cpp"),
@@ -109,18 +111,12 @@ class SnapshotBuilder:
         if completed:
             self.entry("free_completed", addr, size, time_us, device, frames=[])
 
-    def segment(
-        self,
-        address: int,
-        blocks: Sequence[tuple[int, int, int, str, Sequence[Frame]]],
-        device: int = 0,
-        cpp: Sequence[str] = (),
-    ) -> None:
-        """A segment of blocks (address, size, requested_size, state, stack), its total their sizes; a live block's
-        C++ frames are `cpp`. Before 2.1 the blocks' addresses are left out: they follow from their order."""
-        listed = [self._block(*block, cpp=cpp) for block in blocks]
-        total = sum(size for _, size, _, _, _ in blocks)
-        active = sum(size for _, size, _, state, _ in blocks if state != "inactive")
+    def segment(self, address: int, blocks: Sequence[Block], device: int = 0) -> None:
+        """A segment of blocks (address, size, requested_size, state, stack, and the C++ frames of a live block when
+        given), its total their sizes. Before 2.1 the blocks' addresses are left out: they follow from their order."""
+        listed = [self._block(block) for block in blocks]
+        total = sum(block[1] for block in blocks)
+        active = sum(block[1] for block in blocks if block[3] != "inactive")
         segment: dict[str, Any] = {
             "device": device,
             "address": address,
@@ -133,26 +129,26 @@ class SnapshotBuilder:
         }
         if self.version == "2.1":
             segment.update(
-                requested_size=sum(requested for _, _, requested, state, _ in blocks if state != "inactive"),
+                requested_size=sum(block[2] for block in blocks if block[3] != "inactive"),
                 segment_pool_id=(0, 0),
                 is_expandable=False,
                 frames=[],
             )
         self.snapshot["segments"].append(segment)
 
-    def _block(
-        self, address: int, size: int, requested: int, state: str, stack: Sequence[Frame], cpp: Sequence[str]
-    ) -> dict[str, Any]:
+    def _block(self, block: Block) -> dict[str, Any]:
+        address, size, requested, state, stack = block[:5]
+        cpp: Sequence[str] = block[5] if len(block) > 5 else ()
         if self.version == "2.1":
-            listed = frames(stack, cpp) if stack else []
+            listed = frames(stack, cpp) if stack or cpp else []
             return {"address": address, "size": size, "requested_size": requested, "state": state, "frames": listed}
-        block: dict[str, Any] = {"size": size, "state": OLD_LIVE_STATE.get(state, state)}
+        legacy: dict[str, Any] = {"size": size, "state": OLD_LIVE_STATE.get(state, state)}
         if state != "inactive":
             record: dict[str, Any] = {"addr": address, "real_size": requested, "frames": frames(stack, version=self.version)}
             if cpp and self.version == "2.0":
                 record["cpp_frames"] = backtrace(cpp)
-            block["history"] = [record]
-        return block
+            legacy["history"] = [record]
+        return legacy
 
     def annotate(self, name: str, start_us: float, end_us: float, device: int = 0) -> None:
         for stage, at in (("START", start_us), ("END", end_us)):
@@ -180,7 +176,7 @@ def dying_job(version: str = "2.1", steps: int = 4) -> SnapshotBuilder:
     64 MiB temporary (train.py:41); then it asks for 2 GiB more than the device has. 512 MiB of weights were
     allocated before the trace. Every segment is full, as the allocator leaves them at the error."""
     b = SnapshotBuilder(version=version)
-    live: list[tuple[int, int, int, str, Sequence[Frame]]] = [(JOB_BASE, 512 * MIB, 512 * MIB, "active_allocated", ())]
+    live: list[Block] = [(JOB_BASE, 512 * MIB, 512 * MIB, "active_allocated", ())]
     at = JOB_BASE + 512 * MIB
     for step in range(steps):
         t = 1000 * step
@@ -188,8 +184,9 @@ def dying_job(version: str = "2.1", steps: int = 4) -> SnapshotBuilder:
         b.alloc(at, GIB, kept, time_us=t + 1)
         live.append((at, GIB, GIB, "active_allocated", kept))
         at += GIB
-        b.alloc(at, 256 * MIB, (), time_us=t + 2, cpp=op_frames("bmm", "BmmBackward0"))
-        live.append((at, 256 * MIB, 256 * MIB, "active_allocated", ()))
+        backward = op_frames("bmm", "BmmBackward0")
+        b.alloc(at, 256 * MIB, (), time_us=t + 2, cpp=backward)
+        live.append((at, 256 * MIB, 256 * MIB, "active_allocated", (), backward))
         at += 256 * MIB
         b.alloc(at, 64 * MIB, [(JOB_FILE, 41, "train_step"), (JOB_FILE, 90, "<module>")], time_us=t + 3)
         b.free(at, 64 * MIB, time_us=t + 4)
