@@ -437,11 +437,12 @@ def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warning
         stack, op = frames.stack(block.frames, f"the block at {block.addr:#x}", block.backtrace)
         rows.add(STRIDE_PS * (k + 1), ALLOC, allocator_of[block.device], block.addr, block.requested, block.size, op)
         rows.stacks.append(stack)
-    history = "no trace entries" if not entries else f"{entries} trace entries and none of them an allocation or free"
-    warnings.append(
-        f"{path}: the snapshot has {history} (recorded without history, enabled='state'?): "
-        f"its {len(blocks)} live blocks are read as one moment"
+    why = (
+        "no trace entries (recorded without history, enabled='state'?)"
+        if not entries
+        else f"{entries} trace entries and none an allocation or free (PyTorch 2.0 keeps one unless told more)"
     )
+    warnings.append(f"{path}: the snapshot has {why}: its {len(blocks)} live blocks are read as one moment")
     events = _columns(rows, names, [0] * len(names), frames.ops.values)
     return HostProfile(
         host,
