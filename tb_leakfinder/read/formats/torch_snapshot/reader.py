@@ -171,7 +171,7 @@ class _Frames:
         self.names = self._intern.values
         self.ops = Interned()
         self.ops("")  # index 0: no op named, as the model's string tables have it
-        self._stacks: dict[int, tuple[tuple[int, ...], int]] = {}
+        self._stacks: dict[tuple[int, int], tuple[tuple[int, ...], int]] = {}
         self._lists: list[object] = []  # keeps each read list alive, so that its id stays its own
         self.walked = 0
         self.deep = 0
@@ -181,7 +181,7 @@ class _Frames:
         frames, or PyTorch 2.0's `cpp_frames` backtrace text, name."""
         if frames is None and backtrace is None:
             return (), 0
-        key = id(frames) if backtrace is None else id(backtrace)
+        key = (id(frames), id(backtrace))
         known = self._stacks.get(key)
         if known is not None:
             return known
@@ -206,7 +206,7 @@ class _Frames:
         # With Python frames the user's line names the buffer (snapshots record no shapes, so an op alone would
         # merge every line's adds into one family); without them the C++ frames name its op.
         stack = self._stacks[key] = (tuple(found), 0 if found else self.ops(computing_op(native)))
-        self._lists.append(frames if backtrace is None else backtrace)
+        self._lists += [frames, backtrace]
         return stack
 
 

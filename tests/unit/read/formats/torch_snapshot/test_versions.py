@@ -116,3 +116,16 @@ def test_an_out_of_memory_snapshot_is_told_by_its_segments_or_its_name(tmp_path,
     b.alloc(BASE, MIB, STACK, time_us=1)
     b.segment(BASE, blocks)
     assert _read(tmp_path, b, name).allocators["cuda:0"].out_of_memory == cause
+
+
+def test_windows_frames_name_the_users_line(tmp_path):
+    b = SnapshotBuilder()
+    stack = [
+        (r"C:\Users\me\owl\.venv\Lib\site-packages\torch\nn\modules\module.py", 1747, "_call_impl"),
+        (r"C:\research\owl\client.py", 57, "step"),
+        (r"\\labserver\share\owl\run.py", 9, "<module>"),
+    ]
+    b.alloc(BASE, MIB, stack, time_us=1)
+    (allocator,) = analyze_host(_read(tmp_path, b)).allocators
+    site = allocator.sites[int(allocator.buffers.site[0])]
+    assert (site.where, site.stack) == ("client.py:57 in step", ("client.py:57 in step", "run.py:9 in <module>"))
