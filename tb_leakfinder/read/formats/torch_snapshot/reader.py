@@ -414,11 +414,14 @@ def out_of_memory_cause(file_name: str, oom_entries: int, every_segment_full: bo
 def _infos(names: list[str], entries: list[_Entry], segments: _Segments, path: str) -> dict[str, AllocatorInfo]:
     """Each device's allocator, with the memory its segments reserve and whether the snapshot is one of an
     out-of-memory error."""
+    ooms: dict[int, int] = {}
+    for entry in entries:
+        if entry.action == OOM:
+            ooms[entry.device] = ooms.get(entry.device, 0) + 1
     infos = {}
     for name in names:
         device = int(name.split(":", 1)[1])
-        ooms = sum(1 for e in entries if e.device == device and e.action == OOM)
-        cause = out_of_memory_cause(files.basename(path), ooms, segments.full.get(device, False))
+        cause = out_of_memory_cause(files.basename(path), ooms.get(device, 0), segments.full.get(device, False))
         infos[name] = AllocatorInfo(name, False, out_of_memory=cause, reserved_bytes=segments.reserved.get(device, 0))
     return infos
 
