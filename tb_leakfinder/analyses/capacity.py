@@ -110,14 +110,17 @@ def held_at_oom(
     if not cause or len(events) == 0:
         return None
     held = int(events.heap_bytes[-1])
-    live = np.flatnonzero(buffers.status == NEVER_FREED)
+    live = buffers.status == NEVER_FREED
+    # One row per distinct (site, op) of the live buffers, then by the words they come to.
+    pairs, inverse = np.unique(np.stack([buffers.site[live], buffers.op[live]], 1).astype(np.int64), axis=0, return_inverse=True)
+    sizes = np.bincount(inverse.reshape(-1), buffers.chunk_bytes[live], len(pairs))
+    counts = np.bincount(inverse.reshape(-1), minlength=len(pairs))
     by_where: dict[str, list[int]] = {}
-    for k in live.tolist():
-        site = sites[int(buffers.site[k])] if 0 <= int(buffers.site[k]) < len(sites) else None
-        where = (site.where if site is not None else "") or events.strings[int(buffers.op[k])] or NOT_NAMED
+    for (site, op), size, count in zip(pairs.tolist(), sizes.tolist(), counts.tolist(), strict=True):
+        where = (sites[site].where if 0 <= site < len(sites) else "") or events.strings[op] or NOT_NAMED
         total = by_where.setdefault(where, [0, 0])
-        total[0] += int(buffers.chunk_bytes[k])
-        total[1] += 1
+        total[0] += int(size)
+        total[1] += int(count)
     rows = [Holder(where, size, count) for where, (size, count) in by_where.items()]
     earlier = held - sum(r.bytes for r in rows)
     if earlier > 0:

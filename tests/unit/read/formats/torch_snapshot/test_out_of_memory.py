@@ -77,3 +77,14 @@ def test_the_markdown_report_leads_with_it(tmp_path, capsys):
     text = (tmp_path / "report.md").read_text()
     lead = text.index("**At the out-of-memory error 5.5 GiB of 5.5 GiB was held by: train.py:40 in train_step")
     assert lead < text.index("Inconclusive: ")
+
+
+def test_an_oom_capture_that_holds_nothing_says_so(tmp_path):
+    b = SnapshotBuilder()
+    b.alloc(BASE, MIB, _kept(40), time_us=1)
+    b.free(BASE, MIB, time_us=2)
+    (allocator,) = analyze_file(str(b.write(tmp_path / "oom.pickle")), HOST, str(tmp_path)).json()["allocators"]
+    assert allocator["out_of_memory"]["holders"] == []
+    assert allocator["out_of_memory"]["description"] == (
+        "At the out-of-memory error 0 B of 0 B was held by: nothing the capture names (its file name says so)."
+    )
