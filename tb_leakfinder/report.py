@@ -10,7 +10,7 @@ import numpy as np
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
-from tb_leakfinder.analyses.capacity import Forecast
+from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory
 from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
@@ -168,6 +168,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
         "verdict": a.verdict.verdict,
         "reason": a.verdict.reason,
         "forecast": forecast_json(a.forecast),
+        "out_of_memory": None if a.out_of_memory is None else asdict(a.out_of_memory),
         "fragmentation_note": a.fragmentation_note,
         "warnings": a.warnings,
         "groups": groups,
@@ -584,6 +585,7 @@ _ALLOCATOR: Shape = {  # allocator_json
     "leak_bytes_per_step": float,
     "verdict": VERDICTS,
     "forecast": (dataclass_shape(Forecast), None),
+    "out_of_memory": (dataclass_shape(OutOfMemory), None),
     "fragmentation_note": (str, None),
     "warnings": [str],
     "groups": [_GROUP],

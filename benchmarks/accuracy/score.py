@@ -19,7 +19,15 @@ Each folder of `captures/` (made by record.py) is one run and holds a
   families). Under time windows, rates are per window: they are scored only
   against a `bytes_per_window` in the truth marked exact, else shown only.
 The onset (a growing group's `onset_step`, when the report has one) is shown
-beside the truth's and never fails a case.
+beside the truth's and never fails a case. The built PyTorch snapshot cases
+(record_snapshots.py) may say more, each of which fails a case when wrong:
+- `verdict`: the verdict, when it is neither (a snapshot of one moment or of
+  one step is `inconclusive`);
+- `num_steps`: how many steps the step source gives;
+- `growing: false`: no family may grow;
+- `reason_contains`: words the allocator's reason must hold;
+- `out_of_memory`: a capture taken at an out-of-memory error: its held and
+  capacity bytes, and its largest holders (where, bytes) in order.
 
 Exits 1 when any case fails, 2 when there is nothing to score.
 """
@@ -38,7 +46,12 @@ CAPTURES = HERE / "captures"
 CHECKOUT = HERE.parents[1]
 
 # truth.json's step_source -> the report's step_source kinds that match it
-STEP_KINDS = {"markers": ("step_num",), "root_events": ("root_events",), "time_windows": ("time_windows",)}
+STEP_KINDS = {
+    "markers": ("step_num",),
+    "root_events": ("root_events",),
+    "time_windows": ("time_windows",),
+    "none": ("none",),
+}
 GROWING = "growing"
 
 
@@ -91,9 +104,10 @@ def _pick_allocator(host: dict[str, Any]) -> dict[str, Any] | None:
 def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
     truth = json.loads((case_dir / "truth.json").read_text())
     leak = bool(truth["leak"])
+    want_verdict = truth.get("verdict") or ("leak" if leak else "no_leak")
     row = Row(
         case=truth.get("case", case_dir.name),
-        truth="leak" if leak else "no_leak",
+        truth=want_verdict,
         verdict="error",
         step_source="-",
         num_steps=None,
@@ -125,13 +139,20 @@ def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
     wanted = truth.get("step_source", "markers")
     if row.step_source not in STEP_KINDS.get(wanted, (wanted,)):
         row.failures.append(f"steps from {row.step_source}, recorded for {wanted}")
-    want_verdict = "leak" if leak else "no_leak"
     if row.verdict != want_verdict:
         row.failures.append(f"verdict {row.verdict}, truth {want_verdict}")
+    if truth.get("num_steps") is not None and row.num_steps != truth["num_steps"]:
+        row.failures.append(f"{row.num_steps} steps, truth {truth['num_steps']}")
 
     allocator = _pick_allocator(host)
     groups = (allocator or {}).get("groups") or []
     growing = [g for g in groups if g.get("kind") == GROWING]
+    if truth.get("growing") is False and growing:
+        row.failures.append(f"{len(growing)} families grow, truth none")
+    reason = (allocator or {}).get("reason", "")
+    if truth.get("reason_contains") and truth["reason_contains"] not in reason:
+        row.failures.append(f"the reason lacks {truth['reason_contains']!r}")
+    row.failures += _out_of_memory_failures(truth.get("out_of_memory"), (allocator or {}).get("out_of_memory"))
     top = growing[0] if growing else None
     if top is not None:
         row.culprit = f"{top.get('op') or '(unknown op)'} {top.get('shape') or ''}".strip()
@@ -170,6 +191,22 @@ def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
             row.notes.append(f"onset {row.onset}, truth {row.truth_onset}")
     row.ok = not row.failures
     return row
+
+
+def _out_of_memory_failures(truth: dict[str, Any] | None, found: dict[str, Any] | None) -> list[str]:
+    """How an allocator's `out_of_memory` differs from the truth's: the capture is at an error or not, what it
+    held and could hold, and its largest holders in order."""
+    if truth is None:
+        return [] if found is None else ["an out-of-memory capture, truth none"]
+    if found is None:
+        return ["no out-of-memory capture, truth one"]
+    failures = [
+        f"{key} {found[key]:,}, truth {truth[key]:,}" for key in ("held_bytes", "capacity_bytes") if found[key] != truth[key]
+    ]
+    holders = [[h["where"], h["bytes"]] for h in found["holders"][: len(truth["holders"])]]
+    if holders != truth["holders"]:
+        failures.append(f"holders {holders}, truth {truth['holders']}")
+    return failures
 
 
 # --- output ----------------------------------------------------------------------

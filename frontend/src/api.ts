@@ -131,6 +131,27 @@ export interface Forecast {
   description: string;
 }
 
+/** Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could not name. */
+export interface Holder {
+  where: string;
+  bytes: number;
+  /** Buffers; 0 for the memory held from before the trace began. */
+  count: number;
+}
+
+/** What held an allocator's memory when the capture was taken at an out-of-memory error. */
+export interface OutOfMemory {
+  /** What says the capture was taken at one: "its trace records 1 oom entry", "every segment of its memory is full". */
+  cause: string;
+  held_bytes: number;
+  /** What the allocator had reserved from the device (at least held_bytes). */
+  capacity_bytes: number;
+  /** Largest first, at most 10; a last row folds the rest. */
+  holders: Holder[];
+  /** "At the out-of-memory error 11.8 GiB of 11.8 GiB was held by: …" */
+  description: string;
+}
+
 export interface AllocatorReport {
   /** The key XProf's Memory Profile lists the allocator under. */
   memory_id: string;
@@ -168,6 +189,8 @@ export interface AllocatorReport {
   /** Rows add up to `peak_bytes_in_use`. */
   peak_breakdown: BreakdownRow[];
   forecast: Forecast | null;
+  /** Null unless the capture was taken at an out-of-memory error (a PyTorch snapshot's). */
+  out_of_memory: OutOfMemory | null;
   fragmentation_note: string | null;
   warnings: string[];
   /** How to get the Python frames, when none of the allocator's buffers has them; null when some have. */

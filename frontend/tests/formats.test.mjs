@@ -3,7 +3,9 @@
 // (pytorch/kineto's sample, BSD-3 licence, see ../shared/profiles/README.md)
 // and a PyTorch training loop built with
 // tests/unit/read/formats/torch_trace/trace_files.py that keeps each step's
-// aten::mm output. XProf's links and static view are for the XProf run alone.
+// aten::mm output, and the PyTorch memory snapshot of a job that died out of
+// memory (tb_leakfinder/testing/torch_snapshot_builder.py's dying_job). XProf's
+// links and static view are for the XProf run alone.
 
 import assert from 'node:assert/strict';
 import {existsSync} from 'node:fs';
@@ -16,9 +18,12 @@ const noResnet = !existsSync(join(SHARED_PROFILES, RESNET)) && `${join(SHARED_PR
 const BUILD_LOOP = `
 import pathlib, sys
 from tests.unit.read.formats.torch_trace.trace_files import training, write
+from tb_leakfinder.testing.torch_snapshot_builder import dying_job
 folder = pathlib.Path(sys.argv[1]) / 'torch_leak'
 folder.mkdir()
 write(folder / 'worker0_7.1700000000000.pt.trace.json', training())
+(pathlib.Path(sys.argv[1]) / 'torch_oom').mkdir()
+dying_job().write(pathlib.Path(sys.argv[1]) / 'torch_oom' / 'oom_snapshot.pickle')
 `;
 
 let suite;
@@ -73,6 +78,16 @@ test('the real ResNet-50 trace: no leak, its peak broken down by aten op', {skip
   assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
   await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
   assert.match(await text(frame, '[data-panel=breakdown]'), /aten::cudnn_convolution/);
+  assert.deepEqual(seen.failures, []);
+});
+
+test('a snapshot taken at an out-of-memory error leads with what held the memory', async () => {
+  const {frame, seen} = await open('torch_oom/oom_snapshot');
+  const banner = await frame.waitForSelector('.lf-verdict [data-out-of-memory]');
+  assert.match(await banner.evaluate((e) => e.textContent ?? ''), /^At the out-of-memory error 5\.5 GiB of 5\.5 GiB was held by: train\.py:40 in train_step 4 GiB \(4 buffers\); BmmBackward0 \(backward of bmm\) 1 GiB/);
+  // It leads: before the verdict's own label and reason.
+  const order = await frame.$eval('.lf-verdict', (v) => [...v.children].map((c) => c.className));
+  assert.deepEqual(order.slice(0, 2), ['lf-verdict-title', 'lf-verdict-label']);
   assert.deepEqual(seen.failures, []);
 });
 

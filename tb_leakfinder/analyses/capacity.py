@@ -1,14 +1,18 @@
-"""How close an allocator comes to running out: the forecast to out-of-memory, and fragmentation at the peak."""
+"""How close an allocator comes to running out: the forecast to out-of-memory, fragmentation at the peak, and,
+in a capture taken at an out-of-memory error, what held the memory then."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
+from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import ALLOC, MemoryEvents
+from tb_leakfinder.model.sites import Site
 
 # Below this share of free memory outside the largest free block, fragmentation is not worth a note.
 HIGH_FRAGMENTATION = 0.25
@@ -72,4 +76,69 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
         f"Fragmentation at the peak is {share:.0%}: of the {format_bytes(free)} still free, the largest free block "
         f"is at most about {format_bytes(largest_block)}, less than the {format_bytes(largest_buffer)} of this "
         "allocator's largest buffer, so such an allocation can fail with memory left."
+    )
+
+
+@dataclass
+class Holder:
+    where: str  # the user's line that made the buffers, else their op, else BEFORE_TRACE or NOT_NAMED
+    bytes: int  # chunk bytes held at the error
+    count: int  # buffers; 0 for the memory held from before the trace, whose buffers it does not list
+
+
+@dataclass
+class OutOfMemory:
+    cause: str  # what says the capture was taken at the error: "its trace records 1 oom entry"
+    held_bytes: int  # in use at the error: the heap at the capture's end
+    capacity_bytes: int  # what the allocator had reserved from the device, at least what it held
+    holders: list[Holder]  # largest first, at most MAX_HOLDERS, the rest in one last row
+    description: str  # "At the out-of-memory error 11.8 GiB of 11.8 GiB was held by: …"
+
+
+BEFORE_TRACE = "allocated before the trace began"
+NOT_NAMED = "(no frames or op recorded)"
+MAX_HOLDERS = 10
+HOLDERS_IN_SENTENCE = 5
+
+
+def held_at_oom(
+    events: MemoryEvents, buffers: Buffers, sites: Sequence[Site], cause: str, reserved_bytes: int
+) -> OutOfMemory | None:
+    """What held the allocator's memory at the out-of-memory error the capture was taken at (`cause` says why it is
+    taken to be one; "" when it is not): its live buffers at the capture's end by where they were made (the user's
+    line, else their op), largest first; what was live before the trace began is one row. None when not at one."""
+    if not cause or len(events) == 0:
+        return None
+    held = int(events.heap_bytes[-1])
+    live = buffers.status == NEVER_FREED
+    # One row per distinct (site, op) of the live buffers, then by the words they come to.
+    pairs, inverse = np.unique(np.stack([buffers.site[live], buffers.op[live]], 1).astype(np.int64), axis=0, return_inverse=True)
+    sizes = np.bincount(inverse.reshape(-1), buffers.chunk_bytes[live], len(pairs))
+    counts = np.bincount(inverse.reshape(-1), minlength=len(pairs))
+    by_where: dict[str, list[int]] = {}
+    for (site, op), size, count in zip(pairs.tolist(), sizes.tolist(), counts.tolist(), strict=True):
+        where = (sites[site].where if 0 <= site < len(sites) else "") or events.strings[op] or NOT_NAMED
+        total = by_where.setdefault(where, [0, 0])
+        total[0] += int(size)
+        total[1] += int(count)
+    rows = [Holder(where, size, count) for where, (size, count) in by_where.items()]
+    earlier = held - sum(r.bytes for r in rows)
+    if earlier > 0:
+        rows.append(Holder(BEFORE_TRACE, earlier, 0))
+    rows.sort(key=lambda r: (-r.bytes, r.where))
+    if len(rows) > MAX_HOLDERS:
+        rest = rows[MAX_HOLDERS - 1 :]
+        folded = Holder(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
+        rows = [*rows[: MAX_HOLDERS - 1], folded]
+    capacity = max(reserved_bytes, held)
+    return OutOfMemory(cause, held, capacity, rows, _held_sentence(cause, held, capacity, rows))
+
+
+def _held_sentence(cause: str, held: int, capacity: int, rows: list[Holder]) -> str:
+    parts = [f"{r.where} {format_bytes(r.bytes)}" + (f" ({r.count:,} buffers)" if r.count > 1 else "") for r in rows]
+    shown = parts[:HOLDERS_IN_SENTENCE]
+    more = f" and {len(parts) - len(shown)} more" if len(parts) > len(shown) else ""
+    return (
+        f"At the out-of-memory error {format_bytes(held)} of {format_bytes(capacity)} was held by: "
+        f"{'; '.join(shown) or 'nothing the capture names'}{more} ({cause})."
     )

@@ -24,9 +24,12 @@ from tb_leakfinder.model.memory import PYTHON_CALL_PREFIX
 
 # Frames kept per site, innermost first.
 MAX_FRAMES = 8
-# "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient).
-_PYTHON_FRAME = re.compile(rf"^{re.escape(PYTHON_CALL_PREFIX)}(?P<file>[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+# "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient). A
+# Windows path opens with its drive (C:\research\client.py), the one colon a file may hold.
+_PYTHON_FRAME = re.compile(rf"^{re.escape(PYTHON_CALL_PREFIX)}(?P<file>(?:[A-Za-z]:)?[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+_SEPARATORS = re.compile(r"[/\\]")
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
+WINDOWS_STDLIB = "Lib"  # Python on Windows keeps its standard library in <prefix>\Lib, beside Lib\site-packages
 # Top-level packages of ML frameworks and the libraries around them, whose relative paths are never the user's code.
 FRAMEWORK_PACKAGES = frozenset(
     """
@@ -55,14 +58,21 @@ def parse_frame(name: str) -> tuple[str, int, str] | None:
     return match["file"], int(match["line"]), match["function"]
 
 
+def base_name(file: str) -> str:
+    """A path's file name, whether its separators are POSIX's or Windows' (`C:\\src\\train.py`, `\\\\host\\share\\a.py`)."""
+    return _SEPARATORS.split(file)[-1]
+
+
 def frame_text(file: str, line: int, function: str) -> str:
     """'train.py:42 in train_step' (the base name of a whole path)."""
-    return f"{file.rsplit('/', 1)[-1]}:{line} in {function}"
+    return f"{base_name(file)}:{line} in {function}"
 
 
 def _is_library_path(file: str) -> bool:
-    parts = file.replace("\\", "/").split("/")
+    parts = _SEPARATORS.split(file)
     if any(p in _LIBRARY_PARTS for p in parts) or any(re.fullmatch(r"python3(\.\d+)?", p) for p in parts[:-1]):
+        return True
+    if "\\" in file and WINDOWS_STDLIB in parts[:-1]:
         return True
     relative = parts[0] not in ("", ".", "..") and not re.fullmatch(r"[A-Za-z]:", parts[0])
     return relative and parts[0] in FRAMEWORK_PACKAGES
@@ -78,7 +88,7 @@ def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[s
     inside = False
     kept: list[str] = []
     for file, line, function in parsed:  # outermost first: a common name is the framework's only inside it
-        base = file.rsplit("/", 1)[-1]
+        base = base_name(file)
         if base in mine:
             framework = False
         elif "/" in file or "\\" in file:

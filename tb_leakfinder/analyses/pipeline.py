@@ -10,7 +10,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
-from tb_leakfinder.analyses.capacity import Forecast, forecast, fragmentation_note
+from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory, forecast, fragmentation_note, held_at_oom
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
@@ -19,7 +19,7 @@ from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict,
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
-from tb_leakfinder.model.lifetimes import STATUS_NAMES, Buffers
+from tb_leakfinder.model.lifetimes import NEVER_FREED, STATUS_NAMES, Buffers
 from tb_leakfinder.model.memory import (
     ALLOC,
     EVENT_COLUMNS,
@@ -54,6 +54,7 @@ class AllocatorAnalysis:
     fragmentation_note: str | None = None
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
     sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
+    out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
 
 
 @dataclass
@@ -149,7 +150,7 @@ def analyze_allocator(
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    verdict = decide(summary, suspects.groups, source, events.strings, attribution.sites)
+    verdict = decide(summary, suspects.groups, source, events.strings, attribution.sites, _freed_in_one_step(buffers, source))
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
@@ -186,7 +187,16 @@ def analyze_allocator(
         fragmentation_note(events, summary.peak_event),
         growth,
         attribution.sites,
+        held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
     )
+
+
+def _freed_in_one_step(buffers: Buffers, source: StepSource) -> int:
+    """How many allocations the one step of a capture of one step made, when it freed them all; else 0."""
+    if source.num_steps != 1:
+        return 0
+    made = buffers.alloc_step == 0
+    return 0 if np.any(buffers.status[made] == NEVER_FREED) else int(np.count_nonzero(made))
 
 
 def _info(profile: HostProfile, memory_id: str) -> AllocatorInfo:

@@ -42,14 +42,26 @@ class Verdict:
 
 
 def decide(
-    summary: Summary, groups: list[SuspectGroup], source: StepSource, strings: list[str], sites: Sequence[Site] = ()
+    summary: Summary,
+    groups: list[SuspectGroup],
+    source: StepSource,
+    strings: list[str],
+    sites: Sequence[Site] = (),
+    freed_in_one_step: int = 0,
 ) -> Verdict:
+    """`freed_in_one_step`: how many allocations a capture of one step made, when it freed every one of them."""
     if summary.num_allocations + summary.num_deallocations == 0:
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
     if source.too_short:
         lead = f" The largest never-freed group is {family_label(groups[0], strings, sites)}." if groups else ""
         found = "no step information and no time span to divide" if source.kind == NONE else source.description
+        if n == 1 and freed_in_one_step:
+            return Verdict(
+                INCONCLUSIVE,
+                f"Inconclusive: {found}, too few to tell growth from warm-up: all {freed_in_one_step:,} allocations of "
+                f"the one step were freed; capture {MIN_STEPS} steps or more to rule out a leak.{lead}",
+            )
         return Verdict(
             INCONCLUSIVE,
             f"Inconclusive: {found}, too few to tell growth from warm-up; capture at least {MIN_STEPS} steps.{lead}",

@@ -181,6 +181,9 @@ class AllocatorInfo:
     label: str  # how users name it: "TPU:2", "GPU:0", else its memory id
     host_memory: bool  # hands out host RAM (pinned for a device, or a CPU allocator), not device memory
     partial: str | None = None  # why its events cover only part of what it allocates, when they do
+    # What says the capture was taken at an out-of-memory error ("every segment of its memory is full"), "" if not.
+    out_of_memory: str = ""
+    reserved_bytes: int = 0  # the memory its pools held from the device at the capture's end, 0 when not known
 
 
 @dataclass

@@ -99,6 +99,8 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     """One allocator: its verdict, its op families and what was live at the peak, each row with its line of code."""
     groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
     lines = [_cell(a["reason"]), "", _cell(peak_text(a))]
+    if a["out_of_memory"]:
+        lines[:0] = [f"**{_cell(a['out_of_memory']['description'])}**", ""]
     if groups:
         lines += [
             "",

@@ -65,6 +65,7 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     memory_id = "" if a["memory_id"] == a["name"] else f" (memory id {a['memory_id']})"
     lines = [
         f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
+        *([f"    {a['out_of_memory']['description']}"] if a["out_of_memory"] else []),
         f"    {a['reason']}",
         f"    {peak_text(a)}",
         f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "

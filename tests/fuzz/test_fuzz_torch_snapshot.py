@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tb_leakfinder.read.formats.torch_snapshot.format import HOST
-from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder
+from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder, op_frames
 from tests.support.fuzzing import (
     MAX_RSS_GROWTH_BYTES,
     MAX_SECONDS_PER_INPUT,
@@ -130,8 +130,25 @@ def _state_only() -> SnapshotBuilder:
     return b
 
 
+def _old(version: str) -> SnapshotBuilder:
+    """A PyTorch 1.13 or 2.0 snapshot: blocks without addresses, their frames in histories, C++ frames as text."""
+    b = SnapshotBuilder(version=version)
+    b.alloc(0x100000, MIB, [(USER, 14, "train_step")], cpp=op_frames("bmm", "BmmBackward0"))
+    b.oom(80 * MIB, device_free=MIB)
+    b.segment(
+        0x100000, [(0x100000, MIB, MIB, "active_allocated", [(USER, 14, "train_step")]), (0x200000, MIB, 0, "inactive", ())]
+    )
+    return b
+
+
 def seeds() -> list[tuple[str, dict[str, Any]]]:
-    return [("loop", _loop().snapshot), ("untimed", _loop(1, timed=False).snapshot), ("state", _state_only().snapshot)]
+    return [
+        ("loop", _loop().snapshot),
+        ("untimed", _loop(1, timed=False).snapshot),
+        ("state", _state_only().snapshot),
+        ("pytorch_1_13", _old("1.13").snapshot),
+        ("pytorch_2_0", _old("2.0").snapshot),
+    ]
 
 
 def _containers(value: Any) -> list[Any]:
@@ -210,7 +227,7 @@ def test_seeds_analyse_cleanly(tmp_path):
         for protocol in (2, 4, 5):
             run_snapshot(tally, f"{name}:p{protocol}", pickle.dumps(snapshot, protocol=protocol), tmp_path / "s.pickle")
     assert tally.crashes == []
-    assert tally.outcomes == {"report": 9}
+    assert tally.outcomes == {"report": 3 * len(seeds())}
 
 
 def test_fuzzed_snapshots_end_in_report_or_project_error_and_run_nothing(tmp_path):

@@ -63,7 +63,8 @@ export function renderVerdict(host: HostReport, allocator: AllocatorReport | nul
     verdict,
     reason,
     [...(host.warnings ?? []), ...(allocator?.warnings ?? [])],
-    undefined,
+    // A capture taken at an out-of-memory error leads with what filled the memory.
+    allocator?.out_of_memory ? el('div', {class: 'lf-verdict-oom', 'data-out-of-memory': 'true'}, allocator.out_of_memory.description) : undefined,
     allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, allocator.forecast.description) : null,
     steps ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${steps}`) : null,
     leakingList(host, allocator, onPick),

@@ -72,3 +72,16 @@ def test_at_most_max_frames_are_kept_innermost_first():
 def test_the_capture_helpers_own_frames_and_keras_trainer_are_skipped():
     stack = ["$leak_capture.py:333 step", "$keras_callback.py:53 on_train_batch_begin", "$trainer.py:764 __next__"]
     assert user_frames(stack) == ()
+
+
+def test_windows_paths_are_frames_judged_by_where_they_lie():
+    # A drive letter's colon is no line separator; `\` separates as `/` does, UNC paths too.
+    assert parse_frame(r"$C:\research\owl\client.py:12 main") == (r"C:\research\owl\client.py", 12, "main")
+    assert parse_frame(r"$\\fileserver\team\train.py:3 step") == (r"\\fileserver\team\train.py", 3, "step")
+    stack = [
+        r"$C:\Users\me\venv\Lib\site-packages\torch\nn\modules\linear.py:125 forward",
+        r"$C:\Python311\Lib\json\decoder.py:353 raw_decode",
+        r"$C:\research\owl\client.py:12 main",
+        r"$\\fileserver\team\train.py:3 step",
+    ]
+    assert user_frames(stack) == ("client.py:12 in main", "train.py:3 in step")

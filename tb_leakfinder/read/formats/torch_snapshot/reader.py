@@ -22,15 +22,30 @@ apart, so that each allocation's Python frames (those whose file is a `.py`) bec
 it, as a device memory profile's stacks do (`pprof.reader.stack_spans`), and the attribution names the user's
 line. Without `time_us` the clock is the entry's position, STRIDE_PS an entry, which a warning says.
 `external_annotations` (START and END `stage`s with `name` and `time_us`, recorded with
-`global_record_annotations`) are host root spans by name, and `ProfilerStep#N` ones the steps; the step
-source's cascade picks from those, else makes time windows.
+`global_record_annotations`) are host root spans by name, and `ProfilerStep#N` ones the steps; without those,
+the optimizer's `Optimizer.step#…` annotations end the steps (a snapshot of one training step is one step, not
+time windows); the step source's cascade picks from those and from repeated user annotations, else makes time
+windows.
 
 A snapshot recorded without history (`enabled="state"`) has no entries: its live blocks, with their frames,
-are then one moment, read as a device memory profile is (allocations never freed, `HostProfile.snapshot`).
+are then one moment, read as a device memory profile is (allocations never freed, `HostProfile.snapshot`); so
+is one whose entries hold no allocation or free (PyTorch 2.0 keeps a single entry unless told more: after an
+out-of-memory error, its `oom`).
+
+Snapshots from PyTorch 1.13 on are read. Before 2.1 a block has no `address` (its segment's address plus the
+sizes of the blocks before it), its requested size and frames are its `history`'s first record's (`real_size`,
+`frames`), a block awaiting its stream is `active_pending_free`, entries carry no time_us, an `oom` entry names
+`device_free` in place of `addr`, and C++ frames (2.0) are one backtrace text, `cpp_frames`. An allocation
+without Python frames is named by the op its C++ frames name (`ops.computing_op`).
+
+Each device's allocator says how much its segments reserve at the dump, and whether the snapshot is one taken
+at an out-of-memory error: its trace has an `oom` entry, every segment is full (an allocator that cannot meet a
+request first releases its free cached blocks), or the file's name says so.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +66,7 @@ from tb_leakfinder.model.memory import (
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.pprof.reader import stack_spans
+from tb_leakfinder.read.formats.torch_snapshot.ops import computing_op
 from tb_leakfinder.read.formats.torch_snapshot.unpickle import load, not_readable
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 
@@ -68,6 +84,7 @@ US_TO_PS = 1_000_000
 # Entries lie at least this far apart; an allocation's frames nest within half of it on either side.
 STRIDE_PS = 1000
 MAX_FRAMES = STRIDE_PS // 2 - 1
+MAX_BACKTRACE_CHARS = 1 << 20  # of one PyTorch 2.0 `cpp_frames` text
 BLOCK_BYTES = 512  # the caching allocator's smallest block, and what it rounds requests up to
 ALLOCATE = "alloc"
 FREE_COMPLETED = "free_completed"
@@ -76,11 +93,16 @@ OOM = "oom"
 KNOWN_ACTIONS = frozenset(
     {ALLOCATE, FREE_REQUESTED, FREE_COMPLETED, OOM, "segment_alloc", "segment_free", "segment_map", "segment_unmap", "snapshot"}
 )
-LIVE_STATES = frozenset({"active_allocated", "active_awaiting_free"})
+# PyTorch 1.13 and 2.0 call a block awaiting its stream's free `active_pending_free`; 2.1 on `active_awaiting_free`.
+LIVE_STATES = frozenset({"active_allocated", "active_awaiting_free", "active_pending_free"})
+MEMORY_ACTIONS = frozenset({ALLOCATE, FREE_REQUESTED, FREE_COMPLETED})
 ANNOTATION_START = "START"
 ANNOTATION_END = "END"
 STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
+OPTIMIZER_STEP_PREFIX = "Optimizer.step#"  # torch.optim's profiling annotation of each step: "Optimizer.step#AdamW.step"
+# "oom_snapshot.pickle", "rank0-OOM.pkl", "out_of_memory_1.pickle": a name that says the job ran out of memory.
+_OOM_NAME = re.compile(r"(?<![a-z])(oom|out_of_memory|outofmemory)(?![a-z])", re.IGNORECASE)
 PYTHON_SUFFIX = ".py"
 ALLOCATOR_PREFIX = "cuda"
 
@@ -140,39 +162,51 @@ def rounded(size: int) -> int:
 
 
 class _Frames:
-    """Python frames as host call names (innermost first), interned; each frames list of the file read once."""
+    """Python frames as host call names (innermost first), interned, and the op the C++ frames name; each frames
+    list of the file read once."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._intern = Interned()
         self.names = self._intern.values
-        self._stacks: dict[int, tuple[int, ...]] = {}
+        self.ops = Interned()
+        self.ops("")  # index 0: no op named, as the model's string tables have it
+        self._stacks: dict[tuple[int, int], tuple[tuple[int, ...], int]] = {}
         self._lists: list[object] = []  # keeps each read list alive, so that its id stays its own
         self.walked = 0
         self.deep = 0
 
-    def stack(self, frames: object, what: str) -> tuple[int, ...]:
-        if frames is None:
-            return ()
-        known = self._stacks.get(id(frames))
+    def stack(self, frames: object, what: str, backtrace: object = None) -> tuple[tuple[int, ...], int]:
+        """The Python frames of a frames list, and, when it has none, the op (an index into `ops`) that its C++
+        frames, or PyTorch 2.0's `cpp_frames` backtrace text, name."""
+        if frames is None and backtrace is None:
+            return (), 0
+        key = (id(frames), id(backtrace))
+        known = self._stacks.get(key)
         if known is not None:
             return known
-        items = _list(frames, self.path, f"{what}'s frames")
+        items = [] if frames is None else _list(frames, self.path, f"{what}'s frames")
         self.walked += len(items)
         if self.walked > MAX_FRAMES_WALKED:
             raise not_readable(self.path, f"more than {MAX_FRAMES_WALKED} frames in all")
         found: list[int] = []
+        native: list[str] = []
         for k, item in enumerate(items):
             frame = _dict(item, self.path, f"{what}'s frame {k}")
             filename = _text(frame.get("filename", ""), self.path, f"{what}'s frame {k}'s filename")
-            if not filename.endswith(PYTHON_SUFFIX):
-                continue  # a C++ frame: the frame filter names Python files only
-            line = _integer(frame.get("line", 0), self.path, f"{what}'s frame {k}'s line", 0, 1 << 31)
             name = _text(frame.get("name", ""), self.path, f"{what}'s frame {k}'s name")
+            if not filename.endswith(PYTHON_SUFFIX):
+                native.append(name)  # a C++ frame: it may name the op
+                continue
+            line = _integer(frame.get("line", 0), self.path, f"{what}'s frame {k}'s line", 0, 1 << 31)
             found.append(self._intern(python_call_name(filename, line, name)))
+        if backtrace is not None:
+            native += _text(backtrace, self.path, f"{what}'s cpp_frames")[:MAX_BACKTRACE_CHARS].splitlines()
         self.deep += len(found) > MAX_FRAMES
-        stack = self._stacks[id(frames)] = tuple(found)
-        self._lists.append(frames)
+        # With Python frames the user's line names the buffer (snapshots record no shapes, so an op alone would
+        # merge every line's adds into one family); without them the C++ frames name its op.
+        stack = self._stacks[key] = (tuple(found), 0 if found else self.ops(computing_op(native)))
+        self._lists += [frames, backtrace]
         return stack
 
 
@@ -185,6 +219,7 @@ class _Entry:
     size: int
     time_us: float | None
     frames: object
+    backtrace: object  # PyTorch 2.0's `cpp_frames` text, None in other versions
 
 
 @dataclass
@@ -194,6 +229,7 @@ class _Block:
     size: int
     requested: int
     frames: object
+    backtrace: object
 
 
 @dataclass
@@ -207,8 +243,10 @@ class _Rows:
     tensor: list[int] = field(default_factory=list)
     chunk: list[int] = field(default_factory=list)
     stacks: list[tuple[int, ...]] = field(default_factory=list)  # of the allocations, in their order
+    op: list[int] = field(default_factory=list)  # per event: indexes _Frames.ops, 0 for a free
 
-    def add(self, time_ps: int, kind: int, allocator: int, addr: int, tensor: int, chunk: int) -> None:
+    def add(self, time_ps: int, kind: int, allocator: int, addr: int, tensor: int, chunk: int, op: int = 0) -> None:
+        self.op.append(op)
         self.time_ps.append(time_ps)
         self.kind.append(kind)
         self.allocator.append(allocator)
@@ -248,29 +286,63 @@ def _entries(snapshot: dict[str, Any], path: str) -> tuple[list[_Entry], int]:
             size = _integer(entry.get("size", 0), path, f"{what}'s size", 0, MAX_BYTES)
             time_us = entry.get("time_us")
             when = None if time_us is None else _time(time_us, path, f"{what}'s time_us")
-            found.append(_Entry(device, k, action, addr, size, when, entry.get("frames")))
+            found.append(_Entry(device, k, action, addr, size, when, entry.get("frames"), entry.get("cpp_frames")))
     return found, total
 
 
-def _blocks(snapshot: dict[str, Any], path: str, total: int) -> list[_Block]:
-    """The blocks live at the dump, by segment."""
-    found: list[_Block] = []
+@dataclass
+class _Segments:
+    """What the segments say at the dump: the live blocks, and per device the bytes reserved and whether every
+    segment was full (no inactive block: what an out-of-memory error leaves, once the allocator has released its
+    free cached blocks and still cannot fit the request)."""
+
+    blocks: list[_Block] = field(default_factory=list)
+    reserved: dict[int, int] = field(default_factory=dict)
+    full: dict[int, bool] = field(default_factory=dict)
+
+
+def _blocks(snapshot: dict[str, Any], path: str, total: int) -> _Segments:
+    """The blocks live at the dump, by segment. Before PyTorch 2.1 a block has no `address` (it follows from its
+    segment's and the sizes of the blocks before it), and its requested size and frames are those of its
+    `history`'s first (latest) record, `real_size` and `frames`."""
+    found = _Segments()
     for s, item in enumerate(_list(snapshot.get("segments", []), path, "segments")):
         what = f"segments[{s}]"
         segment = _dict(item, path, what)
         device = _integer(segment.get("device", 0), path, f"{what}'s device", 0, MAX_DEVICES - 1)
         blocks = _list(segment.get("blocks", []), path, f"{what}'s blocks")
         total = _count(total, len(blocks), path)
+        start = segment.get("address")
+        offset = 0
+        sizes = 0
+        full = bool(blocks)
         for b, block_item in enumerate(blocks):
             where = f"{what}'s block {b}"
             block = _dict(block_item, path, where)
             state = _text(block.get("state", ""), path, f"{where}'s state")
-            if state not in LIVE_STATES:
-                continue
-            addr = _integer(block.get("address"), path, f"{where}'s address", 0, MAX_ADDRESS)
             size = _integer(block.get("size"), path, f"{where}'s size", 0, MAX_BYTES)
-            requested = _integer(block.get("requested_size", size), path, f"{where}'s requested_size", 0, MAX_BYTES)
-            found.append(_Block(device, addr, size, requested, block.get("frames")))
+            at = offset
+            offset += size
+            sizes += size
+            if state not in LIVE_STATES:
+                full = False
+                continue
+            if "address" in block:
+                addr = _integer(block["address"], path, f"{where}'s address", 0, MAX_ADDRESS)
+            else:
+                base = _integer(start, path, f"{what}'s address (its block {b} has none)", 0, MAX_ADDRESS)
+                addr = _integer(base + at, path, f"{where}'s address (its segment's plus {at:,} bytes)", 0, MAX_ADDRESS)
+            history = _list(block.get("history") or [{}], path, f"{where}'s history")
+            latest = _dict(history[0], path, f"{where}'s history[0]")
+            requested = block.get("requested_size", latest.get("real_size", size))
+            requested = _integer(requested, path, f"{where}'s requested_size", 0, MAX_BYTES)
+            if "frames" in block:
+                found.blocks.append(_Block(device, addr, size, requested, block["frames"], None))
+            else:
+                found.blocks.append(_Block(device, addr, size, requested, latest.get("frames"), latest.get("cpp_frames")))
+        reserved = _integer(segment.get("total_size", sizes), path, f"{what}'s total_size", 0, MAX_BYTES)
+        found.reserved[device] = found.reserved.get(device, 0) + reserved
+        found.full[device] = found.full.get(device, True) and full
     return found
 
 
@@ -313,16 +385,45 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     """One snapshot's bytes, read from `path`."""
     snapshot = _snapshot(data, path)
     entries, total = _entries(snapshot, path)
-    blocks = _blocks(snapshot, path, total)
+    segments = _blocks(snapshot, path, total)
     frames = _Frames(path)
     warnings: list[str] = []
-    if not entries:
-        profile = _moment(blocks, frames, host, path, warnings)
+    # A trace of only oom or segment entries (PyTorch 2.0 keeps one entry unless told more) holds no buffer:
+    # the live blocks are what there is.
+    if not any(e.action in MEMORY_ACTIONS for e in entries):
+        profile = _moment(segments.blocks, frames, host, path, warnings, len(entries))
     else:
-        profile = _window(snapshot, entries, blocks, frames, host, path, warnings)
+        profile = _window(snapshot, entries, segments.blocks, frames, host, path, warnings)
+    profile.allocators = _infos(profile.events.allocator_names, entries, segments, path)
     if frames.deep:
         warnings.append(f"{path}: {frames.deep} stacks are deeper than {MAX_FRAMES} Python frames; their innermost are kept")
     return profile
+
+
+def out_of_memory_cause(file_name: str, oom_entries: int, every_segment_full: bool) -> str:
+    """Why a device's snapshot is taken to be one of an out-of-memory error ("" when it is not): what says so."""
+    if oom_entries:
+        return f"its trace records {oom_entries} oom entr{'y' if oom_entries == 1 else 'ies'}"
+    if every_segment_full:
+        return "every segment of its memory is full"
+    if _OOM_NAME.search(file_name):
+        return "its file name says so"
+    return ""
+
+
+def _infos(names: list[str], entries: list[_Entry], segments: _Segments, path: str) -> dict[str, AllocatorInfo]:
+    """Each device's allocator, with the memory its segments reserve and whether the snapshot is one of an
+    out-of-memory error."""
+    ooms: dict[int, int] = {}
+    for entry in entries:
+        if entry.action == OOM:
+            ooms[entry.device] = ooms.get(entry.device, 0) + 1
+    infos = {}
+    for name in names:
+        device = int(name.split(":", 1)[1])
+        cause = out_of_memory_cause(files.basename(path), ooms.get(device, 0), segments.full.get(device, False))
+        infos[name] = AllocatorInfo(name, False, out_of_memory=cause, reserved_bytes=segments.reserved.get(device, 0))
+    return infos
 
 
 def _allocators(devices: list[int]) -> tuple[list[str], dict[int, int]]:
@@ -330,19 +431,22 @@ def _allocators(devices: list[int]) -> tuple[list[str], dict[int, int]]:
     return names, {d: k for k, d in enumerate(sorted(set(devices)))}
 
 
-def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warnings: list[str]) -> HostProfile:
+def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warnings: list[str], entries: int) -> HostProfile:
     """A snapshot without history: each live block an allocation never freed, STRIDE_PS apart."""
     blocks = sorted(blocks, key=lambda b: (b.device, b.addr))
     names, allocator_of = _allocators([b.device for b in blocks])
     rows = _Rows()
     for k, block in enumerate(blocks):
-        rows.add(STRIDE_PS * (k + 1), ALLOC, allocator_of[block.device], block.addr, block.requested, block.size)
-        rows.stacks.append(frames.stack(block.frames, f"the block at {block.addr:#x}"))
-    warnings.append(
-        f"{path}: the snapshot has no trace entries (recorded without history, enabled='state'?): "
-        f"its {len(blocks)} live blocks are read as one moment"
+        stack, op = frames.stack(block.frames, f"the block at {block.addr:#x}", block.backtrace)
+        rows.add(STRIDE_PS * (k + 1), ALLOC, allocator_of[block.device], block.addr, block.requested, block.size, op)
+        rows.stacks.append(stack)
+    why = (
+        "no trace entries (recorded without history, enabled='state'?)"
+        if not entries
+        else f"{entries} trace entries and none an allocation or free (PyTorch 2.0 keeps one unless told more)"
     )
-    events = _columns(rows, names, [0] * len(names))
+    warnings.append(f"{path}: the snapshot has {why}: its {len(blocks)} live blocks are read as one moment")
+    events = _columns(rows, names, [0] * len(names), frames.ops.values)
     return HostProfile(
         host,
         path,
@@ -351,7 +455,6 @@ def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warning
         STRIDE_PS * (len(blocks) + 1),
         warnings=warnings,
         spans=stack_spans(events.time_ps[events.kind == ALLOC], rows.stacks, frames.names, MAX_FRAMES),
-        allocators={name: AllocatorInfo(name, False) for name in names},
         snapshot=True,
     )
 
@@ -427,20 +530,20 @@ def _window(
             f"freed in it, {len(untraced)} blocks live at the dump have no entry; the heap starts with them"
         )
     walk.warn(path, warnings)
-    events = _columns(rows, names, start)
+    events = _columns(rows, names, start, frames.ops.values)
+    steps, marker = _steps(annotations, earliest)
     alloc_times = events.time_ps[events.kind == ALLOC]
     end = max([times[-1], *(_ps(a.end_us, earliest) for a in annotations)]) + STRIDE_PS
     return HostProfile(
         host,
         path,
         events,
-        _steps(annotations, earliest),
+        steps,
         end,
         warnings=warnings,
         spans=_merge(stack_spans(alloc_times, rows.stacks, frames.names, MAX_FRAMES), _annotation_spans(annotations, earliest)),
-        allocators={name: AllocatorInfo(name, False) for name in names},
         start_time_ns=round(earliest * 1000) if earliest is not None and earliest >= EPOCH_US else None,
-        step_marker=STEP_SPAN,
+        step_marker=marker,
     )
 
 
@@ -469,8 +572,9 @@ class _Walk:
             chunk = block.size if block is not None and block.requested == entry.size else rounded(entry.size)
             self.reallocated += key in self.live
             self.live[key] = chunk
-            self.rows.stacks.append(frames.stack(entry.frames, f"device_traces[{entry.device}][{entry.position}]"))
-            self.rows.add(at, ALLOC, allocator, entry.addr, entry.size, chunk)
+            stack, op = frames.stack(entry.frames, f"device_traces[{entry.device}][{entry.position}]", entry.backtrace)
+            self.rows.stacks.append(stack)
+            self.rows.add(at, ALLOC, allocator, entry.addr, entry.size, chunk, op)
         elif entry.action == free_action:
             chunk = self.live.pop(key, -1)
             if chunk < 0:
@@ -492,7 +596,7 @@ class _Walk:
             warnings.append(f"{path}: {self.reallocated} allocations reuse an address whose buffer the trace never freed")
 
 
-def _columns(rows: _Rows, names: list[str], start: list[int]) -> MemoryEvents:
+def _columns(rows: _Rows, names: list[str], start: list[int], ops: list[str]) -> MemoryEvents:
     """The events' columns; each allocator's heap is `start` plus its running sum of chunk bytes, raised where a
     hostile file's frees would take it below zero."""
     n = len(rows.time_ps)
@@ -506,6 +610,7 @@ def _columns(rows: _Rows, names: list[str], start: list[int]) -> MemoryEvents:
     columns["tensor_bytes"] = np.asarray(rows.tensor, np.int64).reshape(n)
     chunk = np.asarray(rows.chunk, np.int64).reshape(n)
     columns["chunk_bytes"] = chunk
+    columns["op"] = np.asarray(rows.op, np.int32).reshape(n)
     signed = np.where(columns["kind"] == ALLOC, chunk, -chunk)
     heap = np.zeros(n, np.int64)
     peak = np.zeros(n, np.int64)
@@ -518,7 +623,7 @@ def _columns(rows: _Rows, names: list[str], start: list[int]) -> MemoryEvents:
         peak[mine] = np.maximum.accumulate(heap[mine])
     columns["heap_bytes"] = heap
     columns["allocator_peak_bytes"] = peak
-    return MemoryEvents(**columns, strings=[""], allocator_names=names)
+    return MemoryEvents(**columns, strings=list(ops), allocator_names=names)
 
 
 def _ps(time_us: float, earliest: float | None) -> int:
@@ -530,14 +635,26 @@ def _step_number(name: str) -> int | None:
     return int(number) if name.startswith(STEP_PREFIX) and number.isdecimal() and len(number) < 18 else None
 
 
-def _steps(annotations: list[_Annotation], earliest: float | None) -> Steps:
+def _steps(annotations: list[_Annotation], earliest: float | None) -> tuple[Steps, str]:
+    """The steps, and what their markers are called: the `ProfilerStep#N` annotations; else, from the optimizer's
+    steps (the most frequent `Optimizer.step#…` name), the training steps each one ends: from the previous one's end
+    (the first from the trace's start) to its own, so that a step holds its forward and backward passes."""
     numbered = [(a, _step_number(a.name)) for a in annotations]
     steps = [(_ps(a.start_us, earliest), _ps(a.end_us, earliest), n) for a, n in numbered if n is not None]
-    if not steps:
-        return Steps.empty()
-    steps.sort()
-    start, end, number = (np.asarray(column, np.int64) for column in zip(*steps, strict=True))
-    return Steps(number, start, end)
+    if steps:
+        steps.sort()
+        start, end, number = (np.asarray(column, np.int64) for column in zip(*steps, strict=True))
+        return Steps(number, start, end), STEP_SPAN
+    optimizer = [a for a in annotations if a.name.startswith(OPTIMIZER_STEP_PREFIX)]
+    if not optimizer:
+        return Steps.empty(), STEP_SPAN
+    counts: dict[str, int] = {}
+    for a in optimizer:
+        counts[a.name] = counts.get(a.name, 0) + 1
+    name = max(counts, key=lambda n: (counts[n], n))
+    ends = sorted(_ps(a.end_us, earliest) for a in optimizer if a.name == name)
+    starts = [0, *ends[:-1]]
+    return Steps(np.arange(len(ends), dtype=np.int64), np.asarray(starts, np.int64), np.asarray(ends, np.int64)), name
 
 
 def _annotation_spans(annotations: list[_Annotation], earliest: float | None) -> Spans:

@@ -249,3 +249,69 @@ def test_a_pickle_of_something_else_is_refused(tmp_path):
     path.write_bytes(__import__("pickle").dumps([1, 2, 3]))
     with pytest.raises(LeakfinderError, match="its pickle is a list, not a dict with segments or device_traces"):
         reader.read_host(str(path), HOST)
+
+
+def _one_step(tmp_path, annotation: str, keep: bool):
+    """A snapshot of one training step: 40 temporaries made and freed, the optimizer's state made (and kept when
+    `keep`) inside its annotation, which spans the step."""
+    b = SnapshotBuilder()
+    for k in range(40):
+        b.alloc(0x1000_0000 + k * MIB, MIB, STACK, time_us=10 + 2 * k)
+        b.free(0x1000_0000 + k * MIB, MIB, time_us=11 + 2 * k)
+    b.alloc(0x9000_0000, 64 * MIB, [(USER, 60, "step")], time_us=95)
+    if not keep:
+        b.free(0x9000_0000, 64 * MIB, time_us=96)
+    b.annotate(annotation, 5, 100)
+    return analyze_host(_read(tmp_path, b))
+
+
+@pytest.mark.parametrize("annotation", ["ProfilerStep#12", "Optimizer.step#AdamW.step"])
+def test_a_snapshot_of_one_step_is_one_step_and_nothing_grows(tmp_path, annotation):
+    analysis = _one_step(tmp_path, annotation, keep=True)
+    assert analysis.step_source.num_steps == 1
+    (allocator,) = analysis.allocators
+    assert allocator.verdict.verdict == "inconclusive"
+    assert not [g for g in allocator.suspects.groups if g.kind == "growing"]
+    assert "too few to tell growth from warm-up; capture at least 3 steps" in allocator.verdict.reason
+
+
+def test_a_single_step_that_frees_everything_says_so(tmp_path):
+    (allocator,) = _one_step(tmp_path, "Optimizer.step#AdamW.step", keep=False).allocators
+    assert allocator.verdict.reason == (
+        "Inconclusive: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: all 41 "
+        "allocations of the one step were freed; capture 3 steps or more to rule out a leak."
+    )
+
+
+def test_a_snapshot_of_one_step_ending_at_its_optimizer_step_is_one_step(tmp_path):
+    """The optimizer's annotation covers its own work only: the forward and backward passes before it are of its
+    step too, not time windows of their own."""
+    b = SnapshotBuilder()
+    for k in range(40):
+        b.alloc(0x1000_0000 + k * MIB, MIB, STACK, time_us=10 + k)
+    for k in range(40):
+        b.free(0x1000_0000 + k * MIB, MIB, time_us=60 + k)
+    for k in range(10):
+        b.alloc(0x9000_0000 + k * 64 * MIB, 64 * MIB, [(USER, 60, "step")], time_us=110 + k)
+    b.annotate("Optimizer.zero_grad#AdamW.zero_grad", 2, 4)
+    b.annotate("Optimizer.step#AdamW.step", 105, 125)
+    profile = _read(tmp_path, b)
+    assert profile.steps.step_num.tolist() == [0]
+    assert (profile.steps.start_ps.tolist(), profile.steps.end_ps.tolist()) == ([0], [123_000_000])  # from 2 µs to 125
+    analysis = analyze_host(profile)
+    assert analysis.step_source.description == "1 step from Optimizer.step#AdamW.step markers"
+    (allocator,) = analysis.allocators
+    assert allocator.verdict.verdict == "inconclusive"
+    assert not [g for g in allocator.suspects.groups if g.kind == "growing"]
+
+
+def test_repeated_optimizer_steps_end_the_training_steps(tmp_path):
+    b = SnapshotBuilder()
+    _loop(b, 4, leak=True)  # each step: a temporary at t+10..t+20, a kept buffer at t+30
+    for step in range(4):
+        b.annotate("Optimizer.step#SGD.step", 100 * step + 40, 100 * step + 60)
+    analysis = analyze_host(_read(tmp_path, b))
+    assert (analysis.step_source.kind, analysis.step_source.num_steps) == (STEP_NUM, 4)
+    assert analysis.step_source.description == "4 steps from Optimizer.step#SGD.step markers"
+    (allocator,) = analysis.allocators
+    assert allocator.verdict.verdict == LEAK, allocator.verdict

@@ -308,3 +308,19 @@ def test_a_python_frame_with_a_line_of_thousands_of_digits_is_no_frame(tmp_path)
     profile = reader.read_host(str(path), "f")
     assert [profile.spans.names[i] for i in profile.spans.name] == ["$train.py:12 g"]
     assert analyze_file(str(path), "f", str(tmp_path)).json()["allocators"][0]["num_allocations"] == 1
+
+
+def test_windows_python_functions_name_the_users_line(tmp_path):
+    """A trace recorded on Windows names its Python functions by Windows paths: the user's are frames, the
+    frameworks' (in site-packages) are not."""
+    events = [complete("ProfilerStep#1", 0.0, 100.0, cat="user_annotation")]
+    events += [
+        complete(r"C:\research\owl\client.py(12): main", 1.0, 90.0, cat="python_function"),
+        complete(r"C:\venv\Lib\site-packages\torch\nn\modules\module.py(1501): _call_impl", 2.0, 50.0, cat="python_function"),
+        complete("aten::mm", 3.0, 10.0),
+        memory(5.0, MIB, Addr=0x1000),
+    ]
+    body = analyze_file(str(write(tmp_path / "w.pt.trace.json", events)), "w", str(tmp_path)).json()
+    (cuda,) = body["allocators"]
+    (row,) = [r for r in cuda["peak_breakdown"] if r["category"] == "buffers"]
+    assert row["where"] == "client.py:12 in main"
