@@ -125,19 +125,19 @@ def _size(path: str) -> int:
 def _precompute(args: argparse.Namespace) -> int:
     disk = _disk(args, args.path)
     assert disk is not None
-    tasks = precompute.tasks_for(discovery.runs_for_path(args.path))
+    tasks, unstattable = precompute.host_tasks(discovery.runs_for_path(args.path))
     total = sum(t.identity.size for t in tasks)
     with HostProgress(len(tasks), total, "precompute") as progress:
         outcomes = precompute.precompute(
             tasks, disk, args.engine, args.workers, args.address, lambda o: progress(o.task.host, o.task.identity.size)
         )
     analysed = sum(1 for o in outcomes if o.status == "analysed")
-    errors = sum(1 for o in outcomes if o.error is not None)
+    errors = [f"{o.task.run} host {o.task.host}: {o.error}" for o in outcomes if o.error is not None] + unstattable
     cached = len(outcomes) - analysed
-    print(f"{len(outcomes)} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {errors} not readable")
-    for o in outcomes:
-        if o.error is not None:
-            _error(f"{o.task.run} host {o.task.host}: {o.error}")
+    hosts = len(outcomes) + len(unstattable)
+    print(f"{hosts} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
+    for message in errors:
+        _error(message)
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
