@@ -121,6 +121,11 @@ def host_json(host: str, path: str, body: report.Json | None, error: LeakfinderE
     return body
 
 
+def _stamp(key: FileIdentity | None) -> tuple[int, int] | None:
+    """What tells a file rewritten: its size and modification time (None: it could not be stat'ed)."""
+    return None if key is None else (key.size, key.mtime_ns)
+
+
 def _format_name(path: str) -> str:
     """The format a host's file was discovered as; "" when it no longer sniffs as one (a link gone dangling)."""
     try:
@@ -223,7 +228,7 @@ class Engine:
                 current: FileIdentity | None = run.identity(host)
             except LeakfinderError:
                 current = None
-            if key is None or current is None or (key.size, key.mtime_ns) == (current.size, current.mtime_ns):
+            if _stamp(current) == _stamp(key):
                 found.append(report.error_json(run.name, host, path, error.message))
         return found
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -244,7 +246,7 @@ def test_a_file_cut_short_is_its_runs_error_and_marks_it_in_the_run_list(tmp_pat
 
 
 def test_a_dangling_and_a_looping_trace_link_leave_the_good_trace_reported(tmp_path):
-    _, gone, loop = with_bad_links(tmp_path / "logs")
+    good, gone, loop = with_bad_links(tmp_path / "logs")
     client = make_client(str(tmp_path / "logs"))[0]
     status, body = _get(client, "report", run="job")
     assert status == 200, body
@@ -256,3 +258,9 @@ def test_a_dangling_and_a_looping_trace_link_leave_the_good_trace_reported(tmp_p
     assert status == 200 and sorted(r["host"] for r in body["rows"] if r["error"]) == ["gone", "loop"]
     status, body = _get(client, "timeline", run="job", host="gone")
     assert status == 422 and str(gone) in body["error"]
+    _, body = _get(client, "runs")
+    assert [e["host"] for e in body["runs"][0]["errors"]] == ["gone", "loop"]
+    # The dangling link's target appears: the run list no longer calls it unreadable.
+    pathlib.Path(os.readlink(gone)).write_bytes(good.read_bytes())
+    _, body = _get(client, "runs")
+    assert [e["host"] for e in body["runs"][0]["errors"]] == ["loop"]
