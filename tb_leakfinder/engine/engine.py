@@ -142,7 +142,7 @@ def overview_rows(host: str, path: str, body: report.Json | None, error: Leakfin
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
 # A host's report JSON or its error, and its file's identity (None when its file cannot even be stat'ed).
-Outcome = tuple[report.Json | None, LeakfinderError | None, FileIdentity | None]
+HostOutcome = tuple[report.Json | None, LeakfinderError | None, FileIdentity | None]
 
 
 class Engine:
@@ -232,7 +232,7 @@ class Engine:
                 found.append(report.error_json(run.name, host, path, error.message))
         return found
 
-    def outcome(self, run: Run, host: str) -> Outcome:
+    def outcome(self, run: Run, host: str) -> HostOutcome:
         """A host's report JSON or its error: a file that cannot even be stat'ed (a dangling or looping link)
         is that host's error, not its run's."""
         path = run.host_path(host)[1]
@@ -271,7 +271,7 @@ class Engine:
         `unreadable_raises` False the run's entry whose hosts each say why (a report of several runs)."""
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
 
-        def one(h: str) -> Outcome:
+        def one(h: str) -> HostOutcome:
             found = self.outcome(run, h)
             if done is not None:
                 done(h, 0 if found[2] is None else found[2].size)
@@ -288,14 +288,14 @@ class Engine:
     def host_rows(self, run: Run, host: str) -> list[report.Json]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
         try:
-            key = run.identity(host)
+            key: FileIdentity | None = run.identity(host)
         except LeakfinderError:
-            return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
-        if self._cache.peek(key) is None and self.disk is not None:
+            key = None  # the outcome below says why
+        if key is not None and self._cache.peek(key) is None and self.disk is not None:
             entry = self.disk.load_report(key, SUMMARY)
             if entry is not None and entry.error is None and isinstance(entry.report, list):
                 return entry.report
-        return overview_rows(host, key.path, *self.outcome(run, host)[:2])
+        return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
 
     def run_overview(self, run: Run) -> report.Json:
         """The pod overview (`report.overview_json`) of a run."""
