@@ -330,3 +330,14 @@ def test_a_dangling_and_a_looping_trace_link_are_their_hosts_errors_not_the_runs
     assert [(e["host"], e["file"]) for e in body["errors"]] == [("gone", str(gone)), ("loop", str(loop))]
     hosts = {h["host"]: h["verdict"] for h in body["runs"][0]["hosts"]}
     assert hosts == {"worker0_7": "leak", "gone": "inconclusive", "loop": "inconclusive"}
+
+
+def test_a_logdir_none_of_whose_files_can_be_read_is_bad_input(tmp_path, capsys):
+    logdir = one_cut_short(tmp_path / "logs", "torch_snapshot")
+    for run in ("clean", "leak"):
+        (logdir.path / run / "memory_snapshot.pickle").write_bytes(logdir.bad_file.read_bytes())
+    for command in ("report", "check"):
+        assert main([command, str(logdir.path), "--no-cache"]) == EXIT_BAD_INPUT
+        out = capsys.readouterr()
+        assert out.out == "" and out.err.count("\n") == 1
+        assert "none of the 3 profile files of these 3 runs can be read" in out.err and str(logdir.bad_file) in out.err
