@@ -30,8 +30,8 @@ def analyze(
     (`$TB_LEAKFINDER_CACHE_DIR`, else ~/.cache/tb_leakfinder) unless `cache` is False.
     Raises `tb_leakfinder.errors.LeakfinderError` for bad input; a file that
     cannot be read is listed in the report's `errors` (and is its host's entry,
-    with `error`) while the others are reported, unless it is all of the one run
-    asked for.
+    with `error`) while the others are reported, unless no file of the run asked
+    for (or of any run) can be read.
     """
     # Here, not at the top: TensorBoard imports this package for its entry point, which must stay light.
     from tb_leakfinder.analyses.query import select_allocator
