@@ -28,7 +28,10 @@ def analyze(
     ("2", "GPU_0_bfc") or its label ("TPU:2"), as the CLI's `--allocator`.
     Analyses are kept in the same folder as the CLI's and TensorBoard's
     (`$TB_LEAKFINDER_CACHE_DIR`, else ~/.cache/tb_leakfinder) unless `cache` is False.
-    Raises `tb_leakfinder.errors.LeakfinderError` for bad input.
+    Raises `tb_leakfinder.errors.LeakfinderError` for bad input; a file that
+    cannot be read is listed in the report's `errors` (and is its host's entry,
+    with `error`) while the others are reported, unless no file of the run asked
+    for (or of any run) can be read.
     """
     # Here, not at the top: TensorBoard imports this package for its entry point, which must stay light.
     from tb_leakfinder.analyses.query import select_allocator

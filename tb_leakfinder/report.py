@@ -197,8 +197,8 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     }
 
 
-def host_error_json(host: str, profile_format: str, error: LeakfinderError) -> Json:
-    """A host of a multi-host run whose file (of that format) cannot be analysed: the others still are."""
+def host_error_json(host: str, profile_format: str, error: LeakfinderError, path: str) -> Json:
+    """A host whose file at `path` (of that format) cannot be analysed: the run's other hosts still are."""
     verdict = verdicts.not_analysed(error.message)
     return {
         "host": host,
@@ -206,6 +206,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError) -> J
         "verdict": verdict.verdict,
         "reason": verdict.reason,
         "error": error.message,
+        "file": path,
         "warnings": [],
         "duration_ps": 0,
         "start_time_ns": None,
@@ -222,19 +223,28 @@ def run_json(name: str, hosts: list[Json]) -> Json:
     return {"run": name, "verdict": verdicts.run_verdict(hosts), "hosts": hosts}
 
 
+def error_json(run: str, host: str, path: str, message: str) -> Json:
+    """A file that could not be read: its run, host and path, and why (its message, less the path it opens with)."""
+    return {"run": run, "host": host, "file": path, "reason": message.removeprefix(f"{path}: ")}
+
+
 def report_json(runs: list[Json], histories: list[Json] | None = None) -> Json:
-    """The report of some runs; `histories`: those of their TensorBoard runs that hold several captures."""
-    return {"version": REPORT_VERSION, "limits": limits_json(), "runs": runs, "histories": histories or []}
+    """The report of some runs; `histories`: those of their TensorBoard runs that hold several captures. `errors`
+    lists every host file of the runs that could not be read (each also a host entry with `error`, in its run)."""
+    errors = [error_json(r["run"], h["host"], h["file"], h["error"]) for r in runs for h in r["hosts"] if "error" in h]
+    return {"version": REPORT_VERSION, "limits": limits_json(), "runs": runs, "histories": histories or [], "errors": errors}
 
 
-def history_json(h: History) -> Json:
-    """A run's captures as one history (analyses/history.py): per allocator, its captures over time and trend."""
+def history_json(h: History, errors: list[Json] | None = None) -> Json:
+    """A run's captures as one history (analyses/history.py): per allocator, its captures over time and trend;
+    `errors` (`error_json`): the files of its captures that could not be read."""
     return {
         "run": h.run,
         "num_captures": h.num_captures,
         "verdict": h.verdict,
         "reason": h.reason,
         "note": h.note,
+        "errors": errors or [],
         "series": [
             {
                 "host": s.host,
@@ -598,6 +608,7 @@ _MODULE: Shape = {  # module_summary_json
     "whole_program_buffers": [({**dataclass_shape(WholeProgramBuffer), "count": int}, _SMALL_ROW)],
     "num_long_lived_temporaries": int,
 }
+ERROR_SHAPE: Shape = {"run": str, "host": str, "file": str, "reason": str}  # error_json
 HOST_SHAPE: Shape = {  # host_json and host_error_json
     "host": str,
     "format": str,

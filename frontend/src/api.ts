@@ -10,9 +10,24 @@ export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 /** The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's tools. */
 export type ProfileFormat = 'xplane' | 'pprof' | 'torch_trace' | 'torch_snapshot';
 
+/**
+ * A file that could not be read (truncated, corrupt, empty, a dangling or
+ * looping link): its run and host, its path, and why (docs/http_api.md, "An
+ * unreadable file"). The other files are still reported.
+ */
+export interface UnreadableFile {
+  run: string;
+  host: string;
+  file: string;
+  /** Its error message, less the path it opens with. */
+  reason: string;
+}
+
 export interface RunEntry {
   run: string;
   hosts: string[];
+  /** Its files found unreadable by an earlier request and unchanged since; [] for files not yet read. */
+  errors: UnreadableFile[];
 }
 export interface RunsResponse {
   runs: RunEntry[];
@@ -340,6 +355,8 @@ export interface HostReport {
   reason: string;
   /** Set, with no allocators, when its profile could not be analysed (a run's other hosts still are). */
   error?: string;
+  /** With `error`: the path of the file that could not be read. */
+  file?: string;
   warnings: string[];
   duration_ps: number;
   /** When the capture began (ns since the epoch), where its format records it (a device memory profile). */
@@ -375,6 +392,8 @@ export interface Report {
   limits: Limits;
   /** The histories of the TensorBoard runs among `runs` that hold several captures (not on a one-run report). */
   histories: History[];
+  /** Every host of `runs` whose file could not be read (each also a host with `error`); [] when all were read. */
+  errors: UnreadableFile[];
 }
 
 /** One capture of one allocator, as a run's history follows it. */
@@ -439,6 +458,8 @@ export interface History {
   reason: string;
   /** Why captures are not one series (different hosts), or null. */
   note: string | null;
+  /** The files of its captures that could not be read: the history is the others' (its reason says how many). */
+  errors: UnreadableFile[];
   /** Worst first. */
   series: HistorySeries[];
 }

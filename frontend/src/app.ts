@@ -3,7 +3,7 @@
 // is selected lives in ViewState, what was fetched in DataCache.
 
 import {allocatorKey, allocatorLabel, defaultAllocator} from './allocators';
-import {type HostReport, moduleKey, type ModuleSummary, type Selection, type Site} from './api';
+import {ApiError, type HostReport, moduleKey, type ModuleSummary, type Selection, type Site} from './api';
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
@@ -198,9 +198,27 @@ export class App {
       this.render();
     } catch (err) {
       if (stale()) return;
+      if (err instanceof ApiError && err.status === 422) return this.showUnreadable(err.message);
       this.setStatus('error', notice('error', el('p', {}, el('strong', {}, 'Could not load: '), errorMessage(err))));
       this.updateLinks();
     }
+  }
+
+  /** The selected run's (or host's) file could not be read: said in its place; the run list marks it, the others stay open. */
+  private showUnreadable(message: string): void {
+    const runNames = (this.data.runs ?? []).map((r) => r.run);
+    this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
+    this.fillCompare(runNames);
+    const {run, host} = this.state.sel;
+    const what = this.data.hostsOf(run).length > 1 ? `host ${host} of run ${run}` : `run ${run}`;
+    const shown = notice(
+      'error',
+      el('p', {}, el('strong', {}, `Could not read the profile of ${what}: `), message),
+      el('p', {}, runNames.length > 1 ? 'The other runs are analysed as usual: choose one above.' : 'Write the file again, or capture anew.'),
+    );
+    shown.dataset.unreadable = run;
+    this.setStatus('error', shown);
+    this.updateLinks();
   }
 
   /** A run of several hosts offers (and opens on) its pod overview, host ALL_HOSTS; not while comparing. */
@@ -251,6 +269,11 @@ export class App {
     for (const [run, verdict] of this.data.verdicts()) {
       // With several hosts, a verdict is only the run's when every host was analysed.
       if (this.data.hostsOf(run).length <= 1) labels.set(run, `${run} (${VERDICT_LABEL[verdict].toLowerCase()})`);
+    }
+    for (const {run, hosts} of this.data.runs ?? []) {
+      const unreadable = this.data.unreadableHosts(run).length;
+      if (!unreadable) continue;
+      labels.set(run, unreadable === hosts.length ? `${run} (not readable)` : `${run} (${unreadable} of ${hosts.length} hosts not readable)`);
     }
     return labels;
   }

@@ -3,7 +3,7 @@
 // many hosts costs one host's analysis at a time. Everything the tab shows
 // comes through here, the panels' own requests too.
 
-import {api, type BuffersPage, type Comparison, type History, type Limits, type ModuleDetail, type Overview, type Report, type RunEntry, type Timeline, type Verdict} from './api';
+import {ApiError, api, type BuffersPage, type Comparison, type History, type Limits, type ModuleDetail, type Overview, type Report, type RunEntry, type Timeline, type Verdict} from './api';
 import type {RunHost} from './state';
 
 function key(...parts: string[]): string {
@@ -17,6 +17,8 @@ export class DataCache {
   private comparisons = new Map<string, Comparison>();
   /** Histories by TensorBoard run: every capture of the run shares one. */
   private histories = new Map<string, History>();
+  /** The hosts whose report was refused because their file could not be read (422), by run. */
+  private refused = new Map<string, Set<string>>();
 
   hostsOf(run: string): string[] {
     return this.runs?.find((r) => r.run === run)?.hosts ?? [];
@@ -34,9 +36,27 @@ export class DataCache {
   async report(side: RunHost): Promise<Report> {
     const cached = this.cachedReport(side);
     if (cached) return cached;
-    const report = await api.report(side.run, side.host || undefined);
-    this.reports.set(key(side.run, side.host), report);
-    return report;
+    try {
+      const report = await api.report(side.run, side.host || undefined);
+      this.reports.set(key(side.run, side.host), report);
+      return report;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 422) {
+        const host = side.host || this.hostsOf(side.run)[0] || '';
+        this.refused.set(side.run, new Set([...(this.refused.get(side.run) ?? []), host]));
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * The hosts of `run` known to be unreadable: those the run list names
+   * (found by any earlier request) and those whose report was refused here.
+   */
+  unreadableHosts(run: string): string[] {
+    const listed = this.runs?.find((r) => r.run === run)?.errors.map((e) => e.host) ?? [];
+    const known = new Set([...listed, ...(this.refused.get(run) ?? [])]);
+    return this.hostsOf(run).filter((h) => known.has(h));
   }
 
   cachedComparison(a: RunHost, b: RunHost): Comparison | undefined {
@@ -132,5 +152,6 @@ export class DataCache {
     this.reports.clear();
     this.comparisons.clear();
     this.histories.clear();
+    this.refused.clear();
   }
 }

@@ -7,10 +7,12 @@ Each line of OUT.jsonl is {"route", "request", "body"} for one answer of the plu
 prints the same JSON as report and compare). The first line is {"routes": [...]}: every
 JSON route the plugin serves, so that a route the checker maps to no interface fails it.
 Besides the given logdirs, a pod is made of their first profiles (one host each, and one
-cut short), so that a host's `error` and the overview's error rows are checked too, and a
-logdir of runs of several captures (tb_leakfinder.testing.history_runs: one leaking, one
-clean, one of two hosts), so that `history` and the CLI report's `histories` are. `history`
-is asked for every TensorBoard run (the part of a session's name before its last "/").
+cut short), so that a host's `error`, the report's `errors` and the overview's error rows are
+checked too, and a logdir of runs of several captures (tb_leakfinder.testing.history_runs: one
+leaking, one clean, two of two hosts, one host's file of one capture cut short), so that `history`, its
+`errors` and the CLI report's `histories` are. `history` is asked for every TensorBoard run
+(the part of a session's name before its last "/"); `runs` again after every report, when it
+knows which files could not be read.
 Any answer other than 200 (0 or 1 for `diff`) is an error: the answers must be complete.
 """
 
@@ -75,6 +77,7 @@ class Dump:
         # Neighbours in the list: leak against fixed, a program against none, one allocator against another.
         for run_a, run_b in itertools.pairwise(runs):
             self.get(client, logdir, "compare", run_a=run_a, run_b=run_b)
+        self.get(client, logdir, "runs")
         self.cli("report", "report", str(logdir))
         if len(runs) > 1:
             self.cli("compare", "diff", str(logdir), str(logdir), "--run-a", runs[0], "--run-b", runs[1])
@@ -114,12 +117,18 @@ def pod(folder: pathlib.Path, logdirs: list[pathlib.Path]) -> pathlib.Path:
 
 
 def history_runs(folder: pathlib.Path) -> pathlib.Path:
-    """TensorBoard runs of 5 captures each: one leaking, one clean, and one of two hosts (a series each, and a note)."""
+    """TensorBoard runs of 5 captures each: one leaking, one clean, and two of two hosts (a series each, and a note),
+    one host's file of one capture of the last cut short."""
     logdir = folder / "history"
     slow_leak_run(logdir, "job")
     slow_leak_run(logdir, "clean", leak_bytes_per_step=0)
     slow_leak_run(logdir, "hosts", host="host1", leak_bytes_per_step=0)
     slow_leak_run(logdir, "hosts", host="host0")
+    # Two hosts, one of whose files is cut short in one capture: the history's `errors` (a report of that capture
+    # is its other host's; one of a capture's only host would be a 422).
+    slow_leak_run(logdir, "cut", host="host1", leak_bytes_per_step=0)
+    cut = next(slow_leak_run(logdir, "cut", host="host0").run_dir.glob("plugins/profile/*/host0.xplane.pb"))
+    cut.write_bytes(cut.read_bytes()[:200])
     return logdir
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -103,6 +103,16 @@ def run_history(run: str, points: list[CapturePoint], num_captures: int | None =
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.name} on {top.host}: {top.reason}"
     return History(run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
+
+
+def count_unreadable(h: History, unreadable: int) -> History:
+    """`h`, whose points come from the captures that could be read, saying how many of its captures could not:
+    a verdict over fewer captures than the run has is not to be mistaken for one over all of them."""
+    if not unreadable:
+        return h
+    if unreadable >= h.num_captures:
+        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.run}: none of its {h.num_captures} captures could be read")
+    return replace(h, reason=f"{h.reason} ({unreadable} of {h.num_captures} captures could not be read)")
 
 
 def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:

@@ -14,7 +14,7 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.diff import HostSide, RunSide
-from tb_leakfinder.analyses.history import run_history
+from tb_leakfinder.analyses.history import count_unreadable, run_history
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
@@ -116,9 +116,22 @@ def host_json(host: str, path: str, body: report.Json | None, error: LeakfinderE
     """A host's report JSON, or the entry that says why its file at `path` could not be analysed: one of the two
     is given."""
     if error is not None:
-        return report.host_error_json(host, format_of(path).name, error)
+        return report.host_error_json(host, _format_name(path), error, path)
     assert body is not None
     return body
+
+
+def _stamp(key: FileIdentity | None) -> tuple[int, int] | None:
+    """What tells a file rewritten: its size and modification time (None: it could not be stat'ed)."""
+    return None if key is None else (key.size, key.mtime_ns)
+
+
+def _format_name(path: str) -> str:
+    """The format a host's file was discovered as; "" when it no longer sniffs as one (a link gone dangling)."""
+    try:
+        return format_of(path).name
+    except LeakfinderError:
+        return ""
 
 
 def overview_rows(host: str, path: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
@@ -128,6 +141,8 @@ def overview_rows(host: str, path: str, body: report.Json | None, error: Leakfin
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
+# A host's report JSON or its error, and its file's identity (None when its file cannot even be stat'ed).
+HostOutcome = tuple[report.Json | None, LeakfinderError | None, FileIdentity | None]
 
 
 class Engine:
@@ -154,6 +169,8 @@ class Engine:
         self._runs: list[Run] = []
         self._runs_at = -DISCOVERY_TTL_S
         self._runs_lock = threading.Lock()
+        # The files found unreadable, by path: what the run list says of a run before its report is asked again.
+        self._unreadable: dict[str, tuple[FileIdentity | None, LeakfinderError]] = {}
 
     @classmethod
     def for_logdir(cls, logdir: str, cache_bytes: int = DEFAULT_CACHE_BYTES, disk: DiskCache | None = None) -> Engine:
@@ -182,8 +199,51 @@ class Engine:
         return discovery.find_run(self.runs(), name)
 
     def host(self, run: Run, host: str | None) -> HostResult:
-        host_name = run.host_path(host)[0]
-        return self._host(run, host_name, run.identity(host_name))
+        host_name, path = run.host_path(host)
+        try:
+            key = run.identity(host_name)
+        except LeakfinderError as exc:
+            self._note(path, None, exc)
+            return HostResult(None, exc)
+        result = self._host(run, host_name, key)
+        self._note(path, key, result.error)
+        return result
+
+    def _note(self, path: str, key: FileIdentity | None, error: LeakfinderError | None) -> None:
+        if error is None:
+            self._unreadable.pop(path, None)
+        elif not isinstance(error, WorkerDiedError):
+            self._unreadable[path] = (key, error)
+
+    def known_errors(self, run: Run) -> list[report.Json]:
+        """`report.error_json` of each host of `run` whose file was found unreadable and has not changed since:
+        what the run list can tell without reading anything (one stat per such file)."""
+        found = []
+        for host, path in run.hosts.items():
+            known = self._unreadable.get(path)
+            if known is None:
+                continue
+            key, error = known
+            try:
+                current: FileIdentity | None = run.identity(host)
+            except LeakfinderError:
+                current = None
+            if _stamp(current) == _stamp(key):
+                found.append(report.error_json(run.name, host, path, error.message))
+        return found
+
+    def outcome(self, run: Run, host: str) -> HostOutcome:
+        """A host's report JSON or its error: a file that cannot even be stat'ed (a dangling or looping link)
+        is that host's error, not its run's."""
+        path = run.host_path(host)[1]
+        try:
+            key = run.identity(host)
+        except LeakfinderError as exc:
+            self._note(path, None, exc)
+            return None, exc, None
+        body, error = self._host_report(run, host, key)
+        self._note(path, key, error)
+        return body, error, key
 
     def _host(self, run: Run, host: str, key: FileIdentity) -> HostResult:
         def compute() -> HostResult:
@@ -204,32 +264,38 @@ class Engine:
         result = self._host(run, host, key)
         return (None, result.error) if result.error is not None else (result.json(), None)
 
-    def run_report(self, run: Run, host: str | None = None, done: HostDone | None = None) -> report.Json:
+    def run_report(
+        self, run: Run, host: str | None = None, done: HostDone | None = None, *, unreadable_raises: bool = True
+    ) -> report.Json:
+        """The report of a run's hosts (or one host). When none can be read, its error, or with
+        `unreadable_raises` False the run's entry whose hosts each say why (a report of several runs)."""
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
 
-        def one(h: str) -> tuple[report.Json | None, LeakfinderError | None]:
-            key = run.identity(h)
-            outcome = self._host_report(run, h, key)
+        def one(h: str) -> HostOutcome:
+            found = self.outcome(run, h)
             if done is not None:
-                done(h, key.size)
-            return outcome
+                done(h, 0 if found[2] is None else found[2].size)
+            return found
 
         results = self._map_hosts(hosts, one)
-        errors = [error for _, error in results if error is not None]
-        if len(errors) == len(results):
+        errors = [error for _, error, _ in results if error is not None]
+        if unreadable_raises and len(errors) == len(results):
             raise errors[0]
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
-        bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error) in zip(hosts, results, strict=True)]
+        bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error, _) in zip(hosts, results, strict=True)]
         return report.run_json(run.name, bodies)
 
     def host_rows(self, run: Run, host: str) -> list[report.Json]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
-        key = run.identity(host)
-        if self._cache.peek(key) is None and self.disk is not None:
+        try:
+            key: FileIdentity | None = run.identity(host)
+        except LeakfinderError:
+            key = None  # the outcome below says why
+        if key is not None and self._cache.peek(key) is None and self.disk is not None:
             entry = self.disk.load_report(key, SUMMARY)
             if entry is not None and entry.error is None and isinstance(entry.report, list):
                 return entry.report
-        return overview_rows(host, key.path, *self._host_report(run, host, key))
+        return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
 
     def run_overview(self, run: Run) -> report.Json:
         """The pod overview (`report.overview_json`) of a run."""
@@ -253,17 +319,18 @@ class Engine:
         return sessions
 
     def history(self, tb_run: str) -> report.Json:
-        """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports."""
+        """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports; its
+        `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
         pairs = [(run, host) for run in sessions for host in run.hosts]
-        points = []
-        for (run, host), (body, _error) in zip(pairs, self._map_hosts(pairs, lambda p: self._pair_report(*p)), strict=True):
-            if body is not None:
-                points += capture_points(run.name, body, run.identity(host).mtime_ns)
-        return report.history_json(run_history(tb_run, points, len(sessions)))
-
-    def _pair_report(self, run: Run, host: str) -> tuple[report.Json | None, LeakfinderError | None]:
-        return self._host_report(run, host, run.identity(host))
+        points, errors = [], []
+        for (run, host), (body, error, key) in zip(pairs, self._map_hosts(pairs, lambda p: self.outcome(*p)), strict=True):
+            if error is not None:
+                errors.append(report.error_json(run.name, host, run.host_path(host)[1], error.message))
+            elif body is not None and key is not None:
+                points += capture_points(run.name, body, key.mtime_ns)
+        unreadable = len({e["run"] for e in errors})
+        return report.history_json(count_unreadable(run_history(tb_run, points, len(sessions)), unreadable), errors)
 
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""
@@ -273,8 +340,14 @@ class Engine:
         return [work(h) for h in hosts]
 
     def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.Json:
+        """The report of one run, or of every run: there a run none of whose files can be read is reported with
+        its errors, as one whose other hosts can be, so that one bad file hides no other run. When no file at
+        all can be read there is nothing to report: the error."""
         runs = [self.run(run_name)] if run_name is not None else self.runs()
-        reports = [self.run_report(r, host, done) for r in runs]
+        reports = [self.run_report(r, host, done, unreadable_raises=len(runs) == 1) for r in runs]
+        errors = [h["error"] for r in reports for h in r["hosts"] if "error" in h]
+        if len(runs) > 1 and len(errors) == sum(len(r["hosts"]) for r in reports):
+            raise LeakfinderError(f"none of the {len(errors)} profile files of these {len(runs)} runs can be read; {errors[0]}")
         reported = {tensorboard_run(r.name) for r in runs}
         several = [t for t in several_captures(r.name for r in self.runs()) if t in reported]
         histories = [self.history(t) for t in several] if run_name is None and host is None else []

@@ -50,9 +50,21 @@ Done = Callable[[Outcome], None]
 
 
 def tasks_for(runs: Iterable[Run]) -> list[HostTask]:
-    """Every host of these runs, largest file first (the long ones start early)."""
-    tasks = [HostTask(run.name, host, run.session_dir, run.identity(host)) for run in runs for host in run.hosts]
-    return sorted(tasks, key=lambda t: -t.identity.size)
+    """Every host of these runs whose file can be stat'ed, largest file first (the long ones start early)."""
+    return host_tasks(runs)[0]
+
+
+def host_tasks(runs: Iterable[Run]) -> tuple[list[HostTask], list[str]]:
+    """`tasks_for`, and the error of each host whose file cannot even be stat'ed (a dangling or looping link):
+    that host's, not its run's, whose other hosts are still tasks."""
+    tasks, unreadable = [], []
+    for run in runs:
+        for host in run.hosts:
+            try:
+                tasks.append(HostTask(run.name, host, run.session_dir, run.identity(host)))
+            except LeakfinderError as exc:
+                unreadable.append(f"{run.name} host {host}: {exc.message}")
+    return sorted(tasks, key=lambda t: -t.identity.size), unreadable
 
 
 def analyze_task(folder: str, max_bytes: int, task: HostTask) -> str | None:

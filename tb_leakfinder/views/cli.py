@@ -15,7 +15,7 @@ from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report import comparison_json
+from tb_leakfinder.report import Json, comparison_json
 from tb_leakfinder.store.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
 from tb_leakfinder.views import export
 from tb_leakfinder.views.atomic import write_texts
@@ -111,25 +111,33 @@ def _disk(args: argparse.Namespace, path: str) -> DiskCache | None:
 
 def _progress(engine: Engine, what: str) -> HostProgress:
     hosts = [path for run in engine.runs() for path in run.hosts.values()]
-    return HostProgress(len(hosts), sum(files.identity(p).size for p in hosts), what)
+    return HostProgress(len(hosts), sum(_size(p) for p in hosts), what)
+
+
+def _size(path: str) -> int:
+    """A host file's size for the progress; 0 for one that cannot be stat'ed, which its report names."""
+    try:
+        return files.identity(path).size
+    except LeakfinderError:
+        return 0
 
 
 def _precompute(args: argparse.Namespace) -> int:
     disk = _disk(args, args.path)
     assert disk is not None
-    tasks = precompute.tasks_for(discovery.runs_for_path(args.path))
+    tasks, unstattable = precompute.host_tasks(discovery.runs_for_path(args.path))
     total = sum(t.identity.size for t in tasks)
     with HostProgress(len(tasks), total, "precompute") as progress:
         outcomes = precompute.precompute(
             tasks, disk, args.engine, args.workers, args.address, lambda o: progress(o.task.host, o.task.identity.size)
         )
     analysed = sum(1 for o in outcomes if o.status == "analysed")
-    errors = sum(1 for o in outcomes if o.error is not None)
+    errors = [f"{o.task.run} host {o.task.host}: {o.error}" for o in outcomes if o.error is not None] + unstattable
     cached = len(outcomes) - analysed
-    print(f"{len(outcomes)} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {errors} not readable")
-    for o in outcomes:
-        if o.error is not None:
-            _error(f"{o.task.run} host {o.task.host}: {o.error}")
+    hosts = len(outcomes) + len(unstattable)
+    print(f"{hosts} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
+    for message in errors:
+        _error(message)
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
@@ -172,7 +180,17 @@ def _history(args: argparse.Namespace) -> int:
         tb_run = several[0]
     result = engine.history(tb_run)
     _print(json.dumps(result, indent=1) if args.json else "\n".join(render_history(result)))
+    if _unreadable(result["errors"]):
+        return EXIT_BAD_INPUT
     return EXIT_LEAK if result["verdict"] == "leak" else EXIT_OK
+
+
+def _unreadable(errors: list[Json]) -> bool:
+    """Names each file that could not be read (`report.error_json`) on stderr: a gate must not pass on a broken
+    capture, whatever the others say."""
+    for e in errors:
+        _error(f"{e['file']}: {e['reason']}")
+    return bool(errors)
 
 
 def _error(message: str) -> None:
@@ -239,16 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         _print(json.dumps(result, indent=1) if args.json else render_report(result))
         return EXIT_OK
-    leaking = [r for r in result["runs"] if r["verdict"] == "leak"]
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
         _print(visible(f"{run['verdict']:>12}  {run['run']}: {reasons}"))
-    errors = [h["error"] for r in result["runs"] for h in r["hosts"] if "error" in h]
-    for message in errors:
-        _error(message)
-    if leaking:
-        return EXIT_LEAK
-    return EXIT_BAD_INPUT if errors else EXIT_OK
+    if _unreadable(result["errors"]):
+        return EXIT_BAD_INPUT
+    return EXIT_LEAK if any(r["verdict"] == "leak" for r in result["runs"]) else EXIT_OK
 
 
 if __name__ == "__main__":

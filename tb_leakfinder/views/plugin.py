@@ -252,7 +252,9 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         return required_name(request, arg, self.engine.run)
 
     def _runs(self, request: Request) -> report.Json:
-        return {"runs": [{"run": r.name, "hosts": list(r.hosts)} for r in self.engine.runs()]}
+        """Discovered runs; each with the errors of its files found unreadable so far (it reads nothing)."""
+        runs = self.engine.runs()
+        return {"runs": [{"run": r.name, "hosts": list(r.hosts), "errors": self.engine.known_errors(r)} for r in runs]}
 
     def _module(self, request: Request) -> report.Json:
         run = self._run(request)

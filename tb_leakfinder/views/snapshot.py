@@ -220,10 +220,11 @@ class Snapshot:
         """Everything the tab fetches for the runs (and, with `comparison`, for the first compared with the
         second): their reports and overviews, then each host's answers, worst hosts first, taking turns
         between the runs, as far as the budget allows. A LeakfinderError when not even one host fits."""
+        hosts = [self._gather_run(run) for run in self.runs]
+        # Asked after the reports, so that it names the files they could not read.
         names = {r.name for r in self.runs}
         runs = [r for r in self.ask("runs")["runs"] if r["run"] in names]  # the run list narrowed to these
         self.page.answer(answer_key("runs", {}), {"runs": runs})
-        hosts = [self._gather_run(run) for run in self.runs]
         # The tab shows a run's history when the page holds several of its captures.
         for tb_run in several_captures(run.name for run in self.runs):
             self._keep(self.page, "history", run=tb_run)

@@ -201,7 +201,18 @@ def render_report(report: Json) -> str:
         lines.append("")
     for history in report.get("histories", []):
         lines += [*render_history(history), ""]
+    if report["errors"]:
+        lines += [f"could not read {_files(len(report['errors']))}:", *render_errors(report["errors"]), ""]
     return "\n".join(lines)
+
+
+def _files(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"
+
+
+def render_errors(errors: list[Json]) -> list[str]:
+    """One line per file that could not be read (`report.error_json`): its run and host, its path and why."""
+    return [f"  {e['run']} host {e['host']}: {e['file']}: {e['reason']}" for e in errors]
 
 
 def _when(seconds: float) -> str:
@@ -216,6 +227,8 @@ def render_history(history: Json) -> list[str]:
         f"history of {run}: {VERDICT_WORDS[history['verdict']]}, {history['num_captures']} captures",
         f" {history['reason']}",
     ]
+    if history["errors"]:
+        lines += [f" could not read {_files(len(history['errors']))}:", *render_errors(history["errors"])]
     if history["note"]:
         lines.append(f" note: {history['note']}")
     for s in history["series"]:

@@ -19,6 +19,7 @@ from tb_leakfinder.testing.xspace_builder import synthesize_training, write_sess
 from tb_leakfinder.views import cli
 from tests.support.demo import ROOT
 from tests.support.trees import assert_same
+from tests.support.unreadable import with_bad_links
 
 HOSTS = 5
 
@@ -163,3 +164,14 @@ def test_a_local_ray_cluster_gives_the_entries_local_gives(logdir, tmp_path):
     _same_entries(local, on_ray, logdir)
     assert Engine.for_path(str(logdir), disk=on_ray).report() == _reference(logdir)
     assert files.exists(str(logdir))
+
+
+def test_a_dangling_and_a_looping_link_are_their_hosts_errors_and_the_good_trace_is_cached(tmp_path, capsys):
+    good, gone, loop = with_bad_links(tmp_path / "logs")
+    cache = tmp_path / "cache"
+    assert cli.main(["precompute", str(tmp_path / "logs"), "--workers", "1", "--cache-dir", str(cache)]) == cli.EXIT_BAD_INPUT
+    out = capsys.readouterr()
+    assert "3 hosts in" in out.out and "1 analysed, 0 already cached, 2 not readable" in out.out
+    assert str(gone) in out.err and str(loop) in out.err and "Traceback" not in out.err
+    entry = DiskCache(str(cache), 1 << 30).load_report(files.identity(str(good)))
+    assert entry is not None and entry.error is None and entry.report["verdict"] == "leak"

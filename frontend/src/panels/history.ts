@@ -8,7 +8,7 @@
 
 import uPlot from 'uplot';
 import {allocatorKey} from '../allocators';
-import type {History, HistoryCapture, HistoryFamily, HistorySeries, Selection} from '../api';
+import type {History, HistoryCapture, HistoryFamily, HistorySeries, Selection, UnreadableFile} from '../api';
 import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
@@ -44,6 +44,17 @@ export function measureLabel(captures: readonly Pick<HistoryCapture, 'kind'>[]):
 function stepsText(c: HistoryCapture): string {
   if (c.first_step === null || c.last_step === null) return '—';
   return c.first_step === c.last_step ? `step ${c.first_step}` : `steps ${formatCount(c.first_step)}–${formatCount(c.last_step)}`;
+}
+
+/** The captures' files that could not be read, each with its capture, host and reason: the history is the others'. */
+function unreadableList(errors: UnreadableFile[]): HTMLElement {
+  const files = errors.length === 1 ? '1 file' : `${formatCount(errors.length)} files`;
+  return el(
+    'div',
+    {class: 'lf-unreadable', 'data-unreadable': 'history'},
+    el('strong', {}, `Could not read ${files} of its captures (left out of the history):`),
+    el('ul', {}, ...errors.map((e) => el('li', {'data-capture': e.run}, el('code', {}, e.run), ` (${e.host}): ${e.file}: ${e.reason}`))),
+  );
 }
 
 /** What a point opens: that session, on the series' host and allocator (its key, see allocatorKey). */
@@ -130,11 +141,12 @@ export class HistoryPanel {
     const banner = verdictBanner(h.verdict, h.reason, [], undefined, h.note ? el('div', {class: 'lf-verdict-steps', 'data-note': 'history'}, `Note: ${h.note}`) : null);
     banner.dataset.history = 'true';
     this.element.dataset.verdict = h.verdict;
+    const unreadable = h.errors.length ? unreadableList(h.errors) : null;
     if (!h.series.length) {
-      this.body.replaceChildren(banner);
+      this.body.replaceChildren(banner, ...(unreadable ? [unreadable] : []));
       return;
     }
-    const parts: HTMLElement[] = [banner];
+    const parts: HTMLElement[] = [banner, ...(unreadable ? [unreadable] : [])];
     // The series of the host and allocator shown, else the worst.
     const first = Math.max(0, h.series.findIndex((s) => s.host === this.shown.host && allocatorKey(s) === this.shown.allocator));
     if (h.series.length > 1) {

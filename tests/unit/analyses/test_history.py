@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK, NO_LEAK, run_history
+from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK, NO_LEAK, count_unreadable, run_history
 from tb_leakfinder.model.history import PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
 
 MIB = 1 << 20
@@ -103,3 +103,14 @@ def test_snapshots_follow_live_bytes_and_the_family_that_grew():
     f = s.families[0]
     assert (f.growing_captures, f.growth_bytes) == (3, 12 * MIB) and f.bytes_per_step == pytest.approx(4 * MIB / 10)
     assert f.bytes_per_hour == pytest.approx(4 * MIB)
+
+
+def test_a_history_says_how_many_of_its_captures_could_not_be_read():
+    read = run_history("job", [point(k, 100 * MIB) for k in range(5)], num_captures=10)
+    assert read.verdict == NO_LEAK
+    told = count_unreadable(read, 5)
+    assert (told.verdict, told.num_captures) == (NO_LEAK, 10)
+    assert told.reason == f"{read.reason} (5 of 10 captures could not be read)"
+    assert count_unreadable(read, 0) is read
+    none = count_unreadable(run_history("job", [], num_captures=4), 4)
+    assert (none.verdict, none.reason) == (INCONCLUSIVE, "job: none of its 4 captures could be read")

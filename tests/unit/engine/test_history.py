@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from tb_leakfinder import report
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 
@@ -67,3 +69,18 @@ def test_after_a_restart_the_history_comes_from_the_disk_cache_without_analysing
     restarted = Engine.for_path(str(root), disk=DiskCache(str(cache), 1 << 30))
     assert restarted.history("job") == before
     assert restarted.analyses == 0 and restarted.computations == 0
+
+
+def test_a_history_lists_its_unreadable_captures_and_says_how_many(tmp_path):
+    run = slow_leak_run(tmp_path / "logs", "job", captures=10, leak_bytes_per_step=0)
+    cut = [next((run.run_dir / "plugins" / "profile" / s).glob("*.xplane.pb")) for s in run.sessions[::2]]
+    for path in cut:
+        path.write_bytes(path.read_bytes()[:200])
+    client, _ = make_client(str(tmp_path / "logs"))
+    h = json.loads(client.get(f"{PREFIX}/history", query_string={"run": "job"}).get_data())
+    assert (h["verdict"], h["num_captures"]) == ("no_leak", 10)
+    assert h["reason"].endswith("(5 of 10 captures could not be read)")
+    expected = [(f"job/{s}", str(p)) for s, p in zip(run.sessions[::2], cut, strict=True)]
+    assert [(e["run"], e["file"]) for e in h["errors"]] == expected
+    assert all(conforms(e, report.ERROR_SHAPE) and "incomplete or corrupt" in e["reason"] for e in h["errors"])
+    assert [c["capture"] for c in h["series"][0]["captures"]] == [f"job/{s}" for s in run.sessions[1::2]]

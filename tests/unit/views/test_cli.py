@@ -12,12 +12,15 @@ import sys
 
 import pytest
 
+from tb_leakfinder import report
+from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.views import html
-from tb_leakfinder.views.cli import main
+from tb_leakfinder.views.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from tb_leakfinder.views.terminal import visible
 from tests.support.cli_process import run_cli as cli
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
+from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
 
 def test_console_script_is_installed():
@@ -106,10 +109,10 @@ def _two_host_session(tmp_path, good: str) -> str:
     return str(session)
 
 
-def test_check_with_one_unreadable_host_still_reports_the_leak(tmp_path):
+def test_check_with_one_unreadable_host_still_reports_the_leak_and_fails_as_bad_input(tmp_path):
     out = cli("check", _two_host_session(tmp_path, "tf_leak"))
-    assert out.returncode == 1
-    assert "Mul [128,1024]" in out.stdout
+    assert out.returncode == 2  # a CI gate fails on the broken capture, whatever the others say
+    assert out.stdout.split()[0] == "leak" and "Mul [128,1024]" in out.stdout
     assert "b.xplane.pb" in out.stderr and "incomplete or corrupt" in out.stderr
 
 
@@ -285,3 +288,56 @@ def test_text_and_markdown_show_the_profiles_control_characters_escaped(tmp_path
 
 def test_visible_escapes_c0_del_and_c1_and_nothing_else():
     assert visible("a\x00b\x1b[2J\x7f\x85\x9f\n\t…é€") == "a\\x00b\\x1b[2J\\x7f\\x85\\x9f\\x0a\\x09…é€"
+
+
+@pytest.mark.parametrize("profile_format", FORMATS)
+def test_one_file_cut_short_hides_neither_good_run(tmp_path, capsys, profile_format):
+    logdir = one_cut_short(tmp_path / "logs", profile_format)
+    path, bad_file = str(logdir.path), str(logdir.bad_file)
+    assert main(["report", path, "--no-cache"]) == EXIT_OK
+    text = capsys.readouterr().out
+    for run in logdir.good:
+        assert f"run {run}: " in text and "Not analysed" not in text.split(f"run {run}: ")[1].split("\nrun ")[0]
+    assert f"run {logdir.bad}: inconclusive" in text
+    listed = text.split("could not read 1 file:\n")[1].splitlines()[0]
+    assert listed.startswith(f"  {logdir.bad} host {logdir.bad_host}: {bad_file}: ")
+
+    assert main(["report", path, "--no-cache", "--json"]) == EXIT_OK
+    body = json.loads(capsys.readouterr().out)
+    assert [r["run"] for r in body["runs"]] == sorted([*logdir.good, logdir.bad])
+    (error,) = body["errors"]
+    assert conforms(error, report.ERROR_SHAPE)
+    assert (error["run"], error["host"], error["file"]) == (logdir.bad, logdir.bad_host, bad_file)
+    assert error["reason"] and bad_file not in error["reason"]
+    verdicts = {r["run"]: r["verdict"] for r in body["runs"]}
+    if profile_format != "pprof":  # a device memory profile is one moment: its verdict waits for the history
+        assert [verdicts[run] for run in logdir.good] == ["no_leak", "leak"]
+
+    assert main(["check", path, "--no-cache"]) == EXIT_BAD_INPUT
+    out = capsys.readouterr()
+    assert sorted(line.split()[1].rstrip(":") for line in out.out.splitlines()) == sorted([*logdir.good, logdir.bad])
+    assert out.err.count("\n") == 1 and bad_file in out.err and error["reason"] in out.err
+
+
+def test_a_dangling_and_a_looping_trace_link_are_their_hosts_errors_not_the_runs(tmp_path, capsys):
+    good, gone, loop = with_bad_links(tmp_path / "logs")
+    assert main(["check", str(good.parent), "--no-cache"]) == EXIT_BAD_INPUT
+    out = capsys.readouterr()
+    assert out.out.split()[:2] == ["leak", "job:"] and "aten::mm" in out.out
+    assert str(gone) in out.err and str(loop) in out.err and "Traceback" not in out.err
+    assert main(["report", str(tmp_path / "logs"), "--no-cache", "--json"]) == EXIT_OK
+    body = json.loads(capsys.readouterr().out)
+    assert [(e["host"], e["file"]) for e in body["errors"]] == [("gone", str(gone)), ("loop", str(loop))]
+    hosts = {h["host"]: h["verdict"] for h in body["runs"][0]["hosts"]}
+    assert hosts == {"worker0_7": "leak", "gone": "inconclusive", "loop": "inconclusive"}
+
+
+def test_a_logdir_none_of_whose_files_can_be_read_is_bad_input(tmp_path, capsys):
+    logdir = one_cut_short(tmp_path / "logs", "torch_snapshot")
+    for run in ("clean", "leak"):
+        (logdir.path / run / "memory_snapshot.pickle").write_bytes(logdir.bad_file.read_bytes())
+    for command in ("report", "check"):
+        assert main([command, str(logdir.path), "--no-cache"]) == EXIT_BAD_INPUT
+        out = capsys.readouterr()
+        assert out.out == "" and out.err.count("\n") == 1
+        assert "none of the 3 profile files of these 3 runs can be read" in out.err and str(logdir.bad_file) in out.err

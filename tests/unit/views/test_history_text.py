@@ -48,3 +48,16 @@ def test_the_history_command_exits_1_on_a_leak_and_its_json_is_the_routes(tmp_pa
     assert cli.main(["history", str(logs), "--run", "nope", "--no-cache"]) == cli.EXIT_BAD_INPUT
     assert cli.main(["history", str(logs), "--no-cache"]) == cli.EXIT_BAD_INPUT  # two runs of several captures
     assert "choose a run with --run" in capsys.readouterr().err
+
+
+def test_history_exits_2_naming_each_unreadable_capture(tmp_path, capsys):
+    run = slow_leak_run(tmp_path / "logs", "job", captures=10, leak_bytes_per_step=0)
+    cut = [next((run.run_dir / "plugins" / "profile" / s).glob("*.xplane.pb")) for s in run.sessions[::2]]
+    for path in cut:
+        path.write_bytes(b"")
+    assert cli.main(["history", str(tmp_path / "logs"), "--no-cache"]) == cli.EXIT_BAD_INPUT
+    out = capsys.readouterr()
+    head = out.out.splitlines()
+    assert head[0] == "history of job: no leak, 10 captures" and head[1].endswith("(5 of 10 captures could not be read)")
+    assert head[2] == " could not read 5 files:" and all(str(p) in "\n".join(head[3:8]) for p in cut)
+    assert [line.split(": ")[2] for line in out.err.splitlines()] == [str(p) for p in cut]

@@ -100,6 +100,7 @@ def test_an_unreadable_host_keeps_its_error_in_the_page(tmp_path):
     (run,) = data["answers"]["runs"]["runs"]
     refused = data["errors"][answer_key("report", {"run": run["run"], "host": "bad"})]
     assert refused["status"] == 422 and "bad.xplane.pb" in refused["error"]
+    assert [(e["host"], e["file"]) for e in run["errors"]] == [("bad", bad)]  # the tab's run list marks it
     (good,) = data["answers"][answer_key("report", {"run": run["run"], "host": "good"})]["runs"][0]["hosts"]
     assert good["verdict"] == "leak"
 

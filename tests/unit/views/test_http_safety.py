@@ -285,7 +285,7 @@ def test_names_discovery_lists_work_in_every_route_whatever_their_length_or_byte
     """The limits are for what a user types: a run, host, allocator or module the profiles name is found."""
     client, _ = make_client(named.logdir)
     (run,) = _ok(client, "runs")["runs"]
-    assert run == {"run": named.run, "hosts": [named.host]}
+    assert run == {"run": named.run, "hosts": [named.host], "errors": []}
     name, host = run["run"], named.host
     (listed,) = _ok(client, "report", run=name, host=host)["runs"][0]["hosts"]
     (allocator,) = listed["allocators"]

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import pathlib
 import shutil
 import subprocess
 import sys
 
 import pytest
 
+from tb_leakfinder import report
+from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tests.support.demo import DEMO_LOGS, demo_xplane
+from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +220,47 @@ def test_module_route(client):
     ):
         status, error = _get(client, "module", run="jax_liveout", **args)
         assert status == code and error["error"]
+
+
+@pytest.mark.parametrize("profile_format", FORMATS)
+def test_a_file_cut_short_is_its_runs_error_and_marks_it_in_the_run_list(tmp_path, profile_format):
+    logdir = one_cut_short(tmp_path / "logs", profile_format)
+    client = make_client(str(logdir.path))[0]
+    _, body = _get(client, "runs")
+    assert {r["run"]: r["errors"] for r in body["runs"]} == {run: [] for run in [*logdir.good, logdir.bad]}
+    for run in logdir.good:
+        status, body = _get(client, "report", run=run)
+        assert status == 200 and body["errors"] == [] and body["runs"][0]["verdict"] in ("leak", "no_leak", "inconclusive")
+    status, body = _get(client, "report", run=logdir.bad)
+    assert status == 422 and str(logdir.bad_file) in body["error"]
+    _, body = _get(client, "runs")
+    errors = {r["run"]: r["errors"] for r in body["runs"]}
+    (error,) = errors.pop(logdir.bad)
+    assert conforms(error, report.ERROR_SHAPE)
+    assert (error["run"], error["host"], error["file"]) == (logdir.bad, logdir.bad_host, str(logdir.bad_file))
+    assert errors == {run: [] for run in logdir.good}
+    # The job wrote the rest of its file: the run list no longer holds the old error.
+    logdir.bad_file.write_bytes(logdir.bad_file.read_bytes() + b"more")
+    _, body = _get(client, "runs")
+    assert all(r["errors"] == [] for r in body["runs"])
+
+
+def test_a_dangling_and_a_looping_trace_link_leave_the_good_trace_reported(tmp_path):
+    good, gone, loop = with_bad_links(tmp_path / "logs")
+    client = make_client(str(tmp_path / "logs"))[0]
+    status, body = _get(client, "report", run="job")
+    assert status == 200, body
+    hosts = {h["host"]: h for h in body["runs"][0]["hosts"]}
+    assert hosts["worker0_7"]["verdict"] == "leak"
+    assert [(e["host"], e["file"]) for e in body["errors"]] == [("gone", str(gone)), ("loop", str(loop))]
+    assert "No such file" in hosts["gone"]["error"] and "symbolic links" in hosts["loop"]["error"]
+    status, body = _get(client, "overview", run="job")
+    assert status == 200 and sorted(r["host"] for r in body["rows"] if r["error"]) == ["gone", "loop"]
+    status, body = _get(client, "timeline", run="job", host="gone")
+    assert status == 422 and str(gone) in body["error"]
+    _, body = _get(client, "runs")
+    assert [e["host"] for e in body["runs"][0]["errors"]] == ["gone", "loop"]
+    # The dangling link's target appears: the run list no longer calls it unreadable.
+    pathlib.Path(os.readlink(gone)).write_bytes(good.read_bytes())
+    _, body = _get(client, "runs")
+    assert [e["host"] for e in body["runs"][0]["errors"]] == ["loop"]

@@ -1,0 +1,101 @@
+// Browser tests of a logdir where one file cannot be read: two good PyTorch
+// memory snapshots and a third cut to half its bytes, as a job killed
+// mid-write leaves it (tests/support/unreadable.py), and a TensorBoard run
+// of 4 captures whose first is cut short. The bad file is said in its place
+// and in the run list; every other run opens as usual. Debian chromium
+// (playwright-core) against a real `tensorboard`.
+
+import assert from 'node:assert/strict';
+import {readdirSync} from 'node:fs';
+import {join} from 'node:path';
+import {after, before, test} from 'node:test';
+import {openLeaks, startSuite, watch} from './harness.mjs';
+
+const BUILD = `
+import pathlib, sys
+from tb_leakfinder.testing.history_runs import slow_leak_run
+from tests.support.unreadable import one_cut_short
+logdir = pathlib.Path(sys.argv[1])
+one_cut_short(logdir, 'torch_snapshot')
+job = slow_leak_run(logdir, 'job', captures=4)
+first = next((job.run_dir / 'plugins' / 'profile' / job.sessions[0]).glob('*.xplane.pb'))
+first.write_bytes(first.read_bytes()[:200])
+`;
+const BROKEN = 'broken/memory_snapshot';
+const LEAK = 'leak/memory_snapshot';
+
+let suite;
+before(async () => {
+  suite = await startSuite([], BUILD);
+});
+after(() => suite?.stop());
+
+const frameOf = async (page) => (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]', {timeout: 60_000})).contentFrame();
+const runOptions = (frame) => frame.$$eval('[data-select=run] option', (os) => os.map((o) => [o.value, o.textContent]));
+const jobSessions = () => readdirSync(join(suite.logdir, 'job', 'plugins', 'profile')).sort().map((s) => `job/${s}`);
+
+test('the cut snapshot is said in its place, and the run list marks it', async () => {
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  await page.goto(`${suite.tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(BROKEN)}`);
+  const frame = await frameOf(page);
+  const shown = await frame.waitForSelector(`[data-unreadable="${BROKEN}"]`, {timeout: 90_000});
+  const text = await shown.textContent();
+  assert.match(text, /Could not read the profile of run broken\/memory_snapshot/);
+  assert.ok(text.includes(join(suite.logdir, 'broken', 'memory_snapshot.pickle')), text);
+  assert.match(text, /not a readable PyTorch memory snapshot/);
+  assert.match(text, /The other runs are analysed as usual/);
+  assert.equal(await frame.$eval('main.lf-root', (e) => e.dataset.state), 'error');
+  const options = new Map(await runOptions(frame));
+  assert.equal(options.get(BROKEN), `${BROKEN} (not readable)`);
+  assert.ok(options.has(LEAK) && options.has('clean/memory_snapshot'), [...options.keys()].join(', '));
+  // Another run opens as usual from the same page.
+  await frame.selectOption('[data-select=run]', LEAK);
+  await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 90_000});
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
+  assert.deepEqual(seen.failures.map((f) => f.split(' ')[0]), ['422']);
+  assert.match(seen.failures[0], /report\?run=broken%2Fmemory_snapshot/);
+  assert.deepEqual([seen.errors, seen.dialogs], [[], []]);
+  await page.close();
+});
+
+test('opened on no run, the tab passes over the unreadable ones to the first run that leaks', async () => {
+  // In the list's order: broken/…, clean/…, job/<first> (cut short), job/<second> (leaks), …
+  const [cut, leaking] = jobSessions();
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  const frame = await openLeaks(page, suite.tb.base, '');
+  assert.equal(await frame.$eval('[data-select=run]', (s) => s.value), leaking);
+  assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
+  const options = new Map(await runOptions(frame));
+  assert.equal(options.get(BROKEN), `${BROKEN} (not readable)`);
+  assert.equal(options.get(cut), `${cut} (not readable)`);
+  assert.equal(options.get('clean/memory_snapshot'), 'clean/memory_snapshot (no leak)');
+  assert.deepEqual([seen.errors, seen.dialogs], [[], []]);
+  // A new page asks the run list afresh: the server names the file it could not read.
+  const again = await suite.browser.context.newPage();
+  await openLeaks(again, suite.tb.base, LEAK);
+  const listed = await again.evaluate(async (base) => (await (await fetch(`${base}data/plugin/leakfinder/runs`)).json()).runs, suite.tb.base);
+  const broken = listed.find((r) => r.run === BROKEN);
+  assert.equal(broken.errors.length, 1);
+  assert.equal(broken.errors[0].file, join(suite.logdir, 'broken', 'memory_snapshot.pickle'));
+  assert.ok(listed.filter((r) => r.run !== BROKEN && !r.run.startsWith('job/')).every((r) => r.errors.length === 0));
+  await page.close();
+  await again.close();
+});
+
+test('the run history lists the capture it could not read', async () => {
+  const [first, ...rest] = jobSessions();
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  const frame = await openLeaks(page, suite.tb.base, rest[0]);
+  await frame.waitForSelector('[data-panel=history] [data-history]', {timeout: 90_000});
+  const reason = await frame.$eval('[data-panel=history] [data-history]', (e) => e.textContent ?? '');
+  assert.match(reason, /\(1 of 4 captures could not be read\)/);
+  const items = await frame.$$eval('[data-panel=history] [data-unreadable=history] li', (lis) => lis.map((li) => [li.dataset.capture, li.textContent]));
+  assert.equal(items.length, 1);
+  assert.equal(items[0][0], first);
+  assert.match(items[0][1], /host0\.xplane\.pb: incomplete or corrupt profile/);
+  assert.deepEqual([seen.failures, seen.errors, seen.dialogs], [[], [], []]);
+  await page.close();
+});
