@@ -11,9 +11,12 @@ allocated before the trace began were live then); `free_bytes` is the device's `
 (`deviceProperties`) less `Total Allocated` when both are known, else 0.
 
 `ProfilerStep#N` complete events (`ph: "X"`) are the steps, and host root spans named `ProfilerStep` too.
-An allocation's op is the innermost `cpu_op` (or `Operator`) event around it on its thread (pid, tid), its
-shape the op's `Input type` and `Input Dims`. `python_function` events named `file.py(line): func` are host
-calls `$file.py:line func` on their thread; others of theirs (`nn.Module: ...`, built-ins) are left out.
+An allocation's op is the innermost `cpu_op` (or `Operator`) event around it on its thread (pid, tid) that
+computes, its shape the op's `Input type` and `Input Dims`: an allocation primitive (`aten::empty`,
+`aten::empty_strided`, `aten::empty_like`, `aten::new_empty...`) inside another op allocates that op's output
+(`aten::clone`, `aten::_to_copy`, `aten::zeros_like`), so the enclosing op names it. `python_function` events
+named `file.py(line): func` are host calls `$file.py:line func` on their thread; others of theirs
+(`nn.Module: ...`, built-ins) are left out.
 Each (pid, tid) is a line, numbered in order of first appearance. `ts` and `dur` are µs; times are ps from
 the trace's earliest event, the duration to its latest end. The capture's start is `baseTimeNanoseconds`
 (the epoch time in ns Kineto's `ts` count from) plus the earliest `ts`; unknown when the trace has none.
@@ -67,6 +70,10 @@ EVENTS_KEY = "traceEvents"
 # The top-level values the model needs; the others (metadata, versions, distributed info) are parsed and dropped.
 KEPT_KEYS = ("deviceProperties", "baseTimeNanoseconds")
 OP_CATEGORIES = ("cpu_op", "Operator")
+# Ops that only allocate, for the op around them: `.clone()` allocates through empty_like or empty_strided.
+ALLOCATION_PRIMITIVES = frozenset(
+    ("aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided")
+)
 PYTHON_CATEGORY = "python_function"
 STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
@@ -496,10 +503,12 @@ def _allocator(name: str) -> AllocatorInfo:
 
 
 def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: float) -> np.ndarray:
-    """For each event, the index of the innermost op around it on its line (nested events), -1 when none."""
+    """For each event, the index of the innermost op around it on its line (nested events) that is no allocation
+    primitive, else the innermost op (a primitive called on its own); -1 when none."""
     found = np.full(len(times), -1, np.int64)
     if not ops.start:
         return found
+    primitive = [name in ALLOCATION_PRIMITIVES for name in ops.strings.values]
     starts, ends = _times(ops.start, earliest), _times(ops.end, earliest)
     op_lines = np.frombuffer(ops.line, np.int64)
     for line in np.unique(lines).tolist():
@@ -522,7 +531,7 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
             while stack and ends[stack[-1]] < t:
                 stack.pop()
             if stack:
-                found[event] = stack[-1]
+                found[event] = next((op for op in reversed(stack) if not primitive[ops.name[op]]), stack[-1])
     return found
 
 
