@@ -23,7 +23,7 @@ from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
-from tb_leakfinder.model.memory import Steps
+from tb_leakfinder.model.memory import CompiledPrograms, Steps
 from tb_leakfinder.model.sites import NO_SITE, Site
 from tb_leakfinder.store.json_shape import Shape, dataclass_shape
 
@@ -188,6 +188,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "duration_ps": h.profile.duration_ps,
         "start_time_ns": h.profile.start_time_ns,
         "snapshot": h.profile.snapshot,
+        "compiled_programs": [asdict(c) for c in h.profile.compiled_programs],
         "step_source": step_source_json(h.step_source),
         "num_steps": len(h.profile.steps),
         "steps": steps_json(h.profile.steps),
@@ -209,6 +210,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError) -> J
         "duration_ps": 0,
         "start_time_ns": None,
         "snapshot": False,
+        "compiled_programs": [],
         "step_source": step_source_json(StepSource(NONE, None, Steps.empty(), "not analysed")),
         "num_steps": 0,
         "steps": [],
@@ -605,6 +607,7 @@ HOST_SHAPE: Shape = {  # host_json and host_error_json
     "duration_ps": int,
     "start_time_ns": (int, None),
     "snapshot": bool,
+    "compiled_programs": [dataclass_shape(CompiledPrograms)],
     "step_source": _STEP_SOURCE,
     "num_steps": int,
     "steps": [dict.fromkeys(("step", "start_ps", "end_ps"), int)],

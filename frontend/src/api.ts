@@ -309,6 +309,14 @@ export interface ModuleDetail extends ModuleFigures {
   num_buffers: number;
 }
 
+/** One device's compiled programs in a device memory profile. */
+export interface CompiledPrograms {
+  /** The allocator's key of that device ("device unknown" when the profile names none). */
+  device: string;
+  count: number;
+  bytes: number;
+}
+
 export interface HostReport {
   host: string;
   format: ProfileFormat;
@@ -323,6 +331,8 @@ export interface HostReport {
   start_time_ns: number | null;
   /** The buffers live at one moment (a device memory profile), not events over a window. */
   snapshot: boolean;
+  /** A device memory profile's compiled executables per device: code and constants, in no allocator. */
+  compiled_programs: CompiledPrograms[];
   num_steps: number;
   step_source: StepSource;
   steps: Step[];

@@ -3,7 +3,9 @@
 // (pytorch/kineto's sample, BSD-3 licence, see ../shared/profiles/README.md)
 // and a PyTorch training loop built with
 // tests/unit/read/formats/torch_trace/trace_files.py that keeps each step's
-// aten::mm output. XProf's links and static view are for the XProf run alone.
+// aten::mm output, beside a JAX device memory profile of older JAX (no device
+// label) saved as .pb.gz, with a compiled executable among its samples. XProf's
+// links and static view are for the XProf run alone.
 
 import assert from 'node:assert/strict';
 import {existsSync} from 'node:fs';
@@ -19,6 +21,13 @@ from tests.unit.read.formats.torch_trace.trace_files import training, write
 folder = pathlib.Path(sys.argv[1]) / 'torch_leak'
 folder.mkdir()
 write(folder / 'worker0_7.1700000000000.pt.trace.json', training())
+from tb_leakfinder.testing.pprof_builder import PprofBuilder
+snapshot = PprofBuilder()
+stack = [('/home/me/train.py', 'make_batch', 12, 14), ('/home/me/train.py', '<module>', 1, 30)]
+snapshot.sample(2 << 20, stack, device='')
+snapshot.sample(3 << 20, stack, device='', kind='executable')
+(pathlib.Path(sys.argv[1]) / 'jax_memory').mkdir()
+snapshot.write(pathlib.Path(sys.argv[1]) / 'jax_memory' / 'step_7.pb.gz')
 `;
 
 let suite;
@@ -73,6 +82,18 @@ test('the real ResNet-50 trace: no leak, its peak broken down by aten op', {skip
   assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
   await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
   assert.match(await text(frame, '[data-panel=breakdown]'), /aten::cudnn_convolution/);
+  assert.deepEqual(seen.failures, []);
+});
+
+test('a device memory profile: its buffers live at this moment, its compiled programs apart', async () => {
+  const {frame, seen} = await open('jax_memory/step_7');
+  assert.deepEqual(await links(frame), []);
+  assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'device unknown');
+  const summary = await text(frame, '[aria-label=Summary]');
+  assert.match(summary, /Live at this moment2 MiB/);
+  assert.match(summary, /Peak2 MiBthe buffers live when it was saved/);
+  assert.doesNotMatch(summary, /Never freed|Allocations \/ frees|Heap at step ends/);
+  assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown.');
   assert.deepEqual(seen.failures, []);
 });
 

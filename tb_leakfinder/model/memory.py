@@ -183,6 +183,19 @@ class AllocatorInfo:
     partial: str | None = None  # why its events cover only part of what it allocates, when they do
 
 
+@dataclass(frozen=True)
+class CompiledPrograms:
+    """A device's compiled programs in a device memory profile: their code and constants, not buffers."""
+
+    device: str  # its allocator's key ("gpu:0", DEVICE_UNKNOWN)
+    count: int
+    bytes: int
+
+
+# How a device memory profile's sample without a device label (older JAX) names its device.
+DEVICE_UNKNOWN = "device unknown"
+
+
 @dataclass
 class HostProfile:
     """What one host's file (a `<host>.xplane.pb`, a device memory profile, a PyTorch trace) holds that tb_leakfinder uses."""
@@ -202,6 +215,7 @@ class HostProfile:
     # time_nanos); None: the history takes the file's mtime less the duration.
     start_time_ns: int | None = None
     snapshot: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
+    compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
