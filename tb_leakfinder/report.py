@@ -540,7 +540,7 @@ def run_overview_json(run: Json) -> Json:
 VERDICTS = frozenset(verdicts.SEVERITY)
 _STEP_SOURCE: dict[str, Shape] = {"kind": str, "name": (str, None), "num_steps": int, "description": str}  # step_source_json
 _GROUP_KEY: dict[str, Shape] = {"op": str, "shape": str, "dtype": str, "region": str}  # _group_key_json
-_SITE_FIELDS = ("context", "program", "buffer", "allocation", "hlo_op", "op_name", "hlo_shape", "source", "match")
+_SITE_FIELDS = ("context", "program", "buffer", "allocation", "hlo_op", "op_name", "hlo_shape", "source", "match", "model_frame")
 _SITE: Shape = {  # site_json
     **dict.fromkeys(_SITE_FIELDS, str),
     "allocation": int,

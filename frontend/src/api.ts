@@ -55,6 +55,8 @@ export interface Site {
   candidates: string[];
   /** The user's Python frames around the allocation, innermost first: "train.py:42 in train_step". */
   stack: string[];
+  /** The innermost frame of a model library below the user's line: "Owlv2Attention.forward (modeling_owlv2.py:410)"; "" when none. */
+  model_frame: string;
 }
 
 /**

@@ -15,6 +15,9 @@ import {openLeaks, runName, SHARED_PROFILES, startSuite, watch} from './harness.
 
 const RESNET = 'torch/kineto_resnet50_w4';
 const noResnet = !existsSync(join(SHARED_PROFILES, RESNET)) && `${join(SHARED_PROFILES, RESNET)} is not here (the shared profiles lie beside the repository)`;
+// AMD-AGI/TraceLens's Qwen1.5-0.5B trace (MIT licence, see ../shared/profiles/README.md).
+const QWEN = 'torch/tracelens_qwen_h100';
+const noQwen = !existsSync(join(SHARED_PROFILES, QWEN)) && `${join(SHARED_PROFILES, QWEN)} is not here`;
 const BUILD_LOOP = `
 import pathlib, sys
 from tests.unit.read.formats.torch_trace.trace_files import training, write
@@ -33,7 +36,7 @@ snapshot.write(pathlib.Path(sys.argv[1]) / 'jax_memory' / 'step_7.pb.gz')
 let suite;
 const pages = [];
 before(async () => {
-  suite = await startSuite(['tf_leak'], BUILD_LOOP, [RESNET]);
+  suite = await startSuite(['tf_leak'], BUILD_LOOP, [RESNET, QWEN]);
 });
 after(() => suite?.stop());
 
@@ -82,6 +85,17 @@ test('the real ResNet-50 trace: no leak, its peak broken down by aten op', {skip
   assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
   await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
   assert.match(await text(frame, '[data-panel=breakdown]'), /aten::cudnn_convolution/);
+  assert.deepEqual(seen.failures, []);
+});
+
+test('the real Qwen trace: a buffer’s Where names the model layer below the harness line', {skip: noQwen}, async () => {
+  const {frame, seen} = await open('tracelens_qwen_h100');
+  assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
+  await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
+  const rows = await frame.$$eval('[data-panel=breakdown] tbody tr[data-key]', (trs) => trs.map((tr) => tr.textContent ?? ''));
+  const mlp = rows.find((r) => r.includes('aten::mul') && r.includes('BFloat16[16,559,2816]'));
+  assert.ok(mlp, rows.join(' | '));
+  assert.match(mlp, /text_base_model\.py:28 in run_on_input, in Qwen2MLP\.forward \(modeling_qwen2\.py:56\)/);
   assert.deepEqual(seen.failures, []);
 });
 

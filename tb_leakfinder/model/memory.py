@@ -113,6 +113,15 @@ TRANSFER_NAMES = ("DevicePut",)
 TRANSFER_PARTS = ("BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 
+# A host call in which a model class's method runs (PyTorch's `nn.Module: Owlv2Attention_0` events):
+# `$class Owlv2Attention`. The Python frame it encloses first is that class's.
+MODULE_CALL_PREFIX = f"{PYTHON_CALL_PREFIX}class "
+
+
+def module_call_name(class_name: str) -> str:
+    return f"{MODULE_CALL_PREFIX}{class_name}"
+
+
 def python_call_name(file: str, line: int | str, function: str) -> str:
     """A Python function's host call name, as the Python tracer writes it."""
     return f"{PYTHON_CALL_PREFIX}{file}:{line} {function}"

@@ -42,13 +42,20 @@ def breakdown_label(row: Json) -> str:
     return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
 
 
+def where_text(row: Json) -> str:
+    """A row's line of code with the model library frame below it: "run.py:28 in main, in Owlv2Attention.forward
+    (modeling_owlv2.py:410)"; "" when the profile tells neither."""
+    model = row["site"]["model_frame"]
+    return ", ".join(part for part in (row["where"], f"in {model}" if model else "") if part)
+
+
 def where_parts(row: Json, frames: int | None = None) -> list[str]:
-    """A group's or breakdown row's line of code, then the Python frames that led to it, innermost first:
-    `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
+    """A group's or breakdown row's line of code (where_text), then the Python frames that led to it, innermost
+    first: `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
     where, stack = row["where"], row["site"]["stack"]
     calls = stack[1:] if stack[:1] == [where] else stack  # the line may be the innermost frame itself
     shown = calls if frames is None else calls[:frames]
-    return [part for part in (where, *shown) if part] + (["…"] if len(shown) < len(calls) else [])
+    return [part for part in (where_text(row), *shown) if part] + (["…"] if len(shown) < len(calls) else [])
 
 
 def hint_for(a: Json, *tables: list[Json]) -> str | None:

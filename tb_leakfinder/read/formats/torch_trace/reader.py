@@ -15,8 +15,9 @@ An allocation's op is the innermost `cpu_op` (or `Operator`) event around it on 
 computes, its shape the op's `Input type` and `Input Dims`: an allocation primitive (`aten::empty`,
 `aten::empty_strided`, `aten::empty_like`, `aten::new_empty...`) inside another op allocates that op's output
 (`aten::clone`, `aten::_to_copy`, `aten::zeros_like`), so the enclosing op names it. `python_function` events
-named `file.py(line): func` are host calls `$file.py:line func` on their thread; others of theirs
-(`nn.Module: ...`, built-ins) are left out.
+named `file.py(line): func` are host calls `$file.py:line func` on their thread, and those named
+`nn.Module: <Class>_<k>` host calls `$class <Class>` (the module whose forward runs inside); others of theirs
+(built-ins) are left out.
 Each (pid, tid) is a line, numbered in order of first appearance. `ts` and `dur` are µs; times are ps from
 the trace's earliest event, the duration to its latest end. The capture's start is `baseTimeNanoseconds`
 (the epoch time in ns Kineto's `ts` count from) plus the earliest `ts`; unknown when the trace has none.
@@ -54,6 +55,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    module_call_name,
     python_call_name,
 )
 from tb_leakfinder.read import files
@@ -98,6 +100,8 @@ US_TO_NS = 1_000
 NO_TOTAL = -(1 << 62)
 # A line number of more digits is no line: the analysis reads it as an int.
 _PYTHON_FRAME = re.compile(r"(.+)\((\d{1,9})\): (.+)")
+# Kineto's event for a module's call: its class and the module's index among that class's ("Linear_3").
+_MODULE_CALL = re.compile(r"nn\.Module: ([A-Za-z_][A-Za-z0-9_]*?)(?:_\d+)?")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _CLOSER = re.compile(r"[\]},:]")
@@ -397,9 +401,12 @@ class _Scan:
                 self._complete(self.ops, ts, dur, event, name, _shape(args))
             elif category == PYTHON_CATEGORY:
                 frame = _PYTHON_FRAME.fullmatch(name)
+                module = _MODULE_CALL.fullmatch(name)
                 if frame:
                     call = python_call_name(frame.group(1), frame.group(2), frame.group(3))
                     self._complete(self.calls, ts, dur, event, call)
+                elif module:
+                    self._complete(self.calls, ts, dur, event, module_call_name(module.group(1)))
 
     def _complete(self, into: _Complete, ts: float, dur: float, event: dict[str, Any], name: str, shape: str = "") -> None:
         into.start.append(ts)

@@ -90,6 +90,19 @@ def test_the_attribution_gives_each_buffer_its_user_frames(tmp_path):
     }
 
 
+def test_a_flax_layer_below_the_users_line_is_its_model_frame(tmp_path):
+    flax = "/usr/lib/python3.11/site-packages/flax/linen/linear.py"
+    b = PprofBuilder()
+    b.sample(MIB, [(SITE, "full", 90, 101), (flax, "__call__", 230, 262), (USER, "make_batch", 12, 14)])
+    b.sample(MIB, STACK)
+    (allocator,) = analyze_host(_read(tmp_path, b)).allocators
+    sites = {allocator.sites[s] for s in allocator.buffers.site.tolist()}
+    assert {(site.where, site.model_frame) for site in sites} == {
+        ("train.py:14 in make_batch", "__call__ (linear.py:262)"),  # pprof's lines are the lines run
+        ("train.py:14 in make_batch", ""),
+    }
+
+
 def test_inlined_lines_a_writer_without_first_lines_and_missing_labels(tmp_path):
     b = PprofBuilder()
     b.sample(MIB, [(USER, "outer", 0, 7)], device="", kind="")

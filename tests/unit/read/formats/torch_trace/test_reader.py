@@ -35,8 +35,9 @@ def _new_form(tmp_path):
         memory(1025.0, 64, device_type=0, device_id=-1, Addr=0x50),
         memory(1090.0, -MIB, Addr=0x1000, **{"Total Allocated": 4 * MIB}),
         complete("train.py(42): train_step", 1005.0, 90.0, cat="python_function"),
-        complete("/venv/lib/site-packages/torch/nn/modules/module.py(1501): _call_impl", 1011.0, 10.0, cat="python_function"),
-        complete("nn.Module: Linear_0", 1011.0, 9.0, cat="python_function"),
+        # As real traces nest them: the module's event around Module's plumbing.
+        complete("nn.Module: Linear_0", 1011.0, 10.0, cat="python_function"),
+        complete("/venv/lib/site-packages/torch/nn/modules/module.py(1501): _call_impl", 1011.5, 9.0, cat="python_function"),
         complete("ProfilerStep#4", 1100.0, 50.0, cat="user_annotation"),
     ]
     properties = [{"id": 0, "totalGlobalMem": 80 * MIB}]
@@ -81,10 +82,11 @@ def test_steps_roots_and_python_calls(tmp_path):
     calls = spans.source == SPAN_HOST_CALL
     assert [spans.names[i] for i in spans.name[calls]] == [
         "$train.py:42 train_step",
+        "$class Linear",  # nn.Module: Linear_0, the module whose forward runs inside
         "$/venv/lib/site-packages/torch/nn/modules/module.py:1501 _call_impl",
-    ]  # nn.Module annotations are no frames
+    ]
     memory_line = int(profile.events.line[0])
-    assert spans.line[calls].tolist() == [memory_line, memory_line]
+    assert spans.line[calls].tolist() == [memory_line] * 3
 
 
 def test_old_form_pairs_frees_lifo_by_size_and_warns(tmp_path):
