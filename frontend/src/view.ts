@@ -131,7 +131,7 @@ export class RunView {
         },
       );
       const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
-      const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator));
+      const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator), host.snapshot);
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
         section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', groups),

@@ -107,6 +107,9 @@ test('a device memory profile: its buffers live at this moment, its compiled pro
   assert.match(summary, /Live at this moment2 MiB/);
   assert.match(summary, /Peak2 MiBthe buffers live when it was saved/);
   assert.doesNotMatch(summary, /Never freed|Allocations \/ frees|Heap at step ends/);
+  const groups = await text(frame, '[data-panel=groups]');
+  assert.match(groups, /live when the snapshot was saved/);
+  assert.doesNotMatch(groups, /never.freed/i);
   assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown.');
   assert.deepEqual(seen.failures, []);
 });
