@@ -164,7 +164,7 @@ class CallIndex:
     has_programs: bool
     _frames: dict[int, tuple[tuple[str, ...], bool, str]] = field(default_factory=dict)
 
-    def frames_and_transfer(self, chain: int) -> tuple[tuple[str, ...], bool, str]:
+    def chain_frames(self, chain: int) -> tuple[tuple[str, ...], bool, str]:
         """The user frames of a chain of calls, whether one of the calls is a transfer, and the model library frame
         below the user's line ("" when none)."""
         if chain < 0:
@@ -237,7 +237,7 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     lines = events.line[allocs]
     chain = _anchored_chains(index, times, lines)
     chains, chain_of = small_unique(chain)
-    transfer = np.asarray([index.frames_and_transfer(int(c))[1] for c in chains.tolist()], bool)[chain_of]
+    transfer = np.asarray([index.chain_frames(int(c))[1] for c in chains.tolist()], bool)[chain_of]
     unnamed = events.op[allocs] == 0
     by_name: dict[str, list[HloModule]] = {}
     for module in modules:
@@ -265,7 +265,7 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     site_ids: dict[Site, int] = {NO_SITE: 0}
     row_site, row_names = [], []
     for program_result, chain_id, is_transfer, is_unnamed in distinct:
-        frames, _, model = index.frames_and_transfer(chain_id)
+        frames, _, model = index.chain_frames(chain_id)
         if is_transfer:
             found = (Site(context=CONTEXT_TRANSFER, stack=frames, model_frame=model), TRANSFER_LABEL, "", "")
         elif program_result >= 0:

@@ -516,6 +516,7 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
     if not ops.start:
         return found
     primitive = [name in ALLOCATION_PRIMITIVES for name in ops.strings.values]
+    computing = array("q", [-1]) * len(ops.start)  # an op -> the op that names its allocations, once on a stack
     starts, ends = _times(ops.start, earliest), _times(ops.end, earliest)
     op_lines = np.frombuffer(ops.line, np.int64)
     for line in np.unique(lines).tolist():
@@ -533,12 +534,15 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
                 op = int(mine[next_op])
                 while stack and ends[stack[-1]] < starts[op]:
                     stack.pop()
+                # A primitive's computing op is its parent's, once some op around it computes.
+                outer = computing[stack[-1]] if stack else -1
+                computing[op] = outer if primitive[ops.name[op]] and outer >= 0 and not primitive[ops.name[outer]] else op
                 stack.append(op)
                 next_op += 1
             while stack and ends[stack[-1]] < t:
                 stack.pop()
             if stack:
-                found[event] = next((op for op in reversed(stack) if not primitive[ops.name[op]]), stack[-1])
+                found[event] = computing[stack[-1]]
     return found
 
 
