@@ -23,7 +23,7 @@ from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
-from tb_leakfinder.model.memory import Steps
+from tb_leakfinder.model.memory import CompiledPrograms, Steps
 from tb_leakfinder.model.sites import NO_SITE, Site
 from tb_leakfinder.store.json_shape import Shape, dataclass_shape
 
@@ -189,6 +189,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "duration_ps": h.profile.duration_ps,
         "start_time_ns": h.profile.start_time_ns,
         "snapshot": h.profile.snapshot,
+        "compiled_programs": [asdict(c) for c in h.profile.compiled_programs],
         "step_source": step_source_json(h.step_source),
         "num_steps": len(h.profile.steps),
         "steps": steps_json(h.profile.steps),
@@ -211,6 +212,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "duration_ps": 0,
         "start_time_ns": None,
         "snapshot": False,
+        "compiled_programs": [],
         "step_source": step_source_json(StepSource(NONE, None, Steps.empty(), "not analysed")),
         "num_steps": 0,
         "steps": [],
@@ -549,7 +551,7 @@ def run_overview_json(run: Json) -> Json:
 VERDICTS = frozenset(verdicts.SEVERITY)
 _STEP_SOURCE: dict[str, Shape] = {"kind": str, "name": (str, None), "num_steps": int, "description": str}  # step_source_json
 _GROUP_KEY: dict[str, Shape] = {"op": str, "shape": str, "dtype": str, "region": str}  # _group_key_json
-_SITE_FIELDS = ("context", "program", "buffer", "allocation", "hlo_op", "op_name", "hlo_shape", "source", "match")
+_SITE_FIELDS = ("context", "program", "buffer", "allocation", "hlo_op", "op_name", "hlo_shape", "source", "match", "model_frame")
 _SITE: Shape = {  # site_json
     **dict.fromkeys(_SITE_FIELDS, str),
     "allocation": int,
@@ -618,6 +620,7 @@ HOST_SHAPE: Shape = {  # host_json and host_error_json
     "duration_ps": int,
     "start_time_ns": (int, None),
     "snapshot": bool,
+    "compiled_programs": [dataclass_shape(CompiledPrograms)],
     "step_source": _STEP_SOURCE,
     "num_steps": int,
     "steps": [dict.fromkeys(("step", "start_ps", "end_ps"), int)],

@@ -41,13 +41,14 @@ from tests.support import torch_captures  # noqa: E402 - the checkout's own test
 def truth_of(name: str) -> dict[str, Any]:
     case = torch_captures.CASES[name]
     families = [{"op": case.op, "shape": case.shape or "*", "bytes_per_step": case.bytes_per_step}] if case.leak else []
+    families += [{"op": f.op, "shape": f.shape, "bytes_per_step": f.bytes_per_step} for f in case.others]
     return {
         "case": PREFIX + name,
         "leak": case.leak,
         "description": case.description,
         "op": case.op,
         "shape": case.shape,
-        "bytes_per_step": case.bytes_per_step if case.leak else None,
+        "bytes_per_step": sum(f["bytes_per_step"] for f in families) if case.leak else None,
         "onset_step": case.onset_step,
         "rate_tolerance": RATE_TOLERANCE.get(name, 0.05),
         "step_source": "markers",

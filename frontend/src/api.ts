@@ -70,6 +70,8 @@ export interface Site {
   candidates: string[];
   /** The user's Python frames around the allocation, innermost first: "train.py:42 in train_step". */
   stack: string[];
+  /** The innermost frame of a model library below the user's line: "Owlv2Attention.forward (modeling_owlv2.py:410)"; "" when none. */
+  model_frame: string;
 }
 
 /**
@@ -347,6 +349,14 @@ export interface ModuleDetail extends ModuleFigures {
   num_buffers: number;
 }
 
+/** One device's compiled programs in a device memory profile. */
+export interface CompiledPrograms {
+  /** The allocator's key of that device ("device unknown" when the profile names none). */
+  device: string;
+  count: number;
+  bytes: number;
+}
+
 export interface HostReport {
   host: string;
   format: ProfileFormat;
@@ -363,6 +373,8 @@ export interface HostReport {
   start_time_ns: number | null;
   /** The buffers live at one moment (a device memory profile), not events over a window. */
   snapshot: boolean;
+  /** A device memory profile's compiled executables per device: code and constants, in no allocator. */
+  compiled_programs: CompiledPrograms[];
   num_steps: number;
   step_source: StepSource;
   steps: Step[];

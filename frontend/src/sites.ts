@@ -22,6 +22,7 @@ export const NO_SITE: Readonly<Site> = {
   match: '',
   candidates: [],
   stack: [],
+  model_frame: '',
 };
 
 /** The Where column's header tooltip: "the line of code <what> made at; …". */
@@ -54,10 +55,19 @@ function programLine(site: Site): string {
   return `${site.buffer} of ${site.program}${site.allocation >= 0 ? ` (allocation ${site.allocation})` : ''}`;
 }
 
+/**
+ * The line of code with the model library frame below it, as the CLI shows
+ * it: "run.py:28 in main, in Owlv2Attention.forward (modeling_owlv2.py:410)".
+ */
+export function whereText(where: string, site: Site | undefined): string {
+  return [where, site?.model_frame ? `in ${site.model_frame}` : ''].filter(Boolean).join(', ');
+}
+
 /** The tooltip's lines: the stack, then the program buffer, its HLO op and shape, op name and source, and how sure the match is. */
 export function siteLines(where: string, site: Site | undefined): string[] {
   const lines: string[] = [];
-  if (where) lines.push(where);
+  const text = whereText(where, site);
+  if (text) lines.push(text);
   if (!site) return lines;
   if (site.stack.length) lines.push(`stack: ${site.stack.join(STACK_SEPARATOR)}`);
   const program = programLine(site);
@@ -81,13 +91,13 @@ export function whereCell(where: string, site: Site | undefined, links: SiteLink
   const lines = siteLines(where, site);
   const href = hasProgramBuffer(site) && links ? links.href(site) : null;
   if (!hasProgramBuffer(site) || !links || href === null) {
-    return el('span', {class: 'lf-where', 'data-where': where, title: lines.length ? lines.join('\n') : null}, where);
+    return el('span', {class: 'lf-where', 'data-where': where, title: lines.length ? lines.join('\n') : null}, whereText(where, site));
   }
   lines.push(`Click to open ${site.program} in the static view, allocation ${site.allocation} selected.`);
   const link = el(
     'a',
     {class: 'lf-site-link', href, target: '_top', 'data-site-link': 'true', 'data-program': site.program, 'data-allocation': String(site.allocation)},
-    where || site.program,
+    whereText(where, site) || site.program,
   );
   link.addEventListener('click', (event) => {
     // The row under it may be selectable: the link opens the program, it does not select the row.

@@ -5,7 +5,8 @@
 import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, RunReport, Selection} from './api';
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
-import {el, section} from './dom';
+import {el, notice, section} from './dom';
+import {formatBytes, formatCount} from './format';
 import {renderBreakdown} from './panels/breakdown';
 import {renderGroups} from './panels/groups';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
@@ -87,6 +88,15 @@ export function stackHint(a: AllocatorReport): string | null {
   return rows.some((r) => !r.where) ? a.stack_hint : null;
 }
 
+/** A device memory profile's compiled programs, apart from its buffers; null when it has none. */
+export function compiledPrograms(host: HostReport): HTMLElement | null {
+  if (!host.compiled_programs.length) return null;
+  const each = host.compiled_programs.map((c) => `${formatBytes(c.bytes)} in ${formatCount(c.count)} on ${c.device}`).join('; ');
+  const node = notice('empty', `Compiled programs (their code and constants, not buffers): ${each}.`);
+  node.dataset.note = 'compiled-programs';
+  return node;
+}
+
 export class RunView {
   readonly element: HTMLElement;
   private timeline: TimelinePanel | null = null;
@@ -105,7 +115,7 @@ export class RunView {
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
-      this.element.append(renderSummary(allocator, host.step_source, host.format));
+      this.element.append(renderSummary(allocator, host.step_source, host.format, host.snapshot));
       this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range));
       this.lifetimes = new LifetimesPanel(
         cache,
@@ -121,7 +131,7 @@ export class RunView {
         },
       );
       const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
-      const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator));
+      const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator), host.snapshot);
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
         section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', groups),
@@ -131,6 +141,8 @@ export class RunView {
     } else {
       this.element.append(noMemoryEvents(host));
     }
+    const programs = compiledPrograms(host);
+    if (programs) this.element.append(programs);
     if (data.module && host.format === 'xplane') {
       this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits, data.allocation, data.reveal);
       this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));

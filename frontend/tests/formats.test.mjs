@@ -3,8 +3,10 @@
 // (pytorch/kineto's sample, BSD-3 licence, see ../shared/profiles/README.md)
 // and a PyTorch training loop built with
 // tests/unit/read/formats/torch_trace/trace_files.py that keeps each step's
-// aten::mm output, and the PyTorch memory snapshot of a job that died out of
-// memory (tb_leakfinder/testing/torch_snapshot_builder.py's dying_job). XProf's
+// aten::mm output, beside a JAX device memory profile of older JAX (no device
+// label) saved as .pb.gz, with a compiled executable among its samples, and the
+// PyTorch memory snapshot of a job that died out of memory
+// (tb_leakfinder/testing/torch_snapshot_builder.py's dying_job). XProf's
 // links and static view are for the XProf run alone.
 
 import assert from 'node:assert/strict';
@@ -15,6 +17,9 @@ import {openLeaks, runName, SHARED_PROFILES, startSuite, watch} from './harness.
 
 const RESNET = 'torch/kineto_resnet50_w4';
 const noResnet = !existsSync(join(SHARED_PROFILES, RESNET)) && `${join(SHARED_PROFILES, RESNET)} is not here (the shared profiles lie beside the repository)`;
+// AMD-AGI/TraceLens's Qwen1.5-0.5B trace (MIT licence, see ../shared/profiles/README.md).
+const QWEN = 'torch/tracelens_qwen_h100';
+const noQwen = !existsSync(join(SHARED_PROFILES, QWEN)) && `${join(SHARED_PROFILES, QWEN)} is not here`;
 const BUILD_LOOP = `
 import pathlib, sys
 from tests.unit.read.formats.torch_trace.trace_files import training, write
@@ -24,12 +29,19 @@ folder.mkdir()
 write(folder / 'worker0_7.1700000000000.pt.trace.json', training())
 (pathlib.Path(sys.argv[1]) / 'torch_oom').mkdir()
 dying_job().write(pathlib.Path(sys.argv[1]) / 'torch_oom' / 'oom_snapshot.pickle')
+from tb_leakfinder.testing.pprof_builder import PprofBuilder
+snapshot = PprofBuilder()
+stack = [('/home/me/train.py', 'make_batch', 12, 14), ('/home/me/train.py', '<module>', 1, 30)]
+snapshot.sample(2 << 20, stack, device='')
+snapshot.sample(3 << 20, stack, device='', kind='executable')
+(pathlib.Path(sys.argv[1]) / 'jax_memory').mkdir()
+snapshot.write(pathlib.Path(sys.argv[1]) / 'jax_memory' / 'step_7.pb.gz')
 `;
 
 let suite;
 const pages = [];
 before(async () => {
-  suite = await startSuite(['tf_leak'], BUILD_LOOP, [RESNET]);
+  suite = await startSuite(['tf_leak'], BUILD_LOOP, [RESNET, QWEN]);
 });
 after(() => suite?.stop());
 
@@ -88,6 +100,32 @@ test('a snapshot taken at an out-of-memory error leads with what held the memory
   // It leads: before the verdict's own label and reason.
   const order = await frame.$eval('.lf-verdict', (v) => [...v.children].map((c) => c.className));
   assert.deepEqual(order.slice(0, 2), ['lf-verdict-title', 'lf-verdict-label']);
+  assert.deepEqual(seen.failures, []);
+});
+
+test('the real Qwen trace: a buffer’s Where names the model layer below the harness line', {skip: noQwen}, async () => {
+  const {frame, seen} = await open('tracelens_qwen_h100');
+  assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
+  await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
+  const rows = await frame.$$eval('[data-panel=breakdown] tbody tr[data-key]', (trs) => trs.map((tr) => tr.textContent ?? ''));
+  const mlp = rows.find((r) => r.includes('aten::mul') && r.includes('BFloat16[16,559,2816]'));
+  assert.ok(mlp, rows.join(' | '));
+  assert.match(mlp, /text_base_model\.py:28 in run_on_input, in Qwen2MLP\.forward \(modeling_qwen2\.py:56\)/);
+  assert.deepEqual(seen.failures, []);
+});
+
+test('a device memory profile: its buffers live at this moment, its compiled programs apart', async () => {
+  const {frame, seen} = await open('jax_memory/step_7');
+  assert.deepEqual(await links(frame), []);
+  assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'device unknown');
+  const summary = await text(frame, '[aria-label=Summary]');
+  assert.match(summary, /Live at this moment2 MiB/);
+  assert.match(summary, /Peak2 MiBthe buffers live when it was saved/);
+  assert.doesNotMatch(summary, /Never freed|Allocations \/ frees|Heap at step ends/);
+  const groups = await text(frame, '[data-panel=groups]');
+  assert.match(groups, /live when the snapshot was saved/);
+  assert.doesNotMatch(groups, /never.freed/i);
+  assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown.');
   assert.deepEqual(seen.failures, []);
 });
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tb_leakfinder.analyses.frames import user_frames
+from tb_leakfinder.analyses.frames import model_frame, user_frames
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.memory import (
     ALLOC,
@@ -162,16 +162,17 @@ class CallIndex:
     device_programs: _Forest | None  # program executions on devices, in host time
     user_files: set[str]
     has_programs: bool
-    _frames: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    _frames: dict[int, tuple[tuple[str, ...], bool, str]] = field(default_factory=dict)
 
-    def frames_and_transfer(self, chain: int) -> tuple[tuple[str, ...], bool]:
-        """The user frames of a chain of calls, and whether one of the calls is a transfer."""
+    def chain_frames(self, chain: int) -> tuple[tuple[str, ...], bool, str]:
+        """The user frames of a chain of calls, whether one of the calls is a transfer, and the model library frame
+        below the user's line ("" when none)."""
         if chain < 0:
-            return (), False
+            return (), False, ""
         if chain not in self._frames:
             names = [self.spans.names[i] for i in self.chains.names(chain)]
             transfer = any(is_transfer_name(n) for n in names if not n.startswith(PYTHON_CALL_PREFIX))
-            self._frames[chain] = (user_frames(names, self.user_files), transfer)
+            self._frames[chain] = (user_frames(names, self.user_files), transfer, model_frame(names, self.user_files))
         return self._frames[chain]
 
 
@@ -236,7 +237,7 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     lines = events.line[allocs]
     chain = _anchored_chains(index, times, lines)
     chains, chain_of = small_unique(chain)
-    transfer = np.asarray([index.frames_and_transfer(int(c))[1] for c in chains.tolist()], bool)[chain_of]
+    transfer = np.asarray([index.chain_frames(int(c))[1] for c in chains.tolist()], bool)[chain_of]
     unnamed = events.op[allocs] == 0
     by_name: dict[str, list[HloModule]] = {}
     for module in modules:
@@ -264,16 +265,16 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     site_ids: dict[Site, int] = {NO_SITE: 0}
     row_site, row_names = [], []
     for program_result, chain_id, is_transfer, is_unnamed in distinct:
-        frames = index.frames_and_transfer(chain_id)[0]
+        frames, _, model = index.chain_frames(chain_id)
         if is_transfer:
-            found = (Site(context=CONTEXT_TRANSFER, stack=frames), TRANSFER_LABEL, "", "")
+            found = (Site(context=CONTEXT_TRANSFER, stack=frames, model_frame=model), TRANSFER_LABEL, "", "")
         elif program_result >= 0:
-            found = (_with_frames(results[program_result][0], frames), *results[program_result][1:])
+            found = (_with_frames(results[program_result][0], frames, model), *results[program_result][1:])
         else:
             context = CONTEXT_OUTSIDE if index.has_programs and is_unnamed else ""
             # Without programs, an unnamed buffer's line is its name (a device memory profile's buffers).
             label = OUTSIDE_LABEL if context else (f"made at {frames[0]}" if frames else "")
-            found = (Site(context=context, stack=frames), label, "", "")
+            found = (Site(context=context, stack=frames, model_frame=model), label, "", "")
         this, label, shape, dtype = found
         if this not in site_ids:
             site_ids[this] = len(sites)
@@ -292,8 +293,8 @@ def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModul
     return Attribution(site, sites)
 
 
-def _with_frames(site: Site, frames: tuple[str, ...]) -> Site:
-    return site if not frames else Site(**{**vars(site), "stack": frames})
+def _with_frames(site: Site, frames: tuple[str, ...], model: str) -> Site:
+    return site if not frames and not model else Site(**{**vars(site), "stack": frames, "model_frame": model})
 
 
 def _anchored_chains(index: CallIndex, times: np.ndarray, lines: np.ndarray) -> np.ndarray:

@@ -11,6 +11,13 @@ name their own code (model.py, utils.py, ...) that a framework also has count
 as the framework's only inside another of its frames, and a file that the
 profile's programs name as their source is always the user's. tb_leakfinder's
 own capture modules are never the user's.
+
+Below the user's line, the innermost frame of a model library (transformers,
+diffusers, timm, flax, torch.nn's modules; by a base name, transformers'
+`modeling_*.py`) says which layer made a buffer. Its class is the one a module
+call around it names (PyTorch's `nn.Module: Owlv2Attention_0`, a host call
+`$class Owlv2Attention`), when only frameworks' frames lie between (torch.nn's
+Module plumbing, no_grad's wrapper).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from tb_leakfinder.analyses.framework_files import FRAMEWORK_FILES
-from tb_leakfinder.model.memory import PYTHON_CALL_PREFIX
+from tb_leakfinder.model.memory import MODULE_CALL_PREFIX, PYTHON_CALL_PREFIX
 
 # Frames kept per site, innermost first.
 MAX_FRAMES = 8
@@ -48,6 +55,14 @@ COMMON_USER_FILES = frozenset(
     preprocessing.py run.py test.py train.py utils.py
     """.split()  # noqa: SIM905 - one word per name keeps the list short
 )
+
+
+# Packages of models' own layers, and torch.nn's modules (whose base class's file is plumbing, not a layer).
+MODEL_PACKAGES = frozenset({"transformers", "diffusers", "timm", "flax"})
+TORCH_MODULES = ("torch", "nn", "modules")
+TORCH_MODULE_PLUMBING = "module.py"
+# transformers' model files, as a Python tracer names them by their base name: modeling_owlv2.py, modeling_tf_bert.py.
+_MODEL_FILE = re.compile(r"modeling_\w+\.py")
 
 
 def parse_frame(name: str) -> tuple[str, int, str] | None:
@@ -78,24 +93,72 @@ def _is_library_path(file: str) -> bool:
     return relative and parts[0] in FRAMEWORK_PACKAGES
 
 
-def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[str, ...]:
-    """The user's frames of a stack of host call names (innermost first), innermost first, at most MAX_FRAMES.
+def _model_file(file: str) -> bool:
+    """Whether a frame's file is a model library's: relative to an import root or in a site-packages, or a
+    transformers model file by its base name."""
+    parts = _SEPARATORS.split(file)
+    if len(parts) == 1:
+        return bool(_MODEL_FILE.fullmatch(file))
+    roots = [0, *(k + 1 for k, part in enumerate(parts[:-1]) if part in _LIBRARY_PARTS)]
+    for k in roots:
+        rest = parts[k:-1]
+        if rest[:1] and rest[0] in MODEL_PACKAGES:
+            return True
+        if tuple(rest[:3]) == TORCH_MODULES and parts[-1] != TORCH_MODULE_PLUMBING:
+            return True
+    return False
 
-    `user_files` are base names known to be the user's (the profile's programs name them as their source).
-    """
+
+def _frames(names: Sequence[str], user_files: Iterable[str]) -> list[tuple[str, int, str, bool, bool, str]]:
+    """The Python frames of a stack of host call names (innermost first), outermost first: (file, line, function,
+    whether it is the user's, whether a model library's, the class a module call names for it or "")."""
     mine = set(user_files)
-    parsed = [frame for frame in (parse_frame(n) for n in reversed(names)) if frame is not None]
     inside = False
-    kept: list[str] = []
-    for file, line, function in parsed:  # outermost first: a common name is the framework's only inside it
+    found: list[tuple[str, int, str, bool, bool, str]] = []
+    owner = ""  # the class of the module call being entered, until its first frame of the user or a model library
+    for name in reversed(names):  # outermost first: a common name is the framework's only inside it
+        if name.startswith(MODULE_CALL_PREFIX):
+            owner = name[len(MODULE_CALL_PREFIX) :]
+            continue
+        frame = parse_frame(name)
+        if frame is None:
+            continue
+        file, line, function = frame
         base = base_name(file)
         if base in mine:
             framework = False
         elif "/" in file or "\\" in file:
             framework = _is_library_path(file)
         else:
-            framework = base in OWN_FILES or (base in FRAMEWORK_FILES and (inside or base not in COMMON_USER_FILES))
+            common = base in FRAMEWORK_FILES and (inside or base not in COMMON_USER_FILES)
+            framework = base in OWN_FILES or common or bool(_MODEL_FILE.fullmatch(base))
         inside = inside or framework
-        if not framework:
-            kept.append(frame_text(file, line, function))
+        model = _model_file(file)
+        # torch.nn's Module plumbing and decorators (no_grad's wrapper) lie between a module call and its forward.
+        passing = framework and not model
+        found.append((file, line, function, not framework, model, "" if passing else owner))
+        owner = owner if passing else ""
+    return found
+
+
+def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[str, ...]:
+    """The user's frames of a stack of host call names (innermost first), innermost first, at most MAX_FRAMES.
+
+    `user_files` are base names known to be the user's (the profile's programs name them as their source).
+    """
+    kept = [frame_text(file, line, function) for file, line, function, users, _, _ in _frames(names, user_files) if users]
     return tuple(reversed(kept))[:MAX_FRAMES]
+
+
+def model_frame(names: Sequence[str], user_files: Iterable[str] = ()) -> str:
+    """The innermost model library frame below the user's innermost frame of a stack of host call names
+    (innermost first), "Owlv2Attention.forward (modeling_owlv2.py:410)" ("forward (...)" when no module call names
+    its class); "" when there is none."""
+    frames = _frames(names, user_files)
+    users = [k for k, frame in enumerate(frames) if frame[3]]
+    below = frames[users[-1] + 1 :] if users else frames
+    models = [frame for frame in below if frame[4]]
+    if not models:
+        return ""
+    file, line, function, _, _, owner = models[-1]
+    return f"{owner + '.' if owner else ''}{function} ({base_name(file)}:{line})"

@@ -113,6 +113,15 @@ TRANSFER_NAMES = ("DevicePut",)
 TRANSFER_PARTS = ("BufferFromHostBuffer", "LinearizeHostBuffer", "TransferToDevice", "TransferLiteralToDevice")
 
 
+# A host call in which a model class's method runs (PyTorch's `nn.Module: Owlv2Attention_0` events):
+# `$class Owlv2Attention`. The Python frame it encloses first is that class's.
+MODULE_CALL_PREFIX = f"{PYTHON_CALL_PREFIX}class "
+
+
+def module_call_name(class_name: str) -> str:
+    return f"{MODULE_CALL_PREFIX}{class_name}"
+
+
 def python_call_name(file: str, line: int | str, function: str) -> str:
     """A Python function's host call name, as the Python tracer writes it."""
     return f"{PYTHON_CALL_PREFIX}{file}:{line} {function}"
@@ -186,6 +195,19 @@ class AllocatorInfo:
     reserved_bytes: int = 0  # the memory its pools held from the device at the capture's end, 0 when not known
 
 
+@dataclass(frozen=True)
+class CompiledPrograms:
+    """A device's compiled programs in a device memory profile: their code and constants, not buffers."""
+
+    device: str  # its allocator's key ("gpu:0", DEVICE_UNKNOWN)
+    count: int
+    bytes: int
+
+
+# How a device memory profile's sample without a device label (older JAX) names its device.
+DEVICE_UNKNOWN = "device unknown"
+
+
 @dataclass
 class HostProfile:
     """What one host's file (a `<host>.xplane.pb`, a device memory profile, a PyTorch trace) holds that tb_leakfinder uses."""
@@ -205,6 +227,7 @@ class HostProfile:
     # time_nanos); None: the history takes the file's mtime less the duration.
     start_time_ns: int | None = None
     snapshot: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
+    compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the

@@ -31,6 +31,8 @@ class Site:
     match: str = ""  # MATCH_*, "" outside a program
     candidates: tuple[str, ...] = ()  # the program buffers of this size, when more than one could be it
     stack: tuple[str, ...] = ()  # the user's Python frames around the allocation, innermost first: "train.py:42 in step"
+    # The innermost frame of a model library below the user's line: "Owlv2Attention.forward (modeling_owlv2.py:410)".
+    model_frame: str = ""
 
     @property
     def where(self) -> str:

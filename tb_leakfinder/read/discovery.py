@@ -2,7 +2,8 @@
 
 Two layouts are found. XProf's: `<tb_run>/plugins/profile/<session>/<host>.xplane.pb`, a session
 `<tb_run>/<session>` with one host per file. Snapshots (JAX device memory profiles, PyTorch memory
-snapshots): every `<name>.prof` file, and every `<name>.pickle` or `.pkl` whose first bytes are a PyTorch
+snapshots): every `<name>.prof` file, every `<name>.pb` or `.pb.gz` whose first bytes are a device memory
+profile's (never XProf's `.xplane.pb`), and every `<name>.pickle` or `.pkl` whose first bytes are a PyTorch
 memory snapshot's, of a folder outside `plugins` is a session of its own, `<folder>/<name>` (`<name>` at the
 logdir's top), with one host (`memory_profile`, `memory_snapshot`); a folder's snapshots are listed in the
 order they were taken (the step number their names end in, else their modification times). PyTorch profiler traces: a folder
@@ -93,7 +94,8 @@ def _folder_runs(name: str, tb_run: str, folder: str, names: list[str]) -> list[
 
 
 def _stem(file_name: str) -> str:
-    return file_name.rpartition(".")[0] or file_name
+    """A snapshot file's name without its suffix, and without `.gz` before it (`step_5.pb.gz`: `step_5`)."""
+    return file_name.removesuffix(".gz").rpartition(".")[0] or file_name
 
 
 def _walk_dirs(top: str) -> Iterator[tuple[str, list[str], list[str]]]:

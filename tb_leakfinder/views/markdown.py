@@ -5,7 +5,15 @@ from __future__ import annotations
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
-from tb_leakfinder.views.text import CALLED_FROM, TOP_ROWS, breakdown_label, hint_for, peak_text, where_parts
+from tb_leakfinder.views.text import (
+    CALLED_FROM,
+    TOP_ROWS,
+    breakdown_label,
+    compiled_programs_text,
+    hint_for,
+    peak_text,
+    where_parts,
+)
 
 VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ inconclusive", None: "—"}
 
@@ -141,5 +149,8 @@ def render_report(report: Json) -> str:
             for a in host["allocators"]:
                 lines += ["", f"#### {_cell(host['host'])} · {_cell(a['name'])}: {VERDICT[a['verdict']]}", ""]
                 lines += render_allocator(a, unit)
+            programs = compiled_programs_text(host)
+            if programs:
+                lines += ["", _cell(programs)]
             lines.append("")
     return "\n".join(lines)

@@ -42,13 +42,20 @@ def breakdown_label(row: Json) -> str:
     return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
 
 
+def where_text(row: Json) -> str:
+    """A row's line of code with the model library frame below it: "run.py:28 in main, in Owlv2Attention.forward
+    (modeling_owlv2.py:410)"; "" when the profile tells neither."""
+    model = row["site"]["model_frame"]
+    return ", ".join(part for part in (row["where"], f"in {model}" if model else "") if part)
+
+
 def where_parts(row: Json, frames: int | None = None) -> list[str]:
-    """A group's or breakdown row's line of code, then the Python frames that led to it, innermost first:
-    `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
+    """A group's or breakdown row's line of code (where_text), then the Python frames that led to it, innermost
+    first: `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
     where, stack = row["where"], row["site"]["stack"]
     calls = stack[1:] if stack[:1] == [where] else stack  # the line may be the innermost frame itself
     shown = calls if frames is None else calls[:frames]
-    return [part for part in (where, *shown) if part] + (["…"] if len(shown) < len(calls) else [])
+    return [part for part in (where_text(row), *shown) if part] + (["…"] if len(shown) < len(calls) else [])
 
 
 def hint_for(a: Json, *tables: list[Json]) -> str | None:
@@ -60,23 +67,39 @@ def hint_for(a: Json, *tables: list[Json]) -> str | None:
     return str(a["stack_hint"]) if empty else None
 
 
-def render_allocator(a: Json, unit: str = "step") -> list[str]:
-    """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps)."""
+def compiled_programs_text(host: Json) -> str | None:
+    """A device memory profile's compiled programs, per device, apart from its buffers; None when it has none."""
+    programs = host["compiled_programs"]
+    if not programs:
+        return None
+    each = "; ".join(f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" for c in programs)
+    return f"compiled programs (their code and constants, not buffers): {each}"
+
+
+def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> list[str]:
+    """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps). A
+    `snapshot`'s buffers are live at one moment: it has no allocations, frees or step ends to count."""
     memory_id = "" if a["memory_id"] == a["name"] else f" (memory id {a['memory_id']})"
+    counts = (
+        f"live at this moment: {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffer group(s)"
+        if snapshot
+        else f"allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
+        f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
+        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)"
+    )
     lines = [
         f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
         *([f"    {a['out_of_memory']['description']}"] if a["out_of_memory"] else []),
         f"    {a['reason']}",
         f"    {peak_text(a)}",
-        f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
-        f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
-        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)",
+        f"    {counts}",
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
     lines += [f"    warning: {w}" for w in a["warnings"]]
     groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
     if groups:
-        lines.append("    groups (op families; count and bytes: their never-freed buffers):")
+        counted = "live" if snapshot else "never-freed"
+        lines.append(f"    groups (op families; count and bytes: their {counted} buffers):")
         rows = [
             [
                 g["kind"],
@@ -193,8 +216,12 @@ def render_report(report: Json) -> str:
             lines += [f"  warning: {w}" for w in host["warnings"]]
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
+            unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
-                lines += render_allocator(a, "window" if host["step_source"]["kind"] == "time_windows" else "step")
+                lines += render_allocator(a, unit, host["snapshot"])
+            programs = compiled_programs_text(host)
+            if programs:
+                lines.append(f"  {programs}")
             if host["modules"]:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]

@@ -55,6 +55,22 @@ def test_each_leak_gets_its_verdict_rate_op_and_line(captured, name):
     assert top["onset_step"] == truth.onset_step
     assert top["where"] == out[name]["where"]
     assert out[name]["where"] in host["reason"]
+    growing = {g["op"]: g for g in allocator["groups"] if g["kind"] == "growing"}
+    assert len(growing) == 1 + len(truth.others)
+    for family in truth.others:
+        group = growing[family.op]
+        assert group["shape"] == family.shape
+        assert group["bytes_per_step"] == pytest.approx(family.bytes_per_step, rel=0.05)
+        assert group["where"] == torch_captures.where(family.function)
+
+
+def test_ops_that_allocate_through_a_primitive_are_named_by_themselves(captured):
+    _, out = captured
+    host, allocator = only_allocator(out["copies"])
+    named = {g["op"] for g in allocator["groups"]} | {row["op"] for row in allocator["peak_breakdown"]}
+    assert {"aten::clone", "aten::_to_copy", "aten::zeros_like"} <= named
+    assert not named & {"aten::empty", "aten::empty_strided", "aten::empty_like"}
+    assert "aten::_to_copy float[128,256]" in host["reason"]
 
 
 def test_the_clean_run_is_clean(captured):

@@ -12,6 +12,9 @@ layer and a ReLU, a loss, all of it freed every step, after one warm-up step out
 - late_onset: the same product is a freed temporary in the first half and kept from LATE_ONSET on;
 - regrown: `regrow` concatenates ROWS_PER_STEP rows onto a buffer every step: one buffer, each step's copy
   ROWS_PER_STEP * 256 floats larger, the old one freed;
+- copies: three lists, appended to every step with `hidden.clone()` ([128,256] float, 128 KiB),
+  `hidden.to(torch.float64)` (256 KiB) and `torch.zeros_like(batch)` ([128,64] float, 32 KiB): ops that allocate
+  through a primitive (aten::empty_strided, aten::empty_like), which must not name them;
 - clean: nothing is kept.
 With no case named, PERIODIC is recorded too: kept_every_step's leak captured with `every`, a trace per window.
 Each leaking statement is the only one of its function, so the function's line (what `with_stack` records) names it.
@@ -39,14 +42,25 @@ KEPT_BYTES = BATCH * HIDDEN * FLOAT_BYTES
 
 
 @dataclasses.dataclass(frozen=True)
+class Family:
+    """A leaking family besides a case's largest one."""
+
+    op: str
+    shape: str
+    bytes_per_step: int
+    function: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     description: str
     leak: bool
-    op: str | None  # the op whose output leaks
+    op: str | None  # the op whose output leaks (of several families, the largest's)
     shape: str | None  # its input shapes as the report gives them (record_shapes)
     bytes_per_step: int
     onset_step: int | None
     function: str | None  # the function whose line names the leak
+    others: tuple[Family, ...] = ()  # the other leaking families, largest first
 
 
 _KEPT = f"hidden * 0.5 (aten::mul, [{BATCH},{HIDDEN}] float)"
@@ -73,6 +87,21 @@ CASES = {
         1,
         "regrow",
     ),
+    "copies": Case(
+        f"hidden.clone() (aten::clone [{BATCH},{HIDDEN}] float, 128 KiB), hidden.to(torch.float64) (aten::_to_copy,"
+        f" 256 KiB) and torch.zeros_like(batch) (aten::zeros_like [{BATCH},{FEATURES}] float, 32 KiB), each appended"
+        " to a list every step: ops that allocate through aten::empty_strided.",
+        True,
+        "aten::_to_copy",
+        "float[128,256]",
+        2 * KEPT_BYTES,
+        1,
+        "keep_converted",
+        (
+            Family("aten::clone", "float[128,256]", KEPT_BYTES, "keep_clone"),
+            Family("aten::zeros_like", "float[128,64]", BATCH * FEATURES * FLOAT_BYTES, "keep_zeros_like"),
+        ),
+    ),
     "clean": Case("The same loop keeping nothing.", False, None, None, 0, None, None),
 }
 
@@ -83,6 +112,18 @@ def keep(kept: list[Any], hidden: Any) -> None:
 
 def regrow(torch: Any, buffer: Any, hidden: Any) -> Any:
     return torch.cat([buffer, hidden[:ROWS_PER_STEP]])
+
+
+def keep_clone(kept: list[Any], hidden: Any) -> None:
+    kept.append(hidden.clone())
+
+
+def keep_converted(torch: Any, kept: list[Any], hidden: Any) -> None:
+    kept.append(hidden.to(torch.float64))
+
+
+def keep_zeros_like(torch: Any, kept: list[Any], batch: Any) -> None:
+    kept.append(torch.zeros_like(batch))
 
 
 def where(function: str) -> str:
@@ -114,6 +155,10 @@ def record(logdir: pathlib.Path, name: str) -> dict[str, Any]:
                     (hidden * 0.5).sum()
                 if name == "regrown":
                     buffer = regrow(torch, buffer, hidden)
+                if name == "copies":
+                    keep_clone(kept, hidden)
+                    keep_converted(torch, kept, hidden)
+                    keep_zeros_like(torch, kept, batch)
                 del batch, hidden, loss
     return {"report": cap.report(), "steps": cap.steps, "trace": str(cap.sessions[-1].path)}
 

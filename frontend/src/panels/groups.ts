@@ -50,14 +50,19 @@ function steps(g: Group): string {
   return `${g.steps} (${g.first_step}–${g.last_step})`;
 }
 
-/** The op families; `stackHint` (how to get Python frames), when set, is shown once above them. */
+/**
+ * The op families; `stackHint` (how to get Python frames), when set, is shown
+ * once above them. A `snapshot`'s buffers are live at one moment, not never freed.
+ */
 export function renderGroups(
   groups: Group[],
   where: CsvWhere,
   onSelect: (group: Group | null) => void,
   sites: SiteLinks | null = null,
   stackHint: string | null = null,
+  snapshot = false,
 ): HTMLElement {
+  const counted = snapshot ? 'live' : 'never-freed';
   const table = new DataTable<Group>({
     caption: 'Groups (op families)',
     pageSize: 20,
@@ -76,9 +81,9 @@ export function renderGroups(
       {key: 'where', label: 'Where', sort: 'where', wrap: true, title: whereHelp('its first buffer was'), cell: (g) => whereCell(g.where, g.site, sites)},
       {key: 'num_shapes', label: 'Shapes', sort: 'num_shapes', numeric: true, title: 'distinct shapes in the family; hover for the newest', cell: shapesCell},
       {key: 'onset_step', label: 'Onset', sort: 'onset_step', title: 'the step from which a growing family grows', cell: (g) => onsetText(g.onset_step)},
-      {key: 'count', label: 'Buffers', sort: 'count', numeric: true, title: 'never-freed buffers', cell: (g) => formatCount(g.count)},
-      {key: 'requested_bytes', label: 'Never freed', sort: 'requested_bytes', numeric: true, title: 'tensor bytes of the never-freed buffers', cell: (g) => formatBytes(g.requested_bytes)},
-      {key: 'bytes', label: 'Allocated', sort: 'bytes', numeric: true, title: "the allocator's chunks of the never-freed buffers", cell: (g) => formatBytes(g.bytes)},
+      {key: 'count', label: 'Buffers', sort: 'count', numeric: true, title: `${counted} buffers`, cell: (g) => formatCount(g.count)},
+      {key: 'requested_bytes', label: snapshot ? 'Live' : 'Never freed', sort: 'requested_bytes', numeric: true, title: `tensor bytes of the ${counted} buffers`, cell: (g) => formatBytes(g.requested_bytes)},
+      {key: 'bytes', label: 'Allocated', sort: 'bytes', numeric: true, title: `the allocator's chunks of the ${counted} buffers`, cell: (g) => formatBytes(g.bytes)},
       {
         key: 'bytes_per_step',
         label: 'Per step',
@@ -101,17 +106,20 @@ export function renderGroups(
     source: memorySource(groups, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
   });
   void table.load();
+  const about = snapshot
+    ? el('p', {class: 'lf-muted'}, 'Op families: the buffers of one op, dtype and region live when the snapshot was saved. Growth shows across snapshots, in the run’s history.')
+    : el(
+        'p',
+        {class: 'lf-muted'},
+        'Op families: the buffers of one op, dtype and region that outlive a step or are never freed, whatever their shapes ([32,*] where a dimension varies). ',
+        "A family's kind follows its live bytes from step to step: growing families are the leak. ",
+        'Buffers and sizes count its never-freed buffers (tensor bytes, with the allocator’s chunks beside them); per step is the growth of its live bytes from its onset on. ',
+        'Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its never-freed buffers in the lifetime chart.',
+      );
   return el(
     'div',
     {},
-    el(
-      'p',
-      {class: 'lf-muted'},
-      'Op families: the buffers of one op, dtype and region that outlive a step or are never freed, whatever their shapes ([32,*] where a dimension varies). ',
-      "A family's kind follows its live bytes from step to step: growing families are the leak. ",
-      'Buffers and sizes count its never-freed buffers (tensor bytes, with the allocator’s chunks beside them); per step is the growth of its live bytes from its onset on. ',
-      'Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its never-freed buffers in the lifetime chart.',
-    ),
+    about,
     stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null,
     table.element,
   );

@@ -34,27 +34,20 @@ function memoryIdText(a: AllocatorReport, format: ProfileFormat): string {
   return format === 'xplane' ? `memory id ${a.memory_id} in XProf's Memory Profile` : `memory id ${a.memory_id}, the device its profile names`;
 }
 
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat): HTMLElement {
+function allocationsCard(a: AllocatorReport): HTMLElement {
+  return card(
+    'Allocations / frees',
+    `${formatCount(a.num_allocations)} / ${formatCount(a.num_deallocations)}`,
+    `balance ${a.balance > 0 ? '+' : ''}${formatCount(a.balance)}` +
+      (a.freed_before_window_count ? `; ${formatCount(a.freed_before_window_count)} freed from before the window` : ''),
+    a.balance > 0 && a.verdict === 'leak' && 'bad',
+  );
+}
+
+/** The figures of a window of events after its peak: what was never freed, the heap's trend. */
+function windowCards(a: AllocatorReport): HTMLElement[] {
   const growth = a.growth_bytes_per_step;
-  const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
-  const when = a.peak_step === null ? `at ${formatPs(a.peak_time_ps)}` : `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}`;
-  const cards = el(
-    'div',
-    {class: 'lf-cards', 'aria-label': 'Summary'},
-    card('Allocator', a.name, memoryIdText(a, format)),
-    steps ? stepsCard(steps) : null,
-    card(
-      'Allocations / frees',
-      `${formatCount(a.num_allocations)} / ${formatCount(a.num_deallocations)}`,
-      `balance ${a.balance > 0 ? '+' : ''}${formatCount(a.balance)}` +
-        (a.freed_before_window_count ? `; ${formatCount(a.freed_before_window_count)} freed from before the window` : ''),
-      a.balance > 0 && a.verdict === 'leak' && 'bad',
-    ),
-    card(
-      'Peak',
-      el('span', {'data-peak': 'true'}, formatBytesOf(a.peak_bytes_in_use, a.memory_capacity_bytes)),
-      `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
-    ),
+  return [
     card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
     // All allocations, not a leak rate: beside "every buffer was freed" it must say so, or it reads as a leak.
     card(
@@ -63,6 +56,29 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined,
       `${HEAP_TREND}; the op families below say what grows`,
       a.verdict === 'leak' && (growth ?? 0) > 0 && 'bad',
     ),
+  ];
+}
+
+/**
+ * The summary cards; a `snapshot` (its buffers live at one moment) has no
+ * allocations, frees or step ends to count: what is live then stands instead.
+ */
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat, snapshot = false): HTMLElement {
+  const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
+  const when = a.peak_step === null ? `at ${formatPs(a.peak_time_ps)}` : `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}`;
+  const live = card('Live at this moment', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffer groups when the snapshot was saved`);
+  const cards = el(
+    'div',
+    {class: 'lf-cards', 'aria-label': 'Summary'},
+    card('Allocator', a.name, memoryIdText(a, format)),
+    steps ? stepsCard(steps) : null,
+    snapshot ? null : allocationsCard(a),
+    card(
+      'Peak',
+      el('span', {'data-peak': 'true'}, formatBytesOf(a.peak_bytes_in_use, a.memory_capacity_bytes)),
+      snapshot ? 'the buffers live when it was saved' : `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
+    ),
+    ...(snapshot ? [live] : windowCards(a)),
   );
   if (!a.fragmentation_note) return cards;
   const note = notice('empty', a.fragmentation_note);

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.frames import MAX_FRAMES, parse_frame, user_frames
+from tb_leakfinder.analyses.frames import MAX_FRAMES, model_frame, parse_frame, user_frames
 
 
 def test_python_frames_parse_and_c_functions_do_not():
@@ -85,3 +85,59 @@ def test_windows_paths_are_frames_judged_by_where_they_lie():
         r"$\\fileserver\team\train.py:3 step",
     ]
     assert user_frames(stack) == ("client.py:12 in main", "train.py:3 in step")
+
+
+# As the real Qwen trace nests them (PyTorch's `nn.Module: <Class>_<k>` events become `$class <Class>` calls):
+# the decoder layer's forward > the attention module's call > Module plumbing > its forward > a Linear's call.
+QWEN_ATTENTION = [
+    "$torch/nn/modules/linear.py:124 forward",
+    "$class Linear",
+    "$torch/nn/modules/module.py:1743 _call_impl",
+    "$transformers/models/qwen2/modeling_qwen2.py:68 apply_rotary_pos_emb",
+    "$transformers/models/qwen2/modeling_qwen2.py:150 forward",
+    "$torch/nn/modules/module.py:1743 _call_impl",
+    "$class Qwen2Attention",
+    "$transformers/models/qwen2/modeling_qwen2.py:243 forward",
+    "$bench/text_base_model.py:28 run_on_input",
+    "$bench/entry_point.py:106 run_action",
+]
+
+
+def test_the_innermost_model_frame_below_the_users_line_with_its_class():
+    assert user_frames(QWEN_ATTENTION) == ("text_base_model.py:28 in run_on_input", "entry_point.py:106 in run_action")
+    assert model_frame(QWEN_ATTENTION) == "Linear.forward (linear.py:124)"
+    # Inside the attention's forward: its class; a function it calls has none.
+    assert model_frame(QWEN_ATTENTION[4:]) == "Qwen2Attention.forward (modeling_qwen2.py:150)"
+    assert model_frame(QWEN_ATTENTION[3:]) == "apply_rotary_pos_emb (modeling_qwen2.py:68)"
+    # Torch.nn's Module plumbing is no layer; a frame outside any module call has no class.
+    assert model_frame(QWEN_ATTENTION[5:]) == "forward (modeling_qwen2.py:243)"
+    assert model_frame(QWEN_ATTENTION[8:]) == ""
+
+
+def test_a_decorator_between_a_module_call_and_its_forward_keeps_the_class():
+    stack = [
+        "$transformers/models/qwen2/modeling_qwen2.py:323 forward",
+        "$torch/utils/_contextlib.py:113 decorate_context",  # @torch.no_grad()
+        "$torch/nn/modules/module.py:1743 _call_impl",
+        "$class Qwen2RotaryEmbedding",
+        "$/home/me/run.py:9 main",
+    ]
+    assert model_frame(stack) == "Qwen2RotaryEmbedding.forward (modeling_qwen2.py:323)"
+
+
+def test_model_frames_by_whole_path_and_by_base_name():
+    # A device memory profile's whole paths, a Python tracer's base names; a model frame above the user's is not shown.
+    site = "/venv/lib/python3.11/site-packages"
+    owl = [f"${site}/transformers/models/owlv2/modeling_owlv2.py:410 forward", "$/home/me/bench.py:20 run"]
+    assert model_frame(owl) == "forward (modeling_owlv2.py:410)"
+    assert model_frame([f"${site}/flax/linen/linear.py:250 __call__", "$/home/me/model.py:30 __call__"]) == (
+        "__call__ (linear.py:250)"
+    )
+    assert model_frame([f"${site}/timm/layers/mlp.py:40 forward", "$/home/me/bench.py:20 run"]) == "forward (mlp.py:40)"
+    assert model_frame([f"${site}/jax/_src/numpy/lax_numpy.py:10 ones", "$/home/me/bench.py:20 run"]) == ""
+    assert model_frame(["$modeling_tf_bert.py:500 call", "$train.py:12 step"]) == "call (modeling_tf_bert.py:500)"
+    assert user_frames(["$modeling_tf_bert.py:500 call", "$train.py:12 step"]) == ("train.py:12 in step",)
+    above = ["$/home/me/loss.py:5 loss", f"${site}/diffusers/models/unet.py:80 forward", "$/home/me/run.py:1 main"]
+    assert model_frame(above) == ""
+    # Without a user frame, the innermost model frame is still shown.
+    assert model_frame(owl[:1]) == "forward (modeling_owlv2.py:410)"

@@ -68,13 +68,19 @@ def test_text_shows_the_line_and_the_frame_in_a_where_column(gemm):
 
 
 def test_text_shows_at_most_two_frames_after_the_line():
-    row = {"where": "a.py:1", "site": {"stack": ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h", "d.py:4 in main"]}}
+    stack = ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h", "d.py:4 in main"]
+    row = {"where": "a.py:1", "site": {"stack": stack, "model_frame": ""}}
     assert text.where_parts(row, 2) == ["a.py:1", "a.py:1 in f", "b.py:2 in g", "…"]
     assert text.where_parts(row) == ["a.py:1", "a.py:1 in f", "b.py:2 in g", "c.py:3 in h", "d.py:4 in main"]
     # A line that is the innermost frame itself is not repeated.
-    framed = {"where": "a.py:1 in f", "site": {"stack": ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h"]}}
+    framed = {"where": "a.py:1 in f", "site": {"stack": stack[:3], "model_frame": ""}}
     assert text.where_parts(framed, 2) == ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h"]
-    assert text.where_parts({"where": "", "site": {"stack": []}}, 2) == []
+    assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": ""}}, 2) == []
+    # The model library frame below the line follows it; alone when the profile has no user frame.
+    model = "Owlv2Attention.forward (modeling_owlv2.py:410)"
+    layered = {"where": "a.py:1 in f", "site": {"stack": stack[:2], "model_frame": model}}
+    assert text.where_parts(layered) == [f"a.py:1 in f, in {model}", "b.py:2 in g"]
+    assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": model}}) == [f"in {model}"]
 
 
 def test_markdown_shows_the_line_and_every_frame(gemm, tmp_path):

@@ -2,13 +2,15 @@
 
 JAX writes one sample per set of live buffers that share a Python stack, a
 device and a kind (`count` buffers of `bytes` together), with the labels
-`kind` ("buffer", "executable") and `device` ("cpu:0"), and the stack where
-they were made (locations, innermost first, of lines of functions). A snapshot
-has no time axis and frees nothing, so each sample that holds bytes becomes
-one allocation of them all, never freed, at a time of its own: the k-th such
-sample at 1000 * (k + 1) ps, in the `device` label's allocator, its region
-the `kind` label, its op unnamed. Samples of 0 bytes (JAX's executables on
-CPU) are left out. A stack becomes nested host calls around its sample's
+`kind` ("buffer", "executable") and `device` ("cpu:0"; empty in older JAX:
+DEVICE_UNKNOWN), and the stack where they were made (locations, innermost
+first, of lines of functions). A snapshot has no time axis and frees nothing,
+so each buffer sample that holds bytes becomes one allocation of them all,
+live at the end, at a time of its own: the k-th such sample at 1000 * (k + 1)
+ps, in the `device` label's allocator, its region the `kind` label, its op
+unnamed. An executable's samples are a compiled program's code and constants,
+not buffers: they are counted per device in `compiled_programs`, apart from
+the allocators. Samples of 0 bytes (JAX's executables on CPU) are left out. A stack becomes nested host calls around its sample's
 time on line 0, the outermost widest, named as the profiler's Python tracer
 names functions: `$<filename>:<first line> <function>` (pprof's whole path,
 the function's first line), so that the attribution gives each allocation
@@ -26,10 +28,11 @@ from tb_leakfinder import proto
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import (
     ALLOC,
+    DEVICE_UNKNOWN,
     EVENT_COLUMNS,
-    NO_ALLOCATOR_KEY,
     SPAN_HOST_CALL,
     AllocatorInfo,
+    CompiledPrograms,
     HostProfile,
     MemoryEvents,
     Spans,
@@ -47,6 +50,7 @@ GZIP_MAGIC = files.GZIP_MAGIC
 # Label keys JAX gives each sample, and the value types that say what a sample's values are.
 DEVICE_LABEL = "device"
 KIND_LABEL = "kind"
+EXECUTABLE_KIND = "executable"
 BYTES_UNIT = "bytes"
 SPACE_TYPE = "space"
 # Sample k is allocated at (k + 1) * SAMPLE_PS; its stack's calls end within half of that on either side.
@@ -175,6 +179,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     devices: list[str] = []
     kinds: list[str] = []
     stacks: list[tuple[int, ...]] = []
+    programs: dict[str, tuple[int, int]] = {}  # device -> (count, bytes) of its executables
     no_bytes = negative = 0
     for sample in profile.sample:
         if len(sample.value) <= value_at:
@@ -185,9 +190,15 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
             negative += size < 0
             continue
         labels = {string(label.key): label.str for label in sample.label}
+        device = string(labels.get(DEVICE_LABEL, 0)) or DEVICE_UNKNOWN
+        kind = string(labels.get(KIND_LABEL, 0))
+        if kind == EXECUTABLE_KIND:
+            count, total = programs.get(device, (0, 0))
+            programs[device] = (count + 1, total + size)
+            continue
         sizes.append(size)
-        devices.append(string(labels.get(DEVICE_LABEL, 0)))
-        kinds.append(string(labels.get(KIND_LABEL, 0)))
+        devices.append(device)
+        kinds.append(kind)
         stacks.append(frames.stack(tuple(sample.location_id)))
     if no_bytes:
         warnings.append(f"{path}: {no_bytes} samples have no bytes value; they are left out")
@@ -210,11 +221,12 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         allocators={d: _allocator(d) for d in events.allocator_names},
         start_time_ns=int(profile.time_nanos) if profile.time_nanos > 0 else None,
         snapshot=True,
+        compiled_programs=[CompiledPrograms(d, count, total) for d, (count, total) in sorted(programs.items())],
     )
 
 
 def _allocator(device: str) -> AllocatorInfo:
-    return AllocatorInfo(device or NO_ALLOCATOR_KEY, "cpu" in device.lower())
+    return AllocatorInfo(device, "cpu" in device.lower())
 
 
 def _events(sizes: list[int], devices: list[str], kinds: list[str]) -> MemoryEvents:

@@ -11,9 +11,13 @@ allocated before the trace began were live then); `free_bytes` is the device's `
 (`deviceProperties`) less `Total Allocated` when both are known, else 0.
 
 `ProfilerStep#N` complete events (`ph: "X"`) are the steps, and host root spans named `ProfilerStep` too.
-An allocation's op is the innermost `cpu_op` (or `Operator`) event around it on its thread (pid, tid), its
-shape the op's `Input type` and `Input Dims`. `python_function` events named `file.py(line): func` are host
-calls `$file.py:line func` on their thread; others of theirs (`nn.Module: ...`, built-ins) are left out.
+An allocation's op is the innermost `cpu_op` (or `Operator`) event around it on its thread (pid, tid) that
+computes, its shape the op's `Input type` and `Input Dims`: an allocation primitive (`aten::empty`,
+`aten::empty_strided`, `aten::empty_like`, `aten::new_empty...`) inside another op allocates that op's output
+(`aten::clone`, `aten::_to_copy`, `aten::zeros_like`), so the enclosing op names it. `python_function` events
+named `file.py(line): func` are host calls `$file.py:line func` on their thread, and those named
+`nn.Module: <Class>_<k>` host calls `$class <Class>` (the module whose forward runs inside); others of theirs
+(built-ins) are left out.
 Each (pid, tid) is a line, numbered in order of first appearance. `ts` and `dur` are µs; times are ps from
 the trace's earliest event, the duration to its latest end. The capture's start is `baseTimeNanoseconds`
 (the epoch time in ns Kineto's `ts` count from) plus the earliest `ts`; unknown when the trace has none.
@@ -51,6 +55,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    module_call_name,
     python_call_name,
 )
 from tb_leakfinder.read import files
@@ -67,6 +72,10 @@ EVENTS_KEY = "traceEvents"
 # The top-level values the model needs; the others (metadata, versions, distributed info) are parsed and dropped.
 KEPT_KEYS = ("deviceProperties", "baseTimeNanoseconds")
 OP_CATEGORIES = ("cpu_op", "Operator")
+# Ops that only allocate, for the op around them: `.clone()` allocates through empty_like or empty_strided.
+ALLOCATION_PRIMITIVES = frozenset(
+    ("aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided")
+)
 PYTHON_CATEGORY = "python_function"
 STEP_PREFIX = "ProfilerStep#"
 STEP_SPAN = "ProfilerStep"
@@ -91,6 +100,8 @@ US_TO_NS = 1_000
 NO_TOTAL = -(1 << 62)
 # A line number of more digits is no line: the analysis reads it as an int.
 _PYTHON_FRAME = re.compile(r"(.+)\((\d{1,9})\): (.+)")
+# Kineto's event for a module's call: its class and the module's index among that class's ("Linear_3").
+_MODULE_CALL = re.compile(r"nn\.Module: ([A-Za-z_][A-Za-z0-9_]*?)(?:_\d+)?")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _CLOSER = re.compile(r"[\]},:]")
@@ -390,9 +401,12 @@ class _Scan:
                 self._complete(self.ops, ts, dur, event, name, _shape(args))
             elif category == PYTHON_CATEGORY:
                 frame = _PYTHON_FRAME.fullmatch(name)
+                module = _MODULE_CALL.fullmatch(name)
                 if frame:
                     call = python_call_name(frame.group(1), frame.group(2), frame.group(3))
                     self._complete(self.calls, ts, dur, event, call)
+                elif module:
+                    self._complete(self.calls, ts, dur, event, module_call_name(module.group(1)))
 
     def _complete(self, into: _Complete, ts: float, dur: float, event: dict[str, Any], name: str, shape: str = "") -> None:
         into.start.append(ts)
@@ -496,10 +510,13 @@ def _allocator(name: str) -> AllocatorInfo:
 
 
 def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: float) -> np.ndarray:
-    """For each event, the index of the innermost op around it on its line (nested events), -1 when none."""
+    """For each event, the index of the innermost op around it on its line (nested events) that is no allocation
+    primitive, else the innermost op (a primitive called on its own); -1 when none."""
     found = np.full(len(times), -1, np.int64)
     if not ops.start:
         return found
+    primitive = [name in ALLOCATION_PRIMITIVES for name in ops.strings.values]
+    computing = array("q", [-1]) * len(ops.start)  # an op -> the op that names its allocations, once on a stack
     starts, ends = _times(ops.start, earliest), _times(ops.end, earliest)
     op_lines = np.frombuffer(ops.line, np.int64)
     for line in np.unique(lines).tolist():
@@ -517,12 +534,15 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
                 op = int(mine[next_op])
                 while stack and ends[stack[-1]] < starts[op]:
                     stack.pop()
+                # A primitive's computing op is its parent's, once some op around it computes.
+                outer = computing[stack[-1]] if stack else -1
+                computing[op] = outer if primitive[ops.name[op]] and outer >= 0 and not primitive[ops.name[outer]] else op
                 stack.append(op)
                 next_op += 1
             while stack and ends[stack[-1]] < t:
                 stack.pop()
             if stack:
-                found[event] = stack[-1]
+                found[event] = computing[stack[-1]]
     return found
 
 

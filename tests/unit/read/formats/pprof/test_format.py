@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 
 import pytest
 
@@ -27,14 +29,49 @@ def _snapshot(path, buffers: int = 1) -> str:
     return str(b.write(path))
 
 
-def test_the_format_sniffs_prof_files_only():
+def test_the_format_sniffs_prof_files_by_name():
     assert format_of("/logs/memory_profiles/step_3.prof") is PPROF
     assert PPROF.host_name("step_3.prof") == HOST == "memory_profile"
-    for name in ("x.prof.gz", ".prof", "x.pb.gz", "x.xplane.pb", "prof"):
+    for name in ("x.prof.gz", ".prof", ".pb", "x.xplane.pb", "x.hlo_proto.pb", "prof"):
         assert not PPROF.sniff(name) and PPROF.host_name(name) is None
     assert PPROF.companions(["a.prof", "jit_f(1).hlo_proto.pb"]) == ()
     with pytest.raises(NotFoundError, match="holds no compiled programs"):
         PPROF.module({}, "jit_f(1)", "/logs/a.prof")
+
+
+def test_pb_and_pb_gz_files_are_profiles_by_their_bytes(tmp_path):
+    profile = PprofBuilder()
+    profile.sample(MIB, STACK)
+    gzipped_xspace = gzip.compress(demo_xplane("tf_leak").read_bytes())
+    files = {
+        "step_2.pb": profile.to_gzip(),
+        "step_3.pb.gz": profile.to_gzip(),
+        "model.pb": b"\x08\x01\x12\x04main",  # a saved model's graph: a protobuf, not gzip
+        "graph.pb.gz": gzipped_xspace,  # gzip of another protobuf, whose first field is a large message
+        "notes.pb.gz": gzip.compress(b"some text"),
+        "cut.pb.gz": gzip.compress(b"\n\x04\x08\x01"),  # a sample type cut short
+        "empty.pb": b"",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    found = {name for name in files if PPROF.sniff(str(tmp_path / name))}
+    assert found == {"step_2.pb", "step_3.pb.gz"}
+    assert not PPROF.sniff(str(tmp_path / "missing.pb"))
+    xplane = tmp_path / "plugins_like" / "h.xplane.pb"
+    xplane.parent.mkdir()
+    xplane.write_bytes(profile.to_gzip())  # even a profile's bytes under XProf's name
+    assert not PPROF.sniff(str(xplane))
+    runs = discovery.discover(str(tmp_path))
+    assert [(r.name, r.hosts) for r in runs] == [
+        ("step_2", {HOST: str(tmp_path / "step_2.pb")}),
+        ("step_3", {HOST: str(tmp_path / "step_3.pb.gz")}),
+    ]
+    (run,) = discovery.runs_for_path(str(tmp_path / "step_3.pb.gz"))
+    assert run.name == "step_3"
+    with pytest.raises(LeakfinderError, match="no such logdir"):
+        discovery.runs_for_path(str(tmp_path / "model.pb"))
+    (host,) = tb_leakfinder.analyze(str(tmp_path / "step_2.pb"), cache=False)["runs"][0]["hosts"]
+    assert host["format"] == "pprof" and host["allocators"][0]["heap_end_bytes"] == MIB
 
 
 @pytest.mark.parametrize(
@@ -98,6 +135,35 @@ def test_paths_the_cli_takes(tmp_path):
     (allocator,) = host["allocators"]
     assert (allocator["memory_id"], allocator["never_freed_bytes"]) == ("cpu:0", 3 * MIB)
     assert allocator["groups"][0]["where"] == "train.py:14 in make_batch"
+
+
+def test_an_older_jax_profile_with_executables_reads_as_a_moment(tmp_path, capsys):
+    # Older JAX: no device label; a compiled executable's code and constants among the buffers.
+    b = PprofBuilder()
+    b.sample(2 * MIB, STACK, device="")
+    b.sample(MIB, STACK[1:], device="")
+    b.sample(3 * MIB, STACK, device="", kind="executable")
+    b.sample(5 * MIB, STACK, device="gpu:0", kind="executable")
+    path = str(b.write(tmp_path / "step_4.prof"))
+    (host,) = tb_leakfinder.analyze(path, cache=False)["runs"][0]["hosts"]
+    assert host["snapshot"] and host["warnings"] == []
+    (allocator,) = host["allocators"]  # the executables are no allocator of their own
+    assert (allocator["memory_id"], allocator["name"], allocator["warnings"]) == ("device unknown", "device unknown", [])
+    assert allocator["heap_end_bytes"] == 3 * MIB
+    assert host["compiled_programs"] == [
+        {"device": "device unknown", "count": 1, "bytes": 3 * MIB},
+        {"device": "gpu:0", "count": 1, "bytes": 5 * MIB},
+    ]
+    assert cli.main(["report", path, "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "allocator device unknown: inconclusive\n" in out
+    assert "live at this moment: 3 MiB in 2 buffer group(s)" in out
+    assert "groups (op families; count and bytes: their live buffers)" in out
+    assert "compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown; 5 MiB in 1 on gpu:0" in out
+    assert not re.search("never freed|never-freed|deallocations|memory id|no memory id", out)
+    page = tmp_path / "report.md"
+    assert cli.main(["report", path, "--no-cache", "--markdown", str(page)]) == 0
+    assert "compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown" in page.read_text()
 
 
 @pytest.mark.parametrize("data", [b"", b"not gzip", PprofBuilder().to_gzip()[:-4]], ids=["empty", "not_gzip", "truncated"])

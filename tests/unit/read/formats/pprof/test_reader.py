@@ -11,7 +11,7 @@ import pytest
 
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, NO_ALLOCATOR_KEY, SPAN_HOST_CALL, AllocatorInfo
+from tb_leakfinder.model.memory import ALLOC, DEVICE_UNKNOWN, EVENT_COLUMNS, SPAN_HOST_CALL, AllocatorInfo, CompiledPrograms
 from tb_leakfinder.read.formats.pprof import reader
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 
@@ -32,17 +32,19 @@ def test_each_sample_is_a_live_allocation_of_its_device(tmp_path):
     b.sample(MIB, STACK)
     b.sample(3 * MIB, STACK[1:], count=3, device="cpu:1")
     b.sample(0, STACK, kind="executable")  # what JAX's executables on CPU hold: left out
-    b.sample(2 * MIB, STACK, kind="executable")
+    b.sample(2 * MIB, STACK, kind="executable")  # a compiled program: no buffer
+    b.sample(4 * MIB, STACK[1:])
     profile = _read(tmp_path, b)
     e = profile.events
-    assert list(e.tensor_bytes) == list(e.chunk_bytes) == [MIB, 3 * MIB, 2 * MIB]
+    assert list(e.tensor_bytes) == list(e.chunk_bytes) == [MIB, 3 * MIB, 4 * MIB]
     assert list(e.time_ps) == [1000, 2000, 3000] and profile.duration_ps == 4000
     assert set(e.kind.tolist()) == {ALLOC}
     assert len(set(e.addr.tolist())) == 3 and 0 not in e.addr
     assert e.allocator_names == ["cpu:0", "cpu:1"]
     assert [e.allocator_names[a] for a in e.allocator] == ["cpu:0", "cpu:1", "cpu:0"]
-    assert list(e.heap_bytes) == [MIB, 3 * MIB, 3 * MIB]  # each allocator's running sum
-    assert [e.strings[r] for r in e.region] == ["buffer", "buffer", "executable"]
+    assert list(e.heap_bytes) == [MIB, 3 * MIB, 5 * MIB]  # each allocator's running sum
+    assert [e.strings[r] for r in e.region] == ["buffer", "buffer", "buffer"]
+    assert profile.compiled_programs == [CompiledPrograms("cpu:0", 1, 2 * MIB)]
     assert set(e.op.tolist()) == set(e.shape.tolist()) == set(e.dtype.tolist()) == set(e.line.tolist()) == {0}
     assert set(e.group_id.tolist()) == {-1}
     assert {name: getattr(e, name).dtype for name in EVENT_COLUMNS} == {n: np.dtype(t) for n, t in EVENT_COLUMNS.items()}
@@ -88,6 +90,19 @@ def test_the_attribution_gives_each_buffer_its_user_frames(tmp_path):
     }
 
 
+def test_a_flax_layer_below_the_users_line_is_its_model_frame(tmp_path):
+    flax = "/usr/lib/python3.11/site-packages/flax/linen/linear.py"
+    b = PprofBuilder()
+    b.sample(MIB, [(SITE, "full", 90, 101), (flax, "__call__", 230, 262), (USER, "make_batch", 12, 14)])
+    b.sample(MIB, STACK)
+    (allocator,) = analyze_host(_read(tmp_path, b)).allocators
+    sites = {allocator.sites[s] for s in allocator.buffers.site.tolist()}
+    assert {(site.where, site.model_frame) for site in sites} == {
+        ("train.py:14 in make_batch", "__call__ (linear.py:262)"),  # pprof's lines are the lines run
+        ("train.py:14 in make_batch", ""),
+    }
+
+
 def test_inlined_lines_a_writer_without_first_lines_and_missing_labels(tmp_path):
     b = PprofBuilder()
     b.sample(MIB, [(USER, "outer", 0, 7)], device="", kind="")
@@ -103,8 +118,9 @@ def test_inlined_lines_a_writer_without_first_lines_and_missing_labels(tmp_path)
     profile = _read(tmp_path, b)
     spans = profile.spans
     assert [spans.names[n] for n in spans.name] == [f"${USER}:7 outer", f"${USER}:3 inlined"]
-    assert profile.events.allocator_names == [""]
-    assert profile.allocators == {"": AllocatorInfo(NO_ALLOCATOR_KEY, False)}
+    # Older JAX leaves the device label empty: a device of its own, named as such.
+    assert profile.events.allocator_names == [DEVICE_UNKNOWN]
+    assert profile.allocators == {DEVICE_UNKNOWN: AllocatorInfo("device unknown", False)}
     assert profile.events.strings == [""] and profile.start_time_ns is None
 
 

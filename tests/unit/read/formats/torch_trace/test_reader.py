@@ -35,8 +35,9 @@ def _new_form(tmp_path):
         memory(1025.0, 64, device_type=0, device_id=-1, Addr=0x50),
         memory(1090.0, -MIB, Addr=0x1000, **{"Total Allocated": 4 * MIB}),
         complete("train.py(42): train_step", 1005.0, 90.0, cat="python_function"),
-        complete("/venv/lib/site-packages/torch/nn/modules/module.py(1501): _call_impl", 1011.0, 10.0, cat="python_function"),
-        complete("nn.Module: Linear_0", 1011.0, 9.0, cat="python_function"),
+        # As real traces nest them: the module's event around Module's plumbing.
+        complete("nn.Module: Linear_0", 1011.0, 10.0, cat="python_function"),
+        complete("/venv/lib/site-packages/torch/nn/modules/module.py(1501): _call_impl", 1011.5, 9.0, cat="python_function"),
         complete("ProfilerStep#4", 1100.0, 50.0, cat="user_annotation"),
     ]
     properties = [{"id": 0, "totalGlobalMem": 80 * MIB}]
@@ -81,10 +82,11 @@ def test_steps_roots_and_python_calls(tmp_path):
     calls = spans.source == SPAN_HOST_CALL
     assert [spans.names[i] for i in spans.name[calls]] == [
         "$train.py:42 train_step",
+        "$class Linear",  # nn.Module: Linear_0, the module whose forward runs inside
         "$/venv/lib/site-packages/torch/nn/modules/module.py:1501 _call_impl",
-    ]  # nn.Module annotations are no frames
+    ]
     memory_line = int(profile.events.line[0])
-    assert spans.line[calls].tolist() == [memory_line, memory_line]
+    assert spans.line[calls].tolist() == [memory_line] * 3
 
 
 def test_old_form_pairs_frees_lifo_by_size_and_warns(tmp_path):
@@ -280,6 +282,41 @@ def test_an_ops_shape_is_its_tensor_inputs(tmp_path):
     profile = reader.read_host(str(write(tmp_path / "w.pt.trace.json", events)), "w")
     (shape,) = {profile.events.strings[k] for k in profile.events.shape.tolist()}
     assert shape == "BFloat16[16,559,64], TensorList[[480,256],[16,256]], long int[3]"
+
+
+def test_an_allocation_primitive_is_named_by_the_op_that_computes(tmp_path):
+    # The nesting PyTorch 2.13's profiler records for .clone(), .to(float64), zeros_like, a temporary of copy_
+    # and a bare torch.empty (record_shapes: the primitives' own inputs are sizes and scalars).
+    sizes = {"Input Dims": [[], [], []], "Input type": ["ScalarList", "ScalarList", "Scalar"]}
+    tensor = {"Input Dims": [[128, 256], []], "Input type": ["float", ""]}
+    events = [
+        complete("aten::clone", 1000.0, 10.0, **tensor),
+        complete("aten::empty_strided", 1001.0, 2.0, **sizes),
+        memory(1002.0, 131072, Addr=0x1000),
+        complete("aten::to", 1020.0, 10.0, **tensor),
+        complete("aten::_to_copy", 1021.0, 8.0, **tensor),
+        complete("aten::empty_strided", 1022.0, 2.0, **sizes),
+        memory(1023.0, 262144, Addr=0x2000),
+        complete("aten::zeros_like", 1040.0, 10.0, **tensor),
+        complete("aten::empty_like", 1041.0, 5.0, **tensor),
+        complete("aten::empty_strided", 1042.0, 2.0, **sizes),
+        memory(1043.0, 131072, Addr=0x3000),
+        complete("aten::copy_", 1060.0, 10.0, **tensor),
+        complete("aten::empty", 1061.0, 2.0, **sizes),
+        memory(1062.0, 14400, Addr=0x4000),
+        complete("aten::empty", 1080.0, 2.0, **sizes),
+        memory(1081.0, 400, Addr=0x5000),
+    ]
+    profile = reader.read_host(str(write(tmp_path / "w.pt.trace.json", events)), "w")
+    strings = profile.events.strings
+    named = [(strings[op], strings[shape]) for op, shape in zip(profile.events.op, profile.events.shape, strict=True)]
+    assert named == [
+        ("aten::clone", "float[128,256]"),
+        ("aten::_to_copy", "float[128,256]"),
+        ("aten::zeros_like", "float[128,256]"),
+        ("aten::copy_", "float[128,256]"),
+        ("aten::empty", ""),  # called on its own: nothing else computes it
+    ]
 
 
 def test_a_refused_local_trace_loads_no_tensorflow(tmp_path):

@@ -69,3 +69,21 @@ def test_analyze_a_real_trace_folder(path):
     if path == QWEN:
         (cuda,) = [a for a in host["allocators"] if a["memory_id"] == "cuda:0"]
         assert cuda["peak_bytes_in_use"] == 2_088_508_416
+
+
+def test_qwen_buffers_name_the_model_layer_below_the_harness_line():
+    """The trace's own nesting: the harness's one line (text_base_model.py:28) around Qwen2's modules, each an
+    `nn.Module: <Class>_<k>` event around its forward (the MLP's act(gate) * up is aten::mul [16,559,2816])."""
+    (run,) = tb_leakfinder.analyze(str(QWEN.parent), cache=False)["runs"]
+    (cuda,) = [a for a in run["hosts"][0]["allocators"] if a["memory_id"] == "cuda:0"]
+    rows = {(r["op"], r["shape"]): r for r in cuda["peak_breakdown"]}
+    mlp = rows["aten::mul", "BFloat16[16,559,2816], BFloat16[16,559,2816]"]
+    assert mlp["where"] == "text_base_model.py:28 in run_on_input"
+    assert mlp["site"]["model_frame"] == "Qwen2MLP.forward (modeling_qwen2.py:56)"
+    # torch.nn's own modules are model frames too; a module function called by a forward has no class.
+    assert rows["aten::silu", "BFloat16[16,559,2816]"]["site"]["model_frame"] == "SiLU.forward (activation.py:431)"
+    rotary = rows["aten::add", "BFloat16[16,16,559,64], BFloat16[16,16,559,64]"]
+    assert rotary["site"]["model_frame"] == "apply_rotary_pos_emb (modeling_qwen2.py:68)"
+    # Qwen2RotaryEmbedding.forward runs under @torch.no_grad(), whose wrapper lies between the module and it.
+    rotary_embedding = rows["aten::_to_copy", "float[1,559,64]"]["site"]["model_frame"]
+    assert rotary_embedding == "Qwen2RotaryEmbedding.forward (modeling_qwen2.py:323)"
