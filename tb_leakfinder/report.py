@@ -20,7 +20,7 @@ from tb_leakfinder.analyses.pod_ranking import worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.timeline import Timeline
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
@@ -80,7 +80,12 @@ def forecast_json(forecast: Forecast | None) -> Json | None:
 
 
 def _group_key_json(strings: list[str], row: BreakdownRow) -> Json:
-    return {"op": strings[row.op], "shape": strings[row.shape], "dtype": strings[row.dtype], "region": strings[row.region]}
+    return {
+        "op": short_program_ids(strings[row.op]),
+        "shape": strings[row.shape],
+        "dtype": strings[row.dtype],
+        "region": strings[row.region],
+    }
 
 
 def site_json(site: Site) -> Json:
@@ -109,11 +114,11 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
     groups = [
         {
             "group": i,
-            "op": strings[g.op],
+            "op": short_program_ids(strings[g.op]),
             "shape": g.shape,
             "dtype": strings[g.dtype],
             "region": strings[g.region],
-            "label": verdicts.family_label(g, strings, a.sites),
+            "label": short_program_ids(verdicts.family_label(g, strings, a.sites)),
             "num_shapes": g.num_shapes,
             "latest_shape": g.latest_shape,
             "kind": g.kind,
@@ -166,7 +171,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
         "heap_end_bytes": s.heap_end_bytes,
         "heap_floor_bytes": s.heap_floor_bytes,
         "verdict": a.verdict.verdict,
-        "reason": a.verdict.reason,
+        "reason": short_program_ids(a.verdict.reason),
         "forecast": forecast_json(a.forecast),
         "fragmentation_note": a.fragmentation_note,
         "warnings": a.warnings,
@@ -183,7 +188,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "host": h.profile.host,
         "format": h.profile.format,
         "verdict": verdict.verdict,
-        "reason": verdict.reason,
+        "reason": short_program_ids(verdict.reason),
         "warnings": list(h.profile.warnings),
         "duration_ps": h.profile.duration_ps,
         "start_time_ns": h.profile.start_time_ns,
