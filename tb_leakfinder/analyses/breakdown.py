@@ -47,21 +47,23 @@ def _counted(events: MemoryEvents, buffers: Buffers, live: np.ndarray, peak_even
     rises only when the device takes its memory, which an earlier buffer still
     held. Paired by address, both look live, and the one buffer would show
     twice in a breakdown larger than the heap. When the live buffers exceed
-    the heap, those whose allocation did not raise the count are left out,
-    newest first, until they no longer do.
+    the heap, those whose allocation did not raise the count at all are left
+    out, newest first, each only while it fits in the excess: a count merely
+    out of step with the events' time order (several threads) drops nothing
+    it holds.
     """
     excess = int(buffers.chunk_bytes[live].sum()) - int(events.heap_bytes[peak_event])
     if excess <= 0:
         return live
     at = buffers.alloc_event[live].astype(np.int64)
     rise = events.heap_bytes[at] - events.heap_bytes[np.maximum(at - 1, 0)]
-    uncounted = live[(at > 0) & (rise < buffers.chunk_bytes[live])]
+    uncounted = live[(at > 0) & (rise <= 0)]
     drop = []
     for b in uncounted[::-1].tolist():  # buffers are in allocation order: newest first
-        if excess <= 0:
-            break
-        drop.append(b)
-        excess -= int(buffers.chunk_bytes[b])
+        size = int(buffers.chunk_bytes[b])
+        if 0 < size <= excess:
+            drop.append(b)
+            excess -= size
     return np.setdiff1d(live, drop)
 
 

@@ -6,7 +6,9 @@ import pytest
 
 import tb_leakfinder
 from tb_leakfinder.testing.tpu_profile import LAYOUT_SHAPE, tpu_inference
-from tb_leakfinder.testing.xspace_builder import write_session
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
+
+MIB = 1 << 20
 
 
 def analysed(tmp_path, *, deferred: bool) -> tuple[dict, dict]:
@@ -50,3 +52,19 @@ def test_shapes_show_without_their_layout(tmp_path, deferred):
     }
     assert planted["output_shape"] in shapes and LAYOUT_SHAPE not in shapes
     assert not any("{" in s for s in shapes)
+
+
+def test_a_count_out_of_step_with_time_drops_no_buffer_it_holds(tmp_path):
+    # Events written to the file out of time order (one thread's after another's): the count at the 64 MiB
+    # buffer's allocation rose by 63 MiB in time order, not by 0. It was counted: it stays.
+    b = ProfileBuilder("host0")
+    for s in range(3):
+        b.alloc(s * 1000 + 10, 0x1000 + s * 0x100000, MIB, op="Relu", shape="[256,1024]")
+        b.free(s * 1000 + 500, 0x1000 + s * 0x100000, MIB)
+    b.alloc(1000 + 50, 0x9000000, 64 * MIB, op="BiasAdd", shape="[16384,1024]")
+    b.free(1000 + 100, 0x9000000, 64 * MIB)
+    write_session(tmp_path, "run", "session", {"host0": b})
+    (run,) = tb_leakfinder.analyze(str(tmp_path / "run"))["runs"]
+    (a,) = run["hosts"][0]["allocators"]
+    rows = {r["op"]: (r["count"], r["bytes"]) for r in a["peak_breakdown"]}
+    assert rows["BiasAdd"] == (1, 64 * MIB)
