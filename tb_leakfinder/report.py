@@ -463,6 +463,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
     strings, step_nums = a.events.strings, steps.step_num.tolist()
     columns = [getattr(a.buffers, name)[page].tolist() for name in _BUFFER_COLUMNS]
     groups = a.suspects.group_of_buffer[page].tolist()
+    ops = {op: short_program_ids(strings[op]) for op in set(columns[_BUFFER_COLUMNS.index("op")])}
     return [
         {
             "id": i,
@@ -473,7 +474,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
             "free_step": step_nums[free_step] if free_step >= 0 else None,
             "requested_bytes": requested,
             "allocation_bytes": allocated,
-            "op": strings[op],
+            "op": ops[op],
             "shape": strings[shape],
             "dtype": strings[dtype],
             "region": strings[region],
