@@ -313,14 +313,21 @@ def module_summary_json(m: ModuleSummary) -> Json:
     out["whole_program_buffers"] = _group_small(m.whole_program_buffers, "reason")
     out["num_long_lived_temporaries"] = len(m.long_lived_temporaries)
     out["long_lived_temporaries"] = out["long_lived_temporaries"][:SUMMARY_LONG_LIVED]
-    return out
+    return _short_messages(out)
 
 
 def module_detail_json(m: ModuleDetail) -> Json:
     """The module route's answer: the peak's small buffers folded, everything else in full."""
     out = asdict(m)
     out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
-    return out
+    return _short_messages(out)
+
+
+def _short_messages(module: Json) -> Json:
+    """The module's sentences (`actionable` messages) with long program ids cut; its `name` stays whole."""
+    for flag in module["actionable"]:
+        flag["message"] = short_program_ids(flag["message"])
+    return module
 
 
 def _delta_json(d: Delta, digits: int | None = None) -> Json:

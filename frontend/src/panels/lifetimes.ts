@@ -344,9 +344,12 @@ export class LifetimesPanel {
     el_.dataset.drawn = String(rects.length);
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
     const where = this.range ? ` between ${formatPs(this.range.start_ps)} and ${formatPs(this.range.end_ps)}` : '';
+    const picked = this.programBuffer
+      ? ` Highlighted: ${formatCount(pickedIds.size)} allocation${pickedIds.size === 1 ? '' : 's'} of allocation ${formatCount(this.programBuffer.allocation)} of ${shortProgram(this.programBuffer.program)}.`
+      : '';
     const hl = this.group
       ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.group.group} (${this.group.label}).`
-      : ' Click an op family above to highlight its never-freed buffers.';
+      : picked || ' Click an op family above to highlight its never-freed buffers.';
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
 
