@@ -231,6 +231,8 @@ export interface RectChartOptions<R extends Rect> {
   describe(rect: R): {title: string; rows: [string, Child][]};
   /** Takes over zooming: a dragged range, or null on double-click. */
   onZoom?(range: {min: number; max: number} | null): void;
+  /** A click (not a drag) on a rect. */
+  onPick?(rect: R): void;
 }
 
 /**
@@ -280,6 +282,15 @@ export class RectChart<R extends Rect> {
     this.plot = new uPlot(opts, [[], []], this.element);
     this.plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
     this.plot.over.addEventListener('dblclick', () => this.zoom(null));
+    const pick = options.onPick;
+    if (pick) {
+      // A click picks the rect under the cursor; the end of a drag (a zoom) does not.
+      let down = {x: 0, y: 0};
+      this.plot.over.addEventListener('mousedown', (e) => (down = {x: e.clientX, y: e.clientY}));
+      this.plot.over.addEventListener('click', (e) => {
+        if (this.hovered && Math.hypot(e.clientX - down.x, e.clientY - down.y) < 4) pick(this.hovered);
+      });
+    }
     this.dispose = autoWidth(this.plot, this.element, options.height);
   }
 

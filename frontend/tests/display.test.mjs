@@ -177,6 +177,36 @@ test("the static view's program buffer shows its allocations in the dynamic view
   await frame.waitForSelector(`[data-panel=lifetimes] [data-picked="${TRAIN}#3"][data-total="12"]`);
 });
 
+/** Moves the mouse down the middle of a chart until its tooltip holds `text`, then clicks there. */
+async function clickWhere(page, frame, chart, text) {
+  const over = await frame.waitForSelector(`${chart} .u-over`);
+  await over.scrollIntoViewIfNeeded();
+  const box = await over.boundingBox();
+  for (const fx of [0.5, 0.25, 0.75]) {
+    for (let y = box.y + 2; y < box.y + box.height; y += 3) {
+      await page.mouse.move(box.x + box.width * fx, y);
+      const shown = await frame.$eval(`${chart} .lf-tooltip`, (t) => (t.hidden ? '' : (t.textContent ?? '')));
+      if (shown.includes(text)) {
+        await page.mouse.click(box.x + box.width * fx, y);
+        return;
+      }
+    }
+  }
+  assert.fail(`no point of ${chart} shows ${text}`);
+}
+
+test('the charts link too: a block of the static view picks its allocations, an allocation opens its block', async () => {
+  const {page, frame} = await open('gpu_train');
+  await frame.selectOption('[data-select=module]', TRAIN);
+  await frame.waitForSelector(`[data-panel=static] [data-module="${TRAIN}"] [data-chart=static-blocks][data-drawn]`);
+  await clickWhere(page, frame, '[data-chart=static-blocks]', 'allocation3 (offset');
+  await frame.waitForSelector(`[data-panel=lifetimes] [data-picked="${TRAIN}#3"][data-total="12"]`);
+  await frame.waitForSelector('[data-chart=lifetimes][data-picked="12"]');
+  // One of those allocations, in the lifetimes chart: its program buffer opens, selected, in the static view.
+  await clickWhere(page, frame, '[data-chart=lifetimes]', 'output 1 of jit_train_step(…8113)');
+  await frame.waitForSelector(`[data-panel=static] [data-module="${TRAIN}"][data-selected-allocation="3"] [data-selected="3"]`);
+});
+
 test('no failed requests, dialogs or page errors', () => {
   for (const seen of pages) {
     assert.deepEqual(seen.failures, []);

@@ -11,7 +11,7 @@ import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
 import {formatBytes, formatCount, formatPs, formatStep, shortProgram, timeTicks} from '../format';
-import {NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
+import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import type {TimeRange} from './timeline';
 
@@ -96,6 +96,11 @@ export class LifetimesPanel {
       xValues: timeTicks,
       describe: (r) => this.describe(r.buffer),
       onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
+      // A buffer made for a program buffer opens it in the static view, as its Where link does.
+      onPick: (r) => {
+        const site = this.siteOf.get(r.buffer);
+        if (hasProgramBuffer(site) && this.sites?.href(site)) this.sites.open(site);
+      },
     });
     this.chart.element.dataset.chart = 'lifetimes';
     this.chart.element.setAttribute('role', 'img');
@@ -171,7 +176,7 @@ export class LifetimesPanel {
     this.element = el(
       'div',
       {},
-      el('p', {class: 'lf-muted'}, 'Each bar is one buffer: from its allocation to its free, at its address, as tall as its size. Hover for details; drag to zoom.'),
+      el('p', {class: 'lf-muted'}, 'Each bar is one buffer: from its allocation to its free, at its address, as tall as its size. Hover for details; drag to zoom; click a buffer a program made to open its program buffer in the static view.'),
       legend,
       this.chart.element,
       this.note,

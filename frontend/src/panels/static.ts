@@ -277,6 +277,12 @@ export class StaticPanel {
       yLabel: 'offset',
       xValues: positionTicks,
       xIncrs: POSITION_INCRS,
+      // A block of an allocation picks it in the dynamic view too.
+      onPick: this.onShowAllocations
+        ? (r) => {
+            if (r.buffer.allocation !== null) this.onShowAllocations?.({program: this.summary.name, allocation: r.buffer.allocation});
+          }
+        : undefined,
       describe: (r) => ({
         title: r.buffer.op_name || nameOf(r.buffer) || '(unnamed)',
         rows: [
@@ -297,7 +303,8 @@ export class StaticPanel {
     blocks.element.dataset.chart = 'static-blocks';
     blocks.element.setAttribute('role', 'img');
     blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below');
-    this.body.append(legend, blocks.element);
+    const hint = this.onShowAllocations ? [el('p', {class: 'lf-muted'}, 'Hover a block for its buffer; click it to highlight its allocations in the buffer lifetimes.')] : [];
+    this.body.append(legend, ...hint, blocks.element);
     // The server sends the largest buffers when a program has too many to draw.
     const drawn = d.buffers;
     const end = Math.max(1, d.num_positions);
