@@ -20,7 +20,7 @@ from tb_leakfinder.analyses.pod_ranking import worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.timeline import Timeline
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledPrograms, Steps
@@ -80,7 +80,12 @@ def forecast_json(forecast: Forecast | None) -> Json | None:
 
 
 def _group_key_json(strings: list[str], row: BreakdownRow) -> Json:
-    return {"op": strings[row.op], "shape": strings[row.shape], "dtype": strings[row.dtype], "region": strings[row.region]}
+    return {
+        "op": short_program_ids(strings[row.op]),
+        "shape": strings[row.shape],
+        "dtype": strings[row.dtype],
+        "region": strings[row.region],
+    }
 
 
 def site_json(site: Site) -> Json:
@@ -109,11 +114,11 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
     groups = [
         {
             "group": i,
-            "op": strings[g.op],
+            "op": short_program_ids(strings[g.op]),
             "shape": g.shape,
             "dtype": strings[g.dtype],
             "region": strings[g.region],
-            "label": verdicts.family_label(g, strings, a.sites),
+            "label": short_program_ids(verdicts.family_label(g, strings, a.sites)),
             "num_shapes": g.num_shapes,
             "latest_shape": g.latest_shape,
             "kind": g.kind,
@@ -166,7 +171,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
         "heap_end_bytes": s.heap_end_bytes,
         "heap_floor_bytes": s.heap_floor_bytes,
         "verdict": a.verdict.verdict,
-        "reason": a.verdict.reason,
+        "reason": short_program_ids(a.verdict.reason),
         "forecast": forecast_json(a.forecast),
         "out_of_memory": None if a.out_of_memory is None else asdict(a.out_of_memory),
         "fragmentation_note": a.fragmentation_note,
@@ -184,7 +189,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "host": h.profile.host,
         "format": h.profile.format,
         "verdict": verdict.verdict,
-        "reason": verdict.reason,
+        "reason": short_program_ids(verdict.reason),
         "warnings": list(h.profile.warnings),
         "duration_ps": h.profile.duration_ps,
         "start_time_ns": h.profile.start_time_ns,
@@ -321,14 +326,21 @@ def module_summary_json(m: ModuleSummary) -> Json:
     out["whole_program_buffers"] = _group_small(m.whole_program_buffers, "reason")
     out["num_long_lived_temporaries"] = len(m.long_lived_temporaries)
     out["long_lived_temporaries"] = out["long_lived_temporaries"][:SUMMARY_LONG_LIVED]
-    return out
+    return _short_messages(out)
 
 
 def module_detail_json(m: ModuleDetail) -> Json:
     """The module route's answer: the peak's small buffers folded, everything else in full."""
     out = asdict(m)
     out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
-    return out
+    return _short_messages(out)
+
+
+def _short_messages(module: Json) -> Json:
+    """The module's sentences (`actionable` messages) with long program ids cut; its `name` stays whole."""
+    for flag in module["actionable"]:
+        flag["message"] = short_program_ids(flag["message"])
+    return module
 
 
 def _delta_json(d: Delta, digits: int | None = None) -> Json:
@@ -471,6 +483,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
     strings, step_nums = a.events.strings, steps.step_num.tolist()
     columns = [getattr(a.buffers, name)[page].tolist() for name in _BUFFER_COLUMNS]
     groups = a.suspects.group_of_buffer[page].tolist()
+    ops = {op: short_program_ids(strings[op]) for op in set(columns[_BUFFER_COLUMNS.index("op")])}
     return [
         {
             "id": i,
@@ -481,7 +494,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
             "free_step": step_nums[free_step] if free_step >= 0 else None,
             "requested_bytes": requested,
             "allocation_bytes": allocated,
-            "op": strings[op],
+            "op": ops[op],
             "shape": strings[shape],
             "dtype": strings[dtype],
             "region": strings[region],

@@ -541,6 +541,15 @@ export interface BufferQuery {
   status?: BufferStatus | '';
   start_ps?: number | null;
   end_ps?: number | null;
+  /** The buffers made in this program (a module's key), with `allocation` those of that buffer allocation of it. */
+  program?: string | null;
+  allocation?: number | null;
+}
+
+/** One program buffer of the static view: a program's buffer allocation. */
+export interface ProgramBuffer {
+  program: string;
+  allocation: number;
 }
 
 // ---- compare (run B, the change, against run A, the base) -------------------

@@ -7,6 +7,7 @@ import {ApiError, type HostReport, moduleKey, type ModuleSummary, type Selection
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
+import {shortProgram} from './format';
 import {captureCount, tensorboardRun} from './panels/history';
 import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
@@ -333,7 +334,7 @@ export class App {
     const labels = new Map(host.allocators.map((a) => [allocatorKey(a), `${allocatorLabel(a)} (${VERDICT_LABEL[a.verdict].toLowerCase()})`]));
     this.fillSelect(this.selectors.allocator, host.allocators.map(allocatorKey), 'allocator', labels, opening && allocatorKey(opening));
     const modules = host.modules ?? [];
-    this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module');
+    this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module', new Map(modules.map((m) => [moduleKey(m), shortProgram(moduleKey(m))])));
     this.moduleLabel.hidden = host.format !== 'xplane';
     const allocator = host.allocators.find((a) => allocatorKey(a) === state.sel.allocator) ?? null;
     state.save();

@@ -2,7 +2,7 @@
 // chart (buffer lifetimes, static buffer blocks) drawn through uPlot hooks.
 
 import uPlot from 'uplot';
-import {type Child, cssVar, el} from './dom';
+import {breakableChild, type Child, cssVar, el} from './dom';
 import {byteTicks} from './format';
 
 /** Runs `paint` with the canvas clipped to the plotting area (canvas pixels). */
@@ -23,39 +23,88 @@ export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uP
   }
 }
 
+/** A box on the canvas (canvas pixels): x0 < x1, y0 < y1. */
+export interface Box {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+export function overlaps(a: Box, b: Box): boolean {
+  return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+}
+
+/** The row the step labels take at the top of the plot (CSS pixels): the peak marker stays below it. */
+export const STEP_LABEL_ROW = 16;
+const PEAK_FONT = 11;
+const DOT_RADIUS = 4;
+
+/** Where a peak's marker goes: its dot and its text's plate (canvas pixels); null outside the x range. */
+export interface PeakMarker {
+  x: number;
+  y: number;
+  dot: Box;
+  plate: Box;
+  tx: number;
+  ty: number;
+}
+
 /**
- * A dot at a peak with `text` beside it (inside the plot, below the step
- * labels); nothing when the peak is outside the x range. Call from `clipped`.
+ * The marker of a peak with `text` beside it: inside the plot, below the
+ * step labels' row. `ctx` measures the text; nothing is drawn.
  */
-export function paintPeak(
+export function peakMarker(
   u: uPlot,
   ctx: CanvasRenderingContext2D,
   peak: {time_ps: number | null; bytes: number},
   scale: string,
   text: string,
-  color: string,
-): void {
-  if (peak.time_ps === null) return;
+): PeakMarker | null {
+  if (peak.time_ps === null) return null;
   const {left, top, width} = u.bbox;
   const dpr = devicePixelRatio;
   const x = u.valToPos(peak.time_ps, 'x', true);
   const y = u.valToPos(peak.bytes, scale, true);
-  if (x < left || x > left + width) return;
-  ctx.fillStyle = color;
-  ctx.beginPath();
-  ctx.arc(x, y, 4 * dpr, 0, 2 * Math.PI);
-  ctx.fill();
-  ctx.font = `${Math.round(11 * dpr)}px sans-serif`;
+  if (x < left || x > left + width) return null;
+  ctx.font = `${Math.round(PEAK_FONT * dpr)}px sans-serif`;
   const tw = ctx.measureText(text).width;
   const tx = x + 6 * dpr + tw < left + width ? x + 6 * dpr : x - 6 * dpr - tw;
-  const ty = Math.max(top + 28 * dpr, y + 4 * dpr);
+  const ty = Math.max(top + (STEP_LABEL_ROW + 12) * dpr, y + 4 * dpr);
+  const r = DOT_RADIUS * dpr;
+  return {
+    x,
+    y,
+    dot: {x0: x - r, y0: y - r, x1: x + r, y1: y + r},
+    plate: {x0: tx - 3 * dpr, y0: ty - 11 * dpr, x1: tx + tw + 3 * dpr, y1: ty + 4 * dpr},
+    tx,
+    ty,
+  };
+}
+
+/** Paints a peak's marker (`peakMarker`): a dot, and its text on a plate. Call from `clipped`. */
+export function paintPeak(ctx: CanvasRenderingContext2D, marker: PeakMarker | null, text: string, color: string): void {
+  if (!marker) return;
+  const dpr = devicePixelRatio;
+  ctx.fillStyle = color;
+  ctx.beginPath();
+  ctx.arc(marker.x, marker.y, DOT_RADIUS * dpr, 0, 2 * Math.PI);
+  ctx.fill();
+  ctx.font = `${Math.round(PEAK_FONT * dpr)}px sans-serif`;
   // On a plate of the page's background, so that it reads over the lines.
+  const {plate} = marker;
   ctx.fillStyle = cssVar('--lf-bg');
   ctx.globalAlpha = 0.85;
-  ctx.fillRect(tx - 3 * dpr, ty - 11 * dpr, tw + 6 * dpr, 15 * dpr);
+  ctx.fillRect(plate.x0, plate.y0, plate.x1 - plate.x0, plate.y1 - plate.y0);
   ctx.globalAlpha = 1;
   ctx.fillStyle = cssVar('--lf-text');
-  ctx.fillText(text, tx, ty);
+  ctx.fillText(text, marker.tx, marker.ty);
+}
+
+/** A box in CSS pixels relative to the chart, rounded, as the browser tests read it from a data attribute. */
+export function cssBox(b: Box): number[] {
+  const dpr = devicePixelRatio;
+  return [b.x0, b.y0, b.x1, b.y1].map((v) => Math.round((v / dpr) * 10) / 10);
 }
 
 /** Tick steps of a byte axis: powers of two, so that ticks read 4 MiB, 8 MiB, not 4.77 MiB. */
@@ -137,7 +186,7 @@ export class Tooltip {
   }
   show(left: number, top: number, rows: [string, Child][], title?: string): void {
     const dl = el('dl');
-    for (const [label, value] of rows) dl.append(el('dt', {}, label), el('dd', {}, value));
+    for (const [label, value] of rows) dl.append(el('dt', {}, label), el('dd', {}, breakableChild(value)));
     this.element.replaceChildren(...(title ? [el('strong', {}, title)] : []), dl);
     this.element.hidden = false;
     const width = this.container.clientWidth;
@@ -182,6 +231,8 @@ export interface RectChartOptions<R extends Rect> {
   describe(rect: R): {title: string; rows: [string, Child][]};
   /** Takes over zooming: a dragged range, or null on double-click. */
   onZoom?(range: {min: number; max: number} | null): void;
+  /** A click (not a drag) on a rect. */
+  onPick?(rect: R): void;
 }
 
 /**
@@ -231,6 +282,15 @@ export class RectChart<R extends Rect> {
     this.plot = new uPlot(opts, [[], []], this.element);
     this.plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
     this.plot.over.addEventListener('dblclick', () => this.zoom(null));
+    const pick = options.onPick;
+    if (pick) {
+      // A click picks the rect under the cursor; the end of a drag (a zoom) does not.
+      let down = {x: 0, y: 0};
+      this.plot.over.addEventListener('mousedown', (e) => (down = {x: e.clientX, y: e.clientY}));
+      this.plot.over.addEventListener('click', (e) => {
+        if (this.hovered && Math.hypot(e.clientX - down.x, e.clientY - down.y) < 4) pick(this.hovered);
+      });
+    }
     this.dispose = autoWidth(this.plot, this.element, options.height);
   }
 

@@ -26,6 +26,30 @@ export function append(parent: Node, ...children: Child[]): void {
   }
 }
 
+/** Where a long name may break: after these, so that `a/b.c_d:e,f` never breaks inside a word. */
+const SEPARATORS = /([/\\._:,;=|@#\])}]+)/;
+
+/**
+ * Text that wraps only after a separator (a `<wbr>` after each run of them):
+ * `jit(train_step)/jvp()/dot_general`, `model.py:57`, `f32[5,1024,1024,256]`.
+ * Its text is the same; a word longer than the line still breaks as a last resort (CSS).
+ */
+export function breakable(text: string): DocumentFragment {
+  const out = document.createDocumentFragment();
+  const parts = text.split(SEPARATORS);
+  parts.forEach((part, i) => {
+    if (!part) return;
+    out.append(part);
+    if (i % 2 === 1 && i < parts.length - 1 && parts.slice(i + 1).some(Boolean)) out.append(document.createElement('wbr'));
+  });
+  return out;
+}
+
+/** A child as `breakable` text when it is a string. */
+export function breakableChild(child: Child): Child {
+  return typeof child === 'string' ? breakable(child) : child;
+}
+
 export function clear(node: Node): void {
   while (node.firstChild) node.removeChild(node.firstChild);
 }

@@ -118,3 +118,12 @@ export function timeTicks(values: number[]): string[] {
   const decimals = Math.min(Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9)), Math.round(Math.log10(scale)));
   return values.map((v) => (v === 0 ? '0' : `${(v / scale).toFixed(decimals)} ${unit}`));
 }
+
+/** A TPU program's id is a 64-bit fingerprint: in a label, its last digits tell same-name programs apart. */
+const LONG_PROGRAM_ID = /(?<=[\w.-])\((-?\d{7,})\)/g;
+const SHORT_ID_DIGITS = 4;
+
+/** A label with each long program id cut to its last digits, as the server's labels (analyses/words.py). */
+export function shortProgram(text: string): string {
+  return text.replace(LONG_PROGRAM_ID, (_m, id: string) => `(…${id.slice(-SHORT_ID_DIGITS)})`);
+}

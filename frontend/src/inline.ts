@@ -34,7 +34,7 @@ interface InlineBuffers {
 const IGNORED_ARGS: Record<string, string[]> = {
   timeline: ['points', 'start_ps', 'end_ps'],
   module: ['points'],
-  buffers: ['offset', 'limit', 'sort', 'order', 'group', 'status', 'start_ps', 'end_ps'],
+  buffers: ['offset', 'limit', 'sort', 'order', 'group', 'status', 'start_ps', 'end_ps', 'program', 'allocation'],
 };
 
 function present(value: Params[string]): value is string | number {
@@ -70,6 +70,14 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   const status = params.status;
   const start = num(params, 'start_ps');
   const end = num(params, 'end_ps');
+  const program = present(params.program) ? String(params.program) : null;
+  const allocation = num(params, 'allocation');
+  if (program === null && allocation !== null) return {status: 400, body: {error: "allocation is a program's buffer allocation: give the program too"}};
+  const sites = all.sites ?? [];
+  const made = (b: Buffer) => {
+    const site = sites[b.site];
+    return program === null || (!!site && site.program === program && (allocation === null || site.allocation === allocation));
+  };
   const sort = String(params.sort ?? 'bytes');
   const order = String(params.order ?? 'desc');
   const key = SORT_KEYS[sort];
@@ -79,7 +87,8 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
       (group === null || b.group === group) &&
       (!present(status) || b.status === status) &&
       (start === null || (b.free_time_ps ?? Infinity) >= start) &&
-      (end === null || (b.alloc_time_ps ?? -Infinity) <= end),
+      (end === null || (b.alloc_time_ps ?? -Infinity) <= end) &&
+      made(b),
   );
   // Ascending with ties in buffer order, reversed for descending, as the server's stable sort does.
   const ranked = rows

@@ -4,7 +4,7 @@
 // opens that program in the static view with the buffer's allocation selected.
 
 import type {Site} from './api';
-import {el} from './dom';
+import {breakable, el} from './dom';
 
 /** Frames are innermost first: each is called from the next (views/text.py's CALLED_FROM). */
 export const STACK_SEPARATOR = ' ← ';
@@ -91,13 +91,13 @@ export function whereCell(where: string, site: Site | undefined, links: SiteLink
   const lines = siteLines(where, site);
   const href = hasProgramBuffer(site) && links ? links.href(site) : null;
   if (!hasProgramBuffer(site) || !links || href === null) {
-    return el('span', {class: 'lf-where', 'data-where': where, title: lines.length ? lines.join('\n') : null}, whereText(where, site));
+    return el('span', {class: 'lf-where', 'data-where': where, title: lines.length ? lines.join('\n') : null}, breakable(whereText(where, site)));
   }
   lines.push(`Click to open ${site.program} in the static view, allocation ${site.allocation} selected.`);
   const link = el(
     'a',
     {class: 'lf-site-link', href, target: '_top', 'data-site-link': 'true', 'data-program': site.program, 'data-allocation': String(site.allocation)},
-    whereText(where, site) || site.program,
+    breakable(whereText(where, site) || site.program),
   );
   link.addEventListener('click', (event) => {
     // The row under it may be selectable: the link opens the program, it does not select the row.

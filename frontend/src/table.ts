@@ -2,7 +2,7 @@
 // from a source that pages (the server, or an in-memory list).
 
 import {csvButton, type CsvWhere, fetchAll} from './csv';
-import {append, type Child, clear, el} from './dom';
+import {append, breakableChild, type Child, clear, el} from './dom';
 import {formatCount} from './format';
 
 export interface Column<T> {
@@ -165,7 +165,9 @@ export class DataTable<T> {
       const key = this.options.rowKey(row);
       const tr = el('tr', {'data-key': key, class: this.options.rowClass?.(row) ?? null});
       for (const column of columns) {
-        tr.appendChild(el('td', {class: [column.numeric ? 'lf-num' : '', column.wrap ? 'lf-wrap' : ''].join(' ').trim() || null}, column.cell(row)));
+        const cell = column.cell(row);
+        const content = column.wrap ? breakableChild(cell) : cell;
+        tr.appendChild(el('td', {class: [column.numeric ? 'lf-num' : '', column.wrap ? 'lf-wrap' : ''].join(' ').trim() || null}, content));
       }
       if (onSelect) {
         tr.classList.add('lf-selectable');

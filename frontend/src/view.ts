@@ -2,11 +2,11 @@
 // Panels take their data and a selection, so a later layout can place two
 // views side by side.
 
-import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, RunReport, Selection} from './api';
+import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
-import {formatBytes, formatCount} from './format';
+import {formatBytes, formatCount, shortProgram} from './format';
 import {renderBreakdown} from './panels/breakdown';
 import {renderGroups} from './panels/groups';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
@@ -103,6 +103,8 @@ export class RunView {
   private lifetimes: LifetimesPanel | null = null;
   private staticPanel: StaticPanel | null = null;
   private history: HistoryPanel | null = null;
+  /** The program buffer selected in the static view when the view opens, picked in the dynamic view too. */
+  private picked: ProgramBuffer | null = null;
 
   constructor(data: ViewData) {
     const {cache, sel, run, host, allocator, limits, sites} = data;
@@ -144,8 +146,17 @@ export class RunView {
     const programs = compiledPrograms(host);
     if (programs) this.element.append(programs);
     if (data.module && host.format === 'xplane') {
-      this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits, data.allocation, data.reveal);
-      this.element.append(section(`Static view: ${sel.module}`, 'static', this.staticPanel.element));
+      const lifetimes = this.lifetimes;
+      // The static view's program buffer, picked, is picked in the dynamic view too: its allocations highlighted.
+      const show = lifetimes
+        ? (picked: ProgramBuffer) => {
+            void lifetimes.setProgramBuffer(picked);
+            lifetimes.element.scrollIntoView({block: 'start'});
+          }
+        : null;
+      this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits, data.allocation, data.reveal, show);
+      this.element.append(section(`Static view: ${shortProgram(sel.module)}`, 'static', this.staticPanel.element));
+      if (lifetimes && data.allocation !== null) this.picked = {program: data.module.name, allocation: data.allocation};
     }
   }
 
@@ -153,6 +164,8 @@ export class RunView {
   start(): void {
     this.history?.start();
     void this.timeline?.setRange(null);
+    // Followed from an allocation's Where link: that program buffer's allocations are the ones shown.
+    if (this.picked) void this.lifetimes?.setProgramBuffer(this.picked);
     this.lifetimes?.start();
     void this.staticPanel?.load();
   }

@@ -138,6 +138,32 @@ test('a JAX report opened from disk shows the static view', async () => {
   await page.close();
 });
 
+test("a JAX GPU report opened from disk: a program buffer's show lists its allocations from the inlined buffers", async () => {
+  const build = `
+import sys
+from tb_leakfinder.testing.pjrt_profile import jax_training
+from tb_leakfinder.testing.xspace_builder import write_session
+builder, _ = jax_training(12)
+write_session(sys.argv[1], "gpu_train", "2026_01_01_00_00_00", {builder.hostname: builder})
+`;
+  const jax = makeLogdir([], build);
+  try {
+    const {page, seen} = await open(cli(['report', join(jax, 'gpu_train')], 'gpu_train.html'));
+    await page.waitForSelector('[data-panel=static] [data-module="jit_train_step(7)"] [data-table=whole-program] tbody tr');
+    // Output 1 of the train step (dot.3, allocation 3), kept every step: its 12 allocations, filtered in the page.
+    await page.click('[data-panel=static] [data-table=whole-program] button[data-show-allocation="3"]');
+    await page.waitForSelector('[data-panel=lifetimes] [data-picked="jit_train_step(7)#3"][data-total="12"]');
+    await page.waitForSelector('[data-chart=lifetimes][data-picked="12"]');
+    const wheres = await page.$$eval('[data-panel=lifetimes] tbody tr[data-key] a[data-site-link]', (as) => as.map((a) => [a.dataset.program, a.dataset.allocation]));
+    assert.equal(wheres.length, 10);
+    for (const w of wheres) assert.deepEqual(w, ['jit_train_step(7)', '3']);
+    clean(seen);
+    await page.close();
+  } finally {
+    rmSync(jax, {recursive: true, force: true});
+  }
+});
+
 test('a diff opened from disk shows the comparison of both runs', async () => {
   const demo = join(REPO, 'demo_logs');
   const file = cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff.html');

@@ -17,6 +17,7 @@ before(async () => {
     export {reasonText} from './panels/verdict';
     export {captureCount, measureLabel, tensorboardRun} from './panels/history';
     export {ViewState} from './state';
+    export {queryBuffers} from './inline';
   `;
   m = await importSources(entry);
 });
@@ -172,4 +173,22 @@ test('the view state swaps runs A and B, and comparing with none ends the compar
   assert.deepEqual(state.a, {run: 'b', host: 'h1'});
   state.compareWith('');
   assert.equal(state.comparing, false);
+});
+
+test("long program ids are cut to their last digits, as the server's labels", () => {
+  assert.equal(m.shortProgram('jit_f(8213770315642958113)'), 'jit_f(…8113)');
+  assert.equal(m.shortProgram('output 0 of jit_g(-6213431587374541170) (allocation 2)'), 'output 0 of jit_g(…1170) (allocation 2)');
+  assert.equal(m.shortProgram('jit_train_step(12)'), 'jit_train_step(12)');
+  assert.equal(m.shortProgram('f32[8] (1234567890)'), 'f32[8] (1234567890)');
+});
+
+test("a standalone page's buffers of one program buffer, as the buffers route filters them", () => {
+  const site = (program, allocation) => ({context: 'program', program, buffer: '', allocation, hlo_op: '', op_name: '', hlo_shape: '', source: '', match: 'exact', candidates: [], stack: []});
+  const buffer = (id, s) => ({id, site: s, allocation_bytes: 100 - id, alloc_time_ps: id, free_time_ps: null, op: '', status: 'never_freed', group: null});
+  const all = {run: 'r', host: 'h', allocator: 'a', total: 4, sites: [site('', -1), site('jit_f(1)', 3), site('jit_f(1)', 4), site('jit_g(2)', 3)], buffers: [0, 1, 2, 3, 1].map((s, id) => buffer(id, s))};
+  const ids = (params) => m.queryBuffers(all, params).body.buffers.map((b) => b.id);
+  assert.deepEqual(ids({program: 'jit_f(1)', allocation: 3}), [1, 4]);
+  assert.deepEqual(ids({program: 'jit_f(1)'}), [1, 2, 4]);
+  assert.deepEqual(ids({program: 'jit_h(9)'}), []);
+  assert.equal(m.queryBuffers(all, {allocation: 3}).status, 400);
 });

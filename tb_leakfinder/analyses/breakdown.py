@@ -39,6 +39,34 @@ def live_at(buffers: Buffers, event: int, time_ps: int) -> np.ndarray:
     return allocated & not_freed
 
 
+def _counted(events: MemoryEvents, buffers: Buffers, live: np.ndarray, peak_event: int) -> np.ndarray:
+    """The live buffers the allocator's own heap count holds at the peak.
+
+    A deferred allocation (TPU's `DeferredTpuAllocator`: an output allocated on
+    the host before the device runs) is recorded at once, but the heap count
+    rises only when the device takes its memory, which an earlier buffer still
+    held. Paired by address, both look live, and the one buffer would show
+    twice in a breakdown larger than the heap. When the live buffers exceed
+    the heap, those whose allocation did not raise the count at all are left
+    out, newest first, each only while it fits in the excess: a count merely
+    out of step with the events' time order (several threads) drops nothing
+    it holds.
+    """
+    excess = int(buffers.chunk_bytes[live].sum()) - int(events.heap_bytes[peak_event])
+    if excess <= 0:
+        return live
+    at = buffers.alloc_event[live].astype(np.int64)
+    rise = events.heap_bytes[at] - events.heap_bytes[np.maximum(at - 1, 0)]
+    uncounted = live[(at > 0) & (rise <= 0)]
+    drop = []
+    for b in uncounted[::-1].tolist():  # buffers are in allocation order: newest first
+        size = int(buffers.chunk_bytes[b])
+        if 0 < size <= excess:
+            drop.append(b)
+            excess -= size
+    return np.setdiff1d(live, drop)
+
+
 def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> tuple[list[BreakdownRow], int]:
     """The rows that add up to the peak (stack reserved + heap), largest first, and the before-window bytes.
 
@@ -50,7 +78,7 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     if peak_event < 0:
         return [], 0
     time_ps = int(events.time_ps[peak_event])
-    live = np.flatnonzero(live_at(buffers, peak_event, time_ps))
+    live = _counted(events, buffers, np.flatnonzero(live_at(buffers, peak_event, time_ps)), peak_event)
     keys = group_keys(buffers, live)
     ids, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     sizes = np.zeros(len(ids), np.int64)  # integer sums: float weights would round large byte counts

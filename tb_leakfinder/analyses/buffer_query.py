@@ -39,8 +39,12 @@ def query_buffers(
     status: str | None = None,
     start_ps: int | None = None,
     end_ps: int | None = None,
+    program: str | None = None,
+    allocation: int | None = None,
 ) -> BufferPage:
-    """The buffers of `group` and `status` live at some time in [start_ps, end_ps], sorted, from `offset`."""
+    """The buffers of `group` and `status` live at some time in [start_ps, end_ps], sorted, from `offset`;
+    with `program`, only those made in it (with `allocation` too, those tied to that buffer allocation of it:
+    the static view's program buffer)."""
     b = a.buffers
     if sort not in SORT_KEYS:
         raise BadArgumentError(f"sort must be one of {', '.join(SORT_KEYS)}, not {sort!r}")
@@ -56,6 +60,11 @@ def query_buffers(
         if status not in STATUS_NAMES:
             raise BadArgumentError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}")
         mask &= b.status == STATUS_NAMES.index(status)
+    if program is not None:
+        sites = [i for i, s in enumerate(a.sites) if s.program == program and allocation in (None, s.allocation)]
+        mask &= np.isin(b.site, sites)
+    elif allocation is not None:
+        raise BadArgumentError("allocation is a program's buffer allocation: give the program too")
     end_time = np.where(b.free_time_ps == NO_TIME, np.iinfo(np.int64).max, b.free_time_ps)
     if start_ps is not None:
         mask &= end_time >= start_ps

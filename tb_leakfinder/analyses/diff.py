@@ -26,8 +26,9 @@ STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)
 RELATIVE_TOLERANCE = 0.05
 
 _NUMERIC_SUFFIX = re.compile(r"[._]\d+(?=$|/)")
-# A program's id in a buffer's name ("output 0 of jit_step(12)"): compilation order, not the program.
-_PROGRAM_IN_NAME = re.compile(r"(?<=\w)\(\d+\)(?=$|[\s,])")
+# A program's id in a buffer's name ("output 0 of jit_step(12)"): compilation order, not the program; a
+# report's label may hold it cut to its last digits ("jit_f(…8113)", words.short_program_ids).
+_PROGRAM_IN_NAME = re.compile(r"(?<=\w)\((?:…)?-?\d+\)(?=$|[\s,])")
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
 T = TypeVar("T")
 

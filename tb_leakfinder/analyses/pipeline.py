@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,6 +34,7 @@ from tb_leakfinder.model.memory import (
 )
 from tb_leakfinder.model.sites import NO_SITE, Site
 
+_NUMBERS = re.compile(r"(\d+)")
 SNAPSHOT_STEPS = "one moment (a device memory profile: the buffers live when it was saved)"
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
@@ -60,8 +62,14 @@ class AllocatorAnalysis:
 @dataclass
 class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
-    allocators: list[AllocatorAnalysis]  # device memory first, then host memory; largest peak first in each
+    allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of name in each
     step_source: StepSource  # where profile.steps came from
+
+    def largest_device(self) -> AllocatorAnalysis:
+        """The allocator a host opens on: the device memory with the largest peak (host memory only when there
+        is no other), the first in natural order of a tie."""
+        devices = [a for a in self.allocators if not _info(self.profile, a.memory_id).host_memory] or self.allocators
+        return max(devices, key=lambda a: a.summary.peak_bytes_in_use)  # max keeps the first of a tie
 
 
 def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> HostAnalysis:
@@ -83,8 +91,13 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     result = []
     for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
         result.append(analyze_allocator(memory_id, mine, profile, source, calls, modules))
-    result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, -a.summary.peak_bytes_in_use, a.memory_id))
+    result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, natural_key(a.name), a.memory_id))
     return HostAnalysis(profile, result, source)
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """A name's sort key with its numbers compared as numbers: GPU:2 before GPU:10."""
+    return tuple((0, int(part)) if part.isdecimal() else (1, part) for part in _NUMBERS.split(name) if part)
 
 
 def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:

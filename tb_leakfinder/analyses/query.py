@@ -18,11 +18,11 @@ def allocator_choices(allocators: list[AllocatorAnalysis] | list[Json]) -> str:
 
 
 def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
-    """The allocator whose label or memory id is `allocator`; the first (device memory, highest peak) when None."""
+    """The allocator whose label or memory id is `allocator`; the device memory with the largest peak when None."""
     if not h.allocators:
         raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events. {verdicts.NO_EVENTS_REASON}")
     if allocator is None:
-        return h.allocators[0]
+        return h.largest_device()
     for a in h.allocators:
         if allocator in (a.name, a.memory_id):
             return a

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+# A TPU program's id is a 64-bit fingerprint; its last digits are enough to tell same-name programs apart.
+_LONG_PROGRAM_ID = re.compile(r"(?<=[\w.\-])\((-?\d{7,})\)")
+SHORT_ID_DIGITS = 4
+
 
 def format_bytes(n: float) -> str:
     """Binary units: 512 KiB, 1.5 MiB."""
@@ -13,6 +19,11 @@ def format_bytes(n: float) -> str:
             return f"{sign}{text} {unit}"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def short_program_ids(text: str) -> str:
+    """A label with each long program id cut to its last digits: 'output 0 of jit_f(…8113)'."""
+    return _LONG_PROGRAM_ID.sub(lambda m: f"(…{m.group(1)[-SHORT_ID_DIGITS:]})", text)
 
 
 def format_fraction(f: float) -> str:

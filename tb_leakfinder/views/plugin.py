@@ -44,7 +44,21 @@ ROUTE_ARGS = {
     "/history": ("run",),
     "/overview": ("run",),
     "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "group"),
-    "/buffers": ("run", "host", "allocator", "offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps"),
+    "/buffers": (
+        "run",
+        "host",
+        "allocator",
+        "offset",
+        "limit",
+        "sort",
+        "order",
+        "group",
+        "status",
+        "start_ps",
+        "end_ps",
+        "program",
+        "allocation",
+    ),
 }
 
 
@@ -323,6 +337,8 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             status=str_arg(request, "status"),
             start_ps=int_arg(request, "start_ps"),
             end_ps=int_arg(request, "end_ps"),
+            program=_given(request, "program"),  # a module key from the profile: any length or bytes
+            allocation=int_arg(request, "allocation", None, 0),
         )
         body = report.buffers_json(allocator, analysis.profile.steps, page)
         return {"run": run, "host": host, "allocator": allocator.name, "memory_id": allocator.memory_id, **body}

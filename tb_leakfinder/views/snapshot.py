@@ -41,7 +41,7 @@ SNAPSHOT_VERSION = 1
 IGNORED_ARGS = {
     "timeline": ("points", "start_ps", "end_ps"),
     "module": ("points",),
-    "buffers": ("offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps"),
+    "buffers": ("offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps", "program", "allocation"),
 }
 MAX_GROUP_TIMELINES = 50  # per allocator: a group's own curve for each of the top groups
 MAX_BUFFERS = 50_000  # per allocator, the largest first

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label
+from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, short_program_ids
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
 
@@ -36,6 +36,14 @@ def peak_text(a: Json) -> str:
     if a["peak_stack_reserved_bytes"]:
         text += f" (stack {format_bytes(a['peak_stack_reserved_bytes'])}, heap {format_bytes(a['peak_heap_bytes'])})"
     return text
+
+
+def once_each(warnings: list[str]) -> list[str]:
+    """Each warning once, in the order first given, with how often it was given when more than once."""
+    counts: dict[str, int] = {}
+    for w in warnings:
+        counts[w] = counts.get(w, 0) + 1
+    return [w if n == 1 else f"{w} (\u00d7{n})" for w, n in counts.items()]
 
 
 def breakdown_label(row: Json) -> str:
@@ -95,7 +103,7 @@ def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> lis
         f"    {counts}",
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
-    lines += [f"    warning: {w}" for w in a["warnings"]]
+    lines += [f"    warning: {w}" for w in once_each(a["warnings"])]
     groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
     if groups:
         counted = "live" if snapshot else "never-freed"
@@ -161,7 +169,7 @@ def render_module(summary: Json) -> str:
 
 def render_modules(summaries: list[Json], detailed: int = 3) -> str:
     """All modules of a host (largest peak first): a full section for each module with something to
-    check and for the `detailed` largest peaks, one line for each other."""
+    check and for the `detailed` largest peaks, one line for each other; long program ids cut."""
     shown = [s for i, s in enumerate(summaries) if s["actionable"] or i < detailed]
     rest = [s for s in summaries if not any(s is t for t in shown)]
     parts = [render_module(s) for s in shown]
@@ -169,7 +177,7 @@ def render_modules(summaries: list[Json], detailed: int = 3) -> str:
         lines = [f"{len(rest)} more module(s), nothing to check:"]
         lines.extend(f"  {format_bytes(s['peak_heap_bytes']):>10}  {s['name']} (memory space {s['memory_space']})" for s in rest)
         parts.append("\n".join(lines))
-    return "\n\n".join(parts)
+    return short_program_ids("\n\n".join(parts))
 
 
 def _growth_text(bytes_per_step: float | None, unit: str = "step") -> str:
@@ -213,7 +221,7 @@ def render_report(report: Json) -> str:
             lines += [*render_overview(run_overview_json(run)), ""]
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['step_source']['description']}")
-            lines += [f"  warning: {w}" for w in host["warnings"]]
+            lines += [f"  warning: {w}" for w in once_each(host["warnings"])]
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"

@@ -4,7 +4,7 @@
 
 import uPlot from 'uplot';
 import type {Limits, Selection, Timeline} from '../api';
-import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
+import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPlot, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatPs, timeTicks} from '../format';
@@ -174,7 +174,9 @@ export class CompareTimeline {
     clipped(u, (ctx) => {
       for (const side of ['a', 'b'] as const) {
         const t = this.data[side];
-        if (t) paintPeak(u, ctx, t.peak, 'bytes', `peak ${side.toUpperCase()} ${formatBytes(t.peak.bytes)}`, cssVar(`--lf-run-${side}`));
+        if (!t) continue;
+        const text = `peak ${side.toUpperCase()} ${formatBytes(t.peak.bytes)}`;
+        paintPeak(ctx, peakMarker(u, ctx, t.peak, 'bytes', text), text, cssVar(`--lf-run-${side}`));
       }
     });
   }

@@ -6,7 +6,7 @@
 
 import type {Group, LeakKind} from '../api';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
-import {el} from '../dom';
+import {breakable, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount} from '../format';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
@@ -38,7 +38,7 @@ function kindCell(g: Group): HTMLElement {
 /** The label, with the parts it folds together in its tooltip (the regrown wording leaves out the region). */
 export function familyCell(g: Pick<Group, 'op' | 'shape' | 'dtype' | 'region' | 'label'>): HTMLElement {
   const title = `op ${g.op || '(unknown)'}, shapes ${g.shape}, ${g.dtype}, region ${g.region || '(none)'}`;
-  return el('span', {title, 'data-family': 'true'}, g.label);
+  return el('span', {title, 'data-family': 'true'}, breakable(g.label));
 }
 
 function shapesCell(g: Group): HTMLElement {

@@ -1,16 +1,17 @@
 // Buffer lifetimes: x is time, y is address (unused address gaps removed),
 // height is size. Never-freed buffers reach to the end of the window in the
 // warning colour. The never-freed buffers of the selected op family are
-// highlighted (the buffers route's `group` is set on never-freed ones only). Below, every
+// highlighted (the buffers route's `group` is set on never-freed ones only). A program buffer
+// picked in the static view has its allocations highlighted and listed alone. Below, every
 // buffer, paged from the server, with where it was made (each page names its sites once).
 
-import type {Buffer, BuffersPage, BufferStatus, Group, Limits, Selection, Site} from '../api';
+import type {Buffer, BuffersPage, BufferStatus, Group, Limits, ProgramBuffer, Selection, Site} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
-import {formatBytes, formatCount, formatPs, formatStep, timeTicks} from '../format';
-import {NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
+import {formatBytes, formatCount, formatPs, formatStep, shortProgram, timeTicks} from '../format';
+import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import type {TimeRange} from './timeline';
 
@@ -67,9 +68,14 @@ export class LifetimesPanel {
   private status: BufferStatus | '' = '';
   private largest: Buffer[] = [];
   private grouped: Buffer[] = [];
+  /** The program buffer picked in the static view, and its allocations (up to a page). */
+  private programBuffer: ProgramBuffer | null = null;
+  private picked: Buffer[] = [];
+  private readonly pickedNote: HTMLElement;
   private total = 0;
   private largestRequest: AbortController | null = null;
   private groupRequest: AbortController | null = null;
+  private pickRequest: AbortController | null = null;
   /** Each loaded buffer's site, from the page it came in (its `site` indexes that page's `sites`). */
   private readonly siteOf = new WeakMap<Buffer, Site>();
 
@@ -90,6 +96,11 @@ export class LifetimesPanel {
       xValues: timeTicks,
       describe: (r) => this.describe(r.buffer),
       onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
+      // A buffer made for a program buffer opens it in the static view, as its Where link does.
+      onPick: (r) => {
+        const site = this.siteOf.get(r.buffer);
+        if (hasProgramBuffer(site) && this.sites?.href(site)) this.sites.open(site);
+      },
     });
     this.chart.element.dataset.chart = 'lifetimes';
     this.chart.element.setAttribute('role', 'img');
@@ -114,7 +125,7 @@ export class LifetimesPanel {
       order: 'desc',
       extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
       rowKey: (b) => String(b.id),
-      rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : ''),
+      rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : '') + (this.programBuffer ? ' lf-selected-buffer' : ''),
       where,
       // As the CLI's buffers.csv: the row's site (an index into its page's sites) as that site's columns.
       csvRow: (b) => withSite(b, siteColumns(this.siteOf.get(b) ?? NO_SITE)),
@@ -143,6 +154,8 @@ export class LifetimesPanel {
             status: this.status,
             start_ps: this.range?.start_ps ?? null,
             end_ps: this.range?.end_ps ?? null,
+            program: this.programBuffer?.program ?? null,
+            allocation: this.programBuffer?.allocation ?? null,
           },
           signal,
         );
@@ -157,15 +170,18 @@ export class LifetimesPanel {
       swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
       swatch('var(--lf-buffer-dim)', 'allocated before the window'),
       swatch('var(--lf-highlight)', 'never freed, of the selected family'),
+      swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view'),
     );
+    this.pickedNote = el('div', {class: 'lf-picked', 'data-picked': '', hidden: true});
     this.element = el(
       'div',
       {},
-      el('p', {class: 'lf-muted'}, 'Each bar is one buffer: from its allocation to its free, at its address, as tall as its size. Hover for details; drag to zoom.'),
+      el('p', {class: 'lf-muted'}, 'Each bar is one buffer: from its allocation to its free, at its address, as tall as its size. Hover for details; drag to zoom; click a buffer a program made to open its program buffer in the static view.'),
       legend,
       this.chart.element,
       this.note,
       el('h3', {}, 'All buffers'),
+      this.pickedNote,
       this.table.element,
     );
   }
@@ -208,6 +224,43 @@ export class LifetimesPanel {
     }
   }
 
+  /** The allocations of the picked program buffer (up to a page), drawn on top in the accent colour. */
+  private async loadPicked(): Promise<void> {
+    this.pickRequest?.abort();
+    const controller = new AbortController();
+    this.pickRequest = controller;
+    const picked = this.programBuffer;
+    try {
+      const page = picked ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', ...picked}, controller.signal) : null;
+      if (controller.signal.aborted) return;
+      this.picked = page ? this.withSites(page) : [];
+      this.describePicked(page?.total ?? 0);
+      this.draw();
+    } catch (err) {
+      if (isAbort(err) || controller.signal.aborted) return;
+      this.note.textContent = `Could not load the program buffer's allocations: ${errorMessage(err)}`;
+    }
+  }
+
+  /** Above the table: which program buffer's allocations it lists, and a way back to every buffer. */
+  private describePicked(total: number): void {
+    const picked = this.programBuffer;
+    this.pickedNote.hidden = picked === null;
+    this.pickedNote.dataset.picked = picked ? `${picked.program}#${picked.allocation}` : '';
+    this.pickedNote.dataset.total = String(total);
+    if (!picked) {
+      this.pickedNote.replaceChildren();
+      return;
+    }
+    const all = el('button', {type: 'button'}, 'Show every buffer');
+    all.addEventListener('click', () => void this.setProgramBuffer(null));
+    const what = `allocation ${formatCount(picked.allocation)} of ${shortProgram(picked.program)}`;
+    this.pickedNote.replaceChildren(
+      el('span', {title: picked.program}, total ? `Only the ${formatCount(total)} allocation${total === 1 ? '' : 's'} of ${what}, picked in the static view. ` : `No allocation of this allocator was tied to ${what}. `),
+      all,
+    );
+  }
+
   /** The page's buffers, each with its site noted. A page without `sites` (an older standalone report) gives none. */
   private withSites(page: BuffersPage): Buffer[] {
     const sites = page.sites ?? [];
@@ -230,6 +283,13 @@ export class LifetimesPanel {
     return this.loadGroup();
   }
 
+  /** Highlights and lists the allocations tied to a program buffer of the static view (null: every buffer again). */
+  setProgramBuffer(picked: ProgramBuffer | null): Promise<void> {
+    this.programBuffer = picked;
+    void this.table.reset();
+    return this.loadPicked();
+  }
+
   setRange(range: TimeRange | null): Promise<void> {
     this.range = range;
     void this.table.reset();
@@ -242,7 +302,9 @@ export class LifetimesPanel {
     const byId = new Map<number, Buffer>();
     for (const b of this.largest) byId.set(b.id, b);
     for (const b of this.grouped) byId.set(b.id, b);
+    for (const b of this.picked) byId.set(b.id, b);
     const buffers = [...byId.values()];
+    const pickedIds = new Set(this.picked.map((b) => b.id));
     const pack = packAddresses(buffers.map((b) => ({address: parseAddress(b.address), size: b.allocation_bytes})));
     const colors = {
       freed: cssVar('--lf-buffer'),
@@ -250,6 +312,7 @@ export class LifetimesPanel {
       before: cssVar('--lf-buffer-dim'),
       dim: cssVar('--lf-buffer-dim'),
       highlight: cssVar('--lf-highlight'),
+      accent: cssVar('--lf-accent'),
     };
     const selected = this.group?.group ?? null;
     let yMax = 1;
@@ -260,10 +323,12 @@ export class LifetimesPanel {
       const y1 = y0 + Math.max(1, b.allocation_bytes);
       yMax = Math.max(yMax, y1);
       const hit = selected !== null && b.group === selected;
+      const picked = pickedIds.has(b.id);
       if (hit) highlighted++;
       let color = b.status === 'never_freed' ? colors.live : b.status === 'before_window' ? colors.before : colors.freed;
-      if (selected !== null && !hit) color = colors.dim;
+      if ((selected !== null && !hit) || (this.programBuffer && !picked)) color = colors.dim;
       if (hit) color = colors.highlight;
+      if (picked) color = colors.accent;
       return {
         buffer: b,
         address,
@@ -272,7 +337,7 @@ export class LifetimesPanel {
         y0,
         y1,
         color,
-        highlight: hit,
+        highlight: hit || picked,
       };
     });
     this.chart.setData(rects, [0, Math.max(1, this.durationPs)], [0, yMax * 1.02]);
@@ -280,18 +345,23 @@ export class LifetimesPanel {
     const el_ = this.chart.element;
     el_.dataset.highlightGroup = selected === null ? '' : String(selected);
     el_.dataset.highlighted = String(highlighted);
+    el_.dataset.picked = String(pickedIds.size);
     el_.dataset.drawn = String(rects.length);
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
     const where = this.range ? ` between ${formatPs(this.range.start_ps)} and ${formatPs(this.range.end_ps)}` : '';
+    const picked = this.programBuffer
+      ? ` Highlighted: ${formatCount(pickedIds.size)} allocation${pickedIds.size === 1 ? '' : 's'} of allocation ${formatCount(this.programBuffer.allocation)} of ${shortProgram(this.programBuffer.program)}.`
+      : '';
     const hl = this.group
       ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.group.group} (${this.group.label}).`
-      : ' Click an op family above to highlight its never-freed buffers.';
+      : picked || ' Click an op family above to highlight its never-freed buffers.';
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
 
   destroy(): void {
     this.largestRequest?.abort();
     this.groupRequest?.abort();
+    this.pickRequest?.abort();
     this.chart.destroy();
   }
 

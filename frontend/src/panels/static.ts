@@ -3,15 +3,17 @@
 // whole-program buffers highlighted with their reason; what to check; the
 // whole-program buffers and the buffers at the peak. A buffer allocation may be
 // selected (a Where cell's link): its buffers are listed first, drawn in the
-// accent colour and their whole-program row marked.
+// accent colour and their whole-program row marked. A buffer allocation's
+// "show" button picks it in the dynamic view: its allocations highlighted
+// there, in the buffer lifetimes.
 
 import uPlot from 'uplot';
-import type {HloBufferInfo, Limits, LogicalBuffer, ModuleDetail, ModuleFigures, ModuleSummary} from '../api';
+import type {HloBufferInfo, Limits, LogicalBuffer, ModuleDetail, ModuleFigures, ModuleSummary, ProgramBuffer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
 import type {DataCache} from '../data';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {formatBytes, formatCount} from '../format';
+import {formatBytes, formatCount, shortProgram} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
 
 const HEAP_HEIGHT = 220;
@@ -115,6 +117,8 @@ export class StaticPanel {
     private readonly selected: number | null = null,
     /** Scroll to the selected allocation once drawn (a Where link was followed). */
     private reveal = false,
+    /** Picks a buffer allocation of this program in the dynamic view; null when there is none to show it in. */
+    private readonly onShowAllocations: ((picked: ProgramBuffer) => void) | null = null,
   ) {
     this.body = el('div', {});
     this.element = el('div', {'data-module': summary.name, 'data-selected-allocation': selected === null ? null : String(selected)}, this.body);
@@ -136,6 +140,23 @@ export class StaticPanel {
       if (isAbort(err) || controller.signal.aborted) return;
       this.body.replaceChildren(moduleFacts(this.summary), notice('error', `Could not load module ${this.summary.name}: ${errorMessage(err)}`));
     }
+  }
+
+  /** The "show" button of a buffer allocation: its allocations in the dynamic view; nothing without one. */
+  private showButton(allocation: number | null | undefined, text = 'show'): HTMLElement | '' {
+    const show = this.onShowAllocations;
+    if (show === null || allocation === null || allocation === undefined) return '';
+    const program = this.summary.name;
+    const button = el(
+      'button',
+      {type: 'button', class: 'lf-show-allocations', 'data-show-allocation': String(allocation), title: `Highlight the allocations of allocation ${allocation} of ${program} in the buffer lifetimes`},
+      text,
+    );
+    button.addEventListener('click', (event) => {
+      event.stopPropagation();
+      show({program, allocation});
+    });
+    return button;
   }
 
   /** Builds the panel from the loaded module (again after a theme change). */
@@ -170,6 +191,7 @@ export class StaticPanel {
           [
             {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
             {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
+            ...(this.onShowAllocations ? [{key: 'allocations', label: 'Allocations', title: 'the allocations the dynamic view tied to this buffer', cell: (b: Row) => this.showButton(b.allocation)}] : []),
           ],
           (b) => (this.selected !== null && b.allocation === this.selected ? 'lf-selected-buffer' : ''),
         ),
@@ -195,7 +217,7 @@ export class StaticPanel {
   private selectedBlock(d: ModuleDetail, allocation: number, where: CsvWhere): HTMLElement {
     const buffers: Row[] = d.buffers.filter((b) => b.allocation === allocation);
     const rows = buffers.length ? buffers : d.whole_program_buffers.filter((b) => b.allocation === allocation);
-    const title = el('h3', {}, `Selected: allocation ${formatCount(allocation)} of ${d.name}`);
+    const title = el('h3', {title: d.name}, `Selected: allocation ${formatCount(allocation)} of ${shortProgram(d.name)}`);
     if (!rows.length) {
       const shown = d.num_buffers > d.buffers.length ? ` (only the ${formatCount(d.buffers.length)} largest of its ${formatCount(d.num_buffers)} buffers were sent)` : '';
       return el(
@@ -211,7 +233,7 @@ export class StaticPanel {
       'div',
       {class: 'lf-selected', 'data-selected': String(allocation)},
       title,
-      el('p', {class: 'lf-muted'}, `${count}; drawn in the accent colour in the buffer blocks below.`),
+      el('p', {class: 'lf-muted'}, `${count}; drawn in the accent colour in the buffer blocks below. `, this.showButton(allocation, 'Show its allocations in the buffer lifetimes')),
       el(
         'div',
         {'data-table': 'selected-buffer'},
@@ -255,6 +277,12 @@ export class StaticPanel {
       yLabel: 'offset',
       xValues: positionTicks,
       xIncrs: POSITION_INCRS,
+      // A block of an allocation picks it in the dynamic view too.
+      onPick: this.onShowAllocations
+        ? (r) => {
+            if (r.buffer.allocation !== null) this.onShowAllocations?.({program: this.summary.name, allocation: r.buffer.allocation});
+          }
+        : undefined,
       describe: (r) => ({
         title: r.buffer.op_name || nameOf(r.buffer) || '(unnamed)',
         rows: [
@@ -275,7 +303,8 @@ export class StaticPanel {
     blocks.element.dataset.chart = 'static-blocks';
     blocks.element.setAttribute('role', 'img');
     blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below');
-    this.body.append(legend, blocks.element);
+    const hint = this.onShowAllocations ? [el('p', {class: 'lf-muted'}, 'Hover a block for its buffer; click it to highlight its allocations in the buffer lifetimes.')] : [];
+    this.body.append(legend, ...hint, blocks.element);
     // The server sends the largest buffers when a program has too many to draw.
     const drawn = d.buffers;
     const end = Math.max(1, d.num_positions);

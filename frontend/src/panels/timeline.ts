@@ -8,7 +8,7 @@
 
 import uPlot from 'uplot';
 import type {Limits, Selection, Timeline} from '../api';
-import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, SizedPlot, takeSelection} from '../chart';
+import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
@@ -128,7 +128,8 @@ export class TimelinePanel {
     const inUse = this.hasStack ? [stackSeries, {...heapSeries, label: 'heap in use (above the stack)'}] : [heapSeries];
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
-      scales: {x: {time: false}, bytes: {range: (_u, _min, max) => [0, Math.max(1, max) * 1.05]}, frac: {range: [0, 1]}},
+      // Headroom above the highest point for the row of step labels, so that the peak's dot sits below it.
+      scales: {x: {time: false}, bytes: {range: (u, _min, max) => [0, Math.max(1, max) * headroom(u, data.steps.length > 0)]}, frac: {range: [0, 1]}},
       // The heap fills from the top of the stack, not from zero.
       bands: this.hasStack ? [{series: [2, 1], fill: cssVar('--lf-heap-fill')}] : [],
       axes: [
@@ -176,10 +177,22 @@ export class TimelinePanel {
     clipped(u, (ctx, box) => this.paintSteps(u, ctx, box));
   }
 
+  /** The peak's marker on this chart, and its text. */
+  private peak(u: uPlot, ctx: CanvasRenderingContext2D): {marker: PeakMarker | null; text: string} {
+    const peak = this.data?.peak ?? {time_ps: null, bytes: 0};
+    const text = `peak ${formatBytes(peak.bytes)}`;
+    return {marker: peakMarker(u, ctx, peak, 'bytes', text), text};
+  }
+
+  /** Step bands, and each step's label where it fits and clears the peak's marker (the marker wins). */
   private paintSteps(u: uPlot, ctx: CanvasRenderingContext2D, {left, top, width, height}: uPlot.BBox): void {
     const steps = this.data?.steps ?? [];
     const labels = cssVar('--lf-muted');
-    ctx.font = `${Math.round(10 * devicePixelRatio)}px sans-serif`;
+    const dpr = devicePixelRatio;
+    const {marker} = this.peak(u, ctx);
+    const taken: Box[] = marker ? [marker.dot, marker.plate] : [];
+    const drawn: Box[] = [];
+    ctx.font = `${Math.round(10 * dpr)}px sans-serif`;
     steps.forEach((step, i) => {
       const x0 = u.valToPos(step.start_ps, 'x', true);
       const x1 = u.valToPos(step.end_ps, 'x', true);
@@ -188,11 +201,18 @@ export class TimelinePanel {
         ctx.fillStyle = cssVar('--lf-step-band');
         ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
       }
-      if (x1 - x0 > 34 * devicePixelRatio) {
+      const text = `step ${step.step}`;
+      const tw = ctx.measureText(text).width;
+      const box = {x0: x0 + 3 * dpr, y0: top + 2 * dpr, x1: x0 + 3 * dpr + tw, y1: top + (STEP_LABEL_ROW - 2) * dpr};
+      if (x1 - x0 > tw + 6 * dpr && !taken.some((t) => overlaps(t, box))) {
         ctx.fillStyle = labels;
-        ctx.fillText(`step ${step.step}`, x0 + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+        ctx.fillText(text, box.x0, top + 12 * dpr);
+        drawn.push(box);
       }
     });
+    // What was drawn where, for the browser tests: the step labels and the peak's dot and plate.
+    this.chartBox.dataset.stepLabels = JSON.stringify(drawn.map(cssBox));
+    this.chartBox.dataset.peakMarker = JSON.stringify(taken.map(cssBox));
   }
 
   private drawMarks(u: uPlot): void {
@@ -213,6 +233,15 @@ export class TimelinePanel {
       }
       ctx.stroke();
     }
-    paintPeak(u, ctx, data.peak, 'bytes', `peak ${formatBytes(data.peak.bytes)}`, cssVar('--lf-leak'));
+    const {marker, text} = this.peak(u, ctx);
+    paintPeak(ctx, marker, text, cssVar('--lf-leak'));
   }
+}
+
+/** How far above the highest point the byte scale reaches: 5%, or more when steps label the top row. */
+function headroom(u: uPlot, stepLabels: boolean): number {
+  const height = u.bbox?.height ? u.bbox.height / devicePixelRatio : 0;
+  if (!stepLabels || height <= 4 * STEP_LABEL_ROW) return 1.05;
+  // The highest point's dot (radius 4) sits a little below the labels' row.
+  return Math.max(1.05, height / (height - STEP_LABEL_ROW - 6));
 }

@@ -4,7 +4,7 @@
 
 import {allocatorKey, allocatorLabel} from '../allocators';
 import type {AllocatorReport, HostReport, Verdict} from '../api';
-import {type Child, el} from '../dom';
+import {breakableChild, type Child, el} from '../dom';
 import {formatBytesDelta} from '../format';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
@@ -24,7 +24,7 @@ export function verdictBanner(verdict: Verdict, reason: string, warnings: string
   return el(
     'div',
     {class: `lf-verdict lf-verdict-${verdict}`, role: 'status', 'data-verdict': verdict},
-    title ? el('div', {class: 'lf-verdict-title'}, title) : null,
+    title ? el('div', {class: 'lf-verdict-title'}, breakableChild(title)) : null,
     el('span', {class: 'lf-verdict-label'}, VERDICT_LABEL[verdict] ?? verdict),
     el('span', {class: 'lf-verdict-reason'}, reasonText(verdict, reason)),
     ...details,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.words import format_duration_ps, format_fraction
+from tb_leakfinder.analyses.words import format_duration_ps, format_fraction, short_program_ids
 
 
 @pytest.mark.parametrize(
@@ -18,3 +18,16 @@ def test_durations_read_naturally(ps, text):
 @pytest.mark.parametrize(("f", "text"), [(0.64, "64%"), (0.025, "2.5%"), (0.00025, "< 0.1%"), (0.0, "0.0%"), (1.0, "100%")])
 def test_fractions_read_as_the_tab_shows_them(f, text):
     assert format_fraction(f) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("output 0 of jit_f(8213770315642958113)", "output 0 of jit_f(…8113)"),
+        ("in jit_g(-6213431587374541170), no buffer of this size", "in jit_g(…1170), no buffer of this size"),
+        ("output 1 of jit_train_step(12)", "output 1 of jit_train_step(12)"),  # a GPU's compilation order: short already
+        ("f32[5,1024,1024,256] (1234567890)", "f32[5,1024,1024,256] (1234567890)"),  # no program's name before it
+    ],
+)
+def test_long_program_ids_are_cut_to_their_last_digits(text, short):
+    assert short_program_ids(text) == short

@@ -12,11 +12,16 @@ import sys
 
 import pytest
 
+from tb_leakfinder import analyze as analyze_logdir
 from tb_leakfinder import report
 from tb_leakfinder.store.json_shape import conforms
+from tb_leakfinder.testing.pjrt_profile import jax_training
+from tb_leakfinder.testing.tpu_profile import tpu_inference
+from tb_leakfinder.testing.xspace_builder import write_session
 from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from tb_leakfinder.views.terminal import visible
+from tb_leakfinder.views.text import render_report
 from tests.support.cli_process import run_cli as cli
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
@@ -341,3 +346,48 @@ def test_a_logdir_none_of_whose_files_can_be_read_is_bad_input(tmp_path, capsys)
         out = capsys.readouterr()
         assert out.out == "" and out.err.count("\n") == 1
         assert "none of the 3 profile files of these 3 runs can be read" in out.err and str(logdir.bad_file) in out.err
+
+
+def _tpu_logdir(tmp_path, **kwargs):
+    builder, planted = tpu_inference(**kwargs)
+    write_session(tmp_path, "tpu", "session", {builder.hostname: builder})
+    return tmp_path / "tpu", planted
+
+
+def test_report_text_on_a_tpu_host_lists_its_chips_in_order_with_bare_shapes_and_each_output_once(tmp_path):
+    logdir, planted = _tpu_logdir(tmp_path, chips=4)
+    out = cli("report", str(logdir))
+    assert out.returncode == 0, out.stderr
+    chips = [line.split()[1] for line in out.stdout.splitlines() if line.startswith("  allocator ")]
+    assert chips == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
+    assert planted["output_shape"] in out.stdout and "{3,2,1,0:T(8,128)}" not in out.stdout
+    # Each chip's peak row: the output once, not twice in 10 GiB.
+    rows = re.findall(rf"{re.escape(planted['output_shape'])}\s+(\d+)\s+(\d+ \w+)$", out.stdout, re.M)
+    assert rows == [("1", "5 GiB")] * 4
+
+
+def test_report_labels_cut_a_long_program_id(tmp_path):
+    long_ids = (8_213_770_315_642_958_113, 8_213_770_315_642_951_207)
+    builder, planted = jax_training(12, program_ids=long_ids)
+    write_session(tmp_path, "gpu", "session", {builder.hostname: builder})
+    out = cli("report", str(tmp_path / "gpu"))
+    assert out.returncode == 0, out.stderr
+    assert f"{planted['leaked_buffer']} of jit_train_step(…8113)" in out.stdout
+    assert str(long_ids[0]) not in out.stdout
+    report = json.loads(cli("report", str(tmp_path / "gpu"), "--json").stdout)
+    (allocator,) = [a for a in report["runs"][0]["hosts"][0]["allocators"] if a["name"] == "GPU_0_bfc"]
+    # The site keeps the program's key whole: it is what the static view is asked for.
+    assert allocator["groups"][0]["site"]["program"] == f"jit_train_step({long_ids[0]})"
+    assert "(…8113)" in allocator["groups"][0]["label"]
+
+
+def test_a_repeated_warning_is_printed_once_with_its_count(tmp_path):
+    logdir, _ = _tpu_logdir(tmp_path, chips=2, calls=2)
+    report = analyze_logdir(str(logdir))
+    host = report["runs"][0]["hosts"][0]
+    # What a reader gives once per file or module can repeat word for word in one host.
+    host["warnings"] = ["a warning", "another", "a warning", *["a warning"] * 10]
+    lines = render_report(report).splitlines()
+    assert "  warning: a warning (\u00d712)" in lines and "  warning: another" in lines
+    assert sum("a warning" in line for line in lines) == 1
+    assert lines.index("  warning: a warning (\u00d712)") < lines.index("  warning: another")

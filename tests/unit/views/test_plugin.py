@@ -13,7 +13,9 @@ import pytest
 
 from tb_leakfinder import report
 from tb_leakfinder.store.json_shape import conforms
+from tb_leakfinder.testing.pjrt_profile import LEAKED_OUTPUT, TRAIN_BUFFERS, jax_training
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.xspace_builder import write_session
 from tests.support.demo import DEMO_LOGS, demo_xplane
 from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
@@ -264,3 +266,28 @@ def test_a_dangling_and_a_looping_trace_link_leave_the_good_trace_reported(tmp_p
     pathlib.Path(os.readlink(gone)).write_bytes(good.read_bytes())
     _, body = _get(client, "runs")
     assert [e["host"] for e in body["runs"][0]["errors"]] == ["loop"]
+
+
+def test_buffers_of_one_program_buffer_are_its_allocations(tmp_path):
+    # The static view's program buffer -> the dynamic view's allocations: the train step's output 1 (`dot.3`,
+    # allocation 3 of its buffer assignment: two parameters and `loss` come first) is allocated once a step.
+    builder, planted = jax_training(12)
+    write_session(tmp_path, "gpu", "session", {builder.hostname: builder})
+    client = make_client(str(tmp_path))[0]
+    run = _run_name(client, "gpu")
+    held = [b for b in TRAIN_BUFFERS if b.kind != "temp"]
+    output = [b for b in held if b.kind == "output"][LEAKED_OUTPUT]
+    args = {"run": run, "allocator": "GPU_0_bfc", "program": planted["program"], "limit": 100}
+    code, page = _get(client, "buffers", **args, allocation=held.index(output))
+    assert code == 200 and page["total"] == planted["steps"]
+    assert all(b["requested_bytes"] == output.size for b in page["buffers"])
+    assert {(page["sites"][b["site"]]["program"], page["sites"][b["site"]]["buffer"]) for b in page["buffers"]} == {
+        (planted["program"], planted["leaked_buffer"])
+    }
+    _, whole = _get(client, "buffers", **args)
+    outputs = len([b for b in held if b.kind == "output"])
+    assert whole["total"] == planted["steps"] * (outputs + 1)  # its outputs and its temporaries block, each step
+    _, none = _get(client, "buffers", **{**args, "program": "jit_train_step(999)"})
+    assert none["total"] == 0
+    code, refused = _get(client, "buffers", run=run, allocator="GPU_0_bfc", allocation=3)
+    assert code == 400 and "program" in refused["error"]

@@ -1,6 +1,6 @@
-"""XSpace's own codes in neutral terms: TensorFlow's DataType enum as dtype names, and each allocator's memory
-id as a device label ('GPU_0_bfc' -> 'GPU:0'), with whether it hands out host RAM or records only part of
-what it allocates."""
+"""XSpace's own codes in neutral terms: TensorFlow's DataType enum as dtype names, shapes without a TPU's
+layout, and each allocator's memory id as a device label ('GPU_0_bfc' -> 'GPU:0'), with whether it hands out
+host RAM or records only part of what it allocates."""
 
 from __future__ import annotations
 
@@ -103,6 +103,31 @@ def _unnamed_as_empty(events: MemoryEvents) -> MemoryEvents:
     )
 
 
+# A TPU runtime's shape carries its layout: `f32[5,1024,1024,256]{3,2,1,0:T(8,128)}`; a tuple's elements each their own.
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+
+
+def _without_layouts(events: MemoryEvents) -> MemoryEvents:
+    """Shapes as the program declares them, without the device layout (which tells apart no buffer a user
+    knows), so that `f32[8]{0}` and `f32[8]` are one shape."""
+    strings = events.strings
+    if not len(events.shape):
+        return events
+    used = np.flatnonzero(np.bincount(events.shape, minlength=len(strings)))
+    laid_out = [code for code in used.tolist() if "{" in strings[code]]
+    if not laid_out:
+        return events
+    index = {s: i for i, s in enumerate(strings)}
+    table = np.arange(len(strings), dtype=events.shape.dtype)
+    for code in laid_out:
+        bare = _LAYOUT.sub("", strings[code])
+        if bare not in index:
+            index[bare] = len(strings)
+            strings.append(bare)
+        table[code] = index[bare]
+    return replace(events, shape=table[events.shape])
+
+
 def in_neutral_terms(profile: HostProfile) -> HostProfile:
     """The profile as the model speaks: dtype names (interned with the other strings) instead of TF's enum,
     and a label for each allocator. Both decoders end with it, so they agree."""
@@ -131,7 +156,7 @@ def in_neutral_terms(profile: HostProfile) -> HostProfile:
         else:
             dtype = np.asarray(names, np.int32)[np.searchsorted(present, codes)]
         events = replace(events, dtype=dtype)
-    events = _unnamed_as_empty(events)
+    events = _without_layouts(_unnamed_as_empty(events))
     allocators = {
         memory_id: AllocatorInfo(
             allocator_label(memory_id, profile.device_planes),

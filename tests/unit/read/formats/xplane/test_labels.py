@@ -62,3 +62,17 @@ def test_pjrts_placeholders_name_nothing():
     neutral = in_neutral_terms(host_profile(events)).events
     assert [neutral.strings[i] for i in neutral.op] == ["", "", "MatMul"]
     assert [neutral.strings[i] for i in neutral.shape] == ["", "[2]", "[4]"]
+
+
+def test_a_tpu_shape_loses_its_layout_and_joins_the_same_shape_without_one():
+    shapes = ["f32[5,1024,1024,256]{3,2,1,0:T(8,128)}", "f32[5,1024,1024,256]", "(f32[8]{0}, s32[]{})", "[128,1024]", ""]
+    events = memory_events(list(range(len(shapes))), ALLOC, [0x10 * (k + 1) for k in range(len(shapes))], 4, shape=shapes)
+    neutral = in_neutral_terms(host_profile(events)).events
+    assert [neutral.strings[i] for i in neutral.shape] == [
+        "f32[5,1024,1024,256]",
+        "f32[5,1024,1024,256]",
+        "(f32[8], s32[])",
+        "[128,1024]",
+        "",
+    ]
+    assert neutral.shape[0] == neutral.shape[1]  # one shape: one group
