@@ -181,6 +181,7 @@ class AllocatorInfo:
     label: str  # how users name it: "TPU:2", "GPU:0", else its memory id
     host_memory: bool  # hands out host RAM (pinned for a device, or a CPU allocator), not device memory
     partial: str | None = None  # why its events cover only part of what it allocates, when they do
+    guessed_pairs: str | None = None  # how its frees were paired with allocations by a guess, when they were
 
 
 @dataclass

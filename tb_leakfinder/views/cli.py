@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.query import select_allocator
+from tb_leakfinder.analyses.verdict import CANNOT_TELL
 from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
 from tb_leakfinder.engine.history import several_captures
@@ -22,7 +24,7 @@ from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.markdown import render_report as render_markdown_report
 from tb_leakfinder.views.progress import HostProgress
-from tb_leakfinder.views.terminal import visible
+from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
 from tb_leakfinder.views.text import render_history, render_report
 
 EXIT_OK = 0
@@ -214,6 +216,10 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A name from a profile or a file name that is not UTF-8 may hold what the terminal's encoding cannot write.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=ENCODING_ERRORS)
     args = _parser().parse_args(argv)
     if args.command == "watch":
         return _watch(args)
@@ -243,10 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
         _print(visible(f"{run['verdict']:>12}  {run['run']}: {reasons}"))
+    # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
+    doubted = [h for r in result["runs"] for h in r["hosts"] if CANNOT_TELL in h["reason"]]
+    for host in doubted:
+        for warning in host["warnings"] + [w for a in host.get("allocators", []) for w in a["warnings"]]:
+            _print(visible(f"{'warning':>12}  {host['host']}: {warning}"))
     errors = [h["error"] for r in result["runs"] for h in r["hosts"] if "error" in h]
     for message in errors:
         _error(message)
-    if leaking:
+    if leaking or doubted:
+        if doubted and not leaking:
+            _print(f"{'cannot tell':>12}  {len(doubted)} host(s): a warning above undermines their verdict")
         return EXIT_LEAK
     return EXIT_BAD_INPUT if errors else EXIT_OK
 

@@ -230,18 +230,28 @@ def _count(total: int, more: int, path: str) -> int:
     return total + more
 
 
+def _once(item: object, seen: set[int], path: str, what: str) -> None:
+    """Refuses a record met before: PyTorch makes each entry and block a dict of its own, and a pickle's memo lets two
+    bytes list one again, so that a small file would be walked as millions."""
+    if id(item) in seen:
+        raise not_readable(path, f"{what} is a record listed before (a pickle memo reference): a snapshot lists each once")
+    seen.add(id(item))
+
+
 def _entries(snapshot: dict[str, Any], path: str) -> tuple[list[_Entry], int]:
     traces = _list(snapshot.get("device_traces", []), path, "device_traces")
     if len(traces) > MAX_DEVICES:
         raise not_readable(path, f"device_traces lists {len(traces)} devices")
     found: list[_Entry] = []
     total = 0
+    seen: set[int] = set()
     for device, trace in enumerate(traces):
         items = _list(trace, path, f"device_traces[{device}]")
         total = _count(total, len(items), path)
         for k, item in enumerate(items):
             what = f"device_traces[{device}][{k}]"
             entry = _dict(item, path, what)
+            _once(entry, seen, path, what)
             action = _text(entry.get("action"), path, f"{what}'s action")
             addr = entry.get("addr", 0)
             addr = 0 if action == OOM else _integer(addr, path, f"{what}'s addr", 0, MAX_ADDRESS)
@@ -255,6 +265,7 @@ def _entries(snapshot: dict[str, Any], path: str) -> tuple[list[_Entry], int]:
 def _blocks(snapshot: dict[str, Any], path: str, total: int) -> list[_Block]:
     """The blocks live at the dump, by segment."""
     found: list[_Block] = []
+    seen: set[int] = set()
     for s, item in enumerate(_list(snapshot.get("segments", []), path, "segments")):
         what = f"segments[{s}]"
         segment = _dict(item, path, what)
@@ -264,6 +275,7 @@ def _blocks(snapshot: dict[str, Any], path: str, total: int) -> list[_Block]:
         for b, block_item in enumerate(blocks):
             where = f"{what}'s block {b}"
             block = _dict(block_item, path, where)
+            _once(block, seen, path, where)
             state = _text(block.get("state", ""), path, f"{where}'s state")
             if state not in LIVE_STATES:
                 continue
