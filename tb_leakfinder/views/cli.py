@@ -15,6 +15,7 @@ from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
 from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
+from tb_leakfinder.plugin_loader import size_gib
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import comparison_json
@@ -83,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     pre.add_argument("--address", help="the Ray cluster to use (default: start a local one)")
     for cmd in (rep, chk, dif, his, pre):
         cmd.add_argument("--cache-dir", help=f"the analysis cache folder, shared with TensorBoard (default: {default_dir()})")
-        cmd.add_argument("--cache-gb", type=float, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
+        cmd.add_argument("--cache-gb", type=size_gib, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
         if cmd is not pre:
             cmd.add_argument("--no-cache", action="store_true", help="neither read nor fill the cache folder")
     _add_watch(sub)
@@ -99,7 +100,8 @@ def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     durations = "(500ms, 30s, 10m, 1h)"
     watch.add_argument("--every", default="10m", help=f"time from one capture's start to the next's {durations}")
     watch.add_argument("--duration", default="2s", help=f"how long each capture records {durations}")
-    watch.add_argument("--count", help="stop after this many captures (default: until Ctrl-C)")
+    count_help = "stop after this many attempts, failed or not (default: until Ctrl-C); exit 1 if one failed"
+    watch.add_argument("--count", help=count_help)
     watch.add_argument("--timeout", help=f"stop this long after the start {durations}; exit 1 if --count is not reached")
 
 
