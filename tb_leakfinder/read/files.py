@@ -130,11 +130,16 @@ def open_regular(path: str, follow: bool = True) -> Iterator[io.FileIO]:
         fd = os.open(path, _OPEN_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
     except OSError as exc:  # ENXIO: a socket; ELOOP: a link where none is followed
         raise _cannot_read(path, exc) from exc
-    with os.fdopen(fd, "rb", buffering=0) as f:
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise LeakfinderError(f"{path}: {_kind(mode)}, not a regular file: it is not read", source=path)
         os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
         yield f
 
 
@@ -251,23 +256,27 @@ def _huge_pages(memory: mmap.mmap) -> None:
 def _read_into(path: str, view: memoryview) -> int:
     """Bytes read into `view` (and released): fewer than its length if the file got shorter meanwhile."""
     filled = 0
-    try:
-        with view:
-            if not is_local(path):
-                with tf.io.gfile.GFile(path, "rb") as remote:
-                    while filled < len(view) and (block := remote.read(min(REMOTE_BLOCK_BYTES, len(view) - filled))):
-                        view[filled : filled + len(block)] = block
-                        filled += len(block)
-                return filled
-            with open_regular(path) as f:
-                while filled < len(view):
-                    with view[filled:] as rest:
-                        n = f.readinto(rest)
-                    if not n:
-                        break
-                    filled += n
-    except (OSError, tf.errors.OpError) as exc:
-        raise _cannot_read(path, exc) from exc
+    with view:
+        if is_local(path):
+            # Apart from the remote case: an error passing an except clause that names tf.errors loads TensorFlow.
+            try:
+                with open_regular(path) as f:
+                    while filled < len(view):
+                        with view[filled:] as rest:
+                            n = f.readinto(rest)
+                        if not n:
+                            break
+                        filled += n
+            except OSError as exc:
+                raise _cannot_read(path, exc) from exc
+            return filled
+        try:
+            with tf.io.gfile.GFile(path, "rb") as remote:
+                while filled < len(view) and (block := remote.read(min(REMOTE_BLOCK_BYTES, len(view) - filled))):
+                    view[filled : filled + len(block)] = block
+                    filled += len(block)
+        except (OSError, tf.errors.OpError) as exc:
+            raise _cannot_read(path, exc) from exc
     return filled
 
 
