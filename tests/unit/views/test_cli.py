@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 
 import pytest
 
+from tb_leakfinder.plugin_loader import LeakfinderLoader
 from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import main
 from tb_leakfinder.views.terminal import visible
@@ -285,3 +287,25 @@ def test_text_and_markdown_show_the_profiles_control_characters_escaped(tmp_path
 
 def test_visible_escapes_c0_del_and_c1_and_nothing_else():
     assert visible("a\x00b\x1b[2J\x7f\x85\x9f\n\t…é€") == "a\\x00b\\x1b[2J\\x7f\\x85\\x9f\\x0a\\x09…é€"
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300", "-1", "lots"])
+def test_a_cache_size_that_is_no_finite_number_in_range_is_a_usage_error(tmp_path, value):
+    out = cli("report", str(tmp_path), "--cache-gb", value)
+    assert out.returncode == 2
+    why = f"argument --cache-gb: a number of GiB from 0 to 1048576, not {value!r}"
+    assert out.stderr.splitlines()[-1] == f"tb-leakfinder report: error: {why}"
+    assert "Traceback" not in out.stderr
+
+
+TENSORBOARD_SIZES = [("--leakfinder_cache_dir_gb", "inf"), ("--leakfinder_cache_dir_gb", "nan"), ("--leakfinder_cache_mb", "-5")]
+
+
+@pytest.mark.parametrize(("flag", "value"), TENSORBOARD_SIZES)
+def test_tensorboards_size_flags_are_refused_when_parsed(flag, value, capsys):
+    parser = argparse.ArgumentParser(prog="tensorboard")
+    LeakfinderLoader().define_flags(parser)
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args([flag, value])
+    assert exit_.value.code == 2
+    assert f"argument {flag}: a number of " in capsys.readouterr().err
