@@ -307,6 +307,8 @@ class Watch:
             self.failures += 1
             if self.stopped_by is not None:
                 then = "stopping"
+            elif s.count is not None and self.attempts >= s.count:
+                then = f"--count {s.count} attempts made"
             elif deadline is not None and next_at >= deadline:
                 then = "no time left before --timeout"
             else:

@@ -49,6 +49,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.pprof.reader import stack_spans
 from tb_leakfinder.read.formats.torch_snapshot.unpickle import load, not_readable
@@ -337,15 +338,16 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     return profile
 
 
-def _allocators(devices: list[int]) -> tuple[list[str], dict[int, int]]:
+def _allocators(devices: list[int], path: str) -> tuple[list[str], dict[int, int]]:
     names = [f"{ALLOCATOR_PREFIX}:{d}" for d in sorted(set(devices))]
+    limits.check_allocators(len(names), path, not_readable)
     return names, {d: k for k, d in enumerate(sorted(set(devices)))}
 
 
 def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warnings: list[str]) -> HostProfile:
     """A snapshot without history: each live block an allocation never freed, STRIDE_PS apart."""
     blocks = sorted(blocks, key=lambda b: (b.device, b.addr))
-    names, allocator_of = _allocators([b.device for b in blocks])
+    names, allocator_of = _allocators([b.device for b in blocks], path)
     rows = _Rows()
     for k, block in enumerate(blocks):
         rows.add(STRIDE_PS * (k + 1), ALLOC, allocator_of[block.device], block.addr, block.requested, block.size)
@@ -415,7 +417,7 @@ def _window(
     if unpaired:
         warnings.append(f"{path}: {unpaired} external annotations have no START or END to pair with; they are left out")
     devices = sorted({e.device for e in entries})
-    names, allocator_of = _allocators(devices)
+    names, allocator_of = _allocators(devices, path)
     completes = {e.device for e in entries if e.action == FREE_COMPLETED}
     requesting = {e.device for e in entries if e.action == FREE_REQUESTED}
     requested_only = sorted(requesting - completes)
