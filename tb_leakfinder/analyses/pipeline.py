@@ -166,7 +166,8 @@ def analyze_allocator(
         reused = f"{pairing.double_allocations} allocation(s) of an address already in use"
         warnings.append(f"{name}: {reused}; the earlier buffer is taken as freed when the address was reused")
         verdict = cannot_tell(reused, verdict)
-    if info.guessed_pairs is not None:
+    if info.guessed_pairs is not None and summary.never_freed_count:
+        # Which allocations a guessed free ends decides which buffers stay live; with none live it decides nothing.
         verdict = cannot_tell(info.guessed_pairs, verdict)
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
