@@ -123,12 +123,12 @@ def _kind(mode: int) -> str:
 
 
 @contextlib.contextmanager
-def open_regular(path: str, follow: bool = True) -> Iterator[io.FileIO]:
-    """A local file opened for reading once it is a regular one (a link to one when `follow`); else the error
-    naming it, at once: a FIFO, device, socket or folder is never read from."""
+def open_regular(path: str) -> Iterator[io.FileIO]:
+    """A local file opened for reading once it is a regular one (or a link to one: a logdir may link its runs' files
+    from elsewhere); else the error naming it, at once: a FIFO, device, socket or folder is never read from."""
     try:
-        fd = os.open(path, _OPEN_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
-    except OSError as exc:  # ENXIO: a socket; ELOOP: a link where none is followed
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:  # ENXIO: a socket; ELOOP: a link cycle
         raise _cannot_read(path, exc) from exc
     try:
         mode = os.fstat(fd).st_mode
