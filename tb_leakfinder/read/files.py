@@ -280,10 +280,9 @@ def _read_into(path: str, view: memoryview) -> int:
     return filled
 
 
-def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES, *, limit: int | None = None) -> Iterator[bytes]:
+def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES, *, limit: int) -> Iterator[bytes]:
     """A file's bytes in blocks of at most `block_bytes`, read as they are asked for (gfile for a remote one); past
-    `limit` bytes in all (without one, past the size it had when asked), the file is refused."""
-    limit = _size_within(path, None) if limit is None else limit
+    `limit` bytes in all, the file is refused."""
     total = 0
     if is_local(path):
         # Apart from the remote case: naming tf.errors in an except clause loads TensorFlow (seconds, and half a
