@@ -154,8 +154,8 @@ def _read_at_most(f: io.FileIO, limit: int) -> bytes:
 
 
 def _over_limit(path: str, limit: int, size: int | None = None) -> LeakfinderError:
-    found = "more than" if size is None else f"{size} bytes,"
-    return LeakfinderError(f"{path}: the file is {found} over the {limit}-byte limit for one analysis", source=path)
+    found = "" if size is None else f" {size} bytes,"
+    return LeakfinderError(f"{path}: the file is{found} over the {limit}-byte limit for one analysis", source=path)
 
 
 def real_path(path: str) -> str:

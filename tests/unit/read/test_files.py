@@ -136,9 +136,9 @@ def test_a_file_longer_than_its_stat_said_is_read_only_to_its_limit(tmp_path, mo
     shorter = files.identity(str(path))
     monkeypatch.setattr(files, "identity", lambda p: dataclasses.replace(shorter, size=4))
     # Grown since the stat: past the limit is refused, not read on.
-    with pytest.raises(LeakfinderError, match="more than over the 6-byte limit"):
+    with pytest.raises(LeakfinderError, match="is over the 6-byte limit"):
         files.read_bytes(str(path), limit=6)
-    with pytest.raises(LeakfinderError, match="more than over the 6-byte limit"):
+    with pytest.raises(LeakfinderError, match="is over the 6-byte limit"):
         list(files.read_blocks(str(path), 3, limit=6))
     # Without a limit, the size it had when asked.
     assert files.read_bytes(str(path)) == b"0123"
