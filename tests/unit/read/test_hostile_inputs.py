@@ -49,6 +49,18 @@ def test_a_fifo_is_refused_at_once_naming_it(tmp_path, name):
     refused(run_check(path), path, "a FIFO, not a regular file")
 
 
+def test_precompute_of_a_logdir_with_a_fifo_ends_naming_it(tmp_path):
+    (tmp_path / "logs").mkdir()
+    fifo = hostile.fifo(tmp_path / "logs" / "m.prof")
+    command = [sys.executable, "-m", "tb_leakfinder.views.cli", "precompute", str(tmp_path / "logs")]
+    result = subprocess.run(
+        [*command, "--cache-dir", str(tmp_path / "cache")], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S
+    )
+    assert result.returncode == 2
+    assert result.stdout.endswith("1 not readable\n")
+    assert result.stderr.splitlines()[-1].endswith(f"{fifo}: a FIFO, not a regular file: it is not read")
+
+
 def test_a_prof_linked_to_dev_zero_is_refused_without_reading_it(tmp_path):
     path = tmp_path / "m.prof"
     path.symlink_to("/dev/zero")
