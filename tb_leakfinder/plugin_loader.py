@@ -10,12 +10,38 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 
 from tensorboard.plugins import base_plugin
 
 logger = logging.getLogger(__name__)
 
 PLUGIN_NAME = "leakfinder"
+# The largest size a flag takes, in GiB and in MiB (a PiB): past it a number is a typo, and a float past an int's
+# range cannot become a byte count.
+MAX_GIB = 1 << 20
+MAX_MIB = MAX_GIB << 10
+
+
+def _number(text: str, kind: type[float] | type[int], unit: str, highest: float) -> float:
+    """`text` as a number of `unit` from 0 to `highest` (NaN and the infinities are none), for argparse's `type`."""
+    try:
+        value = kind(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= highest:
+        raise argparse.ArgumentTypeError(f"a number of {unit} from 0 to {highest}, not {text!r}")
+    return value
+
+
+def size_gib(text: str) -> float:
+    """A size flag in GiB: refused when TensorBoard or the CLI starts, never a failure later."""
+    return _number(text, float, "GiB", MAX_GIB)
+
+
+def size_mib(text: str) -> int:
+    """A size flag in whole MiB."""
+    return int(_number(text, int, "MiB", MAX_MIB))
 
 
 class LeakfinderLoader(base_plugin.TBLoader):
@@ -24,7 +50,7 @@ class LeakfinderLoader(base_plugin.TBLoader):
         with contextlib.suppress(argparse.ArgumentError):  # another copy of the loader defined it
             group.add_argument(
                 "--leakfinder_cache_mb",
-                type=int,
+                type=size_mib,
                 default=2048,
                 help="Memory the Leaks tab may keep for analysed profiles (LRU), in MiB.",
             )
@@ -36,7 +62,7 @@ class LeakfinderLoader(base_plugin.TBLoader):
             )
             group.add_argument(
                 "--leakfinder_cache_dir_gb",
-                type=float,
+                type=size_gib,
                 default=20.0,
                 help="Disk the cache folder may use, in GiB (least recently used analyses removed first); 0 turns it off.",
             )

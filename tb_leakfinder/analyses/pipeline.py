@@ -16,7 +16,7 @@ from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, decide, leak_groups
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_groups
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
@@ -177,10 +177,12 @@ def analyze_allocator(
             "one moment; growth shows across snapshots, in the run's history",
         )
     if pairing.double_allocations:
-        warnings.append(
-            f"{name}: {pairing.double_allocations} allocation(s) of an address already in use; "
-            "the earlier buffer is taken as freed when the address was reused"
-        )
+        reused = f"{pairing.double_allocations} allocation(s) of an address already in use"
+        warnings.append(f"{name}: {reused}; the earlier buffer is taken as freed when the address was reused")
+        verdict = cannot_tell(reused, verdict)
+    if info.guessed_pairs is not None and summary.never_freed_count:
+        # Which allocations a guessed free ends decides which buffers stay live; with none live it decides nothing.
+        verdict = cannot_tell(info.guessed_pairs, verdict)
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
     growth = sum(g.bytes_per_step for g in leak_groups(suspects.groups, source)) if verdict.verdict == LEAK else 0.0

@@ -165,6 +165,18 @@ def host_verdict(allocators: list[tuple[str, Verdict]], modules: list[ModuleSumm
     return Verdict(combined.verdict, f"{combined.reason} Static view: check {'; '.join(flagged[:3])}{more}.")
 
 
+# How a verdict begins when a warning undermines it: `check` exits 1 on one, as on a leak.
+CANNOT_TELL = "Cannot tell"
+
+
+def cannot_tell(doubt: str, verdict: Verdict) -> Verdict:
+    """A no-leak verdict that a doubt about its pairing of frees undermines: frees paired with the wrong allocations
+    can hide a leak (a leak stays a leak: the bytes that stay are real)."""
+    if verdict.verdict != NO_LEAK:
+        return verdict
+    return Verdict(INCONCLUSIVE, f"{CANNOT_TELL}: {doubt}. Taken at face value: {verdict.reason}")
+
+
 def not_analysed(message: str) -> Verdict:
     """The verdict of a host whose profile cannot be analysed."""
     return Verdict(INCONCLUSIVE, f"Not analysed: {message}")

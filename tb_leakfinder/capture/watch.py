@@ -6,8 +6,11 @@ client (remote_trace, in a process of its own) for a session of `duration` secon
 Python function events on (leak_capture.server_options), and publishes it whole as
 `<logdir>/plugins/profile/<session>/<host>_<port>.xplane.pb` (XProf names the file by the address; the session by
 the time the capture began, as its Capture button does, made unique: see sessions.py). A capture that fails
-(no server, a session already running there) is one logged line and is tried again at the next tick. A signal
-(SIGINT, SIGTERM) stops the watch once the capture in flight is written; a second one abandons that capture.
+(no server, a session already running there) is one logged line and is tried again at the next tick; one that
+has not ended `duration` plus CONNECT_TIMEOUT_S after it began (a server that accepts and never answers) is
+abandoned. `--count N` ends the watch after N attempts, failed or not; `--timeout` ends it then, abandoning the
+capture in flight. A signal (SIGINT, SIGTERM) stops the watch once the capture in flight is written; a second one
+abandons that capture.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ms|s|m|h)")
 DURATION_HELP = "a number and a unit: 500ms, 30s, 10m, 1h"
 CLIENT_MODULE = "tb_leakfinder.capture.remote_trace"
-# A capture in flight that has not ended this long after twice its duration is abandoned (its process killed).
-CLIENT_GRACE_S = 60.0
+# A capture in flight that has not ended this long after its duration is abandoned (its process killed): time to
+# connect, and to receive and write what the server recorded.
+CONNECT_TIMEOUT_S = 30.0
 POLL_S = 0.05
-# The watch's exit status when --timeout ended it before --count captures were made.
+# The watch's exit status when it ended before --count captures were made (--timeout, or failed attempts).
 EXIT_SHORT = 1
 # The line the native client logs for each address it got no trace from: "<address> returned <status>: <why>".
 _CLIENT_REASON = re.compile(r"\]\s+(\S+ returned .+?)\s*$")
@@ -100,7 +104,7 @@ class WatchSettings:
     logdir: pathlib.Path
     every_s: float
     duration_s: float
-    count: int | None = None  # stop after this many captures
+    count: int | None = None  # stop after this many attempts, failed or not
     timeout_s: float | None = None  # stop this long after the start, whatever was captured
 
 
@@ -200,7 +204,7 @@ class Watch:
         while True:
             if self.stopped_by is not None:
                 return self.stopped_by
-            if s.count is not None and len(self.sessions) >= s.count:
+            if s.count is not None and self.attempts >= s.count:
                 return "count"
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -209,12 +213,17 @@ class Watch:
             if now < due:
                 self._wake.wait(min(due, deadline if deadline is not None else due) - now)
                 continue
-            attempt = self.capture()
+            attempt = self.capture(deadline)
             tick = int((time.monotonic() - begun) // s.every_s) + 1
             self._log(attempt, begun + tick * s.every_s, deadline)
 
-    def capture(self) -> Attempt:
-        """One capture through XProf's client, published into the logdir when it succeeds."""
+    @property
+    def attempts(self) -> int:
+        return len(self.sessions) + self.failures + self.abandoned
+
+    def capture(self, deadline: float | None = None) -> Attempt:
+        """One capture through XProf's client, published into the logdir when it succeeds; abandoned at `deadline`
+        (the watch's --timeout, on the monotonic clock)."""
         s = self.settings
         try:
             staging = Staging(s.logdir)
@@ -240,9 +249,10 @@ class Watch:
                     env=_child_env(),
                     start_new_session=True,  # a Ctrl-C in the terminal is the watch's to handle, not the capture's
                 )
-                abandoned = self._wait(process, 2 * s.duration_s + CLIENT_GRACE_S)
+                abandoned = self._wait(process, s.duration_s + CONNECT_TIMEOUT_S, deadline)
             if abandoned is not None:
-                return Attempt(None, abandoned, abandoned=self.abandon)
+                at_timeout = deadline is not None and time.monotonic() >= deadline
+                return Attempt(None, abandoned, abandoned=self.abandon or at_timeout)
             error = self._outcome(result, log_path, process.returncode)
             if error is not None:
                 return Attempt(None, error)
@@ -255,7 +265,7 @@ class Watch:
         finally:
             staging.remove()
 
-    def _wait(self, process: subprocess.Popen[bytes], limit_s: float) -> str | None:
+    def _wait(self, process: subprocess.Popen[bytes], limit_s: float, timeout_at: float | None) -> str | None:
         """Waits for the capture's process; why it was abandoned (then killed), or None once it ended by itself."""
         deadline = time.monotonic() + limit_s
         told = False
@@ -268,6 +278,8 @@ class Watch:
                 self.err(f"{_clock()} {self.stopped_by}: stopping once the capture in flight is written (again: abandon it)")
             if self.abandon:
                 reason = "abandoned at a second signal"
+            elif timeout_at is not None and time.monotonic() >= timeout_at:
+                reason = f"abandoned at --timeout {describe_seconds(self.settings.timeout_s or 0)}"
             elif time.monotonic() > deadline:
                 reason = f"no answer from {self.settings.address} in {describe_seconds(limit_s)}: abandoned"
             else:
@@ -295,6 +307,8 @@ class Watch:
             self.failures += 1
             if self.stopped_by is not None:
                 then = "stopping"
+            elif s.count is not None and self.attempts >= s.count:
+                then = f"--count {s.count} attempts made"
             elif deadline is not None and next_at >= deadline:
                 then = "no time left before --timeout"
             else:
@@ -330,8 +344,8 @@ class Watch:
         return lines + [str(p) for p in self.sessions]
 
     def exit_status(self, ended: str) -> int:
-        """0, or EXIT_SHORT when --timeout came before --count captures."""
-        short = ended == "timeout" and self.settings.count is not None and len(self.sessions) < self.settings.count
+        """0, or EXIT_SHORT when --timeout or failed attempts left fewer than --count captures."""
+        short = ended in ("timeout", "count") and self.settings.count is not None and len(self.sessions) < self.settings.count
         return EXIT_SHORT if short else 0
 
 

@@ -22,7 +22,7 @@ from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
-from tb_leakfinder.read.formats.registry import format_of
+from tb_leakfinder.read.formats.registry import format_of, read_host
 from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache
 from tb_leakfinder.store.memory_cache import ComputeCache
 
@@ -73,7 +73,7 @@ class HostResult:
 def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
     """Everything tb_leakfinder derives from one host's profile."""
     profile_format = format_of(path)
-    reading = profile_format.read(path, host, session_dir)
+    reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)

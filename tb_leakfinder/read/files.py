@@ -2,14 +2,21 @@
 
 Local paths go straight to `os`: loading gfile costs about a second on a cold
 start, which would dominate the analysis of a local profile.
+
+Every local read, a reader's and a sniff's alike, goes through `open_regular`: opened without blocking
+(a FIFO with no writer would hold `open()` forever), then only a regular file is read (a device such as
+`/dev/zero` never ends, and stat says it is empty), and never more than the format's limit plus one byte
+whatever stat said, so a file growing while read cannot outrun it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import mmap
 import os
 import posixpath
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -101,6 +108,56 @@ def _cannot_read(path: str, exc: BaseException) -> LeakfinderError:
     return LeakfinderError(f"{path}: cannot read the file ({exc})", source=path)
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((kind for test, kind in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+@contextlib.contextmanager
+def open_regular(path: str) -> Iterator[io.FileIO]:
+    """A local file opened for reading once it is a regular one (or a link to one: a logdir may link its runs' files
+    from elsewhere); else the error naming it, at once: a FIFO, device, socket or folder is never read from."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:  # ENXIO: a socket; ELOOP: a link cycle
+        raise _cannot_read(path, exc) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LeakfinderError(f"{path}: {_kind(mode)}, not a regular file: it is not read", source=path)
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with f:
+        yield f
+
+
+def _read_at_most(f: io.FileIO, limit: int) -> bytes:
+    """Up to `limit` bytes: a file may have grown since it was stat'ed, so the size is never trusted."""
+    chunks = []
+    left = limit
+    while left > 0 and (chunk := f.read(min(left, REMOTE_BLOCK_BYTES))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _over_limit(path: str, limit: int, size: int | None = None) -> LeakfinderError:
+    found = "" if size is None else f" {size} bytes,"
+    return LeakfinderError(f"{path}: the file is{found} over the {limit}-byte limit for one analysis", source=path)
+
+
 def real_path(path: str) -> str:
     """A local path made absolute with its folder's symlinks resolved; a remote URL as it is.
 
@@ -130,35 +187,40 @@ def identity(path: str) -> FileIdentity:
 def _size_within(path: str, limit: int | None) -> int:
     size = identity(path).size
     if limit is not None and size > limit:
-        raise LeakfinderError(
-            f"{path}: the file is {size} bytes, over the {limit}-byte limit for one analysis",
-            source=path,
-        )
+        raise _over_limit(path, limit, size)
     return size
 
 
 def read_bytes(path: str, limit: int | None = None) -> bytes:
-    """The whole file; `limit` refuses files larger than that many bytes."""
-    _size_within(path, limit)
+    """The whole file; one of more than `limit` bytes is refused (without one, the size it had when asked is read)."""
+    size = _size_within(path, limit)
+    wanted = size if limit is None else limit + 1
     if is_local(path):
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            with open_regular(path) as f:
+                data = _read_at_most(f, wanted)
         except OSError as exc:
             raise _cannot_read(path, exc) from exc
-    try:
-        with tf.io.gfile.GFile(path, "rb") as remote:
-            return bytes(remote.read())
-    except (OSError, tf.errors.OpError) as exc:
-        raise _cannot_read(path, exc) from exc
+    else:
+        try:
+            with tf.io.gfile.GFile(path, "rb") as remote:
+                data = bytes(remote.read(wanted))
+        except (OSError, tf.errors.OpError) as exc:
+            raise _cannot_read(path, exc) from exc
+    if limit is not None and len(data) > limit:
+        raise _over_limit(path, limit)
+    return data
 
 
 def read_head(path: str, size: int) -> bytes:
-    """At most the first `size` bytes of a file: b"" when it cannot be read (a sniff, not a read)."""
+    """At most the first `size` bytes of a file: b"" when it cannot be read or is no regular file (a sniff)."""
+    if is_local(path):
+        try:
+            with open_regular(path) as f:
+                return _read_at_most(f, size)
+        except (OSError, LeakfinderError):
+            return b""
     try:
-        if is_local(path):
-            with open(path, "rb") as f:
-                return f.read(size)
         with tf.io.gfile.GFile(path, "rb") as remote:
             return bytes(remote.read(size))
     except (OSError, tf.errors.OpError):
@@ -194,34 +256,43 @@ def _huge_pages(memory: mmap.mmap) -> None:
 def _read_into(path: str, view: memoryview) -> int:
     """Bytes read into `view` (and released): fewer than its length if the file got shorter meanwhile."""
     filled = 0
-    try:
-        with view:
-            if not is_local(path):
-                with tf.io.gfile.GFile(path, "rb") as remote:
-                    while filled < len(view) and (block := remote.read(min(REMOTE_BLOCK_BYTES, len(view) - filled))):
-                        view[filled : filled + len(block)] = block
-                        filled += len(block)
-                return filled
-            with open(path, "rb", buffering=0) as f:
-                while filled < len(view):
-                    with view[filled:] as rest:
-                        n = f.readinto(rest)
-                    if not n:
-                        break
-                    filled += n
-    except (OSError, tf.errors.OpError) as exc:
-        raise _cannot_read(path, exc) from exc
+    with view:
+        if is_local(path):
+            # Apart from the remote case: an error passing an except clause that names tf.errors loads TensorFlow.
+            try:
+                with open_regular(path) as f:
+                    while filled < len(view):
+                        with view[filled:] as rest:
+                            n = f.readinto(rest)
+                        if not n:
+                            break
+                        filled += n
+            except OSError as exc:
+                raise _cannot_read(path, exc) from exc
+            return filled
+        try:
+            with tf.io.gfile.GFile(path, "rb") as remote:
+                while filled < len(view) and (block := remote.read(min(REMOTE_BLOCK_BYTES, len(view) - filled))):
+                    view[filled : filled + len(block)] = block
+                    filled += len(block)
+        except (OSError, tf.errors.OpError) as exc:
+            raise _cannot_read(path, exc) from exc
     return filled
 
 
-def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterator[bytes]:
-    """A file's bytes in blocks of at most `block_bytes`, read as they are asked for (gfile for a remote one)."""
+def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES, *, limit: int) -> Iterator[bytes]:
+    """A file's bytes in blocks of at most `block_bytes`, read as they are asked for (gfile for a remote one); past
+    `limit` bytes in all, the file is refused."""
+    total = 0
     if is_local(path):
         # Apart from the remote case: naming tf.errors in an except clause loads TensorFlow (seconds, and half a
         # GB), and a reader that stops early closes this generator through that clause.
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 while block := f.read(block_bytes):
+                    total += len(block)
+                    if total > limit:
+                        raise _over_limit(path, limit)
                     yield block
         except OSError as exc:
             raise _cannot_read(path, exc) from exc
@@ -229,6 +300,9 @@ def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterator[by
     try:
         with tf.io.gfile.GFile(path, "rb") as remote:
             while block := remote.read(block_bytes):
+                total += len(block)
+                if total > limit:
+                    raise _over_limit(path, limit)
                 yield bytes(block)
     except (OSError, tf.errors.OpError) as exc:
         raise _cannot_read(path, exc) from exc

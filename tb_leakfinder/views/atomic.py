@@ -11,6 +11,8 @@ import os
 import tempfile
 from collections.abc import Iterable
 
+from tb_leakfinder.views.terminal import ENCODING_ERRORS
+
 TEMP_PREFIX = ".tb-leakfinder-"
 
 
@@ -21,13 +23,14 @@ def _umask() -> int:
 
 
 def write_texts(texts: Iterable[tuple[str, str]]) -> None:
-    """Write each (path, UTF-8 text), one text held at a time; OSError (with nothing renamed) if any cannot be written."""
+    """Write each (path, UTF-8 text; a lone surrogate as its `\\uXXXX`), one text held at a time; OSError (with
+    nothing renamed) if any cannot be written."""
     temps: dict[str, str] = {}
     try:
         mode = 0o666 & ~_umask()  # as open() would create it: mkstemp's files are private
         for path, text in texts:
             fd, temps[path] = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=os.path.dirname(path) or ".")
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            with os.fdopen(fd, "w", encoding="utf-8", errors=ENCODING_ERRORS, newline="") as f:
                 os.fchmod(f.fileno(), mode)
                 f.write(text)
         for path, temp in temps.items():

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.query import select_allocator
+from tb_leakfinder.analyses.verdict import CANNOT_TELL
 from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
 from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
+from tb_leakfinder.plugin_loader import size_gib
 from tb_leakfinder.read import discovery, files
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json, comparison_json
@@ -22,7 +25,7 @@ from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.markdown import render_comparison
 from tb_leakfinder.views.markdown import render_report as render_markdown_report
 from tb_leakfinder.views.progress import HostProgress
-from tb_leakfinder.views.terminal import visible
+from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
 from tb_leakfinder.views.text import render_history, render_report
 
 EXIT_OK = 0
@@ -81,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     pre.add_argument("--address", help="the Ray cluster to use (default: start a local one)")
     for cmd in (rep, chk, dif, his, pre):
         cmd.add_argument("--cache-dir", help=f"the analysis cache folder, shared with TensorBoard (default: {default_dir()})")
-        cmd.add_argument("--cache-gb", type=float, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
+        cmd.add_argument("--cache-gb", type=size_gib, default=DEFAULT_MAX_BYTES / (1 << 30), help="its size bound in GiB (LRU)")
         if cmd is not pre:
             cmd.add_argument("--no-cache", action="store_true", help="neither read nor fill the cache folder")
     _add_watch(sub)
@@ -97,7 +100,8 @@ def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     durations = "(500ms, 30s, 10m, 1h)"
     watch.add_argument("--every", default="10m", help=f"time from one capture's start to the next's {durations}")
     watch.add_argument("--duration", default="2s", help=f"how long each capture records {durations}")
-    watch.add_argument("--count", help="stop after this many captures (default: until Ctrl-C)")
+    count_help = "stop after this many attempts, failed or not (default: until Ctrl-C); exit 1 if one failed"
+    watch.add_argument("--count", help=count_help)
     watch.add_argument("--timeout", help=f"stop this long after the start {durations}; exit 1 if --count is not reached")
 
 
@@ -232,6 +236,10 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A name from a profile or a file name that is not UTF-8 may hold what the terminal's encoding cannot write.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors=ENCODING_ERRORS)
     args = _parser().parse_args(argv)
     if args.command == "watch":
         return _watch(args)
@@ -260,9 +268,17 @@ def main(argv: list[str] | None = None) -> int:
     for run in result["runs"]:
         reasons = "; ".join(h["reason"] for h in run["hosts"])
         _print(visible(f"{run['verdict']:>12}  {run['run']}: {reasons}"))
+    leaking = any(r["verdict"] == "leak" for r in result["runs"])
+    # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
+    doubted = [h for r in result["runs"] for h in r["hosts"] if CANNOT_TELL in h["reason"]]
+    for host in doubted:
+        for warning in host["warnings"] + [w for a in host.get("allocators", []) for w in a["warnings"]]:
+            _print(visible(f"{'warning':>12}  {host['host']}: {warning}"))
+    if doubted and not leaking:
+        _print(f"{'cannot tell':>12}  {len(doubted)} host(s): a warning above undermines their verdict")
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
-    return EXIT_LEAK if any(r["verdict"] == "leak" for r in result["runs"]) else EXIT_OK
+    return EXIT_LEAK if leaking or doubted else EXIT_OK
 
 
 if __name__ == "__main__":

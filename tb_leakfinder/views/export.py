@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 DEFAULT_HTML_MAX_MB = 100.0
 HTML_BUDGET_FLAG = "--html-max-mb"
+MAX_HTML_MB = 1 << 20  # a TB page: past it a number is a typo
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +40,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def _megabytes(text: str) -> float:
     value = float(text)
-    if not value > 0:  # NaN too
-        raise argparse.ArgumentTypeError(f"a positive number of MB, not {text!r}")
+    if not 0 < value <= MAX_HTML_MB:  # NaN and infinity too
+        raise argparse.ArgumentTypeError(f"a positive number of MB up to {MAX_HTML_MB}, not {text!r}")
     return value
 
 

@@ -18,6 +18,7 @@ from tensorboard.backend import json_util
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.views.atomic import write_texts
+from tb_leakfinder.views.terminal import encoded_size
 
 DATA_ID = "tb-leakfinder-data"
 BUNDLE_ID = "tb-leakfinder-bundle"
@@ -104,7 +105,7 @@ def standalone_html(title: str, data: str, notes: list[str], code: bytes | None 
 
 def page_overhead(title: str, view: dict[str, str]) -> int:
     """The bytes of a page besides its answers and notes: its bundle, its markup and the data's own keys."""
-    return len(standalone_html(title, "", []).encode()) + len(script_json(view_hash(view))) + DATA_KEYS_BYTES
+    return encoded_size(standalone_html(title, "", [])) + len(script_json(view_hash(view))) + DATA_KEYS_BYTES
 
 
 def write_html(path: str, page: str) -> None:

@@ -34,6 +34,7 @@ from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.html import script_json
 from tb_leakfinder.views.plugin import ROUTE_ARGS, LeakfinderPlugin, check_args
+from tb_leakfinder.views.terminal import encoded_size
 
 SNAPSHOT_VERSION = 1
 # Arguments an inlined answer does not depend on: the page cuts a zoomed timeline out of the whole
@@ -92,7 +93,7 @@ def _entry_bytes(key: str, text: str) -> int:
 
 def _note_bytes(note: str) -> int:
     """A note is in the page twice: in its header and in the data."""
-    return len(html.escape(note).encode()) + len(script_json(note)) + 4  # the header is UTF-8
+    return encoded_size(html.escape(note)) + len(script_json(note)) + 4  # the header is UTF-8
 
 
 @dataclass

@@ -63,8 +63,16 @@ def _seeds() -> list[Seed]:
     odd = PprofBuilder(sample_types=[("space", "bytes")])
     odd.sample(0, [("<frozen runpy>", "_run_code", 0, 88)], values=[1 << 62], device="", kind="")
     odd.sample(5, (), values=[])
+    # Issue 31: a stack naming one location of many lines many times over; its innermost frames are what is read.
+    deep = PprofBuilder()
+    deep.sample(1 << 20, [("/work/train.py", "f", 1, 2)])
+    for k in range(600):
+        line = deep.message.location[0].line.add()
+        line.function_id, line.line = 1, k + 3
+    deep.message.sample[0].location_id.extend([1] * 50)
     return [
         Seed("jax_like", jax_like.to_bytes()),
+        Seed("deep_location", deep.to_bytes()),
         Seed("inlined", inlined.to_bytes()),
         Seed("odd", odd.to_bytes()),
         Seed("empty_snapshot", PprofBuilder().to_bytes()),

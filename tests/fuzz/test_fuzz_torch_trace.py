@@ -32,6 +32,7 @@ CI_INPUTS = 3000
 GZIP_SHARE = 0.3
 BYTES_SHARE = 0.25
 DEEP = "\u0000deep\u0000"  # stands for a deeply nested value, spliced into the text (json.dumps would recurse)
+LONG = "\u0000long\u0000"  # stands for a number of 5,000 digits, past what int() converts
 HOSTILE: tuple[Any, ...] = (
     "12",
     "",
@@ -53,6 +54,9 @@ HOSTILE: tuple[Any, ...] = (
     "ProfilerStep#" + "9" * 5000,
     "train.py(" + "9" * 5000 + "): step",
     DEEP,
+    LONG,
+    "aten::\ud800",  # a lone surrogate: JSON escapes it, the reader keeps it, every view must write it
+    "\udcff.py(3): f",
 )
 KEYS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "args", "s")
 ARGS = ("Bytes", "Addr", "Total Allocated", "Total Reserved", "Device Type", "Device Id", "Input Dims", "Input type")
@@ -83,7 +87,25 @@ def _seeds() -> list[dict[str, Any]]:
 
 def _text(trace: Any) -> bytes:
     deep = "[" * 60_000 + "]" * 60_000
-    return json.dumps(trace).replace(json.dumps(DEEP), deep).encode()
+    return json.dumps(trace).replace(json.dumps(DEEP), deep).replace(json.dumps(LONG), "9" * 5000).encode()
+
+
+# Issue 31's small files that cost minutes: one event copied with a device, thread or function name of its own each.
+SPREADS = ("Device Id", "tid", "name")
+
+
+def _spread(events: list[Any], rng: random.Random) -> tuple[str, list[Any]]:
+    what = rng.choice(SPREADS)
+    copies = rng.choice((300, 1100))
+    spread = []
+    for k in range(copies):
+        if what == "name":
+            spread.append(complete(f"train.py({k}): f{k}", 1.0 + k, 1.0, cat="python_function"))
+        elif what == "tid":
+            spread.append({**memory(1.0 + k, 256, Addr=k + 1), "tid": k})
+        else:
+            spread.append(memory(1.0 + k, 256, device_id=k, Addr=k + 1))
+    return f"spread.{what}x{copies}", events + spread
 
 
 def _mutate_json(trace: dict[str, Any], rng: random.Random) -> tuple[str, Any]:
@@ -102,6 +124,9 @@ def _mutate_json(trace: dict[str, Any], rng: random.Random) -> tuple[str, Any]:
     if choice < 0.7 and events:
         events[rng.randrange(len(events))] = rng.choice(HOSTILE)
         return "event", out
+    if choice < 0.75 and isinstance(events, list):
+        name, out["traceEvents"] = _spread(events, rng)
+        return name, out
     if choice < 0.85:
         key = rng.choice(("traceEvents", "deviceProperties", "baseTimeNanoseconds", "schemaVersion"))
         out[key] = rng.choice(HOSTILE) if key != "deviceProperties" else [rng.choice(HOSTILE), {"id": rng.choice(HOSTILE)}]
@@ -120,10 +145,11 @@ def _mutate_bytes(data: bytes, rng: random.Random) -> tuple[str, bytes]:
     out = bytearray(data)
     if choice < 0.8:
         for _ in range(rng.randint(1, 6)):
-            out[rng.randrange(len(out))] = rng.choice(b'{}[],:"\\ 0e-\xff\x00')
+            out[rng.randrange(len(out))] = rng.choice(b'{}[],:"\\ 0e-\xff\x00\xed')
         return "bad_bytes", bytes(out)
     at = rng.randrange(len(out) + 1)
-    return "inserted", bytes(out[:at]) + rng.choice((b",", b"]", b"}", b'"', b"\xc3", b"1e999", b"NaN")) + bytes(out[at:])
+    inserted = rng.choice((b",", b"]", b"}", b'"', b"\xc3", b"1e999", b"NaN", b"\xed\xa0\x80"))
+    return "inserted", bytes(out[:at]) + inserted + bytes(out[at:])
 
 
 def fuzz_inputs(seed: int, count: int) -> Iterator[tuple[str, str, bytes]]:

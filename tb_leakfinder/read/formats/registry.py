@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats.base import ProfileFormat
+from tb_leakfinder.read.formats.base import HostReading, ProfileFormat
 from tb_leakfinder.read.formats.pprof.format import PPROF
 from tb_leakfinder.read.formats.torch_snapshot.format import TORCH_SNAPSHOT
 from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE
@@ -47,3 +47,20 @@ def format_of(path: str) -> ProfileFormat:
         if candidate.sniff(path):
             return candidate
     raise LeakfinderError(f"{path}: not a profile file of any known format", source=path)
+
+
+# What a parser can raise on input it was not written for, besides the project's error: Python's digit limit for
+# int() (ValueError), deep nesting (RecursionError), text that is not UTF-8 (UnicodeError), a structure larger than
+# the memory left (MemoryError), a number past a type's range (OverflowError).
+PARSER_ERRORS = (ValueError, RecursionError, UnicodeError, MemoryError, OverflowError)
+
+
+def read_host(profile_format: ProfileFormat, path: str, host: str, session_dir: str) -> HostReading:
+    """`profile_format.read`, every error a parser raises on a hostile file being the project's, naming the file."""
+    try:
+        return profile_format.read(path, host, session_dir)
+    except LeakfinderError:
+        raise
+    except PARSER_ERRORS as exc:
+        detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+        raise LeakfinderError(f"{path}: not a readable {profile_format.name} profile ({detail})", source=path) from exc

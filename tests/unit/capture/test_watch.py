@@ -12,6 +12,7 @@ import pathlib
 import signal
 import sys
 import threading
+import time
 
 import pytest
 
@@ -109,29 +110,54 @@ def test_each_capture_is_a_session_with_memory_and_python_events_asked_for(fake_
 def test_a_capture_that_fails_is_one_line_with_the_clients_reason_then_retried(fake_client, tmp_path):
     fake_client("fail")
     logdir = tmp_path / "logs"
-    w, out, err = make_watch(logdir, every_s=0.2, duration_s=0.1, count=1, timeout_s=0.9)
+    w, out, err = make_watch(logdir, every_s=0.2, duration_s=0.1, count=10, timeout_s=0.9)
     assert w.run() == "timeout"
     assert out == [] and w.sessions == []
-    assert w.failures == len(err) >= 3
-    for line in err:
+    # The last attempt may still be in flight at --timeout: then it is abandoned, not failed.
+    failed = err[: w.failures]
+    assert len(failed) >= 2 and len(err) == w.failures + w.abandoned
+    for line in failed:
         assert "\n" not in line
         assert f"capture failed: {ADDRESS} returned UNAVAILABLE: Connection refused; " in line
-    assert "next try at " in err[0] and err[-1].endswith("no time left before --timeout")
+    assert "next try at " in err[0]
+    assert err[-1].endswith("no time left before --timeout") or err[-1].endswith("abandoned at --timeout 900ms")
     assert left_in(logdir) == []
-    assert w.summary("timeout")[0] == f"0 captures of {ADDRESS} in {logdir}, {w.failures} failed (--timeout 900ms reached)"
+    abandoned = f", {w.abandoned} abandoned" if w.abandoned else ""
+    summary = f"0 captures of {ADDRESS} in {logdir}, {w.failures} failed{abandoned} (--timeout 900ms reached)"
+    assert w.summary("timeout")[0] == summary
     assert w.exit_status("timeout") == watch.EXIT_SHORT
 
 
 def test_a_capture_process_that_dies_or_hangs_is_a_failure(fake_client, tmp_path, monkeypatch):
     fake_client("crash")
-    w, _, err = make_watch(tmp_path / "logs", count=1, timeout_s=0.1)
+    w, _, err = make_watch(tmp_path / "logs", count=1)
     w.run()
     assert "capture failed: the capture process ended with status 3" in err[0]
     fake_client("hang")
-    monkeypatch.setattr(watch, "CLIENT_GRACE_S", 0.3)
-    w, _, err = make_watch(tmp_path / "logs", count=1, timeout_s=0.1)
-    w.run()
-    assert f"capture failed: no answer from {ADDRESS} in 500ms: abandoned" in err[0]
+    monkeypatch.setattr(watch, "CONNECT_TIMEOUT_S", 0.3)
+    w, _, err = make_watch(tmp_path / "logs", count=1)
+    assert w.run() == "count"
+    assert f"capture failed: no answer from {ADDRESS} in 400ms: abandoned" in err[0]
+    assert left_in(tmp_path / "logs") == []
+
+
+def test_count_ends_the_watch_after_that_many_attempts_failed_or_not(fake_client, tmp_path):
+    fake_client("fail")
+    w, out, err = make_watch(tmp_path / "logs", every_s=0.1, duration_s=0.05, count=2)
+    assert w.run() == "count"
+    assert (w.failures, len(err), out) == (2, 2, [])
+    assert w.summary("count")[0] == f"0 captures of {ADDRESS} in {tmp_path / 'logs'}, 2 failed (--count 2 reached)"
+    assert w.exit_status("count") == watch.EXIT_SHORT
+
+
+def test_timeout_abandons_the_capture_in_flight_at_once(fake_client, tmp_path):
+    fake_client("hang")  # a server that accepts and never answers: the capture's own deadline is 30 s away
+    w, _, err = make_watch(tmp_path / "logs", every_s=60, duration_s=0.1, count=3, timeout_s=0.5)
+    started = time.monotonic()
+    assert w.run() == "timeout"
+    assert time.monotonic() - started < 5
+    assert "abandoned at --timeout 500ms" in err[-1] and w.abandoned == 1
+    assert w.exit_status("timeout") == watch.EXIT_SHORT
     assert left_in(tmp_path / "logs") == []
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import socket
 
 import pytest
 
@@ -81,3 +83,62 @@ def test_read_private_reads_a_remote_file_through_gfile_in_blocks(monkeypatch):
             pass
     finally:
         fs.rm("/private_remote", recursive=True)
+
+
+def _special_files(tmp_path) -> dict[str, tuple[str, str]]:
+    """path -> what the refusal calls it: each kind of file that is no regular one."""
+    fifo = tmp_path / "p.xplane.pb"
+    os.mkfifo(fifo)
+    folder = tmp_path / "d.prof"
+    folder.mkdir()
+    device = tmp_path / "z.prof"
+    device.symlink_to("/dev/zero")
+    sock = tmp_path / "s.pt.trace.json"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(sock))
+    return {
+        str(fifo): "a FIFO, not a regular file",
+        str(folder): "a folder, not a regular file",
+        str(device): "a character device, not a regular file",
+        str(sock): "cannot read the file",  # a socket cannot even be opened
+    }
+
+
+def test_no_read_opens_or_reads_a_fifo_device_socket_or_folder(tmp_path):
+    for path, why in _special_files(tmp_path).items():
+        assert files.read_head(path, 64) == b""  # a sniff: no profile
+        for read in (
+            lambda p: files.read_bytes(p, 1 << 20),
+            lambda p: list(files.read_blocks(p, limit=1 << 20)),
+            lambda p: files.read_private(p, 1 << 20).__enter__(),
+        ):
+            with pytest.raises(LeakfinderError) as err:
+                read(path)
+            assert err.value.message.startswith(f"{path}: ") and why in err.value.message
+            assert err.value.source == path
+
+
+def test_a_link_to_a_regular_file_is_read(tmp_path):
+    target = tmp_path / "t.prof"
+    target.write_bytes(b"x")
+    link = tmp_path / "l.prof"
+    link.symlink_to(target)
+    assert files.read_bytes(str(link), 1) == b"x"
+    loop = tmp_path / "loop.prof"
+    loop.symlink_to(loop)
+    with pytest.raises(LeakfinderError, match="cannot read the file"):
+        files.read_bytes(str(loop), 1)
+
+
+def test_a_file_longer_than_its_stat_said_is_read_only_to_its_limit(tmp_path, monkeypatch):
+    path = tmp_path / "h.prof"
+    path.write_bytes(b"0123456789")
+    shorter = files.identity(str(path))
+    monkeypatch.setattr(files, "identity", lambda p: dataclasses.replace(shorter, size=4))
+    # Grown since the stat: past the limit is refused, not read on.
+    with pytest.raises(LeakfinderError, match="is over the 6-byte limit"):
+        files.read_bytes(str(path), limit=6)
+    with pytest.raises(LeakfinderError, match="is over the 6-byte limit"):
+        list(files.read_blocks(str(path), 3, limit=6))
+    # Without a limit, the size it had when asked.
+    assert files.read_bytes(str(path)) == b"0123"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -14,6 +15,7 @@ import pytest
 
 from tb_leakfinder import analyze as analyze_logdir
 from tb_leakfinder import report
+from tb_leakfinder.plugin_loader import LeakfinderLoader
 from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.tpu_profile import tpu_inference
@@ -391,3 +393,25 @@ def test_a_repeated_warning_is_printed_once_with_its_count(tmp_path):
     assert "  warning: a warning (\u00d712)" in lines and "  warning: another" in lines
     assert sum("a warning" in line for line in lines) == 1
     assert lines.index("  warning: a warning (\u00d712)") < lines.index("  warning: another")
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300", "-1", "lots"])
+def test_a_cache_size_that_is_no_finite_number_in_range_is_a_usage_error(tmp_path, value):
+    out = cli("report", str(tmp_path), "--cache-gb", value)
+    assert out.returncode == 2
+    why = f"argument --cache-gb: a number of GiB from 0 to 1048576, not {value!r}"
+    assert out.stderr.splitlines()[-1] == f"tb-leakfinder report: error: {why}"
+    assert "Traceback" not in out.stderr
+
+
+TENSORBOARD_SIZES = [("--leakfinder_cache_dir_gb", "inf"), ("--leakfinder_cache_dir_gb", "nan"), ("--leakfinder_cache_mb", "-5")]
+
+
+@pytest.mark.parametrize(("flag", "value"), TENSORBOARD_SIZES)
+def test_tensorboards_size_flags_are_refused_when_parsed(flag, value, capsys):
+    parser = argparse.ArgumentParser(prog="tensorboard")
+    LeakfinderLoader().define_flags(parser)
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args([flag, value])
+    assert exit_.value.code == 2
+    assert f"argument {flag}: a number of " in capsys.readouterr().err

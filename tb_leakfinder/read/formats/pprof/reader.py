@@ -40,6 +40,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 
@@ -155,7 +156,8 @@ class _Frames:
         self._stacks: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     def stack(self, location_ids: tuple[int, ...]) -> tuple[int, ...]:
-        """A sample's frames, innermost first."""
+        """A sample's frames, innermost first: the innermost MAX_FRAMES + 1 at most (only those are ever used, and
+        one more says it was deeper), however many times its locations repeat a location of many lines."""
         frames = self._stacks.get(location_ids)
         if frames is None:
             found: list[int] = []
@@ -163,7 +165,9 @@ class _Frames:
                 mine = self.locations.get(location)
                 if mine is None:
                     raise not_readable(self.path, f"a sample names location {location}, which the profile lacks")
-                found.extend(mine)
+                found.extend(mine[: MAX_FRAMES + 1 - len(found)])
+                if len(found) > MAX_FRAMES:
+                    break
             frames = self._stacks[location_ids] = tuple(found)
         return frames
 
@@ -209,7 +213,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     deep = sum(len(s) > MAX_FRAMES for s in stacks)
     if deep:
         warnings.append(f"{path}: {deep} samples' stacks are deeper than {MAX_FRAMES} frames; their innermost are kept")
-    events = _events(sizes, devices, kinds)
+    events = _events(sizes, devices, kinds, path)
     return HostProfile(
         host,
         path,
@@ -229,7 +233,7 @@ def _allocator(device: str) -> AllocatorInfo:
     return AllocatorInfo(device, "cpu" in device.lower())
 
 
-def _events(sizes: list[int], devices: list[str], kinds: list[str]) -> MemoryEvents:
+def _events(sizes: list[int], devices: list[str], kinds: list[str], path: str) -> MemoryEvents:
     """One allocation per sample, in sample order; each allocator's heap is the running sum of its samples."""
     n = len(sizes)
     columns: dict[str, np.ndarray] = {name: np.zeros(n, dtype) for name, dtype in EVENT_COLUMNS.items()}
@@ -241,6 +245,7 @@ def _events(sizes: list[int], devices: list[str], kinds: list[str]) -> MemoryEve
     columns["tensor_bytes"] = size
     columns["chunk_bytes"] = size.copy()
     allocator_names = sorted(set(devices))
+    limits.check_allocators(len(allocator_names), path, not_readable)
     allocator = _indexes(devices, allocator_names)
     columns["allocator"] = allocator
     heap = np.zeros(n, np.int64)

@@ -64,6 +64,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.pprof.reader import stack_spans
 from tb_leakfinder.read.formats.torch_snapshot.ops import computing_op
@@ -268,18 +269,28 @@ def _count(total: int, more: int, path: str) -> int:
     return total + more
 
 
+def _once(item: object, seen: set[int], path: str, what: str) -> None:
+    """Refuses a record met before: PyTorch makes each entry and block a dict of its own, and a pickle's memo lets two
+    bytes list one again, so that a small file would be walked as millions."""
+    if id(item) in seen:
+        raise not_readable(path, f"{what} is a record listed before (a pickle memo reference): a snapshot lists each once")
+    seen.add(id(item))
+
+
 def _entries(snapshot: dict[str, Any], path: str) -> tuple[list[_Entry], int]:
     traces = _list(snapshot.get("device_traces", []), path, "device_traces")
     if len(traces) > MAX_DEVICES:
         raise not_readable(path, f"device_traces lists {len(traces)} devices")
     found: list[_Entry] = []
     total = 0
+    seen: set[int] = set()
     for device, trace in enumerate(traces):
         items = _list(trace, path, f"device_traces[{device}]")
         total = _count(total, len(items), path)
         for k, item in enumerate(items):
             what = f"device_traces[{device}][{k}]"
             entry = _dict(item, path, what)
+            _once(entry, seen, path, what)
             action = _text(entry.get("action"), path, f"{what}'s action")
             addr = entry.get("addr", 0)
             addr = 0 if action == OOM else _integer(addr, path, f"{what}'s addr", 0, MAX_ADDRESS)
@@ -306,6 +317,7 @@ def _blocks(snapshot: dict[str, Any], path: str, total: int) -> _Segments:
     segment's and the sizes of the blocks before it), and its requested size and frames are those of its
     `history`'s first (latest) record, `real_size` and `frames`."""
     found = _Segments()
+    seen: set[int] = set()
     for s, item in enumerate(_list(snapshot.get("segments", []), path, "segments")):
         what = f"segments[{s}]"
         segment = _dict(item, path, what)
@@ -319,6 +331,7 @@ def _blocks(snapshot: dict[str, Any], path: str, total: int) -> _Segments:
         for b, block_item in enumerate(blocks):
             where = f"{what}'s block {b}"
             block = _dict(block_item, path, where)
+            _once(block, seen, path, where)
             state = _text(block.get("state", ""), path, f"{where}'s state")
             size = _integer(block.get("size"), path, f"{where}'s size", 0, MAX_BYTES)
             at = offset
@@ -426,15 +439,16 @@ def _infos(names: list[str], entries: list[_Entry], segments: _Segments, path: s
     return infos
 
 
-def _allocators(devices: list[int]) -> tuple[list[str], dict[int, int]]:
+def _allocators(devices: list[int], path: str) -> tuple[list[str], dict[int, int]]:
     names = [f"{ALLOCATOR_PREFIX}:{d}" for d in sorted(set(devices))]
+    limits.check_allocators(len(names), path, not_readable)
     return names, {d: k for k, d in enumerate(sorted(set(devices)))}
 
 
 def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warnings: list[str], entries: int) -> HostProfile:
     """A snapshot without history: each live block an allocation never freed, STRIDE_PS apart."""
     blocks = sorted(blocks, key=lambda b: (b.device, b.addr))
-    names, allocator_of = _allocators([b.device for b in blocks])
+    names, allocator_of = _allocators([b.device for b in blocks], path)
     rows = _Rows()
     for k, block in enumerate(blocks):
         stack, op = frames.stack(block.frames, f"the block at {block.addr:#x}", block.backtrace)
@@ -506,7 +520,7 @@ def _window(
     if unpaired:
         warnings.append(f"{path}: {unpaired} external annotations have no START or END to pair with; they are left out")
     devices = sorted({e.device for e in entries})
-    names, allocator_of = _allocators(devices)
+    names, allocator_of = _allocators(devices, path)
     completes = {e.device for e in entries if e.action == FREE_COMPLETED}
     requesting = {e.device for e in entries if e.action == FREE_REQUESTED}
     requested_only = sorted(requesting - completes)

@@ -59,6 +59,7 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.interning import Interned
 from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
 
@@ -115,7 +116,7 @@ def not_readable(path: str, detail: object) -> LeakfinderError:
 
 def read_host(path: str, host: str) -> HostProfile:
     """One trace file into the model, read as a stream; raises LeakfinderError naming the file."""
-    return decode(files.read_blocks(path), host, path)
+    return decode(files.read_blocks(path, limit=MAX_TRACE_BYTES), host, path)
 
 
 def trace_text(blocks: Iterable[bytes], path: str) -> Iterator[str]:
@@ -202,6 +203,8 @@ class _Text:
                     raise not_readable(self.path, f"bad JSON at character {where}, in {what}: {exc.msg}") from exc
             except RecursionError as exc:
                 raise not_readable(self.path, f"{what} is nested too deeply") from exc
+            except ValueError as exc:  # a number of more digits than int() converts
+                raise not_readable(self.path, f"{what}: {str(exc)[:120]}") from exc
             except MemoryError as exc:
                 raise not_readable(self.path, f"out of memory decoding {what}") from exc
             else:
@@ -348,11 +351,29 @@ def _shape(args: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+class _Counted:
+    """A file's blocks passed on as they are read, with how many bytes that has been so far."""
+
+    def __init__(self, blocks: Iterable[bytes]) -> None:
+        self.blocks = blocks
+        self.bytes = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for block in self.blocks:
+            self.bytes += len(block)
+            yield block
+
+
+# The events are counted against the file's bytes once every this many.
+_EVENT_CHECK_EVERY = 1 << 16
+
+
 class _Scan:
     """One pass over the events as they stream in (`add`): what the model needs of them, checked."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, read: _Counted) -> None:
         self.path = path
+        self.read = read
         self.lines: dict[tuple[str, str], int] = {}
         self.memory = _Memory()
         self.ops = _Complete()
@@ -364,6 +385,8 @@ class _Scan:
         self.zero_bytes = 0
 
     def add(self, k: int, event: Any) -> None:
+        if not k % _EVENT_CHECK_EVERY:
+            limits.check_events(k, self.read.bytes, self.path, not_readable)
         if not isinstance(event, dict):
             raise not_readable(self.path, f"event {k} is {type(event).__name__}, not an object")
         if event.get("ph") != "M" and "ts" in event:
@@ -373,6 +396,7 @@ class _Scan:
         key = (str(event.get("pid", "")), str(event.get("tid", "")))
         line = self.lines.get(key)
         if line is None:
+            limits.check_lines(len(self.lines) + 1, self.path, not_readable)
             line = self.lines[key] = len(self.lines)
         return line
 
@@ -433,6 +457,7 @@ class _Scan:
         memory.ts.append(ts)
         memory.line.append(self._line(event))
         memory.device.append(memory.devices(prefix if kind == CPU_TYPE else f"{prefix}:{index}"))
+        limits.check_allocators(len(memory.devices.values), self.path, not_readable)
         memory.nbytes.append(nbytes)
         memory.addr.append(0 if addr is None else addr)
         memory.has_addr.append(addr is not None)
@@ -464,8 +489,9 @@ def _start_time_ns(base: Any, earliest: float, path: str, warnings: list[str]) -
 
 def decode(blocks: Iterable[bytes], host: str, path: str) -> HostProfile:
     """One trace's bytes (gzipped or not, in blocks as they are read), read from `path`."""
-    scan = _Scan(path)
-    top = parse_trace(blocks, path, scan.add)
+    counted = _Counted(blocks)
+    scan = _Scan(path, counted)
+    top = parse_trace(counted, path, scan.add)
     if not math.isfinite(scan.earliest):
         raise not_readable(path, "it has no timed events")
     if (scan.latest - scan.earliest) * US_TO_PS >= 1 << 62:
@@ -491,7 +517,7 @@ def decode(blocks: Iterable[bytes], host: str, path: str) -> HostProfile:
         _ps(scan.latest, scan.earliest),
         warnings=warnings,
         spans=_spans(scan),
-        allocators={name: _allocator(name) for name in events.allocator_names},
+        allocators={name: _allocator(name, name in _unaddressed(scan.memory)) for name in events.allocator_names},
         step_marker=STEP_SPAN,
         start_time_ns=start_time_ns,
     )
@@ -505,8 +531,15 @@ def _times(values: array[float], earliest: float) -> np.ndarray:
     return np.rint((np.frombuffer(values, np.float64) - earliest) * US_TO_PS).astype(np.int64)
 
 
-def _allocator(name: str) -> AllocatorInfo:
-    return AllocatorInfo("CPU" if name == DEVICE_TYPES[CPU_TYPE] else name, name == DEVICE_TYPES[CPU_TYPE])
+def _allocator(name: str, unaddressed: bool) -> AllocatorInfo:
+    guess = "its frees are paired with allocations by size, having no address" if unaddressed else None
+    return AllocatorInfo("CPU" if name == DEVICE_TYPES[CPU_TYPE] else name, name == DEVICE_TYPES[CPU_TYPE], guessed_pairs=guess)
+
+
+def _unaddressed(memory: _Memory) -> set[str]:
+    """The devices some of whose [memory] events carry no address."""
+    devices = np.frombuffer(memory.device, np.int64)[np.frombuffer(memory.has_addr, np.uint8) == 0]
+    return {memory.devices.values[d] for d in np.unique(devices).tolist()}
 
 
 def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: float) -> np.ndarray:
@@ -519,13 +552,17 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
     computing = array("q", [-1]) * len(ops.start)  # an op -> the op that names its allocations, once on a stack
     starts, ends = _times(ops.start, earliest), _times(ops.end, earliest)
     op_lines = np.frombuffer(ops.line, np.int64)
-    for line in np.unique(lines).tolist():
-        mine = np.flatnonzero(op_lines == line)
+    # Sorted by line once, each line's ops and events are a slice: by start, the outer of equal starts first; by time.
+    op_order = np.lexsort((-ends, starts, op_lines))
+    event_order = np.lexsort((times, lines))
+    unique = np.unique(lines)
+    op_bounds = np.searchsorted(op_lines[op_order], unique, "left"), np.searchsorted(op_lines[op_order], unique, "right")
+    event_bounds = np.searchsorted(lines[event_order], unique, "left"), np.searchsorted(lines[event_order], unique, "right")
+    for line in range(len(unique)):
+        mine = op_order[op_bounds[0][line] : op_bounds[1][line]]
         if not len(mine):
             continue
-        mine = mine[np.lexsort((-ends[mine], starts[mine]))]  # by start, the outer of equal starts first
-        events = np.flatnonzero(lines == line)
-        events = events[np.argsort(times[events], kind="stable")]
+        events = event_order[event_bounds[0][line] : event_bounds[1][line]]
         stack: list[int] = []
         next_op = 0
         for event in events.tolist():
@@ -556,7 +593,8 @@ def _events(scan: _Scan, capacities: dict[str, int]) -> tuple[MemoryEvents, int]
     columns["group_id"][:] = -1
     devices = memory.devices.values
     allocator_names = sorted(devices)
-    allocator_of = np.asarray([allocator_names.index(name) for name in devices], np.int64)
+    position = {name: k for k, name in enumerate(allocator_names)}
+    allocator_of = np.asarray([position[name] for name in devices], np.int64)
     lines = np.frombuffer(memory.line, np.int64)
     nbytes = np.frombuffer(memory.nbytes, np.int64)
     device = np.frombuffer(memory.device, np.int64)
@@ -650,8 +688,9 @@ def _spans(scan: _Scan) -> Spans:
     call_names = np.frombuffer(calls.name, np.int64)
     used = np.unique(call_names)
     names = [STEP_SPAN, *sorted(calls.strings.values[i] for i in used.tolist())]
+    where = {name: k for k, name in enumerate(names)}
     position = np.zeros(len(calls.strings.values), np.int32)
-    position[used] = [names.index(calls.strings.values[i]) for i in used.tolist()]
+    position[used] = [where[calls.strings.values[i]] for i in used.tolist()]
     rows = (SPAN_HOST_ROOT, scan.steps), (SPAN_HOST_CALL, calls)
     source = np.concatenate([np.full(len(r.start), s, np.int8) for s, r in rows])
     total = len(source)

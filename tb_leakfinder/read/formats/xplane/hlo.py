@@ -33,6 +33,8 @@ from tb_leakfinder.read.formats.xplane.names import HLO_SUFFIX
 
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"
+# XProf's `<module>(<id>).hlo_proto.pb` files are at most this large (the largest real ones are a few MB).
+MAX_HLO_FILE_BYTES = 1 << 30
 
 _KEY = re.compile(r"^(?P<name>.*)\((?P<id>-?\d+)\)$")
 
@@ -124,7 +126,7 @@ def session_hlo_files(session_dir: str) -> dict[str, bytes]:
     if not files.isdir(session_dir):
         return {}
     return {
-        name[: -len(HLO_SUFFIX)]: files.read_bytes(files.join(session_dir, name))
+        name[: -len(HLO_SUFFIX)]: files.read_bytes(files.join(session_dir, name), MAX_HLO_FILE_BYTES)
         for name in files.listdir(session_dir)
         if name.endswith(HLO_SUFFIX)
     }
