@@ -98,8 +98,17 @@ def test_temporaries_transfers_and_a_second_program_are_named(tmp_path, decoder)
     gpu = allocator(host, ALLOCATOR)
     ops = {r["op"]: r for r in gpu["peak_breakdown"]}
     assert ops["temporaries (2 buffers) of jit_train_step(7)"]["site"]["match"] == "exact"
-    transfer = ops["transfer to device, outside any program"]
-    assert transfer["site"]["context"] == "transfer" and transfer["where"] == "train.py:88 in main"
+    # The batch copied to the device is the next call's parameter 1 (the only parameter of its size).
+    transfer = ops["transfer to device, parameter 1 of jit_train_step(7)"]
+    assert transfer["where"] == "train.py:88 in main"
+    assert {k: transfer["site"][k] for k in ("context", "program", "buffer", "hlo_shape", "match")} == {
+        "context": "transfer",
+        "program": "jit_train_step(7)",
+        "buffer": "parameter 1",
+        "hlo_shape": "f32[64,1024]",
+        "match": "exact",
+    }
+    # Its staging copy in pinned host memory is no device buffer: no program takes it.
     staging = allocator(host, HOST_ALLOCATOR)["peak_breakdown"][0]
     assert staging["op"] == "transfer to device, outside any program"
     # The evaluation program's output lives only within its call: its buffers, not the peak, show it.
