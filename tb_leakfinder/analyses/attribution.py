@@ -239,7 +239,9 @@ class CallIndex:
     def _inside(self, row: int) -> np.ndarray:
         """The runtime calls on a runtime call's line that lie within it, itself included (span rows)."""
         spans = self.spans
-        forest = self.runtime[int(spans.line[row])]
+        forest = self.runtime.get(int(spans.line[row]))
+        if forest is None:  # a kernel launch's line: no runtime calls around it
+            return np.asarray([row], np.int64)
         lo = int(np.searchsorted(forest.start, spans.start_ps[row], side="left"))
         hi = int(np.searchsorted(forest.start, spans.end_ps[row], side="right"))
         rows = forest.rows[lo:hi]
