@@ -388,14 +388,13 @@ class _ProgramBuffer:
     rank: int  # lower is preferred among equal sizes: outputs and temporaries before parameters and constants
 
 
-def attribute(events: MemoryEvents, index: CallIndex, modules: Sequence[HloModule]) -> Attribution:
+def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     """Each allocation's site; allocations whose framework named no op get the site's name as their op, shape and
     dtype (events.strings grows by those names), so that groups and families name them.
 
     Work is per distinct (program buffer, chain of calls, named or not), not per allocation: a million
     allocations of a training loop are a few dozen of those.
     """
-    del modules  # the index holds them
     sites: list[Site] = [NO_SITE]
     site = np.zeros(len(events), np.int32)
     allocs = np.flatnonzero(events.kind == ALLOC)
@@ -556,8 +555,8 @@ def _executions(index: CallIndex, events: MemoryEvents, allocs: np.ndarray) -> _
         row[rest[inside]] = forest.rows[at[inside]]
         program[rest[inside]] = of_rows(forest.rows[at[inside]], True)
     freed_inside = np.zeros(len(allocs), bool)
-    causal = np.flatnonzero(program >= 0)
-    causal = causal[[programs[int(p)].causal for p in program[causal].tolist()]] if len(causal) else causal
+    causal_program = np.asarray([p.causal for p in programs] + [False], bool)  # the last: no program (-1)
+    causal = np.flatnonzero(causal_program[program])
     if len(causal):
         freed_inside[causal] = _free_times(events, allocs[causal]) <= spans.end_ps[row[causal]]
     starts, started = _known_executions(index, program_id)
@@ -686,10 +685,11 @@ def _parameters_fed(job: _Naming, eligible: np.ndarray) -> np.ndarray:
     following = np.searchsorted(found.starts, job.events.time_ps[job.allocs[rows]], side="right")
     rows = rows[following < len(found.starts)]
     program = found.started[following[following < len(found.starts)]]
-    pairs, inverse = np.unique(np.stack([program, job.sizes(rows)], axis=1), axis=0, return_inverse=True)
+    sizes, size_of = np.unique(job.sizes(rows), return_inverse=True)
+    pairs, inverse = small_unique(program * len(sizes) + size_of.reshape(-1))
     known = np.full(len(pairs), -1, np.int64)
-    for k, (p, size) in enumerate(pairs.tolist()):
-        fed = _parameter(int(size), found.programs[p], job.index)
+    for k, pair in enumerate(pairs.tolist()):
+        fed = _parameter(int(sizes[pair % len(sizes)]), found.programs[pair // len(sizes)], job.index)
         if fed is not None:
             known[k] = len(results)
             results.append(fed)

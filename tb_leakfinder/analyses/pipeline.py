@@ -143,7 +143,7 @@ def analyze_allocator(
         )
     problems = _inconsistencies(events)
     warnings += [f"{name}: {problem}" for problem in problems]
-    attribution = attribute(events, calls or call_index(profile.spans, modules, profile.device_planes), modules)
+    attribution = attribute(events, calls or call_index(profile.spans, modules, profile.device_planes))
     pairing = pair_events(events, profile.steps, attribution.site)
     buffers = pairing.buffers
     summary = summarize(events, buffers, profile.steps)

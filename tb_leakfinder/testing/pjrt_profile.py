@@ -323,10 +323,11 @@ DECOY_BUFFERS = (Buffer("y", "add", F32, (1024, 1024), "jit(other)/add", ("/src/
 
 
 def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, Any]]:
-    """A JAX profile of a TPU host with several chips under libtpu's PJRT/TFRT conventions: each call's input is
+    """A JAX profile of a TPU host under libtpu's PJRT/TFRT conventions: each call's input is
     sharded onto every chip first (`DevicePut` > `TfrtTpuClient::BufferFromHostBuffer::TfrtTpuBuffer` on
     `main`), then `PjitFunction(_psum)` > `TfrtTpuLoadedExecutable::Execute` flows to each chip's
-    `py_xla_execute/<k>` line, whose `Scheduled TfrtTpuLoadedExecutable::Execute` > `ExecutePrepare` >
+    `py_xla_execute/<k>` line (one chip: its `ExecuteHelperOnSingleDevice` on `main` itself), whose
+    `Scheduled TfrtTpuLoadedExecutable::Execute` > `ExecutePrepare` >
     `AllocateOutputBufferWithInputReuse` allocates the output (`index_on_host` k, `tf_op` dummy, a layout
     shape) 300 ms before the chip runs: `tpu::System::Execute` flows to `DoEnqueueProgram` on `pjrt-tpu-tasks`,
     which flows to the chip's `XLA Modules` run of jit__psum(5). Meanwhile every chip runs another program
@@ -367,9 +368,14 @@ def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, 
         b.span("PjitFunction(_psum)", call, call + 50_000_000, line=main)
         _span(b, "TfrtTpuLoadedExecutable::Execute", call + 100, call + 40_000_000, main, produces=(FLOW_EXECUTE, launch))
         for k in range(chips):
-            line, s = f"py_xla_execute/{k}", call + 1_000_000 + k * 1_000
             issue, run = next(flow), next(flow)
-            _span(b, "Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 30_000_000, line, consumes=(FLOW_EXECUTE, launch))
+            s = call + 1_000_000 + k * 1_000
+            if chips == 1:  # one chip: the execution runs on the caller's thread, inside its Execute
+                line = main
+                b.span("TfrtTpuLoadedExecutable::ExecuteHelperOnSingleDevice", s, s + 30_000_000, line=line)
+            else:
+                line = f"py_xla_execute/{k}"
+                _span(b, "Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 30_000_000, line, consumes=(FLOW_EXECUTE, launch))
             b.span("TfrtTpuLoadedExecutable::ExecutePrepare", s + 100, s + 5_000, line=line)
             b.span("AllocateOutputBufferWithInputReuse", s + 200, s + 4_000, line=line)
             b.span("DeferredTpuAllocator::Allocate", s + 300, s + 1_000, line=line)

@@ -277,13 +277,15 @@ def test_inside_build_buffer_allocations_lifetime_tells_temporaries_from_an_outp
     assert sorted((s.buffer, s.match) for s in sites) == [("output 0", "exact"), ("temporaries", "exact")]
 
 
-def test_a_tpu_output_allocated_before_its_run_follows_the_flows_to_the_chips_program(tmp_path, decoder):
+@pytest.mark.parametrize("chips", [1, 2])
+def test_a_tpu_output_allocated_before_its_run_follows_the_flows_to_the_chips_program(tmp_path, decoder, chips):
     """The outputs are allocated 300 ms before the chip runs the program, while it runs another program of an
-    output of the same size: only the flows name the right one. The sharded input that each chip receives before
-    the call is that call's parameter 0."""
-    builder, planted = tpu_psum(chips=2)
+    output of the same size: only the flows name the right one, whether the execution runs on the caller's thread
+    (one chip) or on each chip's. The sharded input that each chip receives before the call is that call's
+    parameter 0."""
+    builder, planted = tpu_psum(chips=chips)
     host = analysed(tmp_path, builder)
-    assert [a["memory_id"] for a in host["allocators"]] == ["0", "1"]
+    assert [a["memory_id"] for a in host["allocators"]] == [str(k) for k in range(chips)]
     for chip in host["allocators"]:
         rows = {g["op"]: g["site"] for g in chip["groups"]}
         output = rows[f"{planted['output']} of {planted['program']}"]
