@@ -203,6 +203,17 @@ class _Program:
 
 
 @dataclass
+class _Tops:
+    """The host's executions (their outermost runtime calls), sorted by span row: what each runs (index into
+    `programs`) and the call that launched it on another thread (line, time; line -1 when none)."""
+
+    row: np.ndarray
+    program: np.ndarray
+    caller: np.ndarray  # (n, 2)
+    programs: list[_Program]
+
+
+@dataclass
 class CallIndex:
     """A host's calls by thread, to look up what encloses an allocation. Built once per host, used per allocator."""
 
@@ -224,7 +235,7 @@ class CallIndex:
     user_files: set[str]
     has_programs: bool
     _frames: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
-    _executions: dict[int, tuple[_Program, tuple[int, int] | None]] = field(default_factory=dict)
+    _tops: _Tops | None = None
 
     def frames_and_transfer(self, chain: int) -> tuple[tuple[str, ...], bool]:
         """The user frames of a chain of calls, and whether one of the calls is a transfer."""
@@ -236,7 +247,7 @@ class CallIndex:
             self._frames[chain] = (user_frames(names, self.user_files), transfer)
         return self._frames[chain]
 
-    def _inside(self, row: int) -> np.ndarray:
+    def inside(self, row: int) -> np.ndarray:
         """The runtime calls on a runtime call's line that lie within it, itself included (span rows)."""
         spans = self.spans
         forest = self.runtime.get(int(spans.line[row]))
@@ -248,33 +259,20 @@ class CallIndex:
         inside: np.ndarray = rows[spans.end_ps[rows] <= spans.end_ps[row]]
         return inside
 
-    def execution(self, row: int) -> tuple[_Program, tuple[int, int] | None]:
-        """What the execution whose outermost runtime call is span `row` runs, and its caller's (line, time) on
-        another thread (the flow's producer), if any."""
-        if row not in self._executions:
-            self._executions[row] = self._resolve(row)
-        return self._executions[row]
+    def tops(self) -> _Tops:
+        """Every execution (the outermost runtime call of each), resolved once for all allocators."""
+        if self._tops is None:
+            self._tops = _resolve_tops(self)
+        return self._tops
 
-    def _resolve(self, row: int) -> tuple[_Program, tuple[int, int] | None]:
-        spans = self.spans
-        inside = self._inside(row)
-        names = {spans.names[i] for i in spans.name[inside].tolist()}
-        causal = BUILD_ALLOCATIONS in names
-        # The module's name inside the execution (GPU), then the program ids of the kernels it launched.
-        named = sorted(n[: -len(GPU_MODULE_SUFFIX)] for n in names if n.endswith(GPU_MODULE_SUFFIX))
+    def keys_in_window(self, row: int, named: str) -> list[str]:
+        """The modules of the kernels launched during execution `row` (of that name, when it is known)."""
         starts, ids = self.launches
-        lo, hi = np.searchsorted(starts, [spans.start_ps[row], spans.end_ps[row]], side="left")
+        lo, hi = np.searchsorted(starts, [self.spans.start_ps[row], self.spans.end_ps[row]], side="left")
         launched = sorted(set(ids[lo:hi].tolist()))
-        keys = [m.key for pid in launched for m in self.by_id.get(pid, []) if not named or m.name in named]
-        if not keys:  # TPU: the flows down to the device's run of the program
-            keys = self._device_runs(inside)
-        caller, jitted = self._caller(row, inside)
-        name = named[0] if named else jitted
-        if not keys and name:
-            keys = [m.key for m in self.by_name.get(name, [])]
-        return _Program(tuple(dict.fromkeys(keys)), name, causal), caller
+        return [m.key for pid in launched for m in self.by_id.get(pid, []) if not named or m.name == named]
 
-    def _device_runs(self, inside: np.ndarray) -> list[str]:
+    def device_runs(self, inside: np.ndarray) -> list[str]:
         """The programs that the flows leaving these calls reach on a device, hop by hop through the host calls
         that consume them (the TPU runtime's `tpu::System::Execute` -> `DoEnqueueProgram` -> `XLA Modules`)."""
         spans = self.spans
@@ -289,29 +287,10 @@ class CallIndex:
                     if spans.source[consumer] == SPAN_DEVICE_PROGRAM:
                         found.append(spans.names[int(spans.name[consumer])])
                     elif spans.source[consumer] == SPAN_HOST_RUNTIME:
-                        more = self._inside(consumer)
+                        more = self.inside(consumer)
                         following.update(spans.flow_out[more][spans.flow_out[more] != NO_FLOW].tolist())
             frontier = following
         return [key for key in found if key in self.modules]
-
-    def _caller(self, row: int, inside: np.ndarray) -> tuple[tuple[int, int] | None, str]:
-        """The call on another thread that launched this execution (the producer of a flow it consumes), as
-        (line, start), and the jitted function around that call ("jit_f"), else around the execution itself."""
-        spans = self.spans
-        line = int(spans.line[row])
-        at = (line, int(spans.start_ps[row]))
-        caller = None
-        for flow in spans.flow_in[inside][spans.flow_in[inside] != NO_FLOW].tolist():
-            other = [p for p in self.producers.get(flow, ()) if int(spans.line[p]) != line]
-            if other:
-                at = caller = (int(spans.line[other[0]]), int(spans.start_ps[other[0]]))
-                break
-        forest = self.programs.get(at[0])
-        if forest is None:
-            return caller, ""
-        found = int(forest.innermost(np.asarray([at[1]], np.int64))[0])
-        jitted = _JITTED_CALL.match(spans.names[int(spans.name[forest.rows[found]])]) if found >= 0 else None
-        return caller, f"jit_{jitted['function']}" if jitted else ""
 
 
 def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequence[str] = ()) -> CallIndex:
@@ -371,6 +350,121 @@ def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequen
         user_files,
         bool(is_program.any() or len(device) or is_runtime.any()),
     )
+
+
+def _resolve_tops(index: CallIndex) -> _Tops:
+    """What each execution runs, by arrays: its module's name (the `<module>:XLA GPU module` span inside it),
+    the program id of the kernels launched during it (of that name), its caller (the producer, on another
+    thread, of the first flow it consumes) and the jitted call around that; TPU's flows to the device, and
+    launches of several programs in one execution, one execution at a time."""
+    spans = index.spans
+    if not index.runtime:
+        empty = np.zeros(0, np.int64)
+        return _Tops(empty, empty, np.zeros((0, 2), np.int64), [])
+    rows = np.concatenate([forest.rows for forest in index.runtime.values()])
+    top_of = np.concatenate([forest.rows[index.runtime_top[line]] for line, forest in index.runtime.items()])
+    tops, inverse = np.unique(top_of, return_inverse=True)
+    top_index = inverse.reshape(-1)
+    n = len(tops)
+    name_ids = spans.name[rows]
+    causal = np.zeros(n, bool)
+    causal[top_index[np.asarray([name == BUILD_ALLOCATIONS for name in spans.names], bool)[name_ids]]] = True
+    module_names = sorted({name[: -len(GPU_MODULE_SUFFIX)] for name in spans.names if name.endswith(GPU_MODULE_SUFFIX)})
+    code_of = {name: k for k, name in enumerate(module_names)}
+    span_code = np.asarray([code_of.get(name[: -len(GPU_MODULE_SUFFIX)], -1) for name in spans.names], np.int64)
+    named = np.full(n, -1, np.int64)
+    has_name = span_code[name_ids] >= 0
+    named[top_index[has_name]] = span_code[name_ids[has_name]]
+    start, end = spans.start_ps[tops], spans.end_ps[tops]
+    pid, mixed = _launched(index, named, code_of, start, end)
+    # The caller: the producer of the first flow consumed inside the execution, when on another thread.
+    consumed = np.flatnonzero(spans.flow_in[rows] != NO_FLOW)
+    at_line, at_time = spans.line[tops].astype(np.int64), start.copy()
+    caller = np.full((n, 2), -1, np.int64)
+    if len(consumed):
+        first_top, first = np.unique(top_index[consumed], return_index=True)
+        flow = spans.flow_in[rows[consumed[first]]]
+        producers = np.flatnonzero(spans.flow_out != NO_FLOW)
+        producers = producers[np.argsort(spans.flow_out[producers], kind="stable")]
+        at = np.minimum(np.searchsorted(spans.flow_out[producers], flow), max(len(producers) - 1, 0))
+        producer = producers[at] if len(producers) else np.zeros(0, np.int64)
+        launched = (
+            (spans.flow_out[producer] == flow) & (spans.line[producer] != spans.line[tops[first_top]])
+            if len(producers)
+            else np.zeros(len(flow), bool)
+        )
+        which, by = first_top[launched], producer[launched]
+        at_line[which], at_time[which] = spans.line[by], spans.start_ps[by]
+        caller[which, 0], caller[which, 1] = spans.line[by], spans.start_ps[by]
+    jitted = np.full(n, -1, np.int64)  # the span name of the jitted call around the caller (else the execution)
+    for line, forest in index.programs.items():
+        mine = np.flatnonzero(at_line == line)
+        found = forest.innermost(at_time[mine])
+        inside = found >= 0
+        jitted[mine[inside]] = spans.name[forest.rows[found[inside]]]
+    programs: list[_Program] = []
+    ids: dict[_Program, int] = {}
+    # Executions alike (name, program id, jitted call, causal) run the same program: resolved once.
+    # Without launches, an execution that produces flows may reach its device run through them (TPU).
+    produces = np.zeros(n, bool)
+    produces[top_index[spans.flow_out[rows] != NO_FLOW]] = True
+    slow = mixed | ((pid == NO_PROGRAM_ID) & produces)
+    codes = np.stack([named, pid, jitted, causal.astype(np.int64), np.where(slow, np.arange(n), -1)], axis=1)
+    distinct, first_of, kind = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    program_of_kind = np.zeros(len(distinct), np.int64)
+    for k, (code, pid_k, jit_k, causal_k, _) in enumerate(distinct.tolist()):
+        row = int(tops[first_of[k]])
+        name = module_names[code] if code >= 0 else _jitted_program(spans.names[jit_k]) if jit_k >= 0 else ""
+        if slow[first_of[k]]:
+            keys = index.keys_in_window(row, module_names[code] if code >= 0 else "")
+            keys = keys or index.device_runs(index.inside(row))
+        else:
+            keys = [m.key for m in index.by_id.get(pid_k, []) if code < 0 or m.name == module_names[code]]
+        if not keys and name:
+            keys = [m.key for m in index.by_name.get(name, [])]
+        found_program = _Program(tuple(dict.fromkeys(keys)), name, bool(causal_k))
+        if found_program not in ids:
+            ids[found_program] = len(programs)
+            programs.append(found_program)
+        program_of_kind[k] = ids[found_program]
+    return _Tops(tops, program_of_kind[kind.reshape(-1)], caller, programs)
+
+
+def _launched(
+    index: CallIndex, named: np.ndarray, code_of: dict[str, int], start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per execution, the one program id of the kernels launched during it (of its module's name, when known),
+    NO_PROGRAM_ID when none; and whether they were of several."""
+    starts, ids = index.launches
+    pid = np.full(len(named), NO_PROGRAM_ID, np.int64)
+    mixed = np.zeros(len(named), bool)
+    if not len(starts):
+        return pid, mixed
+    unique_ids, id_of = np.unique(ids, return_inverse=True)
+    id_code = np.asarray(
+        [code_of.get(index.by_id[p][0].name, -2) if p in index.by_id else -2 for p in unique_ids.tolist()], np.int64
+    )
+    launch_code = id_code[id_of.reshape(-1)]
+    for code in np.unique(named).tolist():
+        these = np.flatnonzero(named == code)
+        chosen = np.flatnonzero(launch_code == code) if code >= 0 else np.arange(len(starts))
+        if not len(chosen):
+            continue
+        s, p = starts[chosen], ids[chosen]
+        lo, hi = np.searchsorted(s, start[these], side="left"), np.searchsorted(s, end[these], side="left")
+        changes = np.concatenate([[0], np.cumsum(p[1:] != p[:-1])])
+        has = hi > lo
+        last, first = np.maximum(hi - 1, 0), np.minimum(lo, len(p) - 1)
+        uniform = has & (changes[last] == changes[first])
+        pid[these[uniform]] = p[first[uniform]]
+        mixed[these[has & ~uniform]] = True
+    return pid, mixed
+
+
+def _jitted_program(call: str) -> str:
+    """The program a jitted call runs, "jit_f" for `PjitFunction(f)`."""
+    jitted = _JITTED_CALL.match(call)
+    return f"jit_{jitted['function']}" if jitted else ""
 
 
 @dataclass
@@ -528,18 +622,18 @@ def _executions(index: CallIndex, events: MemoryEvents, allocs: np.ndarray) -> _
         known = [program_id(_candidates(spans.names[n], index, near)) for n in names.tolist()]
         return np.asarray(known, np.int64)[inverse.reshape(-1)] if len(rows) else np.zeros(0, np.int64)
 
+    resolved = index.tops()
+    # The host's programs, as this allocator's: a few distinct ones.
+    remap = np.asarray([program_id(p) for p in resolved.programs], np.int64)
     for thread, forest in index.runtime.items():
         mine = np.flatnonzero(lines == thread)
         at = forest.innermost(times[mine])
-        inside = at >= 0
-        tops = forest.rows[index.runtime_top[thread][at[inside]]]
-        row[mine[inside]] = tops
-        for top in np.unique(tops).tolist():
-            found, caller = index.execution(top)
-            these = mine[inside][tops == top]
-            program[these] = program_id(found)
-            if caller is not None:
-                callers[these] = caller
+        mine = mine[at >= 0]
+        tops = forest.rows[index.runtime_top[thread][at[at >= 0]]]
+        position = np.searchsorted(resolved.row, tops)
+        row[mine] = tops
+        program[mine] = remap[resolved.program[position]]
+        callers[mine] = resolved.caller[position]
     for thread, forest in index.programs.items():
         mine = np.flatnonzero((lines == thread) & (row < 0))
         at = forest.innermost(times[mine])
@@ -559,24 +653,17 @@ def _executions(index: CallIndex, events: MemoryEvents, allocs: np.ndarray) -> _
     causal = np.flatnonzero(causal_program[program])
     if len(causal):
         freed_inside[causal] = _free_times(events, allocs[causal]) <= spans.end_ps[row[causal]]
-    starts, started = _known_executions(index, program_id)
+    known = np.asarray([bool(p.modules) for p in resolved.programs] + [False], bool)[resolved.program]
+    starts, started = _known_executions(index, program_id, spans.start_ps[resolved.row[known]], remap[resolved.program[known]])
     return _Executions(row, program, freed_inside, callers, programs, starts, started)
 
 
-def _known_executions(index: CallIndex, program_id: Callable[[_Program], int]) -> tuple[np.ndarray, np.ndarray]:
-    """The start and program of every execution whose modules are known (runtime executions, jitted calls), by
-    start: what a transfer feeds is the next of them."""
+def _known_executions(
+    index: CallIndex, program_id: Callable[[_Program], int], start: np.ndarray, program: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The start and program of every execution whose modules are known (the runtime's, given, and the jitted
+    calls), by start: what a transfer feeds is the next of them."""
     spans = index.spans
-    starts, programs = [], []
-    for thread, forest in index.runtime.items():
-        tops = np.unique(forest.rows[index.runtime_top[thread]])
-        for top in tops.tolist():
-            found = index.execution(top)[0]
-            if found.modules:
-                starts.append(int(spans.start_ps[top]))
-                programs.append(program_id(found))
-    start = np.asarray(starts, np.int64)
-    program = np.asarray(programs, np.int64)
     for forest in index.programs.values():
         names, inverse = small_unique(spans.name[forest.rows].astype(np.int64))
         known = np.asarray([program_id(_candidates(spans.names[n], index, False)) for n in names.tolist()], np.int64)
