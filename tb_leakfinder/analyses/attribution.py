@@ -404,20 +404,22 @@ def _resolve_tops(index: CallIndex) -> _Tops:
         jitted[mine[inside]] = spans.name[forest.rows[found[inside]]]
     programs: list[_Program] = []
     ids: dict[_Program, int] = {}
-    # Executions alike (name, program id, jitted call, causal) run the same program: resolved once.
-    # Without launches, an execution that produces flows may reach its device run through them (TPU).
-    produces = np.zeros(n, bool)
-    produces[top_index[spans.flow_out[rows] != NO_FLOW]] = True
-    slow = mixed | ((pid == NO_PROGRAM_ID) & produces)
-    codes = np.stack([named, pid, jitted, causal.astype(np.int64), np.where(slow, np.arange(n), -1)], axis=1)
+    # Without launches, the flows from an execution may reach its device run (TPU): the run's name, one per
+    # execution (-2: several).
+    run = np.where(pid == NO_PROGRAM_ID, _device_runs(index, rows, top_index, tops), -1)
+    slow = mixed | (run == -2)
+    # Executions alike (name, program id, device run, jitted call, causal) run the same program: resolved once.
+    codes = np.stack([named, pid, run, jitted, causal.astype(np.int64), np.where(slow, np.arange(n), -1)], axis=1)
     distinct, first_of, kind = np.unique(codes, axis=0, return_index=True, return_inverse=True)
     program_of_kind = np.zeros(len(distinct), np.int64)
-    for k, (code, pid_k, jit_k, causal_k, _) in enumerate(distinct.tolist()):
+    for k, (code, pid_k, run_k, jit_k, causal_k, _) in enumerate(distinct.tolist()):
         row = int(tops[first_of[k]])
         name = module_names[code] if code >= 0 else _jitted_program(spans.names[jit_k]) if jit_k >= 0 else ""
         if slow[first_of[k]]:
             keys = index.keys_in_window(row, module_names[code] if code >= 0 else "")
             keys = keys or index.device_runs(index.inside(row))
+        elif run_k >= 0:
+            keys = [spans.names[run_k]] if spans.names[run_k] in index.modules else []
         else:
             keys = [m.key for m in index.by_id.get(pid_k, []) if code < 0 or m.name == module_names[code]]
         if not keys and name:
@@ -428,6 +430,58 @@ def _resolve_tops(index: CallIndex) -> _Tops:
             programs.append(found_program)
         program_of_kind[k] = ids[found_program]
     return _Tops(tops, program_of_kind[kind.reshape(-1)], caller, programs)
+
+
+def _device_runs(index: CallIndex, rows: np.ndarray, top_index: np.ndarray, tops: np.ndarray) -> np.ndarray:
+    """Per execution, the device program run its flows reach (span name), hop by hop through the executions
+    that consume them (TPU: execution -> enqueue task -> the chip's `XLA Modules` run): -1 when none, -2 when
+    several."""
+    spans = index.spans
+    found = np.full(len(tops), -1, np.int64)
+    consumers = np.flatnonzero(spans.flow_in != NO_FLOW)
+    if not len(consumers):
+        return found
+    consumers = consumers[np.argsort(spans.flow_in[consumers], kind="stable")]
+    consumed = spans.flow_in[consumers]
+    top_of_row = np.full(len(spans), -1, np.int64)
+    top_of_row[rows] = top_index
+    producing = np.flatnonzero(spans.flow_out[rows] != NO_FLOW)
+    producing = producing[np.argsort(top_index[producing], kind="stable")]
+    by_top = np.searchsorted(top_index[producing], np.arange(len(tops) + 1))
+    # (execution, flow) pairs to follow: first each execution's own flows.
+    owner, flow = top_index[producing], spans.flow_out[rows[producing]]
+    for _ in range(MAX_FLOW_HOPS):
+        lo, hi = np.searchsorted(consumed, flow, side="left"), np.searchsorted(consumed, flow, side="right")
+        owner, consumer = _expand(owner, lo, hi), consumers[_ranges(lo, hi)]
+        device = spans.source[consumer] == SPAN_DEVICE_PROGRAM
+        name = spans.name[consumer[device]].astype(np.int64)
+        first = found[owner[device]] == -1
+        found[owner[device][first]] = name[first]
+        other = (found[owner[device]] >= 0) & (found[owner[device]] != name)
+        found[owner[device][other]] = -2
+        # Flows into another execution's calls: follow that execution's own flows.
+        onward = top_of_row[consumer[~device]]
+        keep = onward >= 0
+        owner, onward = owner[~device][keep], onward[keep]
+        lo, hi = by_top[onward], by_top[onward + 1]
+        owner, flow = _expand(owner, lo, hi), spans.flow_out[rows[producing[_ranges(lo, hi)]]]
+        if not len(flow):
+            break
+    return found
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions lo[i]..hi[i]-1 of every i, concatenated."""
+    counts = np.maximum(hi - lo, 0)
+    offsets = np.repeat(np.cumsum(counts) - counts, counts)
+    ranges: np.ndarray = np.repeat(lo, counts) + np.arange(int(counts.sum())) - offsets
+    return ranges
+
+
+def _expand(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """values[i] repeated once per position of lo[i]..hi[i]-1, as _ranges lists them."""
+    expanded: np.ndarray = np.repeat(values, np.maximum(hi - lo, 0))
+    return expanded
 
 
 def _launched(

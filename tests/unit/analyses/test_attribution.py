@@ -319,3 +319,15 @@ def test_a_transfer_no_call_takes_stays_outside_any_program(tmp_path, decoder):
     b.span("DevicePut", 500, 600)
     _alloc(b, 550, 0x2000, 256)  # no call after it
     assert _sites(tmp_path, b) == [("transfer to device, outside any program", "", ())]
+
+
+def test_launches_of_two_same_name_programs_in_one_execution_leave_the_choice_to_the_sizes(tmp_path, decoder):
+    small, large = Buffer("o", "add", F32, (16,), "jit(f)/add"), Buffer("o", "add", F32, (32,), "jit(f)/add")
+    b = _builder_with({"jit_f(1)": [small], "jit_f(2)": [large], "jit_g(3)": [large]})
+    b.span("PjRtStreamExecutorLoadedExecutable::ExecuteHelper", 0, 1_000)
+    b.span("Build buffer allocations", 10, 100)
+    b.span("jit_f:XLA GPU module", 200, 900)
+    for t, pid in ((300, 1), (400, 2), (500, 3)):  # jit_g(3)'s launch is another program's: not a candidate
+        b.span("hipModuleLaunchKernel", t, t + 10, line="Host Threads/1", stats={"program_id": pid})
+    _alloc(b, 50, 0x1000, large.size)
+    assert _sites(tmp_path, b) == [("output 0 of jit_f(2)", "exact", ())]
