@@ -226,8 +226,6 @@ class CallIndex:
     runtime: dict[int, _Forest]  # line -> its runtime calls of program executions (ExecuteHelper, ...)
     runtime_top: dict[int, np.ndarray]  # line -> per runtime call (forest position), the outermost one around it
     launches: tuple[np.ndarray, np.ndarray]  # kernel launches' start times (sorted) and program ids
-    consumers: dict[int, list[int]]  # flow id -> the span rows that consume it
-    producers: dict[int, list[int]]  # flow id -> the span rows that produce it
     device_planes: list[str]
     modules: dict[str, HloModule]  # by key
     by_name: dict[str, list[HloModule]]
@@ -236,6 +234,7 @@ class CallIndex:
     has_programs: bool
     _frames: dict[int, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
     _tops: _Tops | None = None
+    _consumers: dict[int, list[int]] | None = None  # flow id -> the span rows that consume it, once asked
 
     def frames_and_transfer(self, chain: int) -> tuple[tuple[str, ...], bool]:
         """The user frames of a chain of calls, and whether one of the calls is a transfer."""
@@ -258,6 +257,14 @@ class CallIndex:
         rows = forest.rows[lo:hi]
         inside: np.ndarray = rows[spans.end_ps[rows] <= spans.end_ps[row]]
         return inside
+
+    def consumers(self) -> dict[int, list[int]]:
+        """The span rows that consume each flow id."""
+        if self._consumers is None:
+            self._consumers = {}
+            for r in np.flatnonzero(self.spans.flow_in != NO_FLOW).tolist():
+                self._consumers.setdefault(int(self.spans.flow_in[r]), []).append(r)
+        return self._consumers
 
     def tops(self) -> _Tops:
         """Every execution (the outermost runtime call of each), resolved once for all allocators."""
@@ -283,7 +290,7 @@ class CallIndex:
             following: set[int] = set()
             for flow in frontier - seen:
                 seen.add(flow)
-                for consumer in self.consumers.get(flow, ()):
+                for consumer in self.consumers().get(flow, ()):
                     if spans.source[consumer] == SPAN_DEVICE_PROGRAM:
                         found.append(spans.names[int(spans.name[consumer])])
                     elif spans.source[consumer] == SPAN_HOST_RUNTIME:
@@ -319,10 +326,6 @@ def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequen
         for mine in [device[spans.device[device] == plane]]
     }
     launch = np.flatnonzero(is_host_runtime & (spans.program_id != NO_PROGRAM_ID))  # spans are sorted by start
-    flows: list[dict[int, list[int]]] = [{}, {}]
-    for column, ends in ((spans.flow_in, flows[0]), (spans.flow_out, flows[1])):
-        for r in np.flatnonzero(column != NO_FLOW).tolist():
-            ends.setdefault(int(column[r]), []).append(r)
     user_files = {m.instructions.source[i].split(":")[0].rsplit("/", 1)[-1] for m in modules for i in range(len(m.instructions))}
     user_files.discard("")
     by_name: dict[str, list[HloModule]] = {}
@@ -341,8 +344,6 @@ def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequen
         runtime,
         {line: forest.top() for line, forest in runtime.items()},
         (spans.start_ps[launch], spans.program_id[launch]),
-        flows[0],
-        flows[1],
         list(device_planes),
         {m.key: m for m in modules},
         by_name,
