@@ -114,6 +114,8 @@ def roles(fills: Sequence[spec.Fill]) -> list[Role]:
         Role("ROLE_ROOT", OTHER, (spec.ROOT_STAT,)),
         Role("ROLE_HLO", OTHER, (spec.HLO_PROTO_STAT,)),
         Role("ROLE_PROGRAM_ID", OTHER, (spec.PROGRAM_ID_STAT,)),
+        Role("ROLE_FLOW_OUT", OTHER, (spec.FLOW_OUT_STAT,)),
+        Role("ROLE_FLOW_IN", OTHER, (spec.FLOW_IN_STAT,)),
     ]
     return [role for kind in ROLE_ORDER for role in by_kind[kind]]
 
@@ -143,7 +145,7 @@ def render(columns: Mapping[str, type], fills: Sequence[spec.Fill]) -> str:
     strs = [col[c] for c, kind in order if kind == spec.STRING]
     int_roles = [r.name for r in role_list if r.kind == spec.INT]
     str_roles = [r.name for r in role_list if r.kind == spec.STRING]
-    host = [k for k, r in enumerate(role_list) if {spec.STEP_STAT, spec.ROOT_STAT, spec.GROUP_STAT} & set(r.stats)]
+    host = [k for k, r in enumerate(role_list) if set(spec.HOST_STATS) & set(r.stats)]
     specs = [f'    [{col[c]}] = {{"{c}", {np.dtype(columns[c]).itemsize}, "{np.dtype(columns[c]).str}"}},' for c, _ in order]
     names = [
         f"    {{{_c_string(stat)}, {role.name}, {col[role.column] if role.column else -1}}},"

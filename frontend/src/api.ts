@@ -43,9 +43,11 @@ export interface Step {
 export type SiteContext = 'program' | 'transfer' | 'outside' | '';
 /**
  * How an allocation made in a program was tied to one of the program's buffers: `exact` (one buffer has its
- * size), `ambiguous` (several do: `candidates` names them, `buffer` is the one taken in order), `near` (none has
- * it exactly; a temporaries block a few KiB off is taken), `none` (no buffer comes close), `no_hlo` (the
- * program's HLO is not in the profile); "" outside a program.
+ * size, or allocation order and lifetime inside `Build buffer allocations` settle it), `ambiguous` (several do:
+ * `candidates` names them, `buffer` is the one taken in order), `near` (none has it exactly and a temporaries
+ * block a few KiB off is taken, or the program was found by time alone), `none` (no buffer comes close),
+ * `no_hlo` (the program's HLO is not in the profile); "" outside a program. A transfer the next call takes as a
+ * parameter has `program`, `buffer` ("parameter 0") and its match too.
  */
 export type SiteMatch = 'exact' | 'ambiguous' | 'near' | 'none' | 'no_hlo' | '';
 

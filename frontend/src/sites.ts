@@ -47,7 +47,9 @@ export function hasProgramBuffer(site: Site | undefined): site is Site {
 
 /** "output 0 of jit_dot(49)", "transfer to device, outside any program", … : what the site says of the program side. */
 function programLine(site: Site): string {
-  if (site.context === 'transfer') return 'transfer to device, outside any program';
+  if (site.context === 'transfer') {
+    return site.program && site.buffer ? `transfer to device, ${site.buffer} of ${site.program}` : 'transfer to device, outside any program';
+  }
   if (site.context === 'outside') return 'outside any program';
   if (site.context !== 'program') return '';
   if (site.match === 'no_hlo') return `in ${site.program} (its HLO is not in the profile)`;
@@ -77,7 +79,9 @@ export function siteLines(where: string, site: Site | undefined): string[] {
   if (site.op_name) lines.push(`op name: ${site.op_name}`);
   if (site.source) lines.push(`source: ${site.source}`);
   if (site.match === 'ambiguous' && site.candidates.length) lines.push(`ambiguous, one of: ${site.candidates.join('; ')}`);
-  if (site.match === 'near') lines.push('size approximate: no buffer of the program has exactly this size; the nearest temporaries block is taken');
+  if (site.match === 'near') {
+    lines.push('approximate: no buffer of the program has exactly this size and the nearest temporaries block is taken, or the program was found by its time alone');
+  }
   return lines;
 }
 

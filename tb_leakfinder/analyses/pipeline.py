@@ -78,7 +78,7 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     events = profile.events
     # A snapshot is one moment: it has no steps to find, not even time windows.
     source = StepSource(NONE, None, Steps.empty(), SNAPSHOT_STEPS) if profile.snapshot else find_steps(profile)
-    calls = call_index(profile.spans, modules)
+    calls = call_index(profile.spans, modules, profile.device_planes)
     profile.events = MemoryEvents.empty()
     # The candidate spans have served: the cached analysis keeps only the steps they gave.
     profile = replace(
@@ -157,7 +157,7 @@ def analyze_allocator(
         )
     problems = _inconsistencies(events)
     warnings += [f"{name}: {problem}" for problem in problems]
-    attribution = attribute(events, calls or call_index(profile.spans, modules), modules)
+    attribution = attribute(events, calls or call_index(profile.spans, modules, profile.device_planes))
     pairing = pair_events(events, profile.steps, attribution.site)
     buffers = pairing.buffers
     summary = summarize(events, buffers, profile.steps)

@@ -105,6 +105,10 @@ SPAN_DEVICE_STEP = 2  # an event of a device plane's `Steps` line
 # A host call that says what an allocation inside it is for: a Python function the profiler's Python tracer
 # recorded ("$train.py:42 train_step"), or a runtime call that moves data to a device (DevicePut, ...).
 SPAN_HOST_CALL = 3
+# A runtime call of one program execution (PJRT's `ExecuteHelper` > `EnqueueExecution` > `Build buffer
+# allocations`, `<module>:XLA GPU module`, TPU's `ExecutePrepare`, the calls that enqueue it on a device), or a
+# kernel launch that names its program by a `program_id` stat: what ties an allocation to its execution.
+SPAN_HOST_RUNTIME = 4
 # How every format names its host calls: a Python function "$<file>:<line> <function>" (the Python tracer's
 # convention, which the attribution parses), or a runtime transfer, named by one of TRANSFER_NAMES or containing
 # one of TRANSFER_PARTS.
@@ -120,6 +124,26 @@ MODULE_CALL_PREFIX = f"{PYTHON_CALL_PREFIX}class "
 
 def module_call_name(class_name: str) -> str:
     return f"{MODULE_CALL_PREFIX}{class_name}"
+
+
+RUNTIME_PARTS = (
+    "LoadedExecutable::Execute",
+    "::EnqueueExecution",
+    "Build buffer allocations",
+    ":XLA GPU module",
+    "ExecutePrepare",
+    "AllocateOutputBufferWithInputReuse",
+    "tpu::System::Execute",
+    "DoEnqueueProgram",
+)
+# Spans.flow_out / flow_in / program_id of a span without that stat.
+NO_FLOW = 0
+NO_PROGRAM_ID = -1
+
+
+def is_runtime_name(name: str) -> bool:
+    """Whether a host event of this name is a runtime call of a program execution (SPAN_HOST_RUNTIME)."""
+    return any(part in name for part in RUNTIME_PARTS)
 
 
 def python_call_name(file: str, line: int | str, function: str) -> str:
@@ -140,7 +164,10 @@ class Spans:
     -1 on the host; `root` is True where the event carried a nonzero integer
     `_r` stat; `line` is the position of a host span's line (its thread) among
     the /host:CPU plane's lines, -1 on devices. Times are in
-    MemoryEvents.time_ps's time base.
+    MemoryEvents.time_ps's time base. `flow_out` / `flow_in` are the event's flow
+    ids (the producer's `_p`, the consumer's `_c`: equal ids tie two events on
+    any lines or planes), NO_FLOW when none; `program_id` is its `program_id`
+    stat (a kernel launch's), NO_PROGRAM_ID when none.
     """
 
     source: np.ndarray  # int8, SPAN_*
@@ -150,6 +177,9 @@ class Spans:
     start_ps: np.ndarray  # int64
     end_ps: np.ndarray  # int64
     line: np.ndarray  # int32
+    flow_out: np.ndarray  # int64
+    flow_in: np.ndarray  # int64
+    program_id: np.ndarray  # int64
     names: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -159,7 +189,9 @@ class Spans:
     def empty(cls) -> Spans:
         z = np.zeros(0, np.int64)
         i32 = np.zeros(0, np.int32)
-        return cls(np.zeros(0, np.int8), i32, i32.copy(), np.zeros(0, bool), z, z.copy(), i32.copy())
+        return cls(
+            np.zeros(0, np.int8), i32, i32.copy(), np.zeros(0, bool), z, z.copy(), i32.copy(), z.copy(), z.copy(), z.copy()
+        )
 
 
 @dataclass

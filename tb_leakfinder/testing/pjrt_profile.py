@@ -199,3 +199,233 @@ def jax_training(
         "kept_buffers": kept,
     }
     return b, planted
+
+
+# Flow types as PJRT writes them (`_pt`/`_ct`): a host call to each device's execution, a TPU execution to its
+# enqueue task, the enqueue to the device's run.
+FLOW_EXECUTE, FLOW_ISSUE, FLOW_DEVICE_RUN = 5, 7, 12
+
+
+def _span(
+    b: ProfileBuilder,
+    name: str,
+    start_ps: int,
+    end_ps: int,
+    line: str,
+    *,
+    produces: tuple[int, int] | None = None,
+    consumes: tuple[int, int] | None = None,
+    **stats: int,
+) -> None:
+    """A host call that produces and/or consumes a flow, each given as (flow type, flow id): `_pt`/`_p`, `_ct`/`_c`."""
+    given: dict[str, int] = dict(stats)
+    if produces is not None:
+        given["_pt"], given["_p"] = produces
+    if consumes is not None:
+        given["_ct"], given["_c"] = consumes
+    b.span(name, start_ps, end_ps, line=line, stats=given)
+
+
+# The multi-GPU program: two modules named jit_conv that only their program ids tell apart (same sizes, other lines).
+CONV = "jit_conv"
+CONV_IDS = (3, 8)
+CONV_BUFFERS = (
+    Buffer("x", "parameter", BF16, (8, 1024, 1024), kind="parameter"),
+    Buffer("conv.1", "convolution", F32, (8, 1024, 512), "jit(conv)/conv_general_dilated", ("/src/conv.py", 21)),
+    Buffer("conv.2", "convolution", F32, (8, 1024, 512), "jit(conv)/conv_general_dilated", ("/src/conv.py", 22)),
+    Buffer("im2col", "fusion", F32, (8, 1024, 1024), "jit(conv)/im2col", ("/src/conv.py", 20), kind="temp"),
+)
+
+
+def _conv_buffers(program_id: int) -> list[Buffer]:
+    """jit_conv's buffers as compiled under `program_id`: same sizes, its own source lines (100 further each)."""
+    shift = 100 * CONV_IDS.index(program_id)
+    return [x if x.source is None else Buffer(**{**vars(x), "source": (x.source[0], x.source[1] + shift)}) for x in CONV_BUFFERS]
+
+
+def jax_multi_gpu(devices: int = 2, steps: int = 3, *, program_id: int = CONV_IDS[1]) -> tuple[ProfileBuilder, dict[str, Any]]:
+    """A JAX profile of one jitted call per step over several GPUs, under PJRT's conventions (the format notes,
+    "Which program made an allocation"): the `python` line's `PjitFunction(conv)` >
+    `PjRtStreamExecutorLoadedExecutable::Execute` produces a flow that each device's
+    `py_xla_execute/<d>` line consumes in `EnqueueExecution`, where `Build buffer allocations` allocates the
+    outputs and the temporaries block on `GPU_<d>_bfc` (freed before the execution ends); the module is named by
+    `jit_conv:XLA GPU module` and, among the two modules of that name, by the `program_id` of the kernels
+    launched on `Host Threads/<tid>` lines. The device planes have no `XLA Modules` line (ROCm)."""
+    b = ProfileBuilder("gpu-host")
+    for d in range(devices):
+        b.allocator(f"GPU_{d}_bfc")
+        b.device_plane(f"/device:GPU:{d}")
+    for pid in CONV_IDS:
+        b.add_hlo_module(f"{CONV}({pid})", program_proto(CONV, _conv_buffers(pid)), program_id=pid)
+    outputs = [x for x in CONV_BUFFERS if x.kind == "output"]
+    temp_bytes = sum(x.size for x in CONV_BUFFERS if x.kind == "temp")
+    step_ps = 1_000_000_000
+    b.span("$train.py:88 main", 0, steps * step_ps, line=PYTHON_LINE)
+    kept = []
+    for i in range(steps):
+        t0 = i * step_ps + 1000
+        flow = 1000 + i
+        b.span("$train.py:40 train_step", t0, t0 + 900_000_000, line=PYTHON_LINE)
+        b.span("PjitFunction(conv)", t0 + 100, t0 + 800_000_000, line=PYTHON_LINE)
+        _span(
+            b,
+            "PjRtStreamExecutorLoadedExecutable::Execute",
+            t0 + 200,
+            t0 + 700_000_000,
+            PYTHON_LINE,
+            produces=(FLOW_EXECUTE, flow),
+        )
+        for d in range(devices):
+            line, allocator = f"py_xla_execute/{d}", f"GPU_{d}_bfc"
+            start = t0 + 1_000_000 + d * 10_000  # the devices' threads start in turn
+            b.span("PjRtStreamExecutorLoadedExecutable::ExecuteHelper", start, start + 600_000_000, line=line)
+            _span(
+                b,
+                "PjRtStreamExecutorLoadedExecutable::EnqueueExecution",
+                start + 10,
+                start + 500_000_000,
+                line,
+                consumes=(FLOW_EXECUTE, flow),
+            )
+            b.span("Build buffer allocations", start + 100, start + 1_000, line=line)
+            for k, x in enumerate(outputs):
+                addr = (d + 1) << 40 | (i * 16 + k) << 24
+                b.alloc(start + 200 + k, addr, x.size, allocator=allocator, op=None, shape=None, region=None, dtype=0, line=line)
+                kept.append((allocator, addr))
+            temps = (d + 1) << 40 | (i * 16 + 15) << 24
+            b.alloc(start + 300, temps, temp_bytes, allocator=allocator, op=None, shape=None, region=None, dtype=0, line=line)
+            b.span(f"{CONV}:XLA GPU module", start + 2_000, start + 400_000_000, line=line)
+            b.span(
+                "hipModuleLaunchKernel",
+                start + 3_000,
+                start + 3_100,
+                line=f"Host Threads/{100 + d}",
+                stats={"program_id": program_id, "hlo_module": CONV},
+            )
+            b.free(start + 450_000_000, temps, temp_bytes, allocator=allocator, line=line)
+    planted = {
+        "program": f"{CONV}({program_id})",
+        "outputs": ["output 0", "output 1"],
+        "where": [f"conv.py:{x.source[1]}" for x in _conv_buffers(program_id) if x.kind == "output" and x.source],
+        "stack": ("train.py:40 in train_step", "train.py:88 in main"),
+        "devices": devices,
+    }
+    return b, planted
+
+
+PSUM = "jit__psum"
+PSUM_ID, DECOY_ID = 5, 6
+PSUM_BUFFERS = (
+    Buffer("x", "parameter", F32, (4, 1024, 1024), kind="parameter"),
+    Buffer("all-reduce", "all-reduce", F32, (1024, 1024), "jit(_psum)/psum", ("/src/reduce.py", 14)),
+)
+DECOY_BUFFERS = (Buffer("y", "add", F32, (1024, 1024), "jit(other)/add", ("/src/other.py", 3)),)
+
+
+def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, Any]]:
+    """A JAX profile of a TPU host under libtpu's PJRT/TFRT conventions: each call's input is
+    sharded onto every chip first (`DevicePut` > `TfrtTpuClient::BufferFromHostBuffer::TfrtTpuBuffer` on
+    `main`), then `PjitFunction(_psum)` > `TfrtTpuLoadedExecutable::Execute` flows to each chip's
+    `py_xla_execute/<k>` line (one chip: its `ExecuteHelperOnSingleDevice` on `main` itself), whose
+    `Scheduled TfrtTpuLoadedExecutable::Execute` > `ExecutePrepare` >
+    `AllocateOutputBufferWithInputReuse` allocates the output (`index_on_host` k, `tf_op` dummy, a layout
+    shape) 300 ms before the chip runs: `tpu::System::Execute` flows to `DoEnqueueProgram` on `pjrt-tpu-tasks`,
+    which flows to the chip's `XLA Modules` run of jit__psum(5). Meanwhile every chip runs another program
+    (jit_other(6), whose output has the same size), so the time of the allocation alone would name the wrong
+    one."""
+    b = ProfileBuilder("tpu-host")
+    for k in range(chips):
+        b.device_plane(f"/device:TPU:{k}")
+    b.add_hlo_module(f"{PSUM}({PSUM_ID})", program_proto(PSUM, PSUM_BUFFERS), program_id=PSUM_ID)
+    b.add_hlo_module(f"jit_other({DECOY_ID})", program_proto("jit_other", DECOY_BUFFERS), program_id=DECOY_ID)
+    x, out = PSUM_BUFFERS
+    main = "main"
+    call_ps = 2_000_000_000
+    flow = iter(range(500, 10_000))
+    b.span("$serve.py:30 main", 0, calls * call_ps, line=main)
+    for c in range(calls):
+        t0 = c * call_ps + 1000
+        b.span("DevicePut", t0, t0 + 50_000_000, line=main)
+        for k in range(chips):
+            s = t0 + 1_000 + k * 10_000_000
+            b.span("TfrtTpuClient::BufferFromHostBuffer::TfrtTpuBuffer", s, s + 5_000_000, line=main)
+            b.span("AllocateDestinationBuffer", s + 100, s + 1_000, line=main)
+            addr = (k + 1) << 40 | (c * 16) << 24
+            b.alloc(
+                s + 200,
+                addr,
+                x.size,
+                allocator=str(k),
+                id_stat="index_on_host",
+                op=None,
+                shape=None,
+                region=None,
+                dtype=0,
+                line=main,
+            )
+        call = t0 + 100_000_000
+        launch = next(flow)
+        b.span("PjitFunction(_psum)", call, call + 50_000_000, line=main)
+        _span(b, "TfrtTpuLoadedExecutable::Execute", call + 100, call + 40_000_000, main, produces=(FLOW_EXECUTE, launch))
+        for k in range(chips):
+            issue, run = next(flow), next(flow)
+            s = call + 1_000_000 + k * 1_000
+            if chips == 1:  # one chip: the execution runs on the caller's thread, inside its Execute
+                line = main
+                b.span("TfrtTpuLoadedExecutable::ExecuteHelperOnSingleDevice", s, s + 30_000_000, line=line)
+            else:
+                line = f"py_xla_execute/{k}"
+                _span(b, "Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 30_000_000, line, consumes=(FLOW_EXECUTE, launch))
+            b.span("TfrtTpuLoadedExecutable::ExecutePrepare", s + 100, s + 5_000, line=line)
+            b.span("AllocateOutputBufferWithInputReuse", s + 200, s + 4_000, line=line)
+            b.span("DeferredTpuAllocator::Allocate", s + 300, s + 1_000, line=line)
+            shape = f"{out.shape}{{1,0:T(8,128)}}"
+            b.alloc(
+                s + 400,
+                (k + 1) << 40 | (c * 16 + 1) << 24,
+                out.size,
+                allocator=str(k),
+                id_stat="index_on_host",
+                op="dummy",
+                shape=shape,
+                region=None,
+                dtype=0,
+                line=line,
+            )
+            _span(b, "tpu::System::Execute", s + 6_000, s + 20_000_000, line, produces=(FLOW_ISSUE, issue))
+            task = s + 25_000_000
+            _span(
+                b,
+                "tpu::System::Execute=>IssueSequencedEvent",
+                task,
+                task + 2_000_000,
+                "pjrt-tpu-tasks",
+                consumes=(FLOW_ISSUE, issue),
+            )
+            _span(
+                b,
+                "DoEnqueueProgram",
+                task + 100,
+                task + 1_000_000,
+                "pjrt-tpu-tasks",
+                produces=(FLOW_DEVICE_RUN, run),
+                run_id=c,
+                device_ordinal=k,
+            )
+            device = f"/device:TPU:{k}"
+            b.device_event(device, "XLA Modules", f"jit_other({DECOY_ID})", s - 1_000_000, 5_000_000, stats={"run_id": 90 + c})
+            b.device_event(
+                device,
+                "XLA Modules",
+                f"{PSUM}({PSUM_ID})",
+                s + 301_000_000,
+                10_000_000,
+                stats={"run_id": c, "_ct": FLOW_DEVICE_RUN, "_c": run},
+            )
+    planted = {
+        "program": f"{PSUM}({PSUM_ID})",
+        "output": "output 0",
+        "transfer": f"transfer to device, parameter 0 of {PSUM}({PSUM_ID})",
+        "chips": chips,
+    }
+    return b, planted

@@ -321,6 +321,11 @@ def _accelerator_seed() -> Seed:
     )
     builder.span("FunctionRun", 1, 2, group_id=("str", "7"), stats={"_r": ("ref", "1")})
     builder.span("__inference_f_1", 3, 1, root=True, group_id=1 << 40)  # ends before it starts
+    # Flows and program ids of every kind: runtime calls, a kernel launch, a device run that consumes a flow.
+    builder.span("TfrtTpuLoadedExecutable::Execute", 4, 9, stats={"_p": ("str", "3"), "_c": (1 << 64) - 1})
+    builder.span("AllocateOutputBufferWithInputReuse", 5, 6, stats={"_p": 12, "program_id": 2.5}, line="tpu_runtime")
+    builder.span("hipModuleLaunchKernel", 6, 7, stats={"program_id": -(1 << 63), "_c": ("ref", "12")}, line="Host Threads/1")
+    builder.device_event("/device:TPU:0", "XLA Modules", "jit_f(1)", 20, 5, stats={"_c": 12, "_ct": 12})
     builder.device_event("/device:TPU:0", "XLA Modules", "jit_f(1)", -(1 << 40), 1 << 62, stats={"run_id": ("str", "x")})
     builder.device_event("/device:TPU:0", "Steps", "", 10, -5)
     builder.device_event("/device:TPU:0", "XLA Ops", "fusion", 10, 5, stats={"group_id": 3})

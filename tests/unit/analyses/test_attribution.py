@@ -13,13 +13,17 @@ from tb_leakfinder.read.formats.xplane import decoder as reference
 from tb_leakfinder.read.formats.xplane import hlo, reader
 from tb_leakfinder.testing.pjrt_profile import (
     ALLOCATOR,
+    CONV_IDS,
     EVAL_BUFFERS,
     F32,
     HOST_ALLOCATOR,
+    PSUM_BUFFERS,
     PYTHON_LINE,
     Buffer,
+    jax_multi_gpu,
     jax_training,
     program_proto,
+    tpu_psum,
 )
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 
@@ -98,8 +102,17 @@ def test_temporaries_transfers_and_a_second_program_are_named(tmp_path, decoder)
     gpu = allocator(host, ALLOCATOR)
     ops = {r["op"]: r for r in gpu["peak_breakdown"]}
     assert ops["temporaries (2 buffers) of jit_train_step(7)"]["site"]["match"] == "exact"
-    transfer = ops["transfer to device, outside any program"]
-    assert transfer["site"]["context"] == "transfer" and transfer["where"] == "train.py:88 in main"
+    # The batch copied to the device is the next call's parameter 1 (the only parameter of its size).
+    transfer = ops["transfer to device, parameter 1 of jit_train_step(7)"]
+    assert transfer["where"] == "train.py:88 in main"
+    assert {k: transfer["site"][k] for k in ("context", "program", "buffer", "hlo_shape", "match")} == {
+        "context": "transfer",
+        "program": "jit_train_step(7)",
+        "buffer": "parameter 1",
+        "hlo_shape": "f32[64,1024]",
+        "match": "exact",
+    }
+    # Its staging copy in pinned host memory is no device buffer: no program takes it.
     staging = allocator(host, HOST_ALLOCATOR)["peak_breakdown"][0]
     assert staging["op"] == "transfer to device, outside any program"
     # The evaluation program's output lives only within its call: its buffers, not the peak, show it.
@@ -209,3 +222,112 @@ def test_without_programs_an_unnamed_buffer_is_named_by_its_line(tmp_path, decod
     (group,) = analysed(tmp_path, b)["allocators"][0]["groups"]
     assert group["op"] == "made at loop.py:3 in step" and group["where"] == "loop.py:3 in step"
     assert group["label"] == "made at loop.py:3 in step"  # the line is not said twice
+
+
+def _sites_by_allocator(builder: ProfileBuilder) -> dict[str, list]:
+    analysis = analysis_of(builder.to_bytes(), reader.decode)
+    return {a.memory_id: a.sites[1:] for a in analysis.allocators}
+
+
+@pytest.mark.parametrize("program_id", CONV_IDS)
+def test_several_gpus_each_name_their_execution_by_its_spans_program_id_and_callers_flow(tmp_path, decoder, program_id):
+    """No PjitFunction encloses the allocations on the devices' threads: the execution around them, the module span
+    inside it, the kernel launches' program id (two modules share the name and the sizes) and the flow back to
+    the `python` line's call name them, with that call's frames."""
+    builder, planted = jax_multi_gpu(devices=3, program_id=program_id)
+    host = analysed(tmp_path, builder)
+    assert [a["memory_id"] for a in host["allocators"]] == ["GPU_0_bfc", "GPU_1_bfc", "GPU_2_bfc"]
+    for gpu in host["allocators"]:
+        rows = {g["op"]: g for g in gpu["groups"]}
+        assert sorted(rows) == [f"{b} of {planted['program']}" for b in planted["outputs"]]
+        for buffer, where in zip(planted["outputs"], planted["where"], strict=True):
+            site = rows[f"{buffer} of {planted['program']}"]["site"]
+            # Equal sizes, told apart by their order inside `Build buffer allocations`: exact, no candidates.
+            assert (site["program"], site["buffer"], site["match"], site["candidates"]) == (
+                planted["program"],
+                buffer,
+                "exact",
+                [],
+            )
+            assert rows[f"{buffer} of {planted['program']}"]["where"] == where
+            assert tuple(site["stack"]) == planted["stack"]
+    for memory_id, sites in _sites_by_allocator(builder).items():
+        temporaries = [s for s in sites if s.buffer == "temporaries"]
+        assert [(s.program, s.match) for s in temporaries] == [(planted["program"], "exact")], memory_id
+
+
+def _build_and_temporaries(lifetimes: list[bool]) -> ProfileBuilder:
+    """One execution per entry inside `Build buffer allocations`, allocating 4 KiB that it frees before it ends
+    (True) or keeps, of a program whose output and temporaries block are both 4 KiB."""
+    out, temp = Buffer("out", "add", F32, (1024,), "jit(f)/add"), Buffer("t", "fusion", F32, (1024,), kind="temp")
+    b = _builder_with({"jit_f(1)": [out, temp]})
+    for k, freed in enumerate(lifetimes):
+        t = k * 10_000
+        b.span("PjRtStreamExecutorLoadedExecutable::ExecuteHelper", t, t + 5_000)
+        b.span("Build buffer allocations", t + 10, t + 100)
+        b.span("jit_f:XLA GPU module", t + 200, t + 4_000)
+        _alloc(b, t + 50, 0x1000 + k, out.size)
+        if freed:
+            b.free(t + 4_500, 0x1000 + k, out.size, allocator=ALLOCATOR, line=PYTHON_LINE)
+    return b
+
+
+def test_inside_build_buffer_allocations_lifetime_tells_temporaries_from_an_output_of_the_same_size(tmp_path, decoder):
+    (sites,) = _sites_by_allocator(_build_and_temporaries([True, False])).values()
+    assert sorted((s.buffer, s.match) for s in sites) == [("output 0", "exact"), ("temporaries", "exact")]
+
+
+@pytest.mark.parametrize("chips", [1, 2])
+def test_a_tpu_output_allocated_before_its_run_follows_the_flows_to_the_chips_program(tmp_path, decoder, chips):
+    """The outputs are allocated 300 ms before the chip runs the program, while it runs another program of an
+    output of the same size: only the flows name the right one, whether the execution runs on the caller's thread
+    (one chip) or on each chip's. The sharded input that each chip receives before the call is that call's
+    parameter 0."""
+    builder, planted = tpu_psum(chips=chips)
+    host = analysed(tmp_path, builder)
+    assert [a["memory_id"] for a in host["allocators"]] == [str(k) for k in range(chips)]
+    for chip in host["allocators"]:
+        rows = {g["op"]: g["site"] for g in chip["groups"]}
+        output = rows[f"{planted['output']} of {planted['program']}"]
+        assert (output["program"], output["match"], output["hlo_shape"]) == (planted["program"], "exact", "f32[1024,1024]")
+        assert output["stack"] == ["serve.py:30 in main"]  # the frames of the call on `main`, through the flow
+        fed = rows[planted["transfer"]]
+        assert (fed["context"], fed["program"], fed["buffer"], fed["hlo_shape"]) == (
+            "transfer",
+            planted["program"],
+            "parameter 0",
+            PSUM_BUFFERS[0].shape,
+        )
+
+
+def test_time_alone_names_only_a_program_of_the_allocations_own_device_and_says_near(tmp_path, decoder):
+    b = _builder_with({"jit_a(1)": [Buffer("a", "add", F32, (256,))], "jit_b(2)": [Buffer("b", "add", F32, (256,))]})
+    for k, module in enumerate(("jit_a(1)", "jit_b(2)")):
+        b.xla_module(f"/device:TPU:{k}", module, 0, 10_000, run_id=k)
+    for ordinal, addr in ((1, 0x1000), (2, 0x2000)):  # TPU:2 has no plane in the profile
+        b.alloc(5_000, addr, 1024, allocator=str(ordinal), id_stat="index_on_host", op=None, shape=None, region=None, dtype=0)
+    host = analysed(tmp_path, b)
+    named = {a["memory_id"]: [(g["op"], g["site"]["match"]) for g in a["groups"]] for a in host["allocators"]}
+    assert named == {"1": [("output 0 of jit_b(2)", "near")], "2": [("outside any program", "")]}
+
+
+def test_a_transfer_no_call_takes_stays_outside_any_program(tmp_path, decoder):
+    b = _builder_with({"jit_f(1)": [Buffer("x", "parameter", F32, (64,), kind="parameter"), Buffer("y", "add", F32, (64,))]})
+    b.span("DevicePut", 100, 200)
+    _alloc(b, 150, 0x1000, 999)  # no parameter of the next call has this size
+    b.span("PjitFunction(f)", 300, 400)
+    b.span("DevicePut", 500, 600)
+    _alloc(b, 550, 0x2000, 256)  # no call after it
+    assert _sites(tmp_path, b) == [("transfer to device, outside any program", "", ())]
+
+
+def test_launches_of_two_same_name_programs_in_one_execution_leave_the_choice_to_the_sizes(tmp_path, decoder):
+    small, large = Buffer("o", "add", F32, (16,), "jit(f)/add"), Buffer("o", "add", F32, (32,), "jit(f)/add")
+    b = _builder_with({"jit_f(1)": [small], "jit_f(2)": [large], "jit_g(3)": [large]})
+    b.span("PjRtStreamExecutorLoadedExecutable::ExecuteHelper", 0, 1_000)
+    b.span("Build buffer allocations", 10, 100)
+    b.span("jit_f:XLA GPU module", 200, 900)
+    for t, pid in ((300, 1), (400, 2), (500, 3)):  # jit_g(3)'s launch is another program's: not a candidate
+        b.span("hipModuleLaunchKernel", t, t + 10, line="Host Threads/1", stats={"program_id": pid})
+    _alloc(b, 50, 0x1000, large.size)
+    assert _sites(tmp_path, b) == [("output 0 of jit_f(2)", "exact", ())]

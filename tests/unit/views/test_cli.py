@@ -364,7 +364,9 @@ def test_report_text_on_a_tpu_host_lists_its_chips_in_order_with_bare_shapes_and
     assert chips == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
     assert planted["output_shape"] in out.stdout and "{3,2,1,0:T(8,128)}" not in out.stdout
     # Each chip's peak row: the output once, not twice in 10 GiB.
-    rows = re.findall(rf"{re.escape(planted['output_shape'])}\s+(\d+)\s+(\d+ \w+)$", out.stdout, re.M)
+    # Named by its program buffer, the row shows the shape's dimensions and its dtype apart.
+    dtype, dims = planted["output_shape"].split("[", 1)
+    rows = re.findall(rf"{re.escape('[' + dims)}\s+{dtype}\s+(\d+)\s+(\d+ \w+)\s", out.stdout, re.M)
     assert rows == [("1", "5 GiB")] * 4
 
 

@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -286,7 +287,9 @@ def test_buffers_of_one_program_buffer_are_its_allocations(tmp_path):
     }
     _, whole = _get(client, "buffers", **args)
     outputs = len([b for b in held if b.kind == "output"])
-    assert whole["total"] == planted["steps"] * (outputs + 1)  # its outputs and its temporaries block, each step
+    # Its outputs and its temporaries block each step, and the transfer that feeds its parameter each step.
+    contexts = Counter(whole["sites"][b["site"]]["context"] for b in whole["buffers"])
+    assert contexts == {"program": planted["steps"] * (outputs + 1), "transfer": planted["steps"]}
     _, none = _get(client, "buffers", **{**args, "program": "jit_train_step(999)"})
     assert none["total"] == 0
     code, refused = _get(client, "buffers", run=run, allocator="GPU_0_bfc", allocation=3)

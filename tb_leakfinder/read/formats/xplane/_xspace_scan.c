@@ -91,10 +91,13 @@ static const struct { const char *name; int number; } FIELD_NUMBERS[] = {
 
 /* An event's metadata: a memory event, a host span by name (TraceContext, FunctionRun, __inference_*,
  * PjitFunction(...)), a host call (a Python function "$...", or a transfer to a device), or anything else. */
-enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2, KIND_SPAN = 3, KIND_CALL = 4 };
+enum { KIND_ALLOC = 0, KIND_FREE = 1, KIND_NONE = 2, KIND_SPAN = 3, KIND_CALL = 4, KIND_RUNTIME = 5 };
 enum { V_NONE = 0, V_DOUBLE, V_UINT64, V_INT64, V_STR, V_BYTES, V_REF };
 /* Spans.source in tb_leakfinder/model/memory.py. */
-enum { SPAN_HOST_ROOT = 0, SPAN_DEVICE_PROGRAM = 1, SPAN_DEVICE_STEP = 2, SPAN_HOST_CALL = 3 };
+enum { SPAN_HOST_ROOT = 0, SPAN_DEVICE_PROGRAM = 1, SPAN_DEVICE_STEP = 2, SPAN_HOST_CALL = 3, SPAN_HOST_RUNTIME = 4 };
+/* Spans.flow_out / flow_in / program_id of a span without that stat (model/memory.py's NO_FLOW, NO_PROGRAM_ID). */
+#define NO_FLOW 0
+#define NO_PROGRAM_ID (-1)
 /* What walk_event keeps of an event: nothing (only checked), a /host:CPU event, or a device span. */
 enum { MODE_CHECK = 0, MODE_HOST = 1, MODE_DEVICE = 2 };
 
@@ -295,7 +298,7 @@ typedef struct {
 typedef struct { int64_t step, start, end; } StepRow;
 typedef struct { int64_t group, start, end; } GroupRow;
 /* Laid out as xspace.py's SPAN_ROW dtype. */
-typedef struct { int64_t start, end; int32_t name, device; int8_t source, root, pad[2]; int32_t line; } SpanRow;
+typedef struct { int64_t start, end; int32_t name, device; int8_t source, root, pad[2]; int32_t line; int64_t flow_out, flow_in, program_id; } SpanRow;
 /* The rows one chunk of a line gave, placed in time by the line's timestamp once all lines are known.
  * Only /host:CPU lines (host = 1) set the time base and the profile's end. */
 typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n, sp_first, sp_n, gr_first, gr_n; int host; } LineFix;
@@ -734,7 +737,18 @@ static int is_transfer(ptr name, size_t len) {
            contains(name, len, "TransferLiteralToDevice");
 }
 
-/* As decoder.is_host_span_name for the spans, and decoder.is_host_call_name for the calls. */
+/* As model/memory.py's is_runtime_name: a runtime call of a program execution. */
+static int is_runtime(ptr name, size_t len) {
+    static const char *const parts[] = {"LoadedExecutable::Execute", "::EnqueueExecution", "Build buffer allocations",
+                                        ":XLA GPU module", "ExecutePrepare", "AllocateOutputBufferWithInputReuse",
+                                        "tpu::System::Execute", "DoEnqueueProgram"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (contains(name, len, parts[i])) return 1;
+    return 0;
+}
+
+/* As decoder.is_host_span_name for the spans, decoder.is_host_call_name for the calls, is_runtime for the
+ * runtime calls. */
 static int event_kind(ptr name, size_t len) {
     if (len == 16 && memcmp(name, "MemoryAllocation", 16) == 0) return KIND_ALLOC;
     if (len == 18 && memcmp(name, "MemoryDeallocation", 18) == 0) return KIND_FREE;
@@ -742,7 +756,7 @@ static int event_kind(ptr name, size_t len) {
         starts_with(name, len, "__inference_") || (starts_with(name, len, "PjitFunction(") && name[len - 1] == ')'))
         return KIND_SPAN;
     if ((len > 1 && name[0] == '$') || is_transfer(name, len)) return KIND_CALL;
-    return KIND_NONE;
+    return is_runtime(name, len) ? KIND_RUNTIME : KIND_NONE;
 }
 
 static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) {
@@ -831,15 +845,23 @@ static int add_group(Scan *s, int64_t group, int64_t start, int64_t end) {
     return 0;
 }
 
-/* A span named by event metadata `ei` (-1: none, named ""). */
-static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, int64_t end) {
+/* What any other /host:CPU event's stats give: a step marker if it has an integral `step_num` (the first one
+ * counts), a root if its last `_r` is a nonzero integer, a group's part if it has an integral `group_id`
+ * (the last one counts), and its span's flow ids and program id (the last integral `_p`, `_c`, `program_id`).
+ * A device span's stats give the same. */
+typedef struct { int has_step, root, grouped; int64_t step, group, flow_out, flow_in, program_id; } HostRow;
+#define HOST_ROW_INIT {0, 0, 0, 0, 0, NO_FLOW, NO_FLOW, NO_PROGRAM_ID}
+
+/* A span named by event metadata `ei` (-1: none, named ""), with the flows and program id of `h`. */
+static int add_span(Scan *s, int32_t ei, int source, int root, int64_t start, int64_t end, const HostRow *h) {
     int32_t name;
     if (ei < 0) name = intern(&s->span_names, -1, "", 0);
     else if ((name = s->events[ei].span_index) < 0)
         name = s->events[ei].span_index = intern(&s->span_names, -1, s->events[ei].name, s->events[ei].name_len);
     if (name < 0 || grow((void **)&s->spans, &s->capspans, s->nspans + 1, sizeof(SpanRow)) < 0) NOMEM(s);
-    int host = source == SPAN_HOST_ROOT || source == SPAN_HOST_CALL;
-    s->spans[s->nspans++] = (SpanRow){start, end, name, host ? -1 : s->device, (int8_t)source, (int8_t)root, {0}, -1};
+    int host = source == SPAN_HOST_ROOT || source == SPAN_HOST_CALL || source == SPAN_HOST_RUNTIME;
+    s->spans[s->nspans++] = (SpanRow){start, end, name, host ? -1 : s->device, (int8_t)source, (int8_t)root, {0}, -1,
+                                      h->flow_out, h->flow_in, h->program_id};
     return 0;
 }
 
@@ -920,11 +942,6 @@ static int mem_row_commit(Scan *s, const MemRow *m, int kind, int64_t start, int
     return m->grouped ? add_group(s, m->ints[COL_GROUP_ID - FIRST_INT_COL], start, end) : 0;
 }
 
-/* What any other /host:CPU event's stats give: a step marker if it has an integral `step_num` (the first one
- * counts), a root if its last `_r` is a nonzero integer, and a group's part if it has an integral `group_id`
- * (the last one counts). */
-typedef struct { int has_step, root, grouped; int64_t step, group; } HostRow;
-
 static inline __attribute__((always_inline)) void host_stat(HostRow *h, const Stat *st, int role) {
     if (role < FIRST_HOST_ROLE || role > LAST_HOST_ROLE) return; /* cheap exit for most stats */
     int integral = st->kind == V_INT64 || st->kind == V_UINT64;
@@ -936,18 +953,30 @@ static inline __attribute__((always_inline)) void host_stat(HostRow *h, const St
     } else if (role == ROLE_GROUP_ID && integral) {
         h->grouped = 1;
         h->group = (int64_t)st->v;
+    } else if (role == ROLE_FLOW_OUT && integral) {
+        h->flow_out = (int64_t)st->v;
+    } else if (role == ROLE_FLOW_IN && integral) {
+        h->flow_in = (int64_t)st->v;
+    } else if (role == ROLE_PROGRAM_ID && integral) {
+        h->program_id = (int64_t)st->v;
     }
 }
 
-/* A span too if its name is one (KIND_SPAN) or it is a root; a host call (KIND_CALL) when it is neither. */
+/* A span too if its name is one (KIND_SPAN) or it is a root; a host call (KIND_CALL) when it is neither; else a
+ * runtime call (KIND_RUNTIME, or any event with a program id). */
 static int host_row_commit(Scan *s, const HostRow *h, int32_t ei, int64_t start, int64_t end) {
     if (h->has_step) {
         if (grow((void **)&s->steps, &s->capsteps, s->nsteps + 1, sizeof(StepRow)) < 0) NOMEM(s);
         s->steps[s->nsteps++] = (StepRow){h->step, start, end};
     }
     int kind = ei >= 0 ? s->events[ei].kind : KIND_NONE;
-    if ((h->root || kind == KIND_SPAN) && add_span(s, ei, SPAN_HOST_ROOT, h->root, start, end) < 0) return -1;
-    if (!h->root && kind == KIND_CALL && add_span(s, ei, SPAN_HOST_CALL, 0, start, end) < 0) return -1;
+    if (h->root || kind == KIND_SPAN) {
+        if (add_span(s, ei, SPAN_HOST_ROOT, h->root, start, end, h) < 0) return -1;
+    } else if (kind == KIND_CALL) {
+        if (add_span(s, ei, SPAN_HOST_CALL, 0, start, end, h) < 0) return -1;
+    } else if (kind == KIND_RUNTIME || h->program_id != NO_PROGRAM_ID) {
+        if (add_span(s, ei, SPAN_HOST_RUNTIME, 0, start, end, h) < 0) return -1;
+    }
     return h->grouped ? add_group(s, h->group, start, end) : 0;
 }
 
@@ -982,7 +1011,7 @@ static inline __attribute__((always_inline)) int host_event_one_pass(Scan *s, pt
     int kind = ei < 0 ? KIND_NONE : s->events[ei].kind, memory = kind == KIND_ALLOC || kind == KIND_FREE;
     int64_t offset = 0, dur = 0;
     MemRow m;
-    HostRow h = {0, 0, 0, 0, 0};
+    HostRow h = HOST_ROW_INIT;
     Stat st = {V_NONE, 0, NULL, 0, 0}; /* the common shape has no string: data and len stay unset */
     if (memory) mem_row_init(&m);
     while (p < end) {
@@ -1057,8 +1086,11 @@ static int walk_event(Scan *s, ptr p, ptr end, int depth, int mode, LineAcc *acc
     line_acc(acc, event_end);
     if (mode == MODE_CHECK) return 0;
     int32_t ei = idmap_get(&s->event_ids, mid);
-    if (mode == MODE_DEVICE) return add_span(s, ei, s->span_source, 0, offset, event_end);
+    HostRow h = HOST_ROW_INIT;
     int kind = ei < 0 ? KIND_NONE : s->events[ei].kind;
+    if (mode == MODE_DEVICE || (kind != KIND_ALLOC && kind != KIND_FREE))
+        for (size_t i = 0; i < nstats; i++) host_stat(&h, &s->scratch[i], stat_role(s, s->scratch[i].mid));
+    if (mode == MODE_DEVICE) return add_span(s, ei, s->span_source, 0, offset, event_end, &h);
     if (kind == KIND_ALLOC || kind == KIND_FREE) {
         MemRow m;
         mem_row_init(&m);
@@ -1066,8 +1098,6 @@ static int walk_event(Scan *s, ptr p, ptr end, int depth, int mode, LineAcc *acc
             if (mem_stat(s, &m, &s->scratch[i], stat_role(s, s->scratch[i].mid)) < 0) return -1;
         return mem_row_commit(s, &m, kind, offset, event_end);
     }
-    HostRow h = {0, 0, 0, 0, 0};
-    for (size_t i = 0; i < nstats; i++) host_stat(&h, &s->scratch[i], stat_role(s, s->scratch[i].mid));
     return host_row_commit(s, &h, ei, offset, event_end);
 }
 

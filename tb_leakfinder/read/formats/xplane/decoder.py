@@ -6,6 +6,8 @@ one the fast scanner must reproduce exactly.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from google.protobuf.message import DecodeError, Message
 
@@ -15,15 +17,20 @@ from tb_leakfinder.model.memory import (
     ALLOC,
     EVENT_COLUMNS,
     FREE,
+    NO_FLOW,
+    NO_PROGRAM_ID,
     PYTHON_CALL_PREFIX,
     SPAN_DEVICE_PROGRAM,
     SPAN_DEVICE_STEP,
     SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
+    SPAN_HOST_RUNTIME,
     Groups,
     HostProfile,
     MemoryEvents,
+    Spans,
     Steps,
+    is_runtime_name,
     is_transfer_name,
 )
 from tb_leakfinder.read.formats.xplane import hlo
@@ -33,11 +40,14 @@ from tb_leakfinder.read.formats.xplane.stat_spec import (
     FILL_OF_STAT,
     FILLS,
     FLOAT,
+    FLOW_IN_STAT,
+    FLOW_OUT_STAT,
     GROUP_STAT,
     INT,
     INT32,
     INT_ID_STATS,
     NAME_ID_STAT,
+    PROGRAM_ID_STAT,
     ROOT_STAT,
     STEP_STAT,
     STRING,
@@ -118,36 +128,51 @@ def _decode(data: bytes, host: str, path: str) -> HostProfile:
     events, steps, groups, duration, base_ns = _decode_cpu_plane(cpu, warnings, spans)
     for index, name in enumerate(devices):
         _device_spans(planes[name], index, base_ns, spans)
-    return HostProfile(
-        host, path, events, steps, duration, hlo_protos, warnings, devices, spans_from_rows(*spans.columns()), groups
-    )
+    return HostProfile(host, path, events, steps, duration, hlo_protos, warnings, devices, spans.columns(), groups)
+
+
+class _HostStats(NamedTuple):
+    """What a non-memory event's stats give: its step number (the first integer `step_num`), whether it is a
+    root (the last `_r` is a nonzero integer), its group (the last integer `group_id`), and its flow ids and
+    program id (the last integer `_p`, `_c`, `program_id`)."""
+
+    step: int | None = None
+    root: bool = False
+    group: int | None = None
+    flow_out: int = NO_FLOW
+    flow_in: int = NO_FLOW
+    program_id: int = NO_PROGRAM_ID
+
+
+NO_STATS = _HostStats()
 
 
 class _SpanRows:
-    """Spans as they are found: (source, name, device, root, start, end, line) rows, names interned."""
+    """Spans as they are found: (source, name, device, root, start, end, line, flow_out, flow_in, program_id)
+    rows, names interned."""
 
     def __init__(self) -> None:
-        self.rows: list[tuple[int, int, int, bool, int, int, int]] = []
+        self.rows: list[tuple[int, int, int, bool, int, int, int, int, int, int]] = []
         self.names: list[str] = []
         self._index: dict[str, int] = {}
 
-    def add(self, source: int, name: str, device: int, root: bool, start: int, end: int, line: int = -1) -> None:
+    def add(self, source: int, name: str, device: int, root: bool, start: int, end: int, line: int, stats: _HostStats) -> None:
         index = self._index.setdefault(name, len(self.names))
         if index == len(self.names):
             self.names.append(name)
-        self.rows.append((source, index, device, root, start, end, line))
+        self.rows.append((source, index, device, root, start, end, line, stats.flow_out, stats.flow_in, stats.program_id))
 
-    def columns(
-        self,
-    ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        dtypes = (np.int8, np.int32, np.int32, bool, np.int64, np.int64, np.int32)
+    def columns(self) -> Spans:
+        dtypes = (np.int8, np.int32, np.int32, bool, np.int64, np.int64, np.int32, np.int64, np.int64, np.int64)
         cols = [np.asarray([row[k] for row in self.rows], dtype) for k, dtype in enumerate(dtypes)]
-        return cols[0], cols[1], self.names, cols[2], cols[3], cols[4], cols[5], cols[6]
+        source, name, device, root, start, end, line, flow_out, flow_in, program_id = cols
+        return spans_from_rows(source, name, self.names, device, root, start, end, line, (flow_out, flow_in, program_id))
 
 
 def _device_spans(plane: Message, device: int, base_ns: int, spans: _SpanRows) -> None:
     """The events of a device plane's `XLA Modules` and `Steps` lines, in the host's time base."""
     event_names = {key: md.name for key, md in plane.event_metadata.items()}
+    stat_names = {key: md.name for key, md in plane.stat_metadata.items()}
     for line in plane.lines:
         source = DEVICE_SPAN_LINES.get(line.name)
         if source is None:
@@ -155,7 +180,9 @@ def _device_spans(plane: Message, device: int, base_ns: int, spans: _SpanRows) -
         line_base = (line.timestamp_ns - base_ns) * 1000
         for event in line.events:
             start = _as_int64(line_base + event.offset_ps)
-            spans.add(source, event_names.get(event.metadata_id, ""), device, False, start, _as_int64(start + event.duration_ps))
+            end = _as_int64(start + event.duration_ps)
+            stats = _other_event_stats(event, stat_names)
+            spans.add(source, event_names.get(event.metadata_id, ""), device, False, start, end, -1, stats)
 
 
 def _memory_id(name: str, stat: Message, value: int | float | str | bytes | None) -> str:
@@ -180,6 +207,7 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
     }
     span_names = {key for key, name in event_names.items() if is_host_span_name(name)}
     call_names = {key for key, name in event_names.items() if key not in span_names and is_host_call_name(name)}
+    runtime_names = {key for key, name in event_names.items() if is_runtime_name(name)}
     # Each line keeps its position among all of the plane's lines: a host span's `line` (its thread).
     lines = [(position, line) for position, line in enumerate(plane.lines) if line.events]
     base_ns = min((line.timestamp_ns for _, line in lines), default=0)
@@ -207,15 +235,18 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
             end_ps = max(end_ps, end)
             kind = kinds.get(event.metadata_id)
             if kind is None:
-                step, root, group = _other_event_stats(event, stat_names)
-                if step is not None:
-                    step_rows.append((step, start, end))
-                if root or event.metadata_id in span_names:
-                    spans.add(SPAN_HOST_ROOT, event_names.get(event.metadata_id, ""), -1, root, start, end, position)
+                stats = _other_event_stats(event, stat_names)
+                if stats.step is not None:
+                    step_rows.append((stats.step, start, end))
+                name = event_names.get(event.metadata_id, "")
+                if stats.root or event.metadata_id in span_names:
+                    spans.add(SPAN_HOST_ROOT, name, -1, stats.root, start, end, position, stats)
                 elif event.metadata_id in call_names:
-                    spans.add(SPAN_HOST_CALL, event_names[event.metadata_id], -1, False, start, end, position)
-                if group is not None:
-                    group_rows.append((group, start, end))
+                    spans.add(SPAN_HOST_CALL, name, -1, False, start, end, position, stats)
+                elif event.metadata_id in runtime_names or stats.program_id != NO_PROGRAM_ID:
+                    spans.add(SPAN_HOST_RUNTIME, name, -1, False, start, end, position, stats)
+                if stats.group is not None:
+                    group_rows.append((stats.group, start, end))
                 continue
             row = dict(_DEFAULTS)
             allocator = ""
@@ -275,22 +306,24 @@ def _as_uint64(value: int) -> int:
 _INTEGER = {INT: _as_int64, UINT64: _as_uint64, INT32: _as_int32}
 
 
-def _other_event_stats(event: Message, stat_names: dict[int, str]) -> tuple[int | None, bool, int | None]:
-    """A non-memory event's step number (the first integer `step_num`), whether it is a root (the last `_r`
-    is a nonzero integer) and its group (the last integer `group_id`)."""
-    step: int | None = None
-    root = False
-    group: int | None = None
+_KEPT_STATS = (STEP_STAT, ROOT_STAT, GROUP_STAT, FLOW_OUT_STAT, FLOW_IN_STAT, PROGRAM_ID_STAT)
+# The stats whose last integer value is kept as it is, by _HostStats field.
+_LAST_INTEGER = {GROUP_STAT: "group", FLOW_OUT_STAT: "flow_out", FLOW_IN_STAT: "flow_in", PROGRAM_ID_STAT: "program_id"}
+
+
+def _other_event_stats(event: Message, stat_names: dict[int, str]) -> _HostStats:
+    found: dict[str, int | bool | None] = {}
     for stat in event.stats:
         name = stat_names.get(stat.metadata_id)
-        if name not in (STEP_STAT, ROOT_STAT, GROUP_STAT):
+        if name not in _KEPT_STATS:
             continue
         value = _stat_value(stat, stat_names)
         integer = _as_int64(value) if isinstance(value, int) else None
-        if name == STEP_STAT and step is None:
-            step = integer
+        if name == STEP_STAT and "step" not in found:
+            if integer is not None:
+                found["step"] = integer
         elif name == ROOT_STAT:
-            root = bool(integer)
-        elif name == GROUP_STAT and integer is not None:
-            group = integer
-    return step, root, group
+            found["root"] = bool(integer)
+        elif name in _LAST_INTEGER and integer is not None:
+            found[_LAST_INTEGER[name]] = integer
+    return _HostStats(**found) if found else NO_STATS  # type: ignore[arg-type]

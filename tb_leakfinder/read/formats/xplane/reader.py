@@ -44,6 +44,9 @@ SPAN_ROW = np.dtype(
         ("root", "i1"),
         ("pad", "V2"),
         ("line", "<i4"),
+        ("flow_out", "<i8"),
+        ("flow_in", "<i8"),
+        ("program_id", "<i8"),
     ]
 )
 # Threads that scan one profile's /host:CPU events (in chunks of about 1 MB; smaller profiles use one).
@@ -122,6 +125,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
         span["start"],
         span["end"],
         span["line"],
+        flows=(span["flow_out"], span["flow_in"], span["program_id"]),
     )
     group = _column(scanned["groups"], np.int64).reshape(-1, 3)
     groups = model_rows.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tb_leakfinder.model.memory import Groups, Spans, Steps
+from tb_leakfinder.model.memory import NO_FLOW, NO_PROGRAM_ID, Groups, Spans, Steps
 
 
 def spans_from_rows(
@@ -20,15 +20,24 @@ def spans_from_rows(
     start_ps: np.ndarray,
     end_ps: np.ndarray,
     line: np.ndarray,
+    flows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> Spans:
-    """Spans in their canonical order, with `names` sorted, whatever order the rows were found in."""
+    """Spans in their canonical order, with `names` sorted, whatever order the rows were found in. `flows`:
+    each row's flow_out, flow_in and program_id (none: a format without them)."""
     if not len(start_ps):
         return Spans.empty()
+    if flows is None:
+        flows = (
+            np.full(len(start_ps), NO_FLOW, np.int64),
+            np.full(len(start_ps), NO_FLOW, np.int64),
+            np.full(len(start_ps), NO_PROGRAM_ID, np.int64),
+        )
+    flow_out, flow_in, program_id = flows
     used = sorted({names[i] for i in np.unique(name).tolist()})
     position = {text: k for k, text in enumerate(used)}
     remap = np.asarray([position.get(text, -1) for text in names], np.int32)
     name = remap[name]
-    order = np.lexsort((line, root, name, device, source, end_ps, start_ps))
+    order = np.lexsort((program_id, flow_in, flow_out, line, root, name, device, source, end_ps, start_ps))
     return Spans(
         source[order].astype(np.int8),
         name[order],
@@ -37,6 +46,9 @@ def spans_from_rows(
         start_ps[order].astype(np.int64),
         end_ps[order].astype(np.int64),
         line[order].astype(np.int32),
+        np.asarray(flow_out, np.int64)[order],
+        np.asarray(flow_in, np.int64)[order],
+        np.asarray(program_id, np.int64)[order],
         used,
     )
 

@@ -48,9 +48,15 @@ NAME_ID_STAT = "allocator_name"
 STEP_STAT = "step_num"
 ROOT_STAT = "_r"
 GROUP_STAT = "group_id"
+# Stats of any event that are kept on its span: the flow ids that tie a producer (`_p`) to its consumers (`_c`),
+# and a kernel launch's program (`program_id`, also a module's on /host:metadata).
+FLOW_OUT_STAT = "_p"
+FLOW_IN_STAT = "_c"
 # Stats of /host:metadata's event metadata: a module's HloProto and program id (read/hlo.py).
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"
+# The stats of the other events, which the scanner reads in one run of roles.
+HOST_STATS = (STEP_STAT, ROOT_STAT, GROUP_STAT, FLOW_OUT_STAT, FLOW_IN_STAT, PROGRAM_ID_STAT)
 
 # The memory events' stats, by column.
 FILLS = (

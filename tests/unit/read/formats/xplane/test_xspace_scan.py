@@ -32,6 +32,7 @@ from tb_leakfinder.model.memory import (
     SPAN_DEVICE_STEP,
     SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
+    SPAN_HOST_RUNTIME,
     HostProfile,
 )
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
@@ -54,6 +55,9 @@ SPAN_COLUMNS = {
     "start_ps": np.int64,
     "end_ps": np.int64,
     "line": np.int32,
+    "flow_out": np.int64,
+    "flow_in": np.int64,
+    "program_id": np.int64,
 }
 MESSAGES = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
 
@@ -754,3 +758,38 @@ def test_threads_and_host_calls_agree_with_the_reference(monkeypatch):
     (python,) = set(profile.spans.line[profile.spans.name == main].tolist())
     assert set(profile.events.line.tolist()) == {python}  # every allocation of the profile is on the python thread
     assert len(set(profile.spans.line[calls].tolist())) == 2
+
+
+def test_runtime_calls_flows_and_program_ids_decode_identically(monkeypatch):
+    """The spans that tie an allocation to its execution: PJRT's runtime calls by name, kernel launches by their
+    `program_id`, and the flow ids (`_p`, `_c`) of host and device events, of any integer kind."""
+    b = ProfileBuilder(timestamp_ns=1_000, int_kind="uint64")
+    b.span("PjitFunction(f)", 100, 900)
+    b.span("PjRtStreamExecutorLoadedExecutable::Execute", 110, 890, stats={"_pt": 5, "_p": 4294967342})
+    b.span("PjRtStreamExecutorLoadedExecutable::EnqueueExecution", 120, 700, line="py_xla_execute/1", stats={"_c": 4294967342})
+    b.span("Build buffer allocations", 130, 140, line="py_xla_execute/1")
+    b.span("jit_f:XLA GPU module", 150, 600, line="py_xla_execute/1", stats={"_p": ("str", "9")})  # a string is no flow
+    b.span("hipModuleLaunchKernel", 160, 170, line="Host Threads/7", stats={"program_id": 12, "hlo_module": "jit_f"})
+    b.span("hipMemcpyDtoDAsync", 180, 190, line="Host Threads/7")  # neither runtime nor program: no span
+    b.span("DevicePut", 200, 210, stats={"_p": ("int64", -3)})  # a transfer keeps its own source, and its flow
+    b.span("ExecutePrepare", 220, 230, stats={"_c": 1, "_p": 2, "program_id": ("double", 1.0)})  # the last integers
+    b.xla_module("/device:TPU:0", "jit_f(12)", 400, 500, run_id=3)
+    b.device_event("/device:TPU:0", "XLA Modules", "jit_f(12)", 600, 50, stats={"_ct": 12, "_c": 77})
+    profile = same(b.to_bytes(), monkeypatch)
+    s = profile.spans
+    rows = [
+        (s.names[n], int(src), int(o), int(i), int(p))
+        for n, src, o, i, p in zip(s.name, s.source, s.flow_out, s.flow_in, s.program_id, strict=True)
+    ]
+    assert rows == [
+        ("PjitFunction(f)", SPAN_HOST_ROOT, 0, 0, -1),
+        ("PjRtStreamExecutorLoadedExecutable::Execute", SPAN_HOST_RUNTIME, 4294967342, 0, -1),
+        ("PjRtStreamExecutorLoadedExecutable::EnqueueExecution", SPAN_HOST_RUNTIME, 0, 4294967342, -1),
+        ("Build buffer allocations", SPAN_HOST_RUNTIME, 0, 0, -1),
+        ("jit_f:XLA GPU module", SPAN_HOST_RUNTIME, 0, 0, -1),
+        ("hipModuleLaunchKernel", SPAN_HOST_RUNTIME, 0, 0, 12),
+        ("DevicePut", SPAN_HOST_CALL, -3, 0, -1),
+        ("ExecutePrepare", SPAN_HOST_RUNTIME, 2, 1, -1),
+        ("jit_f(12)", SPAN_DEVICE_PROGRAM, 0, 0, -1),
+        ("jit_f(12)", SPAN_DEVICE_PROGRAM, 0, 77, -1),
+    ]
