@@ -242,15 +242,19 @@ def history_json(h: History) -> Json:
                 "verdict": s.verdict,
                 "reason": s.reason,
                 "rise_bytes": s.rise_bytes,
-                "bytes_per_hour": round(s.bytes_per_hour, 1),
-                "bytes_per_step": None if s.bytes_per_step is None else round(s.bytes_per_step, 1),
-                "hours_to_oom": None if s.hours_to_oom is None else round(s.hours_to_oom, 3),
+                "bytes_per_hour": _rounded(s.bytes_per_hour, 1),
+                "bytes_per_step": _rounded(s.bytes_per_step, 1),
+                "bytes_per_capture": round(s.bytes_per_capture, 1),
+                "hours_to_oom": _rounded(s.hours_to_oom, 3),
                 "capacity_bytes": s.capacity_bytes,
+                "time_note": s.time_note,
+                "unexplained": s.unexplained,
                 "captures": [
                     {
                         "capture": c.capture,
                         "kind": c.kind,
                         "time_s": round(c.time_s, 3),
+                        "time_source": c.time_source,
                         "duration_s": round(c.duration_s, 6),
                         "heap_start_bytes": c.heap_start_bytes,
                         "heap_peak_bytes": c.heap_peak_bytes,
@@ -266,13 +270,17 @@ def history_json(h: History) -> Json:
                     for c in s.captures
                 ],
                 "families": [
-                    {**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1), "bytes_per_hour": round(f.bytes_per_hour, 1)}
+                    {**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1), "bytes_per_hour": _rounded(f.bytes_per_hour, 1)}
                     for f in s.families
                 ],
             }
             for s in h.series
         ],
     }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def limits_json() -> Json:

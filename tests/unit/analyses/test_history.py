@@ -38,7 +38,14 @@ def point(k: int, floor: int, *, host: str = "h", kind: str = PROFILE, program: 
 
 def kept(k: int, rate: float = 4096.0, kind: str = "growing", held: int = 40960) -> FamilyPoint:
     return FamilyPoint(
-        "Mul [256] float output", "Mul [256] output", "train.py:42 in step", ["train.py:42 in step"], kind, held, rate
+        "Mul [256] float output",
+        "Mul [256] output",
+        "train.py:42 in step",
+        ["train.py:42 in step"],
+        kind,
+        held,
+        rate,
+        held // 4096,
     )
 
 
@@ -53,7 +60,7 @@ def test_a_slow_rise_across_captures_is_a_leak_with_its_rates_culprit_and_foreca
     assert s.families[0].bytes_per_hour == pytest.approx(1000 * 4096)
     assert s.hours_to_oom == pytest.approx(((16 << 30) - (100 * MIB + 5 * 1000 * 4096)) / (1000 * 4096))
     assert h.reason.startswith("Leak: +19.5 MiB over 5 h across 6 captures, +4.0 KiB per step, from Mul [256] output")
-    assert "at train.py:42 in step; out of memory in about" in h.reason
+    assert "at train.py:42 in step (+4 KiB per step in 6 captures: s0, s1, s2, s3 and 2 more); out of memory in about" in h.reason
 
 
 def test_a_flat_or_noisy_history_is_no_leak():
