@@ -7,7 +7,9 @@ freed in each step, and one kept `Mul [256]` buffer a step, the leak itself
 when `leak_bytes_per_step` is not 0), and the heap in use when each capture
 begins holds what the job kept since the first one. Step numbers continue
 across captures (`steps_between` steps run between two captures), and each
-file's mtime is the capture's end, as a profiler writes it.
+file's mtime is the capture's end, as a profiler writes it. With
+`kept_in_window` False the windows keep nothing: the job's growth happens
+between them (each capture alone is clean; only the history shows the leak).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def slow_leak_run(
     base_bytes: int = 100 << 20,
     host: str = "host0",
     allocator: str = "GPU_0_bfc",
+    kept_in_window: bool = True,
 ) -> SlowLeak:
     sessions = []
     for k in range(captures):
@@ -58,7 +61,7 @@ def slow_leak_run(
             temp = 0x7E0000000000 + i * TEMP_BYTES
             b.alloc(t0 + 10, temp, TEMP_BYTES, allocator=allocator, op="MatMul", shape="[512,512]")
             b.free(t0 + 1000, temp, TEMP_BYTES, allocator=allocator)
-            if leak_bytes_per_step:
+            if leak_bytes_per_step and kept_in_window:
                 b.alloc(t0 + 2000, kept + i * 0x10000, leak_bytes_per_step, allocator=allocator, op="Mul", shape="[256]")
         end = START_S + k * every_s
         session = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(end))  # as XProf names a session by its time

@@ -1,4 +1,4 @@
-"""The CLI's report prints each run history after the runs."""
+"""The CLI leads with the history of a run of several captures: its report text, and `check` with its exit code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
 
 
-def test_the_text_report_ends_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
+def test_the_text_report_leads_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
     leak = slow_leak_run(tmp_path / "logs", captures=4)
     assert cli.main(["report", str(tmp_path / "logs"), "--no-cache"]) == cli.EXIT_OK
     out = capsys.readouterr().out
@@ -48,3 +48,21 @@ def test_the_history_command_exits_1_on_a_leak_and_its_json_is_the_routes(tmp_pa
     assert cli.main(["history", str(logs), "--run", "nope", "--no-cache"]) == cli.EXIT_BAD_INPUT
     assert cli.main(["history", str(logs), "--no-cache"]) == cli.EXIT_BAD_INPUT  # two runs of several captures
     assert "choose a run with --run" in capsys.readouterr().err
+
+
+def test_check_leads_with_the_history_and_fails_on_it_though_each_capture_alone_is_clean(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    leak = slow_leak_run(logs, "job", captures=4, kept_in_window=False)
+    assert cli.main(["check", str(logs), "--no-cache"]) == cli.EXIT_LEAK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["leak", "job:"] and "history of 4 captures: Leak: +11.7 MiB over 30 min" in lines[0]
+    assert "the growth is unexplained" in lines[0] and "allocated before the windows" in lines[0]
+    assert [line.split()[:3] for line in lines[1:]] == [["no_leak", "capture", f"job/{s}:"] for s in leak.sessions]
+    assert cli.main(["report", str(logs), "--no-cache"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("history of job: LEAK, 4 captures\n")
+    assert f"capture job/{leak.sessions[0]} (its own verdict; the history of job is above): no leak" in out
+    # Two captures tell no growth: their own verdicts decide.
+    slow_leak_run(tmp_path / "two", "job", captures=2)
+    assert cli.main(["check", str(tmp_path / "two"), "--no-cache"]) == cli.EXIT_LEAK
+    assert capsys.readouterr().out.splitlines()[0].split()[:2] == ["inconclusive", "job:"]
