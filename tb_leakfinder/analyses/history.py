@@ -224,13 +224,13 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
 
 def _family_text(f: FamilyTrend) -> str:
     where = f" at {f.where}" if f.where and f.where not in f.label else ""
-    return f"{f.label}{where} ({_signed(f.bytes_per_step)} per step in {_captures_text(f.captures)})"
+    return f"{f.label}{where}: {_signed(f.bytes_per_step)} per step in {_captures_text(f.captures)}"
 
 
 def _captures_text(captures: list[str]) -> str:
     names = [c.rpartition("/")[2] or c for c in captures]
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    return f"{len(names)} captures: {shown}" if len(names) > 1 else f"capture {shown}"
+    return f"{len(names)} captures ({shown})" if len(names) > 1 else f"capture {shown}"
 
 
 def _unexplained(points: list[CapturePoint], per_step: float | None) -> str:
