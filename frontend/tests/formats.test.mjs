@@ -3,7 +3,8 @@
 // (pytorch/kineto's sample, BSD-3 licence, see ../shared/profiles/README.md)
 // and a PyTorch training loop built with
 // tests/unit/read/formats/torch_trace/trace_files.py that keeps each step's
-// aten::mm output. XProf's links and static view are for the XProf run alone.
+// aten::mm output, and a PyTorch memory snapshot without time_us (its clock is
+// its entries' order). XProf's links and static view are for the XProf run alone.
 
 import assert from 'node:assert/strict';
 import {existsSync} from 'node:fs';
@@ -19,6 +20,14 @@ from tests.unit.read.formats.torch_trace.trace_files import training, write
 folder = pathlib.Path(sys.argv[1]) / 'torch_leak'
 folder.mkdir()
 write(folder / 'worker0_7.1700000000000.pt.trace.json', training())
+from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder
+snapshot = SnapshotBuilder()
+for i in range(40):
+    snapshot.alloc(0x100000 + i * 0x10000, 1 << 20, [("/src/train.py", 12, "step")])
+    if i % 4:
+        snapshot.free(0x100000 + i * 0x10000, 1 << 20)
+(pathlib.Path(sys.argv[1]) / 'untimed').mkdir()
+snapshot.write(pathlib.Path(sys.argv[1]) / 'untimed' / 'memory_snapshot.pickle')
 `;
 
 let suite;
@@ -74,6 +83,24 @@ test('the real ResNet-50 trace: no leak, its peak broken down by aten op', {skip
   await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
   assert.match(await text(frame, '[data-panel=breakdown]'), /aten::cudnn_convolution/);
   assert.deepEqual(seen.failures, []);
+});
+
+test('a snapshot without times is drawn in event order and says it has no steps', async () => {
+  const {frame} = await open('untimed/memory_snapshot');
+  await frame.waitForSelector('[data-chart=timeline][data-clock=events] canvas');
+  const note = await text(frame, '[data-panel=timeline] .lf-chart-note');
+  assert.match(note, /Peak 11 MiB at event #\d+, no steps\.$/);
+  assert.doesNotMatch(note, /step \d|[nµm]s\b/);
+  const peak = await text(frame, '[data-peak]');
+  const card = await frame.$eval('[data-peak]', (e) => e.closest('.lf-card')?.textContent ?? '');
+  assert.equal(peak, '11 MiB');
+  assert.match(card, /at event #\d+, no steps/);
+  assert.match(await text(frame, '.lf-verdict'), /10 equal windows of 10 events each, no step information/);
+  await frame.waitForSelector('[data-chart=lifetimes] canvas');
+  const lifetimes = await frame.$$eval('[data-panel=lifetimes] tbody tr', (rows) => rows.map((r) => Array.from(r.cells, (c) => c.textContent)));
+  assert.ok(lifetimes.length > 0);
+  assert.ok(lifetimes.every((cells) => cells.some((c) => /^event #\d+$/.test(c ?? '')) && cells.some((c) => /events?$/.test(c ?? ''))), JSON.stringify(lifetimes.slice(0, 2)));
+  assert.deepEqual(await frame.$$eval('[data-panel=lifetimes] thead th', (ths) => ths.map((th) => th.textContent).filter((t) => /^(Step|Window)/.test(t ?? ''))), ['Window']);
 });
 
 test('going back to the XProf run brings its link back', async () => {

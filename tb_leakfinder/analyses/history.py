@@ -142,10 +142,10 @@ def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
     times = [p.time_s for p in points]
     spread = max(times) - min(times) if times else 0.0
     if mtimes and mtimes == len(points) and len(points) > 1 and spread < COPIED_WITHIN_S:
+        close = f"lie within {format_duration_ps(spread * 1e12)} of each other" if spread > 0 else "are all the same"
         return False, (
             f"no rate per hour and no forecast: the captures carry no time of their own, and their files' modification"
-            f" times lie within {format_duration_ps(spread * 1e12)} of each other (copied, not captured, then);"
-            " the rates are per step and per capture"
+            f" times {close} (copied, not captured, then); the rates are per step and per capture"
         )
     if mtimes:
         return True, (

@@ -22,8 +22,12 @@ _SESSION = re.compile(r"([0-9]{4}(?:_[0-9]{2}){5})(?:_[0-9]+)?")
 
 
 def tensorboard_run(name: str) -> str:
-    """The TensorBoard run of a discovered session, "job" of "job/2026_12_01_22_30_16" ("" at the logdir's top)."""
-    return name.rpartition("/")[0]
+    """The TensorBoard run of a discovered session, "job" of "job/2026_12_01_22_30_16". A name without "/" is a
+    session at the logdir's top ("") when it is named by its time, as XProf's Capture button and `watch` name
+    sessions; any other (a PyTorch trace's folder, a snapshot file at the top) is a run of its own, not one of
+    the top's captures."""
+    head, slash, tail = name.rpartition("/")
+    return head if slash or _SESSION.fullmatch(tail) else name
 
 
 def several_captures(names: Iterable[str]) -> list[str]:

@@ -23,8 +23,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated before the window"}
 
 
-def peak_text(a: Json) -> str:
-    """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'."""
+def peak_text(a: Json, unit: str = "step") -> str:
+    """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'; a window is no step: 'no steps'."""
     peak, capacity = a["peak_bytes_in_use"], known_capacity(a)
     text = f"peak {format_bytes(peak)}"
     if capacity:
@@ -32,7 +32,7 @@ def peak_text(a: Json) -> str:
     elif peak:
         text += " (no free memory reported)"
     if a["peak_step"] is not None:
-        text += f" at step {a['peak_step']}"
+        text += f" at step {a['peak_step']}" if unit == "step" else " (no steps)"
     if a["peak_stack_reserved_bytes"]:
         text += f" (stack {format_bytes(a['peak_stack_reserved_bytes'])}, heap {format_bytes(a['peak_heap_bytes'])})"
     return text
@@ -66,7 +66,7 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     lines = [
         f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
         f"    {a['reason']}",
-        f"    {peak_text(a)}",
+        f"    {peak_text(a, unit)}",
         f"    allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
         f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
         f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)",

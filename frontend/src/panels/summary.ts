@@ -5,7 +5,7 @@
 
 import type {AllocatorReport, ProfileFormat, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
-import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatPs, formatStep} from '../format';
+import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
 
 /** What `growth_bytes_per_step` measures, wherever it is shown. */
 export const HEAP_TREND = 'heap in use at each step’s end, all allocations, fitted over every step: not a leak rate';
@@ -34,10 +34,10 @@ function memoryIdText(a: AllocatorReport, format: ProfileFormat): string {
   return format === 'xplane' ? `memory id ${a.memory_id} in XProf's Memory Profile` : `memory id ${a.memory_id}, the device its profile names`;
 }
 
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat): HTMLElement {
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat, clock: HostClock): HTMLElement {
   const growth = a.growth_bytes_per_step;
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
-  const when = a.peak_step === null ? `at ${formatPs(a.peak_time_ps)}` : `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}`;
+  const when = a.peak_step === null ? `at ${formatWhen(a.peak_time_ps, clock)}` : `at ${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)}`;
   const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},
@@ -58,8 +58,8 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined,
     card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
     // All allocations, not a leak rate: beside "every buffer was freed" it must say so, or it reads as a leak.
     card(
-      'Heap at step ends',
-      growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`,
+      clock.steps ? 'Heap at step ends' : 'Heap at window ends',
+      growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / ${clock.steps ? 'step' : 'window'}`,
       `${HEAP_TREND}; the op families below say what grows`,
       a.verdict === 'leak' && (growth ?? 0) > 0 && 'bad',
     ),

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tb_leakfinder.engine.engine import Engine
+from tb_leakfinder.engine.history import several_captures, tensorboard_run
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
@@ -67,3 +68,11 @@ def test_after_a_restart_the_history_comes_from_the_disk_cache_without_analysing
     restarted = Engine.for_path(str(root), disk=DiskCache(str(cache), 1 << 30))
     assert restarted.history("job") == before
     assert restarted.analyses == 0 and restarted.computations == 0
+
+
+def test_names_at_the_logdirs_top_are_its_captures_only_when_named_by_their_time():
+    assert tensorboard_run("job/2026_12_01_22_30_16") == "job"
+    assert tensorboard_run("2026_12_01_22_30_16") == tensorboard_run("2026_12_01_22_30_16_2") == ""  # watch, Capture
+    # A PyTorch trace's folder and a snapshot at the top are runs of their own: no history of unrelated runs.
+    assert tensorboard_run("torch_leak") == "torch_leak" and tensorboard_run("memory_snapshot") == "memory_snapshot"
+    assert several_captures(["torch_leak", "kineto_resnet50_w4", "2026_12_01_22_30_16", "2026_12_01_22_40_16"]) == [""]
