@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label
+from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
 
@@ -189,7 +190,7 @@ def render_report(report: Json) -> str:
         lines += [*render_history(history), ""]
     in_history = {h["run"] for h in report.get("histories", [])}
     for run in report["runs"]:
-        tb_run = run["run"].rpartition("/")[0]
+        tb_run = tensorboard_run(run["run"])
         what = f"capture {run['run']} (its own verdict; the history of {tb_run or 'the logdir top'} is above)"
         lines.append(f"{what if tb_run in in_history else 'run ' + run['run']}: {VERDICT_WORDS[run['verdict']]}")
         if len(run["hosts"]) > 1:

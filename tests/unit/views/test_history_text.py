@@ -62,6 +62,12 @@ def test_check_leads_with_the_history_and_fails_on_it_though_each_capture_alone_
     out = capsys.readouterr().out
     assert out.startswith("history of job: LEAK, 4 captures\n")
     assert f"capture job/{leak.sessions[0]} (its own verdict; the history of job is above): no leak" in out
+    markdown = tmp_path / "check.md"
+    assert cli.main(["report", str(logs), "--no-cache", "--markdown", str(markdown)]) == cli.EXIT_OK
+    capsys.readouterr()
+    headings = [line for line in markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
+    assert headings[0] == "## tb-leakfinder: history of `job` (4 captures): 🔴 leak"
+    assert headings[1:] == [f"## capture `job/{s}` (on its own): 🟢 no leak" for s in leak.sessions]
     # Two captures tell no growth: their own verdicts decide.
     slow_leak_run(tmp_path / "two", "job", captures=2)
     assert cli.main(["check", str(tmp_path / "two"), "--no-cache"]) == cli.EXIT_LEAK
