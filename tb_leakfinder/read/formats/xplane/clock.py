@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from google.protobuf.message import DecodeError
+
 from tb_leakfinder import proto
 
 TASK_ENVIRONMENT_PLANE = b"Task Environment"
@@ -36,7 +38,10 @@ def profile_start_ns(data: bytes | memoryview) -> int | None:
         found.close()
     if raw is None:
         return None
-    plane = proto.message_class("tb_leakfinder.xplane.XPlane")().FromString(raw)
+    try:
+        plane = proto.message_class("tb_leakfinder.xplane.XPlane")().FromString(raw)
+    except DecodeError:
+        return None  # a damaged plane: the scanner says what is wrong with the file, if anything
     names = {key: m.name for key, m in plane.stat_metadata.items()}
     for stat in plane.stats:
         value = stat.uint64_value or stat.int64_value

@@ -57,3 +57,12 @@ def test_a_start_before_2000_or_a_cut_off_plane_is_no_time():
     plane = data.index(b"Task Environment")
     for cut in (plane + 20, plane + 40, len(data) - len(b"h") - 8, 1):
         assert clock.profile_start_ns(data[:cut]) is None
+
+
+def test_a_damaged_task_environment_plane_is_no_time():
+    b = ProfileBuilder("h", start_time_ns=1_795_946_635_387_916_431)
+    b.step(0, 0, 5_000)
+    data = bytearray(b.to_bytes())
+    stats = data.index(b"profile_start_time") + len(b"profile_start_time")
+    data[stats] = 0x0F  # a field of wire type 7, which no message has
+    assert clock.profile_start_ns(bytes(data)) is None
