@@ -19,20 +19,15 @@ import {openLeaks, PYTHON, REPO, startSuite, watch} from './harness.mjs';
 // - copied: job's captures copied as `cp` does, into folders named c5..c1 (so that names sort backwards) and
 //   every mtime one second: they carry no time of their own.
 const BUILD_RUNS = `
-import os, pathlib, sys
-from tb_leakfinder.testing.history_runs import slow_leak_run
+import sys
+from tb_leakfinder.testing.history_runs import slow_leak_run, strip_times
 slow_leak_run(sys.argv[1])
 slow_leak_run(sys.argv[1], "clean", leak_bytes_per_step=0)
 slow_leak_run(sys.argv[1], "single", captures=1)
 slow_leak_run(sys.argv[1], "pod", host="host1", leak_bytes_per_step=0)
 slow_leak_run(sys.argv[1], "pod", host="host0")
 slow_leak_run(sys.argv[1], "between", captures=4, kept_in_window=False)
-copied = slow_leak_run(sys.argv[1], "copied")
-profile = copied.run_dir / "plugins" / "profile"
-for k, session in enumerate(copied.sessions):
-    (profile / session).rename(profile / f"c{len(copied.sessions) - k}")
-for path in copied.run_dir.rglob("*"):
-    os.utime(path, (1_800_000_000, 1_800_000_000))
+strip_times(slow_leak_run(sys.argv[1], "copied"))
 `;
 
 const pages = [];

@@ -70,3 +70,15 @@ def slow_leak_run(
         sessions.append(session)
     per_hour = leak_bytes_per_step * steps_between * 3600.0 / every_s
     return SlowLeak(Path(logdir) / run, sessions, leak_bytes_per_step, per_hour, steps_between)
+
+
+def strip_times(leak: SlowLeak, mtime_s: float = START_S) -> list[str]:
+    """The run's captures as a copy without their times reads: its session folders renamed c<N>..c1 (so that their
+    names sort against their order, and name no time) and every file's mtime `mtime_s`. The new names, in time order."""
+    profile = leak.run_dir / "plugins" / "profile"
+    names = [f"c{len(leak.sessions) - k}" for k in range(len(leak.sessions))]
+    for session, name in zip(leak.sessions, names, strict=True):
+        (profile / session).rename(profile / name)
+    for path in leak.run_dir.rglob("*"):
+        os.utime(path, (mtime_s, mtime_s))
+    return names
