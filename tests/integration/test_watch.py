@@ -178,16 +178,16 @@ def test_sessions_copied_without_their_times_keep_the_profiles_own_times_rate_an
     job = leaking_job
     copies = tmp_path / "copies"
     for k, profile in enumerate(job.profiles):
-        folder = copies / "plugins" / "profile" / f"copy_{len(job.profiles) - k}"
+        folder = copies / "job" / "plugins" / "profile" / f"copy_{len(job.profiles) - k}"
         folder.mkdir(parents=True)
         shutil.copy(profile, folder / profile.name)
     for path in copies.rglob("*"):
         os.utime(path, (1_800_000_000, 1_800_000_000))
-    history = Engine.for_path(str(copies)).history("")
+    history = Engine.for_path(str(copies)).history("job")
     assert history["verdict"] == "leak", history["reason"]
     (series,) = history["series"]
     captures = series["captures"]
-    assert [c["capture"] for c in captures] == [f"copy_{len(job.profiles) - k}" for k in range(len(job.profiles))]
+    assert [c["capture"] for c in captures] == [f"job/copy_{len(job.profiles) - k}" for k in range(len(job.profiles))]
     assert {c["time_source"] for c in captures} == {"profile"} and series["time_note"] is None
     starts = [profile_start_s(p) for p in job.profiles]
     assert [c["time_s"] for c in captures] == pytest.approx(starts, abs=0.01)
@@ -220,7 +220,7 @@ def test_a_slow_leak_kept_every_50th_step_is_named_by_its_family_and_line_across
     assert culprit["label"].startswith(f"{job.leak_op} {job.leak_shape} output") and culprit["agrees"]
     assert culprit["growing_captures"] == WATCH_COUNT and len(culprit["captures"]) == WATCH_COUNT
     assert culprit["where"].endswith(" in served_step") and "capture_programs.py:" in culprit["where"]
-    assert f"from {culprit['label']} (" in history["reason"] and culprit["where"] in culprit["label"]
+    assert f"from {culprit['label']}: " in history["reason"] and culprit["where"] in culprit["label"]
     assert f" per step in {WATCH_COUNT} captures ({', '.join(s.name for s in job.sessions)})" in history["reason"]
     assert series["bytes_per_step"] == pytest.approx(job.leak_bytes_per_step, rel=0.25)
     assert series["unexplained"] is None
