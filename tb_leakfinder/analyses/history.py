@@ -270,10 +270,10 @@ def _families(points: list[CapturePoint], per_step: float | None, timed: bool) -
             rates = [f.bytes_per_step for _, f in found if f.kind == GROWING]
             grew = len(rates)
             rate = float(np.median(rates)) if rates else 0.0
-            kept = _kept_per_step(points, found)
-            agrees = kept is not None and per_step is not None and _agrees(found, kept, per_step, points)
+            kept = _kept_in_every_window(points, found)
+            agrees = kept is not None and per_step is not None and _agrees(*kept, per_step)
             if agrees and kept is not None:
-                grew, rate = len(points), kept  # new in every window: growing between the captures
+                grew, rate = len(points), kept[1] / kept[2]  # new in every window: growing between the captures
             hourly = rate * steps_per_hour if steps_per_hour is not None else None
         if grew == 0:
             continue
@@ -289,22 +289,19 @@ def _window_steps(p: CapturePoint) -> int | None:
     return p.last_step - p.first_step + 1 if p.first_step is not None and p.last_step is not None else None
 
 
-def _kept_per_step(points: list[CapturePoint], found: list[tuple[int, FamilyPoint]]) -> float | None:
-    """The bytes a family kept per step of the windows, when it kept new buffers in every one (None otherwise)."""
+def _kept_in_every_window(points: list[CapturePoint], found: list[tuple[int, FamilyPoint]]) -> tuple[int, int, int] | None:
+    """The buffers and bytes a family kept over the windows' steps, when it kept new ones in every window."""
     windows = [_window_steps(points[k]) for k, _ in found]
     if len(found) < len(points) or any(f.count <= 0 for _, f in found) or None in windows:
         return None
-    return sum(f.bytes for _, f in found) / sum(w for w in windows if w is not None)
+    return sum(f.count for _, f in found), sum(f.bytes for _, f in found), sum(w for w in windows if w is not None)
 
 
-def _agrees(found: list[tuple[int, FamilyPoint]], kept_per_step: float, per_step: float, points: list[CapturePoint]) -> bool:
+def _agrees(count: int, held: int, steps: int, per_step: float) -> bool:
     """Whether the buffers a family kept within the windows are as many as the growth between captures predicts,
     within the noise of so few steps (a buffer every 50 steps is 0, 1 or 2 of them in a window of 60)."""
-    count = sum(f.count for _, f in found)
-    held = sum(f.bytes for _, f in found)
-    if per_step <= 0 or count <= 0 or held <= 0:
+    if per_step <= 0 or held <= 0 or steps <= 0:
         return False
-    steps = held / kept_per_step
     expected = per_step * steps / (held / count)
     return abs(count - expected) <= NOISE_SIGMAS * math.sqrt(max(expected, 1.0)) + 1.0
 
