@@ -193,6 +193,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
         "warnings": list(h.profile.warnings),
         "duration_ps": h.profile.duration_ps,
         "start_time_ns": h.profile.start_time_ns,
+        "event_clock_ps": h.profile.event_clock_ps,
         "snapshot": h.profile.snapshot,
         "compiled_programs": [asdict(c) for c in h.profile.compiled_programs],
         "step_source": step_source_json(h.step_source),
@@ -216,6 +217,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "warnings": [],
         "duration_ps": 0,
         "start_time_ns": None,
+        "event_clock_ps": None,
         "snapshot": False,
         "compiled_programs": [],
         "step_source": step_source_json(StepSource(NONE, None, Steps.empty(), "not analysed")),
@@ -260,15 +262,19 @@ def history_json(h: History, errors: list[Json] | None = None) -> Json:
                 "verdict": s.verdict,
                 "reason": s.reason,
                 "rise_bytes": s.rise_bytes,
-                "bytes_per_hour": round(s.bytes_per_hour, 1),
-                "bytes_per_step": None if s.bytes_per_step is None else round(s.bytes_per_step, 1),
-                "hours_to_oom": None if s.hours_to_oom is None else round(s.hours_to_oom, 3),
+                "bytes_per_hour": _rounded(s.bytes_per_hour, 1),
+                "bytes_per_step": _rounded(s.bytes_per_step, 1),
+                "bytes_per_capture": round(s.bytes_per_capture, 1),
+                "hours_to_oom": _rounded(s.hours_to_oom, 3),
                 "capacity_bytes": s.capacity_bytes,
+                "time_note": s.time_note,
+                "unexplained": s.unexplained,
                 "captures": [
                     {
                         "capture": c.capture,
                         "kind": c.kind,
                         "time_s": round(c.time_s, 3),
+                        "time_source": c.time_source,
                         "duration_s": round(c.duration_s, 6),
                         "heap_start_bytes": c.heap_start_bytes,
                         "heap_peak_bytes": c.heap_peak_bytes,
@@ -284,13 +290,17 @@ def history_json(h: History, errors: list[Json] | None = None) -> Json:
                     for c in s.captures
                 ],
                 "families": [
-                    {**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1), "bytes_per_hour": round(f.bytes_per_hour, 1)}
+                    {**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1), "bytes_per_hour": _rounded(f.bytes_per_hour, 1)}
                     for f in s.families
                 ],
             }
             for s in h.series
         ],
     }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def limits_json() -> Json:
@@ -632,6 +642,7 @@ HOST_SHAPE: Shape = {  # host_json and host_error_json
     "warnings": [str],
     "duration_ps": int,
     "start_time_ns": (int, None),
+    "event_clock_ps": (int, None),
     "snapshot": bool,
     "compiled_programs": [dataclass_shape(CompiledPrograms)],
     "step_source": _STEP_SOURCE,

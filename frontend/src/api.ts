@@ -373,6 +373,8 @@ export interface HostReport {
   duration_ps: number;
   /** When the capture began (ns since the epoch), where its format records it (a device memory profile). */
   start_time_ns: number | null;
+  /** Set when its clock counts events, not time (a PyTorch memory snapshot without time_us): this many ps an event. */
+  event_clock_ps: number | null;
   /** The buffers live at one moment (a device memory profile), not events over a window. */
   snapshot: boolean;
   /** A device memory profile's compiled executables per device: code and constants, in no allocator. */
@@ -418,6 +420,8 @@ export interface HistoryCapture {
   kind: 'profile' | 'snapshot';
   /** When it began, seconds since the epoch. */
   time_s: number;
+  /** Where `time_s` came from: the capture itself, its session folder's name, or its file's mtime (written or copied). */
+  time_source: 'profile' | 'session_name' | 'file_mtime';
   duration_s: number;
   heap_start_bytes: number;
   heap_peak_bytes: number;
@@ -444,8 +448,12 @@ export interface HistoryFamily {
   growth_bytes: number;
   growing_captures: number;
   bytes_per_step: number;
-  /** Its rate over wall-clock time: across snapshots, or its rate per step at the job's steps per hour. */
-  bytes_per_hour: number;
+  /** Its rate over wall-clock time: across snapshots, or its rate per step at the job's steps per hour; null: no clock. */
+  bytes_per_hour: number | null;
+  /** The captures it appears in. */
+  captures: string[];
+  /** What it kept within the windows (or held across snapshots) accounts for the growth between captures. */
+  agrees: boolean;
 }
 
 /** One allocator of one host over a run's captures. */
@@ -456,11 +464,19 @@ export interface HistorySeries {
   verdict: Verdict;
   reason: string;
   rise_bytes: number;
-  bytes_per_hour: number;
+  /** Null when the captures' times say nothing of the job's pace (files copied together): `time_note` says why. */
+  bytes_per_hour: number | null;
   bytes_per_step: number | null;
+  bytes_per_capture: number;
   hours_to_oom: number | null;
   capacity_bytes: number;
+  /** Where the captures' times came from, when not every one from itself. */
+  time_note: string | null;
+  /** A leak no family accounts for: that it grew before each window. */
+  unexplained: string | null;
+  /** In time order (step order when some carry only a file's mtime): the chart and table follow it. */
   captures: HistoryCapture[];
+  /** The culprit first. */
   families: HistoryFamily[];
 }
 

@@ -269,7 +269,10 @@ export class App {
     const labels = new Map<string, string>();
     for (const [run, verdict] of this.data.verdicts()) {
       // With several hosts, a verdict is only the run's when every host was analysed.
-      if (this.data.hostsOf(run).length <= 1) labels.set(run, `${run} (${VERDICT_LABEL[verdict].toLowerCase()})`);
+      if (this.data.hostsOf(run).length > 1) continue;
+      // A capture of a run with a history: its verdict is its own, not the run's (the history's banner has that).
+      const own = captureCount(this.data.runs ?? [], run) > 1 ? 'on its own: ' : '';
+      labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()})`);
     }
     for (const {run, hosts} of this.data.runs ?? []) {
       const unreadable = this.data.unreadableHosts(run).length;

@@ -127,3 +127,42 @@ const SHORT_ID_DIGITS = 4;
 export function shortProgram(text: string): string {
   return text.replace(LONG_PROGRAM_ID, (_m, id: string) => `(…${id.slice(-SHORT_ID_DIGITS)})`);
 }
+
+/**
+ * How one host's times and steps read. `eventPs`: its clock counts events, not time (a PyTorch memory snapshot
+ * without time_us), this many ps an event; `steps`: false when its steps are time windows or there are none.
+ */
+export interface HostClock {
+  eventPs: number | null;
+  steps: boolean;
+}
+
+export function hostClock(host: {event_clock_ps?: number | null; step_source?: {kind: string}} | undefined): HostClock {
+  const kind = host?.step_source?.kind;
+  return {eventPs: host?.event_clock_ps || null, steps: kind !== 'time_windows' && kind !== 'none'};
+}
+
+/** A moment: "12.5 ms", or "event #98" on an event clock. */
+export function formatWhen(ps: number | null | undefined, clock: HostClock): string {
+  if (!clock.eventPs || ps === null || ps === undefined || !Number.isFinite(ps)) return formatPs(ps);
+  return `event #${formatCount(Math.round(ps / clock.eventPs))}`;
+}
+
+/** A length of time: "5.00 ns", or "5 events" on an event clock. */
+export function formatLength(ps: number | null | undefined, clock: HostClock): string {
+  if (!clock.eventPs || ps === null || ps === undefined || !Number.isFinite(ps)) return formatPs(ps);
+  const n = Math.round(ps / clock.eventPs);
+  return `${formatCount(n)} ${n === 1 ? 'event' : 'events'}`;
+}
+
+/** Axis ticks: timeTicks, or "#98" on an event clock. */
+export function whenTicks(values: number[], clock: HostClock): string[] {
+  const per = clock.eventPs;
+  if (!per) return timeTicks(values);
+  return values.map((v) => (Number.isFinite(v) ? `#${formatCount(Math.round(v / per))}` : ''));
+}
+
+/** A step, or "no steps" when the host's steps are time windows (or none): a window's number is no step. */
+export function formatStepIn(step: number | null | undefined, clock: HostClock): string {
+  return clock.steps ? formatStep(step) : 'no steps';
+}

@@ -6,7 +6,7 @@ import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, ProgramB
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
-import {formatBytes, formatCount, shortProgram} from './format';
+import {formatBytes, formatCount, hostClock, shortProgram} from './format';
 import {renderBreakdown} from './panels/breakdown';
 import {renderGroups} from './panels/groups';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
@@ -109,16 +109,19 @@ export class RunView {
   constructor(data: ViewData) {
     const {cache, sel, run, host, allocator, limits, sites} = data;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
-    this.element.append(renderVerdict(host, allocator, data.onPickAllocator));
+    // A run of several captures: its history's verdict leads the page, this capture's own below it.
     if (data.history) {
       this.history = new HistoryPanel(cache, data.history.run, data.history.captures, sel, data.onOpenCapture);
       this.element.append(this.history.element);
     }
+    const capture = data.history ? `This capture (${sel.run}), on its own:` : undefined;
+    this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture));
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
-      this.element.append(renderSummary(allocator, host.step_source, host.format, host.snapshot));
-      this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range));
+      const clock = hostClock(host);
+      this.element.append(renderSummary(allocator, host.step_source, host.format, clock, host.snapshot));
+      this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock);
       this.lifetimes = new LifetimesPanel(
         cache,
         sel,
@@ -131,6 +134,7 @@ export class RunView {
           void this.timeline?.setRange(range);
           this.onRange(range);
         },
+        clock,
       );
       const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
       const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator), host.snapshot);
@@ -138,7 +142,7 @@ export class RunView {
         section('Memory timeline', 'timeline', this.timeline.element),
         section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', groups),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
-        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites)),
+        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites, clock)),
       );
     } else {
       this.element.append(noMemoryEvents(host));

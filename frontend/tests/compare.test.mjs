@@ -120,6 +120,9 @@ test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner;
   assert.match(await text(frame, '.lf-compare-ok'), /A's leak is gone in B/);
   assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '-12.1 MiB');
   assert.equal(await frame.$eval('[data-delta="Peak heap in use"]', (e) => e.classList.contains('lf-card-good')), true);
+  // Beside B's "No leak" no card is red, and the heap's trend says why it is no leak rate.
+  assert.equal((await frame.$$('[aria-label="Changes from A to B"] .lf-card-bad')).length, 0);
+  assert.match(await text(frame, '[data-delta="Heap at step ends"] [data-why]'), /not a leak rate: B’s verdict is not a leak/);
   assert.equal(hashState(page.url()).get('p.leakfinder.run'), leak);
   assert.equal(hashState(page.url()).get('p.leakfinder.compare'), fixed);
 

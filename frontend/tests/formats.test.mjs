@@ -6,8 +6,9 @@
 // aten::mm output, beside a JAX device memory profile of older JAX (no device
 // label) saved as .pb.gz, with a compiled executable among its samples, and the
 // PyTorch memory snapshot of a job that died out of memory
-// (tb_leakfinder/testing/torch_snapshot_builder.py's dying_job). XProf's
-// links and static view are for the XProf run alone.
+// (tb_leakfinder/testing/torch_snapshot_builder.py's dying_job),
+// and a PyTorch memory snapshot without time_us (its clock is its entries'
+// order). XProf's links and static view are for the XProf run alone.
 
 import assert from 'node:assert/strict';
 import {existsSync} from 'node:fs';
@@ -36,6 +37,14 @@ snapshot.sample(2 << 20, stack, device='')
 snapshot.sample(3 << 20, stack, device='', kind='executable')
 (pathlib.Path(sys.argv[1]) / 'jax_memory').mkdir()
 snapshot.write(pathlib.Path(sys.argv[1]) / 'jax_memory' / 'step_7.pb.gz')
+from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder
+snapshot = SnapshotBuilder()
+for i in range(40):
+    snapshot.alloc(0x100000 + i * 0x10000, 1 << 20, [("/src/train.py", 12, "step")])
+    if i % 4:
+        snapshot.free(0x100000 + i * 0x10000, 1 << 20)
+(pathlib.Path(sys.argv[1]) / 'untimed').mkdir()
+snapshot.write(pathlib.Path(sys.argv[1]) / 'untimed' / 'memory_snapshot.pickle')
 `;
 
 let suite;
@@ -127,6 +136,24 @@ test('a device memory profile: its buffers live at this moment, its compiled pro
   assert.doesNotMatch(groups, /never.freed/i);
   assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown.');
   assert.deepEqual(seen.failures, []);
+});
+
+test('a snapshot without times is drawn in event order and says it has no steps', async () => {
+  const {frame} = await open('untimed/memory_snapshot');
+  await frame.waitForSelector('[data-chart=timeline][data-clock=events] canvas');
+  const note = await text(frame, '[data-panel=timeline] .lf-chart-note');
+  assert.match(note, /Peak 11 MiB at event #\d+, no steps\.$/);
+  assert.doesNotMatch(note, /step \d|[nµm]s\b/);
+  const peak = await text(frame, '[data-peak]');
+  const card = await frame.$eval('[data-peak]', (e) => e.closest('.lf-card')?.textContent ?? '');
+  assert.equal(peak, '11 MiB');
+  assert.match(card, /at event #\d+, no steps/);
+  assert.match(await text(frame, '.lf-verdict'), /10 equal windows of 10 events each, no step information/);
+  await frame.waitForSelector('[data-chart=lifetimes] canvas');
+  const lifetimes = await frame.$$eval('[data-panel=lifetimes] tbody tr', (rows) => rows.map((r) => Array.from(r.cells, (c) => c.textContent)));
+  assert.ok(lifetimes.length > 0);
+  assert.ok(lifetimes.every((cells) => cells.some((c) => /^event #\d+$/.test(c ?? '')) && cells.some((c) => /events?$/.test(c ?? ''))), JSON.stringify(lifetimes.slice(0, 2)));
+  assert.deepEqual(await frame.$$eval('[data-panel=lifetimes] thead th', (ths) => ths.map((th) => th.textContent).filter((t) => /^(Step|Window)/.test(t ?? ''))), ['Window']);
 });
 
 test('going back to the XProf run brings its link back', async () => {

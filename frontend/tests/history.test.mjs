@@ -4,23 +4,30 @@
 // real `tensorboard` over runs that tb_leakfinder.testing.history_runs writes.
 
 import assert from 'node:assert/strict';
+import {spawnSync} from 'node:child_process';
 import {readdirSync} from 'node:fs';
 import {join} from 'node:path';
 import {after, before, test} from 'node:test';
-import {openLeaks, startSuite, watch} from './harness.mjs';
+import {openLeaks, PYTHON, REPO, startSuite, watch} from './harness.mjs';
 
 // - job: 5 captures 10 min apart of a job keeping one 4 KiB Mul [256] buffer a step (1,000 steps between captures);
 // - clean: the same job keeping nothing;
 // - single: one capture alone, which has no history;
-// - pod: 5 captures of two hosts, host0 leaking as job does, host1 clean: a series each.
+// - pod: 5 captures of two hosts, host0 leaking as job does, host1 clean: a series each;
+// - between: 4 captures whose windows keep nothing while the job grows between them: each capture alone is
+//   clean, its history leaks (unexplained: allocated before each window);
+// - copied: job's captures copied as `cp` does, into folders named c5..c1 (so that names sort backwards) and
+//   every mtime one second: they carry no time of their own.
 const BUILD_RUNS = `
 import sys
-from tb_leakfinder.testing.history_runs import slow_leak_run
+from tb_leakfinder.testing.history_runs import slow_leak_run, strip_times
 slow_leak_run(sys.argv[1])
 slow_leak_run(sys.argv[1], "clean", leak_bytes_per_step=0)
 slow_leak_run(sys.argv[1], "single", captures=1)
 slow_leak_run(sys.argv[1], "pod", host="host1", leak_bytes_per_step=0)
 slow_leak_run(sys.argv[1], "pod", host="host0")
+slow_leak_run(sys.argv[1], "between", captures=4, kept_in_window=False)
+strip_times(slow_leak_run(sys.argv[1], "copied"))
 `;
 
 const pages = [];
@@ -80,7 +87,10 @@ test('a run of 5 captures that leaks: the history says so, charts 5 points and n
   const banner = await historyBanner(frame);
   assert.equal(banner.verdict, 'leak');
   assert.equal(banner.label, 'Leak');
-  assert.match(banner.reason, /^\+15\.6 MiB over 40 min across 5 captures, \+4\.0 KiB per step, from Mul \[256\] output; out of memory in about 29 days$/);
+  assert.match(
+    banner.reason,
+    /^\+15\.6 MiB over 40 min across 5 captures, \+4\.0 KiB per step, from Mul \[256\] output: \+4 KiB per step in 5 captures \(2026_05_28_20_26_40, .* and 1 more\); out of memory in about 29 days$/,
+  );
   assert.equal(await frame.$eval(HISTORY, (e) => e.dataset.verdict), 'leak');
   assert.match(await frame.$eval(`${HISTORY} h2`, (e) => e.textContent), /^Run history: job, 5 captures$/);
   // The chart: one point per capture, the one shown marked.
@@ -97,7 +107,7 @@ test('a run of 5 captures that leaks: the history says so, charts 5 points and n
   // The families that grew across the captures.
   const rows = await families(frame);
   assert.equal(rows.length, 1);
-  assert.deepEqual(rows[0], {Family: 'Mul [256] output', Where: '', 'Growing captures': '5 of 5', 'Per step': '+4 KiB'});
+  assert.deepEqual(rows[0], {Family: 'Mul [256] output (accounts for the growth)', Where: '', 'Growing captures': '5 of 5', 'Per step': '+4 KiB'});
   // The capture's own report is still the tab's: its verdict first, its timeline.
   assert.equal(await frame.$eval('.lf-view', (e) => e.dataset.run), job[0]);
   await frame.waitForSelector('[data-panel=timeline]');
@@ -173,7 +183,7 @@ test('captures of two hosts: a series each, worst first, chosen in the selector;
   assert.deepEqual((await families(frame)).map((r) => r.Family), ['No family grew in these captures.']);
   await frame.selectOption(series, '0');
   await frame.waitForSelector(`${HISTORY} [data-chart=history][data-host=host0][data-points="5"]`);
-  assert.deepEqual((await families(frame)).map((r) => r.Family), ['Mul [256] output']);
+  assert.deepEqual((await families(frame)).map((r) => r.Family), ['Mul [256] output (accounts for the growth)']);
   // A point of host0's series opens that capture on host0, whose series the history then shows.
   await clickPoint(frame, 3);
   await frame.waitForSelector(`.lf-view[data-run="${pod[3]}"]`, {timeout: 60_000});
@@ -182,6 +192,56 @@ test('captures of two hosts: a series each, worst first, chosen in the selector;
   assert.equal(await frame.$eval('select[data-select=host]', (s) => s.value), 'host0');
   await frame.waitForSelector(`${HISTORY} [data-chart=history][data-host=host0][data-current="3"]`);
   assert.equal(await frame.$eval(series, (s) => s.value), '0');
+});
+
+test('a run whose captures are each clean but whose history leaks: the history leads the page, the CLI and check', async () => {
+  const between = sessions('between');
+  const {frame} = await open(between[0]);
+  const banner = await historyBanner(frame);
+  assert.equal(banner.verdict, 'leak');
+  assert.match(banner.reason, /^\+11\.7 MiB over 30 min across 4 captures, \+4\.0 KiB per step; the growth is unexplained: .* allocated before the windows \(held when each began: 100 MiB, 104 MiB, 108 MiB, 112 MiB\)/);
+  // The run's verdict comes first on the page; the capture's own below it, and said to be the capture's.
+  const banners = await frame.$$eval('.lf-view .lf-verdict', (bs) =>
+    bs.map((b) => ({history: b.dataset.history ?? null, capture: b.dataset.capture ?? null, verdict: b.dataset.verdict, title: b.querySelector('.lf-verdict-title')?.textContent ?? null})),
+  );
+  assert.deepEqual(banners, [
+    {history: 'true', capture: null, verdict: 'leak', title: null},
+    {history: null, capture: 'true', verdict: 'no_leak', title: `This capture (${between[0]}), on its own:`},
+  ]);
+  const label = await frame.$eval('select[data-select=run]', (s) => s.selectedOptions[0]?.textContent);
+  assert.equal(label, `${between[0]} (on its own: no leak)`);
+  assert.match(await frame.$eval(`${HISTORY} [data-unexplained]`, (e) => e.textContent), /^The growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew/);
+  // The CLI says the same, in the same order, and check fails on it: on this run alone, only its history leaks.
+  const check = spawnSync(PYTHON, ['-m', 'tb_leakfinder.views.cli', 'check', join(suite.logdir, 'between'), '--no-cache'], {cwd: REPO, encoding: 'utf8'});
+  assert.equal(check.status, 1, check.stderr);
+  const lines = check.stdout.trimEnd().split('\n');
+  assert.equal(lines.length, 5, check.stdout);
+  assert.ok(lines[0].trim().startsWith('leak  (the logdir top): history of 4 captures: Leak: '), lines[0]);
+  assert.ok(lines[0].endsWith(banner.reason), `${lines[0]}\n${banner.reason}`);
+  const names = between.map((run) => run.split('/')[1]);
+  assert.deepEqual(
+    lines.slice(1).map((l) => l.trim().split(/ +/).slice(0, 3).join(' ')),
+    names.map((name) => `no_leak capture ${name}:`),
+  );
+});
+
+test('captures copied without their times: charted in step order, no rate per hour, and why', async () => {
+  const copied = sessions('copied');
+  assert.deepEqual(copied, ['copied/c1', 'copied/c2', 'copied/c3', 'copied/c4', 'copied/c5']);
+  const {frame} = await open('copied/c5');
+  const banner = await historyBanner(frame);
+  assert.equal(banner.verdict, 'leak');
+  assert.match(banner.reason, /across 5 captures, \+4\.0 KiB per step, \+3\.9 MiB per capture, from Mul \[256\] output: .* in 5 captures \(c5, c4, c3, c2 and 1 more\); no rate per hour and no forecast: the captures carry no time of their own/);
+  assert.doesNotMatch(banner.reason, /out of memory/);
+  const chart = await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => ({...e.dataset}));
+  assert.equal(chart.axis, 'step');
+  assert.equal(chart.current, '0'); // c5 holds the first steps
+  const xs = chart.pointsX.split(',').map(Number);
+  assert.ok(xs.every((x, i) => i === 0 || x > xs[i - 1]), `points in step order: ${xs}`);
+  const note = await frame.$eval(`${HISTORY} .lf-chart-note`, (e) => e.textContent);
+  assert.match(note, /^5 captures of GPU_0_bfc on host0, in step order: what outlives every step moved \+15\.6 MiB \(\+4 KiB per step, \+3\.91 MiB per capture\)/);
+  assert.doesNotMatch(note, /per hour/);
+  assert.match(await frame.$eval(`${HISTORY} [data-time-note]`, (e) => e.textContent), /^Times: no rate per hour and no forecast/);
 });
 
 test('a run of one capture shows no history, and does not ask for one', async () => {

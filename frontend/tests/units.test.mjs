@@ -71,10 +71,14 @@ test('a session belongs to the TensorBoard run before its last slash; its captur
   assert.equal(m.tensorboardRun('job/2027_01_15_00_00_03'), 'job');
   assert.equal(m.tensorboardRun('team/job/2027_01_15_00_00_03'), 'team/job');
   assert.equal(m.tensorboardRun('2027_01_15_00_00_03'), '');
-  const runs = ['job/a', 'job/b', 'jobs/c', 'job/x/d', 'top1', 'top2'].map((run) => ({run, hosts: ['h']}));
+  assert.equal(m.tensorboardRun('2027_01_15_00_00_03_2'), '');
+  // At the logdir's top only sessions named by their time are its captures: a PyTorch folder is a run of its own.
+  assert.equal(m.tensorboardRun('torch_leak'), 'torch_leak');
+  const runs = ['job/a', 'job/b', 'jobs/c', 'job/x/d', 'top1', 'top2', '2027_01_15_00_00_03', '2027_01_15_00_10_03'].map((run) => ({run, hosts: ['h']}));
   assert.equal(m.captureCount(runs, 'job/a'), 2);
   assert.equal(m.captureCount(runs, 'jobs/c'), 1);
-  assert.equal(m.captureCount(runs, 'top2'), 2);
+  assert.equal(m.captureCount(runs, 'top2'), 1);
+  assert.equal(m.captureCount(runs, '2027_01_15_00_10_03'), 2);
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'profile'}]), 'heap floor (outlives every step)');
   assert.equal(m.measureLabel([{kind: 'snapshot'}]), 'live bytes (snapshot)');
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'snapshot'}]), 'outlives every step');

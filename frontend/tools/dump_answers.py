@@ -31,7 +31,8 @@ from typing import Any, TextIO
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tb_leakfinder.testing.history_runs import slow_leak_run  # noqa: E402
+from tb_leakfinder.engine.history import tensorboard_run  # noqa: E402
+from tb_leakfinder.testing.history_runs import slow_leak_run, strip_times  # noqa: E402
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client  # noqa: E402
 
 # Enough for the charts' answers to hold every kind of value; not the tab's page size.
@@ -72,7 +73,7 @@ class Dump:
         for run in runs:
             self.run(client, logdir, run)
         # One history per TensorBoard run, of one capture as of several.
-        for tb_run in sorted({run.rpartition("/")[0] for run in runs}):
+        for tb_run in sorted({tensorboard_run(run) for run in runs}):
             self.get(client, logdir, "history", run=tb_run)
         # Neighbours in the list: leak against fixed, a program against none, one allocator against another.
         for run_a, run_b in itertools.pairwise(runs):
@@ -117,8 +118,8 @@ def pod(folder: pathlib.Path, logdirs: list[pathlib.Path]) -> pathlib.Path:
 
 
 def history_runs(folder: pathlib.Path) -> pathlib.Path:
-    """TensorBoard runs of 5 captures each: one leaking, one clean, and two of two hosts (a series each, and a note),
-    one host's file of one capture of the last cut short."""
+    """TensorBoard runs of several captures: leaking, clean, of two hosts (a series each, and a note), one host's
+    file of one capture cut short, copied without their times, and one whose growth no family explains."""
     logdir = folder / "history"
     slow_leak_run(logdir, "job")
     slow_leak_run(logdir, "clean", leak_bytes_per_step=0)
@@ -129,6 +130,8 @@ def history_runs(folder: pathlib.Path) -> pathlib.Path:
     slow_leak_run(logdir, "cut", host="host1", leak_bytes_per_step=0)
     cut = next(slow_leak_run(logdir, "cut", host="host0").run_dir.glob("plugins/profile/*/host0.xplane.pb"))
     cut.write_bytes(cut.read_bytes()[:200])
+    strip_times(slow_leak_run(logdir, "copied"))  # no time of their own: no rate per hour
+    slow_leak_run(logdir, "between", captures=4, kept_in_window=False)  # unexplained growth
     return logdir
 
 

@@ -2,15 +2,22 @@
 
 A leak of a few KiB per step hides inside a capture of a few seconds; across
 captures taken minutes or hours apart it shows. Each allocator's captures
-make a series, in time order. Its measure is what outlives every step: a
-profile's heap floor (the least it held at any moment of its window), a
-snapshot's live bytes. A series of at least MIN_CAPTURES captures leaks when
-that measure rose between most consecutive captures (RISING_SHARE) and by more
-than noise (MIN_RISE_BYTES, or MIN_RISE_SHARE of its peak). The rate is fitted
-by least squares, per hour of wall-clock time and per step when the captures'
-step numbers are known. The culprit is the family that grew in the most
-captures: within each (a profile's growing families), or from one snapshot to
-the next.
+make a series, in time order (by step numbers when the captures carry no time
+of their own). Its measure is what outlives every step: a profile's heap floor
+(the least it held at any moment of its window), a snapshot's live bytes. A
+series of at least MIN_CAPTURES captures leaks when that measure rose between
+most consecutive captures (RISING_SHARE) and by more than noise
+(MIN_RISE_BYTES, or MIN_RISE_SHARE of its peak). The rate is fitted by least
+squares: per capture, per step when the captures' step numbers are known, and
+per hour of wall-clock time unless the captures' times are their files'
+modification times within COPIED_WITHIN_S of each other (files copied
+together, whose times say nothing of the job's pace).
+
+The culprit is a family whose bytes kept within the windows agree with the
+growth between captures: one that grew in the profiles, or one made and kept
+in every window (a slow leak, too slow for one window to show it growing);
+across snapshots, the one that held more after most of them. When no family
+agrees, the growth is unexplained: it was allocated before each window.
 
 Captures of different programs, or of different hosts, are never merged into
 one series: the history says so.
@@ -25,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
-from tb_leakfinder.model.history import SNAPSHOT, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, SESSION_NAME, SNAPSHOT, CapturePoint, FamilyPoint
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -37,6 +44,10 @@ MIN_RISE_BYTES = 64 << 10
 MIN_RISE_SHARE = 0.01
 GROWING = "growing"
 MAX_FAMILIES = 10
+COPIED_WITHIN_S = 10.0
+# A family's buffers kept within the windows agree with the growth between captures when their number is within
+# NOISE_SIGMAS standard deviations (of a count: its square root) and one buffer of what that growth predicts.
+NOISE_SIGMAS = 2.0
 
 
 @dataclass
@@ -48,9 +59,12 @@ class FamilyTrend:
     bytes_first: int
     bytes_last: int
     growth_bytes: int  # last less first
-    growing_captures: int  # captures it grew in (within a profile), or snapshots after which it held more
-    bytes_per_step: float  # its rate within the profiles that saw it grow (median), or across snapshots
-    bytes_per_hour: float  # across snapshots over wall-clock time; a profile's rate per step at the job's steps per hour
+    # captures it grew in (within a profile, or kept new buffers in each), or snapshots after which it held more
+    growing_captures: int
+    bytes_per_step: float  # its rate within the profiles (median where it grew, else what each window kept), or across snapshots
+    bytes_per_hour: float | None  # a rate per step at the job's steps per hour, or across snapshots; None: no clock
+    captures: list[str]  # the captures it appears in
+    agrees: bool  # what it keeps within the windows (or holds across snapshots) accounts for the series' growth
 
 
 @dataclass
@@ -62,11 +76,14 @@ class Series:
     verdict: str
     reason: str
     rise_bytes: int  # the measure's last less its first
-    bytes_per_hour: float
+    bytes_per_hour: float | None  # None when the captures' times say nothing of the job's pace (time_note says why)
     bytes_per_step: float | None  # None when the captures' step numbers are not known
+    bytes_per_capture: float
     hours_to_oom: float | None
     capacity_bytes: int
-    families: list[FamilyTrend]  # those that grew, most captures first
+    families: list[FamilyTrend]  # those that grew, the culprit first
+    time_note: str | None  # where the captures' times came from, when not from the captures themselves
+    unexplained: str | None  # a leak no family accounts for: what grew before each window
 
 
 @dataclass
@@ -89,9 +106,9 @@ def run_history(run: str, points: list[CapturePoint], num_captures: int | None =
     without any allocator too (no memory events), which give no point."""
     captures = {p.capture for p in points}
     by_series: dict[tuple[str, str], list[CapturePoint]] = {}
-    for p in sorted(points, key=lambda p: (p.time_s, p.capture)):
+    for p in points:
         by_series.setdefault((p.host, p.memory_id), []).append(p)
-    series = [_series(host, memory_id, mine) for (host, memory_id), mine in by_series.items()]
+    series = [_series(host, memory_id, in_order(mine)) for (host, memory_id), mine in by_series.items()]
     series.sort(key=lambda s: (-_SEVERITY[s.verdict], -s.rise_bytes))
     hosts = sorted({p.host for p in points})
     note = None
@@ -115,51 +132,127 @@ def count_unreadable(h: History, unreadable: int) -> History:
     return replace(h, reason=f"{h.reason} ({unreadable} of {h.num_captures} captures could not be read)")
 
 
+def in_order(points: list[CapturePoint]) -> list[CapturePoint]:
+    """Captures by their time; by their step numbers when some carry no time of their own (a file's modification
+    time is when it was written or copied) and every one has step numbers."""
+    steps = [_step(p) for p in points]
+    if any(p.time_source == FILE_MTIME for p in points) and None not in steps:
+        return [p for _, p in sorted(zip(steps, points, strict=True), key=lambda sp: (sp[0], sp[1].time_s, sp[1].capture))]
+    return sorted(points, key=lambda p: (p.time_s, p.capture))
+
+
+def _step(p: CapturePoint) -> int | None:
+    return p.last_step if p.kind == SNAPSHOT else p.first_step
+
+
+def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
+    """Whether the captures' times tell the job's pace, and what the history says of where they came from."""
+    mtimes = sum(1 for p in points if p.time_source == FILE_MTIME)
+    named = sum(1 for p in points if p.time_source == SESSION_NAME)
+    times = [p.time_s for p in points]
+    spread = max(times) - min(times) if times else 0.0
+    if mtimes and mtimes == len(points) and len(points) > 1 and spread < COPIED_WITHIN_S:
+        close = f"lie within {format_duration_ps(spread * 1e12)} of each other" if spread > 0 else "are all the same"
+        return False, (
+            f"no rate per hour and no forecast: the captures carry no time of their own, and their files' modification"
+            f" times {close} (copied, not captured, then); the rates are per step and per capture"
+        )
+    if mtimes:
+        return True, (
+            f"{mtimes} of {len(points)} captures carry no time of their own: their times are their files' modification"
+            " times (when they were written, or copied)"
+        )
+    if named:
+        return True, f"{named} of {len(points)} captures carry no time of their own: their times are their session folders' names"
+    return True, None
+
+
 def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     name = points[-1].name
     values = np.asarray([measure(p) for p in points], np.float64)
     times = np.asarray([p.time_s for p in points], np.float64)
-    steps = [p.last_step if p.kind == SNAPSHOT else p.first_step for p in points]
+    steps = [_step(p) for p in points]
+    timed, time_note = _clock(points)
     rise = int(values[-1] - values[0]) if len(values) else 0
-    per_hour = _slope(times, values) * 3600.0 if len(points) > 1 else 0.0
-    per_step = _slope(np.asarray(steps, np.float64), values) if len(points) > 1 and None not in steps else None
+    several = len(points) > 1
+    per_hour = _slope(times, values) * 3600.0 if several and timed else (0.0 if timed else None)
+    per_step = _slope(np.asarray(steps, np.float64), values) if several and None not in steps else None
+    per_capture = _slope(np.arange(len(points), dtype=np.float64), values)
     capacity = max((p.capacity_bytes for p in points), default=0)
-    families = _families(points)
-    span = format_duration_ps((times[-1] - times[0]) * 1e12) if len(points) > 1 else "one capture"
+    families = _families(points, per_step, timed)
+    # In step order the times need not rise: the span is theirs all the same.
+    span = f" over {format_duration_ps(float(np.ptp(times)) * 1e12)}" if timed and several else ""
     programs = sorted({p.program for p in points if p.program})
     common = (host, memory_id, name, points)
-    if len(programs) > 1:
-        why = f"Inconclusive: its captures come from different programs ({'; '.join(programs[:3])}): not merged"
-        return Series(*common, INCONCLUSIVE, why, rise, per_hour, per_step, None, capacity, families)
-    if len(points) < MIN_CAPTURES:
-        why = (
-            f"Inconclusive: {len(points)} capture(s) over {span} ({_signed(rise)}); "
-            f"a history needs at least {MIN_CAPTURES} to tell growth from noise"
+
+    def made(verdict: str, why: str, hours: float | None = None, unexplained: str | None = None) -> Series:
+        if time_note is not None and not timed:
+            why += f"; {time_note}"
+        return Series(
+            *common, verdict, why, rise, per_hour, per_step, per_capture, hours, capacity, families, time_note, unexplained
         )
-        return Series(*common, INCONCLUSIVE, why, rise, per_hour, per_step, None, capacity, families)
+
+    if len(programs) > 1:
+        mixed = "; ".join(programs[:3])
+        return made(INCONCLUSIVE, f"Inconclusive: its captures come from different programs ({mixed}): not merged")
+    if len(points) < MIN_CAPTURES:
+        return made(
+            INCONCLUSIVE,
+            f"Inconclusive: {len(points)} capture(s){span} ({_signed(rise)}); "
+            f"a history needs at least {MIN_CAPTURES} to tell growth from noise",
+        )
     rising = int(np.count_nonzero(np.diff(values) > 0))
     peak = max(p.heap_peak_bytes for p in points)
     enough = rise > max(MIN_RISE_BYTES, MIN_RISE_SHARE * peak)
-    if rising < math.ceil(RISING_SHARE * (len(points) - 1)) or not enough or per_hour <= 0:
-        why = (
-            f"No leak: what outlives each step moved {_signed(rise)} over {span} across {len(points)} captures, "
-            f"rising between {rising} of {len(points) - 1} of them"
+    trend = per_hour if per_hour is not None else per_capture
+    if rising < math.ceil(RISING_SHARE * (len(points) - 1)) or not enough or trend <= 0:
+        return made(
+            NO_LEAK,
+            f"No leak: what outlives each step moved {_signed(rise)}{span} across {len(points)} captures, "
+            f"rising between {rising} of {len(points) - 1} of them",
         )
-        return Series(*common, NO_LEAK, why, rise, per_hour, per_step, None, capacity, families)
     left = capacity - values[-1]
-    hours = float(left / per_hour) if capacity and left > 0 else None
+    hours = float(left / per_hour) if per_hour is not None and per_hour > 0 and capacity and left > 0 else None
     rate = f", {_signed(per_step)} per step" if per_step is not None else ""
-    culprit = ""
-    if families:
-        f = families[0]
-        culprit = f", from {f.label}" + (f" at {f.where}" if f.where and f.where not in f.label else "")
+    if not timed:
+        rate += f", {_signed(per_capture)} per capture"
     oom = f"; out of memory in about {format_duration_ps(hours * 3600e12)}" if hours is not None else ""
-    why = f"Leak: {_signed(rise)} over {span} across {len(points)} captures{rate}{culprit}{oom}"
-    return Series(*common, LEAK, why, rise, per_hour, per_step, hours, capacity, families)
+    culprit = next((f for f in families if f.agrees), None)
+    if culprit is None and per_step is None and families:
+        culprit = families[0]  # without step numbers nothing can be checked against the growth: the one that grew most
+    unexplained = None
+    if culprit is not None:
+        named = f", from {_family_text(culprit)}"
+    else:
+        unexplained = _unexplained(points, per_step)
+        named = f"; {unexplained}"
+    why = f"Leak: {_signed(rise)}{span} across {len(points)} captures{rate}{named}{oom}"
+    return made(LEAK, why, hours, unexplained)
 
 
-def _families(points: list[CapturePoint]) -> list[FamilyTrend]:
-    """The families that grew: within the profiles that saw them grow, or from snapshot to snapshot."""
+def _family_text(f: FamilyTrend) -> str:
+    where = f" at {f.where}" if f.where and f.where not in f.label else ""
+    return f"{f.label}{where}: {_signed(f.bytes_per_step)} per step in {_captures_text(f.captures)}"
+
+
+def _captures_text(captures: list[str]) -> str:
+    names = [c.rpartition("/")[2] or c for c in captures]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"{len(names)} captures ({shown})" if len(names) > 1 else f"capture {shown}"
+
+
+def _unexplained(points: list[CapturePoint], per_step: float | None) -> str:
+    held = ", ".join(format_bytes(p.heap_start_bytes) for p in points[:6]) + (", ..." if len(points) > 6 else "")
+    rate = f" ({_signed(per_step)} per step)" if per_step is not None else ""
+    return (
+        f"the growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew{rate};"
+        f" it was allocated before the windows (held when each began: {held})"
+    )
+
+
+def _families(points: list[CapturePoint], per_step: float | None, timed: bool) -> list[FamilyTrend]:
+    """The families that grew: within the profiles that saw them grow, kept new in every window, or from snapshot
+    to snapshot."""
     seen: dict[str, list[tuple[int, FamilyPoint]]] = {}
     for k, p in enumerate(points):
         for f in p.families:
@@ -167,11 +260,12 @@ def _families(points: list[CapturePoint]) -> list[FamilyTrend]:
     # The job's pace, where the captures' step numbers and times tell it: what turns a rate per step into one per hour.
     steps = [p.first_step for p in points]
     times = np.asarray([p.time_s for p in points], np.float64)
-    known = None not in steps and len(points) > 1
-    steps_per_hour = _slope(times, np.asarray(steps, np.float64)) * 3600.0 if known else 0.0
+    known = None not in steps and len(points) > 1 and timed
+    steps_per_hour = _slope(times, np.asarray(steps, np.float64)) * 3600.0 if known else None
     trends = []
     for key, found in seen.items():
         first, last = found[0][1], found[-1][1]
+        hourly: float | None
         if points[0].kind == SNAPSHOT:
             held = [f.bytes for _, f in found]
             grew = sum(1 for a, b in itertools.pairwise(held) if b > a)
@@ -180,18 +274,46 @@ def _families(points: list[CapturePoint]) -> list[FamilyTrend]:
             fitted = len(found) > 1 and len(numbered) == len(x) and len(set(numbered)) > 1
             rate = _slope(np.asarray(numbered, np.float64), np.asarray(held, np.float64)) if fitted else 0.0
             at = np.asarray([points[k].time_s for k, _ in found], np.float64)
-            hourly = _slope(at, np.asarray(held, np.float64)) * 3600.0
+            hourly = _slope(at, np.asarray(held, np.float64)) * 3600.0 if timed else None
+            agrees = grew > 0
         else:
             rates = [f.bytes_per_step for _, f in found if f.kind == GROWING]
             grew = len(rates)
             rate = float(np.median(rates)) if rates else 0.0
-            hourly = rate * steps_per_hour
+            kept = _kept_in_every_window(points, found)
+            agrees = kept is not None and per_step is not None and _agrees(*kept, per_step)
+            if agrees and kept is not None:
+                grew, rate = len(points), kept[1] / kept[2]  # new in every window: growing between the captures
+            hourly = rate * steps_per_hour if steps_per_hour is not None else None
         if grew == 0:
             continue
         growth = last.bytes - first.bytes
-        trends.append(FamilyTrend(key, last.label, last.where, last.stack, first.bytes, last.bytes, growth, grew, rate, hourly))
-    trends.sort(key=lambda t: (-t.growing_captures, -t.growth_bytes, -t.bytes_per_step))
+        captures = [points[k].capture for k, _ in found]
+        where = (last.label, last.where, last.stack)
+        trends.append(FamilyTrend(key, *where, first.bytes, last.bytes, growth, grew, rate, hourly, captures, agrees))
+    trends.sort(key=lambda t: (not t.agrees, -t.growing_captures, -t.growth_bytes, -t.bytes_per_step))
     return trends[:MAX_FAMILIES]
+
+
+def _window_steps(p: CapturePoint) -> int | None:
+    return p.last_step - p.first_step + 1 if p.first_step is not None and p.last_step is not None else None
+
+
+def _kept_in_every_window(points: list[CapturePoint], found: list[tuple[int, FamilyPoint]]) -> tuple[int, int, int] | None:
+    """The buffers and bytes a family kept over the windows' steps, when it kept new ones in every window."""
+    windows = [_window_steps(points[k]) for k, _ in found]
+    if len(found) < len(points) or any(f.count <= 0 for _, f in found) or None in windows:
+        return None
+    return sum(f.count for _, f in found), sum(f.bytes for _, f in found), sum(w for w in windows if w is not None)
+
+
+def _agrees(count: int, held: int, steps: int, per_step: float) -> bool:
+    """Whether the buffers a family kept within the windows are as many as the growth between captures predicts,
+    within the noise of so few steps (a buffer every 50 steps is 0, 1 or 2 of them in a window of 60)."""
+    if per_step <= 0 or held <= 0 or steps <= 0:
+        return False
+    expected = per_step * steps / (held / count)
+    return abs(count - expected) <= NOISE_SIGMAS * math.sqrt(max(expected, 1.0)) + 1.0
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> float:

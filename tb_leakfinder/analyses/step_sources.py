@@ -96,17 +96,20 @@ def find_steps(profile: HostProfile) -> StepSource:
     if short:
         return max(short, key=lambda c: (c.covered, len(c.steps))).source()
     if len(times) > 1 and times[-1] > times[0]:
-        return time_windows(int(times[0]), int(times[-1]))
+        return time_windows(int(times[0]), int(times[-1]), event_clock_ps=profile.event_clock_ps)
     return StepSource(NONE, None, Steps.empty(), "no step information")
 
 
-def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS) -> StepSource:
-    """`count` equal windows from `start_ps` to `end_ps`, numbered from 0."""
+def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS, event_clock_ps: int | None = None) -> StepSource:
+    """`count` equal windows from `start_ps` to `end_ps`, numbered from 0; `event_clock_ps`: the clock counts events."""
     # In Python integers: a corrupt profile's far-apart times must not overflow int64.
     bounds = np.array([start_ps + (end_ps - start_ps) * i // count for i in range(count + 1)], np.int64)
     ends = bounds[1:] - 1
     ends[-1] = end_ps
     steps = Steps(np.arange(count, dtype=np.int64), bounds[:-1].copy(), ends)
+    if event_clock_ps:
+        events = round((end_ps - start_ps) / count / event_clock_ps)
+        return StepSource(TIME_WINDOWS, None, steps, f"{count} equal windows of {events} events each, no step information")
     width = format_duration_ps((end_ps - start_ps) / count)
     return StepSource(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width}, no step information")
 

@@ -6,21 +6,28 @@ point needs, so a history of a hundred captures reads no profile and no array.
 
 from __future__ import annotations
 
+import re
+import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from tb_leakfinder.analyses.diff import module_base_name, normalize_name
 from tb_leakfinder.analyses.step_sources import STEP_NUM
-from tb_leakfinder.model.history import PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, OWN_CLOCK, PROFILE, SESSION_NAME, SNAPSHOT, CapturePoint, FamilyPoint
 from tb_leakfinder.report import known_capacity
 
 Json = dict[str, Any]
+_SESSION = re.compile(r"([0-9]{4}(?:_[0-9]{2}){5})(?:_[0-9]+)?")
 
 
 def tensorboard_run(name: str) -> str:
-    """The TensorBoard run of a discovered session, "job" of "job/2026_12_01_22_30_16" ("" at the logdir's top)."""
-    return name.rpartition("/")[0]
+    """The TensorBoard run of a discovered session, "job" of "job/2026_12_01_22_30_16". A name without "/" is a
+    session at the logdir's top ("") when it is named by its time, as XProf's Capture button and `watch` name
+    sessions; any other (a PyTorch trace's folder, a snapshot file at the top) is a run of its own, not one of
+    the top's captures."""
+    head, slash, tail = name.rpartition("/")
+    return head if slash or _SESSION.fullmatch(tail) else name
 
 
 def several_captures(names: Iterable[str]) -> list[str]:
@@ -30,10 +37,17 @@ def several_captures(names: Iterable[str]) -> list[str]:
 
 
 def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint]:
-    """One point per allocator of a host's report JSON; `mtime_ns` is its file's (when the capture ended)."""
+    """One point per allocator of a host's report JSON. Its time is the capture's own, else its session folder's
+    name, else its file's `mtime_ns` (when it was written, or copied) less its duration."""
     duration_s = host["duration_ps"] / 1e12
     start_ns = host.get("start_time_ns")
-    time_s = start_ns / 1e9 if start_ns else mtime_ns / 1e9 - duration_s
+    named = session_time(capture)
+    if start_ns:
+        time_s, source = start_ns / 1e9, OWN_CLOCK
+    elif named is not None:
+        time_s, source = named, SESSION_NAME
+    else:
+        time_s, source = mtime_ns / 1e9 - duration_s, FILE_MTIME
     snapshot = bool(host.get("snapshot"))
     steps = [s["step"] for s in host["steps"]] if host["step_source"]["kind"] == STEP_NUM else []
     step_of_name = _trailing_number(capture)
@@ -60,6 +74,7 @@ def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint
             program=program,
             verdict=a["verdict"],
             families=[_family(g) for g in a["groups"]],
+            time_source=source,
         )
         for a in host["allocators"]
     ]
@@ -67,7 +82,20 @@ def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint
 
 def _family(g: Json) -> FamilyPoint:
     key = " ".join(part for part in (normalize_name(g["op"]), g["shape"], g["dtype"], g["region"]) if part)
-    return FamilyPoint(key, g["label"], g["where"], list(g["site"]["stack"]), g["kind"], g["bytes"], g["bytes_per_step"])
+    stack = list(g["site"]["stack"])
+    return FamilyPoint(key, g["label"], g["where"], stack, g["kind"], g["bytes"], g["bytes_per_step"], g["count"])
+
+
+def session_time(name: str) -> float | None:
+    """When a session began by its folder's name ("job/2026_12_01_19_36_26", made unique as "..._26_2"), in
+    seconds since the epoch; XProf names it in the capturing machine's local time, taken as this machine's."""
+    match = _SESSION.fullmatch(name.rpartition("/")[2])
+    if match is None:
+        return None
+    try:
+        return time.mktime(time.strptime(match[1], "%Y_%m_%d_%H_%M_%S"))
+    except (ValueError, OverflowError):
+        return None
 
 
 def _trailing_number(name: str) -> int | None:

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 PROFILE = "profile"  # memory events over a window (an XSpace session)
 SNAPSHOT = "snapshot"  # the buffers live at one moment (a device memory profile)
 
+# CapturePoint.time_source: where its time came from, best first.
+OWN_CLOCK = "profile"  # the capture's own record of when it ran (an XSpace's events, baseTimeNanoseconds, time_us...)
+SESSION_NAME = "session_name"  # the session folder's name, as XProf names it by the time the capture began
+FILE_MTIME = "file_mtime"  # the file's modification time: when it was written, or copied
+
 
 @dataclass
 class FamilyPoint:
@@ -20,6 +25,7 @@ class FamilyPoint:
     kind: str  # the capture's own classification (growing, persistent, ...)
     bytes: int  # what it still holds at the capture's end: never-freed bytes, or a snapshot's live bytes
     bytes_per_step: float  # its rate within the capture (growing families), else 0
+    count: int = 0  # the buffers it still holds at the capture's end
 
 
 @dataclass
@@ -44,3 +50,4 @@ class CapturePoint:
     program: str  # which programs ran: their names without ids, joined; "" when the profile has none
     verdict: str
     families: list[FamilyPoint] = field(default_factory=list)
+    time_source: str = OWN_CLOCK

@@ -9,11 +9,12 @@ import os
 import sys
 
 from tb_leakfinder.analyses.diff import compare
+from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
 from tb_leakfinder.analyses.query import select_allocator
 from tb_leakfinder.analyses.verdict import CANNOT_TELL
 from tb_leakfinder.engine import precompute
 from tb_leakfinder.engine.engine import Engine, HostDone
-from tb_leakfinder.engine.history import several_captures
+from tb_leakfinder.engine.history import several_captures, tensorboard_run
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import size_gib
 from tb_leakfinder.read import discovery, files
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--allocator", help=allocator_help)
     rep.add_argument("--json", action="store_true", help="print the report JSON (the same as the plugin's /report)")
     rep.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown to FILE (a CI comment)")
-    chk_help = "exit 1 if any run leaks, 0 if none, 2 on bad input"
+    chk_help = "exit 1 if any run leaks (a run of several captures: by its history), 0 if none, 2 on bad input"
     chk = sub.add_parser("check", help=chk_help, description=chk_help)
     chk.add_argument("path", help=path_help)
     chk.add_argument("--run", help="only this run")
@@ -265,10 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         _print(json.dumps(result, indent=1) if args.json else render_report(result))
         return EXIT_OK
-    for run in result["runs"]:
-        reasons = "; ".join(h["reason"] for h in run["hosts"])
-        _print(visible(f"{run['verdict']:>12}  {run['run']}: {reasons}"))
-    leaking = any(r["verdict"] == "leak" for r in result["runs"])
+    leaking = _check_lines(result)
     # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
     doubted = [h for r in result["runs"] for h in r["hosts"] if CANNOT_TELL in h["reason"]]
     for host in doubted:
@@ -279,6 +277,31 @@ def main(argv: list[str] | None = None) -> int:
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
     return EXIT_LEAK if leaking or doubted else EXIT_OK
+
+
+def _check_lines(result: Json) -> bool:
+    """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
+    history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
+    histories = {h["run"]: h for h in result.get("histories", [])}
+    leaks = False
+    for tb_run, h in histories.items():
+        _print(
+            visible(f"{h['verdict']:>12}  {tb_run or '(the logdir top)'}: history of {h['num_captures']} captures: {h['reason']}")
+        )
+        mine = [r for r in result["runs"] if tensorboard_run(r["run"]) == tb_run]
+        for run in mine:
+            _print(visible(f"{run['verdict']:>12}    capture {run['run']}: {_reasons(run)}"))
+        decided = h["verdict"] != INCONCLUSIVE
+        leaks |= h["verdict"] == LEAK if decided else any(r["verdict"] == LEAK for r in mine)
+    for run in result["runs"]:
+        if tensorboard_run(run["run"]) not in histories:
+            _print(visible(f"{run['verdict']:>12}  {run['run']}: {_reasons(run)}"))
+            leaks |= run["verdict"] == LEAK
+    return leaks
+
+
+def _reasons(run: Json) -> str:
+    return "; ".join(h["reason"] for h in run["hosts"])
 
 
 if __name__ == "__main__":

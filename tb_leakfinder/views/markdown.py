@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
 from tb_leakfinder.views.text import (
@@ -136,11 +137,19 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
 
 
 def render_report(report: Json) -> str:
-    """Each host's allocators of each run, under their verdicts."""
+    """Each host's allocators of each run, under their verdicts; a run of several captures leads with its history,
+    and each capture's verdict reads as its own."""
     report = visible_json(report)
     lines: list[str] = []
+    histories = {h["run"]: h for h in report.get("histories", [])}
+    for h in histories.values():
+        name = _cell(h["run"]) or "(the logdir top)"
+        lines += [f"## tb-leakfinder: history of `{name}` ({h['num_captures']} captures): {VERDICT[h['verdict']]}", ""]
+        lines += [_cell(h["reason"]), ""]
     for run in report["runs"]:
-        lines += [f"## tb-leakfinder: `{_cell(run['run'])}`: {VERDICT[run['verdict']]}", ""]
+        what = "capture" if tensorboard_run(run["run"]) in histories else "tb-leakfinder:"
+        own = " (on its own)" if what == "capture" else ""
+        lines += [f"## {what} `{_cell(run['run'])}`{own}: {VERDICT[run['verdict']]}", ""]
         for host in run["hosts"]:
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             lines += [f"### {_cell(host['host'])}: {VERDICT[host['verdict']]}", "", _cell(host["step_source"]["description"])]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, short_program_ids
+from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
 
@@ -23,8 +24,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated before the window"}
 
 
-def peak_text(a: Json) -> str:
-    """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'."""
+def peak_text(a: Json, unit: str = "step") -> str:
+    """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'; a window is no step: 'no steps'."""
     peak, capacity = a["peak_bytes_in_use"], known_capacity(a)
     text = f"peak {format_bytes(peak)}"
     if capacity:
@@ -32,7 +33,7 @@ def peak_text(a: Json) -> str:
     elif peak:
         text += " (no free memory reported)"
     if a["peak_step"] is not None:
-        text += f" at step {a['peak_step']}"
+        text += f" at step {a['peak_step']}" if unit == "step" else " (no steps)"
     if a["peak_stack_reserved_bytes"]:
         text += f" (stack {format_bytes(a['peak_stack_reserved_bytes'])}, heap {format_bytes(a['peak_heap_bytes'])})"
     return text
@@ -99,7 +100,7 @@ def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> lis
         f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
         *([f"    {a['out_of_memory']['description']}"] if a["out_of_memory"] else []),
         f"    {a['reason']}",
-        f"    {peak_text(a)}",
+        f"    {peak_text(a, unit)}",
         f"    {counts}",
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
@@ -213,10 +214,17 @@ def render_overview(overview: Json) -> list[str]:
 
 
 def render_report(report: Json) -> str:
+    """The runs' reports. A TensorBoard run of several captures leads with its history; its captures follow,
+    each verdict that capture's own."""
     report = visible_json(report)
     lines: list[str] = []
+    for history in report.get("histories", []):
+        lines += [*render_history(history), ""]
+    in_history = {h["run"] for h in report.get("histories", [])}
     for run in report["runs"]:
-        lines.append(f"run {run['run']}: {VERDICT_WORDS[run['verdict']]}")
+        tb_run = tensorboard_run(run["run"])
+        what = f"capture {run['run']} (its own verdict; the history of {tb_run or 'the logdir top'} is above)"
+        lines.append(f"{what if tb_run in in_history else 'run ' + run['run']}: {VERDICT_WORDS[run['verdict']]}")
         if len(run["hosts"]) > 1:
             lines += [*render_overview(run_overview_json(run)), ""]
         for host in run["hosts"]:
@@ -234,8 +242,6 @@ def render_report(report: Json) -> str:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
         lines.append("")
-    for history in report.get("histories", []):
-        lines += [*render_history(history), ""]
     if report["errors"]:
         lines += [f"could not read {_files(len(report['errors']))}:", *render_errors(report["errors"]), ""]
     return "\n".join(lines)
@@ -254,6 +260,9 @@ def _when(seconds: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
+TIME_SOURCES = {"profile": "profile", "session_name": "folder name", "file_mtime": "file mtime"}
+
+
 def render_history(history: Json) -> list[str]:
     """A TensorBoard run's captures over time: each series' verdict, its captures, and the families that grew."""
     history = visible_json(history)
@@ -267,25 +276,37 @@ def render_history(history: Json) -> list[str]:
     if history["note"]:
         lines.append(f" note: {history['note']}")
     for s in history["series"]:
-        per_step = f", {_growth_text(s['bytes_per_step'])}" if s["bytes_per_step"] is not None else ""
-        lines.append(
-            f" {s['name']} on {s['host']}: {VERDICT_WORDS[s['verdict']]}, {_growth_text(s['bytes_per_hour'], 'hour')}{per_step}"
-        )
+        rates = [
+            _growth_text(s["bytes_per_hour"], "hour") if s["bytes_per_hour"] is not None else "no rate per hour",
+            *([_growth_text(s["bytes_per_step"])] if s["bytes_per_step"] is not None else []),
+            _growth_text(s["bytes_per_capture"], "capture"),
+        ]
+        lines.append(f" {s['name']} on {s['host']}: {VERDICT_WORDS[s['verdict']]}, {', '.join(rates)}")
+        if s["time_note"]:
+            lines.append(f"   times: {s['time_note']}")
+        if s["unexplained"]:
+            lines.append(f"   {s['unexplained']}")
         rows = [
             [
                 _when(c["time_s"]),
                 c["capture"],
+                TIME_SOURCES.get(c["time_source"], c["time_source"]),
                 "-" if c["first_step"] is None else f"{c['first_step']}..{c['last_step']}",
                 format_bytes(c["measure_bytes"]),
+                format_bytes(c["heap_start_bytes"]),
                 format_bytes(c["heap_peak_bytes"]),
                 VERDICT_WORDS[c["verdict"]],
             ]
             for c in s["captures"]
         ]
-        lines += _table(["when", "capture", "steps", "outlives steps", "peak heap", "verdict"], rows)
+        headers = ["when", "capture", "time from", "steps", "outlives steps", "held at start", "peak heap", "its own verdict"]
+        lines += _table(headers, rows)
         if s["families"]:
             grew = [
                 [f["label"], f["where"], str(f["growing_captures"]), _growth_text(f["bytes_per_step"])] for f in s["families"]
             ]
             lines += ["   families that grew:", *_table(["family", "where", "captures", "rate"], grew)]
+            culprit = s["families"][0]
+            if culprit["agrees"] and len(culprit["stack"]) > 1:
+                lines.append(f"   {culprit['label']}'s frames: {CALLED_FROM.join(culprit['stack'][:4])}")
     return lines

@@ -9,6 +9,8 @@ TB_LEAKFINDER_REQUIRE_FRAMEWORKS=1 (CI).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,25 @@ def test_the_run_history_follows_the_kept_arrays_across_snapshots(logdir, report
     assert series["verdict"] == "leak"
     assert series["bytes_per_step"] == pytest.approx(jax_program.KEPT_BYTES, rel=0.01)
     assert series["families"][0]["where"] == written["make_batch"]
+
+
+def test_profiles_copied_within_the_same_second_give_no_rate_per_hour_and_say_why(logdir, tmp_path):
+    """Issue #30: JAX's device memory profiles carry no time; copied, every mtime is the same. The history gives
+    the rates per step and per capture, in step order, and says why there is none per hour."""
+    _, written = logdir
+    copies = tmp_path / "copies" / "memory_profiles"
+    copies.mkdir(parents=True)
+    for saved in written["saved"]:
+        shutil.copy(saved["path"], copies)
+    for path in copies.iterdir():
+        os.utime(path, (1_800_000_000, 1_800_000_000))
+    (history,) = tb_leakfinder.analyze(str(tmp_path / "copies"), cache=False)["histories"]
+    (series,) = history["series"]
+    assert [c["first_step"] for c in series["captures"]] == [3, 7, 11]  # step order; by name step_11 comes first
+    assert {c["time_source"] for c in series["captures"]} == {"file_mtime"}
+    assert series["bytes_per_hour"] is None and series["hours_to_oom"] is None
+    assert series["bytes_per_step"] == pytest.approx(jax_program.KEPT_BYTES, rel=0.01)
+    assert series["bytes_per_capture"] == pytest.approx(EVERY * jax_program.KEPT_BYTES, rel=0.01)
+    assert series["time_note"].startswith("no rate per hour and no forecast: the captures carry no time of their own")
+    assert history["verdict"] == "leak" and series["time_note"] in history["reason"]
+    assert "per hour" not in history["reason"].replace("no rate per hour", "")

@@ -8,7 +8,9 @@ JAX job. Without the framework installed these tests skip, unless TB_LEAKFINDER_
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,8 +19,10 @@ import sys
 import pytest
 
 import tb_leakfinder
+from tb_leakfinder import proto
 from tb_leakfinder.engine.engine import Engine
 from tests.support.capture_programs import (
+    SLOW_KEEP_EVERY,
     WATCH_COUNT,
     WatchedJob,
     need,
@@ -157,3 +161,66 @@ def test_the_history_of_the_watched_captures_finds_the_slow_leak_at_its_rate(lea
     assert culprit["growing_captures"] == WATCH_COUNT and "served_step" in culprit["where"]
     clean = Engine.for_path(str(clean_job.logdir)).history("")
     assert clean["verdict"] == "no_leak", clean["reason"]
+
+
+def profile_start_s(path) -> float:
+    """The Task Environment plane's profile_start_time, read with protobuf (not with the reader under test)."""
+    space = proto.XSpace().FromString(path.read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "Task Environment"]
+    names = {key: m.name for key, m in plane.stat_metadata.items()}
+    (start,) = [s.uint64_value or s.int64_value for s in plane.stats if names[s.metadata_id] == "profile_start_time"]
+    return start / 1e9
+
+
+def test_sessions_copied_without_their_times_keep_the_profiles_own_times_rate_and_order(leaking_job, tmp_path):
+    """Issue #30: sessions copied as `cp` does (every mtime the copy's), into folders whose names sort backwards:
+    the history's times, order and rate per hour are the profiles' own."""
+    job = leaking_job
+    copies = tmp_path / "copies"
+    for k, profile in enumerate(job.profiles):
+        folder = copies / "job" / "plugins" / "profile" / f"copy_{len(job.profiles) - k}"
+        folder.mkdir(parents=True)
+        shutil.copy(profile, folder / profile.name)
+    for path in copies.rglob("*"):
+        os.utime(path, (1_800_000_000, 1_800_000_000))
+    history = Engine.for_path(str(copies)).history("job")
+    assert history["verdict"] == "leak", history["reason"]
+    (series,) = history["series"]
+    captures = series["captures"]
+    assert [c["capture"] for c in captures] == [f"job/copy_{len(job.profiles) - k}" for k in range(len(job.profiles))]
+    assert {c["time_source"] for c in captures} == {"profile"} and series["time_note"] is None
+    starts = [profile_start_s(p) for p in job.profiles]
+    assert [c["time_s"] for c in captures] == pytest.approx(starts, abs=0.01)
+    # The truth: the kept bytes per step at the job's pace, steps over the profiles' own start times.
+    steps_per_hour = (captures[-1]["first_step"] - captures[0]["first_step"]) / (starts[-1] - starts[0]) * 3600
+    assert series["bytes_per_hour"] == pytest.approx(job.leak_bytes_per_step * steps_per_hour, rel=0.10)
+
+
+@pytest.fixture(scope="module")
+def slow_job(tmp_path_factory) -> WatchedJob:
+    need("tensorflow")
+    return watched_tf_job(tmp_path_factory.mktemp("watched_slow"), True, SLOW_KEEP_EVERY)
+
+
+def test_a_slow_leak_kept_every_50th_step_is_named_by_its_family_and_line_across_the_captures(slow_job):
+    """Issue #30: one tensor kept every 50th step, windows of some 80 steps: no capture sees it grow (one or two
+    kept in each), the history names it by what each window kept, at the rate the captures grew."""
+    job = slow_job
+    assert job.watch.returncode == 0, job.watch.stderr[-3000:]
+    assert len(job.sessions) == WATCH_COUNT
+    for session in job.sessions:
+        (run,) = tb_leakfinder.analyze(str(session), cache=False)["runs"]
+        (host,) = run["hosts"]
+        (mine,) = [g for a in host["allocators"] for g in a["groups"] if (g["op"], g["shape"]) == (job.leak_op, job.leak_shape)]
+        assert mine["kind"] != "growing" and 1 <= mine["count"] <= 2, mine
+    history = Engine.for_path(str(job.logdir)).history("")
+    assert history["verdict"] == "leak", history["reason"]
+    (series,) = history["series"]
+    culprit = series["families"][0]
+    assert culprit["label"].startswith(f"{job.leak_op} {job.leak_shape} output") and culprit["agrees"]
+    assert culprit["growing_captures"] == WATCH_COUNT and len(culprit["captures"]) == WATCH_COUNT
+    assert culprit["where"].endswith(" in served_step") and "capture_programs.py:" in culprit["where"]
+    assert f"from {culprit['label']}: " in history["reason"] and culprit["where"] in culprit["label"]
+    assert f" per step in {WATCH_COUNT} captures ({', '.join(s.name for s in job.sessions)})" in history["reason"]
+    assert series["bytes_per_step"] == pytest.approx(job.leak_bytes_per_step, rel=0.25)
+    assert series["unexplained"] is None

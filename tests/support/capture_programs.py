@@ -395,6 +395,10 @@ SERVED_STEP_PAUSE_S = 0.05  # between steps: some 15 to 20 steps a second
 # The watch of watched_tf_job: 3 captures of 1 s, 5 s apart (about 11 s), given up after 50 s.
 WATCH_ARGS = ("--every", "5s", "--duration", "1s", "--count", "3", "--timeout", "50s")
 WATCH_COUNT = 3
+# The slow leak of watched_tf_job(keep_every=SLOW_KEEP_EVERY): one Mul output kept every 50th step, watched in
+# windows of some 80 steps (4.5 s), so that each window keeps one or two: too few to see it grow there.
+SLOW_KEEP_EVERY = 50
+SLOW_WATCH_ARGS = ("--every", "6s", "--duration", "4500ms", "--count", "3", "--timeout", "60s")
 
 
 def served_step(kept: list, tf, x, leak: bool) -> None:
@@ -405,7 +409,7 @@ def served_step(kept: list, tf, x, leak: bool) -> None:
         kept.append(out)
 
 
-def _served_job_main(framework: str, leak: bool) -> None:
+def _served_job_main(framework: str, keep_every: int) -> None:
     with socket.socket() as probe:
         probe.bind(("localhost", 0))
         port = probe.getsockname()[1]
@@ -418,7 +422,7 @@ def _served_job_main(framework: str, leak: bool) -> None:
 
         def step(i: int) -> None:
             with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
-                served_step(kept, tf, x, leak)
+                served_step(kept, tf, x, keep_every > 0 and i % keep_every == 0)
 
     else:
         import jax
@@ -432,7 +436,7 @@ def _served_job_main(framework: str, leak: bool) -> None:
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
                 state[0], out = train_step(*state)
                 out.block_until_ready()
-                if leak:
+                if keep_every > 0 and i % keep_every == 0:
                     kept.append(out)
 
     step(0)  # warm up before anyone captures
@@ -446,9 +450,10 @@ def _served_job_main(framework: str, leak: bool) -> None:
 
 
 @contextlib.contextmanager
-def served_job(framework: str, leak: bool = True) -> Iterator[int]:
-    """A job of `framework` that serves its profiler, running while in the block: its port."""
-    command = [sys.executable, __file__, "served_job", framework, "leak" if leak else "clean"]
+def served_job(framework: str, leak: bool = True, keep_every: int = 1) -> Iterator[int]:
+    """A job of `framework` that serves its profiler, running while in the block: its port. With `leak`, it keeps
+    its step's output every `keep_every` steps."""
+    command = [sys.executable, __file__, "served_job", framework, str(keep_every if leak else 0)]
     with tempfile.TemporaryFile("w+") as log:  # a file, not a pipe: the job's logs never block it
         job = subprocess.Popen(command, env=program_env(), stdout=subprocess.PIPE, stderr=log, text=True)
         try:
@@ -486,20 +491,22 @@ class WatchedJob:
     watch: subprocess.CompletedProcess[str]  # the watch's exit status, stdout and stderr
 
 
-def watched_tf_job(directory: str | os.PathLike[str], leak: bool = True) -> WatchedJob:
+def watched_tf_job(directory: str | os.PathLike[str], leak: bool = True, keep_every: int = 1) -> WatchedJob:
     """A TensorFlow CPU job (BFC) that keeps one [64,512] float tensor per step when `leak`, watched with
     `tb-leakfinder watch localhost:<port> --logdir DIRECTORY` and WATCH_ARGS: 3 sessions of about 1 s each
-    (some 15 steps each), 5 s apart. About 17 s: the job starts, is watched for 11 s, and is ended."""
+    (some 15 steps each), 5 s apart. About 17 s: the job starts, is watched for 11 s, and is ended.
+    With `keep_every` > 1 it keeps one every that many steps, watched with SLOW_WATCH_ARGS (about 23 s)."""
     logdir = pathlib.Path(directory)
-    with served_job("tensorflow", leak) as port:
-        watch = run_watch(f"localhost:{port}", "--logdir", str(logdir), *WATCH_ARGS)
+    with served_job("tensorflow", leak, keep_every) as port:
+        args = WATCH_ARGS if keep_every == 1 else SLOW_WATCH_ARGS
+        watch = run_watch(f"localhost:{port}", "--logdir", str(logdir), *args)
     sessions = sorted(p for p in (logdir / "plugins" / "profile").iterdir() if p.is_dir())
     return WatchedJob(
         logdir=logdir,
         sessions=sessions,
         profiles=[p for s in sessions for p in sorted(s.glob("*.xplane.pb"))],
         leak=leak,
-        leak_bytes_per_step=LEAK_BYTES_PER_STEP if leak else 0,
+        leak_bytes_per_step=LEAK_BYTES_PER_STEP // keep_every if leak else 0,
         leak_op="Mul",
         leak_shape=LEAK_SHAPE,
         step_function=f"${pathlib.Path(__file__).name}:{served_step.__code__.co_firstlineno} served_step",
@@ -509,6 +516,6 @@ def watched_tf_job(directory: str | os.PathLike[str], leak: bool = True) -> Watc
 
 if __name__ == "__main__":
     if sys.argv[1] == "served_job":
-        _served_job_main(sys.argv[2], sys.argv[3] == "leak")
+        _served_job_main(sys.argv[2], int(sys.argv[3]))
     else:
         print(json.dumps(PROGRAMS[sys.argv[1]](sys.argv[2])))

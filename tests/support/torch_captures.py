@@ -27,6 +27,7 @@ import inspect
 import json
 import pathlib
 import sys
+import time
 from typing import Any
 
 BATCH, FEATURES, HIDDEN, DATASET = 128, 64, 256, 1024
@@ -38,6 +39,9 @@ FLOAT_BYTES = 4
 PERIODIC = "periodic"
 PERIODIC_WINDOWS = {"start": 1, "count": 3, "every": 5}
 PERIODIC_STEPS = 14
+# Between PERIODIC's steps, as a job's data and compute take time: the windows start 1 s apart, far more than
+# the few ms a profiler takes to start, so that the traces' own clocks tell the job's pace.
+PERIODIC_PAUSE_S = 0.2
 KEPT_BYTES = BATCH * HIDDEN * FLOAT_BYTES
 
 
@@ -175,6 +179,7 @@ def record_periodic(logdir: pathlib.Path) -> dict[str, Any]:
         for step in range(PERIODIC_STEPS):
             with cap.step(step):
                 keep(kept, hidden)
+            time.sleep(PERIODIC_PAUSE_S)
     return {"sessions": [{"trace": str(s.path), "steps": list(s.steps)} for s in cap.sessions]}
 
 

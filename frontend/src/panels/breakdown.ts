@@ -6,7 +6,7 @@
 import type {AllocatorReport, BreakdownCategory, BreakdownRow} from '../api';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import {el} from '../dom';
-import {formatBytes, formatCount, formatFraction, formatPs, formatStep} from '../format';
+import {formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {kindPill} from './groups';
@@ -21,7 +21,7 @@ const key = (r: {op: string; shape: string; dtype: string; region: string}) => [
 // A family is one per (op, dtype, region), whatever the shapes: its pattern ([32,*]) matches no row's shape.
 const familyKey = (r: {op: string; dtype: string; region: string}) => [r.op, r.dtype, r.region].join('\u0000');
 
-export function renderBreakdown(a: AllocatorReport, where: CsvWhere, sites: SiteLinks | null = null): HTMLElement {
+export function renderBreakdown(a: AllocatorReport, where: CsvWhere, sites: SiteLinks | null, clock: HostClock): HTMLElement {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use;
   const groups = new Map(a.groups.map((g) => [familyKey(g), g]));
@@ -63,7 +63,7 @@ export function renderBreakdown(a: AllocatorReport, where: CsvWhere, sites: Site
     el(
       'p',
       {class: 'lf-muted', 'data-breakdown-total': String(rows.reduce((sum, r) => sum + r.bytes, 0))},
-      `${formatCount(rows.length)} rows add up to the peak of ${formatBytes(peak)} (${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)})${parts.length ? `: ${parts.join(', ')}` : ''}. Largest first, no size cutoff.`,
+      `${formatCount(rows.length)} rows add up to the peak of ${formatBytes(peak)} (${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)})${parts.length ? `: ${parts.join(', ')}` : ''}. Largest first, no size cutoff.`,
     ),
     table.element,
   );

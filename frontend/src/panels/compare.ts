@@ -78,9 +78,9 @@ export function renderVerdicts(c: Comparison, host: HostDiff | undefined, alloc:
   );
 }
 
-/** Up is bad for every figure here but the number of allocations, which is neutral. */
-function deltaCard(label: string, d: Delta, value: (n: number) => string, delta: (n: number) => string, judged = true, help?: string): HTMLElement {
-  const tone = !judged || d.delta === 0 ? null : d.delta > 0 ? 'bad' : 'good';
+/** Down is good for every figure here but the number of allocations, which is neutral; up is bad only when `rise` is. */
+function deltaCard(label: string, d: Delta, value: (n: number) => string, delta: (n: number) => string, judged = true, help?: string, rise: 'bad' | null = 'bad'): HTMLElement {
+  const tone = !judged || d.delta === 0 ? null : d.delta > 0 ? rise : 'good';
   const node = card(label, delta(d.delta), el('span', {}, sideTag('a'), ` ${value(d.a)} → `, sideTag('b'), ` ${value(d.b)}`), tone);
   node.dataset.delta = label;
   if (help) node.title = help;
@@ -89,12 +89,16 @@ function deltaCard(label: string, d: Delta, value: (n: number) => string, delta:
 
 export function renderDeltas(a: AllocatorDiff): HTMLElement {
   const perStep = (n: number) => `${formatBytesDelta(n)} / step`;
+  // Beside B's "No leak" a rise is not red, and the heap's trend says it is no leak rate.
+  const rise = a.verdict_b === 'leak' ? 'bad' : null;
+  const trend = deltaCard('Heap at step ends', a.growth_bytes_per_step, perStep, perStep, true, HEAP_TREND, rise);
+  if (!rise) trend.append(el('div', {class: 'lf-card-detail', 'data-why': 'true'}, 'all allocations, not a leak rate: B’s verdict is not a leak'));
   return el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Changes from A to B'},
-    deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta),
-    deltaCard('Never freed', a.never_freed_bytes, formatBytes, formatBytesDelta),
-    deltaCard('Heap at step ends', a.growth_bytes_per_step, perStep, perStep, true, HEAP_TREND),
+    deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta, true, undefined, rise),
+    deltaCard('Never freed', a.never_freed_bytes, formatBytes, formatBytesDelta, true, undefined, rise),
+    trend,
     deltaCard('Allocations', a.num_allocations, formatCount, formatCountDelta, false),
   );
 }

@@ -21,10 +21,17 @@ const HEIGHT = 240;
 /** How far (CSS pixels, along x) from a capture's point a click or hover still takes it. */
 const HIT_PX = 14;
 
-/** The TensorBoard run of a session as `runs` lists it: "job" of "job/2027_01_15_00_00_03", "" at the logdir's top (engine/history.py's tensorboard_run). */
+/** A session named by its time, as XProf's Capture button and `watch` name them (engine/history.py's _SESSION). */
+const SESSION_NAME = /^[0-9]{4}(?:_[0-9]{2}){5}(?:_[0-9]+)?$/;
+
+/**
+ * The TensorBoard run of a session as `runs` lists it: "job" of "job/2027_01_15_00_00_03"; "" for a session at
+ * the logdir's top named by its time; any other name without "/" is a run of its own (engine/history.py's tensorboard_run).
+ */
 export function tensorboardRun(name: string): string {
   const slash = name.lastIndexOf('/');
-  return slash < 0 ? '' : name.slice(0, slash);
+  if (slash >= 0) return name.slice(0, slash);
+  return SESSION_NAME.test(name) ? '' : name;
 }
 
 /** How many sessions (captures) of `runs` belong to the TensorBoard run of session `name`. */
@@ -57,6 +64,26 @@ function unreadableList(errors: UnreadableFile[]): HTMLElement {
   );
 }
 
+/** Where the chart places each capture along x: its time, or, when the captures' times say nothing of the job's pace, its step (else its position). */
+export interface HistoryAxis {
+  kind: 'time' | 'step' | 'capture';
+  xs: number[];
+}
+
+export function historyAxis(s: Pick<HistorySeries, 'bytes_per_hour' | 'captures'>): HistoryAxis {
+  if (s.bytes_per_hour !== null) return {kind: 'time', xs: s.captures.map((c) => c.time_s)};
+  const steps = s.captures.map((c) => (c.kind === 'snapshot' ? c.last_step : c.first_step));
+  if (steps.every((x): x is number => x !== null)) return {kind: 'step', xs: steps};
+  return {kind: 'capture', xs: s.captures.map((_c, i) => i + 1)};
+}
+
+/** Where a capture's time came from, when not from itself. */
+const TIME_SOURCE: Record<HistoryCapture['time_source'], string> = {
+  profile: '',
+  session_name: ' (its session folder’s name)',
+  file_mtime: ' (its file’s modification time)',
+};
+
 /** What a point opens: that session, on the series' host and allocator (its key, see allocatorKey). */
 export interface CaptureTarget {
   capture: string;
@@ -75,6 +102,7 @@ export class HistoryPanel {
   private readonly controller = new AbortController();
   private history: History | null = null;
   private series: HistorySeries | null = null;
+  private axis: HistoryAxis = {kind: 'time', xs: []};
   /** The capture under the cursor, or moved to with the arrow keys. */
   private hovered: number | null = null;
 
@@ -166,24 +194,35 @@ export class HistoryPanel {
 
   private showSeries(s: HistorySeries): void {
     this.series = s;
+    this.axis = historyAxis(s);
     this.hovered = null;
     this.chartBox.dataset.host = s.host;
     this.chartBox.dataset.allocator = s.memory_id;
+    this.chartBox.dataset.axis = this.axis.kind;
     this.drawChart(s);
-    const perStep = s.bytes_per_step === null ? '' : `, ${formatBytesDelta(s.bytes_per_step)} per step`;
+    const rates = [
+      ...(s.bytes_per_hour === null ? [] : [`${formatBytesDelta(s.bytes_per_hour)} per hour`]),
+      ...(s.bytes_per_step === null ? [] : [`${formatBytesDelta(s.bytes_per_step)} per step`]),
+      `${formatBytesDelta(s.bytes_per_capture)} per capture`,
+    ];
     const first = s.captures[0];
     const last = s.captures[s.captures.length - 1];
+    const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
-      `${formatCount(s.captures.length)} captures of ${s.name} on ${s.host}, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}: ` +
-      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${formatBytesDelta(s.bytes_per_hour)} per hour${perStep}). ` +
+      `${formatCount(s.captures.length)} captures of ${s.name} on ${s.host}${span}: ` +
+      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). ` +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.name} on ${s.host}: ${s.reason}`) : null;
-    this.seriesBox.replaceChildren(...(reason ? [reason] : []), el('h3', {}, `Growing families (${formatCount(s.families.length)})`), this.familiesTable(s));
+    const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;
+    const unexplained = s.unexplained ? el('p', {'data-unexplained': 'true'}, `${s.unexplained[0].toUpperCase()}${s.unexplained.slice(1)}.`) : null;
+    const heading = s.verdict === 'leak' && s.families[0]?.agrees ? `Growing families (${formatCount(s.families.length)}; the first accounts for the growth)` : `Growing families (${formatCount(s.families.length)})`;
+    const notes: HTMLElement[] = [reason, times, unexplained].filter((p): p is HTMLParagraphElement => p !== null);
+    this.seriesBox.replaceChildren(...notes, el('h3', {}, heading), this.familiesTable(s));
   }
 
   private drawChart(s: HistorySeries): void {
     const captures = s.captures;
-    const times = captures.map((c) => c.time_s);
+    const {kind, xs} = this.axis;
     const axes = axisStyle();
     const measure = cssVar(s.verdict === 'leak' ? '--lf-leak' : '--lf-heap');
     const peak = cssVar('--lf-muted');
@@ -191,12 +230,17 @@ export class HistoryPanel {
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: false, y: false, setScale: false}, points: {size: 12}},
       scales: {
-        x: {time: true, range: (_u, min, max) => padded(min, max, 60)},
+        x: {time: kind === 'time', range: (_u, min, max) => padded(min, max, kind === 'time' ? 60 : 1)},
         bytes: {range: (_u, min, max) => bytesRange(min, max)},
       },
-      axes: [{...axes, size: 50, space: 70, values: (_u, v) => clockTicks(v)}, byteAxis('bytes')],
+      axes: [
+        kind === 'time'
+          ? {...axes, size: 50, space: 70, values: (_u, v) => clockTicks(v)}
+          : {...axes, size: 50, space: 70, label: kind === 'step' ? 'step (the captures carry no time)' : 'capture (the captures carry no time)', values: (_u, v) => v.map((x) => (Number.isInteger(x) ? formatCount(x) : ''))},
+        byteAxis('bytes'),
+      ],
       series: [
-        {label: 'time', value: (_u, v) => formatDateTime(v)},
+        {label: kind === 'time' ? 'time' : kind, value: (_u, v) => (kind === 'time' ? formatDateTime(v) : formatCount(v))},
         {label: measureLabel(captures), scale: 'bytes', stroke: measure, width: 2, points: {show: true, size: 9, stroke: measure, fill: measure}, value: bytes},
         {label: 'heap peak', scale: 'bytes', stroke: peak, width: 1.5, dash: [5, 4], points: {show: true, size: 7, stroke: peak}, value: bytes},
       ],
@@ -205,7 +249,7 @@ export class HistoryPanel {
         setCursor: [(u) => this.hover(u)],
       },
     };
-    const plot = this.chart.create(opts, [times, captures.map((c) => c.measure_bytes), captures.map((c) => c.heap_peak_bytes)]);
+    const plot = this.chart.create(opts, [xs, captures.map((c) => c.measure_bytes), captures.map((c) => c.heap_peak_bytes)]);
     plot.over.addEventListener('click', () => {
       const i = this.pointAt(plot, plot.cursor.left);
       if (i !== null) this.open(i);
@@ -221,8 +265,8 @@ export class HistoryPanel {
     if (left === undefined || left < 0 || !this.series) return null;
     let best: number | null = null;
     let distance = HIT_PX;
-    this.series.captures.forEach((c, i) => {
-      const d = Math.abs(u.valToPos(c.time_s, 'x') - left);
+    this.axis.xs.forEach((x, i) => {
+      const d = Math.abs(u.valToPos(x, 'x') - left);
       if (d <= distance) {
         best = i;
         distance = d;
@@ -242,7 +286,7 @@ export class HistoryPanel {
   private paintCurrent(u: uPlot): void {
     const s = this.series;
     if (!s) return;
-    const xs = s.captures.map((c) => Math.round(u.valToPos(c.time_s, 'x')));
+    const xs = this.axis.xs.map((x) => Math.round(u.valToPos(x, 'x')));
     const ys = s.captures.map((c) => Math.round(u.valToPos(c.measure_bytes, 'bytes')));
     this.chartBox.dataset.pointsX = xs.join(',');
     this.chartBox.dataset.pointsY = ys.join(',');
@@ -254,7 +298,7 @@ export class HistoryPanel {
     ctx.strokeStyle = cssVar('--lf-highlight');
     ctx.lineWidth = 3 * dpr;
     ctx.beginPath();
-    ctx.arc(u.valToPos(s.captures[i].time_s, 'x', true), u.valToPos(s.captures[i].measure_bytes, 'bytes', true), 9 * dpr, 0, 2 * Math.PI);
+    ctx.arc(u.valToPos(this.axis.xs[i], 'x', true), u.valToPos(s.captures[i].measure_bytes, 'bytes', true), 9 * dpr, 0, 2 * Math.PI);
     ctx.stroke();
     ctx.restore();
   }
@@ -274,7 +318,7 @@ export class HistoryPanel {
     const c = this.series?.captures[i];
     if (!c) return;
     const rows: [string, string][] = [
-      ['when', formatDateTime(c.time_s)],
+      ['when', formatDateTime(c.time_s) + TIME_SOURCE[c.time_source]],
       ['steps', stepsText(c)],
       [measureLabel([c]), formatBytes(c.measure_bytes)],
       ['heap peak', formatBytes(c.heap_peak_bytes)],
@@ -302,7 +346,7 @@ export class HistoryPanel {
     } else return;
     event.preventDefault();
     const c = captures[i];
-    const left = u.valToPos(c.time_s, 'x');
+    const left = u.valToPos(this.axis.xs[i], 'x');
     const top = u.valToPos(c.measure_bytes, 'bytes');
     u.setCursor({left, top});
     this.hovered = i;
@@ -320,7 +364,20 @@ export class HistoryPanel {
       rowKey: (f) => f.key,
       where: {run: this.tbRun, host: s.host, allocator: s.name},
       columns: [
-        {key: 'label', label: 'Family', sort: 'label', wrap: true, title: 'op, shape and region, as the latest capture names it', cell: (f) => el('span', {'data-family': 'true', title: f.key}, f.label)},
+        {
+          key: 'label',
+          label: 'Family',
+          sort: 'label',
+          wrap: true,
+          title: 'op, shape and region, as the latest capture names it; marked when what it kept within the windows accounts for the growth between captures',
+          cell: (f) =>
+            el(
+              'span',
+              {'data-family': 'true', 'data-agrees': f.agrees ? 'true' : null, title: f.key},
+              f.label,
+              f.agrees && s.verdict === 'leak' ? el('span', {class: 'lf-muted'}, ' (accounts for the growth)') : null,
+            ),
+        },
         {
           key: 'where',
           label: 'Where',

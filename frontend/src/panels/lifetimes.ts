@@ -10,7 +10,7 @@ import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
-import {formatBytes, formatCount, formatPs, formatStep, shortProgram, timeTicks} from '../format';
+import {formatBytes, formatCount, formatLength, formatStepIn, formatWhen, type HostClock, shortProgram, whenTicks} from '../format';
 import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import type {TimeRange} from './timeline';
@@ -88,12 +88,13 @@ export class LifetimesPanel {
     private readonly durationPs: number,
     private readonly onGroupAllocations: (times: number[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
+    private readonly clock: HostClock,
   ) {
     this.chart = new RectChart<BufferRect>({
       height: 320,
-      xLabel: 'time',
+      xLabel: clock.eventPs ? 'event # (the snapshot records no times)' : 'time',
       yLabel: 'address (unused gaps removed)',
-      xValues: timeTicks,
+      xValues: (values) => whenTicks(values, clock),
       describe: (r) => this.describe(r.buffer),
       onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
       // A buffer made for a program buffer opens it in the static view, as its Where link does.
@@ -136,10 +137,11 @@ export class LifetimesPanel {
         {key: 'region', label: 'Region', cell: (b) => b.region},
         {key: 'where', label: 'Where', wrap: true, title: whereHelp('it was'), cell: (b) => whereCell(b.where, this.siteOf.get(b), this.sites)},
         {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.allocation_bytes)},
-        {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b) => (b.alloc_time_ps === null ? 'before window' : formatPs(b.alloc_time_ps))},
-        {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatPs(b.free_time_ps))},
-        {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs)},
-        {key: 'step', label: 'Step', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
+        {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b) => (b.alloc_time_ps === null ? 'before window' : formatWhen(b.alloc_time_ps, this.clock))},
+        {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatWhen(b.free_time_ps, this.clock))},
+        {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs, this.clock)},
+        // Without step information a buffer's "step" is its time window's number: the column says so.
+        {key: 'step', label: clock.steps ? 'Step' : 'Window', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
         {key: 'group', label: 'Group', numeric: true, title: 'the op family (its index in the groups) of a never-freed buffer', cell: (b) => (b.group === null ? '' : `#${b.group}`)},
       ],
       source: async (q, signal) => {
@@ -348,7 +350,7 @@ export class LifetimesPanel {
     el_.dataset.picked = String(pickedIds.size);
     el_.dataset.drawn = String(rects.length);
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
-    const where = this.range ? ` between ${formatPs(this.range.start_ps)} and ${formatPs(this.range.end_ps)}` : '';
+    const where = this.range ? ` between ${formatWhen(this.range.start_ps, this.clock)} and ${formatWhen(this.range.end_ps, this.clock)}` : '';
     const picked = this.programBuffer
       ? ` Highlighted: ${formatCount(pickedIds.size)} allocation${pickedIds.size === 1 ? '' : 's'} of allocation ${formatCount(this.programBuffer.allocation)} of ${shortProgram(this.programBuffer.program)}.`
       : '';
@@ -374,8 +376,8 @@ export class LifetimesPanel {
         ['region', b.region || '—'],
         ['size', `${formatBytes(b.allocation_bytes)} (requested ${formatBytes(b.requested_bytes)})`],
         ['address', b.address],
-        ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatPs(b.alloc_time_ps)}, ${formatStep(b.alloc_step)}`],
-        ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatPs(b.free_time_ps)}, ${formatStep(b.free_step)}`],
+        ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatWhen(b.alloc_time_ps, this.clock)}, ${formatStepIn(b.alloc_step, this.clock)}`],
+        ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatWhen(b.free_time_ps, this.clock)}, ${formatStepIn(b.free_step, this.clock)}`],
         ['group', b.group === null ? '—' : `#${b.group}`],
         ...whereRows(b.where, this.siteOf.get(b)),
       ],
@@ -390,9 +392,9 @@ function whereRows(where: string, site: Site | undefined): [string, string][] {
   return [['where', where || '—'], ...lines.map((line): [string, string] => ['', line])];
 }
 
-function lifetime(b: Buffer, durationPs: number): string {
+function lifetime(b: Buffer, durationPs: number, clock: HostClock): string {
   const start = b.alloc_time_ps ?? 0;
   const end = b.free_time_ps ?? durationPs;
-  const text = formatPs(end - start);
+  const text = formatLength(end - start, clock);
   return b.alloc_time_ps === null || b.free_time_ps === null ? `≥ ${text}` : text;
 }

@@ -5,7 +5,7 @@
 
 import type {AllocatorReport, ProfileFormat, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
-import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatPs, formatStep} from '../format';
+import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
 
 /** What `growth_bytes_per_step` measures, wherever it is shown. */
 export const HEAP_TREND = 'heap in use at each step’s end, all allocations, fitted over every step: not a leak rate';
@@ -45,14 +45,14 @@ function allocationsCard(a: AllocatorReport): HTMLElement {
 }
 
 /** The figures of a window of events after its peak: what was never freed, the heap's trend. */
-function windowCards(a: AllocatorReport): HTMLElement[] {
+function windowCards(a: AllocatorReport, clock: HostClock): HTMLElement[] {
   const growth = a.growth_bytes_per_step;
   return [
     card('Never freed', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffers allocated in the window and never freed`, a.verdict === 'leak' && 'bad'),
     // All allocations, not a leak rate: beside "every buffer was freed" it must say so, or it reads as a leak.
     card(
-      'Heap at step ends',
-      growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / step`,
+      clock.steps ? 'Heap at step ends' : 'Heap at window ends',
+      growth === null || growth === undefined ? '—' : `${formatBytesDelta(growth)} / ${clock.steps ? 'step' : 'window'}`,
       `${HEAP_TREND}; the op families below say what grows`,
       a.verdict === 'leak' && (growth ?? 0) > 0 && 'bad',
     ),
@@ -63,9 +63,9 @@ function windowCards(a: AllocatorReport): HTMLElement[] {
  * The summary cards; a `snapshot` (its buffers live at one moment) has no
  * allocations, frees or step ends to count: what is live then stands instead.
  */
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat, snapshot = false): HTMLElement {
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat, clock: HostClock, snapshot = false): HTMLElement {
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
-  const when = a.peak_step === null ? `at ${formatPs(a.peak_time_ps)}` : `at ${formatPs(a.peak_time_ps)}, ${formatStep(a.peak_step)}`;
+  const when = a.peak_step === null ? `at ${formatWhen(a.peak_time_ps, clock)}` : `at ${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)}`;
   const live = card('Live at this moment', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffer groups when the snapshot was saved`);
   const cards = el(
     'div',
@@ -78,7 +78,7 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined,
       el('span', {'data-peak': 'true'}, formatBytesOf(a.peak_bytes_in_use, a.memory_capacity_bytes)),
       snapshot ? 'the buffers live when it was saved' : `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
     ),
-    ...(snapshot ? [live] : windowCards(a)),
+    ...(snapshot ? [live] : windowCards(a, clock)),
   );
   if (!a.fragmentation_note) return cards;
   const note = notice('empty', a.fragmentation_note);

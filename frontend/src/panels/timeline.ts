@@ -11,7 +11,7 @@ import type {Limits, Selection, Timeline} from '../api';
 import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {formatBytes, formatCount, formatFraction, formatPs, timeTicks} from '../format';
+import {formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
 
 export interface TimeRange {
   start_ps: number;
@@ -41,10 +41,12 @@ export class TimelinePanel {
     private readonly sel: Selection,
     private readonly limits: Limits,
     private readonly onRange: (range: TimeRange | null) => void,
+    private readonly clock: HostClock,
   ) {
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'timeline',
+      'data-clock': clock.eventPs ? 'events' : 'time',
       role: 'img',
       'aria-label': 'Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers, fragmentation and the selected op family’s live bytes over time, steps as bands',
     });
@@ -133,12 +135,12 @@ export class TimelinePanel {
       // The heap fills from the top of the stack, not from zero.
       bands: this.hasStack ? [{series: [2, 1], fill: cssVar('--lf-heap-fill')}] : [],
       axes: [
-        {...axes, values: (_u, v) => timeTicks(v), size: 36},
+        {...axes, values: (_u, v) => whenTicks(v, this.clock), size: 36, label: this.clock.eventPs ? 'event # (the snapshot records no times)' : undefined},
         byteAxis('bytes'),
         {...axes, scale: 'frac', side: 1, grid: {show: false}, values: (_u, v) => v.map((x) => formatFraction(x)), size: 50},
       ],
       series: [
-        {label: 'time', value: (_u, v) => formatPs(v)},
+        {label: this.clock.eventPs ? 'event' : 'time', value: (_u, v) => formatWhen(v, this.clock)},
         ...inUse,
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
@@ -155,8 +157,8 @@ export class TimelinePanel {
     this.chartBox.dataset.stack = String(stack);
     this.note.textContent =
       `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum). ` +
-      `Peak ${formatBytes(data.peak.bytes)} at ${formatPs(data.peak.time_ps)}` +
-      (data.peak.step === null ? '.' : `, step ${data.peak.step}.`);
+      `Peak ${formatBytes(data.peak.bytes)} at ${formatWhen(data.peak.time_ps, this.clock)}` +
+      (data.peak.step === null ? '.' : `, ${formatStepIn(data.peak.step, this.clock)}.`);
   }
 
   destroy(): void {
@@ -201,7 +203,7 @@ export class TimelinePanel {
         ctx.fillStyle = cssVar('--lf-step-band');
         ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
       }
-      const text = `step ${step.step}`;
+      const text = `${this.clock.steps ? 'step' : 'window'} ${step.step}`;
       const tw = ctx.measureText(text).width;
       const box = {x0: x0 + 3 * dpr, y0: top + 2 * dpr, x1: x0 + 3 * dpr + tw, y1: top + (STEP_LABEL_ROW - 2) * dpr};
       if (x1 - x0 > tw + 6 * dpr && !taken.some((t) => overlaps(t, box))) {

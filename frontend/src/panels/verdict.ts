@@ -53,20 +53,24 @@ function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (k
   return el('div', {class: 'lf-verdict-allocators', 'data-list': 'leaking-allocators'}, title, el('ul', {}, ...leaking.map(item)));
 }
 
-export function renderVerdict(host: HostReport, allocator: AllocatorReport | null, onPick: (key: string) => void): HTMLElement {
+/** The banner of one capture; `title` (a capture of a run with a history) says whose verdict it is. */
+export function renderVerdict(host: HostReport, allocator: AllocatorReport | null, onPick: (key: string) => void, title?: string): HTMLElement {
   const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
   const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
   const source = host.step_source;
   // Where the steps came from, unless the reason says so already.
   const steps = source && !reason.includes(source.description) ? source.description : null;
-  return verdictBanner(
+  const oom = allocator?.out_of_memory ? el('div', {class: 'lf-verdict-oom', 'data-out-of-memory': 'true'}, allocator.out_of_memory.description) : null;
+  const banner = verdictBanner(
     verdict,
     reason,
     [...(host.warnings ?? []), ...(allocator?.warnings ?? [])],
-    // A capture taken at an out-of-memory error leads with what filled the memory.
-    allocator?.out_of_memory ? el('div', {class: 'lf-verdict-oom', 'data-out-of-memory': 'true'}, allocator.out_of_memory.description) : undefined,
+    // A capture taken at an out-of-memory error leads with what filled the memory, below whose verdict it is.
+    oom && title ? el('span', {}, title, oom) : (oom ?? title),
     allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, allocator.forecast.description) : null,
     steps ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${steps}`) : null,
     leakingList(host, allocator, onPick),
   );
+  if (title) banner.dataset.capture = 'true';
+  return banner;
 }

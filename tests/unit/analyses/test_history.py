@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK, NO_LEAK, count_unreadable, run_history
-from tb_leakfinder.model.history import PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
 
 MIB = 1 << 20
 HOUR = 3600.0
@@ -38,7 +38,14 @@ def point(k: int, floor: int, *, host: str = "h", kind: str = PROFILE, program: 
 
 def kept(k: int, rate: float = 4096.0, kind: str = "growing", held: int = 40960) -> FamilyPoint:
     return FamilyPoint(
-        "Mul [256] float output", "Mul [256] output", "train.py:42 in step", ["train.py:42 in step"], kind, held, rate
+        "Mul [256] float output",
+        "Mul [256] output",
+        "train.py:42 in step",
+        ["train.py:42 in step"],
+        kind,
+        held,
+        rate,
+        held // 4096,
     )
 
 
@@ -53,7 +60,7 @@ def test_a_slow_rise_across_captures_is_a_leak_with_its_rates_culprit_and_foreca
     assert s.families[0].bytes_per_hour == pytest.approx(1000 * 4096)
     assert s.hours_to_oom == pytest.approx(((16 << 30) - (100 * MIB + 5 * 1000 * 4096)) / (1000 * 4096))
     assert h.reason.startswith("Leak: +19.5 MiB over 5 h across 6 captures, +4.0 KiB per step, from Mul [256] output")
-    assert "at train.py:42 in step; out of memory in about" in h.reason
+    assert "at train.py:42 in step: +4 KiB per step in 6 captures (s0, s1, s2, s3 and 2 more); out of memory in about" in h.reason
 
 
 def test_a_flat_or_noisy_history_is_no_leak():
@@ -114,3 +121,72 @@ def test_a_history_says_how_many_of_its_captures_could_not_be_read():
     assert count_unreadable(read, 0) is read
     none = count_unreadable(run_history("job", [], num_captures=4), 4)
     assert (none.verdict, none.reason) == (INCONCLUSIVE, "job: none of its 4 captures could be read")
+
+
+def copied(p: CapturePoint, at: float = 1_800_000_000.0) -> CapturePoint:
+    """As a capture that carries no time of its own reads once copied: every file's mtime the same second."""
+    return dataclasses.replace(p, time_s=at, time_source=FILE_MTIME)
+
+
+def test_captures_copied_within_seconds_give_no_rate_per_hour_but_per_step_and_per_capture_in_step_order():
+    points = [
+        copied(point(k, 100 * MIB + k * 1000 * 4096, families=[kept(k)]), 1_800_000_000.0 + (5 - k) * 0.001) for k in range(5)
+    ]
+    h = run_history("job", points)
+    (s,) = h.series
+    assert s.verdict == LEAK
+    assert [c.capture for c in s.captures] == [f"job/s{k}" for k in range(5)]  # by step, though the mtimes run backwards
+    assert s.bytes_per_hour is None and s.hours_to_oom is None
+    assert s.bytes_per_step == pytest.approx(4096) and s.bytes_per_capture == pytest.approx(1000 * 4096)
+    assert s.families[0].bytes_per_hour is None and s.families[0].agrees
+    assert "no rate per hour and no forecast: the captures carry no time of their own" in s.time_note
+    assert "within 4.0 ms of each other" in s.time_note and s.time_note in h.reason
+    assert "+4.0 KiB per step, +3.9 MiB per capture" in h.reason and "out of memory" not in h.reason
+
+
+def test_mtimes_hours_apart_still_time_the_history_and_it_says_where_they_came_from():
+    points = [dataclasses.replace(point(k, 100 * MIB + k * 1000 * 4096), time_source=FILE_MTIME) for k in range(4)]
+    (s,) = run_history("job", points).series
+    assert s.bytes_per_hour == pytest.approx(1000 * 4096)
+    assert s.time_note is not None
+    assert s.time_note.startswith("4 of 4 captures carry no time of their own: their times are their files' modification")
+
+
+def test_a_family_kept_once_in_every_window_at_the_rate_the_captures_grow_is_the_slow_leaks_culprit():
+    # One [1024] float kept every 50th step; windows of 60 steps keep one or two (persistent, bounded), 1000 steps apart.
+    size = 4096
+    counts = [1, 2, 1, 1]
+    points = []
+    for k, n in enumerate(counts):
+        family = FamilyPoint(
+            "Fill [1024] float output",
+            "Fill [1024] output",
+            "job.py:12 in step",
+            ["job.py:12 in step", "job.py:30 in main"],
+            "persistent" if n == 1 else "bounded",
+            n * size,
+            0.0,
+            n,
+        )
+        weights = FamilyPoint("VarHandleOp [] resource persist", "VarHandleOp persist", "", [], "persistent", 256, 0.0, 1)
+        p = point(k, 10 * MIB + k * 1000 * size // 50, families=[weights, family])
+        points.append(dataclasses.replace(p, last_step=k * 1000 + 59, heap_peak_bytes=p.heap_floor_bytes + MIB))
+    h = run_history("job", points)
+    (s,) = h.series
+    assert s.verdict == LEAK and s.unexplained is None
+    culprit = s.families[0]
+    assert (culprit.label, culprit.growing_captures, culprit.agrees) == ("Fill [1024] output", 4, True)
+    assert culprit.bytes_per_step == pytest.approx(5 * size / 240)
+    assert culprit.captures == [f"job/s{k}" for k in range(4)]
+    assert "from Fill [1024] output at job.py:12 in step: +85 B per step in 4 captures (s0, s1, s2, s3)" in h.reason
+    assert not any(f.label == "VarHandleOp persist" for f in s.families)  # one 256 B buffer a window is not that growth
+
+
+def test_growth_no_family_accounts_for_is_unexplained_with_what_each_window_began_with():
+    points = [point(k, 100 * MIB + k * 4 * MIB, families=[kept(k, rate=64.0, held=640)]) for k in range(4)]
+    h = run_history("job", points)
+    (s,) = h.series
+    assert s.verdict == LEAK and not s.families[0].agrees
+    assert s.unexplained is not None and s.unexplained in h.reason
+    assert "no family made within the windows keeps bytes at the rate the captures grew (+4.1 KiB per step)" in s.unexplained
+    assert s.unexplained.endswith("(held when each began: 101 MiB, 105 MiB, 109 MiB, 113 MiB)")

@@ -8,6 +8,7 @@ import pytest
 
 from tb_leakfinder import report
 from tb_leakfinder.engine.engine import Engine
+from tb_leakfinder.engine.history import several_captures, tensorboard_run
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.history_runs import slow_leak_run
@@ -84,3 +85,11 @@ def test_a_history_lists_its_unreadable_captures_and_says_how_many(tmp_path):
     assert [(e["run"], e["file"]) for e in h["errors"]] == expected
     assert all(conforms(e, report.ERROR_SHAPE) and "incomplete or corrupt" in e["reason"] for e in h["errors"])
     assert [c["capture"] for c in h["series"][0]["captures"]] == [f"job/{s}" for s in run.sessions[1::2]]
+
+
+def test_names_at_the_logdirs_top_are_its_captures_only_when_named_by_their_time():
+    assert tensorboard_run("job/2026_12_01_22_30_16") == "job"
+    assert tensorboard_run("2026_12_01_22_30_16") == tensorboard_run("2026_12_01_22_30_16_2") == ""  # watch, Capture
+    # A PyTorch trace's folder and a snapshot at the top are runs of their own: no history of unrelated runs.
+    assert tensorboard_run("torch_leak") == "torch_leak" and tensorboard_run("memory_snapshot") == "memory_snapshot"
+    assert several_captures(["torch_leak", "kineto_resnet50_w4", "2026_12_01_22_30_16", "2026_12_01_22_40_16"]) == [""]

@@ -1,4 +1,4 @@
-"""The CLI's report prints each run history after the runs."""
+"""The CLI leads with the history of a run of several captures: its report text, and `check` with its exit code."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
 
 
-def test_the_text_report_ends_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
+def test_the_text_report_leads_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
     leak = slow_leak_run(tmp_path / "logs", captures=4)
     assert cli.main(["report", str(tmp_path / "logs"), "--no-cache"]) == cli.EXIT_OK
     out = capsys.readouterr().out
@@ -61,3 +61,27 @@ def test_history_exits_2_naming_each_unreadable_capture(tmp_path, capsys):
     assert head[0] == "history of job: no leak, 10 captures" and head[1].endswith("(5 of 10 captures could not be read)")
     assert head[2] == " could not read 5 files:" and all(str(p) in "\n".join(head[3:8]) for p in cut)
     assert [line.split(": ")[2] for line in out.err.splitlines()] == [str(p) for p in cut]
+
+
+def test_check_leads_with_the_history_and_fails_on_it_though_each_capture_alone_is_clean(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    leak = slow_leak_run(logs, "job", captures=4, kept_in_window=False)
+    assert cli.main(["check", str(logs), "--no-cache"]) == cli.EXIT_LEAK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["leak", "job:"] and "history of 4 captures: Leak: +11.7 MiB over 30 min" in lines[0]
+    assert "the growth is unexplained" in lines[0] and "allocated before the windows" in lines[0]
+    assert [line.split()[:3] for line in lines[1:]] == [["no_leak", "capture", f"job/{s}:"] for s in leak.sessions]
+    assert cli.main(["report", str(logs), "--no-cache"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("history of job: LEAK, 4 captures\n")
+    assert f"capture job/{leak.sessions[0]} (its own verdict; the history of job is above): no leak" in out
+    markdown = tmp_path / "check.md"
+    assert cli.main(["report", str(logs), "--no-cache", "--markdown", str(markdown)]) == cli.EXIT_OK
+    capsys.readouterr()
+    headings = [line for line in markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
+    assert headings[0] == "## tb-leakfinder: history of `job` (4 captures): 🔴 leak"
+    assert headings[1:] == [f"## capture `job/{s}` (on its own): 🟢 no leak" for s in leak.sessions]
+    # Two captures tell no growth: their own verdicts decide.
+    slow_leak_run(tmp_path / "two", "job", captures=2)
+    assert cli.main(["check", str(tmp_path / "two"), "--no-cache"]) == cli.EXIT_LEAK
+    assert capsys.readouterr().out.splitlines()[0].split()[:2] == ["inconclusive", "job:"]

@@ -557,6 +557,7 @@ def _window(
         warnings=warnings,
         spans=_merge(stack_spans(alloc_times, rows.stacks, frames.names, MAX_FRAMES), _annotation_spans(annotations, earliest)),
         start_time_ns=round(earliest * 1000) if earliest is not None and earliest >= EPOCH_US else None,
+        event_clock_ps=STRIDE_PS if earliest is None else None,
         step_marker=marker,
     )
 

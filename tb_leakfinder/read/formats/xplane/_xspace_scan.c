@@ -349,6 +349,7 @@ typedef struct {
     int has_cpu;
     size_t num_planes;
     int64_t end_ps;
+    int64_t time_base_ns; /* the timestamp_ns all times are placed from (see place_lines) */
 } Scan;
 
 #define FAIL(s, at, msg) do { if (!(s)->err) { (s)->err = (msg); (s)->err_at = (size_t)((at) - (s)->base); } return -1; } while (0)
@@ -1517,6 +1518,7 @@ static void place_lines(Scan *s) {
     int have_base = 0;
     for (size_t i = 0; i < s->nlines; i++)
         if (s->lines[i].host && (!have_base || s->lines[i].ts < base)) { base = s->lines[i].ts; have_base = 1; }
+    s->time_base_ns = base;
     uint64_t end_ps = 0;
     int have_end = 0;
     int64_t *time_ps = COL(&s->c, COL_TIME_PS, int64_t);
@@ -1677,7 +1679,8 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
         put(result, "span_names", intern_list(&s.span_names)) < 0 ||
         put(result, "device_planes", intern_list(&s.device_planes)) < 0 || put(result, "hlo", meta_list(&s)) < 0 ||
         put(result, "has_cpu", PyBool_FromLong(s.has_cpu)) < 0 ||
-        put(result, "num_planes", PyLong_FromSize_t(s.num_planes)) < 0 || put(result, "end_ps", PyLong_FromLongLong(s.end_ps)) < 0) {
+        put(result, "num_planes", PyLong_FromSize_t(s.num_planes)) < 0 || put(result, "end_ps", PyLong_FromLongLong(s.end_ps)) < 0 ||
+        put(result, "time_base_ns", PyLong_FromLongLong(s.time_base_ns)) < 0) {
         if (!result) Py_XDECREF(columns);
         Py_CLEAR(result);
     }

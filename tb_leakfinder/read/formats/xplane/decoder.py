@@ -33,7 +33,7 @@ from tb_leakfinder.model.memory import (
     is_runtime_name,
     is_transfer_name,
 )
-from tb_leakfinder.read.formats.xplane import hlo
+from tb_leakfinder.read.formats.xplane import clock, hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 from tb_leakfinder.read.formats.xplane.rows import groups_from_rows, spans_from_rows, steps_from_markers
 from tb_leakfinder.read.formats.xplane.stat_spec import (
@@ -128,7 +128,9 @@ def _decode(data: bytes, host: str, path: str) -> HostProfile:
     events, steps, groups, duration, base_ns = _decode_cpu_plane(cpu, warnings, spans)
     for index, name in enumerate(devices):
         _device_spans(planes[name], index, base_ns, spans)
-    return HostProfile(host, path, events, steps, duration, hlo_protos, warnings, devices, spans.columns(), groups)
+    profile = HostProfile(host, path, events, steps, duration, hlo_protos, warnings, devices, spans.columns(), groups)
+    profile.start_time_ns = clock.wall_clock_start_ns(base_ns, clock.profile_start_ns(data))
+    return profile
 
 
 class _HostStats(NamedTuple):

@@ -19,7 +19,7 @@ import numpy as np
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.xplane import decoder, hlo
+from tb_leakfinder.read.formats.xplane import clock, decoder, hlo
 from tb_leakfinder.read.formats.xplane import rows as model_rows
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 
@@ -68,8 +68,9 @@ def read_host(path: str, host: str) -> HostProfile:
     # A lower peak: the scanner gives back the pages of this private copy (of a local or remote file) once
     # scanned, so the file's bytes are not all held while its columns grow.
     with files.read_private(path, limit=MAX_FILE_BYTES) as data:
+        start_ns = clock.profile_start_ns(data)  # before the scan gives the pages back
         scanned = _scan(scanner, data, path, drop=True)
-    return _host_profile(scanned, host, path)
+    return _host_profile(scanned, host, path, start_ns)
 
 
 def decode(data: bytes, host: str, path: str) -> HostProfile:
@@ -77,11 +78,12 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     scanner = compiled_scanner()
     if scanner is None:
         return decoder.decode(data, host, path)
+    start_ns = clock.profile_start_ns(data)
     scanned = _scan(scanner, data, path)
     # The bytes go once scanned, before the columns are sorted: a lower peak (read_host keeps
     # no reference to them, and CPython 3.11+ hands an argument over to the callee).
     del data
-    return _host_profile(scanned, host, path)
+    return _host_profile(scanned, host, path, start_ns)
 
 
 def _scan(scanner: ModuleType, data: bytes | memoryview, path: str, drop: bool = False) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def _scan(scanner: ModuleType, data: bytes | memoryview, path: str, drop: bool =
         raise decoder.corrupt_profile(path, exc) from exc
 
 
-def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
+def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int | None) -> HostProfile:
     warnings: list[str] = []
     hlo_protos = hlo.hlo_protos_from_entries(scanned["hlo"])
     devices = [name.decode() for name in scanned["device_planes"]]
@@ -130,6 +132,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str) -> HostProfile:
     group = _column(scanned["groups"], np.int64).reshape(-1, 3)
     groups = model_rows.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
     profile = HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)
+    profile.start_time_ns = clock.wall_clock_start_ns(int(scanned["time_base_ns"]), start_ns)
     return in_neutral_terms(profile)
 
 

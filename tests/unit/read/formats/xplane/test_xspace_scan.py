@@ -155,6 +155,7 @@ def assert_same(fast: HostProfile | str, ref: HostProfile | str) -> None:
         assert ("incomplete or corrupt profile" in fast) == ("incomplete or corrupt profile" in ref)
         return
     assert (fast.host, fast.path, fast.duration_ps, fast.warnings) == (ref.host, ref.path, ref.duration_ps, ref.warnings)
+    assert fast.start_time_ns == ref.start_time_ns
     assert fast.hlo_protos == ref.hlo_protos
     assert fast.events.strings == ref.events.strings
     assert fast.events.allocator_names == ref.events.allocator_names
