@@ -285,3 +285,28 @@ def test_text_and_markdown_show_the_profiles_control_characters_escaped(tmp_path
 
 def test_visible_escapes_c0_del_and_c1_and_nothing_else():
     assert visible("a\x00b\x1b[2J\x7f\x85\x9f\n\t…é€") == "a\\x00b\\x1b[2J\\x7f\\x85\\x9f\\x0a\\x09…é€"
+
+
+_MODULES_AFTER = """
+import contextlib, io, json, sys
+from tb_leakfinder.views import cli
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    cli.main(sys.argv[1:])
+heavy = ("numpy", "tensorboard.backend", "tensorflow", "ray", "tb_leakfinder.analyses.diff", "tb_leakfinder.engine.precompute")
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv, loaded",
+    [
+        (["--help"], []),
+        (["report", "--help"], []),
+        (["report", "--json", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
+        (["check", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
+    ],
+)
+def test_a_command_imports_only_what_it_needs(argv, loaded):
+    """`--help` loads neither numpy nor TensorBoard's server; a report loads numpy, not the diff engine nor Ray's precompute."""
+    out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(out.stdout) == loaded
