@@ -10,6 +10,7 @@ import contextlib
 import mmap
 import os
 import posixpath
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from tb_leakfinder.errors import LeakfinderError
 REMOTE_BLOCK_BYTES = 16 << 20
 # A file read as a stream comes in blocks of this size, and its gzip members inflate into blocks of at most this.
 STREAM_BLOCK_BYTES = 1 << 20
+# Off, read_private copies a local file too (see there).
+ALLOW_MAP = True
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -127,8 +130,9 @@ def identity(path: str) -> FileIdentity:
     return FileIdentity(path, path, int(remote.length), int(getattr(remote, "mtime_nsec", 0) or 0))
 
 
-def _size_within(path: str, limit: int | None) -> int:
-    size = identity(path).size
+def _size_within(path: str, limit: int | None, size: int | None = None) -> int:
+    """The file's size (`size` when known), refused when over `limit`."""
+    size = identity(path).size if size is None else size
     if limit is not None and size > limit:
         raise LeakfinderError(
             f"{path}: the file is {size} bytes, over the {limit}-byte limit for one analysis",
@@ -167,14 +171,24 @@ def read_head(path: str, size: int) -> bytes:
 
 @contextlib.contextmanager
 def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
-    """A file's bytes (up to the size it had when opened) in private anonymous memory the caller owns.
+    """A file's bytes (up to the size it had when opened) in private memory the caller owns.
 
     The view is writable and its pages may be given back to the system (madvise) as they are used, so that
-    a large profile is not held whole while it is decoded; a remote file comes through gfile in blocks. It
-    is a copy, not a mapping of the file: a file truncated while mapped kills the process (SIGBUS) when a
-    page past its new end is read. The memory goes on exit; `limit` is as read_bytes'.
+    a large profile is not held whole while it is decoded. A local regular file is mapped copy-on-write
+    (MAP_PRIVATE): its pages come from the page cache, not through a copy; a remote file comes through gfile in
+    blocks into anonymous memory. A mapped file truncated while it is read kills the process (SIGBUS) when a
+    page past its new end is touched: profiles are written once, and `ALLOW_MAP` off copies instead. The memory
+    goes on exit; `limit` is as read_bytes'.
     """
     size = _size_within(path, limit)
+    mapped = _map_local(path, limit) if ALLOW_MAP and is_local(path) else None
+    if mapped is not None:
+        try:
+            with memoryview(mapped) as data:
+                yield data
+        finally:
+            mapped.close()
+        return
     memory = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)  # an empty mapping cannot be made
     _huge_pages(memory)
     try:
@@ -182,6 +196,31 @@ def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
             yield data
     finally:
         memory.close()
+
+
+def _map_local(path: str, limit: int | None) -> mmap.mmap | None:
+    """A local file mapped copy-on-write, at the size it has once open (within `limit`); None for an empty one.
+    Only a regular file is mapped: a FIFO or a device is refused, and opening does not wait for a FIFO's writer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LeakfinderError(f"{path}: not a regular file", source=path)
+        if limit is not None and st.st_size > limit:
+            raise LeakfinderError(
+                f"{path}: the file is {st.st_size} bytes, over the {limit}-byte limit for one analysis", source=path
+            )
+        if not st.st_size:
+            return None
+        flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # the pages at once, not a fault for each
+        return mmap.mmap(fd, st.st_size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except OSError as exc:
+        raise _cannot_read(path, exc) from exc
+    finally:
+        os.close(fd)
 
 
 def _huge_pages(memory: mmap.mmap) -> None:

@@ -30,7 +30,7 @@ def test_a_bug_is_not_reported_as_an_unreadable_file(tmp_path, monkeypatch):
         files.identity(str(path))
 
 
-def test_read_private_is_a_writable_copy_of_the_file(tmp_path):
+def test_read_private_is_the_callers_writable_memory_of_the_file(tmp_path):
     path = tmp_path / "h.xplane.pb"
     content = bytes(range(256)) * 5000
     path.write_bytes(content)
@@ -64,6 +64,23 @@ def test_read_private_reads_what_is_left_of_a_file_cut_short_after_its_size_was_
     monkeypatch.setattr(files, "identity", lambda p: taken)
     with files.read_private(str(path)) as data:
         assert bytes(data) == b"0123"
+
+
+def test_read_private_maps_only_a_regular_file_and_within_the_limit_once_open(tmp_path, monkeypatch):
+    fifo = tmp_path / "f.xplane.pb"
+    os.mkfifo(fifo)  # no writer: opening it must not wait for one
+    with pytest.raises(LeakfinderError, match="not a regular file"), files.read_private(str(fifo)):
+        pass
+    grown = tmp_path / "g.xplane.pb"
+    grown.write_bytes(b"0123")
+    taken = files.identity(str(grown))
+    grown.write_bytes(b"0123456789")  # grew past the limit between the stat and the open
+    monkeypatch.setattr(files, "identity", lambda p: taken)
+    with (
+        pytest.raises(LeakfinderError, match="the file is 10 bytes, over the 4-byte limit"),
+        files.read_private(str(grown), limit=4),
+    ):
+        pass
 
 
 def test_read_private_reads_a_remote_file_through_gfile_in_blocks(monkeypatch):
