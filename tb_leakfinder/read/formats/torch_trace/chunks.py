@@ -86,7 +86,7 @@ class Event(msgspec.Struct, gc=False):
 
 
 DECODER = msgspec.json.Decoder(list[Event])
-_KEY = attrgetter("ph", "name", "cat")
+_KEY = attrgetter("ph", "name", "cat", "pid", "tid")
 _TIME = attrgetter("ts")
 _BYTES, _DEVICE_TYPE, _DEVICE_ID, _ADDR, _TOTAL = map(attrgetter, ("nbytes", "device_type", "device_id", "addr", "total"))
 
@@ -99,9 +99,10 @@ def decode(text: str) -> list[Event] | None:
         return None
 
 
-class _Kinds(dict[tuple[Any, Any, Any], int]):
-    """Each distinct (ph, name, cat) numbered, with what an event of it is to the reader (`code`), its name's or
-    its step marker's index in its kind's strings (`name`) and a step's number (`step`), worked out once."""
+class _Kinds(dict[tuple[Any, ...], int]):
+    """Each distinct (ph, name, cat, pid, tid) numbered, with what an event of it is to the reader (`code`), its
+    name's or its step marker's index in its kind's strings (`name`), a step's number (`step`), its thread's ids
+    as text and its line once an event of it is kept (`line`, -1 until then): each worked out once."""
 
     def __init__(self, scan: _Scan) -> None:
         super().__init__()
@@ -109,10 +110,12 @@ class _Kinds(dict[tuple[Any, Any, Any], int]):
         self.code: list[int] = []
         self.name: list[int] = []
         self.step: list[int] = []
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.thread: list[tuple[str, str]] = []
+        self.line: list[int] = []
+        self._arrays: tuple[np.ndarray, ...] | None = None
 
-    def __missing__(self, key: tuple[Any, Any, Any]) -> int:
-        phase, name, category = key
+    def __missing__(self, key: tuple[Any, ...]) -> int:
+        phase, name, category, pid, tid = key
         scan = self.scan
         code, number, step = TIMED, -1, 0
         if phase == "M":
@@ -136,18 +139,37 @@ class _Kinds(dict[tuple[Any, Any, Any], int]):
         self.code.append(code)
         self.name.append(number)
         self.step.append(step)
+        self.thread.append((str(pid), str(tid)))
+        self.line.append(-1)
         self._arrays = None
         return self[key]
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`code`, `name` and `step` as arrays, to index by the numbers of a chunk's events."""
+    def lines_for(self, kinds: np.ndarray) -> None:
+        """Numbers the lines of these kinds' threads (kinds of kept events, in file order) that have none yet, in
+        order of first appearance, as `_Scan._line` numbers them."""
+        distinct, first = np.unique(kinds, return_index=True)
+        lines = self.scan.lines
+        for kind in distinct[np.argsort(first)].tolist():
+            if self.line[kind] < 0:
+                thread = self.thread[kind]
+                number = lines.get(thread)
+                if number is None:
+                    number = lines[thread] = len(lines)
+                self.line[kind] = number
+                self._arrays = None
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """`code`, `name`, `step` and `line` as arrays, to index by the numbers of a chunk's events."""
         if self._arrays is None:
-            self._arrays = (np.array(self.code, np.int8), np.array(self.name, np.int64), np.array(self.step, np.int64))
+            self._arrays = tuple(
+                np.array(v, t)
+                for v, t in zip((self.code, self.name, self.step, self.line), (np.int8, *[np.int64] * 3), strict=True)
+            )
         return self._arrays
 
 
 class Chunks:
-    """What one trace's chunks share: its (ph, name, cat) kinds and each op's shape, by their text."""
+    """What one trace's chunks share: its (ph, name, cat, pid, tid) kinds and each op's shape, by their text."""
 
     def __init__(self, scan: _Scan) -> None:
         self.scan = scan
@@ -166,7 +188,7 @@ class Chunks:
             self.kinds = _Kinds(self.scan)
         kinds = self.kinds
         kind = np.fromiter(map(kinds.__getitem__, map(_KEY, events)), np.int64, len(events))
-        code_of, name_of, step_of = kinds.arrays()
+        code_of, name_of, step_of, _ = kinds.arrays()
         codes = code_of[kind]
         if (codes == UNTIMED).any():  # metadata: no time, nothing the reader keeps
             timed = np.flatnonzero(codes != UNTIMED)
@@ -196,7 +218,9 @@ class Chunks:
         mem_rows, mem_columns, zero_bytes = memory
         scan = self.scan
         spans_of = [(scan.steps, np.flatnonzero(codes == STEP)), (scan.ops, ops), (scan.calls, np.flatnonzero(codes == CALL))]
-        lines = self._lines(events, np.concatenate([mem_rows, *(rows for _, rows in spans_of)]))
+        kept = np.sort(np.concatenate([mem_rows, *(rows for _, rows in spans_of)]))
+        kinds.lines_for(kind[kept])
+        lines = kinds.arrays()[3][kind]
         # Earliest and latest as `_Scan` keeps them: the JSON numbers themselves (an int stays an int), the first
         # of equal ones. Below EXACT their float64 values compare as the numbers do.
         scan.earliest = min(scan.earliest, cast(float, events[int(np.argmin(times))].ts))
@@ -274,25 +298,6 @@ class Chunks:
             "nbytes": sizes, "kinds": kinds, "indexes": indexes, "addr": addr, "has_addr": has_addr, "totals": allocated
         }  # fmt: skip
         return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, n - len(nonzero)
-
-    def _lines(self, events: list[Event], rows: np.ndarray) -> np.ndarray:
-        """Each row's thread line, numbered as `_Scan._line` numbers them (in file order); `rows` of all kinds.
-        The ids are ints or strings (the struct's types), so equal ids have equal text."""
-        line = np.zeros(len(events), np.int64)
-        if not len(rows):
-            return line
-        rows = np.sort(rows)
-        keys = [(events[k].pid, events[k].tid) for k in rows.tolist()]
-        lines = self.scan.lines
-        numbers = {}
-        for p, t in dict.fromkeys(keys):
-            text = (str(p), str(t))
-            number = lines.get(text)
-            if number is None:
-                number = lines[text] = len(lines)
-            numbers[p, t] = number
-        line[rows] = next(iter(numbers.values())) if len(numbers) == 1 else list(map(numbers.__getitem__, keys))
-        return line
 
     def _store_memory(self, rows: np.ndarray, columns: dict[str, np.ndarray], times: np.ndarray, lines: np.ndarray) -> None:
         if not len(rows):
