@@ -215,8 +215,8 @@ def _map_local(path: str, limit: int | None) -> mmap.mmap | None:
             )
         if not st.st_size:
             return None
-        flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # the pages at once, not a fault for each
-        return mmap.mmap(fd, st.st_size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        # Not MAP_POPULATE: mapping every page up front cost more CPU than the scan's faults (benchmarks/RESULTS.md).
+        return mmap.mmap(fd, st.st_size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     except OSError as exc:
         raise _cannot_read(path, exc) from exc
     finally:

@@ -3,13 +3,15 @@
 msgspec decodes a few megabytes of events at once into typed structs: the fields the reader looks at, `args`
 reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text); every other field is
 skipped in C. The chunk's events then go into `reader._Scan`'s columns a column at a time (numpy over the chunk,
-not Python per event), each figure checked as `_Scan.add` checks it.
+and what an event is worked out once per distinct (ph, name, cat, pid, tid), not per event), each figure checked
+as `_Scan.add` checks it.
 
 A chunk is taken only when each of its events is of the common, well-formed kind: a field of another type, a
-figure out of range, an unhashable thread id or JSON the decoder refuses makes `scan_chunk` return False before
-anything is stored, and the reader decodes that chunk an event at a time as before (`_Scan.add`), which keeps
-or refuses them with its own messages. The two paths give the same profile; `tools/torch_trace_identity.py` and
-the tests compare them.
+figure out of range, a time that float64 would round or JSON msgspec refuses (NaN, which the json module takes)
+makes `Chunks.take` say -1 before anything is stored, and the reader decodes that chunk an event at a time as
+before (`_Scan.add`), which keeps or refuses them with its own messages. The two paths give the same profile;
+`tools/torch_trace_identity.py` and the tests compare them. A change to what `_Scan` makes of an event is a change
+here too: the tests run every trace they build through both paths.
 """
 
 from __future__ import annotations

@@ -20,9 +20,10 @@ the trace's earliest event, the duration to its latest end. The capture's start 
 
 The file is read as a stream: blocks of it, gunzipped as they come, decoded a value at a time through a window
 of text (`_Text`), so a trace of gigabytes is never held whole, as bytes or as Python objects. The top-level
-object's keys may come in any order; `traceEvents` is streamed one event at a time into compact columns
-(`array`s, strings stored once), every other top-level value parsed whole and only `deviceProperties` and
-`baseTimeNanoseconds` kept.
+object's keys may come in any order; `traceEvents` is streamed into compact columns (`array`s, strings stored
+once): runs of up to CHUNK_CHARS of events decoded at once by msgspec (`chunks.py`) where it is installed, and any
+run it does not take, or every event without it, one at a time by the json module (`_Scan.add`). Every other
+top-level value is parsed whole and only `deviceProperties` and `baseTimeNanoseconds` kept.
 """
 
 from __future__ import annotations
