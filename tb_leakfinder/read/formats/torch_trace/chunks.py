@@ -221,7 +221,8 @@ class Chunks:
         scan = self.scan
         spans_of = [(scan.steps, np.flatnonzero(codes == STEP)), (scan.ops, ops), (scan.calls, np.flatnonzero(codes == CALL))]
         kept = np.sort(np.concatenate([mem_rows, *(rows for _, rows in spans_of)]))
-        kinds.lines_for(kind[kept])
+        if (kinds.arrays()[3][kind[kept]] < 0).any():  # a kind kept for the first time
+            kinds.lines_for(kind[kept])
         lines = kinds.arrays()[3][kind]
         # Earliest and latest as `_Scan` keeps them: the JSON numbers themselves (an int stays an int), the first
         # of equal ones. Below EXACT their float64 values compare as the numbers do.
@@ -271,6 +272,29 @@ class Chunks:
         if {type(a) for a in given} != {Args}:
             return None
         n = len(given)
+        found = self._each_figure(given)
+        if found is None:
+            return None
+        sizes, kinds, indexes, addr, has_addr, allocated = found
+        known = allocated != NO_TOTAL
+        if not (
+            (np.abs(sizes) <= MAX_BYTES).all()
+            and (np.abs(kinds) <= MAX_DEVICE).all()
+            and (np.abs(indexes) <= MAX_DEVICE).all()
+            and (np.abs(allocated[known]) <= MAX_BYTES).all()
+        ):
+            return None
+        nonzero = np.flatnonzero(sizes)
+        columns: dict[str, np.ndarray] = {
+            "nbytes": sizes, "kinds": kinds, "indexes": indexes, "addr": addr, "has_addr": has_addr, "totals": allocated
+        }  # fmt: skip
+        return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, n - len(nonzero)
+
+    @staticmethod
+    def _each_figure(given: list[Args]) -> tuple[np.ndarray, ...] | None:
+        """The memory figures a column at a time: sizes, device types and ids, addresses, whether each was given,
+        and totals (NO_TOTAL where absent); None where one is absent that must be given, or out of range."""
+        n = len(given)
         try:
             sizes = np.fromiter(map(_BYTES, given), np.int64, n)
             kinds = np.fromiter(map(_DEVICE_TYPE, given), np.int64, n)
@@ -287,19 +311,7 @@ class Chunks:
             allocated = np.fromiter(totals, np.int64, n)
         except (OverflowError, TypeError):  # None where a number must be, or out of range
             return None
-        known = allocated != NO_TOTAL
-        if not (
-            (np.abs(sizes) <= MAX_BYTES).all()
-            and (np.abs(kinds) <= MAX_DEVICE).all()
-            and (np.abs(indexes) <= MAX_DEVICE).all()
-            and (np.abs(allocated[known]) <= MAX_BYTES).all()
-        ):
-            return None
-        nonzero = np.flatnonzero(sizes)
-        columns: dict[str, np.ndarray] = {
-            "nbytes": sizes, "kinds": kinds, "indexes": indexes, "addr": addr, "has_addr": has_addr, "totals": allocated
-        }  # fmt: skip
-        return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, n - len(nonzero)
+        return sizes, kinds, indexes, addr, has_addr, allocated
 
     def _store_memory(self, rows: np.ndarray, columns: dict[str, np.ndarray], times: np.ndarray, lines: np.ndarray) -> None:
         if not len(rows):
