@@ -75,7 +75,8 @@ class Args(msgspec.Struct, gc=False, rename={
 
 class Event(msgspec.Struct, gc=False):
     """One trace event's fields the reader uses. A null `ts` or `dur` is refused (the event path says why);
-    an absent one is UNSET."""
+    an absent one is UNSET. Thread ids of another type than int or str are refused too: equal ids must have
+    equal text, which 7 and 7.0 do not."""
 
     ph: str | None = None
     name: str | None = None
