@@ -57,6 +57,9 @@ setup(
         "protobuf>=4.21",
         "werkzeug>=2.0",
         "numpy>=1.22",
+        # PyTorch traces: runs of events decoded in C (read/formats/torch_trace/chunks.py); wheels for Linux,
+        # macOS and Windows on every Python supported. Without it the reader decodes one event at a time.
+        "msgspec>=0.19",
     ],
     extras_require={
         "capture": ["tensorflow-cpu", "jax"],

@@ -1,6 +1,7 @@
 """A PyTorch profiler trace of a gigabyte, analysed as a stream (issue #23).
 
     python benchmarks/bench_torch_trace.py [--gigabytes 1.0] [--runs 3] [--gzip]
+    python benchmarks/bench_torch_trace.py --ci [--record]   # CI's small run: 20 MB, ratios against ci_ratios.json
 
 A Kineto trace of the newer form is synthesised into a temporary folder: ProfilerStep#N steps, each a
 run of `python_function` frames around `cpu_op` events with their input shapes, `[memory]` events with
@@ -10,7 +11,8 @@ analysis the plugin runs for a host (`analyze_file`, then its report JSON), and 
 the same file alone (what any reader that parses the whole JSON at once holds), alternating, and the
 reader alone (`read_host`: its peak RSS against the bytes of the model's columns it returns); wall time,
 CPU time and peak RSS (the child's own, from wait4) are medians of --runs. With --gzip the analysis is
-also measured on the gzipped file. Exits non-zero when the planted leak is not found.
+also measured on the gzipped file. Exits non-zero when the planted leak is not found or a target of issue #32
+is missed: the analysis within 0.15x json.load's wall time (0.2x gzipped) and 1.5 GiB of peak RSS.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from typing import IO
 from bench_memory import Measure, byte_compile, child_env, run_child
 
 LEAK_BYTES = 64 << 10
+MAX_TIME_RATIO = 0.15
+MAX_GZIP_TIME_RATIO = 0.2
+MAX_RSS_BYTES = 1.5 * (1 << 30)
+CI_GIGABYTES = 0.02
 TEMP_BYTES = 1 << 20
 OPS_PER_STEP = 20_000
 STEPS_PER_GB = 40
@@ -146,7 +152,11 @@ def main() -> int:
     parser.add_argument("--gigabytes", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--gzip", action="store_true", help="also analyse the gzipped trace")
+    parser.add_argument("--ci", action="store_true", help="CI's small run: a 20 MB trace, CPU ratios against ci_ratios.json")
+    parser.add_argument("--record", action="store_true", help="with --ci: record its ratios instead")
     args = parser.parse_args()
+    if args.ci:
+        args.gigabytes, args.gzip = CI_GIGABYTES, True
     byte_compile()
     env = child_env()
     tmp = Path(tempfile.mkdtemp(prefix="bench_torch_trace_"))
@@ -182,13 +192,24 @@ def main() -> int:
         wall, cpu, rss = _medians(reads)
         print(f"  the reader alone: {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss / (1 << 20):,.0f} MiB", end="")
         print(f" for a model of {model / (1 << 20):,.0f} MiB")
+        ok = answer["verdict"] == "leak" and "leaky_cache" in answer["label"]
+        ratios: dict[str, float] = {}
         for name, measures in ours.items():
             wall, cpu, rss = _medians(measures)
             print(
-                f"  analysis of the {name} trace: {wall:.1f} s, CPU {cpu:.1f} s, peak RSS {rss / (1 << 20):,.0f} MiB;"
-                f" ratio to the peer {wall / peer_wall:.2f}x time, {cpu / peer_cpu:.2f}x CPU, {rss / peer_rss:.2f}x RSS"
+                f"  analysis of the {name} trace: {wall:.2f} s, CPU {cpu:.2f} s, peak RSS {rss / (1 << 20):,.0f} MiB;"
+                f" ratio to the peer {wall / peer_wall:.3f}x time, {cpu / peer_cpu:.3f}x CPU, {rss / peer_rss:.2f}x RSS"
             )
-        return 0 if answer["verdict"] == "leak" and "leaky_cache" in answer["label"] else 1
+            ratios[f"analysis_cpu_vs_json_load_{name}"] = cpu / peer_cpu
+            limit = MAX_GZIP_TIME_RATIO if name == "gzip" else MAX_TIME_RATIO
+            ok &= args.ci or (wall / peer_wall <= limit and rss <= MAX_RSS_BYTES)
+        if args.ci:
+            from ci_ratios import record_or_check
+
+            ok &= record_or_check("bench_torch_trace", ratios, args.record)
+        else:
+            print(f"targets (<= {MAX_TIME_RATIO}x time, gzipped <= {MAX_GZIP_TIME_RATIO}x, <= 1.5 GiB) met: {ok}")
+        return 0 if ok else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -69,8 +69,12 @@ class LeakfinderLoader(base_plugin.TBLoader):
 
     def load(self, context: base_plugin.TBContext) -> base_plugin.TBPlugin | None:
         try:
+            from tb_leakfinder.read import files
             from tb_leakfinder.views.plugin import LeakfinderPlugin
         except Exception:
             logger.exception("tb_leakfinder could not be imported; the Leaks tab is disabled")
             return None
+        # TensorBoard outlives the files it serves: one truncated in place while mapped (a `cp` over it) would take
+        # it down with SIGBUS, where a copy just reads what is left.
+        files.ALLOW_MAP = False
         return LeakfinderPlugin(context)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,7 +11,6 @@ from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
 from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory
-from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
 from tb_leakfinder.analyses.history import measure as history_measure
@@ -26,6 +25,10 @@ from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledPrograms, Steps
 from tb_leakfinder.model.sites import NO_SITE, Site
 from tb_leakfinder.store.json_shape import Shape, dataclass_shape
+
+# The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made.
+if TYPE_CHECKING:
+    from tb_leakfinder.analyses.diff import AllocatorDiff, Comparison, Delta, GroupDiff, GroupSide, ModuleDiff
 
 REPORT_VERSION = 1
 Json = dict[str, Any]

@@ -29,6 +29,10 @@ python tools/gen_scanner_tables.py --check  # the scanner's tables against read/
 echo "== python tests"
 python -m pytest -q  # tests/unit, tests/integration and tests/fuzz (pytest.ini: testpaths = tests)
 
+echo "== small benchmarks (ratios to their peers, failing only past twice those in benchmarks/ci_ratios.json)"
+python benchmarks/bench_torch_trace.py --ci
+python benchmarks/bench_memory.py --ci
+
 echo "== leak accuracy benchmark (real captures against their truth files)"
 python benchmarks/accuracy/score.py
 

@@ -8,12 +8,11 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
-from tb_leakfinder.analyses.diff import HostSide, RunSide
 from tb_leakfinder.analyses.history import count_unreadable, run_history
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
@@ -25,6 +24,9 @@ from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.formats.registry import format_of, read_host
 from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache
 from tb_leakfinder.store.memory_cache import ComputeCache
+
+if TYPE_CHECKING:  # a comparison's sides: the diff engine is imported only when one is made
+    from tb_leakfinder.analyses.diff import HostSide, RunSide
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -62,6 +64,8 @@ class HostResult:
 
     def side(self, host: str) -> HostSide:
         """This host as a side of a comparison."""
+        from tb_leakfinder.analyses.diff import HostSide
+
         if self.error is not None:
             return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
         allocators = self.unwrap().allocators
@@ -303,6 +307,8 @@ class Engine:
 
     def run_side(self, run: Run, host: str | None = None) -> RunSide:
         """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""
+        from tb_leakfinder.analyses.diff import RunSide
+
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
         results = self._map_hosts(hosts, lambda h: self.host(run, h))
         errors = [r.error for r in results if r.error is not None]

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from tb_leakfinder.analyses.diff import module_base_name, normalize_name
 from tb_leakfinder.analyses.step_sources import STEP_NUM
 from tb_leakfinder.model.history import FILE_MTIME, OWN_CLOCK, PROFILE, SESSION_NAME, SNAPSHOT, CapturePoint, FamilyPoint
 from tb_leakfinder.report import known_capacity
@@ -53,6 +52,8 @@ def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint
     step_of_name = _trailing_number(capture)
     first = min(steps) if steps else (step_of_name if snapshot else None)
     last = max(steps) if steps else (step_of_name if snapshot else None)
+    from tb_leakfinder.analyses.diff import module_base_name  # the diff's names; `report` does not load the diff
+
     program = ", ".join(sorted({module_base_name(m["name"]) for m in host["modules"]}))
     return [
         CapturePoint(
@@ -81,6 +82,8 @@ def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint
 
 
 def _family(g: Json) -> FamilyPoint:
+    from tb_leakfinder.analyses.diff import normalize_name
+
     key = " ".join(part for part in (normalize_name(g["op"]), g["shape"], g["dtype"], g["region"]) if part)
     stack = list(g["site"]["stack"])
     return FamilyPoint(key, g["label"], g["where"], stack, g["kind"], g["bytes"], g["bytes_per_step"], g["count"])

@@ -29,6 +29,8 @@ from tb_leakfinder.errors import LeakfinderError
 REMOTE_BLOCK_BYTES = 16 << 20
 # A file read as a stream comes in blocks of this size, and its gzip members inflate into blocks of at most this.
 STREAM_BLOCK_BYTES = 1 << 20
+# Off, read_private copies a local file too (see there): TensorBoard's plugin turns it off (plugin_loader.py).
+ALLOW_MAP = True
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -184,8 +186,9 @@ def identity(path: str) -> FileIdentity:
     return FileIdentity(path, path, int(remote.length), int(getattr(remote, "mtime_nsec", 0) or 0))
 
 
-def _size_within(path: str, limit: int | None) -> int:
-    size = identity(path).size
+def _size_within(path: str, limit: int | None, size: int | None = None) -> int:
+    """The file's size (`size` when known), refused when over `limit`."""
+    size = identity(path).size if size is None else size
     if limit is not None and size > limit:
         raise _over_limit(path, limit, size)
     return size
@@ -229,14 +232,24 @@ def read_head(path: str, size: int) -> bytes:
 
 @contextlib.contextmanager
 def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
-    """A file's bytes (up to the size it had when opened) in private anonymous memory the caller owns.
+    """A file's bytes (up to the size it had when opened) in private memory the caller owns.
 
     The view is writable and its pages may be given back to the system (madvise) as they are used, so that
-    a large profile is not held whole while it is decoded; a remote file comes through gfile in blocks. It
-    is a copy, not a mapping of the file: a file truncated while mapped kills the process (SIGBUS) when a
-    page past its new end is read. The memory goes on exit; `limit` is as read_bytes'.
+    a large profile is not held whole while it is decoded. A local regular file is mapped copy-on-write
+    (MAP_PRIVATE): its pages come from the page cache, not through a copy; a remote file comes through gfile in
+    blocks into anonymous memory. A mapped file truncated while it is read kills the process (SIGBUS) when a
+    page past its new end is touched: profiles are written once, and `ALLOW_MAP` off copies instead. The memory
+    goes on exit; `limit` is as read_bytes'.
     """
     size = _size_within(path, limit)
+    mapped = _map_local(path, limit) if ALLOW_MAP and is_local(path) else None
+    if mapped is not None:
+        try:
+            with memoryview(mapped) as data:
+                yield data
+        finally:
+            mapped.close()
+        return
     memory = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)  # an empty mapping cannot be made
     _huge_pages(memory)
     try:
@@ -244,6 +257,22 @@ def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
             yield data
     finally:
         memory.close()
+
+
+def _map_local(path: str, limit: int | None) -> mmap.mmap | None:
+    """A local file mapped copy-on-write, at the size it has once open (within `limit`); None for an empty one.
+    Opened as every read opens (`open_regular`): a FIFO, device, socket or folder is refused at once."""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if limit is not None and size > limit:
+            raise _over_limit(path, limit, size)
+        if not size:
+            return None
+        try:
+            # Not MAP_POPULATE: mapping every page up front cost more CPU than the scan's faults (benchmarks/RESULTS.md).
+            return mmap.mmap(f.fileno(), size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as exc:
+            raise _cannot_read(path, exc) from exc
 
 
 def _huge_pages(memory: mmap.mmap) -> None:

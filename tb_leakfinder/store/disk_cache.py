@@ -46,6 +46,7 @@ from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import MAX_FILE_BYTES
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tb_leakfinder.store.json_shape import Shape, conforms
+from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir
 from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
 
 logger = logging.getLogger(__name__)
@@ -58,33 +59,18 @@ DATA = "data.npy"
 MEMBERS = (IDENTITY, REPORT, SUMMARY, TREE, DATA)
 ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
-DEFAULT_MAX_BYTES = 20 << 30
 # The columns of the largest profile analysed (about 1.1 times its size) and its session's HLO files, with room.
 MAX_ENTRY_BYTES = 3 * MAX_FILE_BYTES
 MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
 MAX_IDENTITY_BYTES = 1024
 READ_BLOCK_BYTES = 16 << 20
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
-ENV_DIR = "TB_LEAKFINDER_CACHE_DIR"
-ENV_OFF = "TB_LEAKFINDER_NO_CACHE"
 # Not a FIFO's writer to wait for, nor a link to follow (to /dev/zero, or out of the folder).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 # The zip format's end of central directory record, and zip64's locator and record before it (APPNOTE 4.3.14-16).
 _END = struct.Struct("<4sHHHHIIH")
 _END64_LOCATOR = struct.Struct("<4sIQI")
 _END64 = struct.Struct("<4sQHHIIQQQQ")
-
-
-def default_dir() -> str:
-    """$TB_LEAKFINDER_CACHE_DIR, else tb_leakfinder under the user's cache folder ($XDG_CACHE_HOME or ~/.cache)."""
-    if os.environ.get(ENV_DIR):
-        return os.environ[ENV_DIR]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tb_leakfinder")
-
-
-def disabled_by_env() -> bool:
-    return os.environ.get(ENV_OFF, "") not in ("", "0")
 
 
 @dataclasses.dataclass

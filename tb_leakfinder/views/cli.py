@@ -7,27 +7,22 @@ import io
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from tb_leakfinder.analyses.diff import compare
-from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
-from tb_leakfinder.analyses.query import select_allocator
-from tb_leakfinder.analyses.verdict import CANNOT_TELL
-from tb_leakfinder.engine import precompute
-from tb_leakfinder.engine.engine import Engine, HostDone
-from tb_leakfinder.engine.history import several_captures, tensorboard_run
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_loader import size_gib
-from tb_leakfinder.read import discovery, files
-from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report import Json, comparison_json
-from tb_leakfinder.store.disk_cache import DEFAULT_MAX_BYTES, DiskCache, default_dir, disabled_by_env
+from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env
 from tb_leakfinder.views import export
-from tb_leakfinder.views.atomic import write_texts
-from tb_leakfinder.views.markdown import render_comparison
-from tb_leakfinder.views.markdown import render_report as render_markdown_report
-from tb_leakfinder.views.progress import HostProgress
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
-from tb_leakfinder.views.text import render_history, render_report
+
+# Each command imports what it needs when it runs: `--help` loads no numpy, `report` neither the diff nor Ray's
+# precompute, and only `precompute` the latter.
+if TYPE_CHECKING:
+    from tb_leakfinder.engine.engine import Engine
+    from tb_leakfinder.read.discovery import Run
+    from tb_leakfinder.report import Json
+    from tb_leakfinder.store.disk_cache import DiskCache
+    from tb_leakfinder.views.progress import HostProgress
 
 EXIT_OK = 0
 EXIT_LEAK = 1
@@ -107,6 +102,9 @@ def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _disk(args: argparse.Namespace, path: str) -> DiskCache | None:
+    from tb_leakfinder.read import files
+    from tb_leakfinder.store.disk_cache import DiskCache
+
     explicit = args.command == "precompute" or args.cache_dir is not None
     if getattr(args, "no_cache", False) or args.cache_gb <= 0 or (disabled_by_env() and not explicit):
         return None
@@ -115,12 +113,16 @@ def _disk(args: argparse.Namespace, path: str) -> DiskCache | None:
 
 
 def _progress(engine: Engine, what: str) -> HostProgress:
+    from tb_leakfinder.views.progress import HostProgress
+
     hosts = [path for run in engine.runs() for path in run.hosts.values()]
     return HostProgress(len(hosts), sum(_size(p) for p in hosts), what)
 
 
 def _size(path: str) -> int:
     """A host file's size for the progress; 0 for one that cannot be stat'ed, which its report names."""
+    from tb_leakfinder.read import files
+
     try:
         return files.identity(path).size
     except LeakfinderError:
@@ -128,6 +130,10 @@ def _size(path: str) -> int:
 
 
 def _precompute(args: argparse.Namespace) -> int:
+    from tb_leakfinder.engine import precompute
+    from tb_leakfinder.read import discovery
+    from tb_leakfinder.views.progress import HostProgress
+
     disk = _disk(args, args.path)
     assert disk is not None
     tasks, unstattable = precompute.host_tasks(discovery.runs_for_path(args.path))
@@ -147,6 +153,8 @@ def _precompute(args: argparse.Namespace) -> int:
 
 
 def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[Engine, Run]:
+    from tb_leakfinder.engine.engine import Engine
+
     engine = Engine.for_path(path, disk=_disk(args, path))
     runs = engine.runs()
     if run_name is None and len(runs) > 1:
@@ -156,6 +164,10 @@ def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[En
 
 
 def _diff(args: argparse.Namespace) -> int:
+    from tb_leakfinder.analyses.diff import compare
+    from tb_leakfinder.report import comparison_json
+    from tb_leakfinder.views.markdown import render_comparison
+
     (engine_a, run_a), (engine_b, run_b) = _side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args)
     comparison = compare(engine_a.run_side(run_a), engine_b.run_side(run_b), args.host_a, args.host_b)
     result = comparison_json(comparison)
@@ -168,6 +180,8 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _write_markdown(path: str | None, text: str) -> None:
     if path:
+        from tb_leakfinder.views.atomic import write_texts
+
         try:
             write_texts([(path, text)])
         except OSError as exc:
@@ -175,6 +189,10 @@ def _write_markdown(path: str | None, text: str) -> None:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from tb_leakfinder.engine.engine import Engine
+    from tb_leakfinder.engine.history import several_captures
+    from tb_leakfinder.views.text import render_history
+
     engine = Engine.for_path(args.path, disk=_disk(args, args.path))
     tb_run = args.run
     if tb_run is None:
@@ -251,6 +269,20 @@ def main(argv: list[str] | None = None) -> int:
             return _precompute(args)
         if args.command == "history":
             return _history(args)
+        return _report(args)
+    except LeakfinderError as exc:
+        _error(exc.message)
+        return EXIT_BAD_INPUT
+
+
+def _report(args: argparse.Namespace) -> int:
+    """`report` and `check`."""
+    from tb_leakfinder.analyses.query import select_allocator
+    from tb_leakfinder.engine.engine import Engine, HostDone
+    from tb_leakfinder.views.markdown import render_report as render_markdown_report
+    from tb_leakfinder.views.text import render_report
+
+    try:
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
@@ -266,6 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         _print(json.dumps(result, indent=1) if args.json else render_report(result))
         return EXIT_OK
+    return _check(result)
+
+
+def _check(result: Json) -> int:
+    """`check`'s lines and exit code: a leak, a no-leak a warning undermines, or a file that could not be read fails."""
+    from tb_leakfinder.analyses.verdict import CANNOT_TELL
+
     leaking = _check_lines(result)
     # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
     doubted = [h for r in result["runs"] for h in r["hosts"] if CANNOT_TELL in h["reason"]]
@@ -282,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
 def _check_lines(result: Json) -> bool:
     """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
     history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
+    from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
+    from tb_leakfinder.engine.history import tensorboard_run
+
     histories = {h["run"]: h for h in result.get("histories", [])}
     leaks = False
     for tb_run, h in histories.items():

@@ -8,16 +8,15 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from tb_leakfinder.analyses.buffer_query import MAX_PAGE
-from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.errors import BadArgumentError
-from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report import Json
-from tb_leakfinder.store.disk_cache import DiskCache
-from tb_leakfinder.views import csv, html
 from tb_leakfinder.views.terminal import visible
 
+# The CLI's parser names this module's options: what writing the files needs is imported when one is asked for.
 if TYPE_CHECKING:
+    from tb_leakfinder.engine.engine import Engine
+    from tb_leakfinder.read.discovery import Run
+    from tb_leakfinder.report import Json
+    from tb_leakfinder.store.disk_cache import DiskCache
     from tb_leakfinder.views.snapshot import Budget, Snapshot
 
 
@@ -54,6 +53,8 @@ def _snapshot(runs: list[Run], engine: Engine, budget: Budget | None = None) -> 
 
 def _buffer_pages(snapshot: Snapshot, run: str, host: str, allocator: str) -> Iterator[Json]:
     """Every page of an allocator's buffers, the largest first; a row's `site` indexes its own page's `sites`."""
+    from tb_leakfinder.analyses.buffer_query import MAX_PAGE
+
     offset = 0
     while True:
         page = snapshot.ask("buffers", run=run, host=host, allocator=allocator, offset=offset, limit=MAX_PAGE)
@@ -74,6 +75,7 @@ def _write_html(
     args: argparse.Namespace, runs: list[Run], engine: Engine, title: str, view: dict[str, str], comparison: bool = False
 ) -> None:
     """The standalone page of `runs` (with `comparison`, of the first compared with the second), within its budget."""
+    from tb_leakfinder.views import html
     from tb_leakfinder.views.snapshot import Budget
 
     budget = Budget(int(args.html_max_mb * 1e6), html.page_overhead(title, view), HTML_BUDGET_FLAG)
@@ -87,6 +89,8 @@ def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> Non
     """The report's files: CSV tables of every run in `result`, and the HTML of its one run."""
     if not (args.csv or args.html):
         return
+    from tb_leakfinder.views import csv
+
     runs = [engine.run(r["run"]) for r in result["runs"]]
     if args.csv:
         snapshot = _snapshot(runs, engine)
@@ -112,6 +116,9 @@ def export_comparison(args: argparse.Namespace, comparison: Json, run_a: Run, ru
 
     The page's analyses come from `disk`, where the comparison has just stored them, not from the profiles.
     """
+    from tb_leakfinder.engine.engine import Engine
+    from tb_leakfinder.views import csv
+
     if args.csv:
         _note(csv.write_tables(args.csv, csv.comparison_tables(comparison)), [])
     if args.html:

@@ -15,7 +15,6 @@ from werkzeug import Request, Response
 from tb_leakfinder import report
 from tb_leakfinder.analyses import query, static_buffers
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
-from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
@@ -23,7 +22,8 @@ from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundErro
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.formats.registry import format_of
-from tb_leakfinder.store.disk_cache import DiskCache, disabled_by_env
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.store.location import disabled_by_env
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"
@@ -289,6 +289,8 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             _check_hosts(run, host)
             sides.append((self.engine.run_side(run, host), host))
         (run_a, host_a), (run_b, host_b) = sides
+        from tb_leakfinder.analyses.diff import compare  # loaded by the first comparison, not with the plugin
+
         return report.comparison_json(compare(run_a, run_b, host_a, host_b))
 
     def _report(self, request: Request) -> report.Json:

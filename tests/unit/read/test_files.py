@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -32,7 +35,7 @@ def test_a_bug_is_not_reported_as_an_unreadable_file(tmp_path, monkeypatch):
         files.identity(str(path))
 
 
-def test_read_private_is_a_writable_copy_of_the_file(tmp_path):
+def test_read_private_is_the_callers_writable_memory_of_the_file(tmp_path):
     path = tmp_path / "h.xplane.pb"
     content = bytes(range(256)) * 5000
     path.write_bytes(content)
@@ -66,6 +69,23 @@ def test_read_private_reads_what_is_left_of_a_file_cut_short_after_its_size_was_
     monkeypatch.setattr(files, "identity", lambda p: taken)
     with files.read_private(str(path)) as data:
         assert bytes(data) == b"0123"
+
+
+def test_read_private_maps_only_a_regular_file_and_within_the_limit_once_open(tmp_path, monkeypatch):
+    fifo = tmp_path / "f.xplane.pb"
+    os.mkfifo(fifo)  # no writer: opening it must not wait for one
+    with pytest.raises(LeakfinderError, match="not a regular file"), files.read_private(str(fifo)):
+        pass
+    grown = tmp_path / "g.xplane.pb"
+    grown.write_bytes(b"0123")
+    taken = files.identity(str(grown))
+    grown.write_bytes(b"0123456789")  # grew past the limit between the stat and the open
+    monkeypatch.setattr(files, "identity", lambda p: taken)
+    with (
+        pytest.raises(LeakfinderError, match="the file is 10 bytes, over the 4-byte limit"),
+        files.read_private(str(grown), limit=4),
+    ):
+        pass
 
 
 def test_read_private_reads_a_remote_file_through_gfile_in_blocks(monkeypatch):
@@ -142,3 +162,34 @@ def test_a_file_longer_than_its_stat_said_is_read_only_to_its_limit(tmp_path, mo
         list(files.read_blocks(str(path), 3, limit=6))
     # Without a limit, the size it had when asked.
     assert files.read_bytes(str(path)) == b"0123"
+
+
+_TRUNCATE_WHILE_READ = """
+import os, sys
+from tb_leakfinder.read import files
+files.ALLOW_MAP = sys.argv[2] == "map"
+path = sys.argv[1]
+with files.read_private(path) as data:
+    os.truncate(path, 0)  # `cp` over a profile while it is read
+    print(sum(data[::4096]))
+"""
+
+
+@pytest.mark.parametrize(("how", "survives"), [("map", False), ("copy", True)])
+def test_a_file_truncated_while_read_kills_a_mapping_reader_which_is_why_tensorboard_copies(tmp_path, how, survives):
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(b"\x01" * (1 << 20))
+    child = subprocess.run([sys.executable, "-c", _TRUNCATE_WHILE_READ, str(path), how], capture_output=True, timeout=60)
+    assert (child.returncode == 0) == survives, child
+    if not survives:
+        assert child.returncode == -signal.SIGBUS
+
+
+def test_tensorboards_plugin_copies_profiles_rather_than_mapping_them(monkeypatch, tmp_path):
+    from tensorboard.plugins import base_plugin
+
+    from tb_leakfinder.plugin_loader import LeakfinderLoader
+
+    monkeypatch.setattr(files, "ALLOW_MAP", True)
+    assert LeakfinderLoader().load(base_plugin.TBContext(logdir=str(tmp_path), flags=None)) is not None
+    assert files.ALLOW_MAP is False

@@ -22,7 +22,7 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import read_host
-from tb_leakfinder.store import disk_cache
+from tb_leakfinder.store import disk_cache, location
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
@@ -228,11 +228,11 @@ def test_the_cli_uses_the_cache_unless_told_not_to(write_pod, tmp_path, monkeypa
 
 
 def test_the_default_folder_is_the_users_cache(monkeypatch, tmp_path):
-    monkeypatch.delenv(disk_cache.ENV_DIR, raising=False)
+    monkeypatch.delenv(location.ENV_DIR, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert disk_cache.default_dir() == str(tmp_path / "tb_leakfinder")
-    monkeypatch.setenv(disk_cache.ENV_DIR, str(tmp_path / "elsewhere"))
-    assert disk_cache.default_dir() == str(tmp_path / "elsewhere")
+    assert location.default_dir() == str(tmp_path / "tb_leakfinder")
+    monkeypatch.setenv(location.ENV_DIR, str(tmp_path / "elsewhere"))
+    assert location.default_dir() == str(tmp_path / "elsewhere")
     with pytest.raises(LeakfinderError, match="inside the logdir"):
         DiskCache.for_logdir(str(tmp_path / "a" / "b"), 1 << 20, str(tmp_path / "a"))
 

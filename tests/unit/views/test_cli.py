@@ -417,3 +417,28 @@ def test_tensorboards_size_flags_are_refused_when_parsed(flag, value, capsys):
         parser.parse_args([flag, value])
     assert exit_.value.code == 2
     assert f"argument {flag}: a number of " in capsys.readouterr().err
+
+
+_MODULES_AFTER = """
+import contextlib, io, json, sys
+from tb_leakfinder.views import cli
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    cli.main(sys.argv[1:])
+heavy = ("numpy", "tensorboard.backend", "tensorflow", "ray", "tb_leakfinder.analyses.diff", "tb_leakfinder.engine.precompute")
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv, loaded",
+    [
+        (["--help"], []),
+        (["report", "--help"], []),
+        (["report", "--json", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
+        (["check", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
+    ],
+)
+def test_a_command_imports_only_what_it_needs(argv, loaded):
+    """`--help` loads neither numpy nor TensorBoard's server; a report loads numpy, not the diff engine nor Ray's precompute."""
+    out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(out.stdout) == loaded

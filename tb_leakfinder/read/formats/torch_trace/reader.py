@@ -24,9 +24,10 @@ the trace's earliest event, the duration to its latest end. The capture's start 
 
 The file is read as a stream: blocks of it, gunzipped as they come, decoded a value at a time through a window
 of text (`_Text`), so a trace of gigabytes is never held whole, as bytes or as Python objects. The top-level
-object's keys may come in any order; `traceEvents` is streamed one event at a time into compact columns
-(`array`s, strings stored once), every other top-level value parsed whole and only `deviceProperties` and
-`baseTimeNanoseconds` kept.
+object's keys may come in any order; `traceEvents` is streamed into compact columns (`array`s, strings stored
+once): runs of up to CHUNK_CHARS of events decoded at once by msgspec (`chunks.py`) where it is installed, and any
+run it does not take, or every event without it, one at a time by the json module (`_Scan.add`). Every other
+top-level value is parsed whole and only `deviceProperties` and `baseTimeNanoseconds` kept.
 """
 
 from __future__ import annotations
@@ -107,6 +108,13 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _CLOSER = re.compile(r"[\]},:]")
 _NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+_COMMA_NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+# A run of events decoded at once (`chunks.py`) is at most this long, far below MAX_EVENT_CHARS, so no event in it
+# is one the reader refuses for its length; a run ends at one of the last MAX_CLOSERS closing braces in it.
+CHUNK_CHARS = 4 << 20
+MAX_CLOSERS = 64
+# Off, every event is decoded by the json module and checked one at a time: the reader without msgspec.
+CHUNKED = True
 
 
 def not_readable(path: str, detail: object) -> LeakfinderError:
@@ -155,17 +163,22 @@ class _Text:
 
     def _fill(self, want: int) -> bool:
         """Reads on until the window holds `want` characters past `pos`; False when the text had none left."""
-        added = False
-        while len(self.text) - self.pos < want and not self.ended:
+        parts = [self.text[self.pos :]]
+        pending = len(parts[0])
+        while pending < want and not self.ended:
             block = next(self.blocks, None)
             if block is None:
                 self.ended = True
                 break
-            self.dropped += self.pos
-            self.text = self.text[self.pos :] + block
-            self.pos = 0
-            added = added or bool(block)
-        return added
+            parts.append(block)
+            pending += len(block)
+        if len(parts) == 1:
+            return False
+        # Joined once: a window of many blocks is copied once, not once per block.
+        self.dropped += self.pos
+        self.text = "".join(parts)
+        self.pos = 0
+        return any(parts[1:])
 
     def peek(self) -> str:
         """The next character that is not whitespace ("" at the end of the text), not consumed."""
@@ -217,14 +230,27 @@ class _Text:
                 raise not_readable(self.path, f"{what} is longer than {limit} characters")
             self._fill(2 * pending + 1)  # doubling: a long value is decoded a few times, not once per block
 
-    def array(self, what: str, limit: int) -> Iterator[Any]:
-        """The elements of the JSON array at the next character, one at a time."""
+    def array(self, what: str, limit: int, chunk: Callable[[str], int] | None = None) -> Iterator[tuple[int, Any]]:
+        """The elements of the JSON array at the next character, one at a time with their index. With `chunk`, runs
+        of whole elements go to it as their text instead: it takes them and says how many there were, or says -1
+        and leaves them to be read one at a time."""
         self.expect("[", f"the key of {what}")
         if self.peek() == "]":
             self.pos += 1
             return
         k = 0
+        one_by_one_until = -1  # the elements before this position in the file (from a refused run) go one at a time
         while True:
+            if chunk is not None and self.dropped + self.pos >= one_by_one_until:
+                run = self._run(min(CHUNK_CHARS, limit))
+                if run is not None:
+                    run_end, run_next = run
+                    count = chunk(self.text[self.pos : run_end])
+                    if count >= 0:
+                        self.pos = run_next
+                        k += count
+                        continue
+                    one_by_one_until = self.dropped + run_end
             # Most elements and the comma after them lie inside the window: decoded without the checks of `value`.
             try:
                 found, end = _DECODER.raw_decode(self.text, self.pos)
@@ -233,19 +259,38 @@ class _Text:
                 after = None
             if after is not None and after.end() < len(self.text):
                 self.pos = after.end()
-                yield found
+                yield k, found
                 if after.group(1) == "]":
                     return
             else:
-                yield self.value(f"{what}[{k}]", limit)
+                yield k, self.value(f"{what}[{k}]", limit)
                 if self.expect(",]", f"{what}[{k}]") == "]":
                     return
                 self.peek()  # where the next element starts, as the fast path wants it
             k += 1
 
+    def _run(self, most: int) -> tuple[int, int] | None:
+        """Where a run of elements from `pos` may end (after a closing brace followed by a comma) and where the
+        element after it starts; None when the window has no such place. A brace inside an element may be taken
+        for one: the run's text is then no list of elements, which the chunk's decoder finds. At most `most`
+        characters are read ahead for it, so an element longer than the limit is still refused unread."""
+        self._fill(most)
+        brace = self.text.rfind("}", self.pos, self.pos + most)
+        for _ in range(MAX_CLOSERS):
+            if brace <= self.pos:
+                return None
+            comma = _COMMA_NEXT.match(self.text, brace + 1)
+            if comma is not None and comma.end() < len(self.text):
+                return brace + 1, comma.end()
+            brace = self.text.rfind("}", self.pos, brace)
+        return None
 
-def parse_trace(blocks: Iterable[bytes], path: str, on_event: Callable[[int, Any], None]) -> dict[str, Any]:
+
+def parse_trace(
+    blocks: Iterable[bytes], path: str, on_event: Callable[[int, Any], None], on_chunk: Callable[[str], int] | None = None
+) -> dict[str, Any]:
     """Streams a trace's `traceEvents` through `on_event` (index, event) and returns its other kept top-level values.
+    With `on_chunk`, runs of events go to it as text (see `_Text.array`), the others to `on_event`.
 
     The keys of the top-level object may come in any order.
     """
@@ -269,7 +314,7 @@ def parse_trace(blocks: Iterable[bytes], path: str, on_event: Callable[[int, Any
         if key == EVENTS_KEY:
             if text.peek() != "[" or events_seen:
                 raise not_readable(path, f'no "{EVENTS_KEY}" list at its top, or more than one')
-            for k, event in enumerate(text.array(EVENTS_KEY, MAX_EVENT_CHARS)):
+            for k, event in text.array(EVENTS_KEY, MAX_EVENT_CHARS, on_chunk):
                 on_event(k, event)
             events_seen = True
         else:
@@ -487,11 +532,23 @@ def _start_time_ns(base: Any, earliest: float, path: str, warnings: list[str]) -
     return start if 0 <= start < 1 << 63 else None
 
 
+def _chunk_reader(scan: _Scan) -> Callable[[str], int] | None:
+    """What takes runs of events at once (`chunks.py`), or None without msgspec or with CHUNKED off: every event
+    then goes through `_Scan.add`."""
+    if not CHUNKED:
+        return None
+    try:
+        from tb_leakfinder.read.formats.torch_trace.chunks import Chunks
+    except ImportError:  # msgspec is not installed: the pure-Python reader
+        return None
+    return Chunks(scan).take
+
+
 def decode(blocks: Iterable[bytes], host: str, path: str) -> HostProfile:
     """One trace's bytes (gzipped or not, in blocks as they are read), read from `path`."""
     counted = _Counted(blocks)
     scan = _Scan(path, counted)
-    top = parse_trace(counted, path, scan.add)
+    top = parse_trace(counted, path, scan.add, _chunk_reader(scan))
     if not math.isfinite(scan.earliest):
         raise not_readable(path, "it has no timed events")
     if (scan.latest - scan.earliest) * US_TO_PS >= 1 << 62:

@@ -24,6 +24,13 @@ from tests.unit.read.formats.torch_trace.trace_files import complete, memory, wr
 MIB = 1 << 20
 
 
+@pytest.fixture(autouse=True, params=["in runs", "one at a time"])
+def _both_paths(request, monkeypatch):
+    """Every test here reads through both paths: runs of events decoded by msgspec, and one event at a time (the
+    reader without msgspec)."""
+    monkeypatch.setattr(reader, "CHUNKED", request.param == "in runs")
+
+
 def _new_form(tmp_path):
     events = [
         complete("ProfilerStep#3", 1000.0, 100.0, cat="user_annotation"),

@@ -8,6 +8,7 @@ files are unreadable.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import mmap
 import os
@@ -35,6 +36,7 @@ from tb_leakfinder.model.memory import (
     SPAN_HOST_RUNTIME,
     HostProfile,
 )
+from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
@@ -672,7 +674,20 @@ def test_dropping_scanned_pages_does_not_change_the_scan():
         scanner.scan(data, drop=True)
 
 
-def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile(tmp_path, monkeypatch):
+def _resident_kib(start: int) -> int:
+    """The resident KiB of this process's mapping that starts at `start` (/proc/self/smaps)."""
+    with open("/proc/self/smaps") as smaps:
+        lines = iter(smaps)
+        for line in lines:
+            if line.startswith(f"{start:x}-"):
+                return next(int(row.split()[1]) for row in lines if row.startswith("Rss:"))
+    raise AssertionError(f"no mapping at {start:x}")
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile(tmp_path, monkeypatch, mapped):
+    """A local file is mapped (its scanned pages leave the process's resident set), or copied (they are zeroed)."""
+    monkeypatch.setattr(files, "ALLOW_MAP", mapped)
     data = _multi_chunk_profile()
     assert len(data) > reader.SCAN_THREADS << 20  # several chunks for each thread
     path = tmp_path / "host0.xplane.pb"
@@ -681,8 +696,12 @@ def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile
 
     def scan_then_look(buffer: memoryview, **options: int) -> dict:
         assert options["drop"] and not buffer.readonly
+        pointer = ctypes.c_char.from_buffer(buffer)
+        start = ctypes.addressof(pointer)
+        del pointer  # the view is exported no longer: the mapping may close
         scanned = scanner.scan(buffer, **options)
-        given_back.append(bytes(buffer).count(0) - data.count(0))
+        # The scan reads every page of the mapping: those not resident after it were given back.
+        given_back.append(len(data) - (_resident_kib(start) << 10) if mapped else bytes(buffer).count(0) - data.count(0))
         return scanned
 
     monkeypatch.setattr(reader, "_scanner", SimpleNamespace(scan=scan_then_look, ScanError=scanner.ScanError))

@@ -1,0 +1,21 @@
+"""Where the disk cache lives and its default size: what the CLI's options name, without loading the cache."""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_MAX_BYTES = 20 << 30
+ENV_DIR = "TB_LEAKFINDER_CACHE_DIR"
+ENV_OFF = "TB_LEAKFINDER_NO_CACHE"
+
+
+def default_dir() -> str:
+    """$TB_LEAKFINDER_CACHE_DIR, else tb_leakfinder under the user's cache folder ($XDG_CACHE_HOME or ~/.cache)."""
+    if os.environ.get(ENV_DIR):
+        return os.environ[ENV_DIR]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tb_leakfinder")
+
+
+def disabled_by_env() -> bool:
+    return os.environ.get(ENV_OFF, "") not in ("", "0")

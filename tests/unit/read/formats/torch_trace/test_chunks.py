@@ -1,0 +1,170 @@
+"""Runs of events decoded by msgspec (chunks.py) read as the event-at-a-time reader reads them: the same profile
+from real and built traces, and where a run holds an event that path does not take, the same profile or the same
+refusal from the other path."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.torch_trace import chunks, reader
+from tests.support.fuzzing import ROOT
+from tests.unit.read.formats.torch_trace.test_real_traces import QWEN, RESNET
+from tests.unit.read.formats.torch_trace.trace_files import complete, memory, training, write
+
+
+def _profile(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
+    """The profile's parts as plain values, and how many events each run the chunk path took held (-1: refused)."""
+    monkeypatch.setattr(reader, "CHUNKED", chunked)
+    taken: list[int] = []
+    take = chunks.Chunks.take
+
+    def counting(self: chunks.Chunks, text: str) -> int:
+        taken.append(take(self, text))
+        return taken[-1]
+
+    monkeypatch.setattr(chunks.Chunks, "take", counting)
+    profile = reader.decode(files.read_blocks(str(path), 1 << 12, limit=reader.MAX_TRACE_BYTES), "h", str(path))
+    parts: dict[str, object] = {"warnings": profile.warnings, "duration": profile.duration_ps, "start": profile.start_time_ns}
+    for part in ("events", "spans", "steps"):
+        for name, value in vars(getattr(profile, part)).items():
+            parts[f"{part}.{name}"] = value.tolist() if isinstance(value, np.ndarray) else value
+    return parts, taken
+
+
+def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
+    """The profile, the same from both paths, and the chunk path's runs."""
+    chunked, taken = _profile(path, True, monkeypatch)
+    single, _ = _profile(path, False, monkeypatch)
+    assert chunked.keys() == single.keys()
+    assert [name for name in chunked if chunked[name] != single[name]] == []
+    return chunked, taken
+
+
+def _refusal(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(reader, "CHUNKED", chunked)
+    with pytest.raises(LeakfinderError) as error:
+        reader.read_host(str(path), "h")
+    return error.value.message
+
+
+@pytest.mark.skipif(not RESNET.exists() or not QWEN.exists(), reason="the shared real traces are absent")
+@pytest.mark.parametrize("path", [RESNET, QWEN])
+def test_real_traces_read_alike_and_in_runs(path, monkeypatch):
+    monkeypatch.setattr(reader, "CHUNK_CHARS", 64 << 10)  # many runs, each cut at a brace inside an event or not
+    profile, taken = _both(path, monkeypatch)
+    assert len(taken) > 10 and sum(n for n in taken if n > 0) > 0.9 * sum(abs(n) for n in taken)
+    assert len(profile["events.time_ps"]) in (10_980, 2_450)
+
+
+def test_a_built_training_loop_reads_alike_in_runs_of_any_length(tmp_path, monkeypatch):
+    path = write(tmp_path / "t.pt.trace.json", training(steps=30))
+    for size in (300, 2000, 1 << 20):
+        monkeypatch.setattr(reader, "CHUNK_CHARS", size)
+        profile, taken = _both(path, monkeypatch)
+        assert profile["steps.step_num"] == list(range(30)) and max(taken) > 0
+
+
+def _with(events: list[dict[str, object]], tmp_path: Path, name: str = "odd.pt.trace.json") -> Path:
+    """A training loop with `events` in its middle."""
+    loop = training(steps=6)
+    return write(tmp_path / name, loop[:10] + events + loop[10:])
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},  # metadata, no time
+        {"ph": "i", "name": "flow", "pid": 1, "tid": 1},  # no time: skipped
+        {"ph": "X", "name": "aten::mm", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 2000.5},  # no duration: 0
+        complete("aten::mm", 2001.0, 3.0, tid=7.0),  # 7.0's text is not 7's
+        complete("aten::mm", 2001.0, 3.0, tid=True),
+        complete("aten::mm", 2001.0, 3.0, tid=[1, {"a": 2}]),
+        {**complete("aten::mm", 2001.0, 3.0), "args": [1]},  # args not an object: taken as none
+        {**memory(2002.0, 4096, Addr=5), "args": {"Bytes": 4096, "Addr": None}},  # a null Addr is none
+        memory(2003.0, 0),  # 0 bytes: counted and left out
+        memory(2004.0, 64, device_type=6, device_id=2, Addr=9),  # a HIP device
+        complete("ProfilerStep#99", 2005.0, 1.0, cat="gpu_user_annotation"),  # the GPU's copy
+        complete("aten::mm", 2006.0, 3.0, **{"Input Dims": [[2, 3]], "Input type": ["c10::Half"]}),
+        complete("aten::cat", 2006.0, 3.0, **{"Input Dims": [[[2, 3], [4]]], "Input type": ["TensorList"]}),
+    ],
+)
+def test_events_the_chunk_path_leaves_read_alike(odd, tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "CHUNK_CHARS", 1 << 20)
+    _both(_with([odd], tmp_path), monkeypatch)
+
+
+@pytest.mark.parametrize("shift, taken", [(1_623_212_388_426_902, True), (5 * 10**15, False)])
+def test_integer_epoch_times_read_alike(shift, taken, tmp_path, monkeypatch):
+    """Times in µs since the epoch as integers (PyTorch 1.9): kept as the ints they are, whether the chunk path
+    takes them (below 2^52, exact as float64) or leaves them (above)."""
+    events = [{**e, "ts": shift + int(e["ts"]), **({"dur": int(e["dur"])} if "dur" in e else {})} for e in training(steps=6)]
+    path = write(tmp_path / "old.pt.trace.json", events, baseTimeNanoseconds=0)
+    profile, runs = _both(path, monkeypatch)
+    assert (max(runs) > 0) == taken and profile["start"] == shift * 1000
+
+
+@pytest.mark.parametrize(
+    "odd, detail",
+    [
+        ({**complete("aten::mm", 2001.0, 3.0), "ts": None}, "event 10's ts is None"),
+        ({**complete("aten::mm", 2001.0, 3.0), "dur": -1}, "event 10's dur is negative"),
+        ({**complete("aten::mm", 2001.0, 3.0), "dur": "3"}, "event 10's dur is '3'"),
+        (memory(2002.0, 1.5), "[memory] event 10's Bytes is 1.5"),
+        (memory(2002.0, 64, Addr=-1), "[memory] event 10's Addr is negative"),
+        (memory(2002.0, 64, Addr=1 << 64), "[memory] event 10's Addr is 18446744073709551616"),
+        (memory(2002.0, 64, device_id=1 << 20), "[memory] event 10's Device Id is 1048576"),
+        (memory(2002.0, 1 << 60), "[memory] event 10's Bytes is 1152921504606846976"),
+        (complete("ProfilerStep#" + "9" * 30, 2001.0, 3.0, cat="user_annotation"), "step number 9999"),
+    ],
+)
+def test_events_refused_are_refused_alike(odd, detail, tmp_path, monkeypatch):
+    path = _with([odd], tmp_path)
+    assert detail in _refusal(path, True, monkeypatch) == _refusal(path, False, monkeypatch)
+
+
+def test_json_msgspec_refuses_reads_as_the_json_module_reads_it(tmp_path, monkeypatch):
+    """NaN is JSON to Python's json module, not to msgspec: that run goes event by event, which refuses the time."""
+    path = _with([complete("aten::mm", 2001.0, 3.0)], tmp_path)
+    path.write_text(path.read_text().replace('"ts": 2001.0', '"ts": NaN'))
+    assert "event 10's ts is nan" in _refusal(path, True, monkeypatch) == _refusal(path, False, monkeypatch)
+
+
+def test_a_brace_inside_an_event_is_no_place_to_cut(tmp_path, monkeypatch):
+    """Objects inside an event's args end in '},' too: a run cut there is no list of events, and is read again."""
+    nested = complete("aten::mm", 2001.0, 3.0, extra=[{"a": 1}, {"b": 2}], more={"c": {"d": 1}, "e": 2})
+    path = write(tmp_path / "n.pt.trace.json", [nested] * 200 + training(steps=3))
+    monkeypatch.setattr(reader, "CHUNK_CHARS", 500)
+    _, taken = _both(path, monkeypatch)
+    assert -1 in taken and max(taken) > 0
+
+
+def test_without_msgspec_the_reader_reads_one_event_at_a_time(tmp_path):
+    path = write(tmp_path / "t.pt.trace.json", training(steps=12))
+    program = f"""
+import json, sys
+sys.modules["msgspec"] = None  # as if it were not installed
+from tb_leakfinder.read.formats.torch_trace import reader
+profile = reader.read_host({str(path)!r}, "h")
+chunked = "tb_leakfinder.read.formats.torch_trace.chunks" in sys.modules
+print(json.dumps([len(profile.events), profile.steps.step_num.tolist(), chunked]))
+"""
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert json.loads(out) == [36, list(range(12)), False]
+
+
+def test_the_identity_tool_finds_the_paths_alike():
+    """tools/torch_trace_identity.py against this tree's own reader: every trace of its corpus the same."""
+    out = subprocess.run(
+        [sys.executable, "tools/torch_trace_identity.py", "--against", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert len(re.findall(r"^same: ", out.stdout, re.M)) >= 6
