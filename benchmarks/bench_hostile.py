@@ -50,6 +50,11 @@ def _cases() -> dict[str, Callable[[Path], Path]]:
         "names_100k": lambda d: hostile.function_names(d / "w.pt.trace.json.gz", 100_000),
         "threads_200k": lambda d: hostile.threads(d / "w.pt.trace.json.gz", 200_000),
         "device_labels_50k": lambda d: hostile.device_labels(d / "m.prof", 50_000),
+        "xspace_allocators_60k": lambda d: hostile.xspace_allocators(d / "h.xplane.pb", 60_000),
+        "xspace_threads_200k": lambda d: hostile.xspace_threads(d / "h.xplane.pb", 200_000),
+        "xspace_names_100k": lambda d: hostile.xspace_names(d / "h.xplane.pb", 100_000),
+        "xspace_devices_100k": lambda d: hostile.xspace_devices(d / "h.xplane.pb", 100_000),
+        "xspace_empty_planes_5M": lambda d: hostile.xspace_empty_planes(d / "h.xplane.pb", 5_000_000),
     }
 
 
@@ -91,7 +96,7 @@ def main() -> int:
     cases = _cases()
     chosen = args.only.split(",") if args.only else list(cases)
     missed = 0
-    print(f"{'case':<20} {'file':>10} {'seconds':>8} {'RSS MiB':>8} {'exit':>6}  output")
+    print(f"{'case':<24} {'file':>10} {'seconds':>8} {'RSS MiB':>8} {'exit':>6}  output")
     with tempfile.TemporaryDirectory() as tmp:
         for name in chosen:
             folder = Path(tmp) / name
@@ -100,7 +105,7 @@ def main() -> int:
             size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
             seconds, rss, status, last = _run(path, args.timeout)
             missed += seconds > TARGET_S or rss > TARGET_RSS_MIB or status == "killed"
-            print(f"{name:<20} {size:>10} {seconds:>8.2f} {rss:>8} {status:>6}  {last}", flush=True)
+            print(f"{name:<24} {size:>10} {seconds:>8.2f} {rss:>8} {status:>6}  {last}", flush=True)
     print(f"{len(chosen) - missed} of {len(chosen)} within {TARGET_S:g} s and {TARGET_RSS_MIB} MiB")
     return 1 if missed else 0
 

@@ -116,8 +116,10 @@ class _Chains:
     """Chains of host call names, interned: chain k is (name[k], the chain outside it: parent[k], -1 at the top)."""
 
     def __init__(self) -> None:
-        self.name = np.zeros(0, np.int64)
-        self.parent = np.zeros(0, np.int64)
+        # Each extend's new chains, joined once asked: joining at every extend costs a pass per thread.
+        self._added: list[tuple[np.ndarray, np.ndarray]] = []
+        self._joined = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self._count = 0
 
     def extend(self, names: np.ndarray, parents: np.ndarray) -> np.ndarray:
         """The chains of calls named `names` inside chains `parents` (-1: none), new ones added: one per distinct
@@ -126,18 +128,27 @@ class _Chains:
             return np.zeros(0, np.int64)
         width = int(names.max()) + 1
         pairs, inverse = small_unique((parents + 1) * width + names)
-        first = len(self.name)
-        self.name = np.concatenate([self.name, pairs % width])
-        self.parent = np.concatenate([self.parent, pairs // width - 1])
+        first = self._count
+        self._added.append((pairs % width, pairs // width - 1))
+        self._count += len(pairs)
         ids: np.ndarray = first + inverse.reshape(-1)
         return ids
 
+    def _columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """(name, parent) of every chain."""
+        if self._added:
+            names, parents = zip(*self._added, strict=True)
+            self._joined = (np.concatenate([self._joined[0], *names]), np.concatenate([self._joined[1], *parents]))
+            self._added = []
+        return self._joined
+
     def names(self, chain: int) -> list[int]:
         """The name indices of a chain, innermost first."""
+        name, parent = self._columns()
         out = []
         while chain >= 0:
-            out.append(int(self.name[chain]))
-            chain = int(self.parent[chain])
+            out.append(int(name[chain]))
+            chain = int(parent[chain])
         return out
 
 
@@ -301,6 +312,14 @@ class CallIndex:
         return [key for key in found if key in self.modules]
 
 
+def _grouped(rows: np.ndarray, keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """`rows` grouped by their `keys`, in increasing key, each group in the rows' order: one sort, not a pass over
+    every row per key (a profile may name tens of thousands of threads)."""
+    order = np.argsort(keys, kind="stable")
+    cuts = np.flatnonzero(np.diff(keys[order])) + 1
+    return [(int(keys[group[0]]), rows[group]) for group in np.split(order, cuts) if len(group)]
+
+
 def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequence[str] = ()) -> CallIndex:
     chains = _Chains()
     calls: dict[int, _Forest] = {}
@@ -314,8 +333,7 @@ def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequen
     is_runtime = is_host_runtime & (named_runtime[spans.name] if len(spans.names) else False)
     for mask, into in ((is_call, calls), (is_program, programs), (is_runtime, runtime)):
         rows = np.flatnonzero(mask)
-        for line in np.unique(spans.line[rows]).tolist():
-            mine = rows[spans.line[rows] == line]
+        for line, mine in _grouped(rows, spans.line[rows]):
             into[line] = _Forest(
                 spans.start_ps[mine], spans.end_ps[mine], mine, spans.name[mine], chains if into is calls else None
             )
@@ -323,8 +341,7 @@ def call_index(spans: Spans, modules: Sequence[HloModule], device_planes: Sequen
     device = np.flatnonzero(spans.source == SPAN_DEVICE_PROGRAM)
     device_programs = {
         plane: _Forest(spans.start_ps[mine], spans.end_ps[mine], mine, spans.name[mine], None)
-        for plane in np.unique(spans.device[device]).tolist()
-        for mine in [device[spans.device[device] == plane]]
+        for plane, mine in _grouped(device, spans.device[device])
     }
     launch = np.flatnonzero(is_host_runtime & (spans.program_id != NO_PROGRAM_ID))  # spans are sorted by start
     user_files = {m.instructions.source[i].split(":")[0].rsplit("/", 1)[-1] for m in modules for i in range(len(m.instructions))}
@@ -622,10 +639,11 @@ def _anchored_chains(index: CallIndex, times: np.ndarray, lines: np.ndarray, cal
     chain = np.full(len(times), -1, np.int64)
 
     def around(rows: np.ndarray, at_lines: np.ndarray, at_times: np.ndarray) -> None:
-        for thread, forest in index.calls.items():
-            on = at_lines == thread
-            at = forest.innermost(at_times[on])
-            chain[rows[on]] = np.where(at >= 0, forest.chain[np.maximum(at, 0)], -1)
+        for thread, on in _grouped(np.arange(len(rows)), at_lines):
+            forest = index.calls.get(thread)
+            if forest is not None:
+                at = forest.innermost(at_times[on])
+                chain[rows[on]] = np.where(at >= 0, forest.chain[np.maximum(at, 0)], -1)
 
     around(np.arange(len(times)), lines, times)
     launched = np.flatnonzero((chain < 0) & (callers[:, 0] >= 0))

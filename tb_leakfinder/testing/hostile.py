@@ -15,6 +15,7 @@ from typing import Any
 
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder
+from tb_leakfinder.testing.xspace_builder import ProfileBuilder, StatValue
 
 # Names a FIFO may hide behind in a logdir: each format's, and the JSON and pickle that discovery sniffs.
 FIFO_NAMES = ("h.xplane.pb", "w.pt.trace.json", "w.pt.trace.json.gz", "other.json", "s.pickle", "s.pkl", "m.prof")
@@ -135,4 +136,57 @@ def memo_entries(path: Path, count: int) -> Path:
     entry = builder.snapshot["device_traces"][0][0]
     builder.snapshot["device_traces"][0] = [entry] * count
     path.write_bytes(pickle.dumps(builder.snapshot, protocol=4))
+    return path
+
+
+def _xspace_alloc(builder: ProfileBuilder, k: int, line: str, **stats: StatValue) -> None:
+    """The `k`-th MemoryAllocation of 256 bytes, at k ns, with `stats` (its memory id among them)."""
+    given: dict[str, StatValue] = {"bytes_allocated": 256 * (k + 1), "allocation_bytes": 256, "addr": k + 1, "tf_op": "Mul"}
+    builder.event("MemoryAllocation", k * 1000 + 1, line=line, stats={**given, **stats})
+
+
+def xspace_allocators(path: Path, count: int, *, integer_ids: bool = False) -> Path:
+    """An XSpace of `count` memory events, each on an allocator of its own: named, or numbered by `index_on_host`."""
+    builder = ProfileBuilder()
+    for k in range(count):
+        _xspace_alloc(builder, k, "tf_Compute", **({"index_on_host": k} if integer_ids else {"allocator_name": f"a{k}"}))
+    builder.write(path)
+    return path
+
+
+def xspace_threads(path: Path, count: int) -> Path:
+    """An XSpace of `count` /host:CPU lines, each a thread with a Python call around one memory event."""
+    builder = ProfileBuilder()
+    for k in range(count):
+        builder.event("$a.py:1 f", k * 1000, 500, line=f"t{k}")
+        _xspace_alloc(builder, k, f"t{k}", allocator_name="GPU_0_bfc")
+    builder.write(path)
+    return path
+
+
+def xspace_names(path: Path, count: int) -> Path:
+    """An XSpace of `count` Python calls of distinct names, each around a memory event of an op of its own name."""
+    builder = ProfileBuilder()
+    for k in range(count):
+        builder.event(f"$a.py:{k} f{k}", k * 1000, 500, line="python")
+        _xspace_alloc(builder, k, "tf_Compute", allocator_name="GPU_0_bfc", tf_op=f"op{k}")
+    builder.write(path)
+    return path
+
+
+def xspace_devices(path: Path, count: int) -> Path:
+    """An XSpace of one memory event and `count` device planes, each with one program execution."""
+    builder = ProfileBuilder()
+    _xspace_alloc(builder, 0, "tf_Compute", allocator_name="GPU_0_bfc")
+    for k in range(count):
+        builder.xla_module(f"/device:GPU:{k}", f"jit_f({k})", 1000, 2000, run_id=k)
+    builder.write(path)
+    return path
+
+
+def xspace_empty_planes(path: Path, count: int) -> Path:
+    """An XSpace of one memory event followed by `count` empty planes: two bytes each."""
+    builder = ProfileBuilder()
+    _xspace_alloc(builder, 0, "tf_Compute", allocator_name="GPU_0_bfc")
+    path.write_bytes(builder.to_bytes() + b"\x0a\x00" * count)
     return path

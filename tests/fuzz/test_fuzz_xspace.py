@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read.formats import limits
+from tb_leakfinder.testing import hostile
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
 from tests.support.fuzzing import (
     HUGE_DECLARATIONS,
@@ -26,6 +29,8 @@ from tests.support.fuzzing import (
     MAX_SECONDS_PER_INPUT,
     PURE_ENV,
     ROOT,
+    Mutator,
+    Seed,
     Tally,
     analyse_file,
     decoder_path,
@@ -77,6 +82,28 @@ def test_fuzzed_inputs_end_in_report_or_project_error(tmp_path):
         assert tally.outcomes["report"] >= CI_INPUTS // 10, tally.outcomes
         assert tally.outcomes["error"] >= CI_INPUTS // 10, tally.outcomes
     assert peak_rss_bytes() - rss_before < MAX_RSS_GROWTH_BYTES
+
+
+def test_profiles_at_and_past_the_caps_mutated_end_alike_in_both_decoders(tmp_path):
+    """The counts the caps bound (limits.py), a step either side, mutated: a duplicated or deleted field, a changed
+    name or field number moves a profile across a cap; both decoders must still give the very same answer."""
+    built = {
+        "allocators_past": hostile.xspace_allocators(tmp_path / "a.pb", limits.MAX_ALLOCATORS + 1),
+        "devices_past": hostile.xspace_devices(tmp_path / "d.pb", limits.MAX_ALLOCATORS + 1),
+        "planes_at": hostile.xspace_empty_planes(tmp_path / "p.pb", limits.MAX_PLANES - 1),
+        "planes_past": hostile.xspace_empty_planes(tmp_path / "q.pb", limits.MAX_PLANES),
+    }
+    seeds = [Seed(name, path.read_bytes()) for name, path in built.items()]
+    mutator = Mutator(seeds, random.Random(CI_SEED))
+    inputs = [(seed.name, seed.data) for seed in seeds] + [mutator.next() for _ in range(40)]
+    tallies = {decoder: Tally() for decoder in decoder_paths()}
+    path = tmp_path / "f.xplane.pb"
+    disagreements = [name for name, data in inputs if not run_differential(tallies, name, data, path)]
+    assert disagreements == [], disagreements[:10]
+    for tally in tallies.values():
+        assert tally.crashes == [], tally.crashes[:10]
+        assert tally.max_seconds < MAX_SECONDS_PER_INPUT, tally.slowest
+        assert tally.outcomes["report"] and tally.outcomes["error"], tally.outcomes
 
 
 def test_declared_huge_lengths_allocate_nothing_like_them(tmp_path):

@@ -15,6 +15,9 @@ from tb_leakfinder.errors import LeakfinderError
 MAX_ALLOCATORS = 1024
 # Threads of one host (the model's lines): a process has hundreds, a few thousand at most.
 MAX_LINES = 1 << 16
+# Planes of one XSpace (a host, its metadata, its devices and a few more): each costs a walk of its own, so a
+# file of empty planes costs a thousand times its bytes.
+MAX_PLANES = 1 << 12
 # Events of a trace per byte of its file (a gzipped one's compressed bytes), past the first ones: a real event is
 # about a hundred bytes of text, a few compressed; an empty one `{}` gzips a thousandfold.
 EVENTS_PER_FILE_BYTE = 1
@@ -29,6 +32,11 @@ def check_allocators(count: int, path: str, refuse: Callable[[str, object], Leak
 def check_lines(count: int, path: str, refuse: Callable[[str, object], LeakfinderError]) -> None:
     if count > MAX_LINES:
         raise refuse(path, f"its events are on more than {MAX_LINES} threads")
+
+
+def check_planes(count: int, path: str, refuse: Callable[[str, object], LeakfinderError]) -> None:
+    if count > MAX_PLANES:
+        raise refuse(path, f"it has more than {MAX_PLANES} planes")
 
 
 def check_events(count: int, file_bytes: int, path: str, refuse: Callable[[str, object], LeakfinderError]) -> None:

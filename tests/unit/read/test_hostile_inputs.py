@@ -19,6 +19,7 @@ import pytest
 
 from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.torch_trace import reader
+from tb_leakfinder.read.formats.xplane import reader as xplane_reader
 from tb_leakfinder.testing import hostile
 
 # Far more than any of these takes now, far less than what they took before.
@@ -26,13 +27,16 @@ CHILD_TIMEOUT_S = 60
 ADDRESS_SPACE = 1536 << 20
 
 
-def run_check(path: Path, *more: str) -> subprocess.CompletedProcess[str]:
+def run_check(path: Path, *more: str, pure: bool = False) -> subprocess.CompletedProcess[str]:
+    """`pure`: with the reference XSpace decoder rather than the compiled scanner."""
+
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
     command = [sys.executable, "-m", "tb_leakfinder.views.cli", "check", str(path), "--no-cache", *more]
+    env = {**os.environ, xplane_reader.PURE_PYTHON_ENV: "1" if pure else "0"}
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, preexec_fn=limit, stdin=subprocess.DEVNULL
+        command, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, preexec_fn=limit, stdin=subprocess.DEVNULL, env=env
     )
 
 
@@ -106,8 +110,8 @@ def test_a_gzip_of_20_million_empty_events_is_refused_for_its_events_per_byte(tm
 @pytest.mark.parametrize(
     ("make", "why"),
     [
-        (lambda p: hostile.devices(p / "w.pt.trace.json.gz", 2_000), "more than 1024 devices or allocators"),
-        (lambda p: hostile.device_labels(p / "m.prof", 2_000), "more than 1024 devices or allocators"),
+        (lambda p: hostile.devices(p / "w.pt.trace.json.gz", 2_000), "it names more than 1024 devices or allocators"),
+        (lambda p: hostile.device_labels(p / "m.prof", 2_000), "it names more than 1024 devices or allocators"),
         (lambda p: hostile.threads(p / "w.pt.trace.json.gz", 70_000), "on more than 65536 threads"),
     ],
     ids=["trace_devices", "pprof_devices", "trace_threads"],
@@ -115,6 +119,50 @@ def test_a_gzip_of_20_million_empty_events_is_refused_for_its_events_per_byte(tm
 def test_a_small_file_naming_too_many_devices_or_threads_is_refused(tmp_path, make: Callable[[Path], Path], why):
     path = make(tmp_path)
     refused(run_check(path), path, why)
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["scanner", "reference"])
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda p: hostile.xspace_allocators(p, 2_000), "it names more than 1024 devices or allocators"),
+        (lambda p: hostile.xspace_allocators(p, 2_000, integer_ids=True), "it names more than 1024 devices or allocators"),
+        (lambda p: hostile.xspace_devices(p, 2_000), "it names more than 1024 devices or allocators"),
+        (lambda p: hostile.xspace_threads(p, 70_000), "its events are on more than 65536 threads"),
+        (lambda p: hostile.xspace_empty_planes(p, 1_000_000), "it has more than 4096 planes"),
+    ],
+    ids=["allocator_names", "allocator_ids", "device_planes", "threads", "empty_planes"],
+)
+def test_an_xspace_naming_too_many_allocators_devices_threads_or_planes_is_refused_by_both_decoders(
+    tmp_path, make: Callable[[Path], Path], why, pure
+):
+    path = make(tmp_path / "h.xplane.pb")
+    result = run_check(path, pure=pure)
+    refused(result, path, f"an XSpace profile too large to read ({why})")
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["scanner", "reference"])
+def test_an_xspace_of_as_many_allocators_and_planes_as_the_caps_is_read(tmp_path, pure):
+    allocators = hostile.xspace_allocators(tmp_path / "a.xplane.pb", limits.MAX_ALLOCATORS)
+    result = run_check(allocators, pure=pure)
+    assert result.returncode == 0 and f"No leak on {limits.MAX_ALLOCATORS} allocators (a0, a1" in result.stdout, result.stderr
+    # The /host:CPU plane is the first of the file's planes.
+    planes = hostile.xspace_empty_planes(tmp_path / "p.xplane.pb", limits.MAX_PLANES - 1)
+    result = run_check(planes, pure=pure)
+    assert result.returncode == 0 and "The largest never-freed group is Mul" in result.stdout, result.stderr
+
+
+def test_an_xspace_of_threads_up_to_the_cap_is_read(tmp_path):
+    path = hostile.xspace_threads(tmp_path / "h.xplane.pb", limits.MAX_LINES)
+    result = run_check(path)
+    assert result.returncode == 1 and "Leak: +1.6 MiB per window from Mul (a.py:1 in f)" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["scanner", "reference"])
+def test_an_xspace_of_100000_distinct_call_and_op_names_is_read(tmp_path, pure):
+    path = hostile.xspace_names(tmp_path / "h.xplane.pb", 100_000)
+    result = run_check(path, pure=pure)
+    assert result.returncode == 0 and "No leak: nothing grows window after window" in result.stdout, result.stderr
 
 
 def test_100000_distinct_function_names_are_read(tmp_path):

@@ -348,6 +348,7 @@ typedef struct {
     ptr drop_from; int32_t drop_line; /* where the next drop may start: after this worker's last one in the line */
     int has_cpu;
     size_t num_planes;
+    size_t max_planes; /* past this many planes none is walked: num_planes says max_planes + 1 (0: no limit) */
     int64_t end_ps;
     int64_t time_base_ns; /* the timestamp_ns all times are placed from (see place_lines) */
 } Scan;
@@ -1470,6 +1471,12 @@ static int scan_space(Scan *s, ptr p, ptr end) {
     long cpu = -1, meta = -1;
     while ((r = next_field(s, &q, end, 0, &f)) > 0) {
         if (f.field == XSPACE_PLANES && f.wt == WT_LEN) {
+            if (s->max_planes && nplanes == s->max_planes) {
+                /* A file of empty planes would cost a walk per two bytes: the caller refuses it by its count. */
+                s->num_planes = nplanes + 1;
+                free(planes);
+                return 0;
+            }
             NameCtx name = {0};
             if (plane_name(s, f.data, f.data + f.len, 1, &name) < 0) goto fail;
             if (grow((void **)&planes, &cap, nplanes + 1, sizeof(PlaneRef)) < 0) goto nomem;
@@ -1635,13 +1642,14 @@ static int put(PyObject *d, const char *key, PyObject *v) {
 }
 
 static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"data", "threads", "chunk_bytes", "drop", NULL};
+    static char *keywords[] = {"data", "threads", "chunk_bytes", "drop", "max_planes", NULL};
     PyObject *data;
-    Py_ssize_t threads = 1, chunk_bytes = 1 << 20;
+    Py_ssize_t threads = 1, chunk_bytes = 1 << 20, max_planes = 0;
     int drop = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|nn$p", keywords, &data, &threads, &chunk_bytes, &drop)) return NULL;
-    if (threads < 1 || chunk_bytes < 1) {
-        PyErr_SetString(PyExc_ValueError, "threads and chunk_bytes must be at least 1");
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|nn$pn", keywords, &data, &threads, &chunk_bytes, &drop, &max_planes))
+        return NULL;
+    if (threads < 1 || chunk_bytes < 1 || max_planes < 0) {
+        PyErr_SetString(PyExc_ValueError, "threads and chunk_bytes must be at least 1, max_planes at least 0");
         return NULL;
     }
     /* Dropping zeroes pages of the caller's memory, so it needs a writable buffer: never a bytes object. */
@@ -1652,6 +1660,7 @@ static PyObject *scan(PyObject *module, PyObject *args, PyObject *kwargs) {
     s.threads = threads > MAX_WORKERS ? MAX_WORKERS : (int)threads;
     s.chunk_bytes = (size_t)chunk_bytes;
     s.drop = drop;
+    s.max_planes = (size_t)max_planes;
     idmap_clear(&s.stat_ids);
     idmap_clear(&s.event_ids);
     s.device = -1;
@@ -1692,14 +1701,15 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
-     "scan(data, threads=1, chunk_bytes=1 << 20, *, drop=False) -> dict: the /host:CPU memory-event columns (COLUMNS), step\n"
-     "rows (step, start, end), span rows (start, end, name, device, source, root, line: xspace.SPAN_ROW) with their\n"
+     "scan(data, threads=1, chunk_bytes=1 << 20, *, drop=False, max_planes=0) -> dict: the /host:CPU memory-event\n"
+     "columns (COLUMNS), step rows (step, start, end), span rows (start, end, name, device, source, root, line: xspace.SPAN_ROW) with their\n"
      "span_names, group rows (group, start, end), interned strings, allocator keys (a kind byte S/I/U and the\n"
      "value), device_planes, and the /host:metadata entries (key, name, hlo, program_id). The CPU plane's\n"
      "events are cut into chunks of about chunk_bytes, scanned by up to `threads` threads; the result does not\n"
      "depend on either. drop=True (a writable buffer only) gives the scanned lines' whole 2 MiB blocks back to\n"
      "the system as they are scanned (madvise MADV_DONTNEED): a private anonymous buffer reads as zeros there\n"
-     "afterwards. Nothing returned points into the buffer."},
+     "afterwards. Nothing returned points into the buffer. Past max_planes planes (0: no limit) none is read:\n"
+     "num_planes is then max_planes + 1 and the rest is empty."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from google.protobuf.message import DecodeError
 
 from tb_leakfinder import proto
+from tb_leakfinder.read.formats import limits
 
 TASK_ENVIRONMENT_PLANE = b"Task Environment"
 PROFILE_START_STAT = "profile_start_time"
@@ -20,6 +21,11 @@ EPOCH_NS = 946_684_800 * 10**9  # 2000-01-01: an earlier time is a clock since s
 _LEN = 2  # wire type of a length-delimited field
 _PLANES = 1  # XSpace.planes
 _NAME = 2  # XPlane.name
+# Fields walked, at the top and in a plane before its name: a writer puts a plane's id and name first and the planes
+# before the other fields; past more planes than are read, the scanner refuses the file, so a file of millions of
+# tiny fields costs this walk no more than a real one.
+_TOP_FIELDS = limits.MAX_PLANES + 1
+_PLANE_HEAD_FIELDS = 8
 
 
 def wall_clock_start_ns(time_base_ns: int, profile_start: int | None) -> int | None:
@@ -33,7 +39,8 @@ def wall_clock_start_ns(time_base_ns: int, profile_start: int | None) -> int | N
 def profile_start_ns(data: bytes | memoryview) -> int | None:
     """The Task Environment plane's profile_start_time, when it is a time since the epoch."""
     with memoryview(data) as view:
-        found = (bytes(view[s:e]) for s, e in _fields(view, 0, len(view), _PLANES) if _name(view, s, e) == TASK_ENVIRONMENT_PLANE)
+        planes = _fields(view, 0, len(view), _PLANES, _TOP_FIELDS)
+        found = (bytes(view[s:e]) for s, e in planes if _name(view, s, e) == TASK_ENVIRONMENT_PLANE)
         raw = next(found, None)
         found.close()
     if raw is None:
@@ -51,15 +58,17 @@ def profile_start_ns(data: bytes | memoryview) -> int | None:
 
 
 def _name(view: memoryview, start: int, end: int) -> bytes | None:
-    for s, e in _fields(view, start, end, _NAME):
+    for s, e in _fields(view, start, end, _NAME, _PLANE_HEAD_FIELDS):
         return bytes(view[s:e])
     return None
 
 
-def _fields(view: memoryview, pos: int, end: int, number: int) -> Iterator[tuple[int, int]]:
-    """The (start, end) of each length-delimited field `number` in view[pos:end]; a malformed field ends the walk
-    quietly (the scanner reports it)."""
-    while pos < end:
+def _fields(view: memoryview, pos: int, end: int, number: int, most: int) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each length-delimited field `number` among the first `most` fields in view[pos:end]; a
+    malformed field ends the walk quietly (the scanner reports it)."""
+    for _ in range(most):
+        if pos >= end:
+            return
         tag, pos = _varint(view, pos, end)
         wire = tag & 7
         if tag < 0 or wire not in (0, 1, _LEN, 5):

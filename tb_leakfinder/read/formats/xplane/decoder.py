@@ -33,6 +33,7 @@ from tb_leakfinder.model.memory import (
     is_runtime_name,
     is_transfer_name,
 )
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.xplane import clock, hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 from tb_leakfinder.read.formats.xplane.rows import groups_from_rows, spans_from_rows, steps_from_markers
@@ -92,6 +93,24 @@ def corrupt_profile(path: str, detail: object) -> LeakfinderError:
     return LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({detail})", source=path)
 
 
+def beyond_limits(path: str, detail: object) -> LeakfinderError:
+    """The error for a well-formed XSpace that names more of something than is read (limits.py)."""
+    return LeakfinderError(f"{path}: an XSpace profile too large to read ({detail})", source=path)
+
+
+def check_planes(path: str, planes: int, devices: int) -> None:
+    """Refuses a profile of too many planes or devices, before its /host:CPU plane is read (both decoders)."""
+    limits.check_planes(planes, path, beyond_limits)
+    limits.check_allocators(devices, path, beyond_limits)
+
+
+def check_host(path: str, events: MemoryEvents, spans: Spans) -> None:
+    """Refuses a /host:CPU plane of too many allocators, or of events and host spans on too many threads (both
+    decoders): each costs the analysis a pass."""
+    limits.check_allocators(len(events.allocator_names), path, beyond_limits)
+    limits.check_lines(len(np.unique(np.concatenate([events.line, spans.line[spans.line >= 0]]))), path, beyond_limits)
+
+
 def parse_xspace(data: bytes, path: str) -> Message:
     refuse_empty(data, path)
     try:
@@ -119,6 +138,7 @@ def _decode(data: bytes, host: str, path: str) -> HostProfile:
     if METADATA_PLANE in planes:
         hlo_protos = hlo.hlo_protos_from_metadata_plane(planes[METADATA_PLANE])
     devices = [name for name in planes if name.startswith(DEVICE_PLANE_PREFIX)]
+    check_planes(path, len(space.planes), len(devices))
     cpu = planes.get(HOST_CPU_PLANE)
     if cpu is None:
         if not space.planes:
@@ -129,6 +149,7 @@ def _decode(data: bytes, host: str, path: str) -> HostProfile:
     for index, name in enumerate(devices):
         _device_spans(planes[name], index, base_ns, spans)
     profile = HostProfile(host, path, events, steps, duration, hlo_protos, warnings, devices, spans.columns(), groups)
+    check_host(path, profile.events, profile.spans)
     profile.start_time_ns = clock.wall_clock_start_ns(base_ns, clock.profile_start_ns(data))
     return profile
 

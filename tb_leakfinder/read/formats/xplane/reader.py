@@ -19,6 +19,7 @@ import numpy as np
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.xplane import clock, decoder, hlo
 from tb_leakfinder.read.formats.xplane import rows as model_rows
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
@@ -90,7 +91,7 @@ def _scan(scanner: ModuleType, data: bytes | memoryview, path: str, drop: bool =
     """`drop`: `data` is writable memory whose scanned pages may go (see read_host)."""
     decoder.refuse_empty(data, path)
     try:
-        scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS, drop=drop)
+        scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS, drop=drop, max_planes=limits.MAX_PLANES)
         return scanned
     except scanner.ScanError as exc:
         raise decoder.corrupt_profile(path, exc) from exc
@@ -100,6 +101,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
     warnings: list[str] = []
     hlo_protos = hlo.hlo_protos_from_entries(scanned["hlo"])
     devices = [name.decode() for name in scanned["device_planes"]]
+    decoder.check_planes(path, scanned["num_planes"], len(devices))
     if not scanned["has_cpu"]:
         if scanned["num_planes"] == 0:
             warnings.append(f"{path}: the profile has no planes")
@@ -129,6 +131,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
         span["line"],
         flows=(span["flow_out"], span["flow_in"], span["program_id"]),
     )
+    decoder.check_host(path, events, spans)
     group = _column(scanned["groups"], np.int64).reshape(-1, 3)
     groups = model_rows.groups_from_rows(group[:, 0], group[:, 1], group[:, 2])
     profile = HostProfile(host, path, events, steps, int(scanned["end_ps"]), hlo_protos, warnings, devices, spans, groups)

@@ -37,6 +37,7 @@ from tb_leakfinder.model.memory import (
     HostProfile,
 )
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats import limits
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
@@ -643,6 +644,33 @@ def test_threads_and_chunks_do_not_change_the_scan():
             assert _scanned(data, threads=threads, chunk_bytes=chunk_bytes) == one
     with pytest.raises(ValueError):
         scanner.scan(seeds[0], threads=0)
+
+
+def test_planes_past_max_planes_are_counted_not_walked():
+    data = _small_profile()
+    whole = _scanned(data)
+    assert isinstance(whole, dict) and whole["has_cpu"]
+    planes = whole["num_planes"]
+    assert _scanned(data, max_planes=planes) == whole
+    # A damaged plane past the cap is never walked: the count alone refuses the file.
+    over = _scanned(data + b"\x0a\x02\xff\xff", max_planes=planes)
+    assert isinstance(over, dict) and over["num_planes"] == planes + 1 and not over["has_cpu"]
+    assert "at byte" in str(_scanned(data + b"\x0a\x02\xff\xff"))
+    with pytest.raises(ValueError):
+        scanner.scan(data, max_planes=-1)
+
+
+def test_both_decoders_refuse_past_the_planes_cap_alike(monkeypatch):
+    data = _small_profile()
+    whole = _scanned(data)
+    assert isinstance(whole, dict)
+    planes = whole["num_planes"]
+    at_cap = data + b"\x0a\x00" * (limits.MAX_PLANES - planes)
+    fast, ref = decode_both(at_cap, monkeypatch)
+    assert_same(fast, ref)
+    assert isinstance(fast, HostProfile) and len(fast.events.time_ps)
+    fast, ref = decode_both(at_cap + b"\x0a\x00", monkeypatch)
+    assert fast == ref == f"{PATH}: an XSpace profile too large to read (it has more than {limits.MAX_PLANES} planes)"
 
 
 def _multi_chunk_profile() -> bytes:
