@@ -54,3 +54,12 @@ def write_pod() -> Callable[..., list[str]]:
     one GPU_0_bfc allocator each, whose odd hosts leak 1 MiB a step (so that the overview's worst-first order is not
     the hosts' own), and gives the hosts' paths."""
     return _write_pod
+
+
+@pytest.fixture(autouse=True)
+def _files_mapped_as_in_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test reads files as the CLI does: TensorBoard's plugin loader turns mapping off for its whole process
+    (read/files.py's ALLOW_MAP), and the tests load the plugin in this one."""
+    from tb_leakfinder.read import files
+
+    monkeypatch.setattr(files, "ALLOW_MAP", True)

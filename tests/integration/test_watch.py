@@ -114,9 +114,9 @@ def test_watching_an_address_with_no_server_logs_each_failure_until_the_timeout(
     need("xprof")
     address = f"localhost:{free_port()}"
     done = run_watch(
-        address, "--logdir", str(tmp_path), "--every", "1s", "--duration", "500ms", "--count", "1", "--timeout", "3500ms"
+        address, "--logdir", str(tmp_path), "--every", "1s", "--duration", "500ms", "--count", "10", "--timeout", "3500ms"
     )
-    # --timeout came before --count 1: exit 1, and a summary; never a traceback.
+    # --timeout came before --count 10 attempts: exit 1, and a summary; never a traceback.
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     failures = done.stderr.splitlines()
