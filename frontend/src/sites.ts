@@ -5,6 +5,7 @@
 
 import type {Site} from './api';
 import {breakable, el} from './dom';
+import {shortProgram} from './format';
 
 /** Frames are innermost first: each is called from the next (views/text.py's CALLED_FROM). */
 export const STACK_SEPARATOR = ' ← ';
@@ -101,7 +102,7 @@ export function whereCell(where: string, site: Site | undefined, links: SiteLink
   const link = el(
     'a',
     {class: 'lf-site-link', href, target: '_top', 'data-site-link': 'true', 'data-program': site.program, 'data-allocation': String(site.allocation)},
-    breakable(whereText(where, site) || site.program),
+    breakable(whereText(where, site) || shortProgram(site.program)),
   );
   link.addEventListener('click', (event) => {
     // The row under it may be selectable: the link opens the program, it does not select the row.

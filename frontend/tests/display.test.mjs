@@ -88,11 +88,14 @@ test('a TPU output: its shape without the layout, once in the peak breakdown; lo
   const {frame} = await open('tpu');
   await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
   const rows = await frame.$$eval('[data-panel=breakdown] tbody tr[data-key]', (trs) => trs.map((tr) => Array.from(tr.cells, (td) => td.textContent)));
-  const output = rows.filter((r) => r[1] === 'f32[5,1024,1024,256]');
+  // Named by its program buffer: the shape's dimensions, its dtype in a column of its own.
+  const output = rows.filter((r) => r[1] === '[5,1024,1024,256]' && r[2] === 'f32');
   assert.equal(output.length, 1, JSON.stringify(rows));
   assert.equal(output[0][5], '1', 'one buffer');
   assert.equal(output[0][6], '5 GiB');
   assert.ok(!JSON.stringify(rows).includes('T(8,128)'));
+  // The transfer that feeds its parameter links to the program by the same short name.
+  assert.ok(!JSON.stringify(rows).includes('8213770315642958113'), JSON.stringify(rows));
   // The module: its selector and the static view's heading name it by its id's last digits.
   assert.deepEqual(await options(frame, 'module'), [['jit_f(8213770315642958113)', 'jit_f(…8113)']]);
   assert.equal(await frame.$eval('[data-panel=static] h2', (h) => h.textContent), 'Static view: jit_f(…8113)');
