@@ -111,7 +111,7 @@ _NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _COMMA_NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 # A run of events decoded at once (`chunks.py`) is at most this long, far below MAX_EVENT_CHARS, so no event in it
 # is one the reader refuses for its length; a run ends at one of the last MAX_CLOSERS closing braces in it.
-CHUNK_CHARS = 4 << 20
+CHUNK_CHARS = 1 << 20
 MAX_CLOSERS = 64
 # An event's op is found this many steps down its line's stack at once for all events; deeper, one event at a time.
 MAX_STACK_STEPS = 16
