@@ -1,6 +1,6 @@
 """A PyTorch trace's `traceEvents` decoded a chunk at a time by msgspec, into the reader's columns.
 
-msgspec decodes a few megabytes of events at once into typed structs: the fields the reader looks at, `args`
+msgspec decodes a megabyte of events at once into typed structs: the fields the reader looks at, `args`
 reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text); every other field is
 skipped in C. The chunk's events then go into `reader._Scan`'s columns a column at a time (numpy over the chunk,
 and what an event is worked out once per distinct (ph, name, cat, pid, tid), not per event), each figure checked
