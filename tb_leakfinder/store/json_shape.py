@@ -10,30 +10,57 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 Shape: TypeAlias = type | list["Shape"] | dict[str, "Shape"] | tuple["Shape", ...] | frozenset[str] | None
 
 
+Check: TypeAlias = Callable[[object], bool]
+# Each shape's check, made once: a shape is a constant of the code, and walking it anew for each of a thousand
+# cached reports cost more than reading them. The shape is kept beside its check so that its id stays its own.
+_CHECKS: dict[int, tuple[Shape, Check]] = {}
+
+
 def conforms(value: object, shape: Shape) -> bool:
     """Only the shape is walked, never deeper than it: a value nested without end costs nothing more."""
+    made = _CHECKS.get(id(shape))
+    if made is None or made[0] is not shape:
+        made = _CHECKS[id(shape)] = shape, _check(shape)
+    return made[1](value)
+
+
+def _check(shape: Shape) -> Check:
     if shape is None:
-        return value is None
+        return lambda value: value is None
     if isinstance(shape, tuple):
-        return any(conforms(value, option) for option in shape)
+        options = [_check(option) for option in shape]
+        return lambda value: any(check(value) for check in options)
     if isinstance(shape, frozenset):
-        return isinstance(value, str) and value in shape
+        return lambda value: isinstance(value, str) and value in shape
     if isinstance(shape, list):
-        return isinstance(value, list) and all(conforms(item, shape[0]) for item in value)
+        item = _check(shape[0])
+        return lambda value: isinstance(value, list) and all(map(item, value))
     if isinstance(shape, dict):
-        return isinstance(value, dict) and all(key in value and conforms(value[key], s) for key, s in shape.items())
+        return _object_check(shape)
     if shape is object:
-        return True
+        return lambda value: True
     if shape is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool)
     if shape is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, shape)
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
+    kind = shape
+    return lambda value: isinstance(value, kind)
+
+
+def _object_check(shape: dict[str, Shape]) -> Check:
+    keys = frozenset(shape)  # keys of any value only need to be there
+    checked = [(key, _check(inner)) for key, inner in shape.items() if inner is not object]
+
+    def check(value: object) -> bool:
+        return isinstance(value, dict) and keys <= value.keys() and all(inner(value[key]) for key, inner in checked)
+
+    return check
 
 
 def dataclass_shape(cls: type) -> dict[str, Shape]:

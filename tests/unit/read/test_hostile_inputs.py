@@ -190,6 +190,26 @@ def test_innermost_op_per_line_equals_a_direct_search():
         ops.line.append(int(rng.integers(0, 7)))
     times = rng.integers(0, 1050, 3000) * reader.US_TO_PS
     lines = rng.integers(0, 9, 3000)
+    assert_innermost_found(ops, times, lines)
+
+
+def test_innermost_op_deep_down_a_stack_equals_a_direct_search():
+    # Ops nested deeper than the steps taken for all events at once: the later events walk far down one at a time.
+    ops = reader._Complete()
+    computing = ops.strings("aten::mm")
+    depth = 8 * reader.MAX_STACK_STEPS
+    for k in range(depth):
+        ops.name.append(computing)
+        ops.start.append(float(k))
+        ops.end.append(float(2 * depth - k))
+        ops.line.append(k % 2)
+    rng = np.random.default_rng(32)
+    times = rng.permutation(np.repeat(np.arange(2 * depth + 2), 2)) * reader.US_TO_PS
+    lines = rng.integers(0, 2, len(times))
+    assert_innermost_found(ops, times, lines)
+
+
+def assert_innermost_found(ops: reader._Complete, times: np.ndarray, lines: np.ndarray) -> None:
     found = reader._innermost(times, lines, ops, 0.0)
     starts, ends = np.asarray(ops.start) * reader.US_TO_PS, np.asarray(ops.end) * reader.US_TO_PS
     op_lines = np.asarray(ops.line)

@@ -1,6 +1,6 @@
 """A PyTorch trace's `traceEvents` decoded a chunk at a time by msgspec, into the reader's columns.
 
-msgspec decodes a few megabytes of events at once into typed structs: the fields the reader looks at, `args`
+msgspec decodes a megabyte of events at once into typed structs: the fields the reader looks at, `args`
 reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text); every other field is
 skipped in C. The chunk's events then go into `reader._Scan`'s columns a column at a time (numpy over the chunk,
 and what an event is worked out once per distinct (ph, name, cat, pid, tid), not per event), each figure checked
@@ -281,8 +281,6 @@ class Chunks:
         given = [events[k].args for k in rows.tolist()]
         if not given:
             return rows, {}, 0
-        if {type(a) for a in given} != {Args}:
-            return None
         n = len(given)
         found = self._each_figure(given)
         if found is None:
@@ -303,9 +301,10 @@ class Chunks:
         return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, n - len(nonzero)
 
     @staticmethod
-    def _each_figure(given: list[Args]) -> tuple[np.ndarray, ...] | None:
+    def _each_figure(given: list[Args | UnsetType | None]) -> tuple[np.ndarray, ...] | None:
         """The memory figures a column at a time: sizes, device types and ids, addresses, whether each was given,
-        and totals (NO_TOTAL where absent); None where one is absent that must be given, or out of range."""
+        and totals (NO_TOTAL where absent); None where one is absent that must be given, or out of range, or an
+        event has no `args` object."""
         n = len(given)
         try:
             sizes = np.fromiter(map(_BYTES, given), np.int64, n)
@@ -321,7 +320,7 @@ class Chunks:
             if None in totals:
                 totals = [NO_TOTAL if t is None else t for t in totals]
             allocated = np.fromiter(totals, np.int64, n)
-        except (OverflowError, TypeError):  # None where a number must be, or out of range
+        except (AttributeError, OverflowError, TypeError):  # no args, None where a number must be, or out of range
             return None
         return sizes, kinds, indexes, addr, has_addr, allocated
 

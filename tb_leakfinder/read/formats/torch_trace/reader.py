@@ -111,8 +111,10 @@ _NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 _COMMA_NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 # A run of events decoded at once (`chunks.py`) is at most this long, far below MAX_EVENT_CHARS, so no event in it
 # is one the reader refuses for its length; a run ends at one of the last MAX_CLOSERS closing braces in it.
-CHUNK_CHARS = 4 << 20
+CHUNK_CHARS = 1 << 20
 MAX_CLOSERS = 64
+# An event's op is found this many steps down its line's stack at once for all events; deeper, one event at a time.
+MAX_STACK_STEPS = 16
 # Off, every event is decoded by the json module and checked one at a time: the reader without msgspec.
 CHUNKED = True
 
@@ -601,43 +603,82 @@ def _unaddressed(memory: _Memory) -> set[str]:
 
 def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: float) -> np.ndarray:
     """For each event, the index of the innermost op around it on its line (nested events) that is no allocation
-    primitive, else the innermost op (a primitive called on its own); -1 when none."""
+    primitive, else the innermost op (a primitive called on its own); -1 when none.
+
+    The ops of a line are taken by start, the outer of equal starts first, onto a stack that drops each op ended
+    before the next one starts (`_op_stacks`): an event's op is then the last op started by its time, or the first
+    below it on the stack, going down, that has not ended by then."""
     found = np.full(len(times), -1, np.int64)
-    if not ops.start:
+    if not ops.start or not len(times):
         return found
-    primitive = [name in ALLOCATION_PRIMITIVES for name in ops.strings.values]
-    computing = array("q", [-1]) * len(ops.start)  # an op -> the op that names its allocations, once on a stack
+    primitive = np.asarray([name in ALLOCATION_PRIMITIVES for name in ops.strings.values], bool)
     starts, ends = _times(ops.start, earliest), _times(ops.end, earliest)
     op_lines = np.frombuffer(ops.line, np.int64)
     # Sorted by line once, each line's ops and events are a slice: by start, the outer of equal starts first; by time.
-    op_order = np.lexsort((-ends, starts, op_lines))
+    order = np.lexsort((-ends, starts, op_lines))
+    starts, ends, op_lines = starts[order], ends[order], op_lines[order]
+    below, computing = _op_stacks(starts, ends, op_lines, primitive[np.frombuffer(ops.name, np.int64)[order]])
     event_order = np.lexsort((times, lines))
     unique = np.unique(lines)
-    op_bounds = np.searchsorted(op_lines[op_order], unique, "left"), np.searchsorted(op_lines[op_order], unique, "right")
+    op_bounds = np.searchsorted(op_lines, unique, "left"), np.searchsorted(op_lines, unique, "right")
     event_bounds = np.searchsorted(lines[event_order], unique, "left"), np.searchsorted(lines[event_order], unique, "right")
+    op = np.full(len(times), -1, np.int64)  # the op on top of the stack at each event, in sorted order
     for line in range(len(unique)):
-        mine = op_order[op_bounds[0][line] : op_bounds[1][line]]
-        if not len(mine):
-            continue
-        events = event_order[event_bounds[0][line] : event_bounds[1][line]]
-        stack: list[int] = []
-        next_op = 0
-        for event in events.tolist():
-            t = times[event]
-            while next_op < len(mine) and starts[mine[next_op]] <= t:
-                op = int(mine[next_op])
-                while stack and ends[stack[-1]] < starts[op]:
-                    stack.pop()
-                # A primitive's computing op is its parent's, once some op around it computes.
-                outer = computing[stack[-1]] if stack else -1
-                computing[op] = outer if primitive[ops.name[op]] and outer >= 0 and not primitive[ops.name[outer]] else op
-                stack.append(op)
-                next_op += 1
-            while stack and ends[stack[-1]] < t:
-                stack.pop()
-            if stack:
-                found[event] = computing[stack[-1]]
+        first, last = op_bounds[0][line], op_bounds[1][line]
+        if first < last:
+            events = event_order[event_bounds[0][line] : event_bounds[1][line]]
+            op[events] = first + np.searchsorted(starts[first:last], times[events], "right") - 1
+            op[events[op[events] < first]] = -1
+    live = np.flatnonzero(op >= 0)
+    for _ in range(MAX_STACK_STEPS):
+        live = live[ends[op[live]] < times[live]]
+        if not len(live):
+            break
+        op[live] = below[op[live]]
+        live = live[op[live] >= 0]
+    else:
+        _down_the_stacks(op, live[np.lexsort((times[live], lines[live]))], times, ends, below)
+    on_stack = op >= 0
+    found[on_stack] = order[computing[op[on_stack]]]
     return found
+
+
+def _op_stacks(starts: np.ndarray, ends: np.ndarray, lines: np.ndarray, primitive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ops sorted by line and start, the op below each on its line's stack when it is pushed (-1 for none), and
+    the op that names its allocations: its own, or for a primitive inside a computing op, that op's."""
+    below = array("q", [-1]) * len(starts)
+    computing = array("q", range(len(starts)))
+    stack: list[int] = []
+    previous = -1
+    end_of, primitives = ends.tolist(), primitive.tolist()
+    for op, (start, line, is_primitive) in enumerate(zip(starts.tolist(), lines.tolist(), primitives, strict=True)):
+        if line != previous:
+            stack.clear()
+            previous = line
+        while stack and end_of[stack[-1]] < start:
+            stack.pop()
+        if stack:
+            top = below[op] = stack[-1]
+            # A primitive's computing op is its parent's, once some op around it computes.
+            if is_primitive and not primitives[computing[top]]:
+                computing[op] = computing[top]
+        stack.append(op)
+    return np.frombuffer(below, np.int64), np.frombuffer(computing, np.int64)
+
+
+def _down_the_stacks(op: np.ndarray, events: np.ndarray, times: np.ndarray, ends: np.ndarray, below: np.ndarray) -> None:
+    """Walks the events left on an ended op (in order of line and time) down their stacks one at a time. The ops
+    passed over have ended for every later event of the line too: each then points past them, so deep stacks are
+    walked once, not once per event."""
+    below = below.copy()
+    for event in events.tolist():
+        t, passed = times[event], []
+        k = int(op[event])
+        while k >= 0 and ends[k] < t:
+            passed.append(k)
+            k = int(below[k])
+        below[passed] = k
+        op[event] = k
 
 
 def _events(scan: _Scan, capacities: dict[str, int]) -> tuple[MemoryEvents, int]:

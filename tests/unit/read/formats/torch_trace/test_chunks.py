@@ -119,6 +119,8 @@ def test_integer_epoch_times_read_alike(shift, taken, tmp_path, monkeypatch):
         ({**complete("aten::mm", 2001.0, 3.0), "dur": -1}, "event 10's dur is negative"),
         ({**complete("aten::mm", 2001.0, 3.0), "dur": "3"}, "event 10's dur is '3'"),
         (memory(2002.0, 1.5), "[memory] event 10's Bytes is 1.5"),
+        ({**memory(2002.0, 64), "args": None}, "[memory] event 10's Bytes is None"),
+        ({k: v for k, v in memory(2002.0, 64).items() if k != "args"}, "[memory] event 10's Bytes is None"),
         (memory(2002.0, 64, Addr=-1), "[memory] event 10's Addr is negative"),
         (memory(2002.0, 64, Addr=1 << 64), "[memory] event 10's Addr is 18446744073709551616"),
         (memory(2002.0, 64, device_id=1 << 20), "[memory] event 10's Device Id is 1048576"),
