@@ -31,7 +31,7 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
     """
     n = len(events)
     kind, time_ps = events.kind, events.time_ps
-    by_address = np.lexsort((np.arange(n), events.addr))  # by address, then time order
+    by_address = np.argsort(events.addr, kind="stable")  # by address, then time order
     same = events.addr[by_address[1:]] == events.addr[by_address[:-1]]
     earlier, later = by_address[:-1][same], by_address[1:][same]  # consecutive events at one address
     del same

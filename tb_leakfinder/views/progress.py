@@ -22,10 +22,12 @@ class HostProgress:
         self.hosts_done = 0
         self._lock = threading.Lock()
         self._bar: Any = None
+        if not sys.stderr.isatty():  # no bar to draw: tqdm is not even imported (tens of ms of a cold command)
+            return
         try:
             from tqdm import tqdm
         except ImportError:  # an optional extra: say once how to get the bar, then run without it
-            if sys.stderr.isatty() and total_hosts > 1:
+            if total_hosts > 1:
                 print(f"{what}: {total_hosts} hosts (pip install 'tb_leakfinder[progress]' for a progress bar)", file=sys.stderr)
             return
         self._bar = tqdm(
@@ -35,7 +37,6 @@ class HostProgress:
             unit_scale=True,
             unit_divisor=1024,
             file=sys.stderr,
-            disable=not sys.stderr.isatty(),
             delay=DELAY_S,
             leave=False,
             bar_format="{desc} |{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]",

@@ -7,7 +7,9 @@ The captures with real TensorFlow and JAX are tests/integration/test_capture.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import pathlib
+import subprocess
 import sys
 import threading
 import time
@@ -26,6 +28,7 @@ from tb_leakfinder.capture.leak_capture import (
     tensorflow_cpu_allocator,
 )
 from tb_leakfinder.capture.sessions import new_session_id
+from tests.support.demo import ROOT
 
 
 class FakeTensorFlow(types.ModuleType):
@@ -78,6 +81,23 @@ def test_capture_arguments_are_checked():
             detect_framework("jax")
     assert tb_leakfinder.capture is not sys.modules["tb_leakfinder.capture"]
     assert callable(tb_leakfinder.capture)
+
+
+_PACKAGE_AFTER = """
+import json, sys
+import tb_leakfinder
+loaded = "tb_leakfinder.capture" in sys.modules
+if sys.argv[1] == "watch-first":
+    from tb_leakfinder.capture import watch  # the subpackage loaded by another import than the package's attribute
+from tb_leakfinder import Capture, capture
+print(json.dumps([loaded, callable(tb_leakfinder.capture), tb_leakfinder.capture is capture, Capture.__name__]))
+"""
+
+
+@pytest.mark.parametrize("order", ["attribute-first", "watch-first"])
+def test_the_package_imports_the_recorder_on_first_use_and_capture_stays_the_function(order):
+    out = subprocess.run([sys.executable, "-c", _PACKAGE_AFTER, order], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(out.stdout) == [False, True, True, "Capture"]
 
 
 class FakeServerTensorFlow(types.ModuleType):

@@ -424,7 +424,10 @@ import contextlib, io, json, sys
 from tb_leakfinder.views import cli
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     cli.main(sys.argv[1:])
-heavy = ("numpy", "tensorboard.backend", "tensorflow", "ray", "tb_leakfinder.analyses.diff", "tb_leakfinder.engine.precompute")
+heavy = (
+    "numpy", "tensorboard.backend", "tensorflow", "ray", "tqdm", "tb_leakfinder.analyses.diff",
+    "tb_leakfinder.engine.precompute", "tb_leakfinder.read.formats.torch_snapshot.reader",
+)
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
 
@@ -439,6 +442,7 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
     ],
 )
 def test_a_command_imports_only_what_it_needs(argv, loaded):
-    """`--help` loads neither numpy nor TensorBoard's server; a report loads numpy, not the diff engine nor Ray's precompute."""
+    """`--help` loads neither numpy nor TensorBoard's server; a report loads numpy, not the diff engine nor Ray's
+    precompute, nor the reader of a format it does not read, nor the progress bar when stderr is no terminal."""
     out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(out.stdout) == loaded

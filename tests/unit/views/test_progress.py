@@ -37,3 +37,8 @@ def test_a_terminal_sees_hosts_bytes_per_second_and_time_left(monkeypatch):
 
 def test_a_pipe_or_a_file_sees_nothing(monkeypatch):
     assert _run(monkeypatch, io.StringIO()) == ""
+
+
+def test_a_pipe_makes_no_bar(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert HostProgress(total_hosts=2, total_bytes=1, what="report")._bar is None

@@ -14,7 +14,6 @@ from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.base import HostReading
 from tb_leakfinder.read.formats.pprof.format import snapshot_order
-from tb_leakfinder.read.formats.torch_snapshot.reader import read_host
 from tb_leakfinder.read.formats.torch_snapshot.unpickle import looks_like_pickle
 
 SUFFIXES = (".pickle", ".pkl")
@@ -54,6 +53,10 @@ class TorchSnapshotFormat:
         return ()
 
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
+        # Here, not at the top: the registry imports every format to sniff files, and a command that reads no
+        # snapshot should not pay for the reader (~15 ms of a cold start).
+        from tb_leakfinder.read.formats.torch_snapshot.reader import read_host
+
         return HostReading(read_host(path, host), [], {})
 
     def snapshot_order(self, paths: list[str]) -> list[str]:
