@@ -11,36 +11,12 @@ records such a profile from TensorFlow or JAX (see tb_leakfinder/capture/leak_ca
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tb_leakfinder.capture import Capture, capture
+# Imported here so that `tb_leakfinder.capture` stays the function, not the submodule of that name.
+from tb_leakfinder.capture import Capture, capture
 
 __all__ = ["Capture", "analyze", "capture"]
-
-
-class _Package(types.ModuleType):
-    """This package, whose `capture` is the function even once the subpackage of that name is imported: the import
-    system binds a loaded subpackage to its parent's attribute, and here that binding takes the function instead."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "capture" and isinstance(value, types.ModuleType):
-            value = value.capture
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-def __getattr__(name: str) -> Any:
-    # The recorder is imported on first use, not with the package: a report never records, and importing it took
-    # ~13 ms of every cold command.
-    if name in ("Capture", "capture"):
-        return getattr(importlib.import_module("tb_leakfinder.capture"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def analyze(
