@@ -1,7 +1,7 @@
 """Score tb_leakfinder's leak verdicts against the accuracy benchmark's real captures.
 
     python benchmarks/accuracy/score.py               # a table, one row per case
-    python benchmarks/accuracy/score.py --markdown    # the same table in Markdown (for the README)
+    python benchmarks/accuracy/score.py --markdown    # the same table in Markdown (for docs/performance.md)
     python benchmarks/accuracy/score.py --json        # every figure, for scripts
     python benchmarks/accuracy/score.py late_onset    # some cases
     python benchmarks/accuracy/score.py --source DIR  # the tb_leakfinder of another tree (default: this checkout)

@@ -61,7 +61,7 @@ try {
   const frame = await openLeaks(page, tb.base, run);
   await frame.waitForSelector('[data-panel=breakdown] tbody tr[data-key]');
 
-  // The cell shown must be the one the README describes.
+  // The cell shown must be the one docs/attribution.md describes.
   const first = '[data-panel=breakdown] tbody tr:first-child';
   const where = await frame.$eval(`${first} .lf-where`, (e) => ({text: e.textContent, title: e.getAttribute('title') ?? ''}));
   if (where.text !== 'generate_gemm_trace.py:37' || !where.title.includes('output 0 of jit_dot(49)')) {
