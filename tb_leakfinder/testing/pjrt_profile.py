@@ -206,7 +206,7 @@ def jax_training(
 FLOW_EXECUTE, FLOW_ISSUE, FLOW_DEVICE_RUN = 5, 7, 12
 
 
-def _span(
+def flow_span(
     b: ProfileBuilder,
     name: str,
     start_ps: int,
@@ -267,7 +267,7 @@ def jax_multi_gpu(devices: int = 2, steps: int = 3, *, program_id: int = CONV_ID
         flow = 1000 + i
         b.span("$train.py:40 train_step", t0, t0 + 900_000_000, line=PYTHON_LINE)
         b.span("PjitFunction(conv)", t0 + 100, t0 + 800_000_000, line=PYTHON_LINE)
-        _span(
+        flow_span(
             b,
             "PjRtStreamExecutorLoadedExecutable::Execute",
             t0 + 200,
@@ -279,7 +279,7 @@ def jax_multi_gpu(devices: int = 2, steps: int = 3, *, program_id: int = CONV_ID
             line, allocator = f"py_xla_execute/{d}", f"GPU_{d}_bfc"
             start = t0 + 1_000_000 + d * 10_000  # the devices' threads start in turn
             b.span("PjRtStreamExecutorLoadedExecutable::ExecuteHelper", start, start + 600_000_000, line=line)
-            _span(
+            flow_span(
                 b,
                 "PjRtStreamExecutorLoadedExecutable::EnqueueExecution",
                 start + 10,
@@ -366,7 +366,7 @@ def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, 
         call = t0 + 100_000_000
         launch = next(flow)
         b.span("PjitFunction(_psum)", call, call + 50_000_000, line=main)
-        _span(b, "TfrtTpuLoadedExecutable::Execute", call + 100, call + 40_000_000, main, produces=(FLOW_EXECUTE, launch))
+        flow_span(b, "TfrtTpuLoadedExecutable::Execute", call + 100, call + 40_000_000, main, produces=(FLOW_EXECUTE, launch))
         for k in range(chips):
             issue, run = next(flow), next(flow)
             s = call + 1_000_000 + k * 1_000
@@ -375,7 +375,9 @@ def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, 
                 b.span("TfrtTpuLoadedExecutable::ExecuteHelperOnSingleDevice", s, s + 30_000_000, line=line)
             else:
                 line = f"py_xla_execute/{k}"
-                _span(b, "Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 30_000_000, line, consumes=(FLOW_EXECUTE, launch))
+                flow_span(
+                    b, "Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 30_000_000, line, consumes=(FLOW_EXECUTE, launch)
+                )
             b.span("TfrtTpuLoadedExecutable::ExecutePrepare", s + 100, s + 5_000, line=line)
             b.span("AllocateOutputBufferWithInputReuse", s + 200, s + 4_000, line=line)
             b.span("DeferredTpuAllocator::Allocate", s + 300, s + 1_000, line=line)
@@ -392,9 +394,9 @@ def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, 
                 dtype=0,
                 line=line,
             )
-            _span(b, "tpu::System::Execute", s + 6_000, s + 20_000_000, line, produces=(FLOW_ISSUE, issue))
+            flow_span(b, "tpu::System::Execute", s + 6_000, s + 20_000_000, line, produces=(FLOW_ISSUE, issue))
             task = s + 25_000_000
-            _span(
+            flow_span(
                 b,
                 "tpu::System::Execute=>IssueSequencedEvent",
                 task,
@@ -402,7 +404,7 @@ def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, 
                 "pjrt-tpu-tasks",
                 consumes=(FLOW_ISSUE, issue),
             )
-            _span(
+            flow_span(
                 b,
                 "DoEnqueueProgram",
                 task + 100,

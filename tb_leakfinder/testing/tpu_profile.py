@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.testing.pjrt_profile import F32, Buffer, program_proto
+from tb_leakfinder.testing.pjrt_profile import (
+    F32,
+    FLOW_DEVICE_RUN,
+    FLOW_EXECUTE,
+    FLOW_ISSUE,
+    Buffer,
+    flow_span,
+    program_proto,
+)
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 
 MODULE = "jit_f"
@@ -35,10 +43,6 @@ INPUT = Buffer("p0", "parameter", F32, (1024, 256), kind="parameter")
 LAYOUT_SHAPE = f"{OUTPUT.shape}{{3,2,1,0:T(8,128)}}"
 _CALL_PS = 1_000_000_000
 _MAIN = "main"
-
-
-def _flow(kind: str, flow_type: int, flow_id: int) -> dict[str, Any]:
-    return {f"_{kind}t": flow_type, f"_{kind}": flow_id}
 
 
 def tpu_inference(
@@ -56,26 +60,35 @@ def tpu_inference(
         t = call * _CALL_PS + 1000
         b.span("DevicePut", t, t + 10_000, line=_MAIN)
         b.span("PjitFunction(f)", t + 20_000, t + 2_000_000, line=_MAIN)
-        b.span("TfrtTpuLoadedExecutable::Execute", t + 21_000, t + 1_900_000, line=_MAIN, stats=_flow("p", 5, flow))
+        flow_span(b, "TfrtTpuLoadedExecutable::Execute", t + 21_000, t + 1_900_000, _MAIN, produces=(FLOW_EXECUTE, flow))
         for c in range(chips):
             line = f"py_xla_execute/{7000 + c}"
             s = t + 30_000 + 100 * c
             b.span("BufferFromHostBuffer::TfrtTpuBuffer", t + 100 + 2000 * c, t + 1900 + 2000 * c, line=_MAIN)
-            b.span("Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 1_000_000, line=line, stats=_flow("c", 5, flow))
+            flow_span(b, "Scheduled TfrtTpuLoadedExecutable::Execute", s, s + 1_000_000, line, consumes=(FLOW_EXECUTE, flow))
             b.span("TfrtTpuLoadedExecutable::ExecutePrepare", s + 10, s + 5000, line=line)
             b.span("AllocateOutputBufferWithInputReuse", s + 20, s + 4000, line=line)
             b.span("DeferredTpuAllocator::Allocate", s + 30, s + 60, line=line)
-            b.span("tpu::System::Execute", s + 6000, s + 9000, line=line, stats=_flow("p", 7, flow * 10 + c))
-            b.span(
+            flow_span(b, "tpu::System::Execute", s + 6000, s + 9000, line, produces=(FLOW_ISSUE, flow * 10 + c))
+            tasks = "pjrt-tpu-tasks"
+            flow_span(
+                b,
                 "tpu::System::Execute=>IssueSequencedEvent",
                 s + 10_000,
                 s + 30_000,
-                line="pjrt-tpu-tasks",
-                stats=_flow("c", 7, flow * 10 + c),
+                tasks,
+                consumes=(FLOW_ISSUE, flow * 10 + c),
             )
-            run = {"run_id": flow, "device_ordinal": c}
-            b.span(
-                "DoEnqueueProgram", s + 11_000, s + 20_000, line="pjrt-tpu-tasks", stats={**run, **_flow("p", 12, flow * 100 + c)}
+            run = flow * 100 + c
+            flow_span(
+                b,
+                "DoEnqueueProgram",
+                s + 11_000,
+                s + 20_000,
+                tasks,
+                produces=(FLOW_DEVICE_RUN, run),
+                run_id=flow,
+                device_ordinal=c,
             )
             device_start = s + 300_000_000  # long after the allocation: outputs are allocated before the run
             b.device_event(
@@ -84,7 +97,7 @@ def tpu_inference(
                 module,
                 device_start,
                 100_000_000,
-                stats={"run_id": flow, **_flow("c", 12, flow * 100 + c)},
+                stats={"run_id": flow, "_ct": FLOW_DEVICE_RUN, "_c": run},
             )
             x_addr, y_addr = 0x1_0000_0000 + call * 0x10_0000, 0x2_0000_0000 + (call % 2) * 0x2_0000_0000
             events[c] += [
