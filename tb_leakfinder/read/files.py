@@ -241,15 +241,18 @@ def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
     page past its new end is touched: profiles are written once, and `ALLOW_MAP` off copies instead. The memory
     goes on exit; `limit` is as read_bytes'.
     """
-    size = _size_within(path, limit)
-    mapped = _map_local(path, limit) if ALLOW_MAP and is_local(path) else None
-    if mapped is not None:
+    if ALLOW_MAP and is_local(path):
+        mapped = _map_local(path, limit)  # checks the limit on the open file itself
+        if mapped is None:  # an empty file
+            yield memoryview(bytearray())
+            return
         try:
             with memoryview(mapped) as data:
                 yield data
         finally:
             mapped.close()
         return
+    size = _size_within(path, limit)
     memory = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)  # an empty mapping cannot be made
     _huge_pages(memory)
     try:
