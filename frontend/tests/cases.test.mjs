@@ -1,0 +1,34 @@
+// The logic the frontend shares with the Python package, against the same case files
+// (tests/cases/*.json) that the pytest suite reads: a disagreement fails one side or the other.
+
+import assert from 'node:assert/strict';
+import {readFileSync} from 'node:fs';
+import {join} from 'node:path';
+import {before, test} from 'node:test';
+import {REPO_CASES, importSources} from './sources.mjs';
+
+let m;
+
+before(async () => {
+  m = await importSources(`
+    export {formatBytes, formatFraction, shortProgram} from './format';
+  `);
+});
+
+function cases(name) {
+  return JSON.parse(readFileSync(join(REPO_CASES, `${name}.json`), 'utf8'));
+}
+
+/** Every [input, expected] pair of `pairs` through `f`; the mismatches together, so one run shows them all. */
+function each(pairs, f) {
+  assert.ok(pairs.length > 0, 'no cases');
+  const wrong = pairs.filter(([input, expected]) => f(input) !== expected).map(([input, expected]) => `${JSON.stringify(input)}: ${JSON.stringify(f(input))}, expected ${JSON.stringify(expected)}`);
+  assert.deepEqual(wrong, []);
+}
+
+test('number formatting answers tests/cases/format.json', () => {
+  const c = cases('format');
+  each(c.bytes, m.formatBytes);
+  each(c.fraction, m.formatFraction);
+  each(c.short_program, m.shortProgram);
+});
