@@ -12,6 +12,8 @@ let m;
 before(async () => {
   m = await importSources(`
     export {formatBytes, formatFraction, shortProgram} from './format';
+    export {captureCount, tensorboardRun} from './panels/history';
+    export {answerKey} from './inline';
   `);
 });
 
@@ -31,4 +33,20 @@ test('number formatting answers tests/cases/format.json', () => {
   each(c.bytes, m.formatBytes);
   each(c.fraction, m.formatFraction);
   each(c.short_program, m.shortProgram);
+});
+
+test('the TensorBoard run of a session answers tests/cases/tensorboard_run.json', () => {
+  const c = cases('tensorboard_run');
+  each(c.run, m.tensorboardRun);
+  assert.ok(c.several.length > 0, 'no cases');
+  for (const {sessions, runs} of c.several) {
+    const listed = sessions.map((run) => ({run}));
+    // The runs the tab shows a history for: those of a session with another capture in its run.
+    const several = [...new Set(sessions.filter((s) => m.captureCount(listed, s) > 1).map(m.tensorboardRun))].sort();
+    assert.deepEqual(several, runs, JSON.stringify(sessions));
+  }
+});
+
+test("a standalone page's answer keys answer tests/cases/answer_key.json", () => {
+  each(cases('answer_key').cases.map((c) => [c, c.key]), (c) => m.answerKey(c.route, c.args));
 });
