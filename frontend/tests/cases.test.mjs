@@ -14,6 +14,7 @@ before(async () => {
     export {formatBytes, formatFraction, shortProgram} from './format';
     export {captureCount, tensorboardRun} from './panels/history';
     export {answerKey} from './inline';
+    export {neutralise, siteColumns, toCsv, withSite} from './csv';
   `);
 });
 
@@ -49,4 +50,12 @@ test('the TensorBoard run of a session answers tests/cases/tensorboard_run.json'
 
 test("a standalone page's answer keys answer tests/cases/answer_key.json", () => {
   each(cases('answer_key').cases.map((c) => [c, c.key]), (c) => m.answerKey(c.route, c.args));
+});
+
+test('CSV cells and tables answer tests/cases/csv.json', () => {
+  const c = cases('csv');
+  each(c.cells, m.neutralise);
+  each(c.tables.map((t) => [t, t.csv]), (t) => m.toCsv(t.rows, t.where));
+  // Key order is part of the answer: a row's site columns stand in its place.
+  each(c.sites.map((s) => [s.row, JSON.stringify(Object.entries(s.out))]), (row) => JSON.stringify(Object.entries(m.withSite(row, m.siteColumns(row.site)))));
 });
