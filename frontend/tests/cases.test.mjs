@@ -13,7 +13,7 @@ before(async () => {
   m = await importSources(`
     export {formatBytes, formatFraction, shortProgram} from './format';
     export {captureCount, tensorboardRun} from './panels/history';
-    export {answerKey} from './inline';
+    export {answerKey, queryBuffers} from './inline';
     export {neutralise, siteColumns, toCsv, withSite} from './csv';
   `);
 });
@@ -58,4 +58,14 @@ test('CSV cells and tables answer tests/cases/csv.json', () => {
   each(c.tables.map((t) => [t, t.csv]), (t) => m.toCsv(t.rows, t.where));
   // Key order is part of the answer: a row's site columns stand in its place.
   each(c.sites.map((s) => [s.row, JSON.stringify(Object.entries(s.out))]), (row) => JSON.stringify(Object.entries(m.withSite(row, m.siteColumns(row.site)))));
+});
+
+test("a standalone page's buffer query answers tests/cases/buffer_query.json", () => {
+  const c = cases('buffer_query');
+  const all = {run: 'r', host: 'h', allocator: c.allocator, total: c.buffers.length, buffers: c.buffers, sites: c.sites};
+  const answer = (q) => {
+    const {status, body} = m.queryBuffers(all, q.args);
+    return JSON.stringify(status === 200 ? {ids: body.buffers.map((b) => b.id), total: body.total} : {status, error: body.error});
+  };
+  each(c.queries.map((q) => [q, JSON.stringify('error' in q ? {status: q.status, error: q.error} : {ids: q.ids, total: q.total})]), answer);
 });
