@@ -35,5 +35,12 @@ class BadArgumentError(LeakfinderError):
         super().__init__(message, status=400)
 
 
+class CaptureError(LeakfinderError):
+    """A capture that cannot be made: no framework imported, a bad window, no step captured."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=400)
+
+
 class WorkerDiedError(LeakfinderError):
     """The process analysing a host died (killed, out of memory): a re-run tries that host again."""

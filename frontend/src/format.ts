@@ -2,7 +2,21 @@
 
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
-/** 1536 -> "1.5 KiB"; 524288 -> "512 KiB". */
+/**
+ * `value` to `digits` decimals as Python's format writes it (analyses/words.py): the nearest, and an exact tie
+ * to the even digit, where toFixed takes the one away from zero (2.5 -> "2", 1.25 -> "1.2").
+ */
+function fixed(value: number, digits: number): string {
+  const rounded = value.toFixed(digits);
+  // A double's binary fraction ends within 100 decimals (it has at most 52 bits below 1), so this is exact.
+  const exact = value.toFixed(100);
+  const point = exact.indexOf('.');
+  if (point < 0 || !/^50*$/.test(exact.slice(point + 1 + digits))) return rounded;
+  const truncated = exact.slice(0, digits ? point + 1 + digits : point);
+  return Number(truncated[truncated.length - 1]) % 2 === 0 ? truncated : rounded;
+}
+
+/** 1536 -> "1.5 KiB"; 524288 -> "512 KiB"; as the server's words.format_bytes. */
 export function formatBytes(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—';
   const sign = bytes < 0 ? '-' : '';
@@ -12,9 +26,8 @@ export function formatBytes(bytes: number | null | undefined): string {
     value /= 1024;
     unit++;
   }
-  const digits = unit === 0 || value >= 100 || Number.isInteger(value) ? 0 : value >= 10 ? 1 : 2;
-  const text = value.toFixed(digits).replace(/\.0+$|(\.\d*?)0+$/, '$1');
-  return `${sign}${text} ${BYTE_UNITS[unit]}`;
+  const digits = unit === 0 || value >= 100 || Number.isInteger(value) ? 0 : 1;
+  return `${sign}${fixed(value, digits)} ${BYTE_UNITS[unit]}`;
 }
 
 /** Bytes of a capacity: "20 GiB of 31.3 GiB (64%)", or the bytes alone when the capacity is unknown (0). */
@@ -91,7 +104,7 @@ export function formatCountDelta(n: number | null | undefined): string {
 export function formatFraction(f: number | null | undefined): string {
   if (f === null || f === undefined || !Number.isFinite(f)) return '—';
   if (f > 0 && f < 0.0005) return '< 0.1%';
-  return `${(f * 100).toFixed(f < 0.1 ? 1 : 0)}%`;
+  return `${fixed(f * 100, f < 0.1 ? 1 : 0)}%`;
 }
 
 export function formatStep(step: number | null | undefined): string {
@@ -119,8 +132,11 @@ export function timeTicks(values: number[]): string[] {
   return values.map((v) => (v === 0 ? '0' : `${(v / scale).toFixed(decimals)} ${unit}`));
 }
 
-/** A TPU program's id is a 64-bit fingerprint: in a label, its last digits tell same-name programs apart. */
-const LONG_PROGRAM_ID = /(?<=[\w.-])\((-?\d{7,})\)/g;
+/**
+ * A TPU program's id is a 64-bit fingerprint: in a label, its last digits tell same-name programs apart. The name
+ * before it may be any word characters (Python's \w), its digits are ASCII.
+ */
+const LONG_PROGRAM_ID = /(?<=[\p{L}\p{N}_.-])\((-?[0-9]{7,})\)/gu;
 const SHORT_ID_DIGITS = 4;
 
 /** A label with each long program id cut to its last digits, as the server's labels (analyses/words.py). */

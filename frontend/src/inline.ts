@@ -56,48 +56,86 @@ function num(params: Params, key: string): number | null {
   return present(value) ? Number(value) : null;
 }
 
-const SORT_KEYS: Record<string, (b: Buffer) => number | string> = {
+/** The allocation time of a buffer allocated before the window, as the server's model has it (lifetimes.NO_TIME). */
+const BEFORE_WINDOW_PS = -1;
+
+/** A sort key: numbers, or a pair whose first element ranks first (a never-freed buffer's lifetime). */
+type SortKey = number | string | [number, number];
+
+const SORT_KEYS: Record<string, (b: Buffer) => SortKey> = {
   bytes: (b) => b.allocation_bytes,
-  alloc_time_ps: (b) => b.alloc_time_ps ?? -Infinity,
+  alloc_time_ps: (b) => b.alloc_time_ps ?? BEFORE_WINDOW_PS,
   free_time_ps: (b) => b.free_time_ps ?? Infinity,
-  lifetime_ps: (b) => (b.free_time_ps ?? Infinity) - (b.alloc_time_ps ?? 0),
+  // The server takes a live buffer's end as the largest time: the longer it has lived, the longer its lifetime.
+  lifetime_ps: (b) => (b.free_time_ps === null ? [1, -(b.alloc_time_ps ?? 0)] : [0, b.free_time_ps - (b.alloc_time_ps ?? 0)]),
   op: (b) => b.op,
 };
+const SORTS = Object.keys(SORT_KEYS);
+const STATUSES = ['freed', 'never_freed', 'before_window'];
+const MAX_PAGE = 5000;
 
-/** One page of the inlined buffers, as analyses/buffer_query.py cuts it. */
+/** Strings by code point, as Python compares them (JavaScript's < compares UTF-16 units: "𝑓" < "～"). */
+function codePointOrder(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) {
+      // Surrogates (astral characters) move above U+E000..U+FFFF, which move down into their place.
+      const rank = (u: number) => (u >= 0xe000 ? u - 0x800 : u >= 0xd800 ? u + 0x2000 : u);
+      return rank(x) - rank(y);
+    }
+  }
+  return a.length - b.length;
+}
+
+function compareKeys(x: SortKey, y: SortKey): number {
+  if (typeof x === 'string' && typeof y === 'string') return codePointOrder(x, y);
+  if (Array.isArray(x) && Array.isArray(y)) return x[0] - y[0] || x[1] - y[1];
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+function refused(error: string): Answer {
+  return {status: 400, body: {error}};
+}
+
+/** One page of the inlined buffers, as analyses/buffer_query.py cuts it (tests/cases/buffer_query.json holds both to it). */
 export function queryBuffers(all: InlineBuffers, params: Params): Answer {
+  const sort = present(params.sort) ? String(params.sort) : 'bytes';
+  const order = present(params.order) ? String(params.order) : 'desc';
+  const offset = num(params, 'offset') ?? 0;
+  const limit = num(params, 'limit') ?? 100;
+  if (!SORTS.includes(sort)) return refused(`sort must be one of ${SORTS.join(', ')}, not '${sort}'`);
+  if (order !== 'asc' && order !== 'desc') return refused(`order must be asc or desc, not '${order}'`);
+  if (offset < 0 || !(limit >= 1 && limit <= MAX_PAGE)) return refused(`offset must be >= 0 and limit between 1 and ${MAX_PAGE}`);
   const group = num(params, 'group');
-  const status = params.status;
+  const status = present(params.status) ? String(params.status) : null;
+  if (status !== null && !STATUSES.includes(status)) return refused(`status must be one of ${STATUSES.join(', ')}, not '${status}'`);
   const start = num(params, 'start_ps');
   const end = num(params, 'end_ps');
   const program = present(params.program) ? String(params.program) : null;
   const allocation = num(params, 'allocation');
-  if (program === null && allocation !== null) return {status: 400, body: {error: "allocation is a program's buffer allocation: give the program too"}};
+  if (program === null && allocation !== null) return refused("allocation is a program's buffer allocation: give the program too");
   const sites = all.sites ?? [];
   const made = (b: Buffer) => {
     const site = sites[b.site];
     return program === null || (!!site && site.program === program && (allocation === null || site.allocation === allocation));
   };
-  const sort = String(params.sort ?? 'bytes');
-  const order = String(params.order ?? 'desc');
   const key = SORT_KEYS[sort];
-  if (!key || (order !== 'asc' && order !== 'desc')) return {status: 400, body: {error: `cannot sort by ${sort} ${order}`}};
   const rows = all.buffers.filter(
     (b) =>
       (group === null || b.group === group) &&
-      (!present(status) || b.status === status) &&
+      (status === null || b.status === status) &&
       (start === null || (b.free_time_ps ?? Infinity) >= start) &&
-      (end === null || (b.alloc_time_ps ?? -Infinity) <= end) &&
+      (end === null || (b.alloc_time_ps ?? BEFORE_WINDOW_PS) <= end) &&
       made(b),
   );
   // Ascending with ties in buffer order, reversed for descending, as the server's stable sort does.
   const ranked = rows
     .map((b) => ({b, k: key(b)}))
-    .sort((x, y) => (x.k < y.k ? -1 : x.k > y.k ? 1 : x.b.id - y.b.id))
+    .sort((x, y) => compareKeys(x.k, y.k) || x.b.id - y.b.id)
     .map((r) => r.b);
   if (order === 'desc') ranked.reverse();
-  const offset = num(params, 'offset') ?? 0;
-  const limit = num(params, 'limit') ?? 100;
   const body = {run: all.run, host: all.host, allocator: all.allocator, total: ranked.length, offset, limit};
   // A page's rows index its `sites`: the inlined list for all of them serves every page.
   return {status: 200, body: {...body, buffers: ranked.slice(offset, offset + limit), sites: all.sites ?? []}};

@@ -6,6 +6,8 @@ import {fileURLToPath} from 'node:url';
 import * as esbuild from 'esbuild';
 
 export const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+/** The case files that the frontend's and the Python package's shared logic both answer. */
+export const REPO_CASES = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'tests', 'cases');
 
 /** Imports `entry` (TypeScript re-exports relative to src/) as one module. */
 export async function importSources(entry) {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
+from tb_leakfinder.analyses.words import short_program_ids
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 
@@ -71,9 +72,10 @@ def query_buffers(
     if end_ps is not None:
         mask &= b.alloc_time_ps <= end_ps
     rows = np.flatnonzero(mask)
-    strings = a.events.strings
     if sort == "op":
-        key = np.array([strings[i] for i in b.op[rows]], dtype=object) if len(rows) else rows
+        # By the op as the route writes it (a long program id cut short), so that a page sorts as it reads.
+        labels = {op: short_program_ids(a.events.strings[op]) for op in np.unique(b.op[rows]).tolist()}
+        key = np.array([labels[i] for i in b.op[rows].tolist()], dtype=object) if len(rows) else rows
         ranked = rows[np.argsort(key, kind="stable")]
         if order == "desc":
             ranked = ranked[::-1]

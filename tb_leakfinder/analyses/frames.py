@@ -47,7 +47,7 @@ FRAMEWORK_PACKAGES = frozenset(
     """.split()  # noqa: SIM905 - one word per name keeps the list short
 ) | frozenset(sys.stdlib_module_names)
 # tb_leakfinder's own capture code runs around the user's steps: never the user's line.
-OWN_FILES = frozenset({"leak_capture.py", "keras_callback.py"})
+OWN_FILES = frozenset({"leak_capture.py", "framework_profiler.py", "server_session.py", "keras_callback.py"})
 COMMON_USER_FILES = frozenset(
     """
     callbacks.py common.py config.py data.py dataset.py datasets.py eval.py evaluate.py inference.py layers.py loss.py

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 # A TPU program's id is a 64-bit fingerprint; its last digits are enough to tell same-name programs apart.
-_LONG_PROGRAM_ID = re.compile(r"(?<=[\w.\-])\((-?\d{7,})\)")
+# The name before it may be in any script; the id's digits are ASCII ones.
+_LONG_PROGRAM_ID = re.compile(r"(?<=[\w.\-])\((-?[0-9]{7,})\)")
 SHORT_ID_DIGITS = 4
 
 
@@ -13,8 +14,8 @@ def format_bytes(n: float) -> str:
     """Binary units: 512 KiB, 1.5 MiB."""
     sign = "-" if n < 0 else ""
     value = float(abs(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
             text = f"{value:.0f}" if unit == "B" or value >= 100 or value == int(value) else f"{value:.1f}"
             return f"{sign}{text} {unit}"
         value /= 1024

@@ -2,6 +2,7 @@
 job's profiler server (`tb-leakfinder watch`, whose XProf client runs in a process of its own). May import read (to
 check what was written) and analyses' names; the frameworks only when the user's program has them."""
 
-from tb_leakfinder.capture.leak_capture import Capture, CaptureError, CaptureWarning, Session, capture
+from tb_leakfinder.capture.leak_capture import Capture, CaptureWarning, Session, capture
+from tb_leakfinder.errors import CaptureError
 
 __all__ = ["Capture", "CaptureError", "CaptureWarning", "Session", "capture"]

@@ -15,7 +15,9 @@ import importlib
 import sys
 from typing import Any
 
-from tb_leakfinder.capture.leak_capture import FRAMEWORKS, Capture, CaptureError
+from tb_leakfinder.capture.framework_profiler import FRAMEWORKS
+from tb_leakfinder.capture.leak_capture import Capture
+from tb_leakfinder.errors import CaptureError
 
 _classes: dict[str, type] = {}
 

@@ -2,7 +2,7 @@
 
     python -m tb_leakfinder.capture.remote_trace REQUEST_JSON
 
-REQUEST_JSON holds `address`, `logdir`, `duration_ms`, `options` (the session's, see leak_capture.server_options)
+REQUEST_JSON holds `address`, `logdir`, `duration_ms`, `options` (the session's, see server_session.server_options)
 and `result`, the file that receives the outcome, `{"error": null}` or `{"error": "<message>"}` (the client's
 native library prints to stdout and logs to stderr, which the watch sends to a log file of its own).
 `tb-leakfinder watch` runs each capture so: a capture in flight can be abandoned by ending its process, and the
@@ -15,7 +15,7 @@ import importlib
 import json
 import sys
 
-from tb_leakfinder.capture.leak_capture import XPROF_CLIENT
+from tb_leakfinder.capture.server_session import XPROF_CLIENT
 
 
 def main(argv: list[str]) -> int:

@@ -3,7 +3,7 @@
 The job serves its profiler (TensorFlow: `tf.profiler.experimental.server.start(port)`; JAX:
 `jax.profiler.start_server(port)`). Every `every` seconds, from the start, the watch asks it through XProf's own
 client (remote_trace, in a process of its own) for a session of `duration` seconds with the memory events and the
-Python function events on (leak_capture.server_options), and publishes it whole as
+Python function events on (server_session.server_options), and publishes it whole as
 `<logdir>/plugins/profile/<session>/<host>_<port>.xplane.pb` (XProf names the file by the address; the session by
 the time the capture began, as its Capture button does, made unique: see sessions.py). A capture that fails
 (no server, a session already running there) is one logged line and is tried again at the next tick; one that
@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 
 from tb_leakfinder.analyses.words import format_bytes
-from tb_leakfinder.capture.leak_capture import XPROF_CLIENT, recorded_allocators, server_options
+from tb_leakfinder.capture.framework_profiler import recorded_allocators
+from tb_leakfinder.capture.server_session import XPROF_CLIENT, server_options
 from tb_leakfinder.capture.sessions import Staging, new_session_id
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 

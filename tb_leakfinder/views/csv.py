@@ -11,9 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from tb_leakfinder.errors import LeakfinderError
@@ -46,12 +48,42 @@ def neutralise(value: Any) -> str:
     if kind is bool:
         return "true" if value else "false"
     if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        return repr(value).replace("e-0", "e-").replace("e+0", "e+")
+        return js_number(value)
     if isinstance(value, int):
         return str(value)
-    return neutralise(json.dumps(value, separators=(",", ":")))
+    return neutralise(js_json(value))
+
+
+def js_number(value: float) -> str:
+    """A float as JavaScript's String() writes it (the tab's CSV cells): the shortest digits that read back, as
+    repr's, in exponent form only below 1e-6 and from 1e21 (repr's are below 1e-4 and from 1e16)."""
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" not in text:  # also nan and inf, which JSON does not carry to the tab
+        return text
+    sign, digits_tuple, exponent = Decimal(text).as_tuple()
+    digits = "".join(map(str, digits_tuple))
+    point = int(exponent) + len(digits)  # where the decimal point falls among the digits
+    if 0 < point <= 21:
+        text = f"{digits[:point]}.{digits[point:]}"
+    elif -6 < point <= 0:
+        text = f"0.{'0' * -point}{digits}"
+    else:
+        mantissa = f"{digits[0]}.{digits[1:]}" if len(digits) > 1 else digits
+        text = f"{mantissa}e{'+' if point > 0 else '-'}{abs(point - 1)}"
+    return "-" + text if sign else text
+
+
+def js_json(value: Any) -> str:
+    """A nested value as JavaScript's JSON.stringify writes it: text as it is (no \\u escapes), numbers as js_number."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{js_json(str(k))}:{js_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(map(js_json, value)) + "]"
+    if isinstance(value, float):
+        return js_number(value) if math.isfinite(value) else "null"
+    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass

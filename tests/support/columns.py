@@ -153,6 +153,7 @@ def buffers(
         "dtype": np.zeros(n, np.int32),
         "region": _intern(region, n, table),
         "status": status,
+        "site": np.zeros(n, np.int32),
     }
     for name, value in columns.items():
         if name not in out:

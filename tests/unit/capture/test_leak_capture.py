@@ -18,15 +18,10 @@ import types
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder.capture import leak_capture
-from tb_leakfinder.capture.leak_capture import (
-    XPROF_CLIENT,
-    Capture,
-    CaptureError,
-    CaptureWarning,
-    detect_framework,
-    tensorflow_cpu_allocator,
-)
+from tb_leakfinder.capture import server_session
+from tb_leakfinder.capture.framework_profiler import detect_framework, tensorflow_cpu_allocator
+from tb_leakfinder.capture.leak_capture import Capture, CaptureError, CaptureWarning
+from tb_leakfinder.capture.server_session import XPROF_CLIENT
 from tb_leakfinder.capture.sessions import new_session_id
 from tests.support.demo import ROOT
 
@@ -186,7 +181,7 @@ def test_python_tracer_on_tensorflow_is_a_session_of_its_profiler_server(fake_se
     assert cap.steps == [1, 2] and cap.warnings == []
     ((address, duration_ms, options),) = client.calls
     assert address == f"localhost:{client.tf.ports[0]}"
-    assert duration_ms == leak_capture.PYTHON_TRACER_MAX_MS
+    assert duration_ms == server_session.PYTHON_TRACER_MAX_MS
     assert (options["python_tracer_level"], options["host_tracer_level"]) == (1, 2)
     # Terminate(TerminateRequest{session_id}) after the last step; the server wrote that session.
     session_id = options["session_id"].encode()
@@ -202,7 +197,7 @@ def test_python_tracer_session_ids_stay_unique(fake_server, tmp_path):
     for name in (stamp, f"{stamp}_2"):
         (tmp_path / "plugins" / "profile" / name).mkdir(parents=True)
     assert new_session_id(tmp_path) in (f"{stamp}_3", time.strftime("%Y_%m_%d_%H_%M_%S"))
-    assert leak_capture._varint(300) == b"\xac\x02"
+    assert server_session._varint(300) == b"\xac\x02"
 
 
 def test_python_tracer_session_that_ends_by_itself_warns(fake_server, tmp_path):

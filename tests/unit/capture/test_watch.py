@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tb_leakfinder.capture import watch
-from tb_leakfinder.capture.leak_capture import XPROF_CLIENT
+from tb_leakfinder.capture.server_session import XPROF_CLIENT
 from tb_leakfinder.capture.sessions import STAGING_PREFIX
 from tb_leakfinder.capture.watch import Watch, WatchSettings
 from tb_leakfinder.errors import BadArgumentError

@@ -1,0 +1,25 @@
+"""analyses/words.py's number formatting against tests/cases/format.json, which the tab's format.ts answers too."""
+
+from __future__ import annotations
+
+import pytest
+
+from tb_leakfinder.analyses.words import format_bytes, format_fraction, short_program_ids
+from tests.support.cases import load_cases
+
+CASES = load_cases("format")
+
+
+@pytest.mark.parametrize(("n", "text"), CASES["bytes"])
+def test_bytes(n: float, text: str) -> None:
+    assert format_bytes(n) == text
+
+
+@pytest.mark.parametrize(("f", "text"), CASES["fraction"])
+def test_fraction(f: float, text: str) -> None:
+    assert format_fraction(f) == text
+
+
+@pytest.mark.parametrize(("label", "text"), CASES["short_program"])
+def test_short_program_ids(label: str, text: str) -> None:
+    assert short_program_ids(label) == text
