@@ -22,9 +22,9 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import read_host
+from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store import disk_cache, location
 from tb_leakfinder.store.disk_cache import DiskCache
-from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli

@@ -1,4 +1,4 @@
-from tb_leakfinder.store.json_shape import Shape, conforms
+from tb_leakfinder.report.shape import Shape, conforms
 
 HOST: Shape = {
     "name": str,
