@@ -22,8 +22,9 @@ ruff format --check .
 mypy  # --strict over tb_leakfinder/ (mypy.ini)
 python tools/compile_proto.py --check
 python tools/gen_scanner_tables.py --check  # the scanner's tables against read/formats/xplane/stat_spec.py
+python tools/gen_wire_types.py --check  # frontend/src/wire.ts and docs/http_api.md's tables against report/schema.py
 (cd frontend && npm run --silent typecheck && npm run --silent check-bundle)
-# src/api.ts's types against every route's real answers on the demo runs and the accuracy captures.
+# src/wire.ts's types (the schema's) against every route's real answers on the demo runs and the accuracy captures.
 (cd frontend && npm run --silent check-types)
 
 echo "== python tests"

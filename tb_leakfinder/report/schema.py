@@ -6,6 +6,8 @@ types to these declarations; the disk cache's shape check (`shape.py`), the fron
 (`tools/gen_wire_types.py`). A field's one-line documentation is its `Annotated` string; a class's is its
 docstring; a named choice of strings (`Verdict`) is documented by the string statement after it.
 
+`WIRE_NAMES` gives the frontend's name of an object where it differs from the one here.
+
 A class whose name starts with `_` holds the keys every object of a kind has, under one that adds optional keys
 (`total=False`): the wire types flatten it into its subclass.
 """
@@ -13,6 +15,18 @@ A class whose name starts with `_` holds the keys every object of a kind has, un
 from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
+
+# The names the frontend knows the routes' answers by (frontend/src/wire.ts), until the glossary gives each one name.
+WIRE_NAMES = {
+    "RunsAnswer": "RunsResponse",
+    "ReportAnswer": "Report",
+    "HistoryAnswer": "History",
+    "OverviewAnswer": "Overview",
+    "TimelineAnswer": "Timeline",
+    "BuffersAnswer": "BuffersPage",
+    "ModuleAnswer": "ModuleDetail",
+    "ComparisonAnswer": "Comparison",
+}
 
 Verdict = Literal["leak", "no_leak", "inconclusive"]
 """The worst first: `leak` > `inconclusive` > `no_leak`."""
@@ -335,7 +349,7 @@ class HeapCurve(TypedDict):
     instruction: list[str | None]
 
 
-class ModuleDetail(ModuleFigures):
+class ModuleDetailBody(ModuleFigures):
     """One program in detail (what `GET module` adds its run and host to)."""
 
     memory_spaces: list[int]
@@ -347,7 +361,7 @@ class ModuleDetail(ModuleFigures):
     num_buffers: Annotated[int, "how many logical buffers have a range; more than `buffers` when only the largest came"]
 
 
-class ModuleAnswer(ModuleDetail):
+class ModuleAnswer(ModuleDetailBody):
     """`GET module`: one program in detail."""
 
     run: str

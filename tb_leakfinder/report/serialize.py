@@ -63,7 +63,7 @@ from tb_leakfinder.report.schema import (
     LeakKind,
     Limits,
     ListedWholeProgramBuffer,
-    ModuleDetail,
+    ModuleDetailBody,
     ModuleDiff,
     ModuleSummary,
     OutOfMemory,
@@ -421,11 +421,11 @@ def module_summary_json(m: ModuleSummaryResult) -> ModuleSummary:
     return cast(ModuleSummary, _short_messages(out))
 
 
-def module_detail_json(m: ModuleDetailResult) -> ModuleDetail:
+def module_detail_json(m: ModuleDetailResult) -> ModuleDetailBody:
     """The module route's answer: the peak's small buffers folded, everything else in full."""
     out = asdict(m)
     out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
-    return cast(ModuleDetail, _short_messages(out))
+    return cast(ModuleDetailBody, _short_messages(out))
 
 
 def _short_messages(module: dict[str, Any]) -> dict[str, Any]:
