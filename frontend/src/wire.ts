@@ -9,8 +9,8 @@ export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 
-/** The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's tools. */
-export type ProfileFormat = 'xplane' | 'pprof' | 'torch_trace' | 'torch_snapshot';
+/** The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's tools. "" on an unreadable host whose file no longer reads as any format (a link gone dangling). */
+export type ProfileFormat = 'xplane' | 'pprof' | 'torch_trace' | 'torch_snapshot' | '';
 
 /** What the host was doing when buffers were made: running a compiled program, copying host data to the device, or neither; "" when the profile tells only the framework's op or frames. */
 export type SiteContext = 'program' | 'transfer' | 'outside' | '';

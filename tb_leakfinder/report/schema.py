@@ -34,9 +34,9 @@ LeakKind = Literal["growing", "persistent", "bounded", "window_end"]
 """growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent:
 made early and kept; window_end: made in the last step."""
 BufferStatus = Literal["freed", "never_freed", "before_window"]
-ProfileFormat = Literal["xplane", "pprof", "torch_trace", "torch_snapshot"]
+ProfileFormat = Literal["xplane", "pprof", "torch_trace", "torch_snapshot", ""]
 """The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's
-tools."""
+tools. "" on an unreadable host whose file no longer reads as any format (a link gone dangling)."""
 SiteContext = Literal["program", "transfer", "outside", ""]
 """What the host was doing when buffers were made: running a compiled program, copying host data to the device, or
 neither; "" when the profile tells only the framework's op or frames."""
