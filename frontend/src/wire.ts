@@ -33,7 +33,7 @@ export type CaptureKind = 'profile' | 'snapshot';
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
 
-/** What a route answers with a 4xx (or 503) status. */
+/** What a route answers with an error status: 4xx for bad input, 503 while still analysing, 500 (a generic message) for a failure of its own. */
 export interface ErrorAnswer {
   /** what is wrong, naming the argument, run or file */
   error: string;

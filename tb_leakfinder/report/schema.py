@@ -59,7 +59,8 @@ TimeSource = Literal["profile", "session_name", "file_mtime"]
 
 
 class ErrorAnswer(TypedDict):
-    """What a route answers with a 4xx (or 503) status."""
+    """What a route answers with an error status: 4xx for bad input, 503 while still analysing, 500 (a generic
+    message) for a failure of its own."""
 
     error: Annotated[str, "what is wrong, naming the argument, run or file"]
 
