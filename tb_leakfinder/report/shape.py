@@ -8,7 +8,6 @@ a tuple of shapes, for any of them; or a frozenset of strings, for one of those 
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from collections.abc import Callable
@@ -71,12 +70,6 @@ def typed_shape(cls: type) -> dict[str, Shape]:
     return {name: _hint_shape(hint) for name, hint in hints.items() if name in required}
 
 
-def dataclass_shape(cls: type) -> dict[str, Shape]:
-    """The shape of `dataclasses.asdict` of an instance of `cls`."""
-    hints = typing.get_type_hints(cls)
-    return {f.name: _hint_shape(hints[f.name]) for f in dataclasses.fields(cls)}
-
-
 def _hint_shape(hint: Any) -> Shape:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
@@ -89,10 +82,6 @@ def _hint_shape(hint: Any) -> Shape:
         return strings if len(strings) == len(args) else int
     if typing.is_typeddict(hint):
         return typed_shape(hint)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return dataclass_shape(hint)
-    if hint is type(None):
-        return None
     if hint in (int, float, str, bool):
         return typing.cast(type, hint)
     raise TypeError(f"no JSON shape for {hint!r}")
