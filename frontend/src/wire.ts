@@ -52,7 +52,9 @@ export interface UnreadableFile {
 }
 
 export interface RunEntry {
+  /** a discovered run: `<tb_run>/<session>`, or `<session>` at the logdir's top */
   run: string;
+  /** its hosts, one per profile file */
   hosts: string[];
   /** its files found unreadable by an earlier request and unchanged since */
   errors: UnreadableFile[];
@@ -64,8 +66,11 @@ export interface RunsResponse {
 }
 
 export interface Step {
+  /** the step's number, as its source numbers it */
   step: number;
+  /** when it began, ps from the profile's start */
   start_ps: number;
+  /** when it ended */
   end_ps: number;
 }
 
@@ -82,6 +87,7 @@ export interface Site {
   hlo_op: string;
   /** the framework's scope of it ("jit(dot)/dot_general") */
   op_name: string;
+  /** the HLO instruction's shape ("f32[1024,1024]") */
   hlo_shape: string;
   /** the instruction's source file and line, the full path */
   source: string;
@@ -96,7 +102,9 @@ export interface Site {
 
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */
 export interface Group {
+  /** its index: the `group` argument of `timeline` and `buffers` */
   group: number;
+  /** the op that made its buffers */
   op: string;
   /** the shape pattern: "[128,1024]" when all agree, "[32,*]" when a dimension varies */
   shape: string;
@@ -117,6 +125,7 @@ export interface Group {
   bytes: number;
   /** steps that left never-freed buffers behind, first and last by step number */
   steps: number;
+  /** the first step that left one behind; null when none did */
   first_step: number | null;
   last_step: number | null;
   /** the step from which a growing family grows; null for the other kinds */
@@ -127,13 +136,16 @@ export interface Group {
   regrown: boolean;
   /** tensor bytes per step its live bytes grow, from its onset on (0 unless growing) */
   bytes_per_step: number;
+  /** the same in the allocator's chunk bytes */
   allocated_bytes_per_step: number;
+  /** how strongly it looks like the leak, 0 to 1: groups are listed highest first */
   score: number;
   /** the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown */
   where: string;
   site: Site;
 }
 
+/** A part of the heap at the peak: a group of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */
 export interface BreakdownRow {
   category: BreakdownCategory;
   op: string;
@@ -150,10 +162,14 @@ export interface BreakdownRow {
 
 /** When the allocator runs out at the measured growth, from its free memory at window end. */
 export interface Forecast {
+  /** free at window end */
   bytes_available: number;
+  /** the leak rate it extrapolates */
   growth_bytes_per_step: number;
   steps_to_oom: number;
+  /** the median from one step's start to the next; 0 when unknown */
   step_duration_ps: number;
+  /** null when the step duration is unknown */
   seconds_to_oom: number | null;
   /** "At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)." */
   description: string;
@@ -171,6 +187,7 @@ export interface Holder {
 export interface OutOfMemory {
   /** what says the capture was taken at one: "its trace records 1 oom entry" */
   cause: string;
+  /** in use at the error: the heap at the capture's end */
   held_bytes: number;
   /** what the allocator had reserved from the device (at least held_bytes) */
   capacity_bytes: number;
@@ -184,22 +201,33 @@ export interface AllocatorReport {
   memory_id: string;
   /** a readable label: `TPU:2`, `GPU:0`, else the allocator's name */
   name: string;
+  /** allocation events in the window */
   num_allocations: number;
+  /** deallocation events in the window */
   num_deallocations: number;
+  /** allocations less deallocations */
   balance: number;
   /** stack reserved + heap in use at the peak (XProf's peakBytesInUse) */
   peak_bytes_in_use: number;
+  /** heap in use at the peak */
   peak_heap_bytes: number;
+  /** stack reserved at the peak */
   peak_stack_reserved_bytes: number;
   /** reserved + in use + available at the peak; 0 when the profile does not say */
   memory_capacity_bytes: number;
+  /** when the peak was, ps from the profile's start; null with no events */
   peak_time_ps: number | null;
+  /** the step the peak fell in; null outside every step */
   peak_step: number | null;
+  /** the allocator's fragmentation at the peak, 0 to 1 */
   peak_fragmentation: number;
   /** heap at the peak that no buffer allocated in the window explains */
   peak_before_window_bytes: number;
+  /** buffers allocated in the window and still live at its end */
   never_freed_count: number;
+  /** their chunk bytes */
   never_freed_bytes: number;
+  /** buffers allocated before the window began and freed in it */
   freed_before_window_count: number;
   /** slope of the heap in use at step ends, over all steps: not a leak rate */
   growth_bytes_per_step: number;
@@ -212,12 +240,17 @@ export interface AllocatorReport {
   /** the least it held at any moment of the window: what outlives every step */
   heap_floor_bytes: number;
   verdict: Verdict;
+  /** the verdict in a sentence, naming the top growing family and its rate */
   reason: string;
+  /** when it runs out at the leak rate; null unless it leaks with memory free at window end */
   forecast: Forecast | null;
   /** null unless the capture was taken at an out-of-memory error */
   out_of_memory: OutOfMemory | null;
+  /** a sentence when free memory at the peak is too scattered; else null */
   fragmentation_note: string | null;
+  /** what limits the analysis of this allocator (events missing, pairs guessed) */
   warnings: string[];
+  /** its op families, the likeliest leak first */
   groups: Group[];
   /** rows add up to `peak_bytes_in_use` */
   peak_breakdown: BreakdownRow[];
@@ -228,8 +261,10 @@ export interface AllocatorReport {
 /** Where the host's steps came from: "30 steps from the group_id stat". */
 export interface StepSource {
   kind: StepSourceKind;
+  /** the stat or event the steps came from, when one did */
   name: string | null;
   num_steps: number;
+  /** where the steps came from, in words */
   description: string;
 }
 
@@ -385,12 +420,15 @@ export interface CompiledPrograms {
 }
 
 export interface HostReport {
+  /** the host, as its profile file names it */
   host: string;
   format: ProfileFormat;
   /** the host's verdict: its worst allocator's, or why there is none */
   verdict: Verdict;
   reason: string;
+  /** what limits the analysis of the whole profile */
   warnings: string[];
+  /** the capture window's length */
   duration_ps: number;
   /** when the capture began (ns since the epoch), where its format records it */
   start_time_ns: number | null;
@@ -403,7 +441,9 @@ export interface HostReport {
   step_source: StepSource;
   num_steps: number;
   steps: Step[];
+  /** one per allocator (XProf memory id) with memory events */
   allocators: AllocatorReport[];
+  /** the compiled XLA programs of an XProf profile; [] for other formats */
   modules: ModuleSummary[];
   /** set, with no allocators, when its profile could not be analysed */
   error?: string;
@@ -413,6 +453,7 @@ export interface HostReport {
 
 export interface RunReport {
   run: string;
+  /** the worst of its hosts' */
   verdict: Verdict;
   hosts: HostReport[];
 }
@@ -509,6 +550,7 @@ export interface History {
 
 /** `GET report`, and what `tb-leakfinder report --json` prints. */
 export interface Report {
+  /** the report format's version */
   version: number;
   limits: Limits;
   runs: RunReport[];
@@ -528,12 +570,16 @@ export interface TimelineBody {
   /** the allocator's label, as in its report */
   allocator: string;
   memory_id: string;
+  /** the allocator's memory events, all of them (not only the range's) */
   total_events: number;
+  /** the samples' times; the lists below have one value per sample */
   time_ps: number[];
   heap_bytes: number[];
   stack_bytes: number[];
   fragmentation: number[];
+  /** chunk bytes live at each sample that are never freed */
   never_freed_bytes: number[];
+  /** the allocator's peak (`peak_bytes_in_use`), wherever the range is */
   peak: TimelinePeak;
   steps: Step[];
   /** with the `group` argument: that family's index */
@@ -549,19 +595,27 @@ export interface Timeline extends TimelineBody {
 }
 
 export interface Buffer {
+  /** its row in the allocator's buffers */
   id: number;
+  /** its address, in hex ("0x7f3a00000000") */
   address: string;
+  /** null when it was allocated before the window */
   alloc_time_ps: number | null;
+  /** null when it is never freed */
   free_time_ps: number | null;
+  /** the step number it was allocated in; null outside every step */
   alloc_step: number | null;
   free_step: number | null;
+  /** tensor bytes: what the program asked for */
   requested_bytes: number;
+  /** chunk bytes: what the allocator handed out */
   allocation_bytes: number;
   op: string;
   shape: string;
   dtype: string;
   region: string;
   status: BufferStatus;
+  /** the family it belongs to (a `group` of the report); null when none */
   group: number | null;
   /** the line of code it was made at; "" when unknown */
   where: string;
@@ -570,6 +624,7 @@ export interface Buffer {
 }
 
 export interface BufferPage {
+  /** buffers that match the query, over all pages */
   total: number;
   offset: number;
   limit: number;

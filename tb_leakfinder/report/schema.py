@@ -76,8 +76,8 @@ class UnreadableFile(TypedDict):
 
 
 class RunEntry(TypedDict):
-    run: str
-    hosts: list[str]
+    run: Annotated[str, "a discovered run: `<tb_run>/<session>`, or `<session>` at the logdir's top"]
+    hosts: Annotated[list[str], "its hosts, one per profile file"]
     errors: Annotated[list[UnreadableFile], "its files found unreadable by an earlier request and unchanged since"]
 
 
@@ -88,9 +88,9 @@ class RunsAnswer(TypedDict):
 
 
 class Step(TypedDict):
-    step: int
-    start_ps: int
-    end_ps: int
+    step: Annotated[int, "the step's number, as its source numbers it"]
+    start_ps: Annotated[int, "when it began, ps from the profile's start"]
+    end_ps: Annotated[int, "when it ended"]
 
 
 class Site(TypedDict):
@@ -102,7 +102,7 @@ class Site(TypedDict):
     allocation: Annotated[int, "the program's buffer allocation index (the static view's `allocation`); -1 when none"]
     hlo_op: Annotated[str, 'the HLO instruction\'s op ("dot_general")']
     op_name: Annotated[str, 'the framework\'s scope of it ("jit(dot)/dot_general")']
-    hlo_shape: str
+    hlo_shape: Annotated[str, 'the HLO instruction\'s shape ("f32[1024,1024]")']
     source: Annotated[str, "the instruction's source file and line, the full path"]
     match: SiteMatch
     model_frame: Annotated[str, 'the innermost frame of a model library below the user\'s line; "" when none']
@@ -115,8 +115,8 @@ class Group(TypedDict):
     freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures
     describe its never-freed buffers."""
 
-    group: int
-    op: str
+    group: Annotated[int, "its index: the `group` argument of `timeline` and `buffers`"]
+    op: Annotated[str, "the op that made its buffers"]
     shape: Annotated[str, 'the shape pattern: "[128,1024]" when all agree, "[32,*]" when a dimension varies']
     dtype: str
     region: str
@@ -128,19 +128,22 @@ class Group(TypedDict):
     requested_bytes: Annotated[int, "tensor bytes of the never-freed buffers (what the program asked for)"]
     bytes: Annotated[int, "the allocator's chunk bytes of the never-freed buffers"]
     steps: Annotated[int, "steps that left never-freed buffers behind, first and last by step number"]
-    first_step: int | None
+    first_step: Annotated[int | None, "the first step that left one behind; null when none did"]
     last_step: int | None
     onset_step: Annotated[int | None, "the step from which a growing family grows; null for the other kinds"]
     growth_steps: Annotated[int, "steps from the onset on in which its live bytes rose"]
     regrown: Annotated[bool, "grows by freeing one buffer and making it again larger"]
     bytes_per_step: Annotated[float, "tensor bytes per step its live bytes grow, from its onset on (0 unless growing)"]
-    allocated_bytes_per_step: float
-    score: float
+    allocated_bytes_per_step: Annotated[float, "the same in the allocator's chunk bytes"]
+    score: Annotated[float, "how strongly it looks like the leak, 0 to 1: groups are listed highest first"]
     where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
     site: Site
 
 
 class BreakdownRow(TypedDict):
+    """A part of the heap at the peak: a group of live buffers of one (op, shape, dtype, region), the stack
+    reservation, or the heap no buffer of the window explains."""
+
     category: BreakdownCategory
     op: str
     shape: str
@@ -155,11 +158,11 @@ class BreakdownRow(TypedDict):
 class Forecast(TypedDict):
     """When the allocator runs out at the measured growth, from its free memory at window end."""
 
-    bytes_available: int
-    growth_bytes_per_step: float
+    bytes_available: Annotated[int, "free at window end"]
+    growth_bytes_per_step: Annotated[float, "the leak rate it extrapolates"]
     steps_to_oom: int
-    step_duration_ps: int
-    seconds_to_oom: float | None
+    step_duration_ps: Annotated[int, "the median from one step's start to the next; 0 when unknown"]
+    seconds_to_oom: Annotated[float | None, "null when the step duration is unknown"]
     description: Annotated[str, '"At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)."']
 
 
@@ -176,7 +179,7 @@ class OutOfMemory(TypedDict):
     """What held an allocator's memory when the capture was taken at an out-of-memory error."""
 
     cause: Annotated[str, 'what says the capture was taken at one: "its trace records 1 oom entry"']
-    held_bytes: int
+    held_bytes: Annotated[int, "in use at the error: the heap at the capture's end"]
     capacity_bytes: Annotated[int, "what the allocator had reserved from the device (at least held_bytes)"]
     holders: Annotated[list[Holder], "largest first, at most 10; a last row folds the rest"]
     description: str
@@ -185,32 +188,32 @@ class OutOfMemory(TypedDict):
 class AllocatorReport(TypedDict):
     memory_id: Annotated[str, "the key XProf's Memory Profile lists the allocator under"]
     name: Annotated[str, "a readable label: `TPU:2`, `GPU:0`, else the allocator's name"]
-    num_allocations: int
-    num_deallocations: int
-    balance: int
+    num_allocations: Annotated[int, "allocation events in the window"]
+    num_deallocations: Annotated[int, "deallocation events in the window"]
+    balance: Annotated[int, "allocations less deallocations"]
     peak_bytes_in_use: Annotated[int, "stack reserved + heap in use at the peak (XProf's peakBytesInUse)"]
-    peak_heap_bytes: int
-    peak_stack_reserved_bytes: int
+    peak_heap_bytes: Annotated[int, "heap in use at the peak"]
+    peak_stack_reserved_bytes: Annotated[int, "stack reserved at the peak"]
     memory_capacity_bytes: Annotated[int, "reserved + in use + available at the peak; 0 when the profile does not say"]
-    peak_time_ps: int | None
-    peak_step: int | None
-    peak_fragmentation: float
+    peak_time_ps: Annotated[int | None, "when the peak was, ps from the profile's start; null with no events"]
+    peak_step: Annotated[int | None, "the step the peak fell in; null outside every step"]
+    peak_fragmentation: Annotated[float, "the allocator's fragmentation at the peak, 0 to 1"]
     peak_before_window_bytes: Annotated[int, "heap at the peak that no buffer allocated in the window explains"]
-    never_freed_count: int
-    never_freed_bytes: int
-    freed_before_window_count: int
+    never_freed_count: Annotated[int, "buffers allocated in the window and still live at its end"]
+    never_freed_bytes: Annotated[int, "their chunk bytes"]
+    freed_before_window_count: Annotated[int, "buffers allocated before the window began and freed in it"]
     growth_bytes_per_step: Annotated[float, "slope of the heap in use at step ends, over all steps: not a leak rate"]
     leak_bytes_per_step: Annotated[float, "the growing families' tensor bytes per step summed; 0 unless it leaks"]
     heap_start_bytes: Annotated[int, "the heap in use when the capture window began (before its first event)"]
     heap_end_bytes: Annotated[int, "the heap in use when the window ended"]
     heap_floor_bytes: Annotated[int, "the least it held at any moment of the window: what outlives every step"]
     verdict: Verdict
-    reason: str
-    forecast: Forecast | None
+    reason: Annotated[str, "the verdict in a sentence, naming the top growing family and its rate"]
+    forecast: Annotated[Forecast | None, "when it runs out at the leak rate; null unless it leaks with memory free at window end"]
     out_of_memory: Annotated[OutOfMemory | None, "null unless the capture was taken at an out-of-memory error"]
-    fragmentation_note: str | None
-    warnings: list[str]
-    groups: list[Group]
+    fragmentation_note: Annotated[str | None, "a sentence when free memory at the peak is too scattered; else null"]
+    warnings: Annotated[list[str], "what limits the analysis of this allocator (events missing, pairs guessed)"]
+    groups: Annotated[list[Group], "its op families, the likeliest leak first"]
     peak_breakdown: Annotated[list[BreakdownRow], "rows add up to `peak_bytes_in_use`"]
     stack_hint: Annotated[str | None, "how to get Python frames, when none of its buffers has them; null when some do"]
 
@@ -219,9 +222,9 @@ class StepSource(TypedDict):
     """Where the host's steps came from: "30 steps from the group_id stat"."""
 
     kind: StepSourceKind
-    name: str | None
+    name: Annotated[str | None, "the stat or event the steps came from, when one did"]
     num_steps: int
-    description: str
+    description: Annotated[str, "where the steps came from, in words"]
 
 
 class HloBufferInfo(TypedDict):
@@ -378,12 +381,12 @@ class CompiledPrograms(TypedDict):
 
 
 class _HostReportKeys(TypedDict):
-    host: str
+    host: Annotated[str, "the host, as its profile file names it"]
     format: ProfileFormat
     verdict: Annotated[Verdict, "the host's verdict: its worst allocator's, or why there is none"]
     reason: str
-    warnings: list[str]
-    duration_ps: int
+    warnings: Annotated[list[str], "what limits the analysis of the whole profile"]
+    duration_ps: Annotated[int, "the capture window's length"]
     start_time_ns: Annotated[int | None, "when the capture began (ns since the epoch), where its format records it"]
     event_clock_ps: Annotated[int | None, "set when its clock counts events, not time: this many ps an event"]
     snapshot: Annotated[bool, "the buffers live at one moment (a device memory profile), not events over a window"]
@@ -391,8 +394,8 @@ class _HostReportKeys(TypedDict):
     step_source: StepSource
     num_steps: int
     steps: list[Step]
-    allocators: list[AllocatorReport]
-    modules: list[ModuleSummary]
+    allocators: Annotated[list[AllocatorReport], "one per allocator (XProf memory id) with memory events"]
+    modules: Annotated[list[ModuleSummary], "the compiled XLA programs of an XProf profile; [] for other formats"]
 
 
 class HostReport(_HostReportKeys, total=False):
@@ -402,7 +405,7 @@ class HostReport(_HostReportKeys, total=False):
 
 class RunReport(TypedDict):
     run: str
-    verdict: Verdict
+    verdict: Annotated[Verdict, "the worst of its hosts'"]
     hosts: list[HostReport]
 
 
@@ -486,7 +489,7 @@ class HistoryAnswer(TypedDict):
 class ReportAnswer(TypedDict):
     """`GET report`, and what `tb-leakfinder report --json` prints."""
 
-    version: int
+    version: Annotated[int, "the report format's version"]
     limits: Limits
     runs: list[RunReport]
     histories: Annotated[list[HistoryAnswer], "the histories of the TensorBoard runs among `runs` with several captures"]
@@ -502,13 +505,13 @@ class TimelinePeak(TypedDict):
 class _TimelineKeys(TypedDict):
     allocator: Annotated[str, "the allocator's label, as in its report"]
     memory_id: str
-    total_events: int
-    time_ps: list[int]
+    total_events: Annotated[int, "the allocator's memory events, all of them (not only the range's)"]
+    time_ps: Annotated[list[int], "the samples' times; the lists below have one value per sample"]
     heap_bytes: list[int]
     stack_bytes: list[int]
     fragmentation: list[float]
-    never_freed_bytes: list[int]
-    peak: TimelinePeak
+    never_freed_bytes: Annotated[list[int], "chunk bytes live at each sample that are never freed"]
+    peak: Annotated[TimelinePeak, "the allocator's peak (`peak_bytes_in_use`), wherever the range is"]
     steps: list[Step]
 
 
@@ -525,26 +528,26 @@ class TimelineAnswer(TimelineBody):
 
 
 class Buffer(TypedDict):
-    id: int
-    address: str
-    alloc_time_ps: int | None
-    free_time_ps: int | None
-    alloc_step: int | None
+    id: Annotated[int, "its row in the allocator's buffers"]
+    address: Annotated[str, 'its address, in hex ("0x7f3a00000000")']
+    alloc_time_ps: Annotated[int | None, "null when it was allocated before the window"]
+    free_time_ps: Annotated[int | None, "null when it is never freed"]
+    alloc_step: Annotated[int | None, "the step number it was allocated in; null outside every step"]
     free_step: int | None
-    requested_bytes: int
-    allocation_bytes: int
+    requested_bytes: Annotated[int, "tensor bytes: what the program asked for"]
+    allocation_bytes: Annotated[int, "chunk bytes: what the allocator handed out"]
     op: str
     shape: str
     dtype: str
     region: str
     status: BufferStatus
-    group: int | None
+    group: Annotated[int | None, "the family it belongs to (a `group` of the report); null when none"]
     where: Annotated[str, 'the line of code it was made at; "" when unknown']
     site: Annotated[int, "its site: an index into its page's `sites`"]
 
 
 class BufferPage(TypedDict):
-    total: int
+    total: Annotated[int, "buffers that match the query, over all pages"]
     offset: int
     limit: int
     buffers: list[Buffer]
