@@ -26,13 +26,14 @@ def _load(name: str, path: pathlib.Path) -> ModuleType:
 gen = _load("gen_wire_types", ROOT / "tools" / "gen_wire_types.py")
 
 
-def _schema_with(tmp_path: pathlib.Path, after: str, added: str) -> ModuleType:
-    """A copy of the schema with `added` inserted after the line `after` (which occurs once)."""
+def _schema_with(tmp_path: pathlib.Path, before: str, added: str) -> ModuleType:
+    """A copy of the schema with `added` inserted before the line `before` (which occurs once). An indented line
+    before a class joins the body of the class above it."""
     source = pathlib.Path(schema.__file__).read_text(encoding="utf-8")
-    assert source.count(after + "\n") == 1, after
+    assert source.count("\n" + before + "\n") == 1, before
     name = f"schema_{tmp_path.name}"
     path = tmp_path / f"{name}.py"
-    path.write_text(source.replace(after + "\n", after + "\n" + added + "\n"), encoding="utf-8")
+    path.write_text(source.replace("\n" + before + "\n", "\n" + added + "\n" + before + "\n"), encoding="utf-8")
     return _load(name, path)
 
 
@@ -51,10 +52,11 @@ def test_the_committed_files_are_the_generators():
 
 
 def test_a_key_added_to_the_schema_appears_in_the_types_the_tables_and_the_cache_shape(tmp_path, hosts):
-    module = _schema_with(tmp_path, "    score: float", '    added_bytes: Annotated[int | None, "bytes a new analysis found"]')
+    added = '    added_bytes: Annotated[int | None, "bytes a new analysis found"]'
+    module = _schema_with(tmp_path, "class BreakdownRow(TypedDict):", added)
     parsed = gen.read_schema(module)
     group = _interface(gen.render_ts(parsed), "Group")
-    assert "  score: number;\n  /** bytes a new analysis found */\n  added_bytes: number | null;\n" in group
+    assert group.endswith("  site: Site;\n  /** bytes a new analysis found */\n  added_bytes: number | null;")
     tables = gen.render_tables(parsed)
     assert "| `added_bytes` | `number \\| null` | bytes a new analysis found |" in tables
     assert "added_bytes" not in gen.render_tables(gen.read_schema(schema))
@@ -69,7 +71,7 @@ def test_a_key_added_to_the_schema_appears_in_the_types_the_tables_and_the_cache
 def test_a_named_choice_is_a_type_and_its_uses_name_it(tmp_path):
     module = _schema_with(
         tmp_path,
-        'GroupStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]',
+        'CaptureKind = Literal["profile", "snapshot"]',
         'Severity = Literal["low", "high"]\n"""How bad it is."""',
     )
     module_src = pathlib.Path(module.__file__).read_text(encoding="utf-8")
