@@ -94,16 +94,26 @@ def test_optional_keys_private_bases_and_wire_names():
     assert "  histories: History[];" in _interface(ts, "Report")
 
 
-def test_check_fails_on_a_stale_file_and_names_it(tmp_path, monkeypatch):
-    stale = tmp_path / "wire.ts"
-    stale.write_text(gen.WIRE_TS.read_text(encoding="utf-8").replace("  regrown: boolean;\n", ""), encoding="utf-8")
-    monkeypatch.setattr(gen, "WIRE_TS", stale)
+@pytest.mark.parametrize(
+    ("target", "line"),
+    [
+        ("WIRE_TS", "  regrown: boolean;\n"),
+        ("HTTP_API", "| `regrown` | `boolean` | grows by freeing one buffer and making it again larger |\n"),
+    ],
+)
+def test_check_fails_on_a_stale_file_and_names_it(tmp_path, monkeypatch, target, line):
+    original = getattr(gen, target)
+    stale = tmp_path / original.name
+    text = original.read_text(encoding="utf-8")
+    assert text.count(line) == 1
+    stale.write_text(text.replace(line, ""), encoding="utf-8")
+    monkeypatch.setattr(gen, target, stale)
     monkeypatch.setattr(gen, "ROOT", tmp_path.parent)
     monkeypatch.setattr(sys, "argv", ["gen_wire_types.py", "--check"])
     with pytest.raises(SystemExit) as exit_:
         gen.main()
-    assert f"{tmp_path.name}/wire.ts: stale" in str(exit_.value)
-    assert "regrown" not in stale.read_text(encoding="utf-8")  # --check writes nothing
+    assert str(exit_.value) == f"{tmp_path.name}/{original.name}: stale; run python tools/gen_wire_types.py"
+    assert line not in stale.read_text(encoding="utf-8")  # --check writes nothing
 
 
 def test_a_doc_without_the_markers_is_refused():
