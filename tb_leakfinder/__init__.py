@@ -41,4 +41,4 @@ def analyze(
 
     disk = DiskCache.for_logdir(None, DEFAULT_MAX_BYTES, path) if cache and not disabled_by_env() else None
     report = Engine.for_path(path, disk=disk).report(run, host)
-    return report if allocator is None else select_allocator(report, allocator)
+    return dict(report) if allocator is None else select_allocator(report, allocator)

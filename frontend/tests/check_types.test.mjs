@@ -1,5 +1,5 @@
-// tools/check_types.mjs: the routes' real answers hold to src/api.ts, and a
-// copy of api.ts that drifted from them fails, naming the route, the JSON path
+// tools/check_types.mjs: the routes' real answers hold to src/wire.ts, and a
+// copy of wire.ts that drifted from them fails, naming the route, the JSON path
 // and the interface field.
 
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import {join} from 'node:path';
 import {after, before, test} from 'node:test';
-import {API_TS, checkAnswers, dumpAnswers, LOGDIRS, ROUTE_TYPES} from '../tools/check_types.mjs';
+import {WIRE_TS, checkAnswers, dumpAnswers, LOGDIRS, ROUTE_TYPES} from '../tools/check_types.mjs';
 
 let folder;
 let answers;
@@ -21,16 +21,16 @@ before(() => {
 
 after(() => rmSync(folder, {recursive: true, force: true}));
 
-/** A copy of api.ts with `from` (which must occur once) replaced by `to`. */
+/** A copy of wire.ts with `from` (which must occur once) replaced by `to`. */
 function drifted(from, to) {
-  const source = readFileSync(API_TS, 'utf8');
-  assert.equal(source.split(from).length, 2, `api.ts holds ${JSON.stringify(from)} once`);
+  const source = readFileSync(WIRE_TS, 'utf8');
+  assert.equal(source.split(from).length, 2, `wire.ts holds ${JSON.stringify(from)} once`);
   const path = join(folder, `api_${Math.random().toString(36).slice(2)}.ts`);
   writeFileSync(path, source.replace(from, to));
   return path;
 }
 
-test('the real answers hold to api.ts', () => {
+test('the real answers hold to wire.ts', () => {
   assert.deepEqual(checkAnswers(answers), []);
 });
 
@@ -61,5 +61,5 @@ test('a string outside its literal union fails', () => {
 
 test('a route the plugin serves but no interface is mapped to fails', () => {
   const {timeline: _, ...fewer} = ROUTE_TYPES;
-  assert.deepEqual(checkAnswers(answers, API_TS, fewer), ['route timeline: the plugin serves it, but check_types.mjs maps it to no interface of api.ts']);
+  assert.deepEqual(checkAnswers(answers, WIRE_TS, fewer), ['route timeline: the plugin serves it, but check_types.mjs maps it to no interface of wire.ts']);
 });

@@ -1,16 +1,17 @@
-// Holds the report types of src/api.ts against real answers of the Python
-// routes. The Python side has no schema (tb_leakfinder/report.py builds the
-// JSON as dicts), so the answers themselves are the reference: every route is
-// asked on the demo runs, the accuracy captures and runs of several captures
-// that tools/dump_answers.py writes (for `history` and the report's
-// `histories`), and each answer is walked alongside its interface, read with
-// the TypeScript compiler. A key the interface lacks, a non-optional key the
-// answer lacks, or a value of another kind (number, string and its literals,
-// boolean, null, array, object) fails the check.
+// Holds the wire types of src/wire.ts, which tools/gen_wire_types.py makes from
+// the server's schema (tb_leakfinder/report/schema.py), against real answers of
+// the Python routes: what the schema declares is what the serializers send
+// (mypy checks the keys they write; this checks the values, the casts included).
+// Every route is asked on the demo runs, the accuracy captures and runs of
+// several captures that tools/dump_answers.py writes (for `history` and the
+// report's `histories`), and each answer is walked alongside its interface,
+// read with the TypeScript compiler. A key the interface lacks, a non-optional
+// key the answer lacks, or a value of another kind (number, string and its
+// literals, boolean, null, array, object) fails the check.
 //
 //   node tools/check_types.mjs                 dump the answers, then check them
 //   node tools/check_types.mjs --answers FILE  check answers dumped before
-//   node tools/check_types.mjs --api FILE      check another copy of api.ts
+//   node tools/check_types.mjs --api FILE      check another copy of wire.ts
 
 import {spawnSync} from 'node:child_process';
 import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs';
@@ -22,7 +23,7 @@ import ts from 'typescript';
 
 const FRONTEND = join(dirname(fileURLToPath(import.meta.url)), '..');
 const REPO = join(FRONTEND, '..');
-export const API_TS = join(FRONTEND, 'src', 'api.ts');
+export const WIRE_TS = join(FRONTEND, 'src', 'wire.ts');
 // The real PyTorch profiles lie beside the repository, when they are there: their hosts' answers are of other formats.
 const TORCH_PROFILES = join(REPO, '..', 'shared', 'profiles', 'torch');
 export const LOGDIRS = [join(REPO, 'demo_logs'), join(REPO, 'benchmarks', 'accuracy', 'captures'), ...(existsSync(TORCH_PROFILES) ? [TORCH_PROFILES] : [])];
@@ -164,15 +165,15 @@ function owner(prop, fallback) {
  * `apiPath`, each as one sentence naming the route, the first JSON path where
  * it shows (with how many more) and the interface field. Empty when they agree.
  */
-export function checkAnswers(answersFile, apiPath = API_TS, routeTypes = ROUTE_TYPES) {
+export function checkAnswers(answersFile, apiPath = WIRE_TS, routeTypes = ROUTE_TYPES) {
   const {checker, types} = loadTypes(apiPath);
   const [header, ...answers] = readFileSync(answersFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
   const errors = [];
   for (const route of header.routes) {
-    if (!(route in routeTypes)) errors.push(`route ${route}: the plugin serves it, but check_types.mjs maps it to no interface of api.ts`);
+    if (!(route in routeTypes)) errors.push(`route ${route}: the plugin serves it, but check_types.mjs maps it to no interface of wire.ts`);
   }
   for (const [route, name] of Object.entries(routeTypes)) {
-    if (!types.has(name)) errors.push(`route ${route}: api.ts exports no interface ${name}`);
+    if (!types.has(name)) errors.push(`route ${route}: wire.ts exports no interface ${name}`);
     else if (!answers.some((a) => a.route === route)) errors.push(`route ${route}: no answer of it was checked`);
   }
   // One line per (route, field, problem): a drifted field shows in every answer, on every row.
@@ -197,7 +198,7 @@ export function checkAnswers(answersFile, apiPath = API_TS, routeTypes = ROUTE_T
 
 function main() {
   const {values} = parseArgs({options: {api: {type: 'string'}, answers: {type: 'string'}}});
-  const apiPath = resolve(values.api ?? API_TS);
+  const apiPath = resolve(values.api ?? WIRE_TS);
   const tmp = values.answers ? null : mkdtempSync(join(tmpdir(), 'leakfinder-answers-'));
   try {
     const answers = values.answers ?? join(tmp, 'answers.jsonl');

@@ -1,4 +1,4 @@
-"""Real answers of every JSON route, for check_types.mjs to hold against the TypeScript types of src/api.ts.
+"""Real answers of every JSON route, for check_types.mjs to hold against the TypeScript types of src/wire.ts.
 
     python frontend/tools/dump_answers.py OUT.jsonl LOGDIR...
 

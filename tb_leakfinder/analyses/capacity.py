@@ -45,6 +45,13 @@ def forecast(events: MemoryEvents, growth_bytes_per_step: float, step_duration_p
     return Forecast(available, float(growth_bytes_per_step), steps, duration, seconds, text + ".")
 
 
+def known_capacity(capacity_bytes: int, peak_bytes_in_use: int) -> int:
+    """An allocator's memory capacity, 0 when unknown. XProf's capacity is stack + heap + free at the peak, so one
+    no larger than the peak means no free memory was reported (a CPU's, PyTorch 1.9's) or none was left: either way
+    no capacity to measure against."""
+    return capacity_bytes if capacity_bytes > peak_bytes_in_use else 0
+
+
 def about(n: int) -> str:
     """`n` to two significant figures, with thousands separators: 31,130 -> '31,000'."""
     if n < 100:

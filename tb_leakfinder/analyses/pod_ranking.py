@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tb_leakfinder.analyses import verdict as verdicts
@@ -9,7 +10,7 @@ from tb_leakfinder.analyses import verdict as verdicts
 Json = dict[str, Any]
 
 
-def worst_first(row: Json) -> tuple[Any, ...]:
+def worst_first(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """Leaks before the rest; then the fastest leak (its growing families' rate), then the fastest-rising heap,
     then the fullest memory, then the name."""
     capacity = row["memory_capacity_bytes"]

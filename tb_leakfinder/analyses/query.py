@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tb_leakfinder.analyses import verdict as verdicts
@@ -31,7 +32,7 @@ def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
     )
 
 
-def select_allocator(report: Json, allocator: str) -> Json:
+def select_allocator(report: Mapping[str, Any], allocator: str) -> Json:
     """The report with each host keeping only the allocator whose label or memory id is `allocator`.
 
     A host's verdict is then that allocator's; hosts without it are left out,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,7 +148,7 @@ def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
 
 
-def run_verdict(hosts: list[dict[str, Any]]) -> str:
+def run_verdict(hosts: Sequence[Mapping[str, Any]]) -> str:
     """A run's verdict from its hosts' report JSON: the worst."""
     return worst([h["verdict"] for h in hosts])
 

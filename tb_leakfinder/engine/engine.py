@@ -44,7 +44,7 @@ class HostResult:
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
     modules: list[ModuleSummary] = field(default_factory=list)
-    _json: report.Json | None = field(default=None, repr=False)
+    _json: report.HostReport | None = field(default=None, repr=False)
 
     def unwrap(self) -> HostAnalysis:
         if self.error is not None:
@@ -57,7 +57,7 @@ class HostResult:
         if self.analysis is not None:
             check_consistent(self.analysis)
 
-    def json(self) -> report.Json:
+    def json(self) -> report.HostReport:
         if self._json is None:
             self._json = report.host_json(self.unwrap(), self.modules)
         return self._json
@@ -99,7 +99,7 @@ def _weight(result: HostResult) -> int:
     return total + 1024
 
 
-def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, report.Json | None]:
+def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, report.HostReport | None]:
     """`analyze_file` with its error kept as the result, and the host's report JSON (None on an error)."""
     try:
         result = analyze_file(path, host, session_dir)
@@ -116,7 +116,7 @@ def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_d
     return result
 
 
-def host_json(host: str, path: str, body: report.Json | None, error: LeakfinderError | None) -> report.Json:
+def host_json(host: str, path: str, body: report.HostReport | None, error: LeakfinderError | None) -> report.HostReport:
     """A host's report JSON, or the entry that says why its file at `path` could not be analysed: one of the two
     is given."""
     if error is not None:
@@ -138,7 +138,9 @@ def _format_name(path: str) -> str:
         return ""
 
 
-def overview_rows(host: str, path: str, body: report.Json | None, error: LeakfinderError | None) -> list[report.Json]:
+def overview_rows(
+    host: str, path: str, body: report.HostReport | None, error: LeakfinderError | None
+) -> list[report.OverviewRow]:
     """A host's rows of the pod overview, from its report JSON or its error."""
     return report.overview_host_rows(host_json(host, path, body, error))
 
@@ -146,7 +148,7 @@ def overview_rows(host: str, path: str, body: report.Json | None, error: Leakfin
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
 # A host's report JSON or its error, and its file's identity (None when its file cannot even be stat'ed).
-HostOutcome = tuple[report.Json | None, LeakfinderError | None, FileIdentity | None]
+HostOutcome = tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]
 
 
 class Engine:
@@ -219,7 +221,7 @@ class Engine:
         elif not isinstance(error, WorkerDiedError):
             self._unreadable[path] = (key, error)
 
-    def known_errors(self, run: Run) -> list[report.Json]:
+    def known_errors(self, run: Run) -> list[report.UnreadableFile]:
         """`report.error_json` of each host of `run` whose file was found unreadable and has not changed since:
         what the run list can tell without reading anything (one stat per such file)."""
         found = []
@@ -259,7 +261,7 @@ class Engine:
 
         return self._cache.get(key, compute, _weight)
 
-    def _host_report(self, run: Run, host: str, key: FileIdentity) -> tuple[report.Json | None, LeakfinderError | None]:
+    def _host_report(self, run: Run, host: str, key: FileIdentity) -> tuple[report.HostReport | None, LeakfinderError | None]:
         """(report JSON, None) or (None, error) of one host: from memory, else the disk entry's report alone."""
         if self._cache.peek(key) is None and self.disk is not None:
             entry = self.disk.load_report(key)
@@ -270,7 +272,7 @@ class Engine:
 
     def run_report(
         self, run: Run, host: str | None = None, done: HostDone | None = None, *, unreadable_raises: bool = True
-    ) -> report.Json:
+    ) -> report.RunReport:
         """The report of a run's hosts (or one host). When none can be read, its error, or with
         `unreadable_raises` False the run's entry whose hosts each say why (a report of several runs)."""
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
@@ -289,7 +291,7 @@ class Engine:
         bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error, _) in zip(hosts, results, strict=True)]
         return report.run_json(run.name, bodies)
 
-    def host_rows(self, run: Run, host: str) -> list[report.Json]:
+    def host_rows(self, run: Run, host: str) -> list[report.OverviewRow]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
         try:
             key: FileIdentity | None = run.identity(host)
@@ -301,7 +303,7 @@ class Engine:
                 return entry.report
         return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
 
-    def run_overview(self, run: Run) -> report.Json:
+    def run_overview(self, run: Run) -> report.OverviewAnswer:
         """The pod overview (`report.overview_json`) of a run."""
         return report.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
 
@@ -324,7 +326,7 @@ class Engine:
             raise NotFoundError(f"no TensorBoard run named {tb_run!r} with captures; runs: {', '.join(known[:20]) or 'none'}")
         return sessions
 
-    def history(self, tb_run: str) -> report.Json:
+    def history(self, tb_run: str) -> report.HistoryAnswer:
         """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports; its
         `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
@@ -345,7 +347,7 @@ class Engine:
                 return list(pool.map(work, hosts))
         return [work(h) for h in hosts]
 
-    def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.Json:
+    def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.ReportAnswer:
         """The report of one run, or of every run: there a run none of whose files can be read is reported with
         its errors, as one whose other hosts can be, so that one bad file hides no other run. When no file at
         all can be read there is nothing to report: the error."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tb_leakfinder.analyses.step_sources import STEP_NUM
@@ -35,7 +35,7 @@ def several_captures(names: Iterable[str]) -> list[str]:
     return sorted(t for t, n in counts.items() if n > 1)
 
 
-def capture_points(capture: str, host: Json, mtime_ns: int) -> list[CapturePoint]:
+def capture_points(capture: str, host: Mapping[str, Any], mtime_ns: int) -> list[CapturePoint]:
     """One point per allocator of a host's report JSON. Its time is the capture's own, else its session folder's
     name, else its file's `mtime_ns` (when it was written, or copied) less its duration."""
     duration_s = host["duration_ps"] / 1e12

@@ -44,8 +44,8 @@ from tb_leakfinder import report
 from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import MAX_FILE_BYTES
+from tb_leakfinder.report.shape import Shape, conforms
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
-from tb_leakfinder.store.json_shape import Shape, conforms
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir
 from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
 

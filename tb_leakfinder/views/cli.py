@@ -7,6 +7,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
@@ -208,7 +209,7 @@ def _history(args: argparse.Namespace) -> int:
     return EXIT_LEAK if result["verdict"] == "leak" else EXIT_OK
 
 
-def _unreadable(errors: list[Json]) -> bool:
+def _unreadable(errors: Sequence[Json]) -> bool:
     """Names each file that could not be read (`report.error_json`) on stderr: a gate must not pass on a broken
     capture, whatever the others say."""
     for e in errors:
@@ -286,7 +287,7 @@ def _report(args: argparse.Namespace) -> int:
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
-            result = engine.report(args.run, getattr(args, "host", None), done)
+            result: Json = engine.report(args.run, getattr(args, "host", None), done)
         if args.allocator is not None:
             result = select_allocator(result, args.allocator)
         if args.command == "report":

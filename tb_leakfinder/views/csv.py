@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.report import Json
@@ -127,7 +127,8 @@ def site_columns(site: Json) -> Json:
 
 def _with_site(row: Json, columns: Json) -> Json:
     """The row with its `site` replaced, in its place, by the site's columns."""
-    if next(reversed(row), None) == SITE:  # last, as the report has it: two copies beat a walk of every key
+    # Last, as the report has it: two copies beat a walk of every key. A row is a dict, whose keys keep their order.
+    if next(reversed(cast(dict[str, Any], row)), None) == SITE:
         out = {**row, **columns}
         del out[SITE]
         return out

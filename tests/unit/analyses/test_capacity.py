@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note
+from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note, known_capacity
 from tb_leakfinder.model.memory import ALLOC, MemoryEvents
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.support.columns import memory_events
@@ -80,6 +80,13 @@ def _one_allocation(fragmentation: float, available: int, nbytes: int) -> Memory
     return memory_events(
         [10, 20], ALLOC, [0x1000, 0x9000_0000], [16 * MIB, nbytes], fragmentation=fragmentation, free_bytes=available
     )
+
+
+def test_a_capacity_no_larger_than_the_peak_is_unknown():
+    """XProf's capacity is stack + heap + free at the peak: at the peak itself no free memory was reported."""
+    assert known_capacity(16 << 30, 3 << 30) == 16 << 30
+    assert known_capacity(3 << 30, 3 << 30) == 0  # a CPU allocator, PyTorch 1.9: capacity reported as the peak
+    assert known_capacity(0, 3 << 30) == 0
 
 
 def test_fragmentation_note_when_the_largest_buffer_no_longer_fits_a_free_block():

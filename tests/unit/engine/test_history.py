@@ -9,8 +9,8 @@ import pytest
 from tb_leakfinder import report
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures, tensorboard_run
+from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store.disk_cache import DiskCache
-from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 

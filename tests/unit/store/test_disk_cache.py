@@ -22,9 +22,9 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import read_host
+from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store import disk_cache, location
 from tb_leakfinder.store.disk_cache import DiskCache
-from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
@@ -475,7 +475,7 @@ def test_relative_paths_in_two_folders_never_share_an_entry(tmp_path, monkeypatc
 
 
 def test_every_report_the_analyses_write_has_the_shape_an_entry_is_checked_for(tmp_path):
-    """The shapes follow report.py: demo runs (with programs and folded small buffers), three allocators, an error."""
+    """The shapes follow report/schema.py: demo runs (with programs and folded small buffers), three allocators, an error."""
     builder, _ = synthesize_training(num_events=4_000, steps=8, allocators=("GPU_0_bfc", "GPU_1_bfc", "cpu_bfc"))
     write_session(tmp_path, "pod", "session", {"host0": builder, "bad": builder})
     (tmp_path / "pod" / "plugins" / "profile" / "session" / "bad.xplane.pb").write_bytes(b"\x0a\xff")

@@ -16,7 +16,7 @@ import pytest
 from tb_leakfinder import analyze as analyze_logdir
 from tb_leakfinder import report
 from tb_leakfinder.plugin_loader import LeakfinderLoader
-from tb_leakfinder.store.json_shape import conforms
+from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.tpu_profile import tpu_inference
 from tb_leakfinder.testing.xspace_builder import write_session

@@ -16,8 +16,8 @@ import pytest
 from tb_leakfinder import report
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.read import discovery
+from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store.disk_cache import DiskCache
-from tb_leakfinder.store.json_shape import conforms
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from tb_leakfinder import report
-from tb_leakfinder.store.json_shape import conforms
+from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.testing.pjrt_profile import LEAKED_OUTPUT, TRAIN_BUFFERS, jax_training
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import write_session

@@ -1,5 +1,6 @@
 """Whether a JSON value has the shape the code reading it expects: for JSON read back from disk.
 
+The shapes are derived from the declarations of `schema.py` (`typed_shape`), never written by hand.
 A shape is `str`, `int`, `float`, `bool` or `object` (any value); `None` (null); a one-item list
 `[item]`, for a list of such items; a dict `{key: shape}`, for an object with at least those keys;
 a tuple of shapes, for any of them; or a frozenset of strings, for one of those strings.
@@ -7,7 +8,6 @@ a tuple of shapes, for any of them; or a frozenset of strings, for one of those 
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from collections.abc import Callable
@@ -63,10 +63,11 @@ def _object_check(shape: dict[str, Shape]) -> Check:
     return check
 
 
-def dataclass_shape(cls: type) -> dict[str, Shape]:
-    """The shape of `dataclasses.asdict` of an instance of `cls`."""
+def typed_shape(cls: type) -> dict[str, Shape]:
+    """The shape of a `TypedDict` of the schema: its required keys (an optional one need not be there)."""
     hints = typing.get_type_hints(cls)
-    return {f.name: _hint_shape(hints[f.name]) for f in dataclasses.fields(cls)}
+    required: frozenset[str] = vars(cls)["__required_keys__"]
+    return {name: _hint_shape(hint) for name, hint in hints.items() if name in required}
 
 
 def _hint_shape(hint: Any) -> Shape:
@@ -75,8 +76,12 @@ def _hint_shape(hint: Any) -> Shape:
         return tuple(None if a is type(None) else _hint_shape(a) for a in args)
     if origin is list:
         return [_hint_shape(args[0])]
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return dataclass_shape(hint)
+    if origin is typing.Literal:
+        # A key of one of some strings; a literal number (a listed row's `count` of 1) is checked as a number.
+        strings = frozenset(a for a in args if isinstance(a, str))
+        return strings if len(strings) == len(args) else int
+    if typing.is_typeddict(hint):
+        return typed_shape(hint)
     if hint in (int, float, str, bool):
         return typing.cast(type, hint)
     raise TypeError(f"no JSON shape for {hint!r}")

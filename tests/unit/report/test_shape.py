@@ -1,4 +1,8 @@
-from tb_leakfinder.store.json_shape import Shape, conforms
+from typing import Literal, TypedDict
+
+import pytest
+
+from tb_leakfinder.report.shape import Shape, conforms, typed_shape
 
 HOST: Shape = {
     "name": str,
@@ -47,3 +51,39 @@ def test_each_shape_is_checked_as_itself_though_checks_are_made_once():
         assert conforms(None, None) and not conforms(0, None)
         assert conforms([1, 2], [int]) and not conforms([1, "2"], [int])
         assert conforms({"a": "x"}, {"a": str}) and not conforms({"a": "x"}, {"a": str, "b": object})
+
+
+class _Step(TypedDict):
+    step: int
+    kind: Literal["train", "eval"]
+
+
+class _RunKeys(TypedDict):
+    name: str
+    rate: float | None
+    steps: list[_Step]
+    listed: Literal[1]
+
+
+class _Run(_RunKeys, total=False):
+    error: str
+
+
+def test_a_declaration_gives_its_shape_with_its_optional_keys_left_out():
+    assert typed_shape(_Run) == {
+        "name": str,
+        "rate": (float, None),
+        "steps": [{"step": int, "kind": frozenset({"train", "eval"})}],
+        "listed": int,
+    }
+    run = {"name": "a", "rate": None, "steps": [{"step": 0, "kind": "eval"}], "listed": 1}
+    assert conforms(run, typed_shape(_Run)) and conforms({**run, "error": "x"}, typed_shape(_Run))
+    assert not conforms({**run, "steps": [{"step": 0, "kind": "test"}]}, typed_shape(_Run))
+
+
+def test_a_type_json_cannot_hold_has_no_shape():
+    class Odd(TypedDict):
+        when: bytes
+
+    with pytest.raises(TypeError, match="no JSON shape"):
+        typed_shape(Odd)

@@ -1,0 +1,669 @@
+"""Every JSON object the routes answer and the CLI's `--json` prints, declared once.
+
+Each object is a `TypedDict`: the serializers (`serialize.py`) return them, so mypy holds the keys and their
+types to these declarations; the disk cache's shape check (`shape.py`), the frontend's wire types
+(`frontend/src/wire.ts`) and the field tables of `docs/http_api.md` are derived from them
+(`tools/gen_wire_types.py`). A field's one-line documentation is its `Annotated` string; a class's is its
+docstring; a named choice of strings (`Verdict`) is documented by the string statement after it.
+
+`WIRE_NAMES` gives the frontend's name of an object where it differs from the one here.
+
+A class whose name starts with `_` holds the keys every object of a kind has, under one that adds optional keys
+(`total=False`): the wire types flatten it into its subclass.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+# The names the frontend knows the routes' answers by (frontend/src/wire.ts), until the glossary gives each one name.
+WIRE_NAMES = {
+    "RunsAnswer": "RunsResponse",
+    "ReportAnswer": "Report",
+    "HistoryAnswer": "History",
+    "OverviewAnswer": "Overview",
+    "TimelineAnswer": "Timeline",
+    "BuffersAnswer": "BuffersPage",
+    "ModuleAnswer": "ModuleDetail",
+    "ComparisonAnswer": "Comparison",
+}
+
+Verdict = Literal["leak", "no_leak", "inconclusive"]
+"""The worst first: `leak` > `inconclusive` > `no_leak`."""
+LeakKind = Literal["growing", "persistent", "bounded", "window_end"]
+"""growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent:
+made early and kept; window_end: made in the last step."""
+BufferStatus = Literal["freed", "never_freed", "before_window"]
+ProfileFormat = Literal["xplane", "pprof", "torch_trace", "torch_snapshot", ""]
+"""The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's
+tools. "" on an unreadable host whose file no longer reads as any format (a link gone dangling)."""
+SiteContext = Literal["program", "transfer", "outside", ""]
+"""What the host was doing when buffers were made: running a compiled program, copying host data to the device, or
+neither; "" when the profile tells only the framework's op or frames."""
+SiteMatch = Literal["exact", "ambiguous", "near", "none", "no_hlo", ""]
+"""How an allocation made in a program was tied to one of the program's buffers: `exact` (one buffer has its size,
+or allocation order and lifetime settle it), `ambiguous` (several do: `candidates` names them, `buffer` is the one
+taken in order), `near` (none has it exactly and a temporaries block a few KiB off is taken, or the program was
+found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside
+a program."""
+BreakdownCategory = Literal["buffers", "stack", "before_window"]
+"""`buffers`: a group of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer
+of the window explains."""
+StepSourceKind = Literal["step_num", "group_id", "root_events", "device_programs", "time_windows", "none"]
+WholeProgramReason = Literal["parameter", "live_out", "constant", "thread_local", "never_freed"]
+GroupStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]
+CaptureKind = Literal["profile", "snapshot"]
+"""`profile`: memory events over a window; `snapshot`: a device memory profile's live buffers."""
+TimeSource = Literal["profile", "session_name", "file_mtime"]
+"""Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime."""
+
+
+class ErrorAnswer(TypedDict):
+    """What a route answers with an error status: 4xx for bad input, 503 while still analysing, 500 (a generic
+    message) for a failure of its own."""
+
+    error: Annotated[str, "what is wrong, naming the argument, run or file"]
+
+
+class UnreadableFile(TypedDict):
+    """A file that could not be read (truncated, corrupt, empty, over a limit, a dangling or looping link); the
+    other files are still reported."""
+
+    run: Annotated[str, "the discovered run (session) it belongs to"]
+    host: Annotated[str, "its host in that run"]
+    file: Annotated[str, "its path, as discovered"]
+    reason: Annotated[str, "why it could not be read: its error message without the path it opens with"]
+
+
+class RunEntry(TypedDict):
+    run: Annotated[str, "a discovered run: `<tb_run>/<session>`, or `<session>` at the logdir's top"]
+    hosts: Annotated[list[str], "its hosts, one per profile file"]
+    errors: Annotated[list[UnreadableFile], "its files found unreadable by an earlier request and unchanged since"]
+
+
+class RunsAnswer(TypedDict):
+    """`GET runs`."""
+
+    runs: list[RunEntry]
+
+
+class Step(TypedDict):
+    step: Annotated[int, "the step's number, as its source numbers it"]
+    start_ps: Annotated[int, "when it began, ps from the profile's start"]
+    end_ps: Annotated[int, "when it ended"]
+
+
+class Site(TypedDict):
+    """Where buffers were made, as far as the profile tells (tb_leakfinder/model/sites.py)."""
+
+    context: SiteContext
+    program: Annotated[str, 'the program\'s key as the static view lists it ("jit_dot(49)"); "" when none']
+    buffer: Annotated[str, 'the program buffer: "output 0", "parameter 1", "temporaries (2 buffers)"; "" when none']
+    allocation: Annotated[int, "the program's buffer allocation index (the static view's `allocation`); -1 when none"]
+    hlo_op: Annotated[str, 'the HLO instruction\'s op ("dot_general")']
+    op_name: Annotated[str, 'the framework\'s scope of it ("jit(dot)/dot_general")']
+    hlo_shape: Annotated[str, 'the HLO instruction\'s shape ("f32[1024,1024]")']
+    source: Annotated[str, "the instruction's source file and line, the full path"]
+    match: SiteMatch
+    model_frame: Annotated[str, 'the innermost frame of a model library below the user\'s line; "" when none']
+    candidates: Annotated[list[str], "the program buffers it could be, when more than one has its size"]
+    stack: Annotated[list[str], 'the user\'s Python frames, innermost first: "train.py:42 in train_step"']
+
+
+class Group(TypedDict):
+    """One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never
+    freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures
+    describe its never-freed buffers."""
+
+    group: Annotated[int, "its index: the `group` argument of `timeline` and `buffers`"]
+    op: Annotated[str, "the op that made its buffers"]
+    shape: Annotated[str, 'the shape pattern: "[128,1024]" when all agree, "[32,*]" when a dimension varies']
+    dtype: str
+    region: str
+    label: Annotated[str, 'the family in words, as every view puts it: "Mean [32,*] output, 12 shapes"']
+    num_shapes: Annotated[int, "distinct shapes among its never-freed and step-outliving buffers"]
+    latest_shape: Annotated[str, "the shape of its newest never-freed buffer (of its newest when none is)"]
+    kind: LeakKind
+    count: Annotated[int, "never-freed buffers"]
+    requested_bytes: Annotated[int, "tensor bytes of the never-freed buffers (what the program asked for)"]
+    bytes: Annotated[int, "the allocator's chunk bytes of the never-freed buffers"]
+    steps: Annotated[int, "steps that left never-freed buffers behind, first and last by step number"]
+    first_step: Annotated[int | None, "the first step that left one behind; null when none did"]
+    last_step: int | None
+    onset_step: Annotated[int | None, "the step from which a growing family grows; null for the other kinds"]
+    growth_steps: Annotated[int, "steps from the onset on in which its live bytes rose"]
+    regrown: Annotated[bool, "grows by freeing one buffer and making it again larger"]
+    bytes_per_step: Annotated[float, "tensor bytes per step its live bytes grow, from its onset on (0 unless growing)"]
+    allocated_bytes_per_step: Annotated[float, "the same in the allocator's chunk bytes"]
+    score: Annotated[float, "how strongly it looks like the leak, 0 to 1: groups are listed highest first"]
+    where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
+    site: Site
+
+
+class BreakdownRow(TypedDict):
+    """A part of the heap at the peak: a group of live buffers of one (op, shape, dtype, region), the stack
+    reservation, or the heap no buffer of the window explains."""
+
+    category: BreakdownCategory
+    op: str
+    shape: str
+    dtype: str
+    region: str
+    count: Annotated[int | None, "null on the stack and before-window rows, which are not buffers"]
+    bytes: int
+    where: Annotated[str, 'where its first buffer was made ("" and an empty site on the stack and before-window rows)']
+    site: Site
+
+
+class Forecast(TypedDict):
+    """When the allocator runs out at the measured growth, from its free memory at window end."""
+
+    bytes_available: Annotated[int, "free at window end"]
+    growth_bytes_per_step: Annotated[float, "the leak rate it extrapolates"]
+    steps_to_oom: int
+    step_duration_ps: Annotated[int, "the median from one step's start to the next; 0 when unknown"]
+    seconds_to_oom: Annotated[float | None, "null when the step duration is unknown"]
+    description: Annotated[str, '"At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)."']
+
+
+class Holder(TypedDict):
+    """Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could
+    not name."""
+
+    where: str
+    bytes: int
+    count: Annotated[int, "buffers; 0 for the memory held from before the trace began"]
+
+
+class OutOfMemory(TypedDict):
+    """What held an allocator's memory when the capture was taken at an out-of-memory error."""
+
+    cause: Annotated[str, 'what says the capture was taken at one: "its trace records 1 oom entry"']
+    held_bytes: Annotated[int, "in use at the error: the heap at the capture's end"]
+    capacity_bytes: Annotated[int, "what the allocator had reserved from the device (at least held_bytes)"]
+    holders: Annotated[list[Holder], "largest first, at most 10; a last row folds the rest"]
+    description: str
+
+
+class AllocatorReport(TypedDict):
+    memory_id: Annotated[str, "the key XProf's Memory Profile lists the allocator under"]
+    name: Annotated[str, "a readable label: `TPU:2`, `GPU:0`, else the allocator's name"]
+    num_allocations: Annotated[int, "allocation events in the window"]
+    num_deallocations: Annotated[int, "deallocation events in the window"]
+    balance: Annotated[int, "allocations less deallocations"]
+    peak_bytes_in_use: Annotated[int, "stack reserved + heap in use at the peak (XProf's peakBytesInUse)"]
+    peak_heap_bytes: Annotated[int, "heap in use at the peak"]
+    peak_stack_reserved_bytes: Annotated[int, "stack reserved at the peak"]
+    memory_capacity_bytes: Annotated[int, "reserved + in use + available at the peak; 0 when the profile does not say"]
+    peak_time_ps: Annotated[int | None, "when the peak was, ps from the profile's start; null with no events"]
+    peak_step: Annotated[int | None, "the step the peak fell in; null outside every step"]
+    peak_fragmentation: Annotated[float, "the allocator's fragmentation at the peak, 0 to 1"]
+    peak_before_window_bytes: Annotated[int, "heap at the peak that no buffer allocated in the window explains"]
+    never_freed_count: Annotated[int, "buffers allocated in the window and still live at its end"]
+    never_freed_bytes: Annotated[int, "their chunk bytes"]
+    freed_before_window_count: Annotated[int, "buffers allocated before the window began and freed in it"]
+    growth_bytes_per_step: Annotated[float, "slope of the heap in use at step ends, over all steps: not a leak rate"]
+    leak_bytes_per_step: Annotated[float, "the growing families' tensor bytes per step summed; 0 unless it leaks"]
+    heap_start_bytes: Annotated[int, "the heap in use when the capture window began (before its first event)"]
+    heap_end_bytes: Annotated[int, "the heap in use when the window ended"]
+    heap_floor_bytes: Annotated[int, "the least it held at any moment of the window: what outlives every step"]
+    verdict: Verdict
+    reason: Annotated[str, "the verdict in a sentence, naming the top growing family and its rate"]
+    forecast: Annotated[Forecast | None, "when it runs out at the leak rate; null unless it leaks with memory free at window end"]
+    out_of_memory: Annotated[OutOfMemory | None, "null unless the capture was taken at an out-of-memory error"]
+    fragmentation_note: Annotated[str | None, "a sentence when free memory at the peak is too scattered; else null"]
+    warnings: Annotated[list[str], "what limits the analysis of this allocator (events missing, pairs guessed)"]
+    groups: Annotated[list[Group], "its op families, the likeliest leak first"]
+    peak_breakdown: Annotated[list[BreakdownRow], "rows add up to `peak_bytes_in_use`"]
+    stack_hint: Annotated[str | None, "how to get Python frames, when none of its buffers has them; null when some do"]
+
+
+class StepSource(TypedDict):
+    """Where the host's steps came from: "30 steps from the group_id stat"."""
+
+    kind: StepSourceKind
+    name: Annotated[str | None, "the stat or event the steps came from, when one did"]
+    num_steps: int
+    description: Annotated[str, "where the steps came from, in words"]
+
+
+class HloBufferInfo(TypedDict):
+    """What identifies a logical buffer of a compiled program, and where it came from."""
+
+    logical_buffer: Annotated[int | None, "null on a row of small buffers folded"]
+    instruction: str
+    opcode: str
+    op_name: str
+    shape: str
+    source: str
+    last_user: Annotated[str, 'the user that runs last in the schedule ("" when the proto has no schedule)']
+    bytes: int
+
+
+class WholeProgramBuffer(HloBufferInfo):
+    reason: WholeProgramReason
+    why: str
+    allocation: int
+    parameter_number: int | None
+    live_out: bool
+    aliases_parameter: bool
+    actionable: bool
+
+
+class ListedWholeProgramBuffer(WholeProgramBuffer):
+    """A whole-program buffer as a row of the report's and the comparison's lists, which count each row's
+    buffers."""
+
+    count: Literal[1]
+
+
+class SmallBuffers(HloBufferInfo):
+    """Buffers below `limits.small_buffer_bytes`, folded into one row of a list, so that its total stays whole: its
+    keys of one buffer are "" and null."""
+
+    label: Annotated[str, '"small (<16 KiB)"']
+    count: int
+
+
+class SmallWholeProgramBuffers(SmallBuffers):
+    reason: Literal["small"]
+
+
+WholeProgramRow = ListedWholeProgramBuffer | SmallWholeProgramBuffers
+"""A row of the report's whole-program buffers: one buffer, or the small ones folded."""
+
+
+class Actionable(TypedDict):
+    instruction: str
+    op_name: str
+    shape: str
+    source: str
+    bytes: int
+    reason: WholeProgramReason
+    message: str
+
+
+class PeakBuffer(HloBufferInfo):
+    kind: Annotated[Literal["temporary"] | WholeProgramReason, "`temporary`, or why it lives for the whole program"]
+    count: Literal[1]
+
+
+class SmallPeakBuffers(SmallBuffers):
+    kind: Literal["small"]
+
+
+PeakRow = PeakBuffer | SmallPeakBuffers
+"""A row of `GET module`'s buffers at the peak: one buffer, or the small ones folded."""
+
+
+class LongLivedTemporary(HloBufferInfo):
+    """A freed temporary whose range covers at least half of the program."""
+
+    start: int
+    end: int
+    fraction: Annotated[float, "the share of the program's positions it is live over"]
+    why: str
+
+
+class LogicalBuffer(HloBufferInfo):
+    """One logical buffer's live range in program order: [start, end)."""
+
+    allocation: int | None
+    offset: int
+    start: int
+    end: int
+    kind: Annotated[str, "`temporary`, or why it lives for the whole program"]
+    shares_with: Annotated[int | None, "the logical buffer whose memory it uses"]
+
+
+class ModuleFigures(TypedDict):
+    """One compiled XLA program and memory space: what the report's `modules` and `GET module` both say of it."""
+
+    name: Annotated[str, '"<module>(<program_id>)"']
+    module: str
+    program_id: int | None
+    memory_space: int
+    num_instructions: int
+    num_positions: int
+    peak_heap_bytes: int
+    peak_position: int | None
+    peak_instruction: str | None
+    peak_temporary_bytes: int
+    whole_program_bytes: int
+    live_out_bytes: int
+    parameter_bytes: int
+    constant_bytes: int
+    thread_local_bytes: int
+    actionable: list[Actionable]
+
+
+class ModuleSummary(ModuleFigures):
+    """One program as summarised in the report (`modules`)."""
+
+    whole_program_buffers: list[WholeProgramRow]
+    num_long_lived_temporaries: int
+    long_lived_temporaries: Annotated[
+        list[LongLivedTemporary], "the first few, largest bytes x share first; `num_long_lived_temporaries` counts all"
+    ]
+
+
+class HeapCurve(TypedDict):
+    position: list[int]
+    heap_bytes: list[int]
+    instruction: list[str | None]
+
+
+class ModuleDetailBody(ModuleFigures):
+    """One program in detail (what `GET module` adds its run and host to)."""
+
+    memory_spaces: list[int]
+    curve: HeapCurve
+    peak_buffers: Annotated[list[PeakRow], "their bytes add up to `peak_heap_bytes`"]
+    whole_program_buffers: Annotated[list[WholeProgramBuffer], "every one, none folded"]
+    long_lived_temporaries: list[LongLivedTemporary]
+    buffers: Annotated[list[LogicalBuffer], "in program order: the largest ones when there are more than sent"]
+    num_buffers: Annotated[int, "how many logical buffers have a range; more than `buffers` when only the largest came"]
+
+
+class ModuleAnswer(ModuleDetailBody):
+    """`GET module`: one program in detail."""
+
+    run: str
+    host: str
+
+
+class CompiledPrograms(TypedDict):
+    """One device's compiled programs in a device memory profile."""
+
+    device: Annotated[str, 'the allocator\'s key of that device ("device unknown" when the profile names none)']
+    count: int
+    bytes: int
+
+
+class _HostReportKeys(TypedDict):
+    host: Annotated[str, "the host, as its profile file names it"]
+    format: ProfileFormat
+    verdict: Annotated[Verdict, "the host's verdict: its worst allocator's, or why there is none"]
+    reason: str
+    warnings: Annotated[list[str], "what limits the analysis of the whole profile"]
+    duration_ps: Annotated[int, "the capture window's length"]
+    start_time_ns: Annotated[int | None, "when the capture began (ns since the epoch), where its format records it"]
+    event_clock_ps: Annotated[int | None, "set when its clock counts events, not time: this many ps an event"]
+    snapshot: Annotated[bool, "the buffers live at one moment (a device memory profile), not events over a window"]
+    compiled_programs: Annotated[list[CompiledPrograms], "a device memory profile's compiled executables per device"]
+    step_source: StepSource
+    num_steps: int
+    steps: list[Step]
+    allocators: Annotated[list[AllocatorReport], "one per allocator (XProf memory id) with memory events"]
+    modules: Annotated[list[ModuleSummary], "the compiled XLA programs of an XProf profile; [] for other formats"]
+
+
+class HostReport(_HostReportKeys, total=False):
+    error: Annotated[str, "set, with no allocators, when its profile could not be analysed"]
+    file: Annotated[str, "with `error`: the path of the file that could not be read"]
+
+
+class RunReport(TypedDict):
+    run: str
+    verdict: Annotated[Verdict, "the worst of its hosts'"]
+    hosts: list[HostReport]
+
+
+class Limits(TypedDict):
+    """What the server sends at most, so that the tab asks for no more."""
+
+    small_buffer_bytes: Annotated[int, 'buffers below this size are folded into one row ("small")']
+    page_size: Annotated[int, "the most rows one `buffers` request returns"]
+    max_points: Annotated[int, "the most points one `timeline` or `module` request returns"]
+
+
+class HistoryCapture(TypedDict):
+    """One capture of one allocator, as a run's history follows it."""
+
+    capture: Annotated[str, "the discovered session (a run as `runs` lists it): the tab opens it"]
+    kind: CaptureKind
+    time_s: Annotated[float, "when it began, seconds since the epoch"]
+    time_source: TimeSource
+    duration_s: float
+    heap_start_bytes: int
+    heap_peak_bytes: int
+    heap_end_bytes: int
+    heap_floor_bytes: int
+    measure_bytes: Annotated[int, "what the trend follows: a profile's heap floor, a snapshot's live bytes"]
+    never_freed_bytes: int
+    first_step: int | None
+    last_step: int | None
+    program: Annotated[str, 'its programs\' names without ids, joined; "" when it ran none']
+    verdict: Verdict
+
+
+class HistoryFamily(TypedDict):
+    """A family that grew over the captures."""
+
+    key: str
+    label: str
+    where: str
+    stack: list[str]
+    bytes_first: int
+    bytes_last: int
+    growth_bytes: int
+    growing_captures: int
+    bytes_per_step: float
+    bytes_per_hour: Annotated[float | None, "its rate over wall-clock time; null: no clock"]
+    captures: Annotated[list[str], "the captures it appears in"]
+    agrees: Annotated[bool, "what it kept within the windows accounts for the growth between captures"]
+
+
+class HistorySeries(TypedDict):
+    """One allocator of one host over a run's captures."""
+
+    host: str
+    memory_id: str
+    name: str
+    verdict: Verdict
+    reason: str
+    rise_bytes: int
+    bytes_per_hour: Annotated[float | None, "null when the captures' times say nothing of the job's pace"]
+    bytes_per_step: float | None
+    bytes_per_capture: float
+    hours_to_oom: float | None
+    capacity_bytes: int
+    time_note: Annotated[str | None, "where the captures' times came from, when not every one from itself"]
+    unexplained: Annotated[str | None, "a leak no family accounts for: that it grew before each window"]
+    captures: Annotated[list[HistoryCapture], "in time order (step order when some carry only a file's mtime)"]
+    families: Annotated[list[HistoryFamily], "the culprit first"]
+
+
+class HistoryAnswer(TypedDict):
+    """`GET history`: a TensorBoard run's captures as one history (also each of the report's `histories`)."""
+
+    run: str
+    num_captures: int
+    verdict: Verdict
+    reason: str
+    note: Annotated[str | None, "why captures are not one series (different hosts), or null"]
+    errors: Annotated[list[UnreadableFile], "the files of its captures that could not be read"]
+    series: Annotated[list[HistorySeries], "worst first"]
+
+
+class ReportAnswer(TypedDict):
+    """`GET report`, and what `tb-leakfinder report --json` prints."""
+
+    version: Annotated[int, "the report format's version"]
+    limits: Limits
+    runs: list[RunReport]
+    histories: Annotated[list[HistoryAnswer], "the histories of the TensorBoard runs among `runs` with several captures"]
+    errors: Annotated[list[UnreadableFile], "every host of `runs` whose file could not be read; [] when all were read"]
+
+
+class TimelinePeak(TypedDict):
+    time_ps: int | None
+    bytes: int
+    step: int | None
+
+
+class _TimelineKeys(TypedDict):
+    allocator: Annotated[str, "the allocator's label, as in its report"]
+    memory_id: str
+    total_events: Annotated[int, "the allocator's memory events, all of them (not only the range's)"]
+    time_ps: Annotated[list[int], "the samples' times; the lists below have one value per sample"]
+    heap_bytes: list[int]
+    stack_bytes: list[int]
+    fragmentation: list[float]
+    never_freed_bytes: Annotated[list[int], "chunk bytes live at each sample that are never freed"]
+    peak: Annotated[TimelinePeak, "the allocator's peak (`peak_bytes_in_use`), wherever the range is"]
+    steps: list[Step]
+
+
+class TimelineBody(_TimelineKeys, total=False):
+    group: Annotated[int, "with the `group` argument: that family's index"]
+    group_bytes: Annotated[list[int], "with `group`: its live bytes at each sample (chunks that outlive a step)"]
+
+
+class TimelineAnswer(TimelineBody):
+    """`GET timeline`."""
+
+    run: str
+    host: str
+
+
+class Buffer(TypedDict):
+    id: Annotated[int, "its row in the allocator's buffers"]
+    address: Annotated[str, 'its address, in hex ("0x7f3a00000000")']
+    alloc_time_ps: Annotated[int | None, "null when it was allocated before the window"]
+    free_time_ps: Annotated[int | None, "null when it is never freed"]
+    alloc_step: Annotated[int | None, "the step number it was allocated in; null outside every step"]
+    free_step: int | None
+    requested_bytes: Annotated[int, "tensor bytes: what the program asked for"]
+    allocation_bytes: Annotated[int, "chunk bytes: what the allocator handed out"]
+    op: str
+    shape: str
+    dtype: str
+    region: str
+    status: BufferStatus
+    group: Annotated[int | None, "the family it belongs to (a `group` of the report); null when none"]
+    where: Annotated[str, 'the line of code it was made at; "" when unknown']
+    site: Annotated[int, "its site: an index into its page's `sites`"]
+
+
+class BufferPage(TypedDict):
+    total: Annotated[int, "buffers that match the query, over all pages"]
+    offset: int
+    limit: int
+    buffers: list[Buffer]
+    sites: Annotated[list[Site], "the sites of the page's buffers, each once"]
+
+
+class BuffersAnswer(BufferPage):
+    """`GET buffers`: a page of an allocator's buffers."""
+
+    run: str
+    host: str
+    allocator: Annotated[str, "the allocator's label, as in its report"]
+    memory_id: str
+
+
+class Delta(TypedDict):
+    """A figure of both runs: `delta` is b - a."""
+
+    a: float
+    b: float
+    delta: float
+
+
+class GroupDiff(TypedDict):
+    """A family matched across the runs by (op, shape pattern, dtype, region)."""
+
+    op: str
+    shape: str
+    dtype: str
+    region: str
+    status: GroupStatus
+    label: Annotated[str, "the family's `label` in B's report, else in A's"]
+    kind_a: LeakKind | None
+    kind_b: LeakKind | None
+    count_a: int
+    count_b: int
+    bytes_a: int
+    bytes_b: int
+    bytes_per_step_a: float
+    bytes_per_step_b: float
+    onset_step_a: Annotated[int | None, "the earliest onset of the side's growing families; null when none grows"]
+    onset_step_b: int | None
+    new_leak: Annotated[bool, "growing in B and not in A"]
+
+
+class AllocatorDiff(TypedDict):
+    name_a: Annotated[str | None, "null on the side that has no allocator of that name"]
+    name_b: str | None
+    verdict_a: Verdict | None
+    verdict_b: Verdict | None
+    reason_a: str | None
+    reason_b: str | None
+    peak_bytes_in_use: Delta
+    never_freed_bytes: Delta
+    growth_bytes_per_step: Delta
+    num_allocations: Delta
+    num_deallocations: Delta
+    groups: list[GroupDiff]
+
+
+class ModuleDiff(TypedDict):
+    name: Annotated[str, "the module's name without its program id"]
+    name_a: str | None
+    name_b: str | None
+    peak_heap_bytes: Delta
+    live_out_bytes: Delta
+    whole_program_buffers_added: Annotated[
+        list[ListedWholeProgramBuffer], "one by one: buffers below `limits.small_buffer_bytes` are not compared"
+    ]
+    whole_program_buffers_removed: list[ListedWholeProgramBuffer]
+
+
+class HostDiff(TypedDict):
+    host_a: str
+    host_b: str
+    verdict_a: Verdict
+    verdict_b: Verdict
+    reason_a: str
+    reason_b: str
+    allocators: list[AllocatorDiff]
+    modules: list[ModuleDiff]
+
+
+class ComparisonAnswer(TypedDict):
+    """`GET compare`, and what `tb-leakfinder diff --json` prints: run B (the change) against run A (the base)."""
+
+    run_a: str
+    run_b: str
+    verdict_a: Verdict
+    verdict_b: Verdict
+    hosts: list[HostDiff]
+    unmatched_hosts: list[str]
+    regression: bool
+    regressions: list[str]
+
+
+class OverviewRow(TypedDict):
+    """One host and allocator of a pod; `error` is set (and the allocator's keys null) for a host that could not be
+    read."""
+
+    host: str
+    memory_id: str | None
+    name: str | None
+    verdict: Verdict
+    bytes_per_step: Annotated[float | None, "the allocator's `growth_bytes_per_step`"]
+    leak_bytes_per_step: Annotated[float | None, "the allocator's `leak_bytes_per_step`"]
+    peak_bytes_in_use: int | None
+    memory_capacity_bytes: int | None
+    step_source: StepSource
+    error: str | None
+
+
+class OverviewAnswer(TypedDict):
+    """`GET overview`: rows worst first."""
+
+    run: str
+    num_hosts: int
+    num_leaking_hosts: int
+    rows: list[OverviewRow]
