@@ -32,6 +32,15 @@ if TYPE_CHECKING:
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
+# Each route's answer (engine/queries.py), named apart so that each can become its own typed class.
+ReportAnswer = Json
+TimelineAnswer = Json
+BuffersAnswer = Json
+ModuleAnswer = Json
+HistoryAnswer = Json
+ComparisonAnswer = Json
+RunsAnswer = Json
+OverviewAnswer = Json
 STACK_HINT = (
     "No Python frames in this profile. For the line of Python that made each buffer, capture with "
     "tb_leakfinder.capture(logdir, python_tracer=True) (or its Keras callback), or with the Profile tab's "
