@@ -70,7 +70,7 @@ def test_a_report_of_every_run_carries_the_histories_and_one_runs_none(tmp_path)
     engine = Engine.for_path(str(tmp_path))
     whole = queries.report(engine)
     assert [h["run"] for h in whole["histories"]] == ["job"]
-    assert whole["histories"][0] == queries.history(engine, "job")
+    assert whole["histories"][0] == queries.history(engine, "job") == _route(make_client(str(tmp_path))[0], "history", run="job")
     assert whole == engine.report()  # the engine's report is this one
     one = queries.report(engine, engine.runs()[0])
     assert one["histories"] == [] and [r["run"] for r in one["runs"]] == [engine.runs()[0].name]
