@@ -1,4 +1,5 @@
-"""TensorBoard's entry point: defines the flags and imports the plugin only when loaded.
+"""TensorBoard's entry point: defines the flags and imports the plugin only when loaded (the plugin never imports
+this module: its name and the flags' parsers are in plugin_flags.py).
 
 Importing this module is cheap and cannot fail on a broken install; an import
 error in the plugin is logged and the Leaks tab is left out, never crashing
@@ -10,38 +11,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import math
 
 from tensorboard.plugins import base_plugin
 
+from tb_leakfinder.plugin_flags import size_gib, size_mib
+
 logger = logging.getLogger(__name__)
-
-PLUGIN_NAME = "leakfinder"
-# The largest size a flag takes, in GiB and in MiB (a PiB): past it a number is a typo, and a float past an int's
-# range cannot become a byte count.
-MAX_GIB = 1 << 20
-MAX_MIB = MAX_GIB << 10
-
-
-def _number(text: str, kind: type[float] | type[int], unit: str, highest: float) -> float:
-    """`text` as a number of `unit` from 0 to `highest` (NaN and the infinities are none), for argparse's `type`."""
-    try:
-        value = kind(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= highest:
-        raise argparse.ArgumentTypeError(f"a number of {unit} from 0 to {highest}, not {text!r}")
-    return value
-
-
-def size_gib(text: str) -> float:
-    """A size flag in GiB: refused when TensorBoard or the CLI starts, never a failure later."""
-    return _number(text, float, "GiB", MAX_GIB)
-
-
-def size_mib(text: str) -> int:
-    """A size flag in whole MiB."""
-    return int(_number(text, int, "MiB", MAX_MIB))
 
 
 class LeakfinderLoader(base_plugin.TBLoader):

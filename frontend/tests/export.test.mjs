@@ -1,6 +1,6 @@
 // csv.ts and inline.ts without a browser: the CSV cells and the inlined data
 // source, checked against the Python side they must agree with
-// (tb_leakfinder/views/csv.py, views/snapshot.py and the buffers route).
+// (tb_leakfinder/views/csv.py, views/snapshot.py and engine/queries.py, which the buffers route answers with).
 
 import assert from 'node:assert/strict';
 import {spawnSync} from 'node:child_process';
@@ -184,12 +184,14 @@ test('inlined buffers are filtered, sorted and paged as the buffers route does',
   const code = `
 import json, sys
 from tb_leakfinder.read.discovery import runs_for_path
+from tb_leakfinder.engine import queries as answers
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.views.snapshot import Snapshot
 (run,) = runs_for_path("demo_logs/tf_leak")
-snap = Snapshot([run], Engine(lambda: [run]))
+engine = Engine(lambda: [run])
+snap = Snapshot([run], engine)
 snap.gather()
-report = snap.ask("report", run=run.name)
+report = answers.report(engine, run)
 host = report["runs"][0]["hosts"][0]
 where = {"run": run.name, "host": host["host"], "allocator": host["allocators"][0]["name"]}
 steps = host["steps"]
@@ -206,7 +208,7 @@ queries = [
 ]
 cases = []
 for q in queries:
-    page = snap.ask("buffers", **where, **q)
+    page = answers.buffers(answers.allocator(answers.host(engine, run, where["host"]), where["allocator"]), **q)
     cases.append({"query": q, "total": page["total"], "ids": [b["id"] for b in page["buffers"]]})
 inlined = json.loads(snap.page.answers[next(k for k in snap.page.answers if k.startswith("buffers"))])
 print(json.dumps({"where": where, "inlined": inlined, "cases": cases}))

@@ -16,7 +16,8 @@ from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.history import count_unreadable, run_history
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
-from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
+from tb_leakfinder.engine import queries
+from tb_leakfinder.engine.history import capture_points, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
@@ -348,15 +349,5 @@ class Engine:
         return [work(h) for h in hosts]
 
     def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.ReportAnswer:
-        """The report of one run, or of every run: there a run none of whose files can be read is reported with
-        its errors, as one whose other hosts can be, so that one bad file hides no other run. When no file at
-        all can be read there is nothing to report: the error."""
-        runs = [self.run(run_name)] if run_name is not None else self.runs()
-        reports = [self.run_report(r, host, done, unreadable_raises=len(runs) == 1) for r in runs]
-        errors = [h["error"] for r in reports for h in r["hosts"] if "error" in h]
-        if len(runs) > 1 and len(errors) == sum(len(r["hosts"]) for r in reports):
-            raise LeakfinderError(f"none of the {len(errors)} profile files of these {len(runs)} runs can be read; {errors[0]}")
-        reported = {tensorboard_run(r.name) for r in runs}
-        several = [t for t in several_captures(r.name for r in self.runs()) if t in reported]
-        histories = [self.history(t) for t in several] if run_name is None and host is None else []
-        return report.report_json(reports, histories)
+        """The report of the run named `run_name`, or of every run (`queries.report`)."""
+        return queries.report(self, None if run_name is None else self.run(run_name), host, done)

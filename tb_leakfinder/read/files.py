@@ -20,8 +20,7 @@ import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-
-from tensorboard.compat import tf
+from typing import Any
 
 from tb_leakfinder.errors import LeakfinderError
 
@@ -32,6 +31,18 @@ STREAM_BLOCK_BYTES = 1 << 20
 # Off, read_private copies a local file too (see there): TensorBoard's plugin turns it off (plugin_loader.py).
 ALLOW_MAP = True
 GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _RemoteFiles:
+    """TensorBoard's `tf` (its gfile and errors), imported at the first remote path: local ones load no TensorBoard."""
+
+    def __getattr__(self, name: str) -> Any:
+        from tensorboard.compat import tf as gfile_tf
+
+        return getattr(gfile_tf, name)
+
+
+tf = _RemoteFiles()
 
 
 def is_local(path: str) -> bool:

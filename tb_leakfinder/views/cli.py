@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
-from tb_leakfinder.plugin_loader import size_gib
+from tb_leakfinder.plugin_flags import size_gib
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env
 from tb_leakfinder.views import export
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
@@ -165,13 +165,11 @@ def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[En
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from tb_leakfinder.analyses.diff import compare
-    from tb_leakfinder.report import comparison_json
+    from tb_leakfinder.engine import queries
     from tb_leakfinder.views.markdown import render_comparison
 
     (engine_a, run_a), (engine_b, run_b) = _side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args)
-    comparison = compare(engine_a.run_side(run_a), engine_b.run_side(run_b), args.host_a, args.host_b)
-    result = comparison_json(comparison)
+    result = queries.diff(engine_a, run_a, run_b, args.host_a, args.host_b, engine_b)
     text = render_comparison(result)
     _write_markdown(args.markdown, text)
     export.export_comparison(args, result, run_a, run_b, engine_a.disk)
@@ -190,6 +188,7 @@ def _write_markdown(path: str | None, text: str) -> None:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine
     from tb_leakfinder.engine.history import several_captures
     from tb_leakfinder.views.text import render_history
@@ -202,7 +201,7 @@ def _history(args: argparse.Namespace) -> int:
             found = ", ".join(repr(t) for t in several) or "none"
             raise BadArgumentError(f"{args.path}: choose a run with --run; runs of several captures: {found}")
         tb_run = several[0]
-    result = engine.history(tb_run)
+    result = queries.history(engine, tb_run)
     _print(json.dumps(result, indent=1) if args.json else "\n".join(render_history(result)))
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
@@ -279,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
 def _report(args: argparse.Namespace) -> int:
     """`report` and `check`."""
     from tb_leakfinder.analyses.query import select_allocator
+    from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine, HostDone
     from tb_leakfinder.views.markdown import render_report as render_markdown_report
     from tb_leakfinder.views.text import render_report
@@ -287,7 +287,8 @@ def _report(args: argparse.Namespace) -> int:
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
-            result: Json = engine.report(args.run, getattr(args, "host", None), done)
+            run = None if args.run is None else engine.run(args.run)
+            result: Json = queries.report(engine, run, getattr(args, "host", None), done)
         if args.allocator is not None:
             result = select_allocator(result, args.allocator)
         if args.command == "report":

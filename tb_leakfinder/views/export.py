@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from tb_leakfinder.read.discovery import Run
     from tb_leakfinder.report import Json
     from tb_leakfinder.store.disk_cache import DiskCache
-    from tb_leakfinder.views.snapshot import Budget, Snapshot
 
 
 DEFAULT_HTML_MAX_MB = 100.0
@@ -44,24 +43,11 @@ def _megabytes(text: str) -> float:
     return value
 
 
-def _snapshot(runs: list[Run], engine: Engine, budget: Budget | None = None) -> Snapshot:
-    # It asks the plugin's routes, so it loads TensorBoard: only when a file is asked for.
-    from tb_leakfinder.views.snapshot import Snapshot
-
-    return Snapshot(runs, engine, budget)
-
-
-def _buffer_pages(snapshot: Snapshot, run: str, host: str, allocator: str) -> Iterator[Json]:
+def _buffer_pages(engine: Engine, run: str, host: str, allocator: str) -> Iterator[Json]:
     """Every page of an allocator's buffers, the largest first; a row's `site` indexes its own page's `sites`."""
-    from tb_leakfinder.analyses.buffer_query import MAX_PAGE
+    from tb_leakfinder.engine import queries
 
-    offset = 0
-    while True:
-        page = snapshot.ask("buffers", run=run, host=host, allocator=allocator, offset=offset, limit=MAX_PAGE)
-        yield page
-        offset += len(page["buffers"])
-        if not page["buffers"] or offset >= page["total"]:
-            return
+    return queries.buffer_pages(queries.allocator(queries.host(engine, engine.run(run), host), allocator))
 
 
 def _note(paths: list[str], notes: list[str]) -> None:
@@ -76,10 +62,10 @@ def _write_html(
 ) -> None:
     """The standalone page of `runs` (with `comparison`, of the first compared with the second), within its budget."""
     from tb_leakfinder.views import html
-    from tb_leakfinder.views.snapshot import Budget
+    from tb_leakfinder.views.snapshot import Budget, Snapshot
 
     budget = Budget(int(args.html_max_mb * 1e6), html.page_overhead(title, view), HTML_BUDGET_FLAG)
-    snapshot = _snapshot(runs, engine, budget)
+    snapshot = Snapshot(runs, engine, budget)
     snapshot.gather(comparison)
     html.write_html(args.html, html.standalone_html(title, snapshot.script_data(html.view_hash(view)), snapshot.notes))
     _note([args.html], snapshot.notes)
@@ -93,8 +79,7 @@ def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> Non
 
     runs = [engine.run(r["run"]) for r in result["runs"]]
     if args.csv:
-        snapshot = _snapshot(runs, engine)
-        tables = csv.report_tables(result, lambda run, host, allocator: _buffer_pages(snapshot, run, host, allocator))
+        tables = csv.report_tables(result, lambda run, host, allocator: _buffer_pages(engine, run, host, allocator))
         _note(csv.write_tables(args.csv, tables), [])
     if args.html:
         if len(runs) != 1:

@@ -11,12 +11,12 @@ import datetime
 import html
 import importlib.resources
 import json
+import math
+from typing import Any
 from urllib.parse import quote
 
-from tensorboard.backend import json_util
-
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.plugin_flags import PLUGIN_NAME
 from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.terminal import encoded_size
 
@@ -47,15 +47,26 @@ def bundle() -> bytes:
     return importlib.resources.files(BUNDLE_PACKAGE).joinpath("index.js").read_bytes()
 
 
+def _finite(data: Any) -> Any:
+    """`data` with NaN and the infinities as the strings TensorBoard's responses send for them."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return "NaN" if math.isnan(data) else "Infinity" if data > 0 else "-Infinity"
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(item) for item in data]
+    return data
+
+
 def script_json(data: object) -> str:
     """JSON that cannot end its <script> element or open a comment, whatever its strings hold.
 
-    NaN and infinities become the strings the server sends for them (TensorBoard's json_util).
+    NaN and infinities become the strings the server sends for them.
     """
     try:
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        text = json.dumps(json_util.Cleanse(data), ensure_ascii=True, separators=(",", ":"))
+        text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -1,4 +1,5 @@
-"""The Leaks tab's HTTP routes: argument checking and JSON answers, nothing else."""
+"""The Leaks tab's HTTP routes: each parses its arguments (route_args.py) and answers with a query
+(engine/queries.py), nothing else."""
 
 from __future__ import annotations
 
@@ -6,158 +7,38 @@ import importlib.resources
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import report
-from tb_leakfinder.analyses import query, static_buffers
-from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
+from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
-from tb_leakfinder.analyses.timeline import timeline
+from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
-from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
-from tb_leakfinder.plugin_loader import PLUGIN_NAME
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.plugin_flags import PLUGIN_NAME
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.store.location import disabled_by_env
+from tb_leakfinder.views.route_args import (
+    ROUTE_ARGS,
+    check_args,
+    check_hosts,
+    given,
+    host_arg,
+    hosts_arg,
+    int_arg,
+    name_arg,
+    required_name,
+    str_arg,
+)
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"
-T = TypeVar("T")
-
-# Per-request limits (docs/http_api.md, "Limits"); the largest file analysed is read/formats/xplane/reader.py's MAX_FILE_BYTES.
-MAX_HOSTS_PER_REQUEST = 256  # a report over more hosts must name one
 REQUEST_TIMEOUT_S = 120.0  # then 503; the analysis goes on and a retry gets it from the cache
-MAX_ARG_CHARS = 1024
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-# The query arguments each route takes; any other is refused, so a typo is not silently ignored.
-ROUTE_ARGS = {
-    "/runs": (),
-    "/compare": ("run_a", "run_b", "host_a", "host_b"),
-    "/module": ("run", "host", "module", "memory_space", "points"),
-    "/report": ("run", "host"),
-    "/history": ("run",),
-    "/overview": ("run",),
-    "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "group"),
-    "/buffers": (
-        "run",
-        "host",
-        "allocator",
-        "offset",
-        "limit",
-        "sort",
-        "order",
-        "group",
-        "status",
-        "start_ps",
-        "end_ps",
-        "program",
-        "allocation",
-    ),
-}
-
-
-def check_args(request: Request, allowed: tuple[str, ...]) -> None:
-    for name in request.args:
-        if name not in allowed:
-            expected = ", ".join(allowed) or "none"
-            raise BadArgumentError(f"unknown query argument {name[:64]!r}; this route takes: {expected}")
-        if len(request.args.getlist(name)) > 1:
-            raise BadArgumentError(f"the query argument {name!r} is given more than once")
-
-
-@overload
-def int_arg(request: Request, name: str, default: int, lo: int | None = None, hi: int | None = None) -> int: ...
-
-
-@overload
-def int_arg(request: Request, name: str, default: None = None, lo: int | None = None, hi: int | None = None) -> int | None: ...
-
-
-def int_arg(request: Request, name: str, default: int | None = None, lo: int | None = None, hi: int | None = None) -> int | None:
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw) if len(raw) <= 32 else None
-    except ValueError:
-        value = None
-    if value is None:
-        raise BadArgumentError(f"{name} must be an integer, not {raw[:64]!r}")
-    lo = INT64_MIN if lo is None else lo
-    hi = INT64_MAX if hi is None else hi
-    if not lo <= value <= hi:
-        raise BadArgumentError(f"{name} must be between {lo} and {hi}, not {value}")
-    return value
-
-
-def _given(request: Request, name: str) -> str | None:
-    value = request.args.get(name)
-    return None if value is None or value == "" else value
-
-
-def check_typed(name: str, value: str) -> None:
-    """What a user may type: no NUL byte, at most MAX_ARG_CHARS characters."""
-    if "\x00" in value:
-        raise BadArgumentError(f"{name} must not contain NUL bytes")
-    if len(value) > MAX_ARG_CHARS:
-        raise BadArgumentError(f"{name} is {len(value)} characters long, over the limit of {MAX_ARG_CHARS}")
-
-
-def str_arg(request: Request, name: str) -> str | None:
-    """An argument that names nothing in a profile (`sort`, `order`, `status`)."""
-    value = _given(request, name)
-    if value is not None:
-        check_typed(name, value)
-    return value
-
-
-def name_arg(request: Request, name: str, find: Callable[[str | None], T]) -> T:
-    """`find(value)` of an argument that names a run, host, allocator or module, or None when not given.
-
-    Names come from the profiles, so one that `find` knows is found whatever its length or bytes; the
-    limits of what a user types make an unknown one a 400 rather than a 404.
-    """
-    value = _given(request, name)
-    try:
-        return find(value)
-    except NotFoundError:
-        if value is not None:
-            check_typed(name, value)
-        raise
-
-
-def required_name(request: Request, name: str, find: Callable[[str], T]) -> T:
-    def found(value: str | None) -> T:
-        if value is None:
-            raise BadArgumentError(f"the query argument {name!r} is required")
-        return find(value)
-
-    return name_arg(request, name, found)
-
-
-def host_arg(request: Request, run: Run) -> str:
-    """A host of `run`, its first when not given."""
-    return name_arg(request, "host", lambda host: run.host_path(host)[0])
-
-
-def hosts_arg(request: Request, run: Run, name: str = "host") -> str | None:
-    """A host of `run`, or None (every host) when not given."""
-    return name_arg(request, name, lambda host: None if host is None else run.host_path(host)[0])
-
-
-def _check_hosts(run: Run, host: str | None) -> None:
-    """A report over all hosts of a run analyses at most MAX_HOSTS_PER_REQUEST of them."""
-    if host is None and len(run.hosts) > MAX_HOSTS_PER_REQUEST:
-        raise BadArgumentError(
-            f"run {run.name!r} has {len(run.hosts)} hosts, more than the {MAX_HOSTS_PER_REQUEST} analysed in one"
-            f" request; ask for one host at a time (hosts: {', '.join(sorted(run.hosts)[:10])}, ...)"
-        )
 
 
 def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: str) -> report.Json:
@@ -224,7 +105,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             return False
 
     def json_handlers(self) -> dict[str, Callable[[Request], report.Json]]:
-        """Each JSON route's handler: its answer before HTTP (the standalone HTML report asks them in process)."""
+        """Each JSON route's handler: its answer before HTTP."""
         return {
             "/runs": self._runs,
             "/report": self._report,
@@ -265,72 +146,61 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _run(self, request: Request, arg: str = "run") -> Run:
         return required_name(request, arg, self.engine.run)
 
-    def _runs(self, request: Request) -> report.Json:
-        """Discovered runs; each with the errors of its files found unreadable so far (it reads nothing)."""
-        runs = self.engine.runs()
-        return {"runs": [{"run": r.name, "hosts": list(r.hosts), "errors": self.engine.known_errors(r)} for r in runs]}
+    def _runs(self, request: Request) -> report.RunsAnswer:
+        return queries.runs(self.engine)
 
-    def _module(self, request: Request) -> report.Json:
+    def _module(self, request: Request) -> report.ModuleAnswer:
         run = self._run(request)
         host = host_arg(request, run)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
         memory_space = int_arg(request, "memory_space", None, 0)
-        result = self.engine.host(run, host)
-        path = result.unwrap().profile.path
-        module = required_name(request, "module", lambda name: format_of(path).module(result.hlo_protos, name, path))
-        detail = static_buffers.module_detail(module, memory_space, points)
-        return {"run": run.name, "host": host, **report.module_detail_json(detail)}
+        at = queries.host(self.engine, run, host)
+        return queries.module(required_name(request, "module", lambda name: queries.module_at(at, name)), memory_space, points)
 
-    def _compare(self, request: Request) -> report.Json:
+    def _compare(self, request: Request) -> report.ComparisonAnswer:
         sides = []
         for side in ("a", "b"):
             run = self._run(request, f"run_{side}")
             host = hosts_arg(request, run, f"host_{side}")
-            _check_hosts(run, host)
-            sides.append((self.engine.run_side(run, host), host))
+            check_hosts(run, host)
+            sides.append((run, host))
         (run_a, host_a), (run_b, host_b) = sides
-        from tb_leakfinder.analyses.diff import compare  # loaded by the first comparison, not with the plugin
+        return queries.diff(self.engine, run_a, run_b, host_a, host_b)
 
-        return report.comparison_json(compare(run_a, run_b, host_a, host_b))
-
-    def _report(self, request: Request) -> report.Json:
+    def _report(self, request: Request) -> report.ReportAnswer:
         run = self._run(request)
         host = hosts_arg(request, run)
-        _check_hosts(run, host)
-        return report.report_json([self.engine.run_report(run, host)])
+        check_hosts(run, host)
+        return queries.report(self.engine, run, host)
 
-    def _history(self, request: Request) -> report.Json:
-        """A TensorBoard run's captures as one history; `run` is the TensorBoard run ("" or absent: the logdir's top)."""
+    def _history(self, request: Request) -> report.HistoryAnswer:
+        """`run` is the TensorBoard run ("" or absent: the logdir's top)."""
 
         def found(name: str | None) -> str:
             self.engine.captures(name or "")  # NotFoundError unless discovered: names never become paths
             return name or ""
 
-        return self.engine.history(name_arg(request, "run", found))
+        return queries.history(self.engine, name_arg(request, "run", found))
 
-    def _overview(self, request: Request) -> report.Json:
+    def _overview(self, request: Request) -> report.OverviewAnswer:
         run = self._run(request)
-        _check_hosts(run, None)
-        return self.engine.run_overview(run)
+        check_hosts(run, None)
+        return queries.overview(self.engine, run)
 
-    def _allocator(self, request: Request) -> tuple[Any, Any, str, str]:
+    def _allocator(self, request: Request) -> queries.AllocatorAt:
         run = self._run(request)
-        host = host_arg(request, run)
-        analysis = self.engine.host(run, host).unwrap()
-        allocator = name_arg(request, "allocator", lambda name: query.find_allocator(analysis, name))
-        return analysis, allocator, run.name, host
+        at = queries.host(self.engine, run, host_arg(request, run))
+        return name_arg(request, "allocator", lambda name: queries.allocator(at, name))
 
-    def _timeline(self, request: Request) -> report.Json:
-        analysis, allocator, run, host = self._allocator(request)
+    def _timeline(self, request: Request) -> report.TimelineAnswer:
+        at = self._allocator(request)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
         start_ps, end_ps, group = int_arg(request, "start_ps"), int_arg(request, "end_ps"), int_arg(request, "group", None, 0)
-        body = report.timeline_json(allocator, analysis.profile.steps, timeline(allocator, points, start_ps, end_ps, group))
-        return {"run": run, "host": host, **body}
+        return queries.timeline(at, points, start_ps, end_ps, group)
 
-    def _buffers(self, request: Request) -> report.Json:
-        analysis, allocator, run, host = self._allocator(request)
-        page = query_buffers(
-            allocator,
+    def _buffers(self, request: Request) -> report.BuffersAnswer:
+        return queries.buffers(
+            self._allocator(request),
             offset=int_arg(request, "offset", 0, 0),
             limit=int_arg(request, "limit", DEFAULT_PAGE, 1, MAX_PAGE),
             sort=str_arg(request, "sort") or "bytes",
@@ -339,8 +209,6 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             status=str_arg(request, "status"),
             start_ps=int_arg(request, "start_ps"),
             end_ps=int_arg(request, "end_ps"),
-            program=_given(request, "program"),  # a module key from the profile: any length or bytes
+            program=given(request, "program"),  # a module key from the profile: any length or bytes
             allocation=int_arg(request, "allocation", None, 0),
         )
-        body = report.buffers_json(allocator, analysis.profile.steps, page)
-        return {"run": run, "host": host, "allocator": allocator.name, "memory_id": allocator.memory_id, **body}

@@ -1,7 +1,7 @@
-"""The answers the Leaks tab would fetch for some runs, asked of the plugin's own routes in process.
+"""The answers the Leaks tab would fetch for some runs, from the queries its routes answer with (engine/queries.py).
 
-A standalone HTML report inlines them, so the tab shows there exactly what TensorBoard serves, and
-the CSV export takes its buffer rows from them. Each answer is stored under `answer_key`, which
+A standalone HTML report inlines them, so the tab shows there exactly what TensorBoard serves, without
+loading TensorBoard. Each answer is stored under `answer_key`, which
 frontend/src/inline.ts computes the same way for the request it would have sent.
 
 A page has a size budget: a browser parses the inlined JSON as one string, and past a few hundred MB
@@ -15,25 +15,21 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import zip_longest
 from typing import Any
-from urllib.parse import urlencode
 
-from tensorboard.plugins import base_plugin
-from werkzeug import Request
-from werkzeug.test import EnvironBuilder
-
-from tb_leakfinder.analyses.buffer_query import MAX_PAGE
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
+from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.html import script_json
-from tb_leakfinder.views.plugin import ROUTE_ARGS, LeakfinderPlugin, check_args
+from tb_leakfinder.views.route_args import check_hosts
 from tb_leakfinder.views.terminal import encoded_size
 
 SNAPSHOT_VERSION = 1
@@ -155,15 +151,13 @@ class Pieces:
 
 
 class Snapshot:
-    """Asks the plugin's routes about `runs` (from any paths) and keeps the answers, within `budget`."""
+    """The queries' answers about `runs` (from any paths), kept within `budget`."""
 
     def __init__(self, runs: list[Run], engine: Engine, budget: Budget | None = None) -> None:
         """`engine`: one that lists `runs` (and may list more), whose analyses (and disk cache) serve."""
         self.runs = runs
+        self.engine = engine
         self.budget = budget
-        plugin = LeakfinderPlugin(base_plugin.TBContext(logdir=None, flags=None))
-        plugin.engine = engine
-        self._handlers = plugin.json_handlers()
         self.page = Pieces()
         self._reports: dict[str, Json] = {}  # each run's whole report
 
@@ -171,50 +165,33 @@ class Snapshot:
     def notes(self) -> list[str]:
         return self.page.notes
 
-    def ask(self, route: str, **args: Any) -> Json:
-        """The route's JSON answer; its LeakfinderError when it refuses.
-
-        The handler is called on a real request, past the HTTP layer: TensorBoard's Respond walks every
-        value in Python (json_util.Cleanse), which would take most of the time of a large report.
-        """
-        query = urlencode({k: v for k, v in args.items() if v is not None})
-        request = Request(EnvironBuilder(path=f"/{route}", query_string=query).get_environ())
-        check_args(request, ROUTE_ARGS[f"/{route}"])
-        return self._handlers[f"/{route}"](request)
-
-    def _keep(self, pieces: Pieces, route: str, **args: Any) -> Json | None:
-        """The route's answer, kept in `pieces`; None when it refuses (an unreadable host), with its error kept."""
-        key = answer_key(route, args)
+    def _keep(self, pieces: Pieces, key: str, answer: Callable[[], Json]) -> Json | None:
+        """`answer()`, kept in `pieces` under `key`; None when it refuses (an unreadable host), with its error kept."""
         try:
-            body = self.ask(route, **args)
+            body = answer()
         except LeakfinderError as exc:
             pieces.error(key, exc.status, exc.message)
             return None
         pieces.answer(key, body)
         return body
 
-    def all_buffers(
-        self, run: str, host: str, allocator: str, limit: int | None = None, sites: list[Json] | None = None
-    ) -> Iterator[Json]:
-        """Every buffer of an allocator (the largest first), a page of the route at a time. A row's `site`
-        indexes its own page's sites: given `sites`, the rows index it instead, every page's sites added once."""
+    def all_buffers(self, at: queries.AllocatorAt, limit: int, sites: list[Json]) -> Iterator[Json]:
+        """The `limit` largest buffers of an allocator, a page of the route at a time; each row's `site` indexes
+        `sites`, to which every page's sites are added once."""
         offset = 0
         known: dict[str, int] = {}
-        while limit is None or offset < limit:
-            page = self.ask("buffers", run=run, host=host, allocator=allocator, offset=offset, limit=MAX_PAGE)
-            rows = page["buffers"] if limit is None else page["buffers"][: limit - offset]
-            if sites is not None:
-                mine = []
-                for site in page.get("sites", []):
-                    text = json.dumps(site, sort_keys=True)
-                    if text not in known:
-                        known[text] = len(sites)
-                        sites.append(site)
-                    mine.append(known[text])
-                rows = [{**row, "site": mine[row["site"]]} for row in rows]
-            yield from rows
+        for page in queries.buffer_pages(at):
+            rows = page["buffers"][: limit - offset]
+            mine = []
+            for site in page.get("sites", []):
+                text = json.dumps(site, sort_keys=True)
+                if text not in known:
+                    known[text] = len(sites)
+                    sites.append(site)
+                mine.append(known[text])
+            yield from ({**row, "site": mine[row["site"]]} for row in rows)
             offset += len(rows)
-            if not rows or offset >= page["total"]:
+            if offset >= limit:
                 return
 
     def gather(self, comparison: bool = False) -> None:
@@ -224,11 +201,11 @@ class Snapshot:
         hosts = [self._gather_run(run) for run in self.runs]
         # Asked after the reports, so that it names the files they could not read.
         names = {r.name for r in self.runs}
-        runs = [r for r in self.ask("runs")["runs"] if r["run"] in names]  # the run list narrowed to these
+        runs = [r for r in queries.runs(self.engine)["runs"] if r["run"] in names]  # the run list narrowed to these
         self.page.answer(answer_key("runs", {}), {"runs": runs})
         # The tab shows a run's history when the page holds several of its captures.
         for tb_run in several_captures(run.name for run in self.runs):
-            self._keep(self.page, "history", run=tb_run)
+            self._keep(self.page, answer_key("history", {"run": tb_run}), partial(queries.history, self.engine, tb_run))
         if comparison:
             self._gather_comparison(*self.runs)
         if not self._fits(self.page.size):
@@ -264,9 +241,10 @@ class Snapshot:
 
     def _gather_run(self, run: Run) -> list[str]:
         """A run's whole report and overview; its hosts, worst first."""
-        whole = self._reports[run.name] = self.ask("report", run=run.name)
+        check_hosts(run, None)  # as the routes: a page of more hosts is one host's
+        whole = self._reports[run.name] = queries.report(self.engine, run)
         self.page.answer(answer_key("report", {"run": run.name}), whole)
-        overview = self._keep(self.page, "overview", run=run.name)
+        overview = self._keep(self.page, answer_key("overview", {"run": run.name}), lambda: queries.overview(self.engine, run))
         worst = [] if overview is None else [row["host"] for row in overview["rows"]]
         return list(dict.fromkeys([*worst, *run.hosts]))
 
@@ -275,7 +253,8 @@ class Snapshot:
         pieces = Pieces()
         if len(run.hosts) > 1:
             # One host's file may be unreadable: the page shows its error, as the tab would.
-            report = self._keep(pieces, "report", run=run.name, host=host)
+            key = answer_key("report", {"run": run.name, "host": host})
+            report = self._keep(pieces, key, lambda: queries.report(self.engine, run, host))
         else:
             report = self._reports[run.name]
             pieces.alias(answer_key("report", {"run": run.name, "host": host}), answer_key("report", {"run": run.name}))
@@ -283,21 +262,27 @@ class Snapshot:
             return pieces
         (host_json,) = report["runs"][0]["hosts"]
         for allocator in host_json["allocators"]:
-            self._gather_allocator(pieces, run.name, host, allocator)
+            self._gather_allocator(pieces, run, host, allocator)
         for module in host_json["modules"]:
             space = module.get("memory_space") or None  # the tab sends it only when not 0
-            self._keep(pieces, "module", run=run.name, host=host, module=module["name"], memory_space=space)
+            key = answer_key("module", {"run": run.name, "host": host, "module": module["name"], "memory_space": space})
+            self._keep(pieces, key, partial(self._module, run, host, module["name"], space))
         return pieces
 
-    def _gather_allocator(self, pieces: Pieces, run: str, host: str, allocator: Json) -> None:
+    def _module(self, run: Run, host: str, name: str, memory_space: int | None) -> Json:
+        return queries.module(queries.module_at(queries.host(self.engine, run, host), name), memory_space)
+
+    def _gather_allocator(self, pieces: Pieces, run: Run, host: str, allocator: Json) -> None:
         name = allocator["name"]
-        where = {"run": run, "host": host, "allocator": name}
-        timelines = [where, *({**where, "group": g["group"]} for g in allocator["groups"][:MAX_GROUP_TIMELINES])]
-        for args in timelines:
-            pieces.answer(answer_key("timeline", args), self.ask("timeline", **args, points=DEFAULT_POINTS))
+        at = queries.allocator(queries.host(self.engine, run, host), name)
+        where = {"run": run.name, "host": host, "allocator": name}
+        groups = [None, *(g["group"] for g in allocator["groups"][:MAX_GROUP_TIMELINES])]
+        timelines = [where if group is None else {**where, "group": group} for group in groups]
+        for args, group in zip(timelines, groups, strict=True):
+            pieces.answer(answer_key("timeline", args), queries.timeline(at, DEFAULT_POINTS, group=group))
         sites: list[Json] = []
-        rows = list(self.all_buffers(run, host, name, MAX_BUFFERS, sites))
-        total = self.ask("buffers", **where, limit=1)["total"]
+        rows = list(self.all_buffers(at, MAX_BUFFERS, sites))
+        total = queries.buffers(at, limit=1)["total"]
         pieces.keep_buffers(answer_key("buffers", where), _Buffers(where, rows, total, sites))
         # The tab may name the allocator by its memory id: the same answers serve that name too.
         memory_id = allocator.get("memory_id")
@@ -338,7 +323,13 @@ class Snapshot:
                 hosts_a, hosts_b = [None], [None]
             for host_a in hosts_a:
                 for host_b in hosts_b:
-                    self._keep(self.page, "compare", run_a=base.name, run_b=change.name, host_a=host_a, host_b=host_b)
+                    args = {"run_a": base.name, "run_b": change.name, "host_a": host_a, "host_b": host_b}
+                    self._keep(self.page, answer_key("compare", args), partial(self._compare, base, change, host_a, host_b))
+
+    def _compare(self, run_a: Run, run_b: Run, host_a: str | None, host_b: str | None) -> Json:
+        check_hosts(run_a, host_a)
+        check_hosts(run_b, host_b)
+        return queries.diff(self.engine, run_a, run_b, host_a, host_b)
 
     def script_data(self, view_hash: str) -> str:
         """The page's data element: answers, errors, aliases and notes, and the view it opens on."""

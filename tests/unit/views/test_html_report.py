@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import pathlib
 import re
 
@@ -141,6 +142,13 @@ def test_a_logdir_of_several_runs_needs_run(tmp_path, capsys):
 )
 def test_view_hash_is_encoded_as_the_tab_reads_it(state, expected):
     assert html.view_hash(state) == expected
+
+
+def test_non_finite_numbers_are_inlined_as_the_route_sends_them():
+    from tensorboard.backend import json_util  # what the route's answer goes through
+
+    data = {"a": [math.nan, math.inf, -math.inf, 1.5, (2, -math.inf)], "b": {"c": math.nan, "d": None, "e": "x"}}
+    assert json.loads(html.script_json(data)) == json.loads(json.dumps(json_util.Cleanse(data)))
 
 
 def test_a_failed_write_leaves_the_previous_page_whole(tmp_path):

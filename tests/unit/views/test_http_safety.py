@@ -13,7 +13,7 @@ import pytest
 from tb_leakfinder.read import discovery
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
-from tb_leakfinder.views.plugin import MAX_ARG_CHARS
+from tb_leakfinder.views.route_args import MAX_ARG_CHARS
 from tests.support.names import Names, local_logdir, memory_logdir, remove_memory_logdir
 
 SESSION = "2026_11_29_09_31_25"

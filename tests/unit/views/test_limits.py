@@ -14,7 +14,7 @@ from tb_leakfinder.read.formats.xplane import format as xplane_format
 from tb_leakfinder.read.formats.xplane import reader
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
-from tb_leakfinder.views import plugin
+from tb_leakfinder.views import plugin, route_args
 from tests.support.demo import ROOT
 
 SESSION = "2026_11_29_09_31_25"
@@ -63,7 +63,7 @@ def test_a_sparse_file_past_the_real_limit_costs_no_memory(tmp_path):
 def test_a_report_over_more_hosts_than_the_limit_must_name_one(tmp_path, monkeypatch):
     hosts = {f"host{i}": _small_profile(f"host{i}") for i in range(4)}
     write_session(tmp_path, "wide", SESSION, hosts)
-    monkeypatch.setattr(plugin, "MAX_HOSTS_PER_REQUEST", 3)
+    monkeypatch.setattr(route_args, "MAX_HOSTS_PER_REQUEST", 3)
     client, _ = make_client(str(tmp_path))
     status, body = _get(client, "report", run=f"wide/{SESSION}")
     assert status == 400
@@ -72,7 +72,7 @@ def test_a_report_over_more_hosts_than_the_limit_must_name_one(tmp_path, monkeyp
     assert status == 400 and "4 hosts, more than the 3" in body["error"]
     status, body = _get(client, "report", run=f"wide/{SESSION}", host="host3")
     assert status == 200 and [h["host"] for h in body["runs"][0]["hosts"]] == ["host3"]
-    monkeypatch.setattr(plugin, "MAX_HOSTS_PER_REQUEST", 4)
+    monkeypatch.setattr(route_args, "MAX_HOSTS_PER_REQUEST", 4)
     status, body = _get(client, "report", run=f"wide/{SESSION}")
     assert status == 200 and len(body["runs"][0]["hosts"]) == 4
 
@@ -129,9 +129,9 @@ def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
     "text",
     [
         f"| {reader.MAX_FILE_BYTES >> 30} GiB |",
-        f"| {plugin.MAX_HOSTS_PER_REQUEST} |",
+        f"| {route_args.MAX_HOSTS_PER_REQUEST} |",
         f"| {plugin.REQUEST_TIMEOUT_S:g} s |",
-        f"| {plugin.MAX_ARG_CHARS} characters |",
+        f"| {route_args.MAX_ARG_CHARS} characters |",
         f"| 8 to {plugin.MAX_POINTS} |",
     ],
 )

@@ -294,3 +294,10 @@ def test_buffers_of_one_program_buffer_are_its_allocations(tmp_path):
     assert none["total"] == 0
     code, refused = _get(client, "buffers", run=run, allocator="GPU_0_bfc", allocation=3)
     assert code == 400 and "program" in refused["error"]
+
+
+def test_the_plugin_does_not_import_its_loader():
+    """The loader names the plugin only when TensorBoard loads it; the plugin takes its name from plugin_flags."""
+    program = "import sys; import tb_leakfinder.views.plugin; print('tb_leakfinder.plugin_loader' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

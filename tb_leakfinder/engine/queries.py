@@ -1,0 +1,168 @@
+"""What each view asks of the engine: one typed function per answer, the routes', the CLI's, the Python API's
+and the standalone page's alike.
+
+Arguments come checked and found: runs as discovery found them, hosts among their run's, allocators and
+modules looked up here (`host`, then `allocator` or `module_at`) before being asked about; numbers as ints. A name that
+matches nothing is a NotFoundError. Nothing here knows of requests or TensorBoard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tb_leakfinder import report as reports
+from tb_leakfinder.analyses import query, static_buffers
+from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
+from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.timeline import timeline as sample_timeline
+from tb_leakfinder.engine.history import several_captures, tensorboard_run
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.model.hlo import HloModule
+from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.read.formats.registry import format_of
+
+# The engine serves the queries and its `report` is `report` here: typed against it, never imported by it.
+if TYPE_CHECKING:
+    from tb_leakfinder.engine.engine import Engine, HostDone
+
+
+@dataclass(frozen=True)
+class HostAt:
+    """A host of a run whose file was analysed: what its allocators and modules are found in."""
+
+    run: str
+    host: str
+    analysis: HostAnalysis
+    hlo_protos: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class AllocatorAt:
+    """An allocator found on a host of a run: what its timeline and buffers are asked of."""
+
+    run: str
+    host: str
+    analysis: HostAnalysis
+    allocator: AllocatorAnalysis
+
+
+@dataclass(frozen=True)
+class ModuleAt:
+    """A compiled program found on a host of a run."""
+
+    run: str
+    host: str
+    module: HloModule
+
+
+def runs(engine: Engine) -> reports.RunsAnswer:
+    """Discovered runs; each with the errors of its files found unreadable so far (it reads nothing)."""
+    return {"runs": [{"run": r.name, "hosts": list(r.hosts), "errors": engine.known_errors(r)} for r in engine.runs()]}
+
+
+def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> reports.ReportAnswer:
+    """The report of one run (or one host of it), or of every run: the one place a report is assembled.
+
+    Of every run, a run none of whose files can be read is reported with its errors, as one whose other hosts
+    can be, so that one bad file hides no other run, and the histories of the TensorBoard runs holding several
+    captures come with it. When no file at all can be read there is nothing to report: the error.
+    """
+    runs = [run] if run is not None else engine.runs()
+    runs_json = [engine.run_report(r, host, done, unreadable_raises=len(runs) == 1) for r in runs]
+    errors = [h["error"] for r in runs_json for h in r["hosts"] if "error" in h]
+    if len(runs) > 1 and len(errors) == sum(len(r["hosts"]) for r in runs_json):
+        raise LeakfinderError(f"none of the {len(errors)} profile files of these {len(runs)} runs can be read; {errors[0]}")
+    histories = []
+    if run is None and host is None:
+        reported = {tensorboard_run(r.name) for r in runs}
+        several = [t for t in several_captures(r.name for r in engine.runs()) if t in reported]
+        histories = [history(engine, t) for t in several]
+    return reports.report_json(runs_json, histories)
+
+
+def overview(engine: Engine, run: Run) -> reports.OverviewAnswer:
+    """The pod overview of a run: each host's allocators, worst first."""
+    return engine.run_overview(run)
+
+
+def history(engine: Engine, tb_run: str) -> reports.HistoryAnswer:
+    """A TensorBoard run's captures as one history ("": the logdir's top); NotFoundError unless it has captures."""
+    return engine.history(tb_run)
+
+
+def diff(
+    engine: Engine, run_a: Run, run_b: Run, host_a: str | None = None, host_b: str | None = None, engine_b: Engine | None = None
+) -> reports.ComparisonAnswer:
+    """Run B (the change) compared with run A (the base), or a host of each; `engine_b` serves B when it is another's."""
+    from tb_leakfinder.analyses.diff import compare  # loaded by the first comparison, not with the views
+
+    side_a = engine.run_side(run_a, host_a)
+    side_b = (engine_b or engine).run_side(run_b, host_b)
+    return reports.comparison_json(compare(side_a, side_b, host_a, host_b))
+
+
+def host(engine: Engine, run: Run, name: str | None) -> HostAt:
+    """A host of `run` (its first when None), analysed; the error its file gives when it cannot be."""
+    host_name = run.host_path(name)[0]
+    result = engine.host(run, host_name)
+    return HostAt(run.name, host_name, result.unwrap(), result.hlo_protos)
+
+
+def allocator(at: HostAt, name: str | None) -> AllocatorAt:
+    """The host's allocator whose label or memory id is `name`; the device memory with the largest peak when None."""
+    return AllocatorAt(at.run, at.host, at.analysis, query.find_allocator(at.analysis, name))
+
+
+def timeline(
+    at: AllocatorAt, points: int, start_ps: int | None = None, end_ps: int | None = None, group: int | None = None
+) -> reports.TimelineAnswer:
+    """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one group or all."""
+    a, steps = at.allocator, at.analysis.profile.steps
+    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, group))
+    return {"run": at.run, "host": at.host, **body}
+
+
+def buffers(
+    at: AllocatorAt,
+    offset: int = 0,
+    limit: int = DEFAULT_PAGE,
+    sort: str = "bytes",
+    order: str = "desc",
+    group: int | None = None,
+    status: str | None = None,
+    start_ps: int | None = None,
+    end_ps: int | None = None,
+    program: str | None = None,
+    allocation: int | None = None,
+) -> reports.BuffersAnswer:
+    """A page of an allocator's buffers (analyses/buffer_query.py says what each argument selects)."""
+    a = at.allocator
+    page = query_buffers(a, offset, limit, sort, order, group, status, start_ps, end_ps, program, allocation)
+    body = reports.buffers_json(a, at.analysis.profile.steps, page)
+    return {"run": at.run, "host": at.host, "allocator": a.name, "memory_id": a.memory_id, **body}
+
+
+def buffer_pages(at: AllocatorAt) -> Iterator[reports.BuffersAnswer]:
+    """Every page of an allocator's buffers, the largest first; a row's `site` indexes its own page's `sites`."""
+    offset = 0
+    while True:
+        page = buffers(at, offset, MAX_PAGE)
+        yield page
+        offset += len(page["buffers"])
+        if not page["buffers"] or offset >= page["total"]:
+            return
+
+
+def module_at(at: HostAt, name: str) -> ModuleAt:
+    """The host's compiled program that its report's modules name `name`."""
+    path = at.analysis.profile.path
+    return ModuleAt(at.run, at.host, format_of(path).module(at.hlo_protos, name, path))
+
+
+def module(at: ModuleAt, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> reports.ModuleAnswer:
+    """A compiled program in detail: its heap over its run, its largest buffers, of one memory space."""
+    detail = static_buffers.module_detail(at.module, memory_space, points)
+    return {"run": at.run, "host": at.host, **reports.module_detail_json(detail)}
