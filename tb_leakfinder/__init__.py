@@ -34,8 +34,8 @@ def analyze(
     for (or of any run) can be read.
     """
     # Here, not at the top: TensorBoard imports this package for its entry point, which must stay light.
-    from tb_leakfinder.analyses.query import select_allocator
     from tb_leakfinder.engine.engine import Engine
+    from tb_leakfinder.report import select_allocator
     from tb_leakfinder.store.disk_cache import DiskCache
     from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, disabled_by_env
 

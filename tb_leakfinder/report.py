@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tb_leakfinder.analyses import capacity, query
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPage
@@ -15,12 +16,12 @@ from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
 from tb_leakfinder.analyses.history import measure as history_measure
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
-from tb_leakfinder.analyses.pod_ranking import worst_first
+from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleDetail, ModuleSummary, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.step_sources import NONE, StepSource
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
-from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledPrograms, Steps
 from tb_leakfinder.model.sites import NO_SITE, Site
@@ -51,11 +52,8 @@ STACK_HINTS = {"xplane": STACK_HINT, "torch_trace": TORCH_STACK_HINT, "torch_sna
 
 
 def known_capacity(allocator: Json) -> int:
-    """An allocator JSON's memory capacity, 0 when unknown. Its `memory_capacity_bytes` is XProf's (stack + heap +
-    free at the peak), so one no larger than the peak means no free memory was reported (a CPU's, PyTorch 1.9's) or
-    none was left: either way no capacity to measure against."""
-    capacity = int(allocator["memory_capacity_bytes"])
-    return capacity if capacity > allocator["peak_bytes_in_use"] else 0
+    """An allocator JSON's memory capacity, 0 when unknown (`capacity.known_capacity`)."""
+    return capacity.known_capacity(int(allocator["memory_capacity_bytes"]), allocator["peak_bytes_in_use"])
 
 
 def steps_json(steps: Steps) -> list[Json]:
@@ -232,7 +230,33 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
 
 
 def run_json(name: str, hosts: list[Json]) -> Json:
-    return {"run": name, "verdict": verdicts.run_verdict(hosts), "hosts": hosts}
+    return {"run": name, "verdict": verdicts.worst([h["verdict"] for h in hosts]), "hosts": hosts}
+
+
+def select_allocator(report: Json, allocator: str) -> Json:
+    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
+
+    A host's verdict is then that allocator's; hosts without it are left out,
+    except those that could not be read. A name no host has is an error naming
+    the allocators there are.
+    """
+    runs = []
+    for run in report["runs"]:
+        hosts = []
+        for host in run["hosts"]:
+            mine = [a for a in host["allocators"] if query.names_allocator(allocator, a["name"], a["memory_id"])]
+            if mine:
+                verdict = verdicts.combine([(a["name"], verdicts.Verdict(a["verdict"], a["reason"])) for a in mine])
+                hosts.append({**host, "allocators": mine, "verdict": verdict.verdict, "reason": verdict.reason})
+            elif "error" in host:
+                hosts.append(host)
+        if hosts:
+            runs.append({**run, "verdict": verdicts.worst([h["verdict"] for h in hosts]), "hosts": hosts})
+    if not any(host["allocators"] for run in runs for host in run["hosts"]):
+        hosts = [h for run in report["runs"] for h in run["hosts"]]
+        every = dict.fromkeys((a["name"], a["memory_id"]) for h in hosts for a in h["allocators"])
+        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {query.allocator_choices(every) or 'none'}")
+    return {**report, "runs": runs}
 
 
 def error_json(run: str, host: str, path: str, message: str) -> Json:
@@ -556,9 +580,15 @@ def overview_host_rows(host: Json) -> list[Json]:
     return [_overview_row(host, a) for a in (host["allocators"] or [None])]
 
 
+def _standing(row: Json) -> tuple[Any, ...]:
+    names = ("host", "verdict", "leak_bytes_per_step", "bytes_per_step", "peak_bytes_in_use", "memory_capacity_bytes")
+    values: dict[str, Any] = {name: row.get(name) for name in names}
+    return worst_first(Standing(**values))
+
+
 def overview_json(run: str, rows_per_host: list[list[Json]]) -> Json:
     """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does."""
-    rows = sorted((row for rows in rows_per_host for row in rows), key=worst_first)
+    rows = sorted((row for rows in rows_per_host for row in rows), key=_standing)
     return {
         "run": run,
         "num_hosts": len(rows_per_host),
