@@ -1,4 +1,5 @@
-"""The one JSON report model that the plugin, the CLI and the Python API all present."""
+"""The one JSON report model that the plugin, the CLI and the Python API all present. May import the analyses,
+the model and errors."""
 
 from __future__ import annotations
 
