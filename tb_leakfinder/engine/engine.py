@@ -267,8 +267,6 @@ class Engine:
         except LeakfinderError as exc:
             self._note(path, None, exc)
             return None, exc, None
-        value: T | None = None
-        error: LeakfinderError | None = None
         entry = stored(key) if stored is not None and self._cache.peek(key) is None else None
         if entry is not None and not isinstance(entry.error, WorkerDiedError):
             value, error = entry.report, entry.error
