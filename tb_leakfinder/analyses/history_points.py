@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tb_leakfinder.analyses.capacity import known_capacity
-from tb_leakfinder.analyses.diff import module_base_name, normalize_name
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import STEP_NUM
 from tb_leakfinder.analyses.suspects import SuspectGroup
 from tb_leakfinder.analyses.verdict import family_label
-from tb_leakfinder.analyses.words import short_program_ids
+from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
 from tb_leakfinder.model.history import PROFILE, SNAPSHOT, AllocatorPoint, FamilyPoint, HostPoints
 from tb_leakfinder.model.sites import NO_SITE
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_leakfinder.analyses.diff import module_base_name, normalize_name
 from tb_leakfinder.analyses.history_points import host_points
+from tb_leakfinder.analyses.words import module_base_name, normalize_name
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.engine.history import capture_points
 from tb_leakfinder.model.history import PROFILE, SNAPSHOT, HostPoints
