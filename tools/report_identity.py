@@ -4,12 +4,11 @@ The corpus: the demo runs, the accuracy benchmark's real captures, the real
 unmarked TF captures of tests/data, the real JAX GPU profiles of
 ../shared/profiles (when present), and profiles synthesized here with the
 test builders (training loops, devices with each allocator key and step
-source). Each tree serves the same files through its plugin's routes, without
+source, runs of several captures). Each tree serves the same files through its plugin's routes, without
 the disk cache, in a process of its own, and the digests of every answer are
-compared: runs, the report of all runs and of each, the history of each
-TensorBoard run, and per allocator the timeline and buffers (with and without
-a group), per module its detail. Routes, not functions: they stay as
-they are whatever the code's layout.
+compared: runs, report, the history of each TensorBoard run, and per
+allocator the timeline and buffers (with and without a group), per module its
+detail. Routes, not functions: they stay as they are whatever the code's layout.
 
     python tools/report_identity.py                 # this working tree against HEAD
     python tools/report_identity.py --against REV   # against any revision
@@ -60,7 +59,6 @@ out = {}
 for logdir in sys.argv[1:]:
     c, found = client(logdir), {}
     found["runs"] = digest(get(c, "runs"))
-    found["report"] = digest(get(c, "report"))  # every run, with the histories of those of several captures
     names = [run["run"] for run in json.loads(get(c, "runs")[1])["runs"]]
     for tb_run in sorted({name.rpartition("/")[0] for name in names}):
         found[f"{tb_run} history"] = digest(get(c, "history", run=tb_run))
