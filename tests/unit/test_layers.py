@@ -93,17 +93,23 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(path: Path) -> Iterator[str]:
-    """The package's modules a file imports: `from a.b import c` is module a.b.c when there is one, else a.b."""
+def _imports(path: Path, *, outside: bool = False) -> Iterator[str]:
+    """The package's modules a file imports: `from a.b import c` is module a.b.c when there is one, else a.b.
+    With `outside`, the top-level names of the other modules it imports instead."""
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names if alias.name.split(".")[0] == TOP)
+            names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, f"{path}: a relative import"
-            if node.module and node.module.split(".")[0] == TOP:
-                for alias in node.names:
-                    name = f"{node.module}.{alias.name}"
-                    yield name if name in MODULES else node.module
+            names = [f"{node.module}.{alias.name}" for alias in node.names if node.module]
+        else:
+            continue
+        for name in names:
+            top = name.split(".")[0]
+            if outside and top != TOP:
+                yield top
+            elif not outside and top == TOP:
+                yield name if name in MODULES or isinstance(node, ast.Import) else name.rpartition(".")[0]
 
 
 @functools.cache
@@ -185,6 +191,19 @@ def test_each_part_imports_only_what_its_docstring_allows():
         for module, targets in _graph().items()
         for target in sorted(targets)
         if _part(target) != _part(module) and _part(target) not in MAY_IMPORT[_part(module)]
+    ]
+    assert wrong == []
+
+
+def test_the_analyses_and_the_model_read_no_file_and_write_no_json():
+    """Pure functions over the model: no I/O, no JSON, no TensorBoard (their docstrings)."""
+    forbidden = {"json", "os", "io", "pathlib", "gzip", "zipfile", "pickle", "shutil", "tempfile", "socket"}
+    forbidden |= {"subprocess", "urllib", "tensorboard", "werkzeug", "google"}
+    wrong = [
+        f"{name} imports {top}"
+        for name, path in MODULES.items()
+        if _part(name) in ("analyses", "model")
+        for top in sorted(set(_imports(path, outside=True)) & forbidden)
     ]
     assert wrong == []
 
