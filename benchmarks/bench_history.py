@@ -5,7 +5,8 @@
 A run of --captures sessions of one job (tb_leakfinder.testing.history_runs,
 each a short profile of 10 steps) is analysed once into a fresh disk cache.
 Then each measured run is a fresh process (a restarted TensorBoard or CLI):
-imports, discovery, and the history from the cached reports. The peer is the
+imports, discovery, and the history from each capture's cached points (the
+entries' points.json members, `model.history.HostPoints`). The peer is the
 same history in a fresh process without the cache (every capture analysed),
 measured in the same run. Medians are reported; the target is the cached
 history under 1 s.

@@ -4,11 +4,11 @@ The corpus: the demo runs, the accuracy benchmark's real captures, the real
 unmarked TF captures of tests/data, the real JAX GPU profiles of
 ../shared/profiles (when present), and profiles synthesized here with the
 test builders (training loops, devices with each allocator key and step
-source). Each tree serves the same files through its plugin's routes, without
+source, runs of several captures). Each tree serves the same files through its plugin's routes, without
 the disk cache, in a process of its own, and the digests of every answer are
-compared: runs, report, and per allocator the timeline and buffers (with and
-without a group), per module its detail. Routes, not functions: they stay as
-they are whatever the code's layout.
+compared: runs, report, the history of each TensorBoard run, and per
+allocator the timeline and buffers (with and without a group), per module its
+detail. Routes, not functions: they stay as they are whatever the code's layout.
 
     python tools/report_identity.py                 # this working tree against HEAD
     python tools/report_identity.py --against REV   # against any revision
@@ -59,6 +59,9 @@ out = {}
 for logdir in sys.argv[1:]:
     c, found = client(logdir), {}
     found["runs"] = digest(get(c, "runs"))
+    names = [run["run"] for run in json.loads(get(c, "runs")[1])["runs"]]
+    for tb_run in sorted({name.rpartition("/")[0] for name in names}):
+        found[f"{tb_run} history"] = digest(get(c, "history", run=tb_run))
     for run in json.loads(get(c, "runs")[1])["runs"]:
         name = run["run"]
         body = get(c, "report", run=name)
@@ -83,6 +86,7 @@ print(json.dumps(out))
 def synthesize(folder: pathlib.Path) -> list[pathlib.Path]:
     """Profiles made with this tree's test builders, one logdir each."""
     sys.path.insert(0, str(ROOT))
+    from tb_leakfinder.testing.history_runs import slow_leak_run, strip_times
     from tb_leakfinder.testing.xspace_builder import synthesize_devices, synthesize_training, write_session
 
     made = []
@@ -104,6 +108,11 @@ def synthesize(folder: pathlib.Path) -> list[pathlib.Path]:
         builder, _ = synthesize_devices(**kwargs)  # type: ignore[arg-type]
         write_session(folder / name, "run", "session", {"host0": builder})
         made.append(folder / name)
+    # Histories: timed by the captures' own clocks and session names, and by their files' mtimes alone.
+    slow_leak_run(folder / "histories", "job", captures=6)
+    slow_leak_run(folder / "histories", "clean", captures=4, leak_bytes_per_step=0)
+    strip_times(slow_leak_run(folder / "histories", "copied", captures=4, kept_in_window=False))
+    made.append(folder / "histories")
     return made
 
 

@@ -28,6 +28,13 @@ class Forecast:
     description: str  # "At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)."
 
 
+def known_capacity(capacity_bytes: int, peak_bytes_in_use: int) -> int:
+    """An allocator's memory capacity, 0 when unknown. Its capacity is XProf's (stack + heap + free at the peak),
+    so one no larger than the peak means no free memory was reported (a CPU's, PyTorch 1.9's) or none was left:
+    either way no capacity to measure against."""
+    return capacity_bytes if capacity_bytes > peak_bytes_in_use else 0
+
+
 def forecast(events: MemoryEvents, growth_bytes_per_step: float, step_duration_ps: float, unit: str = "step") -> Forecast | None:
     """When the allocator runs out at this growth, from what is free at window end; None without growth or capacity."""
     if growth_bytes_per_step <= 0 or len(events) == 0:
@@ -43,13 +50,6 @@ def forecast(events: MemoryEvents, growth_bytes_per_step: float, step_duration_p
     if seconds is not None:
         text += f" (about {format_duration_ps(seconds * 1e12)} at {format_duration_ps(duration)}/{unit})"
     return Forecast(available, float(growth_bytes_per_step), steps, duration, seconds, text + ".")
-
-
-def known_capacity(capacity_bytes: int, peak_bytes_in_use: int) -> int:
-    """An allocator's memory capacity, 0 when unknown. XProf's capacity is stack + heap + free at the peak, so one
-    no larger than the peak means no free memory was reported (a CPU's, PyTorch 1.9's) or none was left: either way
-    no capacity to measure against."""
-    return capacity_bytes if capacity_bytes > peak_bytes_in_use else 0
 
 
 def about(n: int) -> str:

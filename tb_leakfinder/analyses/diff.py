@@ -9,7 +9,6 @@ build of a program to the next without the program changing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -18,30 +17,14 @@ from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummary, WholeProgramBuffer
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.analyses.verdict import LEAK, Verdict, family_label, worst
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import format_bytes, module_base_name, normalize_name
 
 NEW, FIXED, GROWN, SHRUNK, UNCHANGED = "new", "fixed", "grown", "shrunk", "unchanged"
 STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)
 # Changes smaller than this share of the larger side count as unchanged: BFC rounds sizes.
 RELATIVE_TOLERANCE = 0.05
 
-_NUMERIC_SUFFIX = re.compile(r"[._]\d+(?=$|/)")
-# A program's id in a buffer's name ("output 0 of jit_step(12)"): compilation order, not the program; a
-# report's label may hold it cut to its last digits ("jit_f(…8113)", words.short_program_ids).
-_PROGRAM_IN_NAME = re.compile(r"(?<=\w)\((?:…)?-?\d+\)(?=$|[\s,])")
-_PROGRAM_ID = re.compile(r"\(\d+\)$")
 T = TypeVar("T")
-
-
-def normalize_name(name: str) -> str:
-    """`Mul_1` -> `Mul`, `model/dense_2/MatMul_3` -> `model/dense/MatMul`, `fusion.12` -> `fusion`,
-    `output 0 of jit_step(12)` -> `output 0 of jit_step`."""
-    return _NUMERIC_SUFFIX.sub("", _PROGRAM_IN_NAME.sub("", name))
-
-
-def module_base_name(name: str) -> str:
-    """`jit_train_step(10)` -> `jit_train_step`: the program id changes between runs."""
-    return _PROGRAM_ID.sub("", name)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict,
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
-from tb_leakfinder.model.lifetimes import NEVER_FREED, STATUS_NAMES, Buffers
+from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import (
     ALLOC,
     EVENT_COLUMNS,
@@ -250,57 +250,3 @@ def _step_warnings(steps: Steps) -> list[str]:
     if not np.any(backwards):
         return []
     return [f"{np.count_nonzero(backwards)} step marker(s) end before they start; those steps hold no events"]
-
-
-def check_consistent(h: HostAnalysis) -> None:
-    """ValueError where an analysis contradicts itself: one read back from a cache entry someone else wrote.
-
-    What the views index with is checked: every table's columns are 1-D, of the dtypes the readers give
-    and of one length, and every index lies in what it indexes; the numbers themselves are the entry's.
-    """
-    steps = _table(h.profile.steps, dict.fromkeys(vars(h.profile.steps)))
-    for a in h.allocators:
-        events, buffers, strings = a.events, a.buffers, len(a.events.strings)
-        num_events = _table(events, {name: np.dtype(dtype) for name, dtype in EVENT_COLUMNS.items()})
-        num_buffers = _table(buffers, dict.fromkeys(vars(buffers)))
-        _within(events.allocator, 0, len(events.allocator_names), "events.allocator")
-        for name in ("op", "shape", "region", "dtype"):
-            _within(getattr(events, name), 0, strings, f"events.{name}")
-            _within(getattr(buffers, name), 0, strings, f"buffers.{name}")
-        for name in ("alloc_event", "free_event"):
-            _within(getattr(buffers, name), -1, num_events, f"buffers.{name}")
-        for name in ("alloc_step", "free_step"):
-            _within(getattr(buffers, name), -1, steps, f"buffers.{name}")
-        _within(buffers.status, 0, len(STATUS_NAMES), "buffers.status")
-        _within(buffers.site, 0, len(a.sites), "buffers.site")
-        if not a.sites or not all(isinstance(site, Site) for site in a.sites):
-            raise ValueError(f"{a.name}: its sites are not a table of sites")
-        if _table(a.suspects, {"group_of_buffer": None, "family_of_buffer": None}) != num_buffers:
-            raise ValueError(f"{a.name}: {len(a.suspects.group_of_buffer)} groups of buffers for {num_buffers} buffers")
-        for name in ("group_of_buffer", "family_of_buffer"):
-            _within(getattr(a.suspects, name), -1, len(a.suspects.groups), name)
-        indices = [(g.op, g.region) for g in a.suspects.groups] + [(r.op, r.shape, r.region) for r in a.breakdown]
-        if not all(0 <= index < strings for row in indices for index in row):
-            raise ValueError(f"{a.name}: a group names a string past the {strings} strings")
-        if not -1 <= a.summary.peak_event < max(num_events, 0):
-            raise ValueError(f"{a.name}: the peak is event {a.summary.peak_event} of {num_events}")
-
-
-def _table(table: object, dtypes: dict[str, np.dtype[Any] | None]) -> int:
-    """The length of a table's columns: 1-D, integers (or the dtype given), all of one length."""
-    lengths = set()
-    for name, dtype in dtypes.items():
-        column = getattr(table, name)
-        if not isinstance(column, np.ndarray) or column.ndim != 1:
-            raise ValueError(f"{type(table).__name__}.{name} is not a column")
-        if (column.dtype != dtype) if dtype is not None else column.dtype.kind not in "iu":
-            raise ValueError(f"{type(table).__name__}.{name} holds {column.dtype}")
-        lengths.add(column.shape[0])
-    if len(lengths) > 1:
-        raise ValueError(f"the columns of {type(table).__name__} differ in length: {sorted(lengths)}")
-    return lengths.pop() if lengths else 0
-
-
-def _within(column: np.ndarray, lo: int, hi: int, what: str) -> None:
-    if len(column) and not (lo <= int(column.min()) and int(column.max()) < hi):
-        raise ValueError(f"{what} lies outside [{lo}, {hi})")

@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tb_leakfinder.analyses import verdict as verdicts
 
-Json = dict[str, Any]
+
+@dataclass(frozen=True)
+class Standing:
+    """What an overview row is ranked by (None: not measured, as on a host that could not be read)."""
+
+    host: str
+    verdict: str
+    leak_bytes_per_step: float | None  # the growing families' rate, when the allocator leaks
+    bytes_per_step: float | None  # the heap's rate
+    peak_bytes_in_use: int | None
+    memory_capacity_bytes: int | None  # None or 0: not known
 
 
-def worst_first(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def worst_first(row: Standing) -> tuple[Any, ...]:
     """Leaks before the rest; then the fastest leak (its growing families' rate), then the fastest-rising heap,
     then the fullest memory, then the name."""
-    capacity = row["memory_capacity_bytes"]
-    peak = row["peak_bytes_in_use"] or 0
+    capacity = row.memory_capacity_bytes
+    peak = row.peak_bytes_in_use or 0
     fill = peak / capacity if capacity else 0.0
     return (
-        -verdicts.SEVERITY.get(row["verdict"], verdicts.SEVERITY[verdicts.INCONCLUSIVE]),
-        -(row.get("leak_bytes_per_step") or 0.0),
-        -(row["bytes_per_step"] or 0.0),
+        -verdicts.SEVERITY.get(row.verdict, verdicts.SEVERITY[verdicts.INCONCLUSIVE]),
+        -(row.leak_bytes_per_step or 0.0),
+        -(row.bytes_per_step or 0.0),
         -fill,
         -peak,
-        row["host"],
+        row.host,
     )

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
@@ -145,12 +144,8 @@ def family_label(group: SuspectGroup, strings: list[str], sites: Sequence[Site] 
 
 
 def worst(verdicts: list[str]) -> str:
+    """The most severe of some verdicts (a run's, of its hosts')."""
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
-
-
-def run_verdict(hosts: Sequence[Mapping[str, Any]]) -> str:
-    """A run's verdict from its hosts' report JSON: the worst."""
-    return worst([h["verdict"] for h in hosts])
 
 
 def host_verdict(allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary]) -> Verdict:

@@ -1,4 +1,5 @@
-"""How figures and groups are written in sentences and tables: bytes, fractions, durations, groups."""
+"""How figures and groups are written in sentences and tables: bytes, fractions, durations, groups; and names
+without the numbers that change between builds of a program, to match them across runs and captures."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import re
 # The name before it may be in any script; the id's digits are ASCII ones.
 _LONG_PROGRAM_ID = re.compile(r"(?<=[\w.\-])\((-?[0-9]{7,})\)")
 SHORT_ID_DIGITS = 4
+_NUMERIC_SUFFIX = re.compile(r"[._]\d+(?=$|/)")
+# A program's id in a buffer's name ("output 0 of jit_step(12)"): compilation order, not the program; a
+# report's label may hold it cut to its last digits ("jit_f(…8113)", short_program_ids).
+_PROGRAM_IN_NAME = re.compile(r"(?<=\w)\((?:…)?-?\d+\)(?=$|[\s,])")
+_PROGRAM_ID = re.compile(r"\(\d+\)$")
 
 
 def format_bytes(n: float) -> str:
@@ -25,6 +31,17 @@ def format_bytes(n: float) -> str:
 def short_program_ids(text: str) -> str:
     """A label with each long program id cut to its last digits: 'output 0 of jit_f(…8113)'."""
     return _LONG_PROGRAM_ID.sub(lambda m: f"(…{m.group(1)[-SHORT_ID_DIGITS:]})", text)
+
+
+def normalize_name(name: str) -> str:
+    """`Mul_1` -> `Mul`, `model/dense_2/MatMul_3` -> `model/dense/MatMul`, `fusion.12` -> `fusion`,
+    `output 0 of jit_step(12)` -> `output 0 of jit_step`."""
+    return _NUMERIC_SUFFIX.sub("", _PROGRAM_IN_NAME.sub("", name))
+
+
+def module_base_name(name: str) -> str:
+    """`jit_train_step(10)` -> `jit_train_step`: the program id changes between runs."""
+    return _PROGRAM_ID.sub("", name)
 
 
 def format_fraction(f: float) -> str:

@@ -254,7 +254,7 @@ class Capture:
 
 
 def _analyze(session: Session) -> dict[str, Any]:
-    from tb_leakfinder import analyze  # the package's API, which imports this module first
+    from tb_leakfinder.api import analyze  # loaded by the first report, not with the capture
 
     return analyze(str(session.path))
 

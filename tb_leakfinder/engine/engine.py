@@ -14,16 +14,18 @@ from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.history import count_unreadable, run_history
-from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host, check_consistent
+from tb_leakfinder.analyses.history_points import host_points
+from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
-from tb_leakfinder.engine import queries
-from tb_leakfinder.engine.history import capture_points, tensorboard_run
+from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
+from tb_leakfinder.model.history import HostPoints
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.formats.registry import format_of, read_host
-from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache
+from tb_leakfinder.store.consistency import check_consistent
+from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache, Entry
 from tb_leakfinder.store.memory_cache import ComputeCache
 
 if TYPE_CHECKING:  # a comparison's sides: the diff engine is imported only when one is made
@@ -46,6 +48,7 @@ class HostResult:
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
     modules: list[ModuleSummary] = field(default_factory=list)
     _json: report.HostReport | None = field(default=None, repr=False)
+    _points: HostPoints | None = field(default=None, repr=False)
 
     def unwrap(self) -> HostAnalysis:
         if self.error is not None:
@@ -62,6 +65,12 @@ class HostResult:
         if self._json is None:
             self._json = report.host_json(self.unwrap(), self.modules)
         return self._json
+
+    def points(self) -> HostPoints | None:
+        """What the run's history takes of this host, made once; None for an error."""
+        if self.analysis is not None and self._points is None:
+            self._points = host_points(self.analysis, self.modules)
+        return self._points
 
     def side(self, host: str) -> HostSide:
         """This host as a side of a comparison."""
@@ -113,7 +122,7 @@ def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_d
     """`analyze_result`, stored on disk."""
     result, body = analyze_result(key.path, host, session_dir)
     if disk is not None:
-        disk.store(key, result, body, overview_rows(host, key.path, body, result.error))
+        disk.store(key, result, body, overview_rows(host, key.path, body, result.error), result.points())
     return result
 
 
@@ -148,8 +157,10 @@ def overview_rows(
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
-# A host's report JSON or its error, and its file's identity (None when its file cannot even be stat'ed).
+# A host's report JSON (or its history points) or its error, and its file's identity (None when its file cannot
+# even be stat'ed).
 HostOutcome = tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]
+PointsOutcome = tuple[HostPoints | None, LeakfinderError | None, FileIdentity | None]
 
 
 class Engine:
@@ -242,15 +253,30 @@ class Engine:
     def outcome(self, run: Run, host: str) -> HostOutcome:
         """A host's report JSON or its error: a file that cannot even be stat'ed (a dangling or looping link)
         is that host's error, not its run's."""
+        return self._outcome(run, host, self.disk.load_report if self.disk is not None else None, HostResult.json)
+
+    def points_outcome(self, run: Run, host: str) -> PointsOutcome:
+        """A host's history points or its error, as `outcome`."""
+        return self._outcome(run, host, self.disk.load_points if self.disk is not None else None, HostResult.points)
+
+    def _outcome(
+        self, run: Run, host: str, stored: Callable[[FileIdentity], Entry | None] | None, made: Callable[[HostResult], T]
+    ) -> tuple[T | None, LeakfinderError | None, FileIdentity | None]:
+        """What `made` gives of a host, or its error: from memory, else the disk entry's member (`stored`) alone."""
         path = run.host_path(host)[1]
         try:
             key = run.identity(host)
         except LeakfinderError as exc:
             self._note(path, None, exc)
             return None, exc, None
-        body, error = self._host_report(run, host, key)
+        entry = stored(key) if stored is not None and self._cache.peek(key) is None else None
+        if entry is not None and not isinstance(entry.error, WorkerDiedError):
+            value, error = entry.report, entry.error
+        else:
+            result = self._host(run, host, key)
+            value, error = (None, result.error) if result.error is not None else (made(result), None)
         self._note(path, key, error)
-        return body, error, key
+        return value, error, key
 
     def _host(self, run: Run, host: str, key: FileIdentity) -> HostResult:
         def compute() -> HostResult:
@@ -261,15 +287,6 @@ class Engine:
             return analyze_into(self.disk, key, host, run.session_dir)
 
         return self._cache.get(key, compute, _weight)
-
-    def _host_report(self, run: Run, host: str, key: FileIdentity) -> tuple[report.HostReport | None, LeakfinderError | None]:
-        """(report JSON, None) or (None, error) of one host: from memory, else the disk entry's report alone."""
-        if self._cache.peek(key) is None and self.disk is not None:
-            entry = self.disk.load_report(key)
-            if entry is not None and not isinstance(entry.error, WorkerDiedError):
-                return entry.report, entry.error
-        result = self._host(run, host, key)
-        return (None, result.error) if result.error is not None else (result.json(), None)
 
     def run_report(
         self, run: Run, host: str | None = None, done: HostDone | None = None, *, unreadable_raises: bool = True
@@ -328,16 +345,17 @@ class Engine:
         return sessions
 
     def history(self, tb_run: str) -> report.HistoryAnswer:
-        """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' reports; its
+        """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' points; its
         `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
         pairs = [(run, host) for run in sessions for host in run.hosts]
         points, errors = [], []
-        for (run, host), (body, error, key) in zip(pairs, self._map_hosts(pairs, lambda p: self.outcome(*p)), strict=True):
+        outcomes = self._map_hosts(pairs, lambda p: self.points_outcome(*p))
+        for (run, host), (found, error, key) in zip(pairs, outcomes, strict=True):
             if error is not None:
                 errors.append(report.error_json(run.name, host, run.host_path(host)[1], error.message))
-            elif body is not None and key is not None:
-                points += capture_points(run.name, body, key.mtime_ns)
+            elif found is not None and key is not None:
+                points += capture_points(run.name, found, key.mtime_ns)
         unreadable = len({e["run"] for e in errors})
         return report.history_json(count_unreadable(run_history(tb_run, points, len(sessions)), unreadable), errors)
 
@@ -349,5 +367,18 @@ class Engine:
         return [work(h) for h in hosts]
 
     def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.ReportAnswer:
-        """The report of the run named `run_name`, or of every run (`queries.report`)."""
-        return queries.report(self, None if run_name is None else self.run(run_name), host, done)
+        """The report of the run named `run_name` (or one host of it), or of every run: the one place a report is
+        assembled. Of every run, a run none of whose files can be read is reported with its errors, as one whose other
+        hosts can be, so that one bad file hides no other run, and the histories of the TensorBoard runs holding
+        several captures come with it. When no file at all can be read there is nothing to report: the error."""
+        runs = [self.run(run_name)] if run_name is not None else self.runs()
+        runs_json = [self.run_report(r, host, done, unreadable_raises=len(runs) == 1) for r in runs]
+        errors = [h["error"] for r in runs_json for h in r["hosts"] if "error" in h]
+        if len(runs) > 1 and len(errors) == sum(len(r["hosts"]) for r in runs_json):
+            raise LeakfinderError(f"none of the {len(errors)} profile files of these {len(runs)} runs can be read; {errors[0]}")
+        histories = []
+        if run_name is None and host is None:
+            reported = {tensorboard_run(r.name) for r in runs}
+            several = [t for t in several_captures(r.name for r in self.runs()) if t in reported]
+            histories = [self.history(t) for t in several]
+        return report.report_json(runs_json, histories)

@@ -1,7 +1,9 @@
-"""A run's captures from their hosts' report JSON: what the history follows, read from the disk cache's reports.
+"""A run's captures: which sessions are one TensorBoard run's, and their hosts' points placed in time.
 
-Each host report (a few KB, stored beside every analysis) holds what a capture
-point needs, so a history of a hundred captures reads no profile and no array.
+Each host's points (`analyses/history_points.py`, a few KB stored beside its
+analysis in the disk cache) hold what a capture point needs but the capture
+itself, so a history of a thousand captures reads no profile, no array and
+no report.
 """
 
 from __future__ import annotations
@@ -9,14 +11,10 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from tb_leakfinder.analyses.step_sources import STEP_NUM
-from tb_leakfinder.model.history import FILE_MTIME, OWN_CLOCK, PROFILE, SESSION_NAME, SNAPSHOT, CapturePoint, FamilyPoint
-from tb_leakfinder.report import known_capacity
+from tb_leakfinder.model.history import FILE_MTIME, OWN_CLOCK, SESSION_NAME, SNAPSHOT, CapturePoint, HostPoints
 
-Json = dict[str, Any]
 _SESSION = re.compile(r"([0-9]{4}(?:_[0-9]{2}){5})(?:_[0-9]+)?")
 
 
@@ -35,58 +33,34 @@ def several_captures(names: Iterable[str]) -> list[str]:
     return sorted(t for t, n in counts.items() if n > 1)
 
 
-def capture_points(capture: str, host: Mapping[str, Any], mtime_ns: int) -> list[CapturePoint]:
-    """One point per allocator of a host's report JSON. Its time is the capture's own, else its session folder's
-    name, else its file's `mtime_ns` (when it was written, or copied) less its duration."""
-    duration_s = host["duration_ps"] / 1e12
-    start_ns = host.get("start_time_ns")
+def capture_points(capture: str, host: HostPoints, mtime_ns: int) -> list[CapturePoint]:
+    """One point per allocator of a host file found as `capture`. Its time is the capture's own, else its session
+    folder's name, else its file's `mtime_ns` (when it was written, or copied) less its duration."""
     named = session_time(capture)
-    if start_ns:
-        time_s, source = start_ns / 1e9, OWN_CLOCK
+    if host.start_time_ns:
+        time_s, source = host.start_time_ns / 1e9, OWN_CLOCK
     elif named is not None:
         time_s, source = named, SESSION_NAME
     else:
-        time_s, source = mtime_ns / 1e9 - duration_s, FILE_MTIME
-    snapshot = bool(host.get("snapshot"))
-    steps = [s["step"] for s in host["steps"]] if host["step_source"]["kind"] == STEP_NUM else []
-    step_of_name = _trailing_number(capture)
-    first = min(steps) if steps else (step_of_name if snapshot else None)
-    last = max(steps) if steps else (step_of_name if snapshot else None)
-    from tb_leakfinder.analyses.diff import module_base_name  # the diff's names; `report` does not load the diff
-
-    program = ", ".join(sorted({module_base_name(m["name"]) for m in host["modules"]}))
+        time_s, source = mtime_ns / 1e9 - host.duration_s, FILE_MTIME
+    first, last = host.first_step, host.last_step
+    if first is None and host.kind == SNAPSHOT:  # a snapshot has no markers: its name may say its step
+        first = last = _trailing_number(capture)
     return [
         CapturePoint(
+            **vars(a),
             capture=capture,
-            host=host["host"],
-            memory_id=a["memory_id"],
-            name=a["name"],
-            kind=SNAPSHOT if snapshot else PROFILE,
+            host=host.host,
+            kind=host.kind,
             time_s=time_s,
-            duration_s=duration_s,
-            heap_start_bytes=a["heap_start_bytes"],
-            heap_peak_bytes=a["peak_heap_bytes"],
-            heap_end_bytes=a["heap_end_bytes"],
-            heap_floor_bytes=a["heap_floor_bytes"],
-            never_freed_bytes=a["never_freed_bytes"],
-            capacity_bytes=known_capacity(a),
+            duration_s=host.duration_s,
             first_step=first,
             last_step=last,
-            program=program,
-            verdict=a["verdict"],
-            families=[_family(g) for g in a["groups"]],
+            program=host.program,
             time_source=source,
         )
-        for a in host["allocators"]
+        for a in host.allocators
     ]
-
-
-def _family(g: Json) -> FamilyPoint:
-    from tb_leakfinder.analyses.diff import normalize_name
-
-    key = " ".join(part for part in (normalize_name(g["op"]), g["shape"], g["dtype"], g["region"]) if part)
-    stack = list(g["site"]["stack"])
-    return FamilyPoint(key, g["label"], g["where"], stack, g["kind"], g["bytes"], g["bytes_per_step"], g["count"])
 
 
 def session_time(name: str) -> float | None:

@@ -190,7 +190,7 @@ def ray_task(task: HostTask, version: str) -> tuple[str, bytes | None, str | Non
     result, body = analyze_result(task.identity.path, task.host, task.session_dir)
     error = None if result.error is None else result.error.message
     rows = overview_rows(task.host, task.identity.path, body, result.error)
-    return mine, encode_entry(task.identity, result, body, rows), error
+    return mine, encode_entry(task.identity, result, body, rows, result.points()), error
 
 
 def _package_root() -> str:

@@ -18,13 +18,11 @@ from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_bu
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
-from tb_leakfinder.engine.history import several_captures, tensorboard_run
-from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.formats.registry import format_of
 
-# The engine serves the queries and its `report` is `report` here: typed against it, never imported by it.
+# The engine serves the queries: typed against it, imported by the views that hold one.
 if TYPE_CHECKING:
     from tb_leakfinder.engine.engine import Engine, HostDone
 
@@ -64,23 +62,9 @@ def runs(engine: Engine) -> reports.RunsAnswer:
 
 
 def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> reports.ReportAnswer:
-    """The report of one run (or one host of it), or of every run: the one place a report is assembled.
-
-    Of every run, a run none of whose files can be read is reported with its errors, as one whose other hosts
-    can be, so that one bad file hides no other run, and the histories of the TensorBoard runs holding several
-    captures come with it. When no file at all can be read there is nothing to report: the error.
-    """
-    runs = [run] if run is not None else engine.runs()
-    runs_json = [engine.run_report(r, host, done, unreadable_raises=len(runs) == 1) for r in runs]
-    errors = [h["error"] for r in runs_json for h in r["hosts"] if "error" in h]
-    if len(runs) > 1 and len(errors) == sum(len(r["hosts"]) for r in runs_json):
-        raise LeakfinderError(f"none of the {len(errors)} profile files of these {len(runs)} runs can be read; {errors[0]}")
-    histories = []
-    if run is None and host is None:
-        reported = {tensorboard_run(r.name) for r in runs}
-        several = [t for t in several_captures(r.name for r in engine.runs()) if t in reported]
-        histories = [history(engine, t) for t in several]
-    return reports.report_json(runs_json, histories)
+    """The report of one run (or one host of it), or of every run, with the histories of the TensorBoard runs
+    holding several captures (`Engine.report`, the one place a report is assembled)."""
+    return engine.report(None if run is None else run.name, host, done)
 
 
 def overview(engine: Engine, run: Run) -> reports.OverviewAnswer:

@@ -29,25 +29,47 @@ class FamilyPoint:
 
 
 @dataclass
-class CapturePoint:
-    """One capture of one allocator."""
+class AllocatorPoint:
+    """What one analysis of a host file says of one of its allocators, whichever capture the file turns out to be."""
 
-    capture: str  # the discovered session's run name, "job/2026_12_01_22_30_16": the tab opens it
-    host: str
     memory_id: str
     name: str  # the allocator's label
-    kind: str  # PROFILE or SNAPSHOT
-    time_s: float  # when it began, seconds since the epoch
-    duration_s: float
     heap_start_bytes: int
     heap_peak_bytes: int
     heap_end_bytes: int
     heap_floor_bytes: int  # the least it held at any moment of the window
     never_freed_bytes: int
     capacity_bytes: int  # the allocator's memory at its peak (0: not known)
+    verdict: str
+    families: list[FamilyPoint] = field(default_factory=list)
+
+
+@dataclass
+class HostPoints:
+    """What one analysed host file gives a run's history. Made when the host is analysed and stored beside its
+    analysis, so that a history reads neither profiles nor reports; what depends on the capture the file is
+    found in (its name, its file's mtime) is added when the history is made."""
+
+    host: str
+    kind: str  # PROFILE or SNAPSHOT
+    start_time_ns: int | None  # when it began by its own clock; None (or 0): not recorded
+    duration_s: float
     first_step: int | None  # step numbers, when markers give them
     last_step: int | None
     program: str  # which programs ran: their names without ids, joined; "" when the profile has none
-    verdict: str
-    families: list[FamilyPoint] = field(default_factory=list)
+    allocators: list[AllocatorPoint] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class CapturePoint(AllocatorPoint):
+    """One capture of one allocator: its analysis's figures, and the capture they were found in."""
+
+    capture: str  # the discovered session's run name, "job/2026_12_01_22_30_16": the tab opens it
+    host: str
+    kind: str  # PROFILE or SNAPSHOT
+    time_s: float  # when it began, seconds since the epoch
+    duration_s: float
+    first_step: int | None  # step numbers, when markers (or a snapshot's name) give them
+    last_step: int | None
+    program: str
     time_source: str = OWN_CLOCK

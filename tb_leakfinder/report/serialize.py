@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tb_leakfinder.analyses import capacity
+from tb_leakfinder.analyses import capacity, query
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow as Breakdown
 from tb_leakfinder.analyses.buffer_query import MAX_PAGE
@@ -24,7 +24,7 @@ from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
 from tb_leakfinder.analyses.history import measure as history_measure
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
-from tb_leakfinder.analyses.pod_ranking import worst_first
+from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailResult
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
@@ -32,7 +32,7 @@ from tb_leakfinder.analyses.step_sources import NONE
 from tb_leakfinder.analyses.step_sources import StepSource as StepSourceResult
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
-from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.model.history import CapturePoint
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
@@ -296,7 +296,33 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
 def run_json(name: str, hosts: Sequence[Mapping[str, Any]]) -> RunReport:
     """`hosts`: `host_json`s, or ones read back from the disk cache (whose shape check vouched for them)."""
     typed = cast(list[HostReport], hosts)
-    return {"run": name, "verdict": _verdict(verdicts.run_verdict(typed)), "hosts": typed}
+    return {"run": name, "verdict": _verdict(verdicts.worst([h["verdict"] for h in typed])), "hosts": typed}
+
+
+def select_allocator(report: Json, allocator: str) -> dict[str, Any]:
+    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
+
+    A host's verdict is then that allocator's; hosts without it are left out,
+    except those that could not be read. A name no host has is an error naming
+    the allocators there are.
+    """
+    runs = []
+    for run in report["runs"]:
+        hosts = []
+        for host in run["hosts"]:
+            mine = [a for a in host["allocators"] if query.names_allocator(allocator, a["name"], a["memory_id"])]
+            if mine:
+                verdict = verdicts.combine([(a["name"], verdicts.Verdict(a["verdict"], a["reason"])) for a in mine])
+                hosts.append({**host, "allocators": mine, "verdict": verdict.verdict, "reason": verdict.reason})
+            elif "error" in host:
+                hosts.append(host)
+        if hosts:
+            runs.append({**run, "verdict": verdicts.worst([h["verdict"] for h in hosts]), "hosts": hosts})
+    if not any(host["allocators"] for run in runs for host in run["hosts"]):
+        hosts = [h for run in report["runs"] for h in run["hosts"]]
+        every = dict.fromkeys((a["name"], a["memory_id"]) for h in hosts for a in h["allocators"])
+        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {query.allocator_choices(every) or 'none'}")
+    return {**report, "runs": runs}
 
 
 def error_json(run: str, host: str, path: str, message: str) -> UnreadableFile:
@@ -644,10 +670,16 @@ def overview_host_rows(host: Mapping[str, Any]) -> list[OverviewRow]:
     return [_overview_row(host, a) for a in (host["allocators"] or [None])]
 
 
+def _standing(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    names = ("host", "verdict", "leak_bytes_per_step", "bytes_per_step", "peak_bytes_in_use", "memory_capacity_bytes")
+    values: dict[str, Any] = {name: row.get(name) for name in names}
+    return worst_first(Standing(**values))
+
+
 def overview_json(run: str, rows_per_host: Sequence[Sequence[Mapping[str, Any]]]) -> OverviewAnswer:
     """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does. `rows_per_host`:
     `overview_host_rows`, or rows read back from the disk cache (whose shape check vouched for them)."""
-    rows = sorted((cast(OverviewRow, row) for rows in rows_per_host for row in rows), key=worst_first)
+    rows = sorted((cast(OverviewRow, row) for rows in rows_per_host for row in rows), key=_standing)
     return {
         "run": run,
         "num_hosts": len(rows_per_host),

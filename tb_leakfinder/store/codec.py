@@ -27,9 +27,17 @@ class CodecError(ValueError):
     """The stored tree does not match the classes it is decoded into."""
 
 
+_SCALARS = (int, float, str, bool)
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    return dataclasses.fields(cls)
 
 
 class Encoder:
@@ -98,6 +106,9 @@ class Decoder:
         return value
 
     def _build(self, node: Any, hint: Any) -> Any:
+        if hint in _SCALARS and not isinstance(node, dict):  # most values: checked before any typing introspection
+            _check(node, hint)
+            return node
         origin, args = typing.get_origin(hint), typing.get_args(hint)
         if hint is Any:
             return self._untyped(node)
@@ -118,7 +129,7 @@ class Decoder:
             return self._load_array(node, "$b").tobytes()
         if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             fields = _field(node, "$d", dict)
-            declared = dataclasses.fields(hint)
+            declared = _fields(hint)
             if set(fields) != {f.name for f in declared}:
                 raise CodecError(f"{hint.__name__} fields differ: stored {sorted(fields)}")
             hints = _hints(hint)
@@ -144,7 +155,7 @@ class Decoder:
             value = self._scalar(node)
             _check(value, hint)
             return value
-        if hint in (int, float, str, bool):
+        if hint in _SCALARS:
             _check(node, hint)
             return node
         raise CodecError(f"cannot decode a value of type {hint!r}")

@@ -1,13 +1,15 @@
 """Host analyses kept on disk, so a restarted TensorBoard or CLI answers without decoding profiles again.
 
-One `.npz` per analysed host file (an uncompressed zip, no pickle) with five
+One `.npz` per analysed host file (an uncompressed zip, no pickle) with six
 members: `identity.json` (the analysis version and a hash of the profile's
 identity), `report.json` (the host's report JSON, or its error), `summary.json`
-(its rows of the pod overview), `tree.json` (the analysis dataclasses as
-`npz_codec` JSON, and where each array lies in `data`) and `data.npy` (every
-array). Few members keep the zip's directory short: a pod's overview reads
-only `summary.json` of each host, its report only `report.json`; the zip's
-CRCs catch a corrupt member. The file name hashes the profile's real path and
+(its rows of the pod overview), `points.json` (what the run's history takes of
+it: `model.history.HostPoints`, in the codec's JSON), `tree.json` (the analysis
+dataclasses in the codec's JSON, and where each array lies in `data`) and
+`data.npy` (every array). Few members keep the zip's directory short: a pod's
+overview reads only `summary.json` of each host, its report only
+`report.json`, a run's history only `points.json`; the zip's CRCs catch a
+corrupt member. The file name hashes the profile's real path and
 the analysis version; the identity member is checked before anything else is
 read, so a touched profile rewrites its entry.
 
@@ -42,6 +44,7 @@ import numpy as np
 
 from tb_leakfinder import report
 from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
+from tb_leakfinder.model.history import HostPoints
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import MAX_FILE_BYTES
 from tb_leakfinder.report.shape import Shape, conforms
@@ -54,14 +57,15 @@ logger = logging.getLogger(__name__)
 IDENTITY = "identity.json"
 REPORT = "report.json"
 SUMMARY = "summary.json"
+POINTS = "points.json"
 TREE = "tree.json"
 DATA = "data.npy"
-MEMBERS = (IDENTITY, REPORT, SUMMARY, TREE, DATA)
+MEMBERS = (IDENTITY, REPORT, SUMMARY, POINTS, TREE, DATA)
 ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
 # The columns of the largest profile analysed (about 1.1 times its size) and its session's HLO files, with room.
 MAX_ENTRY_BYTES = 3 * MAX_FILE_BYTES
-MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
+MAX_DIRECTORY_BYTES = 64 << 10  # six members' directory records take a few hundred bytes
 MAX_IDENTITY_BYTES = 1024
 READ_BLOCK_BYTES = 16 << 20
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
@@ -75,9 +79,9 @@ _END64 = struct.Struct("<4sQHHIIQQQQ")
 
 @dataclasses.dataclass
 class Entry:
-    """What one host's entry gives: its report JSON, or the error its file gave."""
+    """What one member of a host's entry gives: its value, or the error its file gave."""
 
-    report: Any  # the member's JSON: a report object, or the summary's list of overview rows
+    report: Any  # the member's value: a report object, the summary's list of overview rows, or the HostPoints
     error: LeakfinderError | None
 
 
@@ -122,6 +126,13 @@ class DiskCache:
         """The report member alone (a few KB), or the summary's (`member=SUMMARY`): no arrays are read."""
         shape = report.HOST_SHAPE if member == REPORT else report.OVERVIEW_ROWS_SHAPE
         entry = self._read(identity, lambda zf: _entry(_json_member(zf, member), shape))
+        if entry is not None:
+            self._used(identity)
+        return entry
+
+    def load_points(self, identity: files.FileIdentity) -> Entry | None:
+        """The history's points of the host (`HostPoints`) or its error, from their member alone."""
+        entry = self._read(identity, lambda zf: _points_entry(_json_member(zf, POINTS)))
         if entry is not None:
             self._used(identity)
         return entry
@@ -171,8 +182,10 @@ class DiskCache:
 
     # Writing -------------------------------------------------------------------------------
 
-    def store(self, identity: files.FileIdentity, value: Any, report: Any, summary: Any = None) -> None:
-        self.store_bytes(identity, encode_entry(identity, value, report, summary))
+    def store(
+        self, identity: files.FileIdentity, value: Any, report: Any, summary: Any = None, points: HostPoints | None = None
+    ) -> None:
+        self.store_bytes(identity, encode_entry(identity, value, report, summary, points))
 
     def store_bytes(self, identity: files.FileIdentity, data: bytes) -> None:
         """Write atomically (temporary file, then rename), then evict past the size bound.
@@ -227,9 +240,11 @@ class DiskCache:
             total -= size
 
 
-def encode_entry(identity: files.FileIdentity, value: Any, report: Any, summary: Any = None) -> bytes:
-    """An entry's bytes: `value` is a `service.HostResult`, `report` its report JSON and `summary` its
-    overview rows (both None for an error)."""
+def encode_entry(
+    identity: files.FileIdentity, value: Any, report: Any, summary: Any = None, points: HostPoints | None = None
+) -> bytes:
+    """An entry's bytes: `value` is an `engine.HostResult`, `report` its report JSON, `summary` its overview
+    rows and `points` what the history takes of it (all None for an error)."""
     error = value.error
     meta: dict[str, Any] = {"report": report, "error": None}
     tree: dict[str, Any] = {}
@@ -246,6 +261,7 @@ def encode_entry(identity: files.FileIdentity, value: Any, report: Any, summary:
         zf.writestr(IDENTITY, _identity_bytes(identity, analysis_version()))
         zf.writestr(REPORT, _json_bytes(meta))
         zf.writestr(SUMMARY, _json_bytes({**meta, "report": summary}))
+        zf.writestr(POINTS, _json_bytes({**meta, "report": None if points is None else Encoder().encode(points)}))
         zf.writestr(TREE, _json_bytes(tree))
         with zf.open(DATA, "w", force_zip64=True) as f:
             np.lib.format.write_array(f, data, version=(1, 0), allow_pickle=False)
@@ -366,22 +382,37 @@ def _json_member(zf: zipfile.ZipFile, name: str) -> Any:
 
 def _entry(meta: Any, shape: Shape) -> Entry:
     """The report (of `shape`) or the error a member holds."""
-    if not isinstance(meta, dict):
-        raise UntrustedEntryError("the report member is not an object")
-    error, body = meta.get("error"), meta.get("report")
+    error, body = _error_or_body(meta)
     if error is not None:
-        if not (isinstance(error, dict) and isinstance(error.get("message"), str) and error.get("status") in range(400, 600)):
-            raise UntrustedEntryError("a malformed error")
-        cls = WorkerDiedError if error.get("transient") else LeakfinderError
-        return Entry(None, cls(error["message"], status=error["status"]))
+        return Entry(None, error)
     if not conforms(body, shape):
         raise UntrustedEntryError("the report lacks a field the views read, or holds one of another kind")
     return Entry(body, None)
 
 
+def _points_entry(meta: Any) -> Entry:
+    """The HostPoints or the error the points member holds; the codec checks every value against its type."""
+    error, body = _error_or_body(meta)
+    return Entry(None, error) if error is not None else Entry(Decoder({}).decode(body, HostPoints), None)
+
+
+def _error_or_body(meta: Any) -> tuple[LeakfinderError | None, Any]:
+    """A member's error (None when it has none) and its value."""
+    if not isinstance(meta, dict):
+        raise UntrustedEntryError("the report member is not an object")
+    error, body = meta.get("error"), meta.get("report")
+    if error is None:
+        return None, body
+    if not (isinstance(error, dict) and isinstance(error.get("message"), str) and error.get("status") in range(400, 600)):
+        raise UntrustedEntryError("a malformed error")
+    cls = WorkerDiedError if error.get("transient") else LeakfinderError
+    return cls(error["message"], status=error["status"]), body
+
+
 def _stored_names(result_type: type) -> list[str]:
-    """Every field of the result but its error and its report JSON, which the report member holds."""
-    return [f.name for f in dataclasses.fields(result_type) if f.name not in ("error", "_json")]
+    """Every field of the result but its error and its private ones (its report JSON, its points), which are made
+    from the others and held in members of their own."""
+    return [f.name for f in dataclasses.fields(result_type) if f.name != "error" and not f.name.startswith("_")]
 
 
 def _stored_fields(result_type: type, tree: Any, zf: zipfile.ZipFile) -> dict[str, Any]:

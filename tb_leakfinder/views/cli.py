@@ -277,9 +277,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """`report` and `check`."""
-    from tb_leakfinder.analyses.query import select_allocator
     from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine, HostDone
+    from tb_leakfinder.report import select_allocator
     from tb_leakfinder.views.markdown import render_report as render_markdown_report
     from tb_leakfinder.views.text import render_report
 

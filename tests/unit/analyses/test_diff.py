@@ -7,10 +7,8 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from tb_leakfinder import report
-from tb_leakfinder.analyses.diff import compare, module_base_name, normalize_name
+from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.report import comparison_json
 from tb_leakfinder.testing.pjrt_profile import jax_training
@@ -92,29 +90,6 @@ def test_grown_shrunk_and_suffixes(tmp_path):
     assert result["regression"]  # Brand is a growing group that A does not have
     order = [g["status"] for g in _groups(result).values()]
     assert order == sorted(order, key=["new", "grown", "shrunk", "fixed", "unchanged"].index)
-
-
-@pytest.mark.parametrize(
-    ("name", "normal"),
-    [
-        ("Mul_1", "Mul"),
-        ("model/dense_2/MatMul_3", "model/dense/MatMul"),
-        ("fusion.12", "fusion"),
-        ("Conv2D", "Conv2D"),
-        ("add.5/Relu_10", "add/Relu"),
-        ("x_y", "x_y"),
-        ("output 0 of jit_train_step(12)", "output 0 of jit_train_step"),  # program ids follow compilation order
-        ("temporaries (2 buffers) of jit_f(3)", "temporaries (2 buffers) of jit_f"),
-        ("output 0 of jit_f(…8113)", "output 0 of jit_f"),  # a TPU's id as a report's label cuts it
-    ],
-)
-def test_normalize_name(name, normal):
-    assert normalize_name(name) == normal
-
-
-def test_module_base_name():
-    assert module_base_name("jit_train_step(10)") == "jit_train_step"
-    assert module_base_name("jit_f") == "jit_f"
 
 
 def test_compare_route_matches_the_cli():

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.pod_ranking import worst_first
+from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 
 
-def _row(host: str, verdict: str, leak: float | None, heap: float | None, peak: int = 0, capacity: int = 0) -> dict:
-    return {
-        "host": host,
-        "verdict": verdict,
-        "leak_bytes_per_step": leak,
-        "bytes_per_step": heap,
-        "peak_bytes_in_use": peak,
-        "memory_capacity_bytes": capacity,
-    }
+def _row(host: str, verdict: str, leak: float | None, heap: float | None, peak: int = 0, capacity: int = 0) -> Standing:
+    return Standing(host, verdict, leak, heap, peak, capacity)
 
 
 def test_the_fastest_leak_comes_first_even_when_another_heap_rises_faster():
@@ -24,7 +17,7 @@ def test_the_fastest_leak_comes_first_even_when_another_heap_rises_faster():
         _row("host_c", "no_leak", 0.0, 2048 * 1024),
         _row("host_d", "inconclusive", 0.0, None),
     ]
-    assert [r["host"] for r in sorted(rows, key=worst_first)] == ["host_b", "host_a", "host_d", "host_c"]
+    assert [r.host for r in sorted(rows, key=worst_first)] == ["host_b", "host_a", "host_d", "host_c"]
 
 
 def test_without_leaks_the_heap_trend_then_the_fullest_memory_decide():
@@ -34,4 +27,4 @@ def test_without_leaks_the_heap_trend_then_the_fullest_memory_decide():
         _row("host_c", "no_leak", 0.0, 0.0, peak=50, capacity=100),
         _row("host_d", "inconclusive", None, None),
     ]
-    assert [r["host"] for r in sorted(rows, key=worst_first)] == ["host_d", "host_b", "host_a", "host_c"]
+    assert [r.host for r in sorted(rows, key=worst_first)] == ["host_d", "host_b", "host_a", "host_c"]

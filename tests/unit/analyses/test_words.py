@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.words import format_duration_ps, format_fraction, short_program_ids
+from tb_leakfinder.analyses.words import format_duration_ps, format_fraction, module_base_name, normalize_name, short_program_ids
 
 
 @pytest.mark.parametrize(
@@ -31,3 +31,26 @@ def test_fractions_read_as_the_tab_shows_them(f, text):
 )
 def test_long_program_ids_are_cut_to_their_last_digits(text, short):
     assert short_program_ids(text) == short
+
+
+@pytest.mark.parametrize(
+    ("name", "normal"),
+    [
+        ("Mul_1", "Mul"),
+        ("model/dense_2/MatMul_3", "model/dense/MatMul"),
+        ("fusion.12", "fusion"),
+        ("Conv2D", "Conv2D"),
+        ("add.5/Relu_10", "add/Relu"),
+        ("x_y", "x_y"),
+        ("output 0 of jit_train_step(12)", "output 0 of jit_train_step"),  # program ids follow compilation order
+        ("temporaries (2 buffers) of jit_f(3)", "temporaries (2 buffers) of jit_f"),
+        ("output 0 of jit_f(…8113)", "output 0 of jit_f"),  # a TPU's id as a report's label cuts it
+    ],
+)
+def test_normalize_name(name, normal):
+    assert normalize_name(name) == normal
+
+
+def test_module_base_name():
+    assert module_base_name("jit_train_step(10)") == "jit_train_step"
+    assert module_base_name("jit_f") == "jit_f"

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+import zipfile
 
 import pytest
 
 from tb_leakfinder import report
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures, tensorboard_run
+from tb_leakfinder.read import files
 from tb_leakfinder.report.shape import conforms
+from tb_leakfinder.store import disk_cache
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
@@ -93,3 +97,50 @@ def test_names_at_the_logdirs_top_are_its_captures_only_when_named_by_their_time
     # A PyTorch trace's folder and a snapshot at the top are runs of their own: no history of unrelated runs.
     assert tensorboard_run("torch_leak") == "torch_leak" and tensorboard_run("memory_snapshot") == "memory_snapshot"
     assert several_captures(["torch_leak", "kineto_resnet50_w4", "2026_12_01_22_30_16", "2026_12_01_22_40_16"]) == [""]
+
+
+def _members_read(monkeypatch) -> list[str]:
+    """The names of the entry members read from now on."""
+    members: list[str] = []
+    read_member = disk_cache._json_member
+    monkeypatch.setattr(disk_cache, "_json_member", lambda zf, name: members.append(name) or read_member(zf, name))
+    return members
+
+
+def test_after_a_restart_the_history_reads_each_captures_points_alone(tmp_path, monkeypatch):
+    run = slow_leak_run(tmp_path / "logs", "job", captures=6)
+    cut = next((run.run_dir / "plugins" / "profile" / run.sessions[2]).glob("*.xplane.pb"))
+    cut.write_bytes(cut.read_bytes()[:200])
+    cache = str(tmp_path / "cache")
+    before = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache, 1 << 30)).history("job")
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", lambda *a: pytest.fail("decoded"))
+    monkeypatch.setattr(DiskCache, "load", lambda *a: pytest.fail("the whole entry was loaded for a history"))
+    members = _members_read(monkeypatch)
+    restarted = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache, 1 << 30))
+    assert restarted.history("job") == before and restarted.analyses == 0
+    assert (before["num_captures"], len(before["errors"])) == (6, 1)
+    assert members == [disk_cache.POINTS] * 6  # the unreadable capture's error too
+
+
+def test_points_that_do_not_fit_their_types_are_a_miss_and_rewritten(tmp_path, monkeypatch, caplog):
+    run = slow_leak_run(tmp_path / "logs", "job", captures=4)
+    cache = DiskCache(str(tmp_path / "cache"), 1 << 30)
+    before = Engine.for_path(str(tmp_path / "logs"), disk=cache).history("job")
+    path = next((run.run_dir / "plugins" / "profile" / run.sessions[1]).glob("*.xplane.pb"))
+    entry = cache.path_for(files.identity(str(path)))
+    with zipfile.ZipFile(entry) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    # A byte count become a string: the codec checks every stored value against the field it fills.
+    members[disk_cache.POINTS], changed = re.subn(
+        rb'"heap_floor_bytes":\d+', b'"heap_floor_bytes":"x"', members[disk_cache.POINTS]
+    )
+    assert changed == 1
+    with zipfile.ZipFile(entry, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    restarted = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache.folder, 1 << 30))
+    assert restarted.history("job") == before and restarted.analyses == 1
+    warnings = [r.getMessage() for r in caplog.records if "cannot be used" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].startswith(f"tb_leakfinder: the cache entry {entry}"), warnings
+    again = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache.folder, 1 << 30))
+    assert again.history("job") == before and again.analyses == 0

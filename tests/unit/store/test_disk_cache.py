@@ -280,6 +280,17 @@ def _summary_without_host(entry: Path) -> None:
     _rewrite(entry, {"summary.json": json.dumps(meta).encode()})
 
 
+def _previous_layout(entry: Path) -> None:
+    """An entry as ENTRY_FORMAT 4 wrote it, at this version's name: no points member, its identity of format 4."""
+    members = _members(entry)
+    del members[disk_cache.POINTS]
+    identity = json.loads(members[disk_cache.IDENTITY])
+    members[disk_cache.IDENTITY] = json.dumps({**identity, "format": 4}).encode()
+    with zipfile.ZipFile(entry, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
 def _npy_header(shape: tuple[int, ...]) -> bytes:
     out = io.BytesIO()
     np.lib.format.write_array_header_1_0(out, {"descr": "|u1", "fortran_order": False, "shape": shape})
@@ -362,7 +373,8 @@ HOSTILE = {
     "a column shorter than the others": lambda e: _layout(e, _shorter_column),
     "a string index out of range": _string_out_of_range,
     "a compressed report": lambda e: _rewrite(e, {}, deflate=("report.json",)),
-    "a sixth member": lambda e: _rewrite(e, {"extra": b"{}"}),
+    "a member too many": lambda e: _rewrite(e, {"extra": b"{}"}),
+    "the previous layout (format 4: no points member)": _previous_layout,
 }
 
 

@@ -1,0 +1,65 @@
+"""What one host's analysis gives its run's history: each allocator's figures at the capture's start, peak and
+end, and the families it kept, named as across captures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tb_leakfinder.analyses.capacity import known_capacity
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.step_sources import STEP_NUM
+from tb_leakfinder.analyses.suspects import SuspectGroup
+from tb_leakfinder.analyses.verdict import family_label
+from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
+from tb_leakfinder.model.history import PROFILE, SNAPSHOT, AllocatorPoint, FamilyPoint, HostPoints
+from tb_leakfinder.model.sites import NO_SITE
+
+
+def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints:
+    """The history's view of one host, whose compiled programs are `modules`."""
+    profile = h.profile
+    steps = profile.steps.step_num.tolist() if h.step_source.kind == STEP_NUM else []
+    return HostPoints(
+        host=profile.host,
+        kind=SNAPSHOT if profile.snapshot else PROFILE,
+        start_time_ns=profile.start_time_ns,
+        duration_s=profile.duration_ps / 1e12,
+        first_step=int(min(steps)) if steps else None,
+        last_step=int(max(steps)) if steps else None,
+        program=", ".join(sorted({module_base_name(m.name) for m in modules})),
+        allocators=[_allocator_point(a) for a in h.allocators],
+    )
+
+
+def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
+    s = a.summary
+    return AllocatorPoint(
+        memory_id=a.memory_id,
+        name=a.name,
+        heap_start_bytes=int(s.heap_start_bytes),
+        heap_peak_bytes=int(s.peak_heap_bytes),
+        heap_end_bytes=int(s.heap_end_bytes),
+        heap_floor_bytes=int(s.heap_floor_bytes),
+        never_freed_bytes=int(s.never_freed_bytes),
+        capacity_bytes=known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use)),
+        verdict=a.verdict.verdict,
+        families=[_family(a, g) for g in a.suspects.groups],
+    )
+
+
+def _family(a: AllocatorAnalysis, g: SuspectGroup) -> FamilyPoint:
+    strings = a.events.strings
+    site = a.sites[g.site] if 0 <= g.site < len(a.sites) else NO_SITE
+    # The report's names (program ids cut), so that a family keeps its key whichever program id a capture saw.
+    parts = (normalize_name(short_program_ids(strings[g.op])), g.shape, strings[g.dtype], strings[g.region])
+    return FamilyPoint(
+        key=" ".join(part for part in parts if part),
+        label=short_program_ids(family_label(g, strings, a.sites)),
+        where=site.where,
+        stack=list(site.stack),
+        kind=g.kind,
+        bytes=int(g.bytes),
+        bytes_per_step=float(round(g.bytes_per_step, 1)),  # as the report rounds it: the history's rates agree
+        count=int(g.count),
+    )
