@@ -24,6 +24,7 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledPrograms, Steps
 from tb_leakfinder.model.sites import NO_SITE, Site
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.store.json_shape import Shape, dataclass_shape
 
 # The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made.
@@ -32,22 +33,6 @@ if TYPE_CHECKING:
 
 REPORT_VERSION = 1
 Json = dict[str, Any]
-STACK_HINT = (
-    "No Python frames in this profile. For the line of Python that made each buffer, capture with "
-    "tb_leakfinder.capture(logdir, python_tracer=True) (or its Keras callback), or with the Profile tab's "
-    "Capture Profile at Python tracer level 1"
-)
-TORCH_STACK_HINT = (
-    "No Python frames in this trace. For the line of Python that made each buffer, profile with "
-    "torch.profiler.profile(profile_memory=True, with_stack=True)"
-)
-TORCH_SNAPSHOT_STACK_HINT = (
-    "No Python frames in this snapshot. For the line of Python that made each buffer, record with "
-    "torch.cuda.memory._record_memory_history(stacks='python') (or 'all') before the steps you snapshot"
-)
-# How each format's profiles get Python frames, by its registry name. A JAX device memory profile records every
-# buffer's stack whenever it is saved, so there is nothing to advise and it has no entry.
-STACK_HINTS = {"xplane": STACK_HINT, "torch_trace": TORCH_STACK_HINT, "torch_snapshot": TORCH_SNAPSHOT_STACK_HINT}
 
 
 def known_capacity(allocator: Json) -> int:
@@ -106,10 +91,27 @@ def _where_json(sites: list[Site], index: int) -> Json:
 
 
 def stack_hint(a: AllocatorAnalysis, profile_format: str) -> str | None:
-    """How to get Python frames in a profile of that format, when none of the allocator's buffers has them."""
+    """How to get Python frames in a profile of that format (its hints' `python_frames`), when none of the
+    allocator's buffers has them."""
     if any(site.stack for site in a.sites):
         return None
-    return STACK_HINTS.get(profile_format)
+    hints = registry.hints(profile_format)
+    return None if hints is None else hints.python_frames
+
+
+def format_hints_json(profile_format: str) -> Json | None:
+    """What a host's format tells its users, for the CLI and the tab (which have no per-format switch); None for a
+    file no longer of any format."""
+    hints = registry.hints(profile_format)
+    if hints is None:
+        return None
+    return {
+        "name": hints.name,
+        "record_events": hints.record_events,
+        "memory_id_note": hints.memory_id_note,
+        "static_modules": registry.has_modules(profile_format),
+        "xprof_tools": hints.xprof_tools,
+    }
 
 
 def allocator_json(a: AllocatorAnalysis, profile_format: str) -> Json:
@@ -191,6 +193,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummary]) -> Json:
     return {
         "host": h.profile.host,
         "format": h.profile.format,
+        "format_hints": format_hints_json(h.profile.format),
         "verdict": verdict.verdict,
         "reason": short_program_ids(verdict.reason),
         "warnings": list(h.profile.warnings),
@@ -213,6 +216,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
     return {
         "host": host,
         "format": profile_format,
+        "format_hints": format_hints_json(profile_format),
         "verdict": verdict.verdict,
         "reason": verdict.reason,
         "error": error.message,
@@ -636,10 +640,18 @@ _MODULE: Shape = {  # module_summary_json
     "whole_program_buffers": [({**dataclass_shape(WholeProgramBuffer), "count": int}, _SMALL_ROW)],
     "num_long_lived_temporaries": int,
 }
+_FORMAT_HINTS: Shape = {  # format_hints_json
+    "name": str,
+    "record_events": str,
+    "memory_id_note": str,
+    "static_modules": bool,
+    "xprof_tools": bool,
+}
 ERROR_SHAPE: Shape = {"run": str, "host": str, "file": str, "reason": str}  # error_json
 HOST_SHAPE: Shape = {  # host_json and host_error_json
     "host": str,
     "format": str,
+    "format_hints": (_FORMAT_HINTS, None),
     "verdict": VERDICTS,
     "reason": str,
     "warnings": [str],

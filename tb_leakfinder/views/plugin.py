@@ -21,6 +21,7 @@ from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
 from tb_leakfinder.plugin_loader import PLUGIN_NAME
 from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.store.location import disabled_by_env
@@ -277,7 +278,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         memory_space = int_arg(request, "memory_space", None, 0)
         result = self.engine.host(run, host)
         path = result.unwrap().profile.path
-        module = required_name(request, "module", lambda name: format_of(path).module(result.hlo_protos, name, path))
+        module = required_name(request, "module", lambda name: registry.module(format_of(path), result.hlo_protos, name, path))
         detail = static_buffers.module_detail(module, memory_space, points)
         return {"run": run.name, "host": host, **report.module_detail_json(detail)}
 
