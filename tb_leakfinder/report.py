@@ -95,16 +95,12 @@ def stack_hint(a: AllocatorAnalysis, profile_format: str) -> str | None:
     allocator's buffers has them."""
     if any(site.stack for site in a.sites):
         return None
-    hints = registry.hints(profile_format)
-    return None if hints is None else hints.python_frames
+    return registry.hints(profile_format).python_frames
 
 
-def format_hints_json(profile_format: str) -> Json | None:
-    """What a host's format tells its users, for the CLI and the tab (which have no per-format switch); None for a
-    file no longer of any format."""
+def format_hints_json(profile_format: str) -> Json:
+    """What a host's format tells its users, for the CLI and the tab (which have no per-format switch)."""
     hints = registry.hints(profile_format)
-    if hints is None:
-        return None
     return {
         "name": hints.name,
         "record_events": hints.record_events,
@@ -651,7 +647,7 @@ ERROR_SHAPE: Shape = {"run": str, "host": str, "file": str, "reason": str}  # er
 HOST_SHAPE: Shape = {  # host_json and host_error_json
     "host": str,
     "format": str,
-    "format_hints": (_FORMAT_HINTS, None),
+    "format_hints": _FORMAT_HINTS,
     "verdict": VERDICTS,
     "reason": str,
     "warnings": [str],

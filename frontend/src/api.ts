@@ -7,8 +7,25 @@ import {inlineSource} from './inline';
 export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
-/** The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's tools. */
-export type ProfileFormat = 'xplane' | 'pprof' | 'torch_trace' | 'torch_snapshot';
+/** The format a host's file was read as: its name in the server's format registry ("xplane", "torch_trace", ...). */
+export type ProfileFormat = string;
+
+/**
+ * What a host's format tells its users (`format_hints`, docs/http_api.md): the
+ * tab shows these rather than knowing the formats.
+ */
+export interface FormatHints {
+  /** One file's kind: "XProf profile", "PyTorch profiler trace". */
+  name: string;
+  /** Why a host of this format may hold no memory events and how to record them; `code` in backticks. */
+  record_events: string;
+  /** What follows "memory id <id>": where the format's memory ids come from. */
+  memory_id_note: string;
+  /** Its sessions hold compiled programs: the module selector and the static view. */
+  static_modules: boolean;
+  /** XProf's own tools (Memory Profile, Memory Viewer) open its files. */
+  xprof_tools: boolean;
+}
 
 /**
  * A file that could not be read (truncated, corrupt, empty, a dangling or
@@ -362,6 +379,7 @@ export interface CompiledPrograms {
 export interface HostReport {
   host: string;
   format: ProfileFormat;
+  format_hints: FormatHints;
   /** The host's verdict and reason: its worst allocator's, or why there is none. */
   verdict: Verdict;
   reason: string;

@@ -65,9 +65,13 @@ def format_of(path: str) -> ProfileFormat:
     raise LeakfinderError(f"{path}: not a profile file of any known format", source=path)
 
 
-def hints(name: str) -> FormatHints | None:
-    """The hints of the format of that registry name; None for a name no format has (a file gone unreadable)."""
-    return next((f.hints for f in FORMATS if f.name == name), None)
+# The hints of a host whose file is of no format any more (a link gone dangling): the defaults, said of no format.
+NO_FORMAT_HINTS = FormatHints(name="profile", suffix="", layout="")
+
+
+def hints(name: str) -> FormatHints:
+    """The hints of the format of that registry name (NO_FORMAT_HINTS for a name no format has)."""
+    return next((f.hints for f in FORMATS if f.name == name), NO_FORMAT_HINTS)
 
 
 def has_modules(name: str) -> bool:
