@@ -338,7 +338,7 @@ export class App {
     this.fillSelect(this.selectors.allocator, host.allocators.map(allocatorKey), 'allocator', labels, opening && allocatorKey(opening));
     const modules = host.modules ?? [];
     this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module', new Map(modules.map((m) => [moduleKey(m), shortProgram(moduleKey(m))])));
-    this.moduleLabel.hidden = host.format !== 'xplane';
+    this.moduleLabel.hidden = !host.format_hints.static_modules;
     const allocator = host.allocators.find((a) => allocatorKey(a) === state.sel.allocator) ?? null;
     state.save();
     this.updateLinks();
@@ -422,7 +422,7 @@ export class App {
     const {run, host} = this.state.sel;
     this.links.replaceChildren();
     const shown = this.currentHost();
-    if (!run || shown?.format !== 'xplane' || !sameOriginParent()) return;
+    if (!run || !shown?.format_hints.xprof_tools || !sameOriginParent()) return;
     const link = (text: string, href: string) => el('a', {href, target: '_top', rel: 'noopener'}, text);
     this.links.append(link('Open in XProf Memory Profile', xprofUrl('memory_profile', run, host)));
     const module = shown.modules?.find((m) => moduleKey(m) === this.state.sel.module);

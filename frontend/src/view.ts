@@ -2,7 +2,7 @@
 // Panels take their data and a selection, so a later layout can place two
 // views side by side.
 
-import type {AllocatorReport, Group, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
+import type {AllocatorReport, FormatHints, Group, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
@@ -40,39 +40,24 @@ export interface ViewData {
   onOpenCapture(target: CaptureTarget): void;
 }
 
-/** Why a host of this format may hold no memory events, and how to record them. */
-function howToRecord(format: HostReport['format']): HTMLElement[] {
-  if (format === 'torch_trace') {
-    return [el('p', {}, 'PyTorch records memory events ([memory]) only when profiling with ', el('code', {}, 'torch.profiler.profile(profile_memory=True)'), '.')];
-  }
-  if (format === 'torch_snapshot') {
-    return [el('p', {}, 'A memory snapshot holds the allocations recorded after ', el('code', {}, 'torch.cuda.memory._record_memory_history()'), ' and, without that, only the blocks live when it was dumped.')];
-  }
-  if (format !== 'xplane') return [el('p', {}, 'Its profile holds no allocations.')];
-  return [
-    el(
-      'p',
-      {},
-      'Memory events (MemoryAllocation / MemoryDeallocation) come from a BFC allocator. TensorFlow on CPU records them only when ',
-      el('code', {}, 'TF_CPU_ALLOCATOR_USE_BFC=true'),
-      ' is set in the environment before TensorFlow is imported. JAX on CPU emits none, because its CPU client has no BFC allocator; on GPU both TensorFlow and JAX record them.',
-    ),
-  ];
+/** Why a host of its format may hold no memory events, and how to record them: the format's words, `code` in backticks. */
+function howToRecord(hints: FormatHints): HTMLElement {
+  const parts = hints.record_events.split('`');
+  return el('p', {}, ...parts.map((part, k) => (k % 2 ? el('code', {}, part) : part)).filter((part) => part !== ''));
 }
 
 export function noMemoryEvents(host: HostReport): HTMLElement {
-  // Only XProf's profiles hold compiled XLA programs, so only theirs can say there are none.
-  const programs =
-    host.format !== 'xplane'
-      ? null
-      : host.modules?.length
-        ? el('p', {}, 'The static view below shows what the compiled XLA programs of this run allocate.')
-        : el('p', {}, 'This run has no compiled XLA programs either, so there is nothing to show.');
+  // Only a format whose sessions hold compiled XLA programs can say there are none.
+  const programs = !host.format_hints.static_modules
+    ? null
+    : host.modules?.length
+      ? el('p', {}, 'The static view below shows what the compiled XLA programs of this run allocate.')
+      : el('p', {}, 'This run has no compiled XLA programs either, so there is nothing to show.');
   return el(
     'div',
     {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-memory-events'},
     el('p', {}, el('strong', {}, 'This run has no memory events.')),
-    ...howToRecord(host.format),
+    howToRecord(host.format_hints),
     programs,
   );
 }
@@ -120,7 +105,7 @@ export class RunView {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
       const clock = hostClock(host);
-      this.element.append(renderSummary(allocator, host.step_source, host.format, clock, host.snapshot));
+      this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.snapshot));
       this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock);
       this.lifetimes = new LifetimesPanel(
         cache,
@@ -149,7 +134,7 @@ export class RunView {
     }
     const programs = compiledPrograms(host);
     if (programs) this.element.append(programs);
-    if (data.module && host.format === 'xplane') {
+    if (data.module && host.format_hints.static_modules) {
       const lifetimes = this.lifetimes;
       // The static view's program buffer, picked, is picked in the dynamic view too: its allocations highlighted.
       const show = lifetimes

@@ -9,9 +9,6 @@ export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 
-/** The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's tools. "" on an unreadable host whose file no longer reads as any format (a link gone dangling). */
-export type ProfileFormat = 'xplane' | 'pprof' | 'torch_trace' | 'torch_snapshot' | '';
-
 /** What the host was doing when buffers were made: running a compiled program, copying host data to the device, or neither; "" when the profile tells only the framework's op or frames. */
 export type SiteContext = 'program' | 'transfer' | 'outside' | '';
 
@@ -419,10 +416,26 @@ export interface CompiledPrograms {
   bytes: number;
 }
 
+/** What a host's format tells its users: the CLI and the tab show these rather than knowing the formats. */
+export interface FormatHints {
+  /** one file's kind: "XProf profile", "PyTorch profiler trace" */
+  name: string;
+  /** why a host of this format may hold no memory events and how to record them; `code` in backticks */
+  record_events: string;
+  /** what follows "memory id <id>": where the format's memory ids come from */
+  memory_id_note: string;
+  /** its sessions hold compiled programs: the module selector and the static view */
+  static_modules: boolean;
+  /** XProf's own tools (Memory Profile, Memory Viewer) open its files */
+  xprof_tools: boolean;
+}
+
 export interface HostReport {
   /** the host, as its profile file names it */
   host: string;
-  format: ProfileFormat;
+  /** the format its file was read as, by its name in the format registry ("xplane", "torch_trace", ...); "" on an unreadable host whose file no longer reads as any format */
+  format: string;
+  format_hints: FormatHints;
   /** the host's verdict: its worst allocator's, or why there is none */
   verdict: Verdict;
   reason: string;

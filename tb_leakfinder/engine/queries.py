@@ -20,6 +20,7 @@ from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.read.formats.registry import format_of
 
 # The engine serves the queries: typed against it, imported by the views that hold one.
@@ -143,7 +144,7 @@ def buffer_pages(at: AllocatorAt) -> Iterator[reports.BuffersAnswer]:
 def module_at(at: HostAt, name: str) -> ModuleAt:
     """The host's compiled program that its report's modules name `name`."""
     path = at.analysis.profile.path
-    return ModuleAt(at.run, at.host, format_of(path).module(at.hlo_protos, name, path))
+    return ModuleAt(at.run, at.host, registry.module(format_of(path), at.hlo_protos, name, path))
 
 
 def module(at: ModuleAt, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> reports.ModuleAnswer:

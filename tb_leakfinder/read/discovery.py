@@ -1,15 +1,14 @@
-"""Finding profile runs, sessions and hosts under a logdir without decoding them.
+"""Finding profile runs, sessions and hosts under a logdir without decoding them, through the format registry.
 
-Two layouts are found. XProf's: `<tb_run>/plugins/profile/<session>/<host>.xplane.pb`, a session
-`<tb_run>/<session>` with one host per file. Snapshots (JAX device memory profiles, PyTorch memory
-snapshots): every `<name>.prof` file, every `<name>.pb` or `.pb.gz` whose first bytes are a device memory
-profile's (never XProf's `.xplane.pb`), and every `<name>.pickle` or `.pkl` whose first bytes are a PyTorch
-memory snapshot's, of a folder outside `plugins` is a session of its own, `<folder>/<name>` (`<name>` at the
-logdir's top), with one host (`memory_profile`, `memory_snapshot`); a folder's snapshots are listed in the
-order they were taken (the step number their names end in, else their modification times). PyTorch profiler traces: a folder
-outside `plugins` holding `*.pt.trace.json[.gz]` (or other JSON that is a Kineto trace) is one session,
-`<folder>` (the logdir's own name at its top), whose hosts are the traces; when its workers have several traces
-each (the cycles of a profiler schedule), each cycle is a session `<folder>/<session>`, a capture of that run.
+Three layouts are found, each format saying which of its files it is (base.py's protocols):
+- session folders, `<tb_run>/plugins/profile/<session>/`, a session `<tb_run>/<session>` whose hosts are the files
+  a session format names (`host_name`: XProf's `<host>.xplane.pb`), with the companions some formats add;
+- a folder format's files (`FolderSessions`: PyTorch traces) in a folder outside `plugins`: one session, `<folder>`
+  (the logdir's own name at its top), whose hosts are its files; when a host has several (the cycles of a profiler
+  schedule), each cycle is a session `<folder>/<session>`, a capture of that run;
+- a snapshot format's files (`Snapshots`: JAX device memory profiles, PyTorch memory snapshots) in a folder outside
+  `plugins`: each a session of its own, `<folder>/<name>` (`<name>` at the logdir's top), with one host, listed in
+  the order they were taken.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from dataclasses import dataclass, field
 
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.registry import FOLDER_FORMATS, SESSION_FORMATS, SNAPSHOT_FORMATS, SnapshotFormat
-from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
+from tb_leakfinder.read.formats import registry
+from tb_leakfinder.read.formats.registry import SnapshotFormat
 
 MAX_DEPTH = 64
 
@@ -56,12 +55,12 @@ def _session(name: str, session_dir: str, host: str | None = None) -> Run:
     """The run of a session folder, from one listing: every host, or only `host`."""
     names = files.listdir(session_dir)
     hosts: dict[str, str] = {}
+    formats = registry.session_formats()
     for n in names:
-        found = next((h for h in (f.host_name(n) for f in SESSION_FORMATS) if h is not None), None)
+        found = next((h for h in (f.host_name(n) for f in formats) if h is not None), None)
         if found is not None and (host is None or found == host):
             hosts[found] = files.join(session_dir, n)
-    companions = tuple(sorted({c for f in SESSION_FORMATS for c in f.companions(names)}))
-    return Run(name, session_dir, hosts, companions)
+    return Run(name, session_dir, hosts, registry.companions(names))
 
 
 def _snapshot(name: str, path: str, snapshots: SnapshotFormat) -> Run:
@@ -74,7 +73,7 @@ def _snapshot(name: str, path: str, snapshots: SnapshotFormat) -> Run:
 def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[str, int], Run]]:
     """(sort key, run) of every snapshot file among a folder's `names` (its files), in the order taken."""
     found = []
-    for snapshots in SNAPSHOT_FORMATS:
+    for snapshots in registry.snapshot_formats():
         mine = [p for p in (files.join(folder, n) for n in names) if snapshots.sniff(p)]
         for rank, path in enumerate(snapshots.snapshot_order(mine), start=1):
             stem = _stem(files.basename(path))
@@ -83,10 +82,10 @@ def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[
 
 
 def _folder_runs(name: str, tb_run: str, folder: str, names: list[str]) -> list[tuple[tuple[str, int], Run]]:
-    """(sort key, run) of the sessions of a folder's own traces (FOLDER_FORMATS): one named `name`, or, when a host
+    """(sort key, run) of the sessions of a folder's own traces (`registry.folder_formats`): one named `name`, or, when a host
     has several (a profiler's cycles), each a capture `<tb_run>/<session>` of TensorBoard run `tb_run`, in the order
     recorded."""
-    sessions = [found for folder_format in FOLDER_FORMATS for found in folder_format.folder_sessions(folder, names)]
+    sessions = [found for folder_format in registry.folder_formats() for found in folder_format.folder_sessions(folder, names)]
     if len(sessions) == 1:
         return [((name, 0), Run(name, folder, sessions[0][1]))]
     prefix = f"{tb_run}/" if tb_run else ""
@@ -156,15 +155,15 @@ def _relative(folder: str, logdir: str) -> str:
 def runs_for_path(path: str) -> list[Run]:
     """The runs a CLI or API path means: a logdir, one session folder, one `.xplane.pb`, `.prof`, trace or
     memory snapshot."""
-    in_folder = next((f for f in FOLDER_FORMATS if not files.isdir(path) and f.sniff(path)), None)
+    in_folder = next((f for f in registry.folder_formats() if not files.isdir(path) and f.sniff(path)), None)
     if in_folder is not None:
         session_dir = files.dirname(path)
         found = in_folder.folder_sessions(session_dir, [files.basename(path)])
         if not found:
             raise LeakfinderError(f"{path}: no such profile file", source=path)
         return [Run(files.basename(session_dir) or session_dir, session_dir, found[0][1])]
-    snapshots = next((f for f in SNAPSHOT_FORMATS if f.sniff(path)), None)
-    host = next((f.host_name(files.basename(path)) for f in SESSION_FORMATS if f.sniff(path)), None)
+    snapshots = next((f for f in registry.snapshot_formats() if f.sniff(path)), None)
+    host = next((f.host_name(files.basename(path)) for f in registry.session_formats() if f.sniff(path)), None)
     if host is not None or snapshots is not None:
         if not files.exists(path) or files.isdir(path):
             raise LeakfinderError(f"{path}: no such profile file", source=path)
@@ -173,10 +172,7 @@ def runs_for_path(path: str) -> list[Run]:
         session_dir = files.dirname(path)
         return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):
-        raise LeakfinderError(
-            f"{path}: no such logdir, session folder, .xplane.pb, .prof, .pt.trace.json or memory snapshot .pickle file",
-            source=path,
-        )
+        raise LeakfinderError(f"{path}: no such logdir, session folder, {registry.suffixes()} file", source=path)
     session = _session(files.basename(path), path)
     if session.hosts:
         children, folders = files.listdir_and_subdirs(path)
@@ -184,11 +180,7 @@ def runs_for_path(path: str) -> list[Run]:
         return [run for _, run in cycles] if len(cycles) > 1 else [session]
     runs = discover(path)
     if not runs:
-        raise LeakfinderError(
-            f"{path}: no profiles found (expected <run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}"
-            " or <folder>/<snapshot>.prof or <folder>/<worker>.pt.trace.json[.gz] or <folder>/<snapshot>.pickle)",
-            source=path,
-        )
+        raise LeakfinderError(f"{path}: no profiles found (expected {registry.expected_layouts()})", source=path)
     return runs
 
 

@@ -1,8 +1,8 @@
 """The one JSON report model that the plugin, the CLI and the Python API all present: its objects declared once
-(`schema`), the serializers that build them (`serialize`), the shape check of JSON read back (`shape`) and the
-per-format advice it carries (`hints`). May import the model and analyses; never store, engine or views."""
+(`schema`), the serializers that build them (`serialize`), the shape check of JSON read back (`shape`); the
+per-format advice it carries comes from each format (the read registry's hints). May import the model, analyses and
+read's format registry; never store, engine or views."""
 
-from tb_leakfinder.report.hints import STACK_HINT, STACK_HINTS, TORCH_SNAPSHOT_STACK_HINT, TORCH_STACK_HINT
 from tb_leakfinder.report.schema import (
     AllocatorReport,
     BuffersAnswer,
@@ -60,11 +60,7 @@ __all__ = [
     "HOST_SHAPE",
     "OVERVIEW_ROWS_SHAPE",
     "REPORT_VERSION",
-    "STACK_HINT",
-    "STACK_HINTS",
     "SUMMARY_LONG_LIVED",
-    "TORCH_SNAPSHOT_STACK_HINT",
-    "TORCH_STACK_HINT",
     "AllocatorReport",
     "BuffersAnswer",
     "ComparisonAnswer",

@@ -34,9 +34,6 @@ LeakKind = Literal["growing", "persistent", "bounded", "window_end"]
 """growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent:
 made early and kept; window_end: made in the last step."""
 BufferStatus = Literal["freed", "never_freed", "before_window"]
-ProfileFormat = Literal["xplane", "pprof", "torch_trace", "torch_snapshot", ""]
-"""The format a host's file was read as (its name in the server's format registry); only `xplane` has XProf's
-tools. "" on an unreadable host whose file no longer reads as any format (a link gone dangling)."""
 SiteContext = Literal["program", "transfer", "outside", ""]
 """What the host was doing when buffers were made: running a compiled program, copying host data to the device, or
 neither; "" when the profile tells only the framework's op or frames."""
@@ -380,9 +377,26 @@ class CompiledPrograms(TypedDict):
     bytes: int
 
 
+class FormatHints(TypedDict):
+    """What a host's format tells its users: the CLI and the tab show these rather than knowing the formats."""
+
+    name: Annotated[str, 'one file\'s kind: "XProf profile", "PyTorch profiler trace"']
+    record_events: Annotated[
+        str, "why a host of this format may hold no memory events and how to record them; `code` in backticks"
+    ]
+    memory_id_note: Annotated[str, 'what follows "memory id <id>": where the format\'s memory ids come from']
+    static_modules: Annotated[bool, "its sessions hold compiled programs: the module selector and the static view"]
+    xprof_tools: Annotated[bool, "XProf's own tools (Memory Profile, Memory Viewer) open its files"]
+
+
 class _HostReportKeys(TypedDict):
     host: Annotated[str, "the host, as its profile file names it"]
-    format: ProfileFormat
+    format: Annotated[
+        str,
+        'the format its file was read as, by its name in the format registry ("xplane", "torch_trace", ...); "" on an '
+        "unreadable host whose file no longer reads as any format",
+    ]
+    format_hints: FormatHints
     verdict: Annotated[Verdict, "the host's verdict: its worst allocator's, or why there is none"]
     reason: str
     warnings: Annotated[list[str], "what limits the analysis of the whole profile"]

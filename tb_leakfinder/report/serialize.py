@@ -38,7 +38,7 @@ from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
 from tb_leakfinder.model.sites import NO_SITE
 from tb_leakfinder.model.sites import Site as SiteResult
-from tb_leakfinder.report.hints import STACK_HINTS
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.report.schema import (
     AllocatorDiff,
     AllocatorReport,
@@ -51,6 +51,7 @@ from tb_leakfinder.report.schema import (
     ComparisonAnswer,
     Delta,
     Forecast,
+    FormatHints,
     Group,
     GroupDiff,
     GroupStatus,
@@ -69,7 +70,6 @@ from tb_leakfinder.report.schema import (
     OutOfMemory,
     OverviewAnswer,
     OverviewRow,
-    ProfileFormat,
     ReportAnswer,
     RunReport,
     Site,
@@ -158,7 +158,19 @@ def stack_hint(a: AllocatorAnalysis, profile_format: str) -> str | None:
     """How to get Python frames in a profile of that format, when none of the allocator's buffers has them."""
     if any(site.stack for site in a.sites):
         return None
-    return STACK_HINTS.get(profile_format)
+    return registry.hints(profile_format).python_frames
+
+
+def format_hints_json(profile_format: str) -> FormatHints:
+    """What a host's format tells its users, for the CLI and the tab (which have no per-format switch)."""
+    hints = registry.hints(profile_format)
+    return {
+        "name": hints.name,
+        "record_events": hints.record_events,
+        "memory_id_note": hints.memory_id_note,
+        "static_modules": registry.has_modules(profile_format),
+        "xprof_tools": hints.xprof_tools,
+    }
 
 
 def _groups_json(a: AllocatorAnalysis) -> list[Group]:
@@ -252,7 +264,8 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
     verdict = verdicts.host_verdict([(a.name, a.verdict) for a in h.allocators], modules)
     return {
         "host": h.profile.host,
-        "format": cast(ProfileFormat, h.profile.format),
+        "format": h.profile.format,
+        "format_hints": format_hints_json(h.profile.format),
         "verdict": _verdict(verdict.verdict),
         "reason": short_program_ids(verdict.reason),
         "warnings": list(h.profile.warnings),
@@ -274,7 +287,8 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
     verdict = verdicts.not_analysed(error.message)
     return {
         "host": host,
-        "format": cast(ProfileFormat, profile_format),
+        "format": profile_format,
+        "format_hints": format_hints_json(profile_format),
         "verdict": _verdict(verdict.verdict),
         "reason": verdict.reason,
         "error": error.message,

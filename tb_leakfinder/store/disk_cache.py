@@ -46,7 +46,7 @@ from tb_leakfinder import report
 from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.model.history import HostPoints
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.xplane.reader import MAX_FILE_BYTES
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.report.shape import Shape, conforms
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir
@@ -63,9 +63,10 @@ DATA = "data.npy"
 MEMBERS = (IDENTITY, REPORT, SUMMARY, POINTS, TREE, DATA)
 ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
-# The columns of the largest profile analysed (about 1.1 times its size) and its session's HLO files, with room.
-MAX_ENTRY_BYTES = 3 * MAX_FILE_BYTES
-MAX_DIRECTORY_BYTES = 64 << 10  # six members' directory records take a few hundred bytes
+# The columns of the largest profile any format reads (about 1.1 times its size) and its session's HLO files, with
+# room.
+MAX_ENTRY_BYTES = 3 * registry.max_file_bytes()
+MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
 MAX_IDENTITY_BYTES = 1024
 READ_BLOCK_BYTES = 16 << 20
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died

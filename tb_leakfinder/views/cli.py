@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_flags import size_gib
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env
 from tb_leakfinder.views import export
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
@@ -33,16 +34,10 @@ EXIT_BAD_INPUT = 2
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tb-leakfinder",
-        description=(
-            "Find memory leaks in XProf profiles (.xplane.pb), JAX device memory profiles (.prof)"
-            " and PyTorch profiler traces (.pt.trace.json)."
-        ),
+        description=f"Find memory leaks in {registry.file_kinds()}.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    path_help = (
-        "a logdir, one profile session folder, one <host>.xplane.pb file, one device memory profile (.prof), "
-        "one PyTorch profiler trace (.pt.trace.json[.gz]) or one PyTorch memory snapshot (.pickle)"
-    )
+    path_help = registry.path_help()
     rep_help = "print the leak report"
     rep = sub.add_parser("report", help=rep_help, description=rep_help)
     rep.add_argument("path", help=path_help)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats import limits
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.testing import hostile
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint
 from tests.support.fuzzing import (

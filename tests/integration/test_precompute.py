@@ -79,7 +79,7 @@ def test_local_precompute_then_every_report_comes_from_the_cache(logdir, tmp_pat
     assert all(o.status == "analysed" for o in outcomes)
     assert [o.task.host for o in outcomes if o.error] == ["host4"]
     expected = _reference(logdir)
-    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", lambda *a: pytest.fail("decoded after precompute"))
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.reader.read_host", lambda *a: pytest.fail("decoded after precompute"))
     engine = Engine.for_path(str(logdir), disk=disk)
     assert engine.report() == expected and engine.analyses == 0
     assert [o.status for o in precompute(_tasks(logdir), disk, "local", workers=2)] == ["cached"] * HOSTS

@@ -41,7 +41,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "proto": frozenset(),
     "read": frozenset({"model", "proto", "errors"}),
     "analyses": frozenset({"model", "errors"}),
-    "report": frozenset({"analyses", "model", "errors"}),
+    "report": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
     "store": frozenset({"model", "analyses", "read", "report", "errors"}),
     "engine": ALL - {TOP, "api", "engine", "views", "plugin_loader", "plugin_flags", "testing"},  # everything but the views
     "capture": frozenset({"read", "analyses", "api", "errors"}),
@@ -65,15 +65,6 @@ BEING_REMOVED: frozenset[tuple[str, str]] = frozenset(
     {
         # h32t: torch_trace/reader.py <-> chunks.py
         ("tb_leakfinder.read.formats.torch_trace.reader", "tb_leakfinder.read.formats.torch_trace.chunks"),
-        # h33f: formats side by side (discovery reaches the XProf format around the registry; formats share helpers)
-        ("tb_leakfinder.read.discovery", "tb_leakfinder.read.formats.xplane.names"),
-        ("tb_leakfinder.read.formats.pprof.format", "tb_leakfinder.read.formats.xplane.names"),
-        ("tb_leakfinder.read.formats.pprof.reader", "tb_leakfinder.read.formats.xplane.rows"),
-        ("tb_leakfinder.read.formats.torch_snapshot.format", "tb_leakfinder.read.formats.pprof.format"),
-        ("tb_leakfinder.read.formats.torch_snapshot.reader", "tb_leakfinder.read.formats.pprof.reader"),
-        ("tb_leakfinder.read.formats.torch_snapshot.reader", "tb_leakfinder.read.formats.xplane.rows"),
-        ("tb_leakfinder.read.formats.torch_trace.format", "tb_leakfinder.read.formats.pprof.reader"),
-        ("tb_leakfinder.read.formats.torch_trace.reader", "tb_leakfinder.read.formats.xplane.rows"),
     }
 )
 

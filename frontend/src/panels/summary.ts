@@ -3,7 +3,7 @@
 // freed, the heap's trend at step ends; the fragmentation note when
 // fragmentation at the peak is high.
 
-import type {AllocatorReport, ProfileFormat, StepSource} from '../api';
+import type {AllocatorReport, FormatHints, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
 import {formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
 
@@ -28,10 +28,10 @@ function stepsCard(s: StepSource): HTMLElement {
   return node;
 }
 
-/** Where the allocator's memory id comes from: XProf's Memory Profile lists it, other formats name their devices. */
-function memoryIdText(a: AllocatorReport, format: ProfileFormat): string {
+/** Where the allocator's memory id comes from, as its format says (XProf's Memory Profile lists it, others name devices). */
+function memoryIdText(a: AllocatorReport, hints: FormatHints): string {
   if (!a.memory_id) return 'no memory id on its events';
-  return format === 'xplane' ? `memory id ${a.memory_id} in XProf's Memory Profile` : `memory id ${a.memory_id}, the device its profile names`;
+  return `memory id ${a.memory_id}${hints.memory_id_note}`;
 }
 
 function allocationsCard(a: AllocatorReport): HTMLElement {
@@ -63,14 +63,14 @@ function windowCards(a: AllocatorReport, clock: HostClock): HTMLElement[] {
  * The summary cards; a `snapshot` (its buffers live at one moment) has no
  * allocations, frees or step ends to count: what is live then stands instead.
  */
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, format: ProfileFormat, clock: HostClock, snapshot = false): HTMLElement {
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, hints: FormatHints, clock: HostClock, snapshot = false): HTMLElement {
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
   const when = a.peak_step === null ? `at ${formatWhen(a.peak_time_ps, clock)}` : `at ${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)}`;
   const live = card('Live at this moment', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffer groups when the snapshot was saved`);
   const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},
-    card('Allocator', a.name, memoryIdText(a, format)),
+    card('Allocator', a.name, memoryIdText(a, hints)),
     steps ? stepsCard(steps) : null,
     snapshot ? null : allocationsCard(a),
     card(

@@ -1,44 +1,60 @@
-"""The formats tb_leakfinder reads, and which one a host's file is."""
+"""The formats tb_leakfinder reads, which one a host's file is, and what the rest of tb_leakfinder asks of them.
+
+Adding a format adds it to FORMATS and nothing else here: every other list is derived from what its object
+implements (base.py's optional protocols), at each call, so a test may register a format into a copy of FORMATS.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats.base import HostReading, ProfileFormat
+from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.read.formats.base import (
+    Companions,
+    FolderSessions,
+    FormatHints,
+    HostReading,
+    ProfileFormat,
+    Snapshots,
+    StaticModules,
+)
 from tb_leakfinder.read.formats.pprof.format import PPROF
 from tb_leakfinder.read.formats.torch_snapshot.format import TORCH_SNAPSHOT
 from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE
 from tb_leakfinder.read.formats.xplane.format import XPLANE
 
+if TYPE_CHECKING:
+    from tb_leakfinder.model.hlo import HloModule
 
-class SnapshotFormat(ProfileFormat, Protocol):
-    """A format whose every file is a session of its own with one host (a snapshot or capture: a JAX device
-    memory profile, a PyTorch memory snapshot), not one host of a session folder: discovery lists each file of
-    a folder outside `plugins/profile` as a session of that folder's TensorBoard run."""
-
-    def snapshot_order(self, paths: list[str]) -> list[str]:
-        """A folder's snapshot files in the order they were taken."""
-        ...
+# In the order a file is sniffed, and the formats are listed to users.
+FORMATS: tuple[ProfileFormat, ...] = (XPLANE, TORCH_TRACE, PPROF, TORCH_SNAPSHOT)
 
 
-class FolderFormat(ProfileFormat, Protocol):
-    """A session format whose files sit in a TensorBoard run's own folder, not under `plugins/profile`: discovery
-    makes every folder outside `plugins/` that holds some one session, its hosts those files (PyTorch traces), or
-    several, the captures of that run, when the format finds several per host."""
-
-    def folder_sessions(self, folder: str, names: list[str]) -> list[tuple[str, dict[str, str]]]:
-        """The sessions among a folder's file names (not its subfolders'), in the order recorded: (name, host -> path)
-        each, several when a host has several files (a profiler's cycles); may read their first bytes."""
-        ...
+class SnapshotFormat(ProfileFormat, Snapshots, Protocol):
+    """A format whose every file is a capture of its own."""
 
 
-# Formats whose files are the hosts of a session folder (`<run>/plugins/profile/<session>/<host>.xplane.pb`,
-# or a run's folder of PyTorch traces).
-FOLDER_FORMATS: tuple[FolderFormat, ...] = (TORCH_TRACE,)
-SESSION_FORMATS: tuple[ProfileFormat, ...] = (XPLANE, *FOLDER_FORMATS)
-SNAPSHOT_FORMATS: tuple[SnapshotFormat, ...] = (PPROF, TORCH_SNAPSHOT)
-FORMATS: tuple[ProfileFormat, ...] = (*SESSION_FORMATS, *SNAPSHOT_FORMATS)
+class FolderFormat(ProfileFormat, FolderSessions, Protocol):
+    """A session format whose files sit in a TensorBoard run's own folder."""
+
+
+def session_formats() -> list[ProfileFormat]:
+    """Formats whose files are the hosts of a session folder (`<run>/plugins/profile/<session>/<host>.xplane.pb`,
+    or a run's folder of PyTorch traces)."""
+    return [f for f in FORMATS if not isinstance(f, Snapshots)]
+
+
+def folder_formats() -> list[FolderFormat]:
+    return [f for f in FORMATS if isinstance(f, FolderSessions)]
+
+
+def snapshot_formats() -> list[SnapshotFormat]:
+    return [f for f in FORMATS if isinstance(f, Snapshots)]
+
+
+def companions(names: list[str]) -> tuple[str, ...]:
+    """The names of a session folder that its hosts' analyses also depend on, as the formats that have them say."""
+    return tuple(sorted({c for f in session_formats() if isinstance(f, Companions) for c in f.companions(names)}))
 
 
 def format_of(path: str) -> ProfileFormat:
@@ -47,6 +63,57 @@ def format_of(path: str) -> ProfileFormat:
         if candidate.sniff(path):
             return candidate
     raise LeakfinderError(f"{path}: not a profile file of any known format", source=path)
+
+
+# The hints of a host whose file is of no format any more (a link gone dangling): the defaults, said of no format.
+NO_FORMAT_HINTS = FormatHints(name="profile", suffix="", layout="")
+
+
+def hints(name: str) -> FormatHints:
+    """The hints of the format of that registry name (NO_FORMAT_HINTS for a name no format has)."""
+    return next((f.hints for f in FORMATS if f.name == name), NO_FORMAT_HINTS)
+
+
+def has_modules(name: str) -> bool:
+    """Whether the format of that registry name holds compiled programs (the static view, the module route)."""
+    return any(f.name == name and isinstance(f, StaticModules) for f in FORMATS)
+
+
+def module(profile_format: ProfileFormat, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
+    """One compiled program of a host, by the name its summary gives; NotFoundError when its format has none."""
+    if not isinstance(profile_format, StaticModules):
+        plural = f"{profile_format.hints.name}s"
+        raise NotFoundError(f"{source}: {plural} hold no compiled programs, so none named {name!r}")
+    return profile_format.module(hlo_protos, name, source)
+
+
+def max_file_bytes() -> int:
+    """The largest file any format reads."""
+    return max(f.max_file_bytes for f in FORMATS)
+
+
+def file_kinds() -> str:
+    """Every format's files, for the CLI's description."""
+    return _listed([f"{f.hints.name}s ({f.hints.suffix})" for f in FORMATS], "and")
+
+
+def path_help() -> str:
+    """What a CLI or API path may be, every format's file listed."""
+    return _listed(["a logdir", "one profile session folder", *(f"one {f.hints.name} ({f.hints.suffix})" for f in FORMATS)])
+
+
+def expected_layouts() -> str:
+    """Where discovery looks for each format's files under a logdir, for its 'no profiles found' error."""
+    return " or ".join(f.hints.layout for f in FORMATS)
+
+
+def suffixes() -> str:
+    """Every format's suffix, for the error of a path that is none of them."""
+    return _listed([f.hints.suffix for f in FORMATS])
+
+
+def _listed(items: list[str], last: str = "or") -> str:
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"
 
 
 # What a parser can raise on input it was not written for, besides the project's error: Python's digit limit for

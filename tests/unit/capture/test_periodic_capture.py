@@ -118,7 +118,7 @@ def test_without_every_one_session_as_before(fake_jax, tmp_path):
 
 
 def test_reports_are_each_sessions(fake_jax, tmp_path, monkeypatch):
-    monkeypatch.setattr(tb_leakfinder, "analyze", lambda path: {"path": path})
+    monkeypatch.setattr(tb_leakfinder.api, "analyze", lambda path: {"path": path})
     cap = tb_leakfinder.capture(tmp_path, count=1, every=2, framework="jax")
     run(cap, range(5))
     assert cap.report() == {"path": str(cap.sessions[-1].path)}

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tb_leakfinder.read.formats.xplane import format as xplane_format
+from tb_leakfinder.read.formats.xplane import reader as xplane_reader
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tests.support.demo import demo_xplane
 
@@ -52,7 +52,7 @@ def test_concurrent_cold_requests_share_one_computation(tmp_path, monkeypatch, l
     assert expected_status == 200 and expected["runs"][0]["verdict"] == "leak"
 
     client, plugin = make_client(str(tmp_path))
-    read_host = xplane_format.read_host
+    read_host = xplane_reader.read_host
     in_flight = threading.Event()
 
     def slow_read_host(*args):
@@ -60,7 +60,7 @@ def test_concurrent_cold_requests_share_one_computation(tmp_path, monkeypatch, l
         time.sleep(0.5)  # long enough that every request arrives while the first one computes
         return read_host(*args)
 
-    monkeypatch.setattr(xplane_format, "read_host", slow_read_host)
+    monkeypatch.setattr(xplane_reader, "read_host", slow_read_host)
     start = threading.Barrier(CONCURRENT)
     answers: list[tuple[int, dict]] = []
 
@@ -97,16 +97,16 @@ def test_a_profile_replaced_while_being_analysed(tmp_path, monkeypatch, leak_byt
     path = _session(tmp_path)
     path.write_bytes(leak_bytes)
     client, _ = make_client(str(tmp_path))
-    read_host = xplane_format.read_host
+    read_host = xplane_reader.read_host
 
     def read_then_replace(*args):
         profile = read_host(*args)
         _replace(path, fixed_bytes)
         return profile
 
-    monkeypatch.setattr(xplane_format, "read_host", read_then_replace)
+    monkeypatch.setattr(xplane_reader, "read_host", read_then_replace)
     first = _report(client)
-    monkeypatch.setattr(xplane_format, "read_host", read_host)
+    monkeypatch.setattr(xplane_reader, "read_host", read_host)
     second = _report(client)
     assert (first[0], first[1]["runs"][0]["verdict"]) == (200, "leak")
     assert (second[0], second[1]["runs"][0]["verdict"]) == (200, "no_leak")

@@ -113,7 +113,7 @@ def test_after_a_restart_the_history_reads_each_captures_points_alone(tmp_path, 
     cut.write_bytes(cut.read_bytes()[:200])
     cache = str(tmp_path / "cache")
     before = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache, 1 << 30)).history("job")
-    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", lambda *a: pytest.fail("decoded"))
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.reader.read_host", lambda *a: pytest.fail("decoded"))
     monkeypatch.setattr(DiskCache, "load", lambda *a: pytest.fail("the whole entry was loaded for a history"))
     members = _members_read(monkeypatch)
     restarted = Engine.for_path(str(tmp_path / "logs"), disk=DiskCache(cache, 1 << 30))

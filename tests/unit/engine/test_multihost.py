@@ -62,7 +62,7 @@ def test_the_pool_reads_hosts_concurrently(session, monkeypatch):
             with lock:
                 active -= 1
 
-    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", counting_read)
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.reader.read_host", counting_read)
     engine = Engine.for_path(str(session), workers=2)
     hosts = engine.report()["runs"][0]["hosts"]
     assert len(hosts) == HOSTS and most == 2

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_leakfinder.read.formats import limits
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.torch_trace import reader
 from tb_leakfinder.read.formats.xplane import reader as xplane_reader
 from tb_leakfinder.testing import hostile

@@ -13,7 +13,6 @@ from tb_leakfinder.model import history as history_points
 from tb_leakfinder.model import sites
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledPrograms
-from tb_leakfinder.read.formats.registry import FORMATS
 from tb_leakfinder.report import schema
 from tb_leakfinder.report.shape import conforms, typed_shape
 
@@ -26,7 +25,6 @@ def test_each_choice_is_the_set_of_the_analyses_constants():
     assert _choices(schema.Verdict) == set(verdicts.SEVERITY)
     assert _choices(schema.LeakKind) == {suspects.GROWING, suspects.PERSISTENT, suspects.BOUNDED, suspects.WINDOW_END}
     assert _choices(schema.BufferStatus) == set(STATUS_NAMES)
-    assert _choices(schema.ProfileFormat) == {f.name for f in FORMATS} | {""}
     assert _choices(schema.SiteContext) == {sites.CONTEXT_PROGRAM, sites.CONTEXT_TRANSFER, sites.CONTEXT_OUTSIDE, ""}
     matches = {sites.MATCH_EXACT, sites.MATCH_AMBIGUOUS, sites.MATCH_NEAR, sites.MATCH_NONE, sites.MATCH_NO_HLO, ""}
     assert _choices(schema.SiteMatch) == matches

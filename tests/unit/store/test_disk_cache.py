@@ -36,7 +36,7 @@ def _no_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: str, host: str) -> None:
         raise AssertionError(f"{path} was decoded, not served from the disk cache")
 
-    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", refuse)
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.reader.read_host", refuse)
 
 
 def _get(client, route: str) -> dict:

@@ -70,10 +70,20 @@ def test_each_host_names_its_format_and_how_to_get_its_python_frames(tmp_path):
     pprof = _only_host(Engine.for_path(str(prof)).report())
     assert (xplane["format"], torch["format"], pprof["format"]) == ("xplane", "torch_trace", "pprof")
     # Each format's own advice: XProf's Python tracer, PyTorch's with_stack; a device memory profile records stacks.
-    assert {a["stack_hint"] for a in xplane["allocators"]} == {report.STACK_HINT}
+    (xplane_hint,) = {a["stack_hint"] for a in xplane["allocators"]}
+    assert "python_tracer=True" in xplane_hint and "Profile tab" in xplane_hint
     (hint,) = {a["stack_hint"] for a in torch["allocators"]}
     assert "with_stack=True" in hint and "python_tracer" not in hint and "Profile tab" not in hint
     assert [a["stack_hint"] for a in pprof["allocators"]] == [None]
+    # The rest of each format's hints, which the tab shows without knowing the formats: only XProf's profiles
+    # hold compiled programs and open in XProf's tools.
+    hints = [host["format_hints"] for host in (xplane, torch, pprof)]
+    assert [h["name"] for h in hints] == ["XProf profile", "PyTorch profiler trace", "JAX device memory profile"]
+    assert [(h["static_modules"], h["xprof_tools"]) for h in hints] == [(True, True), (False, False), (False, False)]
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in hints[0]["record_events"]
+    assert "`torch.profiler.profile(profile_memory=True)`" in hints[1]["record_events"]
+    assert hints[0]["memory_id_note"] == " in XProf's Memory Profile"
+    assert hints[1]["memory_id_note"] == hints[2]["memory_id_note"] == ", the device its profile names"
 
 
 def test_a_cache_entry_keeps_the_format_and_one_without_it_is_a_miss(tmp_path):

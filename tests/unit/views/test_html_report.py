@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tb_leakfinder.read.formats.xplane import format as xplane_format
+from tb_leakfinder.read.formats.xplane import reader as xplane_reader
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.snapshot import answer_key
@@ -164,8 +164,8 @@ def test_a_failed_write_leaves_the_previous_page_whole(tmp_path):
 def test_diff_html_takes_the_analyses_from_the_disk_cache(tmp_path, monkeypatch):
     """As `report --html` does: each profile is decoded once, by the comparison, and none on a second run."""
     decoded: list[str] = []
-    real = xplane_format.read_host
-    monkeypatch.setattr(xplane_format, "read_host", lambda path, host: decoded.append(path) or real(path, host))
+    real = xplane_reader.read_host
+    monkeypatch.setattr(xplane_reader, "read_host", lambda path, host: decoded.append(path) or real(path, host))
     args = ["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--cache-dir", str(tmp_path / "cache")]
     assert cli.main([*args, "--html", str(tmp_path / "cold.html")]) == cli.EXIT_LEAK
     assert sorted(pathlib.Path(p).parts[-5] for p in decoded) == ["tf_fixed", "tf_leak"]

@@ -10,7 +10,6 @@ import time
 import pytest
 
 from tb_leakfinder.analyses import static_buffers
-from tb_leakfinder.read.formats.xplane import format as xplane_format
 from tb_leakfinder.read.formats.xplane import reader
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
@@ -80,14 +79,14 @@ def test_a_report_over_more_hosts_than_the_limit_must_name_one(tmp_path, monkeyp
 def test_a_slow_analysis_times_out_with_503_and_a_retry_gets_it(tmp_path, monkeypatch):
     write_session(tmp_path, "slow", SESSION, {"host0": _small_profile("host0")})
     client, instance = make_client(str(tmp_path))
-    read_host = xplane_format.read_host
+    read_host = reader.read_host
     release = threading.Event()
 
     def slow_read_host(*args):
         release.wait(30)
         return read_host(*args)
 
-    monkeypatch.setattr(xplane_format, "read_host", slow_read_host)
+    monkeypatch.setattr(reader, "read_host", slow_read_host)
     monkeypatch.setattr(plugin, "REQUEST_TIMEOUT_S", 0.3)
     start = time.monotonic()
     status, body = _get(client, "report", run=f"slow/{SESSION}")
@@ -115,7 +114,7 @@ def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
         raise AssertionError("listing runs decoded a profile")
 
     monkeypatch.setattr(reader, "decode", no_decoding)
-    monkeypatch.setattr(xplane_format, "read_host", no_decoding)
+    monkeypatch.setattr(reader, "read_host", no_decoding)
     client, _ = make_client(str(tmp_path))
     start = time.monotonic()
     status, body = _get(client, "runs")

@@ -82,7 +82,7 @@ def test_a_restarted_tensorboard_answers_the_overview_from_the_cache(logdir, tmp
     cache = tmp_path / "cache"
     client, _ = make_client(str(logdir), leakfinder_cache_dir=str(cache))
     first = client.get(f"{PREFIX}/overview?run=train/session").get_data()
-    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.format.read_host", lambda *a: pytest.fail("decoded after a restart"))
+    monkeypatch.setattr("tb_leakfinder.read.formats.xplane.reader.read_host", lambda *a: pytest.fail("decoded after a restart"))
     monkeypatch.setattr(DiskCache, "load", lambda *a: pytest.fail("the whole entry was loaded for the overview"))
     members: list[str] = []
     read_member = disk_cache._json_member

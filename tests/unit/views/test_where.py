@@ -16,11 +16,13 @@ import re
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder.report import STACK_HINT
+from tb_leakfinder.read.formats.xplane.format import HINTS
 from tb_leakfinder.views import cli, html, markdown, text
 from tb_leakfinder.views.csv import Table, buffer_rows, site_rows
 from tb_leakfinder.views.snapshot import answer_key
 from tests.support.demo import DEMO_LOGS, ROOT
+
+STACK_HINT = HINTS.python_frames
 
 GEMM = ROOT.parent / "shared" / "profiles" / "jax_gpu" / "amd_jax08_gemm"
 LINE = "generate_gemm_trace.py:37"

@@ -6,29 +6,23 @@ HOST. JAX's docs name them `.prof`; users also save them as `.pb` or
 bytes are (gzip, then a pprof Profile's first field, its sample types), and
 XProf's own `.xplane.pb` and `.hlo_proto.pb` never are. A folder of them
 (outside `plugins/profile`) is a TensorBoard run whose sessions are its
-snapshots, in the order `snapshot_order` gives (which every snapshot format's
-files follow, each format stripping its own suffix).
+snapshots, in the order `common.snapshots.snapshot_order` gives.
 """
 
 from __future__ import annotations
 
-import re
 import zlib
-from collections.abc import Callable
 
-from tb_leakfinder.errors import LeakfinderError, NotFoundError
-from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import HostReading
-from tb_leakfinder.read.formats.pprof.reader import GZIP_MAGIC, read_host
-from tb_leakfinder.read.formats.xplane.names import HLO_SUFFIX, XPLANE_SUFFIX
+from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.common.snapshots import snapshot_order
 
 SUFFIX = ".prof"  # what JAX's docs and users name save_device_memory_profile's files
 # Other suffixes users give them: a file of these is one only when its first bytes are.
 CONTENT_SUFFIXES = (".pb.gz", ".pb")
+# XProf's own files, which end in `.pb` too: a session's hosts and its HLO modules' cache.
+XPROF_SUFFIXES = (".xplane.pb", ".hlo_proto.pb")
 HOST = "memory_profile"  # the one host of a snapshot's session
-# The step a snapshot's file name ends in: step_120.prof, mem_120.prof, 120.prof.
-_STEP = re.compile(r"(\d+)$")
 # A sniff reads this much of a file, and decompresses this much of it: a Profile's sample types come first.
 HEAD_BYTES = 256
 HEAD_TEXT = 64
@@ -40,7 +34,7 @@ _VALUE_TYPE_TAGS = (0x08, 0x10)
 
 def _suffix(file_name: str) -> str | None:
     """The device memory profile suffix a file name ends in, None when none (or XProf's own files)."""
-    if file_name.endswith((XPLANE_SUFFIX, HLO_SUFFIX)):
+    if file_name.endswith(XPROF_SUFFIXES):
         return None
     return next((s for s in (SUFFIX, *CONTENT_SUFFIXES) if file_name.endswith(s) and len(file_name) > len(s)), None)
 
@@ -58,7 +52,7 @@ def snapshot_stem(file_name: str) -> str:
 
 def looks_like_profile(head: bytes) -> bool:
     """Whether a file's first bytes are gzip whose text opens a pprof Profile with its sample types."""
-    if head[:2] != GZIP_MAGIC:
+    if head[:2] != files.GZIP_MAGIC:
         return False
     try:
         text = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_TEXT)
@@ -77,31 +71,18 @@ def looks_like_profile(head: bytes) -> bool:
     return k == len(value_type)
 
 
-def step_of(file_name: str, stem: Callable[[str], str] = snapshot_stem) -> int | None:
-    """The step number a snapshot's file name ends in (before the suffix `stem` strips), None when it ends in none."""
-    found = _STEP.search(stem(files.basename(file_name)))
-    return int(found.group(1)) if found else None
-
-
-def snapshot_order(paths: list[str], stem: Callable[[str], str] = snapshot_stem) -> list[str]:
-    """Snapshot files in the order they were taken: by the step number their names end in (before the suffix
-    `stem` strips) when every name has one, else by modification time (one stat each, remote on gs://); equal
-    keys by name."""
-    steps = [step_of(p, stem) for p in paths]
-    if all(step is not None for step in steps):
-        return [p for _, _, p in sorted((step or 0, files.basename(p), p) for step, p in zip(steps, paths, strict=True))]
-    return [p for _, _, p in sorted((_mtime_ns(p), files.basename(p), p) for p in paths)]
-
-
-def _mtime_ns(path: str) -> int:
-    try:
-        return files.identity(path).mtime_ns
-    except LeakfinderError:  # gone since it was listed: its analysis will say so
-        return -1
+HINTS = FormatHints(name="JAX device memory profile", suffix=SUFFIX, layout=f"<folder>/<snapshot>{SUFFIX}")
 
 
 class PprofFormat:
     name = "pprof"
+    hints = HINTS
+
+    @property
+    def max_file_bytes(self) -> int:
+        from tb_leakfinder.read.formats.pprof import reader
+
+        return reader.MAX_FILE_BYTES
 
     def sniff(self, path: str) -> bool:
         name = files.basename(path)
@@ -112,17 +93,13 @@ class PprofFormat:
     def host_name(self, file_name: str) -> str | None:
         return HOST if is_snapshot_name(file_name) else None
 
-    def companions(self, names: list[str]) -> tuple[str, ...]:
-        return ()
-
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
-        return HostReading(read_host(path, host), [], {})
+        from tb_leakfinder.read.formats.pprof import reader
+
+        return HostReading(reader.read_host(path, host), [], {})
 
     def snapshot_order(self, paths: list[str]) -> list[str]:
-        return snapshot_order(paths)
-
-    def module(self, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
-        raise NotFoundError(f"{source}: a device memory profile holds no compiled programs, so none named {name!r}")
+        return snapshot_order(paths, snapshot_stem)
 
 
 PPROF = PprofFormat()

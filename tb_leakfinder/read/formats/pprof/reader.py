@@ -30,7 +30,6 @@ from tb_leakfinder.model.memory import (
     ALLOC,
     DEVICE_UNKNOWN,
     EVENT_COLUMNS,
-    SPAN_HOST_CALL,
     AllocatorInfo,
     CompiledPrograms,
     HostProfile,
@@ -40,9 +39,9 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats import limits
-from tb_leakfinder.read.formats.interning import Interned
-from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
+from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common.interning import Interned
+from tb_leakfinder.read.formats.common.rows import stack_spans
 
 # Files larger than this are refused, and so is one that decompresses to more: a gzip bomb stops here.
 MAX_FILE_BYTES = 256 << 20
@@ -265,30 +264,3 @@ def _indexes(values: list[str], table: list[str]) -> np.ndarray:
 
 def _spans(stacks: list[tuple[int, ...]], names: list[str]) -> Spans:
     return stack_spans(SAMPLE_PS * np.arange(1, len(stacks) + 1, dtype=np.int64), stacks, names, MAX_FRAMES)
-
-
-def stack_spans(times: np.ndarray, stacks: list[tuple[int, ...]], names: list[str], max_frames: int) -> Spans:
-    """Each allocation's frames (indexes into `names`, innermost first) as nested host calls on line 0 around its
-    time: frame j from t - (j + 1) to t + (j + 1), its innermost `max_frames` of them. The attribution then gives
-    the allocation the user's frames of its stack, as it does a Python tracer's calls; the times must lie more than
-    2 * max_frames apart."""
-    kept = [stack[:max_frames] for stack in stacks]
-    depth = np.asarray([len(s) for s in kept], np.int64)
-    total = int(depth.sum()) if len(depth) else 0
-    if not total:
-        return Spans.empty()
-    first = np.cumsum(depth) - depth
-    width = np.arange(total, dtype=np.int64) - np.repeat(first, depth) + 1
-    time = np.repeat(np.asarray(times, np.int64), depth)
-    name = np.fromiter((frame for stack in kept for frame in stack), np.int32, total)
-    zeros = np.zeros(total, np.int32)
-    return spans_from_rows(
-        np.full(total, SPAN_HOST_CALL, np.int8),
-        name,
-        names,
-        np.full(total, -1, np.int32),
-        np.zeros(total, bool),
-        time - width,
-        time + width,
-        zeros,
-    )

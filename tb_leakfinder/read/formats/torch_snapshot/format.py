@@ -4,23 +4,34 @@
 `rank<r>_memory_snapshot.pickle` per iteration) or `*.pkl`. A file of those names is a snapshot when its first
 bytes are a pickle (protocol 2 to 5) of a dict whose first keys include `segments` or `device_traces`: other
 pickles in a logdir are not read. Each snapshot is a capture of its own, a session with one host, HOST; a
-folder's snapshots are a TensorBoard run's captures, in the order `pprof.format.snapshot_order` gives.
+folder's snapshots are a TensorBoard run's captures, in the order `common.snapshots.snapshot_order` gives.
 """
 
 from __future__ import annotations
 
-from tb_leakfinder.errors import NotFoundError
-from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import HostReading
-from tb_leakfinder.read.formats.pprof.format import snapshot_order
-from tb_leakfinder.read.formats.torch_snapshot.unpickle import looks_like_pickle
+from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.common.snapshots import snapshot_order
+from tb_leakfinder.read.formats.torch_snapshot.unpickle import MAX_FILE_BYTES, looks_like_pickle
 
 SUFFIXES = (".pickle", ".pkl")
 HOST = "memory_snapshot"  # the one host of a snapshot's session
 # A sniff reads this much: a snapshot's pickle opens with its dict's first key.
 HEAD_BYTES = 256
 SNAPSHOT_KEYS = (b"segments", b"device_traces")
+HINTS = FormatHints(
+    name="PyTorch memory snapshot",
+    suffix=SUFFIXES[0],
+    layout=f"<folder>/<snapshot>{SUFFIXES[0]}",
+    record_events=(
+        "A memory snapshot holds the allocations recorded after `torch.cuda.memory._record_memory_history()` and,"
+        " without that, only the blocks live when it was dumped."
+    ),
+    python_frames=(
+        "No Python frames in this snapshot. For the line of Python that made each buffer, record with "
+        "torch.cuda.memory._record_memory_history(stacks='python') (or 'all') before the steps you snapshot"
+    ),
+)
 
 
 def is_snapshot_name(file_name: str) -> bool:
@@ -42,6 +53,8 @@ def looks_like_snapshot(head: bytes) -> bool:
 
 class TorchSnapshotFormat:
     name = "torch_snapshot"
+    hints = HINTS
+    max_file_bytes = MAX_FILE_BYTES
 
     def sniff(self, path: str) -> bool:
         return is_snapshot_name(files.basename(path)) and looks_like_snapshot(files.read_head(path, HEAD_BYTES))
@@ -49,21 +62,15 @@ class TorchSnapshotFormat:
     def host_name(self, file_name: str) -> str | None:
         return HOST if is_snapshot_name(file_name) else None
 
-    def companions(self, names: list[str]) -> tuple[str, ...]:
-        return ()
-
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
         # Here, not at the top: the registry imports every format to sniff files, and a command that reads no
         # snapshot should not pay for the reader (~15 ms of a cold start).
-        from tb_leakfinder.read.formats.torch_snapshot.reader import read_host
+        from tb_leakfinder.read.formats.torch_snapshot import reader
 
-        return HostReading(read_host(path, host), [], {})
+        return HostReading(reader.read_host(path, host), [], {})
 
     def snapshot_order(self, paths: list[str]) -> list[str]:
         return snapshot_order(paths, snapshot_stem)
-
-    def module(self, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
-        raise NotFoundError(f"{source}: a PyTorch memory snapshot holds no compiled programs, so none named {name!r}")
 
 
 TORCH_SNAPSHOT = TorchSnapshotFormat()

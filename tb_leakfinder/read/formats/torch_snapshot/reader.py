@@ -19,7 +19,7 @@ much was live at the start.
 
 Times are `time_us` from the earliest entry, in ps; entries are kept in time order and at least STRIDE_PS
 apart, so that each allocation's Python frames (those whose file is a `.py`) become nested host calls around
-it, as a device memory profile's stacks do (`pprof.reader.stack_spans`), and the attribution names the user's
+it, as a device memory profile's stacks do (`common.rows.stack_spans`), and the attribution names the user's
 line. Without `time_us` the clock is the entry's position, STRIDE_PS an entry, which a warning says.
 `external_annotations` (START and END `stage`s with `name` and `time_us`, recorded with
 `global_record_annotations`) are host root spans by name, and `ProfilerStep#N` ones the steps; without those,
@@ -64,15 +64,12 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats import limits
-from tb_leakfinder.read.formats.interning import Interned
-from tb_leakfinder.read.formats.pprof.reader import stack_spans
+from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common.interning import Interned
+from tb_leakfinder.read.formats.common.rows import spans_from_rows, stack_spans
 from tb_leakfinder.read.formats.torch_snapshot.ops import computing_op
-from tb_leakfinder.read.formats.torch_snapshot.unpickle import load, not_readable
-from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
+from tb_leakfinder.read.formats.torch_snapshot.unpickle import MAX_FILE_BYTES, load, not_readable
 
-# Files larger than this are refused: their builtins take several times the file's size in memory.
-MAX_FILE_BYTES = 1 << 30
 # A pickle's memo can hold one list many times over: at most this many entries, blocks and frames are walked.
 MAX_RECORDS = 20_000_000
 MAX_FRAMES_WALKED = 200_000_000

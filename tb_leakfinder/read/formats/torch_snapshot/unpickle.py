@@ -27,6 +27,8 @@ from typing import Any, ClassVar, NoReturn
 from tb_leakfinder.errors import LeakfinderError
 
 # The first byte of a pickle of protocol 2 or later, then its protocol.
+# Snapshots larger than this are refused: their builtins take several times the file's size in memory.
+MAX_FILE_BYTES = 1 << 30
 PROTO = 0x80
 LOWEST_PROTOCOL = 2
 HIGHEST_PROTOCOL = 5

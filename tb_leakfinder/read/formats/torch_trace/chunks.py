@@ -24,7 +24,7 @@ import numpy as np
 from msgspec import UNSET, UnsetType
 
 from tb_leakfinder.model.memory import module_call_name, python_call_name
-from tb_leakfinder.read.formats import limits
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.torch_trace.reader import (
     _MODULE_CALL,
     _PYTHON_FRAME,

@@ -15,12 +15,8 @@ from __future__ import annotations
 import re
 import zlib
 
-from tb_leakfinder.errors import NotFoundError
-from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import HostReading
-from tb_leakfinder.read.formats.pprof.reader import GZIP_MAGIC
-from tb_leakfinder.read.formats.torch_trace.reader import read_host
+from tb_leakfinder.read.formats.base import FormatHints, HostReading
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -60,7 +56,7 @@ def written_at(file_name: str) -> int | None:
 
 def looks_like_trace(head: bytes) -> bool:
     """Whether a file's first bytes (gzipped or not) open a JSON object with a Kineto trace's keys."""
-    if head[:2] == GZIP_MAGIC:
+    if head[:2] == files.GZIP_MAGIC:
         try:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_BYTES)
         except zlib.error:
@@ -69,8 +65,29 @@ def looks_like_trace(head: bytes) -> bool:
     return text[:1] == b"{" and any(key in text for key in TRACE_KEYS)
 
 
+HINTS = FormatHints(
+    name="PyTorch profiler trace",
+    suffix=".pt.trace.json[.gz]",
+    layout="<folder>/<worker>.pt.trace.json[.gz]",
+    record_events=(
+        "PyTorch records memory events ([memory]) only when profiling with `torch.profiler.profile(profile_memory=True)`."
+    ),
+    python_frames=(
+        "No Python frames in this trace. For the line of Python that made each buffer, profile with "
+        "torch.profiler.profile(profile_memory=True, with_stack=True)"
+    ),
+)
+
+
 class TorchTraceFormat:
     name = "torch_trace"
+    hints = HINTS
+
+    @property
+    def max_file_bytes(self) -> int:
+        from tb_leakfinder.read.formats.torch_trace import reader
+
+        return reader.MAX_TRACE_BYTES
 
     def sniff(self, path: str) -> bool:
         name = files.basename(path)
@@ -104,14 +121,10 @@ class TorchTraceFormat:
             return [(f"cycle_{k + 1}", cycle) for k, (_, cycle) in enumerate(sessions)]
         return sessions
 
-    def companions(self, names: list[str]) -> tuple[str, ...]:
-        return ()
-
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
-        return HostReading(read_host(path, host), [], {})
+        from tb_leakfinder.read.formats.torch_trace import reader
 
-    def module(self, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
-        raise NotFoundError(f"{source}: a PyTorch profiler trace holds no compiled programs, so none named {name!r}")
+        return HostReading(reader.read_host(path, host), [], {})
 
 
 TORCH_TRACE = TorchTraceFormat()

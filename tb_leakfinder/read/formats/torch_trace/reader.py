@@ -60,9 +60,9 @@ from tb_leakfinder.model.memory import (
     python_call_name,
 )
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats import limits
-from tb_leakfinder.read.formats.interning import Interned
-from tb_leakfinder.read.formats.xplane.rows import spans_from_rows
+from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common.interning import Interned
+from tb_leakfinder.read.formats.common.rows import spans_from_rows
 
 # The text (decompressed) of a trace may be this long: a gzip bomb stops there. One event may be this long, any
 # other top-level value that long; a longer one is refused rather than held.

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from google.protobuf.message import DecodeError
 
 from tb_leakfinder import proto
-from tb_leakfinder.read.formats import limits
+from tb_leakfinder.read.formats.common import limits
 
 TASK_ENVIRONMENT_PLANE = b"Task Environment"
 PROFILE_START_STAT = "profile_start_time"

@@ -33,10 +33,10 @@ from tb_leakfinder.model.memory import (
     is_runtime_name,
     is_transfer_name,
 )
-from tb_leakfinder.read.formats import limits
+from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common.rows import groups_from_rows, spans_from_rows, steps_from_markers
 from tb_leakfinder.read.formats.xplane import clock, hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
-from tb_leakfinder.read.formats.xplane.rows import groups_from_rows, spans_from_rows, steps_from_markers
 from tb_leakfinder.read.formats.xplane.stat_spec import (
     FILL_OF_STAT,
     FILLS,

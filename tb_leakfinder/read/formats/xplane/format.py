@@ -1,17 +1,46 @@
-"""The XSpace format's entry in the registry: its hosts, its cache-key companions, reading one host."""
+"""The XSpace format's entry in the registry: its hosts, its cache-key companions, reading one host, its compiled
+programs, and what it tells users."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.hlo import HloModule
-from tb_leakfinder.read.formats.base import HostReading
-from tb_leakfinder.read.formats.xplane import hlo
+from tb_leakfinder.read.formats.base import FormatHints, HostReading
 from tb_leakfinder.read.formats.xplane.names import HLO_SUFFIX, XPLANE_SUFFIX
-from tb_leakfinder.read.formats.xplane.reader import read_host
+
+if TYPE_CHECKING:
+    from tb_leakfinder.model.hlo import HloModule
+
+HINTS = FormatHints(
+    name="XProf profile",
+    suffix=XPLANE_SUFFIX,
+    layout=f"<run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}",
+    record_events=(
+        "Memory events (MemoryAllocation / MemoryDeallocation) come from a BFC allocator. TensorFlow on CPU records"
+        " them only when `TF_CPU_ALLOCATOR_USE_BFC=true` is set in the environment before TensorFlow is imported."
+        " JAX on CPU emits none, because its CPU client has no BFC allocator; on GPU both TensorFlow and JAX record"
+        " them."
+    ),
+    python_frames=(
+        "No Python frames in this profile. For the line of Python that made each buffer, capture with "
+        "tb_leakfinder.capture(logdir, python_tracer=True) (or its Keras callback), or with the Profile tab's "
+        "Capture Profile at Python tracer level 1"
+    ),
+    memory_id_note=" in XProf's Memory Profile",
+    xprof_tools=True,
+)
 
 
 class XplaneFormat:
     name = "xplane"
+    hints = HINTS
+
+    @property
+    def max_file_bytes(self) -> int:
+        from tb_leakfinder.read.formats.xplane import reader
+
+        return reader.MAX_FILE_BYTES
 
     def sniff(self, path: str) -> bool:
         return path.endswith(XPLANE_SUFFIX)
@@ -26,7 +55,9 @@ class XplaneFormat:
         return tuple(sorted(n for n in names if n.endswith(HLO_SUFFIX)))
 
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
-        profile = read_host(path, host)
+        from tb_leakfinder.read.formats.xplane import hlo, reader
+
+        profile = reader.read_host(path, host)
         try:
             protos = {**hlo.session_hlo_files(session_dir), **profile.hlo_protos}
         except LeakfinderError as exc:  # XProf's cache files are a bonus: the plane still counts
@@ -37,6 +68,8 @@ class XplaneFormat:
         return HostReading(profile, modules, protos)
 
     def module(self, hlo_protos: dict[str, bytes], name: str, source: str) -> HloModule:
+        from tb_leakfinder.read.formats.xplane import hlo
+
         return hlo.read_module(hlo_protos, name, source)
 
 

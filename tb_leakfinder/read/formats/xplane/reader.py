@@ -19,9 +19,9 @@ import numpy as np
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats import limits
+from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common import rows as model_rows
 from tb_leakfinder.read.formats.xplane import clock, decoder, hlo
-from tb_leakfinder.read.formats.xplane import rows as model_rows
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 
 _scanner: ModuleType | None

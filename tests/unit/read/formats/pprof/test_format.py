@@ -11,7 +11,10 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import discovery
-from tb_leakfinder.read.formats.pprof.format import HOST, PPROF, snapshot_order, step_of
+from tb_leakfinder.read.formats import registry
+from tb_leakfinder.read.formats.base import Companions, StaticModules
+from tb_leakfinder.read.formats.common.snapshots import step_of
+from tb_leakfinder.read.formats.pprof.format import HOST, PPROF, snapshot_stem
 from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli
@@ -34,9 +37,9 @@ def test_the_format_sniffs_prof_files_by_name():
     assert PPROF.host_name("step_3.prof") == HOST == "memory_profile"
     for name in ("x.prof.gz", ".prof", ".pb", "x.xplane.pb", "x.hlo_proto.pb", "prof"):
         assert not PPROF.sniff(name) and PPROF.host_name(name) is None
-    assert PPROF.companions(["a.prof", "jit_f(1).hlo_proto.pb"]) == ()
-    with pytest.raises(NotFoundError, match="holds no compiled programs"):
-        PPROF.module({}, "jit_f(1)", "/logs/a.prof")
+    assert not isinstance(PPROF, Companions) and not isinstance(PPROF, StaticModules)
+    with pytest.raises(NotFoundError, match="JAX device memory profiles hold no compiled programs"):
+        registry.module(PPROF, {}, "jit_f(1)", "/logs/a.prof")
 
 
 def test_pb_and_pb_gz_files_are_profiles_by_their_bytes(tmp_path):
@@ -79,18 +82,19 @@ def test_pb_and_pb_gz_files_are_profiles_by_their_bytes(tmp_path):
     [("step_120.prof", 120), ("mem_120.prof", 120), ("120.prof", 120), ("/a/b/run7_step_0042.prof", 42), ("memory.prof", None)],
 )
 def test_the_step_a_name_ends_in(name, step):
-    assert step_of(name) == step
+    assert step_of(name, snapshot_stem) == step
 
 
 def test_snapshots_are_ordered_by_step_else_by_mtime(tmp_path):
     paths = [_snapshot(tmp_path / n) for n in ("step_100.prof", "step_20.prof", "step_3.prof", "mem_20.prof")]
-    assert [os.path.basename(p) for p in snapshot_order(paths)] == ["step_3.prof", "mem_20.prof", "step_20.prof", "step_100.prof"]
+    ordered = PPROF.snapshot_order(paths)
+    assert [os.path.basename(p) for p in ordered] == ["step_3.prof", "mem_20.prof", "step_20.prof", "step_100.prof"]
     unnumbered = [_snapshot(tmp_path / n) for n in ("b.prof", "a.prof", "step_1.prof")]
     for k, path in enumerate(reversed(unnumbered)):  # step_1 oldest, then a, then b
         os.utime(path, ns=(10**18 + k, 10**18 + k))
-    assert [os.path.basename(p) for p in snapshot_order(unnumbered)] == ["step_1.prof", "a.prof", "b.prof"]
-    assert snapshot_order([*unnumbered[:1], str(tmp_path / "gone.prof")])[0].endswith("gone.prof")  # vanished: first
-    assert snapshot_order([]) == []
+    assert [os.path.basename(p) for p in PPROF.snapshot_order(unnumbered)] == ["step_1.prof", "a.prof", "b.prof"]
+    assert PPROF.snapshot_order([*unnumbered[:1], str(tmp_path / "gone.prof")])[0].endswith("gone.prof")  # vanished: first
+    assert PPROF.snapshot_order([]) == []
 
 
 def test_discovery_lists_each_snapshot_as_a_session_of_its_folder(tmp_path):

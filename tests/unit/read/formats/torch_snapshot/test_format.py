@@ -10,6 +10,8 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import discovery
+from tb_leakfinder.read.formats import registry
+from tb_leakfinder.read.formats.base import Companions
 from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.read.formats.torch_snapshot.format import HOST, TORCH_SNAPSHOT, snapshot_stem
 from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder
@@ -39,9 +41,9 @@ def test_the_format_sniffs_snapshot_pickles_by_their_first_bytes(tmp_path):
         assert not TORCH_SNAPSHOT.sniff(str(tmp_path / name)), name
     assert not TORCH_SNAPSHOT.sniff(str(tmp_path / "memory_snapshot.json"))
     assert snapshot_stem("iter_10.pickle") == "iter_10" and snapshot_stem("a.pkl") == "a"
-    assert TORCH_SNAPSHOT.companions(["a.pickle"]) == ()
-    with pytest.raises(NotFoundError, match="holds no compiled programs"):
-        TORCH_SNAPSHOT.module({}, "jit_f(1)", path)
+    assert not isinstance(TORCH_SNAPSHOT, Companions)
+    with pytest.raises(NotFoundError, match="PyTorch memory snapshots hold no compiled programs"):
+        registry.module(TORCH_SNAPSHOT, {}, "jit_f(1)", path)
 
 
 def test_a_folder_of_snapshots_is_a_run_of_captures_in_the_order_taken(tmp_path):
@@ -72,7 +74,7 @@ def test_paths_the_cli_takes(tmp_path, capsys):
     assert (run.name, run.session_dir, run.hosts) == ("memory_snapshot", str(tmp_path / "snaps"), {HOST: path})
     (folder,) = discovery.runs_for_path(str(tmp_path / "snaps"))
     assert folder.hosts == run.hosts
-    with pytest.raises(LeakfinderError, match=r"no such logdir, .* or memory snapshot \.pickle file"):
+    with pytest.raises(LeakfinderError, match=r"no such logdir, .* or \.pickle file"):
         discovery.runs_for_path(str(tmp_path / "missing.pickle"))
     report = tb_leakfinder.analyze(path, cache=False)
     (host,) = report["runs"][0]["hosts"]

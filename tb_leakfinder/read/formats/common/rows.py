@@ -1,14 +1,15 @@
-"""The model's spans, groups and steps from the rows either decoder finds, in one canonical order.
+"""The model's spans, groups and steps from the rows a reader finds, in one canonical order.
 
-The compiled scanner and the reference decoder walk the file differently but
-hand their rows here, so both give the same model whatever order they met them in.
+XSpace's compiled scanner and reference decoder walk the file differently but
+hand their rows here, so both give the same model whatever order they met them in;
+the other readers hand theirs here too, and their allocations' stacks as nested calls (`stack_spans`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tb_leakfinder.model.memory import NO_FLOW, NO_PROGRAM_ID, Groups, Spans, Steps
+from tb_leakfinder.model.memory import NO_FLOW, NO_PROGRAM_ID, SPAN_HOST_CALL, Groups, Spans, Steps
 
 
 def spans_from_rows(
@@ -82,3 +83,30 @@ def steps_from_markers(rows: list[tuple[int, int, int]], warnings: list[str]) ->
     if len(steps) > 1 and bool(np.any(steps.start_ps[1:] < steps.end_ps[:-1])):
         warnings.append("step markers overlap; each memory event is given to the latest step that started before it")
     return steps
+
+
+def stack_spans(times: np.ndarray, stacks: list[tuple[int, ...]], names: list[str], max_frames: int) -> Spans:
+    """Each allocation's frames (indexes into `names`, innermost first) as nested host calls on line 0 around its
+    time: frame j from t - (j + 1) to t + (j + 1), its innermost `max_frames` of them. The attribution then gives
+    the allocation the user's frames of its stack, as it does a Python tracer's calls; the times must lie more than
+    2 * max_frames apart."""
+    kept = [stack[:max_frames] for stack in stacks]
+    depth = np.asarray([len(s) for s in kept], np.int64)
+    total = int(depth.sum()) if len(depth) else 0
+    if not total:
+        return Spans.empty()
+    first = np.cumsum(depth) - depth
+    width = np.arange(total, dtype=np.int64) - np.repeat(first, depth) + 1
+    time = np.repeat(np.asarray(times, np.int64), depth)
+    name = np.fromiter((frame for stack in kept for frame in stack), np.int32, total)
+    zeros = np.zeros(total, np.int32)
+    return spans_from_rows(
+        np.full(total, SPAN_HOST_CALL, np.int8),
+        name,
+        names,
+        np.full(total, -1, np.int32),
+        np.zeros(total, bool),
+        time - width,
+        time + width,
+        zeros,
+    )
