@@ -33,7 +33,9 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
     n = len(events)
     kind, time_ps = events.kind, events.time_ps
     by_address = stable_argsort(events.addr)  # by address, then time order
-    same = events.addr[by_address[1:]] == events.addr[by_address[:-1]]
+    addresses = events.addr[by_address]
+    same = addresses[1:] == addresses[:-1]
+    del addresses
     earlier, later = by_address[:-1][same], by_address[1:][same]  # consecutive events at one address
     del same
     is_free = kind == FREE

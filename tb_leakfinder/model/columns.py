@@ -20,6 +20,8 @@ def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
     spares: dict[int, np.ndarray] = {}
     for name in list(columns):
         column = columns[name]
+        if _constant(column):  # in any order the same (XSpace's stack bytes and group ids are often all one value)
+            continue
         spare = spares.pop(column.dtype.itemsize, None)
         out = np.empty_like(column) if spare is None else spare.view(column.dtype)
         np.take(column, order, out=out, mode="clip")  # "clip": written straight into `out`, not buffered
@@ -28,6 +30,13 @@ def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
         if column.flags.writeable and column.flags.c_contiguous and sys.getrefcount(column) == 2:
             spares[column.dtype.itemsize] = column
         del column
+
+
+def _constant(column: np.ndarray) -> bool:
+    """An integer column of one value (floats are moved: -0.0 equals 0.0 but prints otherwise)."""
+    if column.dtype.kind not in "biu" or not len(column) or column[0] != column[-1]:
+        return False
+    return bool(column.min() == column.max())
 
 
 def stable_argsort(keys: np.ndarray) -> np.ndarray:

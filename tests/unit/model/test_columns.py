@@ -56,6 +56,22 @@ def test_a_column_held_elsewhere_is_left_intact() -> None:
         np.testing.assert_array_equal(column, expected[name])
 
 
+def test_a_column_of_one_value_stays_as_it_is_and_floats_always_move() -> None:
+    rng = np.random.default_rng(6)
+    columns = {
+        "group_id": np.full(1000, -1, np.int64),
+        "time": rng.integers(0, 1 << 40, 1000),
+        "zeros": np.where(rng.random(1000) < 0.5, -0.0, 0.0),  # equal as numbers, not as text
+    }
+    group_id = columns["group_id"]
+    expected = {name: column[np.argsort(columns["time"])] for name, column in columns.items()}
+    permute(columns, np.argsort(columns["time"]))
+    assert columns["group_id"] is group_id
+    for name, column in columns.items():
+        np.testing.assert_array_equal(np.signbit(column), np.signbit(expected[name]))
+        np.testing.assert_array_equal(column, expected[name])
+
+
 _INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64]
 
 
