@@ -63,3 +63,12 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
     packed &= np.uint64((1 << bits) - 1)
     order: np.ndarray = packed.astype(np.intp)
     return order
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` of an integer array: its distinct values, sorted. Without np.unique's check for a
+    masked array, which imports numpy.ma (10-20 ms of a cold start) the first time it runs."""
+    ordered = np.sort(values, axis=None)
+    keep = np.ones(len(ordered), bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]

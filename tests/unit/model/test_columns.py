@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tb_leakfinder.model.columns import permute, stable_argsort
+from tb_leakfinder.model.columns import permute, sorted_distinct, stable_argsort
 
 
 def _table(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -96,3 +96,10 @@ def test_stable_argsort_keeps_rows_of_equal_keys_in_order(dtype: type, low: int,
     order = stable_argsort(keys)
     assert order.dtype == np.intp
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+@given(st.sampled_from(_INTEGER_DTYPES).flatmap(lambda dtype: hnp.arrays(dtype, st.integers(0, 300))))
+def test_sorted_distinct_is_numpys_unique(values: np.ndarray) -> None:
+    distinct = sorted_distinct(values)
+    assert distinct.dtype == values.dtype
+    np.testing.assert_array_equal(distinct, np.unique(values))
