@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_leakfinder.analyses.steps import containing_step
+from tb_leakfinder.model.columns import stable_argsort
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME, Buffers
 from tb_leakfinder.model.memory import ALLOC, FREE, MemoryEvents, Steps
 
@@ -31,8 +32,10 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
     """
     n = len(events)
     kind, time_ps = events.kind, events.time_ps
-    by_address = np.argsort(events.addr, kind="stable")  # by address, then time order
-    same = events.addr[by_address[1:]] == events.addr[by_address[:-1]]
+    by_address = stable_argsort(events.addr)  # by address, then time order
+    addresses = events.addr[by_address]
+    same = addresses[1:] == addresses[:-1]
+    del addresses
     earlier, later = by_address[:-1][same], by_address[1:][same]  # consecutive events at one address
     del same
     is_free = kind == FREE

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tb_leakfinder.analyses.steps import step_position
+from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import Steps
 
@@ -298,7 +299,7 @@ def _classify(
     head = members[0]
     op, dtype, region = (int(c[head]) for c in (buffers.op, buffers.dtype, buffers.region))
     ords = position[never]
-    in_steps = np.unique(ords[ords >= 0])
+    in_steps = sorted_distinct(ords[ords >= 0])
     distinct = len(in_steps)
     first = int(in_steps[0]) if distinct else None
     last = int(in_steps[-1]) if distinct else None
@@ -320,7 +321,7 @@ def _classify(
         kind, score = PERSISTENT, 0.1
     else:
         kind, score = BOUNDED, 0.3 * distinct / (num_steps - first)
-    shapes = np.unique(buffers.shape[members])
+    shapes = sorted_distinct(buffers.shape[members])
     latest = _latest(buffers, members, never)
     step_nums = steps.step_num
     return SuspectGroup(

@@ -1,4 +1,5 @@
-"""Reordering a table of equal-length columns, reusing the memory of the columns it replaces."""
+"""Ordering a table of equal-length columns: a stable sort by one integer key, and reordering every column in
+the memory of the columns it replaces."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
     spares: dict[int, np.ndarray] = {}
     for name in list(columns):
         column = columns[name]
+        if _constant(column):  # in any order the same (XSpace's stack bytes and group ids are often all one value)
+            continue
         spare = spares.pop(column.dtype.itemsize, None)
         out = np.empty_like(column) if spare is None else spare.view(column.dtype)
         np.take(column, order, out=out, mode="clip")  # "clip": written straight into `out`, not buffered
@@ -27,3 +30,45 @@ def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
         if column.flags.writeable and column.flags.c_contiguous and sys.getrefcount(column) == 2:
             spares[column.dtype.itemsize] = column
         del column
+
+
+def _constant(column: np.ndarray) -> bool:
+    """An integer column of one value (floats are moved: -0.0 equals 0.0 but prints otherwise)."""
+    if column.dtype.kind not in "biu" or not len(column) or column[0] != column[-1]:
+        return False
+    return bool(column.min() == column.max())
+
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """`np.argsort(keys, kind="stable")` of an integer column, by one unstable sort where it can.
+
+    numpy's stable sort of 64-bit integers is a timsort, several times slower
+    than its unstable sort on unordered keys (addresses). Where the keys' range
+    and the row count fit in 64 bits together, each key (less the smallest) is
+    packed above its row number and the packed keys sorted: equal keys then
+    order by row, as the stable sort leaves them.
+    """
+    n = len(keys)
+    if n < 2 or keys.dtype.kind not in "iu":
+        return np.argsort(keys, kind="stable")
+    bits = (n - 1).bit_length()
+    low = keys.min()
+    if (int(keys.max()) - int(low)).bit_length() + bits > 64:
+        return np.argsort(keys, kind="stable")
+    # Widened first: the range is below 2**63 (bits >= 1), so no difference overflows the wide type.
+    wide = keys.astype(np.int64 if keys.dtype.kind == "i" else np.uint64, copy=False)
+    packed = (wide - wide.dtype.type(low)).astype(np.uint64) << np.uint64(bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    packed &= np.uint64((1 << bits) - 1)
+    order: np.ndarray = packed.astype(np.intp)
+    return order
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` of an integer array: its distinct values, sorted. Without np.unique's check for a
+    masked array, which imports numpy.ma (10-20 ms of a cold start) the first time it runs."""
+    ordered = np.sort(values, axis=None)
+    keep = np.ones(len(ordered), bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]

@@ -15,6 +15,7 @@ from tb_leakfinder.plugin_flags import size_gib
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env
 from tb_leakfinder.views import export
+from tb_leakfinder.views.numpy_start import import_numpy_single_threaded
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
 
 # Each command imports what it needs when it runs: `--help` loads no numpy, `report` neither the diff nor Ray's
@@ -255,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors=ENCODING_ERRORS)
     args = _parser().parse_args(argv)
+    import_numpy_single_threaded()  # every command analyses; after parsing, so that --help stays light
     if args.command == "watch":
         return _watch(args)
     try:

@@ -1,10 +1,14 @@
-"""model/columns.py: reordering a table in the memory of its own columns."""
+"""model/columns.py: a stable sort by one key, and reordering a table in the memory of its own columns."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from tb_leakfinder.model.columns import permute
+from tb_leakfinder.model.columns import permute, sorted_distinct, stable_argsort
 
 
 def _table(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -50,3 +54,52 @@ def test_a_column_held_elsewhere_is_left_intact() -> None:
     np.testing.assert_array_equal(view, before_view)
     for name, column in columns.items():
         np.testing.assert_array_equal(column, expected[name])
+
+
+def test_a_column_of_one_value_stays_as_it_is_and_floats_always_move() -> None:
+    rng = np.random.default_rng(6)
+    columns = {
+        "group_id": np.full(1000, -1, np.int64),
+        "time": rng.integers(0, 1 << 40, 1000),
+        "zeros": np.where(rng.random(1000) < 0.5, -0.0, 0.0),  # equal as numbers, not as text
+    }
+    group_id = columns["group_id"]
+    expected = {name: column[np.argsort(columns["time"])] for name, column in columns.items()}
+    permute(columns, np.argsort(columns["time"]))
+    assert columns["group_id"] is group_id
+    for name, column in columns.items():
+        np.testing.assert_array_equal(np.signbit(column), np.signbit(expected[name]))
+        np.testing.assert_array_equal(column, expected[name])
+
+
+_INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+@given(st.sampled_from(_INTEGER_DTYPES).flatmap(lambda dtype: hnp.arrays(dtype, st.integers(0, 300))))
+def test_stable_argsort_is_numpys_stable_argsort(keys: np.ndarray) -> None:
+    np.testing.assert_array_equal(stable_argsort(keys), np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "low", "high"),
+    [
+        (np.uint64, 0x7F00_0000_0000, 0x7FFF_FFFF_FFFF),  # device addresses: packed with the row numbers
+        (np.int32, -(1 << 31), (1 << 31) - 1),  # a range wider than the dtype's positive half
+        (np.int64, -(1 << 62), 1 << 62),  # too wide to pack with the row numbers: numpy's stable sort
+        (np.uint64, 0, (1 << 64) - 1),
+    ],
+)
+def test_stable_argsort_keeps_rows_of_equal_keys_in_order(dtype: type, low: int, high: int) -> None:
+    rng = np.random.default_rng(5)
+    values = rng.integers(low, high, 50, dtype=dtype, endpoint=True)
+    keys = values[rng.integers(0, 50, 100_000)]  # each key on about 2,000 rows
+    order = stable_argsort(keys)
+    assert order.dtype == np.intp
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+@given(st.sampled_from(_INTEGER_DTYPES).flatmap(lambda dtype: hnp.arrays(dtype, st.integers(0, 300))))
+def test_sorted_distinct_is_numpys_unique(values: np.ndarray) -> None:
+    distinct = sorted_distinct(values)
+    assert distinct.dtype == values.dtype
+    np.testing.assert_array_equal(distinct, np.unique(values))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.memory import NO_FLOW, NO_PROGRAM_ID, SPAN_HOST_CALL, Groups, Spans, Steps
 
 
@@ -34,7 +35,7 @@ def spans_from_rows(
             np.full(len(start_ps), NO_PROGRAM_ID, np.int64),
         )
     flow_out, flow_in, program_id = flows
-    used = sorted({names[i] for i in np.unique(name).tolist()})
+    used = sorted({names[i] for i in sorted_distinct(name).tolist()})
     position = {text: k for k, text in enumerate(used)}
     remap = np.asarray([position.get(text, -1) for text in names], np.int32)
     name = remap[name]
