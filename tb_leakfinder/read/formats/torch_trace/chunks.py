@@ -42,8 +42,8 @@ from tb_leakfinder.read.formats.torch_trace.reader import (
     STEP_SPAN,
     _Scan,
     _shape,
-    not_readable,
 )
+from tb_leakfinder.read.formats.torch_trace.stream import not_readable
 
 # Times and durations as float64 equal their JSON numbers below this (an int of more bits would be rounded).
 EXACT = float(1 << 52)
