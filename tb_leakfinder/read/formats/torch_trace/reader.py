@@ -406,25 +406,31 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
 
 def _op_stacks(starts: np.ndarray, ends: np.ndarray, lines: np.ndarray, primitive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ops sorted by line and start, the op below each on its line's stack when it is pushed (-1 for none), and
-    the op that names its allocations: its own, or for a primitive inside a computing op, that op's."""
-    below = array("q", [-1]) * len(starts)
-    computing = array("q", range(len(starts)))
-    stack: list[int] = []
-    previous = -1
-    end_of, primitives = ends.tolist(), primitive.tolist()
-    for op, (start, line, is_primitive) in enumerate(zip(starts.tolist(), lines.tolist(), primitives, strict=True)):
-        if line != previous:
-            stack.clear()
-            previous = line
-        while stack and end_of[stack[-1]] < start:
-            stack.pop()
-        if stack:
-            top = below[op] = stack[-1]
-            # A primitive's computing op is its parent's, once some op around it computes.
-            if is_primitive and not primitives[computing[top]]:
-                computing[op] = computing[top]
-        stack.append(op)
-    return np.frombuffer(below, np.int64), np.frombuffer(computing, np.int64)
+    the op that names its allocations: its own, or for a primitive inside a computing op, that op's.
+
+    A stack that pops each op ended before the next one starts leaves on top the last op before it on its line
+    that has not ended by its start: the ops after that one ended earlier and were popped, and it was never popped,
+    the starts coming in order. So each op's is found by pointer jumping, for all ops at once: a candidate that
+    has ended is replaced by its own candidate, which skips only ops that had ended before the candidate's start.
+    The computing op likewise: a primitive's is the first op that computes down its chain of primitives."""
+    n = len(starts)
+    below = np.arange(-1, n - 1, dtype=np.int64)
+    below[np.flatnonzero(np.diff(lines, prepend=lines[:1] - 1))] = -1  # an op that starts its line has none below
+    pending = np.flatnonzero(below >= 0)
+    while len(pending):
+        pending = pending[ends[below[pending]] < starts[pending]]
+        below[pending] = below[below[pending]]
+        pending = pending[below[pending] >= 0]
+    # A primitive's computing op is its parent's, once some op around it computes.
+    computing = np.where(primitive, below, -1)
+    pending = np.flatnonzero(computing >= 0)
+    while len(pending):
+        pending = pending[primitive[computing[pending]]]
+        computing[pending] = computing[computing[pending]]
+        pending = pending[computing[pending] >= 0]
+    own = computing < 0
+    computing[own] = np.flatnonzero(own)
+    return below, computing
 
 
 def _down_the_stacks(op: np.ndarray, events: np.ndarray, times: np.ndarray, ends: np.ndarray, below: np.ndarray) -> None:
@@ -477,7 +483,8 @@ def _events(scan: _Scan, capacities: dict[str, int]) -> tuple[MemoryEvents, int]
     pairs = np.stack([np.frombuffer(column, np.int64)[op_at[in_op]] for column in (scan.ops.name, scan.ops.shape)], 1)
     strings = [""]
     mapping = np.zeros(len(scan.ops.strings.values), np.int64)
-    for index in dict.fromkeys(pairs.ravel().tolist()):
+    distinct, first = np.unique(pairs.ravel(), return_index=True)
+    for index in distinct[np.argsort(first)].tolist():
         text = scan.ops.strings.values[index]
         if text:
             mapping[index] = len(strings)

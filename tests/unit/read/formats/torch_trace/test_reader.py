@@ -368,3 +368,29 @@ def test_windows_python_functions_name_the_users_line(tmp_path):
     (cuda,) = body["allocators"]
     (row,) = [r for r in cuda["peak_breakdown"] if r["category"] == "buffers"]
     assert row["where"] == "client.py:12 in main"
+
+
+def test_op_stacks_equal_a_stack_walked_op_by_op():
+    """Ops nested, overlapping and apart on a few lines, some allocation primitives: the op below each and its
+    computing op are what a stack that pops ended ops gives, op by op."""
+    rng = np.random.default_rng(33)
+    n = 3000
+    lines = np.sort(rng.integers(0, 5, n))
+    starts = rng.integers(0, 400, n)
+    ends = starts + rng.integers(0, 60, n)
+    order = np.lexsort((-ends, starts, lines))
+    starts, ends, lines = starts[order], ends[order], lines[order]
+    primitive = rng.random(n) < 0.4
+    below, computing = reader._op_stacks(starts, ends, lines, primitive)
+    stack: list[int] = []
+    for op in range(n):
+        if op and lines[op] != lines[op - 1]:
+            stack.clear()
+        while stack and ends[stack[-1]] < starts[op]:
+            stack.pop()
+        assert below[op] == (stack[-1] if stack else -1), op
+        walked = below[op]
+        while walked >= 0 and primitive[walked]:
+            walked = below[walked]
+        assert computing[op] == (walked if primitive[op] and walked >= 0 else op), op
+        stack.append(op)
