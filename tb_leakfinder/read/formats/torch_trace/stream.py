@@ -37,6 +37,8 @@ _COMMA_NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 # is one the reader refuses for its length; a run ends at one of the last MAX_CLOSERS closing braces in it.
 CHUNK_CHARS = 1 << 20
 MAX_CLOSERS = 64
+# The window is refilled for this many runs at a time.
+RUNS_AHEAD = 4
 
 
 def not_readable(path: str, detail: object) -> LeakfinderError:
@@ -92,9 +94,12 @@ class _Text:
         self.ended = False
 
     def _fill(self, want: int) -> bool:
-        """Reads on until the window holds `want` characters past `pos`; False when the text had none left."""
+        """Reads on until the window holds `want` characters past `pos`; False when the text had none left (or the
+        window held them already)."""
+        pending = len(self.text) - self.pos
+        if pending >= want:
+            return False
         parts = [self.text[self.pos :]]
-        pending = len(parts[0])
         while pending < want and not self.ended:
             block = next(self.blocks, None)
             if block is None:
@@ -204,7 +209,9 @@ class _Text:
         element after it starts; None when the window has no such place. A brace inside an element may be taken
         for one: the run's text is then no list of elements, which the chunk's decoder finds. At most `most`
         characters are read ahead for it, so an element longer than the limit is still refused unread."""
-        self._fill(most)
+        if len(self.text) - self.pos < most:
+            # Read ahead several runs at once: the window's text left over is copied at each refill.
+            self._fill(RUNS_AHEAD * most)
         brace = self.text.rfind("}", self.pos, self.pos + most)
         for _ in range(MAX_CLOSERS):
             if brace <= self.pos:
