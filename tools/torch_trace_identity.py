@@ -38,7 +38,7 @@ from trace_files import training, write  # noqa: E402
 
 from tb_leakfinder.engine.engine import analyze_file  # noqa: E402
 from tb_leakfinder.read import files  # noqa: E402
-from tb_leakfinder.read.formats.torch_trace import reader  # noqa: E402
+from tb_leakfinder.read.formats.torch_trace import reader, stream  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "profiles" / "torch"
 READER = "tb_leakfinder/read/formats/torch_trace/reader.py"
@@ -90,7 +90,7 @@ def corpus(tmp: Path) -> list[Path]:
 
 
 def read(path: Path, module: ModuleType) -> dict[str, Any]:
-    return flatten(module.decode(files.read_blocks(str(path), limit=reader.MAX_TRACE_BYTES), "worker0", str(path)))
+    return flatten(module.decode(files.read_blocks(str(path), limit=stream.MAX_TRACE_BYTES), "worker0", str(path)))
 
 
 def report(path: Path, logdir: Path) -> Any:

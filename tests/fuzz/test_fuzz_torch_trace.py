@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats.torch_trace import reader
+from tb_leakfinder.read.formats.torch_trace import reader, stream
 from tests.fuzz.test_fuzz_pprof import analyse_snapshot
 from tests.support.fuzzing import MAX_RSS_GROWTH_BYTES, MAX_SECONDS_PER_INPUT, Tally, peak_rss_bytes, run_guarded
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory
@@ -200,7 +200,7 @@ def test_fuzzed_traces_end_in_report_or_project_error(tmp_path):
 
 def test_a_gzip_bomb_stops_at_the_text_limit_unheld(tmp_path, monkeypatch):
     """64 MiB of whitespace inside traceEvents from 64 KB of gzip: refused at the limit, never held whole."""
-    monkeypatch.setattr(reader, "MAX_TRACE_BYTES", 16 << 20)
+    monkeypatch.setattr(stream, "MAX_TRACE_BYTES", 16 << 20)
     inflater = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     spaces = b" " * (1 << 20)
     bomb = inflater.compress(b'{"traceEvents": [') + b"".join(inflater.compress(spaces) for _ in range(64)) + inflater.flush()

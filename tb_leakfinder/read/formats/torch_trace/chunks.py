@@ -42,8 +42,8 @@ from tb_leakfinder.read.formats.torch_trace.reader import (
     STEP_SPAN,
     _Scan,
     _shape,
-    not_readable,
 )
+from tb_leakfinder.read.formats.torch_trace.stream import not_readable
 
 # Times and durations as float64 equal their JSON numbers below this (an int of more bits would be rounded).
 EXACT = float(1 << 52)
@@ -92,7 +92,6 @@ class Event(msgspec.Struct, gc=False):
 
 
 DECODER = msgspec.json.Decoder(list[Event])
-_KEY = attrgetter("ph", "name", "cat", "pid", "tid")
 _TIME = attrgetter("ts")
 _BYTES, _DEVICE_TYPE, _DEVICE_ID, _ADDR, _TOTAL = map(attrgetter, ("nbytes", "device_type", "device_id", "addr", "total"))
 
@@ -177,13 +176,26 @@ class _Kinds(dict[tuple[Any, ...], int]):
         return self._arrays
 
 
+class _Shapes(dict[tuple[bytes, bytes], int]):
+    """Each distinct (`Input Dims`, `Input type`) text of an op, its shape's index in the ops' strings: parsed once."""
+
+    def __init__(self, scan: _Scan) -> None:
+        super().__init__()
+        self.scan = scan
+
+    def __missing__(self, key: tuple[bytes, bytes]) -> int:
+        parsed = {field: msgspec.json.decode(raw) for field, raw in zip(("Input Dims", "Input type"), key, strict=True) if raw}
+        self[key] = self.scan.ops.strings(_shape(parsed))
+        return self[key]
+
+
 class Chunks:
     """What one trace's chunks share: its (ph, name, cat, pid, tid) kinds and each op's shape, by their text."""
 
     def __init__(self, scan: _Scan) -> None:
         self.scan = scan
         self.kinds = _Kinds(scan)
-        self.shapes: dict[tuple[bytes, bytes], int] = {}
+        self.shapes = _Shapes(scan)
         self.decoded = 0
 
     def take(self, text: str) -> int:
@@ -201,7 +213,8 @@ class Chunks:
         if len(self.kinds) >= MAX_CACHED:
             self.kinds = _Kinds(self.scan)
         kinds = self.kinds
-        kind = np.fromiter(map(kinds.__getitem__, map(_KEY, events)), np.int64, len(events))
+        # A comprehension's attribute loads beat attrgetter's here (a third less per event, measured).
+        kind = np.array([kinds[e.ph, e.name, e.cat, e.pid, e.tid] for e in events], np.int64)
         code_of, name_of, step_of, _ = kinds.arrays()
         codes = code_of[kind]
         if (codes == UNTIMED).any():  # metadata: no time, nothing the reader keeps
@@ -215,9 +228,11 @@ class Chunks:
             complete = np.flatnonzero(codes >= COMPLETE)
             durations = [events[k].dur for k in complete.tolist()]
             spans = np.zeros(len(events))
-            if UNSET in durations:  # an absent duration is 0
+            try:
+                spans[complete] = np.fromiter(durations, np.float64, len(durations))
+            except TypeError:  # an absent duration (UNSET) is 0
                 durations = [0 if d is UNSET else d for d in durations]
-            spans[complete] = np.fromiter(durations, np.float64, len(durations))
+                spans[complete] = np.fromiter(durations, np.float64, len(durations))
         except TypeError:
             return False
         if not ((np.abs(times) <= EXACT).all() and ((spans >= 0) & (spans <= MAX_US)).all()):
@@ -259,22 +274,15 @@ class Chunks:
     def _shapes(self, given: list[Args | UnsetType | None]) -> np.ndarray | None:
         """Ops' shapes (indexes into the ops' strings) from their raw `Input Dims` and `Input type`, each distinct
         text parsed once; None when msgspec refuses one's JSON."""
-        keys = [(bytes(a.dims), bytes(a.types)) if type(a) is Args else _NO_SHAPE for a in given]
+        if len(self.shapes) >= MAX_CACHED:
+            self.shapes = _Shapes(self.scan)
         known = self.shapes
-        if len(known) >= MAX_CACHED:
-            known.clear()
-        for key in dict.fromkeys(keys):
-            if key in known:
-                continue
-            parsed = {}
-            try:
-                for field, raw in zip(("Input Dims", "Input type"), key, strict=True):
-                    if raw:
-                        parsed[field] = msgspec.json.decode(raw)
-            except (msgspec.DecodeError, RecursionError):
-                return None
-            known[key] = self.scan.ops.strings(_shape(parsed))
-        return np.fromiter(map(known.__getitem__, keys), np.int64, len(keys))
+        try:
+            return np.array(
+                [known[bytes(a.dims), bytes(a.types)] if type(a) is Args else known[_NO_SHAPE] for a in given], np.int64
+            )
+        except (msgspec.DecodeError, RecursionError):
+            return None
 
     def _memory(self, events: list[Event], rows: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], int] | None:
         """The [memory] events among `rows` that are not of 0 bytes, their checked columns, and how many are."""
@@ -310,16 +318,18 @@ class Chunks:
             sizes = np.fromiter(map(_BYTES, given), np.int64, n)
             kinds = np.fromiter(map(_DEVICE_TYPE, given), np.int64, n)
             indexes = np.fromiter(map(_DEVICE_ID, given), np.int64, n)
-            addresses = list(map(_ADDR, given))
+            # None (absent) is rare: met as the TypeError it raises, and only then looked for.
             has_addr = np.ones(n, np.uint8)
-            if None in addresses:
+            try:
+                addr = np.fromiter(map(_ADDR, given), np.uint64, n)
+            except TypeError:
+                addresses = list(map(_ADDR, given))
                 has_addr[:] = [a is not None for a in addresses]
-                addresses = [0 if a is None else a for a in addresses]
-            addr = np.fromiter(addresses, np.uint64, n)
-            totals = list(map(_TOTAL, given))
-            if None in totals:
-                totals = [NO_TOTAL if t is None else t for t in totals]
-            allocated = np.fromiter(totals, np.int64, n)
+                addr = np.fromiter([0 if a is None else a for a in addresses], np.uint64, n)
+            try:
+                allocated = np.fromiter(map(_TOTAL, given), np.int64, n)
+            except TypeError:
+                allocated = np.fromiter([NO_TOTAL if t is None else t for t in map(_TOTAL, given)], np.int64, n)
         except (AttributeError, OverflowError, TypeError):  # no args, None where a number must be, or out of range
             return None
         return sizes, kinds, indexes, addr, has_addr, allocated

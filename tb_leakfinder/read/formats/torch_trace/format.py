@@ -17,6 +17,7 @@ import zlib
 
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.torch_trace.stream import MAX_TRACE_BYTES
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -82,12 +83,7 @@ HINTS = FormatHints(
 class TorchTraceFormat:
     name = "torch_trace"
     hints = HINTS
-
-    @property
-    def max_file_bytes(self) -> int:
-        from tb_leakfinder.read.formats.torch_trace import reader
-
-        return reader.MAX_TRACE_BYTES
+    max_file_bytes = MAX_TRACE_BYTES
 
     def sniff(self, path: str) -> bool:
         name = files.basename(path)

@@ -22,29 +22,24 @@ Each (pid, tid) is a line, numbered in order of first appearance. `ts` and `dur`
 the trace's earliest event, the duration to its latest end. The capture's start is `baseTimeNanoseconds`
 (the epoch time in ns Kineto's `ts` count from) plus the earliest `ts`; unknown when the trace has none.
 
-The file is read as a stream: blocks of it, gunzipped as they come, decoded a value at a time through a window
-of text (`_Text`), so a trace of gigabytes is never held whole, as bytes or as Python objects. The top-level
-object's keys may come in any order; `traceEvents` is streamed into compact columns (`array`s, strings stored
-once): runs of up to CHUNK_CHARS of events decoded at once by msgspec (`chunks.py`) where it is installed, and any
-run it does not take, or every event without it, one at a time by the json module (`_Scan.add`). Every other
-top-level value is parsed whole and only `deviceProperties` and `baseTimeNanoseconds` kept.
+The file is read as a stream by `stream.py` (the JSON tokenizer: gunzip, a window of text, the top-level object);
+this module is the Kineto decoding. `traceEvents` is streamed into compact columns (`array`s, strings stored
+once): runs of events decoded at once by msgspec (`chunks.py`) where it is installed, and any run it does not
+take, or every event without it, one at a time (`_Scan.add`, from the json module's objects). Of the other
+top-level values only `deviceProperties` and `baseTimeNanoseconds` are kept.
 """
 
 from __future__ import annotations
 
-import codecs
-import itertools
-import json
 import math
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import (
     ALLOC,
     EVENT_COLUMNS,
@@ -63,14 +58,10 @@ from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.common.interning import Interned
 from tb_leakfinder.read.formats.common.rows import spans_from_rows
+from tb_leakfinder.read.formats.torch_trace import stream
+from tb_leakfinder.read.formats.torch_trace.stream import Counted, not_readable, parse_trace
 
-# The text (decompressed) of a trace may be this long: a gzip bomb stops there. One event may be this long, any
-# other top-level value that long; a longer one is refused rather than held.
-MAX_TRACE_BYTES = 16 << 30
-MAX_EVENT_CHARS = 16 << 20
-MAX_TOP_VALUE_CHARS = 16 << 20
 MEMORY_EVENT = "[memory]"
-EVENTS_KEY = "traceEvents"
 # The top-level values the model needs; the others (metadata, versions, distributed info) are parsed and dropped.
 KEPT_KEYS = ("deviceProperties", "baseTimeNanoseconds")
 OP_CATEGORIES = ("cpu_op", "Operator")
@@ -104,232 +95,15 @@ NO_TOTAL = -(1 << 62)
 _PYTHON_FRAME = re.compile(r"(.+)\((\d{1,9})\): (.+)")
 # Kineto's event for a module's call: its class and the module's index among that class's ("Linear_3").
 _MODULE_CALL = re.compile(r"nn\.Module: ([A-Za-z_][A-Za-z0-9_]*?)(?:_\d+)?")
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
-_CLOSER = re.compile(r"[\]},:]")
-_NEXT = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
-_COMMA_NEXT = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
-# A run of events decoded at once (`chunks.py`) is at most this long, far below MAX_EVENT_CHARS, so no event in it
-# is one the reader refuses for its length; a run ends at one of the last MAX_CLOSERS closing braces in it.
-CHUNK_CHARS = 1 << 20
-MAX_CLOSERS = 64
 # An event's op is found this many steps down its line's stack at once for all events; deeper, one event at a time.
 MAX_STACK_STEPS = 16
 # Off, every event is decoded by the json module and checked one at a time: the reader without msgspec.
 CHUNKED = True
 
 
-def not_readable(path: str, detail: object) -> LeakfinderError:
-    """The error for a file that is not a PyTorch profiler trace, or not a whole one."""
-    return LeakfinderError(f"{path}: not a readable PyTorch profiler trace ({detail})", source=path)
-
-
 def read_host(path: str, host: str) -> HostProfile:
     """One trace file into the model, read as a stream; raises LeakfinderError naming the file."""
-    return decode(files.read_blocks(path, limit=MAX_TRACE_BYTES), host, path)
-
-
-def trace_text(blocks: Iterable[bytes], path: str) -> Iterator[str]:
-    """A trace's text from its file's blocks, gunzipped as they come when it is gzipped; at most MAX_TRACE_BYTES."""
-    source = iter(blocks)
-    first = b""
-    while len(first) < len(files.GZIP_MAGIC) and (block := next(source, None)) is not None:
-        first += block
-    whole = itertools.chain((first,), source)
-    raw = files.gunzip_blocks(whole, path, MAX_TRACE_BYTES, not_readable) if first[:2] == files.GZIP_MAGIC else whole
-    # Decoded as json.loads decodes bytes: UTF-8 with or without a byte order mark.
-    utf8 = codecs.getincrementaldecoder("utf-8-sig")("surrogatepass")
-    total = 0
-    try:
-        for data in raw:
-            total += len(data)
-            if total > MAX_TRACE_BYTES:
-                raise not_readable(path, f"it is more than {MAX_TRACE_BYTES} bytes of text")
-            yield utf8.decode(data)
-        yield utf8.decode(b"", final=True)
-    except UnicodeDecodeError as exc:
-        raise not_readable(path, f"bad JSON: not UTF-8 text ({exc.reason} in its first {total} bytes)") from exc
-
-
-class _Text:
-    """A trace's JSON text read front to back through a window: each value decoded whole, the window refilled when
-    a value runs past its end, so only the value being read and a block or two of text are held."""
-
-    def __init__(self, blocks: Iterable[bytes], path: str) -> None:
-        self.path = path
-        self.blocks = trace_text(blocks, path)
-        self.text = ""
-        self.pos = 0
-        self.dropped = 0  # characters before the window: positions in messages count from the file's start
-        self.ended = False
-
-    def _fill(self, want: int) -> bool:
-        """Reads on until the window holds `want` characters past `pos`; False when the text had none left."""
-        parts = [self.text[self.pos :]]
-        pending = len(parts[0])
-        while pending < want and not self.ended:
-            block = next(self.blocks, None)
-            if block is None:
-                self.ended = True
-                break
-            parts.append(block)
-            pending += len(block)
-        if len(parts) == 1:
-            return False
-        # Joined once: a window of many blocks is copied once, not once per block.
-        self.dropped += self.pos
-        self.text = "".join(parts)
-        self.pos = 0
-        return any(parts[1:])
-
-    def peek(self) -> str:
-        """The next character that is not whitespace ("" at the end of the text), not consumed."""
-        while True:
-            self.pos = _WHITESPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]
-            if self.pos < len(self.text):
-                return self.text[self.pos]
-            if not self._fill(1) and self.ended:
-                return ""
-
-    def expect(self, wanted: str, after: str, consume: bool = True) -> str:
-        """The next character, one of `wanted` (consumed unless told not to); refuses the file otherwise."""
-        found = self.peek()
-        if found and found in wanted:
-            self.pos += consume
-            return found
-        if not found:
-            raise not_readable(self.path, f"the JSON ends early, after {after} (the file is truncated)")
-        where = self.dropped + self.pos
-        raise not_readable(self.path, f"bad JSON at character {where}: expected {' or '.join(map(repr, wanted))} after {after}")
-
-    def value(self, what: str, limit: int) -> Any:
-        """The JSON value at the next character, decoded whole; `what` names it in messages."""
-        self.peek()
-        while True:
-            try:
-                found, end = _DECODER.raw_decode(self.text, self.pos)
-            except json.JSONDecodeError as exc:
-                # Where nothing that closes a value follows the error, the value may go on past the window's end.
-                cut = exc.msg.startswith("Unterminated string") or not _CLOSER.search(self.text, exc.pos)
-                if self.ended or not cut:
-                    if cut:
-                        raise not_readable(self.path, f"the JSON ends early, in {what} (the file is truncated)") from exc
-                    where = self.dropped + exc.pos
-                    raise not_readable(self.path, f"bad JSON at character {where}, in {what}: {exc.msg}") from exc
-            except RecursionError as exc:
-                raise not_readable(self.path, f"{what} is nested too deeply") from exc
-            except ValueError as exc:  # a number of more digits than int() converts
-                raise not_readable(self.path, f"{what}: {str(exc)[:120]}") from exc
-            except MemoryError as exc:
-                raise not_readable(self.path, f"out of memory decoding {what}") from exc
-            else:
-                # A value ending where the window does (a number, say) may go on in the next block.
-                if end < len(self.text) or self.ended:
-                    self.pos = end
-                    return found
-            pending = len(self.text) - self.pos
-            if pending > limit:
-                raise not_readable(self.path, f"{what} is longer than {limit} characters")
-            self._fill(2 * pending + 1)  # doubling: a long value is decoded a few times, not once per block
-
-    def array(self, what: str, limit: int, chunk: Callable[[str], int] | None = None) -> Iterator[tuple[int, Any]]:
-        """The elements of the JSON array at the next character, one at a time with their index. With `chunk`, runs
-        of whole elements go to it as their text instead: it takes them and says how many there were, or says -1
-        and leaves them to be read one at a time."""
-        self.expect("[", f"the key of {what}")
-        if self.peek() == "]":
-            self.pos += 1
-            return
-        k = 0
-        one_by_one_until = -1  # the elements before this position in the file (from a refused run) go one at a time
-        while True:
-            if chunk is not None and self.dropped + self.pos >= one_by_one_until:
-                run = self._run(min(CHUNK_CHARS, limit))
-                if run is not None:
-                    run_end, run_next = run
-                    count = chunk(self.text[self.pos : run_end])
-                    if count >= 0:
-                        self.pos = run_next
-                        k += count
-                        continue
-                    one_by_one_until = self.dropped + run_end
-            # Most elements and the comma after them lie inside the window: decoded without the checks of `value`.
-            try:
-                found, end = _DECODER.raw_decode(self.text, self.pos)
-                after = _NEXT.match(self.text, end)
-            except (ValueError, RecursionError, MemoryError):  # the checked path says what is wrong
-                after = None
-            if after is not None and after.end() < len(self.text):
-                self.pos = after.end()
-                yield k, found
-                if after.group(1) == "]":
-                    return
-            else:
-                yield k, self.value(f"{what}[{k}]", limit)
-                if self.expect(",]", f"{what}[{k}]") == "]":
-                    return
-                self.peek()  # where the next element starts, as the fast path wants it
-            k += 1
-
-    def _run(self, most: int) -> tuple[int, int] | None:
-        """Where a run of elements from `pos` may end (after a closing brace followed by a comma) and where the
-        element after it starts; None when the window has no such place. A brace inside an element may be taken
-        for one: the run's text is then no list of elements, which the chunk's decoder finds. At most `most`
-        characters are read ahead for it, so an element longer than the limit is still refused unread."""
-        self._fill(most)
-        brace = self.text.rfind("}", self.pos, self.pos + most)
-        for _ in range(MAX_CLOSERS):
-            if brace <= self.pos:
-                return None
-            comma = _COMMA_NEXT.match(self.text, brace + 1)
-            if comma is not None and comma.end() < len(self.text):
-                return brace + 1, comma.end()
-            brace = self.text.rfind("}", self.pos, brace)
-        return None
-
-
-def parse_trace(
-    blocks: Iterable[bytes], path: str, on_event: Callable[[int, Any], None], on_chunk: Callable[[str], int] | None = None
-) -> dict[str, Any]:
-    """Streams a trace's `traceEvents` through `on_event` (index, event) and returns its other kept top-level values.
-    With `on_chunk`, runs of events go to it as text (see `_Text.array`), the others to `on_event`.
-
-    The keys of the top-level object may come in any order.
-    """
-    text = _Text(blocks, path)
-    first = text.peek()
-    if not first:
-        raise not_readable(path, "the file is empty")
-    if first != "{":
-        raise not_readable(path, f'no "{EVENTS_KEY}" list at its top: the JSON is not an object')
-    text.pos += 1
-    kept: dict[str, Any] = {}
-    events_seen = False
-    after = "the top-level object's opening brace"
-    closed = text.peek() == "}"
-    if closed:
-        text.pos += 1
-    while not closed:
-        text.expect('"', after, consume=False)
-        key = text.value("a top-level key", MAX_TOP_VALUE_CHARS)
-        text.expect(":", f"the top-level key {key!r}")
-        if key == EVENTS_KEY:
-            if text.peek() != "[" or events_seen:
-                raise not_readable(path, f'no "{EVENTS_KEY}" list at its top, or more than one')
-            for k, event in text.array(EVENTS_KEY, MAX_EVENT_CHARS, on_chunk):
-                on_event(k, event)
-            events_seen = True
-        else:
-            found = text.value(f"the top-level {key!r}", MAX_TOP_VALUE_CHARS)
-            if key in KEPT_KEYS:
-                kept[key] = found
-        after = f"the top-level value of {key!r}"
-        closed = text.expect(",}", after) == "}"
-    if text.peek():
-        raise not_readable(path, f"bad JSON at character {text.dropped + text.pos}: more after the top-level object")
-    if not events_seen:
-        raise not_readable(path, f'no "{EVENTS_KEY}" list at its top')
-    return kept
+    return decode(files.read_blocks(path, limit=stream.MAX_TRACE_BYTES), host, path)
 
 
 def _number(value: Any, limit: float, path: str, what: str, k: int) -> float:
@@ -398,19 +172,6 @@ def _shape(args: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-class _Counted:
-    """A file's blocks passed on as they are read, with how many bytes that has been so far."""
-
-    def __init__(self, blocks: Iterable[bytes]) -> None:
-        self.blocks = blocks
-        self.bytes = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        for block in self.blocks:
-            self.bytes += len(block)
-            yield block
-
-
 # The events are counted against the file's bytes once every this many.
 _EVENT_CHECK_EVERY = 1 << 16
 
@@ -418,7 +179,7 @@ _EVENT_CHECK_EVERY = 1 << 16
 class _Scan:
     """One pass over the events as they stream in (`add`): what the model needs of them, checked."""
 
-    def __init__(self, path: str, read: _Counted) -> None:
+    def __init__(self, path: str, read: Counted) -> None:
         self.path = path
         self.read = read
         self.lines: dict[tuple[str, str], int] = {}
@@ -548,9 +309,9 @@ def _chunk_reader(scan: _Scan) -> Callable[[str], int] | None:
 
 def decode(blocks: Iterable[bytes], host: str, path: str) -> HostProfile:
     """One trace's bytes (gzipped or not, in blocks as they are read), read from `path`."""
-    counted = _Counted(blocks)
+    counted = Counted(blocks)
     scan = _Scan(path, counted)
-    top = parse_trace(counted, path, scan.add, _chunk_reader(scan))
+    top = parse_trace(counted, path, KEPT_KEYS, scan.add, _chunk_reader(scan))
     if not math.isfinite(scan.earliest):
         raise not_readable(path, "it has no timed events")
     if (scan.latest - scan.earliest) * US_TO_PS >= 1 << 62:
@@ -645,25 +406,31 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
 
 def _op_stacks(starts: np.ndarray, ends: np.ndarray, lines: np.ndarray, primitive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ops sorted by line and start, the op below each on its line's stack when it is pushed (-1 for none), and
-    the op that names its allocations: its own, or for a primitive inside a computing op, that op's."""
-    below = array("q", [-1]) * len(starts)
-    computing = array("q", range(len(starts)))
-    stack: list[int] = []
-    previous = -1
-    end_of, primitives = ends.tolist(), primitive.tolist()
-    for op, (start, line, is_primitive) in enumerate(zip(starts.tolist(), lines.tolist(), primitives, strict=True)):
-        if line != previous:
-            stack.clear()
-            previous = line
-        while stack and end_of[stack[-1]] < start:
-            stack.pop()
-        if stack:
-            top = below[op] = stack[-1]
-            # A primitive's computing op is its parent's, once some op around it computes.
-            if is_primitive and not primitives[computing[top]]:
-                computing[op] = computing[top]
-        stack.append(op)
-    return np.frombuffer(below, np.int64), np.frombuffer(computing, np.int64)
+    the op that names its allocations: its own, or for a primitive inside a computing op, that op's.
+
+    A stack that pops each op ended before the next one starts leaves on top the last op before it on its line
+    that has not ended by its start: the ops after that one ended earlier and were popped, and it was never popped,
+    the starts coming in order. So each op's is found by pointer jumping, for all ops at once: a candidate that
+    has ended is replaced by its own candidate, which skips only ops that had ended before the candidate's start.
+    The computing op likewise: a primitive's is the first op that computes down its chain of primitives."""
+    n = len(starts)
+    below = np.arange(-1, n - 1, dtype=np.int64)
+    below[np.flatnonzero(np.diff(lines, prepend=lines[:1] - 1))] = -1  # an op that starts its line has none below
+    pending = np.flatnonzero(below >= 0)
+    while len(pending):
+        pending = pending[ends[below[pending]] < starts[pending]]
+        below[pending] = below[below[pending]]
+        pending = pending[below[pending] >= 0]
+    # A primitive's computing op is its parent's, once some op around it computes.
+    computing = np.where(primitive, below, -1)
+    pending = np.flatnonzero(computing >= 0)
+    while len(pending):
+        pending = pending[primitive[computing[pending]]]
+        computing[pending] = computing[computing[pending]]
+        pending = pending[computing[pending] >= 0]
+    own = computing < 0
+    computing[own] = np.flatnonzero(own)
+    return below, computing
 
 
 def _down_the_stacks(op: np.ndarray, events: np.ndarray, times: np.ndarray, ends: np.ndarray, below: np.ndarray) -> None:
@@ -716,7 +483,8 @@ def _events(scan: _Scan, capacities: dict[str, int]) -> tuple[MemoryEvents, int]
     pairs = np.stack([np.frombuffer(column, np.int64)[op_at[in_op]] for column in (scan.ops.name, scan.ops.shape)], 1)
     strings = [""]
     mapping = np.zeros(len(scan.ops.strings.values), np.int64)
-    for index in dict.fromkeys(pairs.ravel().tolist()):
+    distinct, first = np.unique(pairs.ravel(), return_index=True)
+    for index in distinct[np.argsort(first)].tolist():
         text = scan.ops.strings.values[index]
         if text:
             mapping[index] = len(strings)

@@ -15,7 +15,7 @@ import pytest
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.torch_trace import chunks, reader
+from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream
 from tests.support.fuzzing import ROOT
 from tests.unit.read.formats.torch_trace.test_real_traces import QWEN, RESNET
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, training, write
@@ -32,7 +32,7 @@ def _profile(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> tupl
         return taken[-1]
 
     monkeypatch.setattr(chunks.Chunks, "take", counting)
-    profile = reader.decode(files.read_blocks(str(path), 1 << 12, limit=reader.MAX_TRACE_BYTES), "h", str(path))
+    profile = reader.decode(files.read_blocks(str(path), 1 << 12, limit=stream.MAX_TRACE_BYTES), "h", str(path))
     parts: dict[str, object] = {"warnings": profile.warnings, "duration": profile.duration_ps, "start": profile.start_time_ns}
     for part in ("events", "spans", "steps"):
         for name, value in vars(getattr(profile, part)).items():
@@ -59,7 +59,7 @@ def _refusal(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.mark.skipif(not RESNET.exists() or not QWEN.exists(), reason="the shared real traces are absent")
 @pytest.mark.parametrize("path", [RESNET, QWEN])
 def test_real_traces_read_alike_and_in_runs(path, monkeypatch):
-    monkeypatch.setattr(reader, "CHUNK_CHARS", 64 << 10)  # many runs, each cut at a brace inside an event or not
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 64 << 10)  # many runs, each cut at a brace inside an event or not
     profile, taken = _both(path, monkeypatch)
     assert len(taken) > 10 and sum(n for n in taken if n > 0) > 0.9 * sum(abs(n) for n in taken)
     assert len(profile["events.time_ps"]) in (10_980, 2_450)
@@ -68,7 +68,7 @@ def test_real_traces_read_alike_and_in_runs(path, monkeypatch):
 def test_a_built_training_loop_reads_alike_in_runs_of_any_length(tmp_path, monkeypatch):
     path = write(tmp_path / "t.pt.trace.json", training(steps=30))
     for size in (300, 2000, 1 << 20):
-        monkeypatch.setattr(reader, "CHUNK_CHARS", size)
+        monkeypatch.setattr(stream, "CHUNK_CHARS", size)
         profile, taken = _both(path, monkeypatch)
         assert profile["steps.step_num"] == list(range(30)) and max(taken) > 0
 
@@ -98,7 +98,7 @@ def _with(events: list[dict[str, object]], tmp_path: Path, name: str = "odd.pt.t
     ],
 )
 def test_events_the_chunk_path_leaves_read_alike(odd, tmp_path, monkeypatch):
-    monkeypatch.setattr(reader, "CHUNK_CHARS", 1 << 20)
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 1 << 20)
     _both(_with([odd], tmp_path), monkeypatch)
 
 
@@ -144,7 +144,7 @@ def test_a_brace_inside_an_event_is_no_place_to_cut(tmp_path, monkeypatch):
     """Objects inside an event's args end in '},' too: a run cut there is no list of events, and is read again."""
     nested = complete("aten::mm", 2001.0, 3.0, extra=[{"a": 1}, {"b": 2}], more={"c": {"d": 1}, "e": 2})
     path = write(tmp_path / "n.pt.trace.json", [nested] * 200 + training(steps=3))
-    monkeypatch.setattr(reader, "CHUNK_CHARS", 500)
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 500)
     _, taken = _both(path, monkeypatch)
     assert -1 in taken and max(taken) > 0
 

@@ -17,7 +17,7 @@ from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.torch_trace import reader
+from tb_leakfinder.read.formats.torch_trace import reader, stream
 from tests.support.fuzzing import ROOT
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
 
@@ -186,7 +186,7 @@ def test_blocks_of_any_size_read_alike(tmp_path, monkeypatch, gzipped):
     whole = _decoded(reader.decode([path.read_bytes()], "h", str(path)))
     monkeypatch.setattr(files, "STREAM_BLOCK_BYTES", 3)  # what gunzip gives at a time
     for size in (1, 2, 7, 64):
-        assert _decoded(reader.decode(files.read_blocks(str(path), size, limit=reader.MAX_TRACE_BYTES), "h", str(path))) == whole
+        assert _decoded(reader.decode(files.read_blocks(str(path), size, limit=stream.MAX_TRACE_BYTES), "h", str(path))) == whole
     assert "$train.py:42 train_step" in whole[3][2]
 
 
@@ -248,10 +248,10 @@ def test_bad_json_is_refused_saying_what(tmp_path, content, detail):
 
 
 def test_an_event_longer_than_the_limit_is_refused_unread(tmp_path, monkeypatch):
-    monkeypatch.setattr(reader, "MAX_EVENT_CHARS", 1000)
+    monkeypatch.setattr(stream, "MAX_EVENT_CHARS", 1000)
     path = write(tmp_path / "long.json", [complete("x" * 5000, 1.0, 1.0)])
     with pytest.raises(LeakfinderError, match=re.escape("traceEvents[0] is longer than 1000 characters")):
-        reader.decode(files.read_blocks(str(path), 100, limit=reader.MAX_TRACE_BYTES), "long", str(path))
+        reader.decode(files.read_blocks(str(path), 100, limit=stream.MAX_TRACE_BYTES), "long", str(path))
 
 
 @pytest.mark.parametrize("with_steps", [True, False])
@@ -368,3 +368,29 @@ def test_windows_python_functions_name_the_users_line(tmp_path):
     (cuda,) = body["allocators"]
     (row,) = [r for r in cuda["peak_breakdown"] if r["category"] == "buffers"]
     assert row["where"] == "client.py:12 in main"
+
+
+def test_op_stacks_equal_a_stack_walked_op_by_op():
+    """Ops nested, overlapping and apart on a few lines, some allocation primitives: the op below each and its
+    computing op are what a stack that pops ended ops gives, op by op."""
+    rng = np.random.default_rng(33)
+    n = 3000
+    lines = np.sort(rng.integers(0, 5, n))
+    starts = rng.integers(0, 400, n)
+    ends = starts + rng.integers(0, 60, n)
+    order = np.lexsort((-ends, starts, lines))
+    starts, ends, lines = starts[order], ends[order], lines[order]
+    primitive = rng.random(n) < 0.4
+    below, computing = reader._op_stacks(starts, ends, lines, primitive)
+    stack: list[int] = []
+    for op in range(n):
+        if op and lines[op] != lines[op - 1]:
+            stack.clear()
+        while stack and ends[stack[-1]] < starts[op]:
+            stack.pop()
+        assert below[op] == (stack[-1] if stack else -1), op
+        walked = below[op]
+        while walked >= 0 and primitive[walked]:
+            walked = below[walked]
+        assert computing[op] == (walked if primitive[op] and walked >= 0 else op), op
+        stack.append(op)
