@@ -12,6 +12,8 @@ detail. Routes, not functions: they stay as they are whatever the code's layout.
 
     python tools/report_identity.py                 # this working tree against HEAD
     python tools/report_identity.py --against REV   # against any revision
+    python tools/report_identity.py --against REV --changes docs/report_v2_changes.json
+        # across a version change of the JSON: equal modulo its renamed, added keys and route arguments
 
 Exits 1 when any digest differs, naming the profile and the part.
 """
@@ -25,6 +27,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REAL = [
@@ -48,36 +51,61 @@ def client(logdir):
     plugin = LeakfinderLoader().load(base_plugin.TBContext(logdir=logdir, flags=parser.parse_args([])))
     return Client(application.TensorBoardWSGI([plugin]))
 
+# A version change (--changes): the routes asked with their arguments' new names, the base tree's answers with the
+# old keys renamed ("key", or "parent.key" for a key of the objects under `parent`), this tree's with the added keys
+# dropped, then written back one way on both sides; each logdir is walked by the keys' new names.
+CHANGES, ROLE = json.loads(sys.argv[1]), sys.argv[2]
+KEYS, ADDED, ARGS = CHANGES.get("keys", {}), set(CHANGES.get("added", [])), CHANGES.get("args", {})
+
+def new(key, parent=""):
+    return KEYS.get(f"{parent}.{key}", KEYS.get(key, key))
+
+def changed(value, parent=""):
+    if isinstance(value, dict):
+        if ROLE == "base":
+            return {new(k, parent): changed(v, k) for k, v in value.items()}
+        return {k: changed(v, k) for k, v in value.items() if k not in ADDED}
+    if isinstance(value, list):
+        return [changed(v, parent) for v in value]
+    return value
+
 def get(c, route, **args):
+    args = {ARGS.get(route, {}).get(k, k): v for k, v in args.items()} if ROLE == "tree" else args
     answer = c.get(f"/data/plugin/leakfinder/{route}?" + urllib.parse.urlencode(args))
-    return answer.status_code, answer.get_data()
+    body = answer.get_data()
+    if CHANGES and answer.status_code == 200:
+        body = json.dumps(changed(json.loads(body)), sort_keys=True).encode()
+    return answer.status_code, body
 
 def digest(answer):
     return f"{answer[0]} " + hashlib.sha256(answer[1]).hexdigest()[:16]
 
 out = {}
-for logdir in sys.argv[1:]:
+for logdir in sys.argv[3:]:
     c, found = client(logdir), {}
     found["runs"] = digest(get(c, "runs"))
-    names = [run["run"] for run in json.loads(get(c, "runs")[1])["runs"]]
-    for tb_run in sorted({name.rpartition("/")[0] for name in names}):
+    runs = json.loads(get(c, "runs")[1])[new("runs")]
+    for tb_run in sorted({run[new("run", "runs")].rpartition("/")[0] for run in runs}):
         found[f"{tb_run} history"] = digest(get(c, "history", run=tb_run))
-    for run in json.loads(get(c, "runs")[1])["runs"]:
-        name = run["run"]
+    for run in runs:
+        name = run[new("run", "runs")]
         body = get(c, "report", run=name)
         found[f"{name} report"] = digest(body)
-        for host in json.loads(body[1])["runs"][0]["hosts"]:
-            at = {"run": name, "host": host["host"]}
-            for a in host["allocators"]:
-                mine = {**at, "allocator": a["memory_id"]}
-                where = f"{name}/{host['host']}/{a['memory_id']}"
+        for host in json.loads(body[1])[new("runs")][0][new("hosts", "runs")]:
+            host_name = host[new("host", "hosts")]
+            at = {"run": name, "host": host_name}
+            for a in host[new("allocators", "hosts")]:
+                memory_id = a[new("memory_id", "allocators")]
+                mine = {**at, "allocator": memory_id}
+                where = f"{name}/{host_name}/{memory_id}"
                 found[where + " timeline"] = digest(get(c, "timeline", points=1000, **mine))
                 found[where + " buffers"] = digest(get(c, "buffers", limit=5000, **mine))
-                if a["groups"]:
+                if a[new("groups", "allocators")]:
                     found[where + " group timeline"] = digest(get(c, "timeline", points=1000, group=0, **mine))
                     found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, group=0, **mine))
-            for m in host["modules"]:
-                found[f"{name}/{host['host']}/{m['name']} module"] = digest(get(c, "module", module=m["name"], **at))
+            for m in host[new("modules", "hosts")]:
+                module = m[new("name", "modules")]
+                found[f"{name}/{host_name}/{module} module"] = digest(get(c, "module", module=module, **at))
     out[logdir] = found
 print(json.dumps(out))
 """
@@ -116,11 +144,10 @@ def synthesize(folder: pathlib.Path) -> list[pathlib.Path]:
     return made
 
 
-def digests(tree: pathlib.Path, logdirs: list[pathlib.Path]) -> dict[str, dict[str, str]]:
+def digests(tree: pathlib.Path, logdirs: list[pathlib.Path], changes: dict[str, Any], role: str) -> dict[str, dict[str, str]]:
     env = {**os.environ, "PYTHONPATH": str(tree), "TB_LEAKFINDER_NO_CACHE": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", DIGEST_PROGRAM, *map(str, logdirs)], env=env, capture_output=True, text=True, cwd=tree
-    )
+    program = [sys.executable, "-c", DIGEST_PROGRAM, json.dumps(changes), role, *map(str, logdirs)]
+    done = subprocess.run(program, env=env, capture_output=True, text=True, cwd=tree)
     if done.returncode != 0:
         sys.exit(f"{tree}: the digest program failed:\n{done.stderr[-3000:]}")
     result: dict[str, dict[str, str]] = json.loads(done.stdout)
@@ -130,7 +157,14 @@ def digests(tree: pathlib.Path, logdirs: list[pathlib.Path]) -> dict[str, dict[s
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", default="HEAD", help="the revision to compare with (default HEAD)")
+    parser.add_argument(
+        "--changes",
+        type=pathlib.Path,
+        help="a JSON file of a version change: {keys: {old: new}, added: [key], args: {route: {old: new}}}; the "
+        "answers are then compared modulo it (re-serialized alike on both sides) rather than byte for byte",
+    )
     args = parser.parse_args()
+    changes: dict[str, Any] = json.loads(args.changes.read_text(encoding="utf-8")) if args.changes else {}
     with tempfile.TemporaryDirectory() as tmp:
         base = pathlib.Path(tmp) / "base"
         subprocess.run(
@@ -140,7 +174,7 @@ def main() -> int:
             # The compiled scanner is built per tree; without it both trees use the pure-Python decoder alike.
             subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"], cwd=base, capture_output=True)
             logdirs = [p for p in REAL if p.is_dir()] + synthesize(pathlib.Path(tmp) / "synthetic")
-            before, after = digests(base, logdirs), digests(ROOT, logdirs)
+            before, after = digests(base, logdirs, changes, "base"), digests(ROOT, logdirs, changes, "tree")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], capture_output=True)
     differ = [
@@ -154,7 +188,8 @@ def main() -> int:
         print(f"{len(differ)} of {parts} answers differ from {args.against}:")
         print("\n".join(f"  {d}" for d in differ))
         return 1
-    print(f"all {parts} answers of {len(after)} logdirs are byte-identical to {args.against}")
+    alike = f"equal to {args.against}'s modulo {args.changes}" if changes else f"byte-identical to {args.against}"
+    print(f"all {parts} answers of {len(after)} logdirs are {alike}")
     return 0
 
 
