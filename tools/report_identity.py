@@ -52,10 +52,12 @@ def client(logdir):
     return Client(application.TensorBoardWSGI([plugin]))
 
 # A version change (--changes): the routes asked with their arguments' new names, the base tree's answers with the
-# old keys renamed ("key", or "parent.key" for a key of the objects under `parent`), this tree's with the added keys
-# dropped, then written back one way on both sides; each logdir is walked by the keys' new names.
+# old keys renamed ("key", or "parent.key" for a key of the objects under `parent`) and the values of a key renamed,
+# this tree's with the added keys dropped, then written back one way on both sides; each logdir is walked by the
+# keys' new names.
 CHANGES, ROLE = json.loads(sys.argv[1]), sys.argv[2]
 KEYS, ADDED, ARGS = CHANGES.get("keys", {}), set(CHANGES.get("added", [])), CHANGES.get("args", {})
+VALUES = CHANGES.get("values", {})  # {new key: {old value: new value}}
 
 def new(key, parent=""):
     return KEYS.get(f"{parent}.{key}", KEYS.get(key, key))
@@ -67,6 +69,8 @@ def changed(value, parent=""):
         return {k: changed(v, k) for k, v in value.items() if k not in ADDED}
     if isinstance(value, list):
         return [changed(v, parent) for v in value]
+    if ROLE == "base" and isinstance(value, (str, int)) and not isinstance(value, bool):
+        return VALUES.get(new(parent), {}).get(str(value), value)
     return value
 
 def get(c, route, **args):
@@ -160,7 +164,8 @@ def main() -> int:
     parser.add_argument(
         "--changes",
         type=pathlib.Path,
-        help="a JSON file of a version change: {keys: {old: new}, added: [key], args: {route: {old: new}}}; the "
+        help="a JSON file of a version change: {keys: {old: new}, values: {key: {old: new}}, added: [key], "
+        "args: {route: {old: new}}}; the "
         "answers are then compared modulo it (re-serialized alike on both sides) rather than byte for byte",
     )
     args = parser.parse_args()
