@@ -61,7 +61,7 @@ for logdir in sys.argv[1:]:
     found["runs"] = digest(get(c, "runs"))
     names = [run["run"] for run in json.loads(get(c, "runs")[1])["runs"]]
     for tb_run in sorted({name.rpartition("/")[0] for name in names}):
-        found[f"{tb_run} history"] = digest(get(c, "history", run=tb_run))
+        found[f"{tb_run} history"] = digest(get(c, "history", tb_run=tb_run))
     for run in json.loads(get(c, "runs")[1])["runs"]:
         name = run["run"]
         body = get(c, "report", run=name)
@@ -73,9 +73,9 @@ for logdir in sys.argv[1:]:
                 where = f"{name}/{host['host']}/{a['memory_id']}"
                 found[where + " timeline"] = digest(get(c, "timeline", points=1000, **mine))
                 found[where + " buffers"] = digest(get(c, "buffers", limit=5000, **mine))
-                if a["groups"]:
-                    found[where + " group timeline"] = digest(get(c, "timeline", points=1000, group=0, **mine))
-                    found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, group=0, **mine))
+                if a["families"]:
+                    found[where + " group timeline"] = digest(get(c, "timeline", points=1000, family=0, **mine))
+                    found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, family=0, **mine))
             for m in host["modules"]:
                 found[f"{name}/{host['host']}/{m['name']} module"] = digest(get(c, "module", module=m["name"], **at))
     out[logdir] = found

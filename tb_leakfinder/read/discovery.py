@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.read.formats.registry import SnapshotFormat
+from tb_leakfinder.read.formats.registry import FileSessionFormat
 
 MAX_DEPTH = 64
 
@@ -63,7 +63,7 @@ def _session(name: str, session_dir: str, host: str | None = None) -> Run:
     return Run(name, session_dir, hosts, registry.companions(names))
 
 
-def _snapshot(name: str, path: str, snapshots: SnapshotFormat) -> Run:
+def _snapshot(name: str, path: str, snapshots: FileSessionFormat) -> Run:
     """The run of one snapshot file: a session of its own, with one host."""
     host = snapshots.host_name(files.basename(path))
     assert host is not None  # the format sniffed it
@@ -75,7 +75,7 @@ def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[
     found = []
     for snapshots in registry.snapshot_formats():
         mine = [p for p in (files.join(folder, n) for n in names) if snapshots.sniff(p)]
-        for rank, path in enumerate(snapshots.snapshot_order(mine), start=1):
+        for rank, path in enumerate(snapshots.session_order(mine), start=1):
             stem = _stem(files.basename(path))
             found.append(((f"{rel}/" if rel else "", rank), _snapshot(f"{rel}/{stem}" if rel else stem, path, snapshots)))
     return found

@@ -94,7 +94,7 @@ class Snapshots(Protocol):
     profile, a PyTorch memory snapshot), not one host of a session folder: discovery lists each file of a folder
     outside `plugins/profile` as a session of that folder's TensorBoard run."""
 
-    def snapshot_order(self, paths: list[str]) -> list[str]:
+    def session_order(self, paths: list[str]) -> list[str]:
         """A folder's snapshot files in the order they were taken."""
         ...
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 FORMATS: tuple[ProfileFormat, ...] = (XPLANE, TORCH_TRACE, PPROF, TORCH_SNAPSHOT)
 
 
-class SnapshotFormat(ProfileFormat, Snapshots, Protocol):
+class FileSessionFormat(ProfileFormat, Snapshots, Protocol):
     """A format whose every file is a capture of its own."""
 
 
@@ -48,7 +48,7 @@ def folder_formats() -> list[FolderFormat]:
     return [f for f in FORMATS if isinstance(f, FolderSessions)]
 
 
-def snapshot_formats() -> list[SnapshotFormat]:
+def snapshot_formats() -> list[FileSessionFormat]:
     return [f for f in FORMATS if isinstance(f, Snapshots)]
 
 
