@@ -6,7 +6,7 @@ Three layouts are found, each format saying which of its files it is (base.py's 
 - a folder format's files (`FolderSessions`: PyTorch traces) in a folder outside `plugins`: one session, `<folder>`
   (the logdir's own name at its top), whose hosts are its files; when a host has several (the cycles of a profiler
   schedule), each cycle is a session `<folder>/<session>`, a capture of that run;
-- a snapshot format's files (`Snapshots`: JAX device memory profiles, PyTorch memory snapshots) in a folder outside
+- a snapshot format's files (`FileSessions`: JAX device memory profiles, PyTorch memory snapshots) in a folder outside
   `plugins`: each a session of its own, `<folder>/<name>` (`<name>` at the logdir's top), with one host, listed in
   the order they were taken.
 """
@@ -73,7 +73,7 @@ def _snapshot(name: str, path: str, snapshots: FileSessionFormat) -> Run:
 def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[str, int], Run]]:
     """(sort key, run) of every snapshot file among a folder's `names` (its files), in the order taken."""
     found = []
-    for snapshots in registry.snapshot_formats():
+    for snapshots in registry.file_session_formats():
         mine = [p for p in (files.join(folder, n) for n in names) if snapshots.sniff(p)]
         for rank, path in enumerate(snapshots.session_order(mine), start=1):
             stem = _stem(files.basename(path))
@@ -162,7 +162,7 @@ def runs_for_path(path: str) -> list[Run]:
         if not found:
             raise LeakfinderError(f"{path}: no such profile file", source=path)
         return [Run(files.basename(session_dir) or session_dir, session_dir, found[0][1])]
-    snapshots = next((f for f in registry.snapshot_formats() if f.sniff(path)), None)
+    snapshots = next((f for f in registry.file_session_formats() if f.sniff(path)), None)
     host = next((f.host_name(files.basename(path)) for f in registry.session_formats() if f.sniff(path)), None)
     if host is not None or snapshots is not None:
         if not files.exists(path) or files.isdir(path):

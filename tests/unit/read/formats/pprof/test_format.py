@@ -13,7 +13,7 @@ from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.read.formats.base import Companions, StaticModules
-from tb_leakfinder.read.formats.common.snapshots import step_of
+from tb_leakfinder.read.formats.common.file_sessions import step_of
 from tb_leakfinder.read.formats.pprof.format import HOST, PPROF, snapshot_stem
 from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
