@@ -84,7 +84,7 @@ async function expectFixedThenLeak(frame) {
   assert.match(await text(frame, '[data-delta="Heap at step ends"] .lf-card-value'), /^\+516 KiB \/ step$/);
   assert.match(await frame.$eval('[data-delta="Heap at step ends"]', (e) => e.title), /all allocations, fitted over every step: not a leak rate/);
   assert.equal(await text(frame, '[data-delta="Allocations"] .lf-card-value'), '+25');
-  assert.match(await text(frame, '[data-delta="Peak heap in use"] .lf-card-detail'), /A 4\.24 MiB → B 16\.4 MiB/);
+  assert.match(await text(frame, '[data-delta="Peak heap in use"] .lf-card-detail'), /A 4\.2 MiB → B 16\.4 MiB/);
 }
 
 test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner; the link reopens it; swapped, the leak is fixed', async () => {

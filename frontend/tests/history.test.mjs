@@ -239,7 +239,7 @@ test('captures copied without their times: charted in step order, no rate per ho
   const xs = chart.pointsX.split(',').map(Number);
   assert.ok(xs.every((x, i) => i === 0 || x > xs[i - 1]), `points in step order: ${xs}`);
   const note = await frame.$eval(`${HISTORY} .lf-chart-note`, (e) => e.textContent);
-  assert.match(note, /^5 captures of GPU_0_bfc on host0, in step order: what outlives every step moved \+15\.6 MiB \(\+4 KiB per step, \+3\.91 MiB per capture\)/);
+  assert.match(note, /^5 captures of GPU_0_bfc on host0, in step order: what outlives every step moved \+15\.6 MiB \(\+4 KiB per step, \+3\.9 MiB per capture\)/);
   assert.doesNotMatch(note, /per hour/);
   assert.match(await frame.$eval(`${HISTORY} [data-time-note]`, (e) => e.textContent), /^Times: no rate per hour and no forecast/);
 });
