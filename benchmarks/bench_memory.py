@@ -244,15 +244,15 @@ def leak_found(report: dict, planted: dict) -> bool:
     for run in report["runs"]:
         for host in run["hosts"]:
             for a in host["allocators"]:
-                if a["memory_id"] != leak["allocator"] or not a["groups"]:
+                if a["memory_id"] != leak["allocator"] or not a["families"]:
                     continue
-                top = a["groups"][0]
+                top = a["families"][0]
                 return (
                     a["verdict"] == "leak"
                     and top["kind"] == "growing"
                     and (top["op"], top["shape"], top["region"]) == (leak["op"], leak["shape"], leak["region"])
                     and top["count"] == leak["count"]
-                    and top["bytes"] == leak["bytes"]
+                    and top["chunk_bytes"] == leak["bytes"]
                 )
     return False
 

@@ -46,7 +46,7 @@ result = analyze_file(sys.argv[1], "worker0", sys.argv[2])
 body = result.json()
 (cuda,) = [a for a in body["allocators"] if a["memory_id"] == "cuda:0"]
 events = sum(a["num_allocations"] + a["num_deallocations"] for a in body["allocators"])
-print(json.dumps({"verdict": cuda["verdict"], "events": events, "label": cuda["groups"][0]["label"] if cuda["groups"] else ""}))
+print(json.dumps({"verdict": cuda["verdict"], "events": events, "label": next((f["label"] for f in cuda["families"]), "")}))
 """
 READ = """
 import json, sys

@@ -51,16 +51,20 @@ def client(logdir):
     plugin = LeakfinderLoader().load(base_plugin.TBContext(logdir=logdir, flags=parser.parse_args([])))
     return Client(application.TensorBoardWSGI([plugin]))
 
-# A version change (--changes): the routes asked with their arguments' new names, the base tree's answers with the
-# old keys renamed ("key", or "parent.key" for a key of the objects under `parent`) and the values of a key renamed,
-# this tree's with the added keys dropped, then written back one way on both sides; each logdir is walked by the
-# keys' new names.
+# A version change (--changes): the base tree asked with its arguments' old names, its answers' old keys renamed
+# ("key", or "parent.key" for a key of the objects under the old key `parent`) and the values of a key renamed,
+# this tree's answers with the added keys dropped, then both written back one way; each logdir is walked by this
+# tree's names.
 CHANGES, ROLE = json.loads(sys.argv[1]), sys.argv[2]
 KEYS, ADDED, ARGS = CHANGES.get("keys", {}), set(CHANGES.get("added", [])), CHANGES.get("args", {})
 VALUES = CHANGES.get("values", {})  # {new key: {old value: new value}}
+OLD_ARGS = {route: {new: old for old, new in renamed.items()} for route, renamed in ARGS.items()}
+
+ROUTE_KEYS, ROUTE = CHANGES.get("route_keys", {}), [""]  # {route: {"parent.key": new}}: keys of one route's answer
 
 def new(key, parent=""):
-    return KEYS.get(f"{parent}.{key}", KEYS.get(key, key))
+    scoped = f"{parent}.{key}"
+    return ROUTE_KEYS.get(ROUTE[0], {}).get(scoped, KEYS.get(scoped, KEYS.get(key, key)))
 
 def changed(value, parent=""):
     if isinstance(value, dict):
@@ -74,7 +78,9 @@ def changed(value, parent=""):
     return value
 
 def get(c, route, **args):
-    args = {ARGS.get(route, {}).get(k, k): v for k, v in args.items()} if ROLE == "tree" else args
+    if ROLE == "base":
+        args = {OLD_ARGS.get(route, {}).get(k, k): v for k, v in args.items()}
+    ROUTE[0] = route
     answer = c.get(f"/data/plugin/leakfinder/{route}?" + urllib.parse.urlencode(args))
     body = answer.get_data()
     if CHANGES and answer.status_code == 200:
@@ -88,28 +94,27 @@ out = {}
 for logdir in sys.argv[3:]:
     c, found = client(logdir), {}
     found["runs"] = digest(get(c, "runs"))
-    runs = json.loads(get(c, "runs")[1])[new("runs")]
-    for tb_run in sorted({run[new("run", "runs")].rpartition("/")[0] for run in runs}):
-        found[f"{tb_run} history"] = digest(get(c, "history", run=tb_run))
+    runs = json.loads(get(c, "runs")[1])["runs"]
+    for tb_run in sorted({run["run"].rpartition("/")[0] for run in runs}):
+        found[f"{tb_run} history"] = digest(get(c, "history", tb_run=tb_run))
     for run in runs:
-        name = run[new("run", "runs")]
+        name = run["run"]
         body = get(c, "report", run=name)
         found[f"{name} report"] = digest(body)
-        for host in json.loads(body[1])[new("runs")][0][new("hosts", "runs")]:
-            host_name = host[new("host", "hosts")]
+        for host in json.loads(body[1])["runs"][0]["hosts"]:
+            host_name = host["host"]
             at = {"run": name, "host": host_name}
-            for a in host[new("allocators", "hosts")]:
-                memory_id = a[new("memory_id", "allocators")]
+            for a in host["allocators"]:
+                memory_id = a["memory_id"]
                 mine = {**at, "allocator": memory_id}
                 where = f"{name}/{host_name}/{memory_id}"
                 found[where + " timeline"] = digest(get(c, "timeline", points=1000, **mine))
                 found[where + " buffers"] = digest(get(c, "buffers", limit=5000, **mine))
-                if a[new("groups", "allocators")]:
-                    found[where + " group timeline"] = digest(get(c, "timeline", points=1000, group=0, **mine))
-                    found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, group=0, **mine))
-            for m in host[new("modules", "hosts")]:
-                module = m[new("name", "modules")]
-                found[f"{name}/{host_name}/{module} module"] = digest(get(c, "module", module=module, **at))
+                if a["families"]:
+                    found[where + " group timeline"] = digest(get(c, "timeline", points=1000, family=0, **mine))
+                    found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, family=0, **mine))
+            for m in host["modules"]:
+                found[f"{name}/{host_name}/{m['name']} module"] = digest(get(c, "module", module=m["name"], **at))
     out[logdir] = found
 print(json.dumps(out))
 """
@@ -164,8 +169,8 @@ def main() -> int:
     parser.add_argument(
         "--changes",
         type=pathlib.Path,
-        help="a JSON file of a version change: {keys: {old: new}, values: {key: {old: new}}, added: [key], "
-        "args: {route: {old: new}}}; the "
+        help="a JSON file of a version change: {keys: {old: new}, route_keys: {route: {old: new}}, values: {key: "
+        "{old: new}}, added: [key], args: {route: {old: new}}}; the "
         "answers are then compared modulo it (re-serialized alike on both sides) rather than byte for byte",
     )
     args = parser.parse_args()

@@ -145,7 +145,7 @@ def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
         row.failures.append(f"{row.num_steps} steps, truth {truth['num_steps']}")
 
     allocator = _pick_allocator(host)
-    groups = (allocator or {}).get("groups") or []
+    groups = (allocator or {}).get("families") or []
     growing = [g for g in groups if g.get("kind") == GROWING]
     if truth.get("growing") is False and growing:
         row.failures.append(f"{len(growing)} families grow, truth none")

@@ -3,16 +3,16 @@
 
 import type {AllocatorReport} from './api';
 
-type Named = Pick<AllocatorReport, 'memory_id' | 'name'>;
+type Named = Pick<AllocatorReport, 'memory_id' | 'allocator'>;
 
 /** What the tab sends as `allocator` and keeps in the URL: the memory id, or the label when there is none. */
 export function allocatorKey(a: Named): string {
-  return a.memory_id || a.name;
+  return a.memory_id || a.allocator;
 }
 
 /** "TPU:2 · memory id 2", or the name alone when it is the memory id. */
 export function allocatorLabel(a: Named): string {
-  return a.memory_id && a.memory_id !== a.name ? `${a.name} · memory id ${a.memory_id}` : a.name;
+  return a.memory_id && a.memory_id !== a.allocator ? `${a.allocator} · memory id ${a.memory_id}` : a.allocator;
 }
 
 /** Host memory pinned for transfers (TensorFlow's gpu_host_bfc, XLA's pinned_host): never the first to show. */
@@ -22,8 +22,8 @@ const DEVICE_MEMORY = /^(TPU|GPU):\d+$|^GPU_\d+_bfc$/i;
 
 /** 0 for device memory, 1 for other allocators, 2 for host pinned memory. */
 export function memoryRank(a: Named): number {
-  if (HOST_PINNED.test(a.name) || HOST_PINNED.test(a.memory_id)) return 2;
-  if (DEVICE_MEMORY.test(a.name) || /^\d+$/.test(a.memory_id)) return 0;
+  if (HOST_PINNED.test(a.allocator) || HOST_PINNED.test(a.memory_id)) return 2;
+  if (DEVICE_MEMORY.test(a.allocator) || /^\d+$/.test(a.memory_id)) return 0;
   return 1;
 }
 

@@ -15,7 +15,7 @@ export interface BufferQuery {
   limit?: number;
   sort?: BufferSort;
   order?: 'asc' | 'desc';
-  group?: number | null;
+  family?: number | null;
   status?: BufferStatus | '';
   start_ps?: number | null;
   end_ps?: number | null;
@@ -127,15 +127,15 @@ export const api = {
     return getJson('report', {run, host}, signal);
   },
   /** `run` is a TensorBoard run (the part of a session's name before its last "/"). */
-  history(run: string, signal?: AbortSignal): Promise<History> {
-    return getJson('history', {run}, signal);
+  history(tbRun: string, signal?: AbortSignal): Promise<History> {
+    return getJson('history', {tb_run: tbRun}, signal);
   },
-  /** With `group`, the answer has `group_bytes`: that family's live bytes at each sample. */
+  /** With `family`, the answer has `family_bytes`: that family's live bytes at each sample. */
   timeline(
     sel: Pick<Selection, 'run' | 'host' | 'allocator'>,
     points: number,
     range: {start_ps: number; end_ps: number} | null,
-    group: number | null = null,
+    family: number | null = null,
     signal?: AbortSignal,
   ): Promise<Timeline> {
     return getJson(
@@ -147,7 +147,7 @@ export const api = {
         points,
         start_ps: range ? Math.floor(range.start_ps) : null,
         end_ps: range ? Math.ceil(range.end_ps) : null,
-        group,
+        family,
       },
       signal,
     );

@@ -4,7 +4,7 @@
 import type {AllocatorReport, Comparison, Limits} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
-import {renderDeltas, renderGroups, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
+import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
 import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
 
 export interface CompareData {
@@ -27,8 +27,8 @@ export class CompareView {
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
     // The allocator chosen in the toolbar (A's); else the first pair.
-    const chosen = [a.allocator, allocator?.name];
-    const alloc = host?.allocators.find((x) => x.name_a !== null && chosen.includes(x.name_a)) ?? host?.allocators[0];
+    const chosen = [a.allocator, allocator?.allocator];
+    const alloc = host?.allocators.find((x) => x.allocator_a !== null && chosen.includes(x.allocator_a)) ?? host?.allocators[0];
     this.element.append(renderRegression(c, host), renderVerdicts(c, host, alloc));
     if (c.unmatched_hosts.length) {
       this.element.append(notice('empty', `Hosts in one run only, left out: ${c.unmatched_hosts.join(', ')}.`));
@@ -39,19 +39,19 @@ export class CompareView {
     }
     const runs = {run_a: c.run_a, run_b: c.run_b, host_a: host.host_a, host_b: host.host_b};
     if (alloc) {
-      const name = alloc.name_a === alloc.name_b || !alloc.name_b ? (alloc.name_a ?? '') : `${alloc.name_a ?? '—'} / ${alloc.name_b}`;
+      const name = alloc.allocator_a === alloc.allocator_b || !alloc.allocator_b ? (alloc.allocator_a ?? '') : `${alloc.allocator_a ?? '—'} / ${alloc.allocator_b}`;
       this.timeline = new CompareTimeline(
         cache,
         {
-          a: alloc.name_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.name_a},
-          b: alloc.name_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.name_b},
+          a: alloc.allocator_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.allocator_a},
+          b: alloc.allocator_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.allocator_b},
         },
         limits,
       );
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
         section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
-        section(`Op families, A → B (${alloc.groups.length})`, 'compare-groups', renderGroups(alloc.groups, {...runs, allocator_a: alloc.name_a, allocator_b: alloc.name_b})),
+        section(`Op families, A → B (${alloc.families.length})`, 'compare-families', renderFamilies(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})),
       );
     } else {
       this.element.append(notice('empty', 'Neither run has memory events (a BFC allocator), so only their compiled programs are compared.'));

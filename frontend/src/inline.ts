@@ -1,6 +1,6 @@
 // The data source of a standalone HTML report (`tb-leakfinder report --html`):
 // the routes' answers inlined in the page, read instead of fetched. The page
-// holds each answer under the key tb_leakfinder/views/snapshot.py's
+// holds each answer under the key tb_leakfinder/views/standalone_page.py's
 // answer_key gives; this module computes the same key for a request. The
 // timeline and a program are inlined whole: a zoomed timeline is the inlined
 // points of its window. The buffers route is filtered, sorted and paged here
@@ -30,11 +30,11 @@ interface InlineBuffers {
   sites?: Site[];
 }
 
-/** Arguments an inlined answer does not depend on (snapshot.py's IGNORED_ARGS). */
+/** Arguments an inlined answer does not depend on (standalone_page.py's IGNORED_ARGS). */
 const IGNORED_ARGS: Record<string, string[]> = {
   timeline: ['points', 'start_ps', 'end_ps'],
   module: ['points'],
-  buffers: ['offset', 'limit', 'sort', 'order', 'group', 'status', 'start_ps', 'end_ps', 'program', 'allocation'],
+  buffers: ['offset', 'limit', 'sort', 'order', 'family', 'status', 'start_ps', 'end_ps', 'program', 'allocation'],
 };
 
 function present(value: Params[string]): value is string | number {
@@ -63,7 +63,7 @@ const BEFORE_WINDOW_PS = -1;
 type SortKey = number | string | [number, number];
 
 const SORT_KEYS: Record<string, (b: Buffer) => SortKey> = {
-  bytes: (b) => b.allocation_bytes,
+  bytes: (b) => b.chunk_bytes,
   alloc_time_ps: (b) => b.alloc_time_ps ?? BEFORE_WINDOW_PS,
   free_time_ps: (b) => b.free_time_ps ?? Infinity,
   // The server takes a live buffer's end as the largest time: the longer it has lived, the longer its lifetime.
@@ -108,7 +108,7 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   if (!SORTS.includes(sort)) return refused(`sort must be one of ${SORTS.join(', ')}, not '${sort}'`);
   if (order !== 'asc' && order !== 'desc') return refused(`order must be asc or desc, not '${order}'`);
   if (offset < 0 || !(limit >= 1 && limit <= MAX_PAGE)) return refused(`offset must be >= 0 and limit between 1 and ${MAX_PAGE}`);
-  const group = num(params, 'group');
+  const family = num(params, 'family');
   const status = present(params.status) ? String(params.status) : null;
   if (status !== null && !STATUSES.includes(status)) return refused(`status must be one of ${STATUSES.join(', ')}, not '${status}'`);
   const start = num(params, 'start_ps');
@@ -124,7 +124,7 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   const key = SORT_KEYS[sort];
   const rows = all.buffers.filter(
     (b) =>
-      (group === null || b.group === group) &&
+      (family === null || b.family === family) &&
       (status === null || b.status === status) &&
       (start === null || (b.free_time_ps ?? Infinity) >= start) &&
       (end === null || (b.alloc_time_ps ?? BEFORE_WINDOW_PS) <= end) &&
@@ -141,8 +141,8 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   return {status: 200, body: {...body, buffers: ranked.slice(offset, offset + limit), sites: all.sites ?? []}};
 }
 
-/** The timeline's columns, one value per point (a group's curve, `group_bytes`, too). */
-const TIMELINE_SERIES = ['time_ps', 'heap_bytes', 'stack_bytes', 'fragmentation', 'never_freed_bytes', 'group_bytes'];
+/** The timeline's columns, one value per point (a group's curve, `family_bytes`, too). */
+const TIMELINE_SERIES = ['time_ps', 'heap_bytes', 'stack_bytes', 'fragmentation', 'never_freed_bytes', 'family_bytes'];
 
 /** The inlined points of a timeline within [start_ps, end_ps], with one more on each side so the lines reach the edges. */
 export function timelineWindow(timeline: Record<string, unknown>, params: Params): Record<string, unknown> {

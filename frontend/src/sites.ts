@@ -1,4 +1,4 @@
-// Where buffers were made: the "Where" cell of the groups, peak breakdown and
+// Where buffers were made: the "Where" cell of the families, peak breakdown and
 // buffers tables. The cell shows the line of code; its tooltip the user's
 // Python frames and the program buffer it was matched to; a link next to it
 // opens that program in the static view with the buffer's allocation selected.

@@ -2,13 +2,13 @@
 // Panels take their data and a selection, so a later layout can place two
 // views side by side.
 
-import type {AllocatorReport, FormatHints, Group, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
+import type {AllocatorReport, FormatHints, Family, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {formatBytes, formatCount, hostClock, shortProgram} from './format';
 import {renderBreakdown} from './panels/breakdown';
-import {renderGroups} from './panels/groups';
+import {renderFamilies} from './panels/families';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
 import {LifetimesPanel} from './panels/lifetimes';
 import {StaticPanel} from './panels/static';
@@ -69,7 +69,7 @@ export function noMemoryEvents(host: HostReport): HTMLElement {
  */
 export function stackHint(a: AllocatorReport): string | null {
   if (!a.stack_hint) return null;
-  const rows = [...a.groups, ...a.peak_breakdown.filter((r) => r.category === 'buffers')];
+  const rows = [...a.families, ...a.peak_breakdown.filter((r) => r.category === 'buffers')];
   return rows.some((r) => !r.where) ? a.stack_hint : null;
 }
 
@@ -103,9 +103,9 @@ export class RunView {
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture));
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
-      const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.name};
+      const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.allocator};
       const clock = hostClock(host);
-      this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.snapshot));
+      this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.one_moment));
       this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock);
       this.lifetimes = new LifetimesPanel(
         cache,
@@ -121,11 +121,11 @@ export class RunView {
         },
         clock,
       );
-      const growing = allocator.groups.filter((g) => g.kind === 'growing').length;
-      const groups = renderGroups(allocator.groups, where, (group) => this.selectGroup(group), sites, stackHint(allocator), host.snapshot);
+      const growing = allocator.families.filter((g) => g.kind === 'growing').length;
+      const families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment);
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
-        section(`Op families (${allocator.groups.length}; ${growing} growing)`, 'groups', groups),
+        section(`Op families (${allocator.families.length}; ${growing} growing)`, 'families', families),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
         section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites, clock)),
       );
@@ -178,8 +178,8 @@ export class RunView {
     void this.lifetimes?.setRange(range);
   }
 
-  private selectGroup(group: Group | null): void {
-    void this.timeline?.setGroup(group?.group ?? null);
-    void this.lifetimes?.setGroup(group);
+  private selectFamily(family: Family | null): void {
+    void this.timeline?.setFamily(family?.family ?? null);
+    void this.lifetimes?.setFamily(family);
   }
 }

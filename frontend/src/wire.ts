@@ -15,17 +15,17 @@ export type SiteContext = 'program' | 'transfer' | 'outside' | '';
 /** How an allocation made in a program was tied to one of the program's buffers: `exact` (one buffer has its size, or allocation order and lifetime settle it), `ambiguous` (several do: `candidates` names them, `buffer` is the one taken in order), `near` (none has it exactly and a temporaries block a few KiB off is taken, or the program was found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside a program. */
 export type SiteMatch = 'exact' | 'ambiguous' | 'near' | 'none' | 'no_hlo' | '';
 
-/** `buffers`: a group of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer of the window explains. */
+/** `buffers`: a family of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer of the window explains. */
 export type BreakdownCategory = 'buffers' | 'stack' | 'before_window';
 
 export type StepSourceKind = 'step_num' | 'group_id' | 'root_events' | 'device_programs' | 'time_windows' | 'none';
 
 export type WholeProgramReason = 'parameter' | 'live_out' | 'constant' | 'thread_local' | 'never_freed';
 
-export type GroupStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
+export type FamilyStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
 
-/** `profile`: memory events over a window; `snapshot`: a device memory profile's live buffers. */
-export type CaptureKind = 'profile' | 'snapshot';
+/** `profile`: memory events over a window; `one_moment`: a device memory profile's live buffers. */
+export type CaptureKind = 'profile' | 'one_moment';
 
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
@@ -98,9 +98,9 @@ export interface Site {
 }
 
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */
-export interface Group {
-  /** its index: the `group` argument of `timeline` and `buffers` */
-  group: number;
+export interface Family {
+  /** its index: the `family` argument of `timeline` and `buffers` */
+  family: number;
   /** the op that made its buffers */
   op: string;
   /** the shape pattern: "[128,1024]" when all agree, "[32,*]" when a dimension varies */
@@ -119,7 +119,7 @@ export interface Group {
   /** tensor bytes of the never-freed buffers (what the program asked for) */
   requested_bytes: number;
   /** the allocator's chunk bytes of the never-freed buffers */
-  bytes: number;
+  chunk_bytes: number;
   /** steps that left never-freed buffers behind, first and last by step number */
   steps: number;
   /** the first step that left one behind; null when none did */
@@ -134,15 +134,15 @@ export interface Group {
   /** tensor bytes per step its live bytes grow, from its onset on (0 unless growing) */
   bytes_per_step: number;
   /** the same in the allocator's chunk bytes */
-  allocated_bytes_per_step: number;
-  /** how strongly it looks like the leak, 0 to 1: groups are listed highest first */
+  chunk_bytes_per_step: number;
+  /** how strongly it looks like the leak, 0 to 1: families are listed highest first */
   score: number;
   /** the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown */
   where: string;
   site: Site;
 }
 
-/** A part of the heap at the peak: a group of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */
+/** A part of the heap at the peak: a family of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */
 export interface BreakdownRow {
   category: BreakdownCategory;
   op: string;
@@ -197,7 +197,7 @@ export interface AllocatorReport {
   /** the key XProf's Memory Profile lists the allocator under */
   memory_id: string;
   /** a readable label: `TPU:2`, `GPU:0`, else the allocator's name */
-  name: string;
+  allocator: string;
   /** allocation events in the window */
   num_allocations: number;
   /** deallocation events in the window */
@@ -248,7 +248,7 @@ export interface AllocatorReport {
   /** what limits the analysis of this allocator (events missing, pairs guessed) */
   warnings: string[];
   /** its op families, the likeliest leak first */
-  groups: Group[];
+  families: Family[];
   /** rows add up to `peak_bytes_in_use` */
   peak_breakdown: BreakdownRow[];
   /** how to get Python frames, when none of its buffers has them; null when some do */
@@ -448,7 +448,7 @@ export interface HostReport {
   /** set when its clock counts events, not time: this many ps an event */
   event_clock_ps: number | null;
   /** the buffers live at one moment (a device memory profile), not events over a window */
-  snapshot: boolean;
+  one_moment: boolean;
   /** a device memory profile's compiled executables per device */
   compiled_programs: CompiledPrograms[];
   step_source: StepSource;
@@ -491,7 +491,7 @@ export interface HistoryCapture {
   time_source: TimeSource;
   duration_s: number;
   heap_start_bytes: number;
-  heap_peak_bytes: number;
+  peak_heap_bytes: number;
   heap_end_bytes: number;
   heap_floor_bytes: number;
   /** what the trend follows: a profile's heap floor, a snapshot's live bytes */
@@ -527,7 +527,7 @@ export interface HistoryFamily {
 export interface HistorySeries {
   host: string;
   memory_id: string;
-  name: string;
+  allocator: string;
   verdict: Verdict;
   reason: string;
   rise_bytes: number;
@@ -549,7 +549,7 @@ export interface HistorySeries {
 
 /** `GET history`: a TensorBoard run's captures as one history (also each of the report's `histories`). */
 export interface History {
-  run: string;
+  tb_run: string;
   num_captures: number;
   verdict: Verdict;
   reason: string;
@@ -595,10 +595,10 @@ export interface TimelineBody {
   /** the allocator's peak (`peak_bytes_in_use`), wherever the range is */
   peak: TimelinePeak;
   steps: Step[];
-  /** with the `group` argument: that family's index */
-  group?: number;
-  /** with `group`: its live bytes at each sample (chunks that outlive a step) */
-  group_bytes?: number[];
+  /** with the `family` argument: that family's index */
+  family?: number;
+  /** with `family`: its live bytes at each sample (chunks that outlive a step) */
+  family_bytes?: number[];
 }
 
 /** `GET timeline`. */
@@ -622,14 +622,14 @@ export interface Buffer {
   /** tensor bytes: what the program asked for */
   requested_bytes: number;
   /** chunk bytes: what the allocator handed out */
-  allocation_bytes: number;
+  chunk_bytes: number;
   op: string;
   shape: string;
   dtype: string;
   region: string;
   status: BufferStatus;
-  /** the family it belongs to (a `group` of the report); null when none */
-  group: number | null;
+  /** the family it belongs to (a `family` of the report); null when none */
+  family: number | null;
   /** the line of code it was made at; "" when unknown */
   where: string;
   /** its site: an index into its page's `sites` */
@@ -663,20 +663,20 @@ export interface Delta {
 }
 
 /** A family matched across the runs by (op, shape pattern, dtype, region). */
-export interface GroupDiff {
+export interface FamilyDiff {
   op: string;
   shape: string;
   dtype: string;
   region: string;
-  status: GroupStatus;
+  status: FamilyStatus;
   /** the family's `label` in B's report, else in A's */
   label: string;
   kind_a: LeakKind | null;
   kind_b: LeakKind | null;
   count_a: number;
   count_b: number;
-  bytes_a: number;
-  bytes_b: number;
+  chunk_bytes_a: number;
+  chunk_bytes_b: number;
   bytes_per_step_a: number;
   bytes_per_step_b: number;
   /** the earliest onset of the side's growing families; null when none grows */
@@ -688,8 +688,8 @@ export interface GroupDiff {
 
 export interface AllocatorDiff {
   /** null on the side that has no allocator of that name */
-  name_a: string | null;
-  name_b: string | null;
+  allocator_a: string | null;
+  allocator_b: string | null;
   verdict_a: Verdict | null;
   verdict_b: Verdict | null;
   reason_a: string | null;
@@ -699,7 +699,7 @@ export interface AllocatorDiff {
   growth_bytes_per_step: Delta;
   num_allocations: Delta;
   num_deallocations: Delta;
-  groups: GroupDiff[];
+  families: FamilyDiff[];
 }
 
 export interface ModuleDiff {
@@ -741,7 +741,7 @@ export interface Comparison {
 export interface OverviewRow {
   host: string;
   memory_id: string | null;
-  name: string | null;
+  allocator: string | null;
   verdict: Verdict;
   /** the allocator's `growth_bytes_per_step` */
   bytes_per_step: number | null;

@@ -38,13 +38,13 @@ test('a key the JSON has and the interface lost fails, naming route, path and fi
   const errors = checkAnswers(answers, drifted('  onset_step: number | null;\n', ''));
   assert.equal(errors.length, 1, errors.join('\n'));
   assert.match(errors[0], /^route report \(demo_logs: report\?run=/);
-  assert.match(errors[0], /at \$\.runs\[0\]\.hosts\[0\]\.allocators\[0\]\.groups\[0\]\.onset_step: the JSON has key "onset_step", which interface Group lacks/);
+  assert.match(errors[0], /at \$\.runs\[0\]\.hosts\[0\]\.allocators\[0\]\.families\[0\]\.onset_step: the JSON has key "onset_step", which interface Family lacks/);
 });
 
 test('a non-optional key the JSON lacks fails', () => {
   const errors = checkAnswers(answers, drifted('  regrown: boolean;\n', '  regrown: boolean;\n  regrowth: number;\n'));
   assert.equal(errors.length, 1, errors.join('\n'));
-  assert.match(errors[0], /^route report .*: the JSON lacks "regrowth", which Group\.regrowth does not mark optional/);
+  assert.match(errors[0], /^route report .*: the JSON lacks "regrowth", which Family\.regrowth does not mark optional/);
 });
 
 test('a value of another type fails, nested interfaces followed', () => {
@@ -56,7 +56,7 @@ test('a value of another type fails, nested interfaces followed', () => {
 
 test('a string outside its literal union fails', () => {
   const errors = checkAnswers(answers, drifted("'growing' | 'persistent' | 'bounded' | 'window_end'", "'growing' | 'persistent' | 'bounded'"));
-  assert.ok(errors.some((e) => /^route report .*\.groups\[\d+\]\.kind: Group\.kind is LeakKind, the JSON has string "window_end"/.test(e)), errors.join('\n'));
+  assert.ok(errors.some((e) => /^route report .*\.families\[\d+\]\.kind: Family\.kind is LeakKind, the JSON has string "window_end"/.test(e)), errors.join('\n'));
 });
 
 test('a route the plugin serves but no interface is mapped to fails', () => {

@@ -47,14 +47,14 @@ async function leaksFrame(page) {
 }
 
 const text = (frame, selector) => frame.$eval(selector, (e) => e.textContent ?? '');
-const firstRow = (frame) => frame.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+const firstRow = (frame) => frame.$$eval('[data-table=compare-families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
 const hashState = (url) => new URLSearchParams(new URL(url).hash.slice(1));
 
 /** Waits for the comparison of runs a and b to be shown, both timelines drawn. */
 async function waitForComparison(frame, a, b) {
   await frame.waitForSelector(`.lf-compare[data-run-a="${a}"][data-run-b="${b}"]`, {timeout: 90_000});
   await frame.waitForSelector('main.lf-root[data-state="ready"]');
-  await frame.waitForSelector('[data-table=compare-groups] tbody tr');
+  await frame.waitForSelector('[data-table=compare-families] tbody tr');
   await frame.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
 }
 
@@ -115,7 +115,7 @@ test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner;
   assert.equal(await frame.$eval('[data-select=compare]', (s) => s.value), fixed);
   const [status, family, , , , , , , onsetB, flag] = await firstRow(frame);
   assert.deepEqual([status, family, onsetB, flag], ['fixed', 'Mul [128,1024] output', '—', '']);
-  assert.equal(await frame.$eval('[data-table=compare-groups] tbody tr:first-child td:nth-child(9) span', (e) => e.title), 'in A from step 0');
+  assert.equal(await frame.$eval('[data-table=compare-families] tbody tr:first-child td:nth-child(9) span', (e) => e.title), 'in A from step 0');
   assert.equal(await frame.$('.lf-regression'), null, 'no regression banner');
   assert.match(await text(frame, '.lf-compare-ok'), /A's leak is gone in B/);
   assert.equal(await text(frame, '[data-delta="Peak heap in use"] .lf-card-value'), '-12.1 MiB');
@@ -128,7 +128,7 @@ test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner;
 
   // Clearing "Compare with…" returns to the single-run view, and drops it from the URL.
   await frame.selectOption('[data-select=compare]', '');
-  await frame.waitForSelector('.lf-view[data-run] [data-panel=groups]');
+  await frame.waitForSelector('.lf-view[data-run] [data-panel=families]');
   assert.equal(await frame.$('.lf-compare'), null);
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
   assert.equal(await frame.$eval('[data-select=compare-host]', (s) => s.closest('label').hidden), true);
@@ -158,7 +158,7 @@ test('two hosts of one run: host B is chosen next to "Compare with…"; an op na
   await frame.selectOption('[data-select=compare-host]', 'host1');
   await frame.waitForSelector('.lf-regression');
   await frame.waitForSelector('main.lf-root[data-state="ready"]');
-  const statuses = await frame.$$eval('[data-table=compare-groups] tbody tr', (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]));
+  const statuses = await frame.$$eval('[data-table=compare-families] tbody tr', (trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]));
   assert.deepEqual(statuses.slice(0, 1), [['new', `${XSS} [256,1024] output`]]);
   assert.ok(statuses.some(([status, family]) => status === 'fixed' && family === 'LeakOnHost0 [256,1024] output'), JSON.stringify(statuses));
   assert.ok((await text(frame, '.lf-regression')).includes(XSS));

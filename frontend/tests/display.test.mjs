@@ -148,7 +148,7 @@ test('a long name wraps after a separator, never inside a word', async () => {
   assert.ok(long.ends.length >= 1, `${LONG_OP} wraps in a 900 px wide page`);
   for (const end of long.ends) assert.match(end, /[/._:,]/, `a line of ${LONG_OP} ends with ${end}`);
   // The family's label too.
-  const families = await lineEnds(frame, '[data-panel=groups] tbody tr[data-key] [data-family]');
+  const families = await lineEnds(frame, '[data-panel=families] tbody tr[data-key] [data-family]');
   for (const f of families) for (const end of f.ends) assert.match(end, /[/._:,)\] ]/, `a line of ${f.text} ends with ${end}`);
 });
 

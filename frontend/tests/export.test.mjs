@@ -1,6 +1,6 @@
 // csv.ts and inline.ts without a browser: the CSV cells and the inlined data
 // source, checked against the Python side they must agree with
-// (tb_leakfinder/views/csv.py, views/snapshot.py and engine/queries.py, which the buffers route answers with).
+// (tb_leakfinder/views/csv.py, views/standalone_page.py and engine/queries.py, which the buffers route answers with).
 
 import assert from 'node:assert/strict';
 import {spawnSync} from 'node:child_process';
@@ -71,7 +71,7 @@ test('the context columns come first, as the CLI writes them', () => {
     {
       context: ['run_a', 'run_b', 'host_a', 'host_b', 'allocator_a', 'allocator_b'],
       where: {run_a: 'tf_fixed', run_b: 'tf_leak', host_a: 'h', host_b: 'h', allocator_a: null, allocator_b: 'GPU_0_bfc'},
-      rows: [{status: 'new', op: 'Mul', kind_a: null, kind_b: 'growing', bytes_a: 0, bytes_b: 2 ** 40}],
+      rows: [{status: 'new', op: 'Mul', kind_a: null, kind_b: 'growing', chunk_bytes_a: 0, chunk_bytes_b: 2 ** 40}],
     },
     {context: ['run', 'host', 'module'], where: {run: 'r', host: 'h', module: '@jit_f(1)'}, rows: []},
     // A one-column line with an empty cell is quoted: it is not a blank line.
@@ -158,19 +158,19 @@ test('the whole table is fetched, every page, in its sort and filter', async () 
   assert.ok(calls.every((c) => c.limit === m.CSV_PAGE && c.filter === 'mul' && c.sort === 'bytes'));
 });
 
-test('answer keys are the ones the Python snapshot stores', () => {
+test('answer keys are the ones the Python standalone page stores', () => {
   const cases = [
     ['runs', {}],
     ['report', {run: 'tf_leak/2026_11_29_10_05_03', host: 'vm'}],
     ['report', {run: 'r', host: undefined}],
-    ['timeline', {run: 'r', host: 'h', allocator: 'GPU_0_bfc', points: 800, start_ps: 5, end_ps: null, group: 3}],
+    ['timeline', {run: 'r', host: 'h', allocator: 'GPU_0_bfc', points: 800, start_ps: 5, end_ps: null, family: 3}],
     ['module', {run: 'r', host: 'h', module: 'jit_f(8)', memory_space: null, points: 1000}],
     ['module', {run: 'r', host: 'h', module: 'jit_f(8)', memory_space: 1, points: 1000}],
     ['buffers', {run: 'r é', host: 'h', allocator: '2', offset: 100, limit: 100, sort: 'op', order: 'asc', status: ''}],
     ['compare', {run_a: 'a', run_b: 'b', host_a: 'x', host_b: ''}],
   ];
   const expected = python(
-    'import json,sys; from tb_leakfinder.views.snapshot import answer_key; print(json.dumps([answer_key(r, a) for r, a in json.load(sys.stdin)]))',
+    'import json,sys; from tb_leakfinder.views.standalone_page import answer_key; print(json.dumps([answer_key(r, a) for r, a in json.load(sys.stdin)]))',
     JSON.stringify(cases.map(([r, a]) => [r, Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined))])),
   );
   assert.deepEqual(
@@ -186,14 +186,14 @@ import json, sys
 from tb_leakfinder.read.discovery import runs_for_path
 from tb_leakfinder.engine import queries as answers
 from tb_leakfinder.engine.engine import Engine
-from tb_leakfinder.views.snapshot import Snapshot
+from tb_leakfinder.views.standalone_page import StandalonePage
 (run,) = runs_for_path("demo_logs/tf_leak")
 engine = Engine(lambda: [run])
-snap = Snapshot([run], engine)
+snap = StandalonePage([run], engine)
 snap.gather()
 report = answers.report(engine, run)
 host = report["runs"][0]["hosts"][0]
-where = {"run": run.name, "host": host["host"], "allocator": host["allocators"][0]["name"]}
+where = {"run": run.name, "host": host["host"], "allocator": host["allocators"][0]["allocator"]}
 steps = host["steps"]
 mid = steps[len(steps) // 2]
 queries = [
@@ -202,7 +202,7 @@ queries = [
     {"sort": "alloc_time_ps", "order": "asc", "offset": 30, "limit": 50},
     {"sort": "free_time_ps", "order": "desc", "limit": 60},
     {"sort": "lifetime_ps", "order": "desc", "limit": 25, "status": "freed"},
-    {"group": 0, "limit": 100},
+    {"family": 0, "limit": 100},
     {"status": "never_freed", "sort": "alloc_time_ps", "order": "asc"},
     {"start_ps": mid["start_ps"], "end_ps": mid["end_ps"], "limit": 500},
 ]
@@ -251,11 +251,11 @@ test('the inlined source answers what the page holds, the errors it kept, and sa
 });
 
 test('a zoomed timeline is the inlined points of its window and one on each side', () => {
-  const timeline = {allocator: '0', time_ps: [0, 10, 20, 30, 40, 50], heap_bytes: [1, 2, 3, 4, 5, 6], group_bytes: [0, 0, 1, 1, 2, 2], steps: [{step: 0}, {step: 1}, {step: 2}, {step: 3}, {step: 4}, {step: 5}]};
+  const timeline = {allocator: '0', time_ps: [0, 10, 20, 30, 40, 50], heap_bytes: [1, 2, 3, 4, 5, 6], family_bytes: [0, 0, 1, 1, 2, 2], steps: [{step: 0}, {step: 1}, {step: 2}, {step: 3}, {step: 4}, {step: 5}]};
   const zoomed = m.timelineWindow(timeline, {start_ps: 15, end_ps: 35, points: 100});
   assert.deepEqual(zoomed.time_ps, [10, 20, 30, 40]);
   assert.deepEqual(zoomed.heap_bytes, [2, 3, 4, 5]);
-  assert.deepEqual(zoomed.group_bytes, [0, 1, 1, 2]);
+  assert.deepEqual(zoomed.family_bytes, [0, 1, 1, 2]);
   assert.equal(zoomed.steps.length, 6, 'the steps stay whole');
   assert.deepEqual(m.timelineWindow(timeline, {}).time_ps, timeline.time_ps);
   assert.deepEqual(m.timelineWindow(timeline, {start_ps: 100, end_ps: 200}).time_ps, [50]);

@@ -81,9 +81,9 @@ async function open(name) {
 const text = (frame, selector) => frame.$eval(selector, (e) => e.textContent ?? '');
 /** The groups table's header labels and first row, cell by header. */
 async function topFamily(frame) {
-  await frame.waitForSelector('[data-panel=groups] tbody tr[data-key]');
-  const heads = await frame.$$eval('[data-panel=groups] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
-  const cells = await frame.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  await frame.waitForSelector('[data-panel=families] tbody tr[data-key]');
+  const heads = await frame.$$eval('[data-panel=families] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
+  const cells = await frame.$$eval('[data-panel=families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   return Object.fromEntries(heads.map((h, i) => [h, cells[i]]));
 }
 
@@ -99,8 +99,8 @@ test('a leak that starts late: the verdict says from when, the family row shows 
   assert.equal(top.Buffers, '20');
   assert.equal(top['Per step'], '+256 KiB');
   assert.equal(top.Steps, '20 (20–39)');
-  assert.match(await text(frame, '[data-panel=groups] h2'), /^Op families \(1; 1 growing\)/);
-  assert.match(await text(frame, '[data-panel=groups] p.lf-muted'), /Op families: .*never-freed buffers/);
+  assert.match(await text(frame, '[data-panel=families] h2'), /^Op families \(1; 1 growing\)/);
+  assert.match(await text(frame, '[data-panel=families] p.lf-muted'), /Op families: .*never-freed buffers/);
   // The heap's trend counts every allocation from the first step: about half the family's rate, and it says so.
   const heap = await frame.$('.lf-card:has(.lf-card-label:text-is("Heap at step ends"))');
   assert.ok(heap, 'the heap-trend card');
@@ -118,18 +118,18 @@ test('one buffer regrown every step: the regrown wording, the marker, and the fa
   assert.equal(top.Shapes, '30');
   assert.equal(top.Buffers, '1', 'only the newest buffer is never freed');
   assert.equal(top['Per step'], '+64 KiB');
-  const marker = await frame.$('[data-panel=groups] tbody tr:first-child [data-regrown]');
+  const marker = await frame.$('[data-panel=families] tbody tr:first-child [data-regrown]');
   assert.match(await marker.getAttribute('title'), /freeing one buffer and making it again larger/);
-  assert.match(await frame.$eval('[data-panel=groups] tbody tr:first-child [data-family]', (e) => e.title), /op ConcatV2, shapes \[\*,1024\]/);
+  assert.match(await frame.$eval('[data-panel=families] tbody tr:first-child [data-family]', (e) => e.title), /op ConcatV2, shapes \[\*,1024\]/);
   // Selected: the timeline draws the family's live bytes; the lifetime chart highlights its one never-freed buffer.
   await frame.waitForSelector('[data-chart=timeline] canvas');
-  const grouped = frame.page().waitForResponse((r) => r.url().includes('/timeline?') && r.url().includes('group=0'));
-  await frame.click('[data-panel=groups] tbody tr:first-child');
+  const grouped = frame.page().waitForResponse((r) => r.url().includes('/timeline?') && r.url().includes('family=0'));
+  await frame.click('[data-panel=families] tbody tr:first-child');
   const body = await (await grouped).json();
-  const held = body.group_bytes;
+  const held = body.family_bytes;
   // 64 KiB in step 0, 30 x 64 KiB at the end, though only one buffer is never freed.
   assert.ok(held[held.length - 1] >= 25 * held.find((v) => v > 0), `the regrown family holds more and more: ${held}`);
-  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-group="0"]');
+  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-family="0"]');
   const legend = await frame.$$eval('[data-chart=timeline] .u-legend .u-series .u-label', (ls) => ls.map((l) => l.textContent));
   assert.ok(legend.includes('selected family (live bytes)'), legend.join(' | '));
   assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), /Highlighted: 1 never-freed buffer of family #0 \(one buffer regrown each step by ConcatV2, now \[480,1024\]\)/);
@@ -142,10 +142,10 @@ test('a leak of changing shapes is one family with its shape pattern and number 
   assert.equal(top.Family, 'Mean [32,*] output, 30 shapes');
   assert.equal(top.Shapes, '30');
   assert.equal(top.Buffers, '30');
-  assert.equal(await frame.$eval('[data-panel=groups] tbody tr:first-child td:nth-child(5) span', (e) => e.title), 'newest [32,47]');
+  assert.equal(await frame.$eval('[data-panel=families] tbody tr:first-child td:nth-child(5) span', (e) => e.title), 'newest [32,47]');
   // The filter finds the family by one of its shapes' newest, not only by its pattern.
-  await frame.fill('[data-panel=groups] input[type=search]', '[32,47]');
-  await frame.waitForFunction(() => document.querySelector('[data-panel=groups] .lf-pager [role=status]')?.textContent === '1–1 of 1');
+  await frame.fill('[data-panel=families] input[type=search]', '[32,47]');
+  await frame.waitForFunction(() => document.querySelector('[data-panel=families] .lf-pager [role=status]')?.textContent === '1–1 of 1');
   // The peak breakdown's rows of exact shapes point at their family.
   await frame.waitForSelector('[data-panel=breakdown] tbody tr');
   const linked = await frame.$$eval('[data-panel=breakdown] tbody tr', (trs) => trs.filter((tr) => tr.cells[0].textContent === 'Mean').map((tr) => tr.cells[8].textContent));
@@ -158,7 +158,7 @@ test('a heap that rose and stopped: no leak, and the heap figure says what it me
   assert.match(await text(frame, '.lf-verdict-reason'), /The heap in use at step ends fits \+\d+ KiB per step over the window \(all allocations\)/);
   const top = await topFamily(frame);
   assert.deepEqual([top.Kind, top.Family, top.Onset, top['Per step']], ['bounded', 'Lookup [64,1024] output', '', '0 B']);
-  const kind = await frame.$eval('[data-panel=groups] tbody tr:first-child .lf-kind', (e) => e.title);
+  const kind = await frame.$eval('[data-panel=families] tbody tr:first-child .lf-kind', (e) => e.title);
   assert.match(kind, /stopped rising or fell back/);
   const heap = await frame.$('.lf-card:has(.lf-card-label:text-is("Heap at step ends"))');
   assert.match(await heap.$eval('.lf-card-detail', (e) => e.textContent), /all allocations.*not a leak rate/);
@@ -173,9 +173,9 @@ test('compared with the clean run, the late leak is a new family with its label 
   await page.goto(`${suite.tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(clean)}&p.leakfinder.compare=${encodeURIComponent(late)}`);
   const frame = await (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]', {timeout: 60_000})).contentFrame();
   await frame.waitForSelector(`.lf-compare[data-run-a="${clean}"][data-run-b="${late}"]`, {timeout: 90_000});
-  await frame.waitForSelector('[data-table=compare-groups] tbody tr');
-  const heads = await frame.$$eval('[data-table=compare-groups] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
-  const cells = await frame.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  await frame.waitForSelector('[data-table=compare-families] tbody tr');
+  const heads = await frame.$$eval('[data-table=compare-families] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
+  const cells = await frame.$$eval('[data-table=compare-families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   const row = Object.fromEntries(heads.map((h, i) => [h, cells[i]]));
   assert.deepEqual([row.Status, row.Family, row['Onset B'], row['New leak']], ['new', 'Mul [64,1024] output', 'from step 20', 'new leak']);
   assert.equal(row['Per step B'], '+256 KiB');

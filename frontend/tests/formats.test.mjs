@@ -69,7 +69,7 @@ test('the XProf run links to XProf and offers its module selector', async () => 
   const {frame} = await open(runName(suite.logdir, 'tf_leak'));
   assert.deepEqual(await links(frame), ['Open in XProf Memory Profile']);
   assert.equal(await frame.$eval('[data-label=module]', (e) => e.hidden), false);
-  assert.match(await text(frame, '[data-panel=groups]'), /Mul \[128,1024\]/);
+  assert.match(await text(frame, '[data-panel=families]'), /Mul \[128,1024\]/);
 });
 
 test('a PyTorch run shows its leak and families, and nothing of XProf', async () => {
@@ -80,9 +80,9 @@ test('a PyTorch run shows its leak and families, and nothing of XProf', async ()
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
   assert.match(await text(frame, '.lf-verdict'), /aten::mm float\[64,64\], float\[64,64\]/);
   assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), 'cuda:0');
-  const families = await frame.$$eval('[data-panel=groups] [data-family], [data-panel=groups] tbody tr[data-key]', (rows) => rows.map((r) => r.textContent ?? ''));
+  const families = await frame.$$eval('[data-panel=families] [data-family], [data-panel=families] tbody tr[data-key]', (rows) => rows.map((r) => r.textContent ?? ''));
   assert.ok(families.some((f) => f.includes('aten::mm')), families.join(' | '));
-  const groups = await text(frame, '[data-panel=groups]');
+  const groups = await text(frame, '[data-panel=families]');
   assert.match(groups, /with_stack=True/);
   assert.doesNotMatch(groups, /python_tracer|Profile tab/);
   const summary = await text(frame, '[aria-label=Summary]');
@@ -131,7 +131,7 @@ test('a device memory profile: its buffers live at this moment, its compiled pro
   assert.match(summary, /Live at this moment2 MiB/);
   assert.match(summary, /Peak2 MiBthe buffers live when it was saved/);
   assert.doesNotMatch(summary, /Never freed|Allocations \/ frees|Heap at step ends/);
-  const groups = await text(frame, '[data-panel=groups]');
+  const groups = await text(frame, '[data-panel=families]');
   assert.match(groups, /live when the snapshot was saved/);
   assert.doesNotMatch(groups, /never.freed/i);
   assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown.');

@@ -256,5 +256,5 @@ test('no request under /data/plugin/leakfinder/ failed, and nothing else went wr
   const failures = pages.flatMap((p) => p.failures);
   assert.deepEqual(failures, [], `failed plugin requests:\n${failures.join('\n')}`);
   assert.deepEqual(pages.flatMap((p) => [...p.errors, ...p.dialogs]), []);
-  assert.ok(pages.some((p) => p.pluginRequests.some((u) => u.includes('/history?run=job'))));
+  assert.ok(pages.some((p) => p.pluginRequests.some((u) => u.includes('/history?tb_run=job'))));
 });

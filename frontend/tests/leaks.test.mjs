@@ -57,7 +57,7 @@ test('the leak run shows the verdict "leak" naming the op and its bytes per step
   assert.match(banner, /^Leak/);
   assert.match(banner, /\+\d+(\.\d+)? KiB per step from Mul \[128,1024\]/);
   // The top op family is the leaking op's output, growing step after step from the first.
-  const top = await frame.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  const top = await frame.$$eval('[data-panel=families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   // Where is empty: TensorFlow's capture has no Python frames (the hint above the table says how to get them).
   assert.deepEqual(top.slice(0, 7), ['growing', 'Mul [128,1024] output', 'float', '', '1', 'from step 0', '25']);
   // Tensor bytes (25 float [128,1024] tensors, 512 KiB each), with the allocator's chunks beside them.
@@ -85,13 +85,13 @@ test('the fixed run shows "no leak"', async () => {
 
 test('clicking the top never-freed group highlights its buffers on the lifetime chart and the timeline', async () => {
   const {frame} = await open(runName(logdir, 'tf_leak'));
-  const row = await frame.waitForSelector('[data-panel=groups] tbody tr:first-child');
+  const row = await frame.waitForSelector('[data-panel=families] tbody tr:first-child');
   await frame.waitForSelector('[data-chart=timeline] canvas');
   const key = await row.getAttribute('data-key');
   const count = Number((await row.$$eval('td', (tds) => tds[6].textContent)).replace(/,/g, ''));
   await row.click();
   assert.equal(await row.getAttribute('aria-selected'), 'true');
-  const chart = await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-group="${key}"]`);
+  const chart = await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${key}"]`);
   assert.equal(Number(await chart.getAttribute('data-highlighted')), count);
   await frame.waitForSelector(`[data-chart=timeline][data-marks="${count}"]`);
   // ...and drawn: the timeline's canvas now holds the highlight colour (#f9ab00).
@@ -113,16 +113,16 @@ test('clicking the top never-freed group highlights its buffers on the lifetime 
   // From the keyboard: Enter on the focused row deselects it.
   await row.focus();
   await row.press('Enter');
-  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-group=""]');
+  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-family=""]');
   // Sorting from the keyboard: Enter on a column header.
-  const header = await frame.$('[data-panel=groups] th button[data-sort=bytes]');
+  const header = await frame.$('[data-panel=families] th button[data-sort=chunk_bytes]');
   await header.focus();
   await header.press('Enter');
-  assert.equal(await frame.$eval('[data-panel=groups] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
+  assert.equal(await frame.$eval('[data-panel=families] th:has(button[data-sort=chunk_bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
   await header.press('Enter');
-  assert.equal(await frame.$eval('[data-panel=groups] th:has(button[data-sort=bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
+  assert.equal(await frame.$eval('[data-panel=families] th:has(button[data-sort=chunk_bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
   // The "Allocated" column (the allocator's chunks), beside the tensor bytes.
-  const sizes = await frame.$$eval('[data-panel=groups] tbody tr td:nth-child(9)', (tds) => tds.map((td) => td.textContent));
+  const sizes = await frame.$$eval('[data-panel=families] tbody tr td:nth-child(9)', (tds) => tds.map((td) => td.textContent));
   assert.equal(sizes[sizes.length - 1], '12.6 MiB', `largest last when ascending: ${sizes}`);
 });
 
@@ -166,7 +166,7 @@ test('an op name made of HTML is shown as text and runs no script', async () => 
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
   const reason = await text(frame, '.lf-verdict-reason');
   assert.ok(reason.includes(XSS), reason);
-  const families = await frame.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+  const families = await frame.$$eval('[data-panel=families] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
   assert.ok(families.includes(`${XSS} [64,1024] output`), `the families show the op name as text: ${JSON.stringify(families)}`);
   await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
   assert.equal(await frame.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
@@ -191,9 +191,9 @@ test('follows the dark theme of the page', async () => {
 test("TensorBoard's reload button reloads the tab's data", async () => {
   const {page, frame, seen} = await open(runName(logdir, 'tf_leak'));
   // Select a group first: a reload whose data did not change keeps the view as it is.
-  const row = await frame.waitForSelector('[data-panel=groups] tbody tr:first-child');
+  const row = await frame.waitForSelector('[data-panel=families] tbody tr:first-child');
   await row.click();
-  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-group="0"]');
+  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-family="0"]');
   const before = seen.pluginRequests.filter((u) => u.includes('/report?')).length;
   const reloaded = page.waitForResponse((r) => r.url().includes('/data/plugin/leakfinder/report?'), {timeout: 30_000});
   await page.click('app-header-reload button');

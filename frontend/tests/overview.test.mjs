@@ -74,7 +74,7 @@ test('a run of several hosts opens on the pod overview, worst first', async () =
   // Every row the server sent, in its order: rank, host, allocator.
   assert.deepEqual(
     shown.map((r) => [r[0], r[1], r[2]]),
-    answer.rows.map((r, i) => [String(i + 1), r.host, r.name ?? '—']),
+    answer.rows.map((r, i) => [String(i + 1), r.host, r.allocator ?? '—']),
   );
   assert.deepEqual(shown.slice(0, 2).map((r) => [r[1], r[3]]), [['host2', 'Leak'], ['host4', 'Leak']]);
   assert.match(shown[0][4], /MiB\/step/);

@@ -88,7 +88,7 @@ test('a report opened from disk shows verdict, timeline, suspects and peak break
   await page.waitForSelector('.lf-verdict[data-verdict=leak]');
   assert.match(await text(page, '.lf-verdict'), /Leak.*Mul \[128,1024\] output/);
   await page.waitForSelector('[data-chart=timeline] canvas');
-  const top = await page.$$eval('[data-panel=groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  const top = await page.$$eval('[data-panel=families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   assert.deepEqual(top.slice(0, 2), ['growing', 'Mul [128,1024] output']);
   await page.waitForSelector('[data-panel=breakdown] tbody tr');
   assert.ok((await text(page, '[data-panel=breakdown] tbody')).includes('Mul'));
@@ -108,8 +108,8 @@ test('a report opened from disk shows verdict, timeline, suspects and peak break
   }, whole);
   assert.ok((await points()) > 10);
   // Selecting a suspect draws its own curve: the group's timeline was inlined too.
-  await page.click('[data-panel=groups] tbody tr:first-child');
-  await page.waitForSelector('[data-chart=lifetimes][data-highlight-group="0"]');
+  await page.click('[data-panel=families] tbody tr:first-child');
+  await page.waitForSelector('[data-chart=lifetimes][data-highlight-family="0"]');
   // The buffers table pages and sorts over the inlined buffers.
   await page.waitForFunction(() => /of \d/.test(document.querySelector('[data-panel=lifetimes] .lf-pager [role=status]')?.textContent ?? ''));
   clean(seen);
@@ -169,18 +169,18 @@ test('a diff opened from disk shows the comparison of both runs', async () => {
   const file = cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff.html');
   const {page, seen} = await open(file);
   await page.waitForSelector('.lf-compare .lf-regression');
-  await page.waitForSelector('[data-table=compare-groups] tbody tr');
-  const first = await page.$$eval('[data-table=compare-groups] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
+  await page.waitForSelector('[data-table=compare-families] tbody tr');
+  const first = await page.$$eval('[data-table=compare-families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   assert.deepEqual(first.slice(0, 2), ['new', 'Mul [128,1024] output']);
-  // The compare groups as CSV: the CLI's compare_groups.csv, whole (the demo runs have one host and one allocator).
-  const {csv} = await download(page, '[data-panel=compare-groups]');
-  const expected = readFileSync(join(cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff-csv', '--csv'), 'compare_groups.csv'), 'utf8');
+  // The compare groups as CSV: the CLI's compare_families.csv, whole (the demo runs have one host and one allocator).
+  const {csv} = await download(page, '[data-panel=compare-families]');
+  const expected = readFileSync(join(cli(['diff', join(demo, 'tf_fixed'), join(demo, 'tf_leak')], 'diff-csv', '--csv'), 'compare_families.csv'), 'utf8');
   assert.ok(expected.startsWith('run_a,run_b,host_a,host_b,allocator_a,allocator_b,op,') && expected.split('\r\n').length > 3, expected);
   assert.equal(csv, expected);
   await page.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
   // Swapped, the inlined comparison the other way round: the leak is fixed.
   await page.click('button[data-action=swap]');
-  await page.waitForFunction(() => document.querySelector('[data-table=compare-groups] tbody tr:first-child td')?.textContent === 'fixed');
+  await page.waitForFunction(() => document.querySelector('[data-table=compare-families] tbody tr:first-child td')?.textContent === 'fixed');
   assert.equal(await page.$('.lf-compare .lf-regression'), null);
   clean(seen);
   await page.close();
@@ -188,20 +188,20 @@ test('a diff opened from disk shows the comparison of both runs', async () => {
 
 test('an op named with HTML stays text, and its CSV cell cannot run as a formula', async () => {
   const {page, seen} = await open(cli(['report', logdir], 'evil.html'));
-  await page.waitForSelector('[data-panel=groups] tbody tr');
-  const families = await page.$$eval('[data-panel=groups] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
+  await page.waitForSelector('[data-panel=families] tbody tr');
+  const families = await page.$$eval('[data-panel=families] tbody tr td:nth-child(2)', (tds) => tds.map((td) => td.textContent));
   assert.ok(families.includes(`${FORMULA}${XSS} [256,1024] output`), JSON.stringify(families));
   assert.equal(await page.$$eval('img', (imgs) => imgs.length), 0, 'no <img> element was created');
 
   // The whole table, every page, as CSV: the same bytes as the CLI's CSV rows of this run, host and allocator.
   const where = [runName(logdir, 'evil'), 'evil', 'GPU_0_bfc'];
   const tables = cli(['report', logdir], 'evil-csv', '--csv');
-  const groups = await download(page, '[data-panel=groups]');
+  const groups = await download(page, '[data-panel=families]');
   assert.ok(groups.name.endsWith('.csv'), groups.name);
   assert.ok(groups.csv.includes(`"'${FORMULA.replace(/"/g, '""')}${XSS}"`), groups.csv);
   assert.ok(!/(^|,)"?[=+@]/m.test(groups.csv), 'no cell starts a formula');
-  const cliGroups = cliRows(join(tables, 'groups.csv'), where);
-  assert.ok(cliGroups.header.startsWith('run,host,allocator,group,op,') && cliGroups.header.includes(',bytes_per_step,'), cliGroups.header);
+  const cliGroups = cliRows(join(tables, 'families.csv'), where);
+  assert.ok(cliGroups.header.startsWith('run,host,allocator,family,op,') && cliGroups.header.includes(',bytes_per_step,'), cliGroups.header);
   // The family's keys are columns of both, as the report's JSON has them.
   for (const key of ['label', 'num_shapes', 'latest_shape', 'onset_step', 'growth_steps', 'regrown']) assert.ok(cliGroups.header.split(',').includes(key), key);
   assert.ok(cliGroups.lines.length >= 2, 'the leak and the cache entries');

@@ -80,8 +80,8 @@ test('a session belongs to the TensorBoard run before its last slash; its captur
   assert.equal(m.captureCount(runs, 'top2'), 1);
   assert.equal(m.captureCount(runs, '2027_01_15_00_10_03'), 2);
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'profile'}]), 'heap floor (outlives every step)');
-  assert.equal(m.measureLabel([{kind: 'snapshot'}]), 'live bytes (snapshot)');
-  assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'snapshot'}]), 'outlives every step');
+  assert.equal(m.measureLabel([{kind: 'one_moment'}]), 'live bytes (snapshot)');
+  assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'one_moment'}]), 'outlives every step');
 });
 
 test('addresses: hex parsed, unused gaps between ranges shrunk', () => {
@@ -114,9 +114,9 @@ test('routes are relative URLs with their arguments encoded', () => {
 });
 
 // `leak` is the growing families' rate; the heap trend is made to disagree with it, so the test shows which one decides.
-const allocator = (memory_id, name, verdict, peak, leak = 0) => ({
+const allocator = (memory_id, label, verdict, peak, leak = 0) => ({
   memory_id,
-  name,
+  allocator: label,
   verdict,
   peak_bytes_in_use: peak,
   leak_bytes_per_step: leak,
@@ -188,7 +188,7 @@ test("long program ids are cut to their last digits, as the server's labels", ()
 
 test("a standalone page's buffers of one program buffer, as the buffers route filters them", () => {
   const site = (program, allocation) => ({context: 'program', program, buffer: '', allocation, hlo_op: '', op_name: '', hlo_shape: '', source: '', match: 'exact', candidates: [], stack: []});
-  const buffer = (id, s) => ({id, site: s, allocation_bytes: 100 - id, alloc_time_ps: id, free_time_ps: null, op: '', status: 'never_freed', group: null});
+  const buffer = (id, s) => ({id, site: s, chunk_bytes: 100 - id, alloc_time_ps: id, free_time_ps: null, op: '', status: 'never_freed', group: null});
   const all = {run: 'r', host: 'h', allocator: 'a', total: 4, sites: [site('', -1), site('jit_f(1)', 3), site('jit_f(1)', 4), site('jit_g(2)', 3)], buffers: [0, 1, 2, 3, 1].map((s, id) => buffer(id, s))};
   const ids = (params) => m.queryBuffers(all, params).body.buffers.map((b) => b.id);
   assert.deepEqual(ids({program: 'jit_f(1)', allocation: 3}), [1, 4]);

@@ -145,8 +145,8 @@ test('a TensorFlow capture without Python frames: empty Where cells and the hint
   const hints = await frame.$$eval('[data-hint=stack]', (ps) => ps.map((p) => p.textContent ?? ''));
   assert.equal(hints.length, 1, 'one hint, not one per row');
   assert.match(hints[0], /python_tracer=True/);
-  assert.ok(await frame.$('[data-panel=groups] [data-hint=stack]'), 'beside the op families');
-  for (const panel of ['groups', 'breakdown', 'lifetimes']) {
+  assert.ok(await frame.$('[data-panel=families] [data-hint=stack]'), 'beside the op families');
+  for (const panel of ['families', 'breakdown', 'lifetimes']) {
     const cells = await whereCells(frame, panel);
     assert.ok(cells.length > 0, panel);
     assert.deepEqual(

@@ -104,7 +104,7 @@ class Walker {
     }
   }
 
-  /** `field` names what `type` came from: "Group.onset_step", or the route's interface at the top. */
+  /** `field` names what `type` came from: "Family.onset_step", or the route's interface at the top. */
   walk(value, type, path, field) {
     const members = (type.isUnion() ? type.types : [type]).filter((m) => !(m.flags & ts.TypeFlags.Undefined));
     const taking = members.filter((m) => this.takes(m, value));

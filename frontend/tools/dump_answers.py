@@ -74,7 +74,7 @@ class Dump:
             self.run(client, logdir, run)
         # One history per TensorBoard run, of one capture as of several.
         for tb_run in sorted({tensorboard_run(run) for run in runs}):
-            self.get(client, logdir, "history", run=tb_run)
+            self.get(client, logdir, "history", tb_run=tb_run)
         # Neighbours in the list: leak against fixed, a program against none, one allocator against another.
         for run_a, run_b in itertools.pairwise(runs):
             self.get(client, logdir, "compare", run_a=run_a, run_b=run_b)
@@ -97,9 +97,9 @@ class Dump:
                 at = {"run": run, "host": name, "allocator": allocator["memory_id"]}
                 self.get(client, logdir, "timeline", points=POINTS, **at)
                 self.get(client, logdir, "buffers", limit=PAGE, **at)
-                if allocator["groups"]:
-                    self.get(client, logdir, "timeline", points=POINTS, group=0, **at)
-                    self.get(client, logdir, "buffers", limit=PAGE, group=0, **at)
+                if allocator["families"]:
+                    self.get(client, logdir, "timeline", points=POINTS, family=0, **at)
+                    self.get(client, logdir, "buffers", limit=PAGE, family=0, **at)
             for module in host["modules"]:
                 space = module["memory_space"] or None
                 self.get(client, logdir, "module", run=run, host=name, module=module["name"], memory_space=space, points=POINTS)

@@ -793,7 +793,7 @@ class _Naming:
 
     def sizes(self, rows: np.ndarray) -> np.ndarray:
         """The requested size of allocations `rows`, else their chunk's."""
-        requested = self.events.tensor_bytes[self.allocs[rows]]
+        requested = self.events.requested_bytes[self.allocs[rows]]
         sizes: np.ndarray = np.where(requested > 0, requested, self.events.chunk_bytes[self.allocs[rows]])
         return sizes
 

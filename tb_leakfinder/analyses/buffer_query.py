@@ -25,9 +25,9 @@ class BufferPage:
     rows: np.ndarray  # int64 indices into the allocator's buffers, in the asked order
 
 
-def check_group(a: AllocatorAnalysis, group: int) -> None:
-    if not 0 <= group < len(a.suspects.groups):
-        raise NotFoundError(f"allocator {a.name!r} has no never-freed group {group}; it has {len(a.suspects.groups)}")
+def check_family(a: AllocatorAnalysis, family: int) -> None:
+    if not 0 <= family < len(a.suspects.families):
+        raise NotFoundError(f"allocator {a.name!r} has no never-freed group {family}; it has {len(a.suspects.families)}")
 
 
 def query_buffers(
@@ -36,14 +36,14 @@ def query_buffers(
     limit: int = DEFAULT_PAGE,
     sort: str = "bytes",
     order: str = "desc",
-    group: int | None = None,
+    family: int | None = None,
     status: str | None = None,
     start_ps: int | None = None,
     end_ps: int | None = None,
     program: str | None = None,
     allocation: int | None = None,
 ) -> BufferPage:
-    """The buffers of `group` and `status` live at some time in [start_ps, end_ps], sorted, from `offset`;
+    """The buffers of `family` and `status` live at some time in [start_ps, end_ps], sorted, from `offset`;
     with `program`, only those made in it (with `allocation` too, those tied to that buffer allocation of it:
     the static view's program buffer)."""
     b = a.buffers
@@ -54,9 +54,9 @@ def query_buffers(
     if offset < 0 or not 1 <= limit <= MAX_PAGE:
         raise BadArgumentError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE}")
     mask = np.ones(len(b), bool)
-    if group is not None:
-        check_group(a, group)
-        mask &= a.suspects.group_of_buffer == group
+    if family is not None:
+        check_family(a, family)
+        mask &= a.suspects.never_freed_family == family
     if status is not None:
         if status not in STATUS_NAMES:
             raise BadArgumentError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}")

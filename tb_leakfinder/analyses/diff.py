@@ -58,12 +58,12 @@ class Delta:
 
 
 @dataclass
-class GroupSide:
+class FamilySide:
     """A never-freed group of one side, its numbered ops merged (`Mul` and `Mul_1` add up)."""
 
     kind: str
     count: int
-    bytes: int
+    chunk_bytes: int
     bytes_per_step: float
     label: str  # the family's, as its side's report words it
     onset_step: int | None  # the earliest onset of its growing families
@@ -71,18 +71,18 @@ class GroupSide:
 
 
 @dataclass
-class GroupDiff:
+class FamilyDiff:
     op: str  # normalised
     shape: str
     dtype: str
     region: str
     status: str
-    a: GroupSide | None
-    b: GroupSide | None
+    a: FamilySide | None
+    b: FamilySide | None
 
     @property
     def new_leak(self) -> bool:
-        """B's group grows and A's did not (or A had none)."""
+        """B's family grows and A's did not (or A had none)."""
         return self.b is not None and self.b.kind == GROWING and not (self.a is not None and self.a.kind == GROWING)
 
 
@@ -95,7 +95,7 @@ class AllocatorDiff:
     growth_bytes_per_step: Delta
     num_allocations: Delta
     num_deallocations: Delta
-    groups: list[GroupDiff]  # by status (new first), then by the change in bytes
+    families: list[FamilyDiff]  # by status (new first), then by the change in bytes
 
 
 @dataclass
@@ -139,25 +139,25 @@ def _changed(a: float, b: float) -> int:
     return 1 if b > a else -1
 
 
-GroupKey = tuple[str, str, str, str]
+FamilyKey = tuple[str, str, str, str]
 
 
-def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
+def _merge(a: AllocatorAnalysis | None) -> dict[FamilyKey, FamilySide]:
     """The allocator's never-freed groups by normalised key."""
-    merged: dict[GroupKey, GroupSide] = {}
+    merged: dict[FamilyKey, FamilySide] = {}
     if a is None:
         return merged
     strings = a.events.strings
-    for g in a.suspects.groups:
+    for g in a.suspects.families:
         key = (normalize_name(strings[g.op]), g.shape, strings[g.dtype], strings[g.region])
         m = merged.get(key)
         if m is None:
-            merged[key] = GroupSide(
-                g.kind, g.count, g.bytes, g.bytes_per_step, family_label(g, strings, a.sites), g.onset_step, g.late_onset
+            merged[key] = FamilySide(
+                g.kind, g.count, g.chunk_bytes, g.bytes_per_step, family_label(g, strings, a.sites), g.onset_step, g.late_onset
             )
             continue
         m.count += g.count
-        m.bytes += g.bytes
+        m.chunk_bytes += g.chunk_bytes
         m.bytes_per_step += g.bytes_per_step
         if g.kind == GROWING:
             m.kind = GROWING
@@ -166,7 +166,7 @@ def _merge(a: AllocatorAnalysis | None) -> dict[GroupKey, GroupSide]:
     return merged
 
 
-def _group_status(a: GroupSide | None, b: GroupSide | None) -> str:
+def _family_status(a: FamilySide | None, b: FamilySide | None) -> str:
     if a is None:
         return NEW
     if b is None:
@@ -174,19 +174,19 @@ def _group_status(a: GroupSide | None, b: GroupSide | None) -> str:
     if b.kind == GROWING and a.kind != GROWING:
         return GROWN
     growing = GROWING in (a.kind, b.kind)
-    change = _changed(a.bytes_per_step, b.bytes_per_step) if growing else _changed(a.bytes, b.bytes)
+    change = _changed(a.bytes_per_step, b.bytes_per_step) if growing else _changed(a.chunk_bytes, b.chunk_bytes)
     return {1: GROWN, -1: SHRUNK, 0: UNCHANGED}[change]
 
 
-def diff_groups(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> list[GroupDiff]:
+def diff_families(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> list[FamilyDiff]:
     side_a, side_b = _merge(a), _merge(b)
     rows = [
-        GroupDiff(*key, _group_status(side_a.get(key), side_b.get(key)), side_a.get(key), side_b.get(key))
+        FamilyDiff(*key, _family_status(side_a.get(key), side_b.get(key)), side_a.get(key), side_b.get(key))
         for key in list(side_a) + [k for k in side_b if k not in side_a]
     ]
 
-    def change(g: GroupDiff) -> int:
-        return abs((g.b.bytes if g.b else 0) - (g.a.bytes if g.a else 0))
+    def change(g: FamilyDiff) -> int:
+        return abs((g.b.chunk_bytes if g.b else 0) - (g.a.chunk_bytes if g.a else 0))
 
     rows.sort(key=lambda g: (STATUS_ORDER.index(g.status), -change(g)))
     return rows
@@ -213,7 +213,7 @@ def diff_allocator(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> 
         growth_bytes_per_step=delta(lambda x: x.summary.growth_bytes_per_step),
         num_allocations=delta(lambda x: x.summary.num_allocations),
         num_deallocations=delta(lambda x: x.summary.num_deallocations),
-        groups=diff_groups(a, b),
+        families=diff_families(a, b),
     )
 
 
@@ -250,7 +250,7 @@ def regressions(hosts: list[HostDiff]) -> list[str]:
         if h.b.verdict.verdict == LEAK and h.a.verdict.verdict != LEAK:
             found.append(f"host {h.b.host}: B leaks and A does not: {h.b.verdict.reason}")
         for alloc in h.allocators:
-            for g in alloc.groups:
+            for g in alloc.families:
                 if g.new_leak and g.b is not None:
                     found.append(
                         f"host {h.b.host}, allocator {alloc.b.name if alloc.b else None}: new growing group {g.b.label} "
@@ -259,7 +259,7 @@ def regressions(hosts: list[HostDiff]) -> list[str]:
     return found
 
 
-def _onset_words(side: GroupSide) -> str:
+def _onset_words(side: FamilySide) -> str:
     return f" from step {side.onset_step} on" if side.late_onset else ""
 
 

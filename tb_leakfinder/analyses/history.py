@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
-from tb_leakfinder.model.history import FILE_MTIME, SESSION_NAME, SNAPSHOT, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, SESSION_NAME, CapturePoint, FamilyPoint
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -88,7 +88,7 @@ class Series:
 
 @dataclass
 class History:
-    run: str  # the TensorBoard run whose captures these are
+    tb_run: str  # the TensorBoard run whose captures these are
     num_captures: int
     verdict: str
     reason: str
@@ -98,10 +98,10 @@ class History:
 
 def measure(point: CapturePoint) -> int:
     """What a capture says outlives every step: a snapshot's live bytes, a profile's heap floor."""
-    return point.heap_end_bytes if point.kind == SNAPSHOT else point.heap_floor_bytes
+    return point.heap_end_bytes if point.kind == ONE_MOMENT else point.heap_floor_bytes
 
 
-def run_history(run: str, points: list[CapturePoint], num_captures: int | None = None) -> History:
+def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | None = None) -> History:
     """The history of a run's captures (each allocator of each host its own series); `num_captures` counts those
     without any allocator too (no memory events), which give no point."""
     captures = {p.capture for p in points}
@@ -116,10 +116,10 @@ def run_history(run: str, points: list[CapturePoint], num_captures: int | None =
         note = f"captures come from {len(hosts)} hosts ({', '.join(hosts[:5])}): each host's history is its own"
     if not series:
         total = num_captures if num_captures is not None else len(captures)
-        return History(run, total, INCONCLUSIVE, f"{run}: no memory events in its {total} captures", note, [])
+        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures", note, [])
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.name} on {top.host}: {top.reason}"
-    return History(run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
+    return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
 
 
 def count_unreadable(h: History, unreadable: int) -> History:
@@ -128,7 +128,7 @@ def count_unreadable(h: History, unreadable: int) -> History:
     if not unreadable:
         return h
     if unreadable >= h.num_captures:
-        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.run}: none of its {h.num_captures} captures could be read")
+        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.tb_run}: none of its {h.num_captures} captures could be read")
     return replace(h, reason=f"{h.reason} ({unreadable} of {h.num_captures} captures could not be read)")
 
 
@@ -142,7 +142,7 @@ def in_order(points: list[CapturePoint]) -> list[CapturePoint]:
 
 
 def _step(p: CapturePoint) -> int | None:
-    return p.last_step if p.kind == SNAPSHOT else p.first_step
+    return p.last_step if p.kind == ONE_MOMENT else p.first_step
 
 
 def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
@@ -202,7 +202,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
             f"a history needs at least {MIN_CAPTURES} to tell growth from noise",
         )
     rising = int(np.count_nonzero(np.diff(values) > 0))
-    peak = max(p.heap_peak_bytes for p in points)
+    peak = max(p.peak_heap_bytes for p in points)
     enough = rise > max(MIN_RISE_BYTES, MIN_RISE_SHARE * peak)
     trend = per_hour if per_hour is not None else per_capture
     if rising < math.ceil(RISING_SHARE * (len(points) - 1)) or not enough or trend <= 0:
@@ -266,7 +266,7 @@ def _families(points: list[CapturePoint], per_step: float | None, timed: bool) -
     for key, found in seen.items():
         first, last = found[0][1], found[-1][1]
         hourly: float | None
-        if points[0].kind == SNAPSHOT:
+        if points[0].kind == ONE_MOMENT:
             held = [f.bytes for _, f in found]
             grew = sum(1 for a, b in itertools.pairwise(held) if b > a)
             x = [points[k].last_step for k, _ in found]

@@ -9,10 +9,10 @@ from tb_leakfinder.analyses.capacity import known_capacity
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import STEP_NUM
-from tb_leakfinder.analyses.suspects import SuspectGroup
+from tb_leakfinder.analyses.suspects import Family
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
-from tb_leakfinder.model.history import PROFILE, SNAPSHOT, AllocatorPoint, FamilyPoint, HostPoints
+from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
 from tb_leakfinder.model.sites import NO_SITE
 
 
@@ -22,7 +22,7 @@ def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints
     steps = profile.steps.step_num.tolist() if h.step_source.kind == STEP_NUM else []
     return HostPoints(
         host=profile.host,
-        kind=SNAPSHOT if profile.snapshot else PROFILE,
+        kind=ONE_MOMENT if profile.one_moment else PROFILE,
         start_time_ns=profile.start_time_ns,
         duration_s=profile.duration_ps / 1e12,
         first_step=int(min(steps)) if steps else None,
@@ -38,17 +38,17 @@ def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
         memory_id=a.memory_id,
         name=a.name,
         heap_start_bytes=int(s.heap_start_bytes),
-        heap_peak_bytes=int(s.peak_heap_bytes),
+        peak_heap_bytes=int(s.peak_heap_bytes),
         heap_end_bytes=int(s.heap_end_bytes),
         heap_floor_bytes=int(s.heap_floor_bytes),
         never_freed_bytes=int(s.never_freed_bytes),
         capacity_bytes=known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use)),
         verdict=a.verdict.verdict,
-        families=[_family(a, g) for g in a.suspects.groups],
+        families=[_family(a, g) for g in a.suspects.families],
     )
 
 
-def _family(a: AllocatorAnalysis, g: SuspectGroup) -> FamilyPoint:
+def _family(a: AllocatorAnalysis, g: Family) -> FamilyPoint:
     strings = a.events.strings
     site = a.sites[g.site] if 0 <= g.site < len(a.sites) else NO_SITE
     # The report's names (program ids cut), so that a family keeps its key whichever program id a capture saw.
@@ -59,7 +59,7 @@ def _family(a: AllocatorAnalysis, g: SuspectGroup) -> FamilyPoint:
         where=site.where,
         stack=list(site.stack),
         kind=g.kind,
-        bytes=int(g.bytes),
+        bytes=int(g.chunk_bytes),
         bytes_per_step=float(round(g.bytes_per_step, 1)),  # as the report rounds it: the history's rates agree
         count=int(g.count),
     )

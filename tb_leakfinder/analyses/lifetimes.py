@@ -81,7 +81,7 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
         alloc_step=np.where(allocated, containing_step(alloc_time, steps), -1).astype(np.int32),
         free_step=np.where(free_time != NO_TIME, containing_step(free_time, steps), -1).astype(np.int32),
         addr=events.addr[source],
-        tensor_bytes=events.tensor_bytes[source],
+        requested_bytes=events.requested_bytes[source],
         chunk_bytes=events.chunk_bytes[source],
         op=np.where(allocated, events.op[source], 0).astype(events.op.dtype),
         shape=np.where(allocated, events.shape[source], 0).astype(events.shape.dtype),

@@ -16,7 +16,7 @@ from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_groups
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_families
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
@@ -77,7 +77,7 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     to the allocators column by column, so that a large profile is never held twice; `profile.events` is left empty."""
     events = profile.events
     # A snapshot is one moment: it has no steps to find, not even time windows.
-    source = StepSource(NONE, None, Steps.empty(), SNAPSHOT_STEPS) if profile.snapshot else find_steps(profile)
+    source = StepSource(NONE, None, Steps.empty(), SNAPSHOT_STEPS) if profile.one_moment else find_steps(profile)
     calls = call_index(profile.spans, modules, profile.device_planes)
     profile.events = MemoryEvents.empty()
     # The candidate spans have served: the cached analysis keeps only the steps they gave.
@@ -163,14 +163,14 @@ def analyze_allocator(
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    verdict = decide(summary, suspects.groups, source, events.strings, attribution.sites, _freed_in_one_step(buffers, source))
+    verdict = decide(summary, suspects.families, source, events.strings, attribution.sites, _freed_in_one_step(buffers, source))
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")
     if info.partial is not None:
         warnings.append(info.partial)
         verdict = _partial(verdict, info.partial)
-    if profile.snapshot:
+    if profile.one_moment:
         verdict = Verdict(
             INCONCLUSIVE,
             f"A snapshot: {summary.num_allocations} live buffer group(s) holding {format_bytes(summary.heap_end_bytes)} at "
@@ -185,7 +185,7 @@ def analyze_allocator(
         verdict = cannot_tell(info.guessed_pairs, verdict)
     if pairing.unmatched_frees:
         warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
-    growth = sum(g.bytes_per_step for g in leak_groups(suspects.groups, source)) if verdict.verdict == LEAK else 0.0
+    growth = sum(g.bytes_per_step for g in leak_families(suspects.families, source)) if verdict.verdict == LEAK else 0.0
     outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(
         memory_id,
@@ -230,9 +230,9 @@ def _partial(verdict: Verdict, note: str) -> Verdict:
 def _inconsistencies(events: MemoryEvents) -> list[str]:
     """What makes an allocator's numbers impossible: each one leaves its verdict inconclusive."""
     checks = [
-        ((events.chunk_bytes < 0) | (events.tensor_bytes < 0), "with a negative size"),
+        ((events.chunk_bytes < 0) | (events.requested_bytes < 0), "with a negative size"),
         (
-            (events.chunk_bytes > MAX_PLAUSIBLE_BYTES) | (events.tensor_bytes > MAX_PLAUSIBLE_BYTES),
+            (events.chunk_bytes > MAX_PLAUSIBLE_BYTES) | (events.requested_bytes > MAX_PLAUSIBLE_BYTES),
             "with an absurd size (over 1 PiB)",
         ),
         (

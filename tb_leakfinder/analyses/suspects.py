@@ -45,7 +45,7 @@ _DIMS = re.compile(r"\[([^\[\]]*)\]")
 
 
 @dataclass
-class SuspectGroup:
+class Family:
     op: int
     dtype: int
     region: int
@@ -56,7 +56,7 @@ class SuspectGroup:
     kind: str
     count: int  # never-freed buffers
     requested_bytes: int  # tensor bytes of the never-freed buffers, as the program asked for them
-    bytes: int  # allocated: the allocator's chunks, rounded up
+    chunk_bytes: int  # the allocator's chunks, rounded up
     steps: int  # distinct steps the never-freed buffers were made in
     first_step: int | None  # step numbers, not ordinals
     last_step: int | None
@@ -65,15 +65,15 @@ class SuspectGroup:
     growth_steps: int  # steps from the onset on in which its live bytes rose
     regrown: bool  # grows by freeing a buffer and making it again larger, not by keeping more buffers
     bytes_per_step: float  # tensor bytes, fitted from the onset on (growing families; else 0)
-    allocated_bytes_per_step: float
+    chunk_bytes_per_step: float
     score: float
 
 
 @dataclass
 class Suspects:
-    groups: list[SuspectGroup]  # most suspicious first
-    group_of_buffer: np.ndarray  # index into groups of each never-freed buffer, -1 for the others
-    family_of_buffer: np.ndarray  # index into groups of each buffer that outlives a step or is never freed, else -1
+    families: list[Family]  # most suspicious first
+    never_freed_family: np.ndarray  # index into families of each never-freed buffer, -1 for the others
+    family_of_buffer: np.ndarray  # index into families of each buffer that outlives a step or is never freed, else -1
 
 
 @dataclass
@@ -89,7 +89,7 @@ class _Trend:
 def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspects:
     """Families of the buffers that outlive a step or are never freed, each classified by its live-bytes trend."""
     n = len(steps)
-    group_of_buffer = np.full(len(buffers), -1, np.int32)
+    never_freed_family = np.full(len(buffers), -1, np.int32)
     family_of_buffer = np.full(len(buffers), -1, np.int32)
     never = buffers.status == NEVER_FREED
     boundary = _boundaries(steps)
@@ -97,21 +97,21 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
     crossing = first < end
     members = np.flatnonzero(never | crossing)
     if len(members) == 0:
-        return Suspects([], group_of_buffer, family_of_buffer)
+        return Suspects([], never_freed_family, family_of_buffer)
     key = family_keys(buffers, members)
     _, family = np.unique(key, return_inverse=True)
     num_families = int(family.max()) + 1
     position = step_position(buffers.alloc_time_ps[members], steps) if n else np.full(len(members), -1, np.int64)
     by_family = np.argsort(family, kind="stable")
     starts = np.concatenate([[0], np.cumsum(np.bincount(family, minlength=num_families))])
-    candidates: list[tuple[SuspectGroup, int]] = []
+    candidates: list[tuple[Family, int]] = []
     block = max(1, SERIES_BLOCK_CELLS // (n + 2))
     for lo in range(0, num_families, block):
         hi = min(num_families, lo + block)
         in_block = (family >= lo) & (family < hi) & crossing[members]
         rows = members[in_block]
         where = family[in_block] - lo
-        requested, allocated = buffers.tensor_bytes[rows], buffers.chunk_bytes[rows]
+        requested, allocated = buffers.requested_bytes[rows], buffers.chunk_bytes[rows]
         # A profile without requested sizes (or with corrupt ones) is measured by its chunks instead.
         tensor = np.where(requested > 0, requested, allocated)
         (at_boundaries, tensor_floors), (_, chunk_floors), (_, count_floors) = _step_floors(
@@ -120,18 +120,18 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
         series = [at_boundaries, tensor_floors, chunk_floors, count_floors]
         for f in range(lo, hi):
             chosen = by_family[starts[f] : starts[f + 1]]
-            group = _classify(
+            found = _classify(
                 buffers, members[chosen], position[chosen], never[members[chosen]], [s[f - lo] for s in series], steps, strings
             )
-            if group is not None:
-                candidates.append((group, f))
-    ranked = sorted(range(len(candidates)), key=lambda i: (-candidates[i][0].score, -candidates[i][0].bytes))
+            if found is not None:
+                candidates.append((found, f))
+    ranked = sorted(range(len(candidates)), key=lambda i: (-candidates[i][0].score, -candidates[i][0].chunk_bytes))
     rank = np.full(num_families, -1, np.int32)
     for r, i in enumerate(ranked):
         rank[candidates[i][1]] = r
     family_of_buffer[members] = rank[family]
-    group_of_buffer[members] = np.where(never[members], rank[family], -1)
-    return Suspects([candidates[i][0] for i in ranked], group_of_buffer, family_of_buffer)
+    never_freed_family[members] = np.where(never[members], rank[family], -1)
+    return Suspects([candidates[i][0] for i in ranked], never_freed_family, family_of_buffer)
 
 
 def _boundaries(steps: Steps) -> np.ndarray:
@@ -287,8 +287,8 @@ def _classify(
     series: list[np.ndarray],
     steps: Steps,
     strings: list[str],
-) -> SuspectGroup | None:
-    """The group of one family, or None when it keeps nothing and does not grow."""
+) -> Family | None:
+    """One family's figures, or None when it keeps nothing and does not grow."""
     num_steps = len(steps)
     at_boundaries, live_requested, live_allocated, live_count = series
     trend = _trend(live_requested, at_boundaries) if num_steps else None
@@ -324,7 +324,7 @@ def _classify(
     shapes = sorted_distinct(buffers.shape[members])
     latest = _latest(buffers, members, never)
     step_nums = steps.step_num
-    return SuspectGroup(
+    return Family(
         op=op,
         dtype=dtype,
         region=region,
@@ -334,8 +334,8 @@ def _classify(
         site=int(buffers.site[latest]),
         kind=kind,
         count=len(kept),
-        requested_bytes=int(buffers.tensor_bytes[kept].sum()),
-        bytes=int(buffers.chunk_bytes[kept].sum()),
+        requested_bytes=int(buffers.requested_bytes[kept].sum()),
+        chunk_bytes=int(buffers.chunk_bytes[kept].sum()),
         steps=distinct,
         first_step=int(step_nums[first]) if first is not None else None,
         last_step=int(step_nums[last]) if last is not None else None,
@@ -344,7 +344,7 @@ def _classify(
         growth_steps=len(trend.rises) if growing and trend is not None else 0,
         regrown=bool(regrown),
         bytes_per_step=per_step,
-        allocated_bytes_per_step=allocated_per_step,
+        chunk_bytes_per_step=allocated_per_step,
         score=round(min(1.0, score), 3),
     )
 
@@ -356,7 +356,7 @@ def _still_held(buffers: Buffers, kept: np.ndarray, live: np.ndarray, onset: int
     (a sweep of ever larger configurations, a pipeline draining) only looked
     as if it grew.
     """
-    requested = buffers.tensor_bytes[kept]
+    requested = buffers.requested_bytes[kept]
     held = np.where(requested > 0, requested, buffers.chunk_bytes[kept]).sum()
     return bool(held >= HELD_SHARE * (live[-1] - live[onset]))
 

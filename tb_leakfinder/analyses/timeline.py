@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.buffer_query import check_group
+from tb_leakfinder.analyses.buffer_query import check_family
 from tb_leakfinder.analyses.downsample import downsample
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
@@ -22,16 +22,16 @@ class Timeline:
     stack_bytes: np.ndarray
     fragmentation: np.ndarray
     never_freed_bytes: np.ndarray
-    group: int | None = None
-    group_bytes: np.ndarray | None = None  # held by the family `group`: its buffers that outlive a step
+    family: int | None = None
+    family_bytes: np.ndarray | None = None  # held by the family `family`: its buffers that outlive a step
 
 
 def timeline(
-    a: AllocatorAnalysis, points: int, start_ps: int | None = None, end_ps: int | None = None, group: int | None = None
+    a: AllocatorAnalysis, points: int, start_ps: int | None = None, end_ps: int | None = None, family: int | None = None
 ) -> Timeline:
     """At most `points` samples of the events in [start_ps, end_ps], the peak and every spike kept."""
-    if group is not None:
-        check_group(a, group)
+    if family is not None:
+        check_family(a, family)
     e = a.events
     lo = 0 if start_ps is None else int(np.searchsorted(e.time_ps, start_ps, side="left"))
     hi = len(e) if end_ps is None else int(np.searchsorted(e.time_ps, end_ps, side="right"))
@@ -45,8 +45,8 @@ def timeline(
         stack_bytes=e.stack_bytes[at],
         fragmentation=e.fragmentation[at],
         never_freed_bytes=never_freed_bytes(a.buffers, at),
-        group=group,
-        group_bytes=None if group is None else live_bytes(a.buffers, a.suspects.family_of_buffer == group, at),
+        family=family,
+        family_bytes=None if family is None else live_bytes(a.buffers, a.suspects.family_of_buffer == family, at),
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
 from tb_leakfinder.analyses.summary import Summary
-from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, SuspectGroup
+from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, Family
 from tb_leakfinder.analyses.words import format_bytes, group_label
 from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, Site
 
@@ -42,7 +42,7 @@ class Verdict:
 
 def decide(
     summary: Summary,
-    groups: list[SuspectGroup],
+    families: list[Family],
     source: StepSource,
     strings: list[str],
     sites: Sequence[Site] = (),
@@ -53,7 +53,7 @@ def decide(
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
     if source.too_short:
-        lead = f" The largest never-freed group is {family_label(groups[0], strings, sites)}." if groups else ""
+        lead = f" The largest never-freed group is {family_label(families[0], strings, sites)}." if families else ""
         found = "no step information and no time span to divide" if source.kind == NONE else source.description
         if n == 1 and freed_in_one_step:
             return Verdict(
@@ -65,8 +65,8 @@ def decide(
             INCONCLUSIVE,
             f"Inconclusive: {found}, too few to tell growth from warm-up; capture at least {MIN_STEPS} steps.{lead}",
         )
-    growing = [g for g in groups if g.kind == GROWING]
-    leaking = leak_groups(groups, source)
+    growing = [g for g in families if g.kind == GROWING]
+    leaking = leak_families(families, source)
     if leaking:
         top = leaking[0]
         onset = f" from {unit} {top.onset_step} on" if top.late_onset and source.kind != TIME_WINDOWS else ""
@@ -90,7 +90,7 @@ def decide(
         )
     kept_bytes = summary.never_freed_bytes
     if kept_bytes:
-        kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in groups)]
+        kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in families)]
         return Verdict(
             NO_LEAK,
             f"No leak: nothing grows {unit} after {unit} over {source.description}; "
@@ -110,9 +110,9 @@ def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:
     )
 
 
-def leak_groups(groups: list[SuspectGroup], source: StepSource) -> list[SuspectGroup]:
+def leak_families(families: list[Family], source: StepSource) -> list[Family]:
     """The growing groups that make a leak; with time windows, only those that grow in most windows."""
-    growing = [g for g in groups if g.kind == GROWING]
+    growing = [g for g in families if g.kind == GROWING]
     if source.kind != TIME_WINDOWS:
         return growing
     return [g for g in growing if g.growth_steps >= _most(source.num_steps)]
@@ -122,16 +122,16 @@ def _most(num_windows: int) -> int:
     return math.ceil(MOST_WINDOWS * num_windows)
 
 
-def family_label(group: SuspectGroup, strings: list[str], sites: Sequence[Site] = ()) -> str:
+def family_label(family: Family, strings: list[str], sites: Sequence[Site] = ()) -> str:
     """'Mul [128,1024] output (train.py:42 in train_step)', 'Mean [32,*] output, 12 shapes', 'output 0 of
     jit_step(3) (dot_general f32[1024,1024], model.py:57)', or 'one buffer (4 buffers) regrown each step by
     ConcatV2, now [1920,1024]'."""
-    op, region = strings[group.op], strings[group.region]
-    site = sites[group.site] if 0 < group.site < len(sites) else None
+    op, region = strings[family.op], strings[family.region]
+    site = sites[family.site] if 0 < family.site < len(sites) else None
     where = f" ({site.where})" if site is not None and site.where and site.where not in op else ""
-    if group.regrown:
-        buffers = "one buffer" if group.count <= 1 else f"{group.count} buffers"  # a KV cache per layer: one each
-        return f"{buffers} regrown each step by {op or '(unknown op)'}, now {group.latest_shape}{where}"
+    if family.regrown:
+        buffers = "one buffer" if family.count <= 1 else f"{family.count} buffers"  # a KV cache per layer: one each
+        return f"{buffers} regrown each step by {op or '(unknown op)'}, now {family.latest_shape}{where}"
     if site is not None and site.context == CONTEXT_PROGRAM and site.buffer:
         details = [f"{site.hlo_op} {site.hlo_shape}".strip(), site.where]
         if site.match == MATCH_AMBIGUOUS:
@@ -139,8 +139,8 @@ def family_label(group: SuspectGroup, strings: list[str], sites: Sequence[Site] 
             details.append("or another buffer of its size" if others == 1 else f"or one of {others} other buffers of its size")
         label = f"{op} ({', '.join(d for d in details if d)})"
     else:
-        label = group_label(op, group.shape, region) + where
-    return f"{label}, {group.num_shapes} shapes" if group.num_shapes > 1 else label
+        label = group_label(op, family.shape, region) + where
+    return f"{label}, {family.num_shapes} shapes" if family.num_shapes > 1 else label
 
 
 def worst(verdicts: list[str]) -> str:

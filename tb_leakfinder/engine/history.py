@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 
-from tb_leakfinder.model.history import FILE_MTIME, OWN_CLOCK, SESSION_NAME, SNAPSHOT, CapturePoint, HostPoints
+from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, OWN_CLOCK, SESSION_NAME, CapturePoint, HostPoints
 
 _SESSION = re.compile(r"([0-9]{4}(?:_[0-9]{2}){5})(?:_[0-9]+)?")
 
@@ -44,7 +44,7 @@ def capture_points(capture: str, host: HostPoints, mtime_ns: int) -> list[Captur
     else:
         time_s, source = mtime_ns / 1e9 - host.duration_s, FILE_MTIME
     first, last = host.first_step, host.last_step
-    if first is None and host.kind == SNAPSHOT:  # a snapshot has no markers: its name may say its step
+    if first is None and host.kind == ONE_MOMENT:  # a snapshot has no markers: its name may say its step
         first = last = _trailing_number(capture)
     return [
         CapturePoint(

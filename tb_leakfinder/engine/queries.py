@@ -102,11 +102,11 @@ def allocator(at: HostAt, name: str | None) -> AllocatorAt:
 
 
 def timeline(
-    at: AllocatorAt, points: int, start_ps: int | None = None, end_ps: int | None = None, group: int | None = None
+    at: AllocatorAt, points: int, start_ps: int | None = None, end_ps: int | None = None, family: int | None = None
 ) -> reports.TimelineAnswer:
-    """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one group or all."""
+    """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one family or all."""
     a, steps = at.allocator, at.analysis.profile.steps
-    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, group))
+    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family))
     return {"run": at.run, "host": at.host, **body}
 
 
@@ -116,7 +116,7 @@ def buffers(
     limit: int = DEFAULT_PAGE,
     sort: str = "bytes",
     order: str = "desc",
-    group: int | None = None,
+    family: int | None = None,
     status: str | None = None,
     start_ps: int | None = None,
     end_ps: int | None = None,
@@ -125,7 +125,7 @@ def buffers(
 ) -> reports.BuffersAnswer:
     """A page of an allocator's buffers (analyses/buffer_query.py says what each argument selects)."""
     a = at.allocator
-    page = query_buffers(a, offset, limit, sort, order, group, status, start_ps, end_ps, program, allocation)
+    page = query_buffers(a, offset, limit, sort, order, family, status, start_ps, end_ps, program, allocation)
     body = reports.buffers_json(a, at.analysis.profile.steps, page)
     return {"run": at.run, "host": at.host, "allocator": a.name, "memory_id": a.memory_id, **body}
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 # CapturePoint.kind
 PROFILE = "profile"  # memory events over a window (an XSpace session)
-SNAPSHOT = "snapshot"  # the buffers live at one moment (a device memory profile)
+ONE_MOMENT = "one_moment"  # the buffers live at one moment (a device memory profile)
 
 # CapturePoint.time_source: where its time came from, best first.
 OWN_CLOCK = "profile"  # the capture's own record of when it ran (an XSpace's events, baseTimeNanoseconds, time_us...)
@@ -35,7 +35,7 @@ class AllocatorPoint:
     memory_id: str
     name: str  # the allocator's label
     heap_start_bytes: int
-    heap_peak_bytes: int
+    peak_heap_bytes: int
     heap_end_bytes: int
     heap_floor_bytes: int  # the least it held at any moment of the window
     never_freed_bytes: int
@@ -51,7 +51,7 @@ class HostPoints:
     found in (its name, its file's mtime) is added when the history is made."""
 
     host: str
-    kind: str  # PROFILE or SNAPSHOT
+    kind: str  # PROFILE or ONE_MOMENT
     start_time_ns: int | None  # when it began by its own clock; None (or 0): not recorded
     duration_s: float
     first_step: int | None  # step numbers, when markers give them
@@ -66,7 +66,7 @@ class CapturePoint(AllocatorPoint):
 
     capture: str  # the discovered session's run name, "job/2026_12_01_22_30_16": the tab opens it
     host: str
-    kind: str  # PROFILE or SNAPSHOT
+    kind: str  # PROFILE or ONE_MOMENT
     time_s: float  # when it began, seconds since the epoch
     duration_s: float
     first_step: int | None  # step numbers, when markers (or a snapshot's name) give them

@@ -29,7 +29,7 @@ class Buffers:
     alloc_step: np.ndarray
     free_step: np.ndarray
     addr: np.ndarray
-    tensor_bytes: np.ndarray
+    requested_bytes: np.ndarray
     chunk_bytes: np.ndarray
     op: np.ndarray
     shape: np.ndarray

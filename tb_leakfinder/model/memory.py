@@ -16,7 +16,7 @@ EVENT_COLUMNS: dict[str, type] = {
     "kind": np.int8,
     "allocator": np.int32,
     "addr": np.uint64,
-    "tensor_bytes": np.int64,
+    "requested_bytes": np.int64,
     "chunk_bytes": np.int64,
     "heap_bytes": np.int64,
     "stack_bytes": np.int64,
@@ -51,7 +51,7 @@ class MemoryEvents:
     kind: np.ndarray
     allocator: np.ndarray
     addr: np.ndarray
-    tensor_bytes: np.ndarray
+    requested_bytes: np.ndarray
     chunk_bytes: np.ndarray
     heap_bytes: np.ndarray
     stack_bytes: np.ndarray
@@ -261,7 +261,7 @@ class HostProfile:
     start_time_ns: int | None = None
     # The clock is the events' order, not time: this many ps an event (a PyTorch memory snapshot without time_us).
     event_clock_ps: int | None = None
-    snapshot: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
+    one_moment: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
     compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"

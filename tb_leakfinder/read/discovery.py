@@ -6,7 +6,7 @@ Three layouts are found, each format saying which of its files it is (base.py's 
 - a folder format's files (`FolderSessions`: PyTorch traces) in a folder outside `plugins`: one session, `<folder>`
   (the logdir's own name at its top), whose hosts are its files; when a host has several (the cycles of a profiler
   schedule), each cycle is a session `<folder>/<session>`, a capture of that run;
-- a snapshot format's files (`Snapshots`: JAX device memory profiles, PyTorch memory snapshots) in a folder outside
+- a snapshot format's files (`FileSessions`: JAX device memory profiles, PyTorch memory snapshots) in a folder outside
   `plugins`: each a session of its own, `<folder>/<name>` (`<name>` at the logdir's top), with one host, listed in
   the order they were taken.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.read.formats.registry import SnapshotFormat
+from tb_leakfinder.read.formats.registry import FileSessionFormat
 
 MAX_DEPTH = 64
 
@@ -63,7 +63,7 @@ def _session(name: str, session_dir: str, host: str | None = None) -> Run:
     return Run(name, session_dir, hosts, registry.companions(names))
 
 
-def _snapshot(name: str, path: str, snapshots: SnapshotFormat) -> Run:
+def _snapshot(name: str, path: str, snapshots: FileSessionFormat) -> Run:
     """The run of one snapshot file: a session of its own, with one host."""
     host = snapshots.host_name(files.basename(path))
     assert host is not None  # the format sniffed it
@@ -73,9 +73,9 @@ def _snapshot(name: str, path: str, snapshots: SnapshotFormat) -> Run:
 def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[str, int], Run]]:
     """(sort key, run) of every snapshot file among a folder's `names` (its files), in the order taken."""
     found = []
-    for snapshots in registry.snapshot_formats():
+    for snapshots in registry.file_session_formats():
         mine = [p for p in (files.join(folder, n) for n in names) if snapshots.sniff(p)]
-        for rank, path in enumerate(snapshots.snapshot_order(mine), start=1):
+        for rank, path in enumerate(snapshots.session_order(mine), start=1):
             stem = _stem(files.basename(path))
             found.append(((f"{rel}/" if rel else "", rank), _snapshot(f"{rel}/{stem}" if rel else stem, path, snapshots)))
     return found
@@ -162,7 +162,7 @@ def runs_for_path(path: str) -> list[Run]:
         if not found:
             raise LeakfinderError(f"{path}: no such profile file", source=path)
         return [Run(files.basename(session_dir) or session_dir, session_dir, found[0][1])]
-    snapshots = next((f for f in registry.snapshot_formats() if f.sniff(path)), None)
+    snapshots = next((f for f in registry.file_session_formats() if f.sniff(path)), None)
     host = next((f.host_name(files.basename(path)) for f in registry.session_formats() if f.sniff(path)), None)
     if host is not None or snapshots is not None:
         if not files.exists(path) or files.isdir(path):

@@ -44,13 +44,13 @@ taken in order), `near` (none has it exactly and a temporaries block a few KiB o
 found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside
 a program."""
 BreakdownCategory = Literal["buffers", "stack", "before_window"]
-"""`buffers`: a group of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer
+"""`buffers`: a family of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer
 of the window explains."""
 StepSourceKind = Literal["step_num", "group_id", "root_events", "device_programs", "time_windows", "none"]
 WholeProgramReason = Literal["parameter", "live_out", "constant", "thread_local", "never_freed"]
-GroupStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]
-CaptureKind = Literal["profile", "snapshot"]
-"""`profile`: memory events over a window; `snapshot`: a device memory profile's live buffers."""
+FamilyStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]
+CaptureKind = Literal["profile", "one_moment"]
+"""`profile`: memory events over a window; `one_moment`: a device memory profile's live buffers."""
 TimeSource = Literal["profile", "session_name", "file_mtime"]
 """Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime."""
 
@@ -107,12 +107,12 @@ class Site(TypedDict):
     stack: Annotated[list[str], 'the user\'s Python frames, innermost first: "train.py:42 in train_step"']
 
 
-class Group(TypedDict):
+class Family(TypedDict):
     """One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never
     freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures
     describe its never-freed buffers."""
 
-    group: Annotated[int, "its index: the `group` argument of `timeline` and `buffers`"]
+    family: Annotated[int, "its index: the `family` argument of `timeline` and `buffers`"]
     op: Annotated[str, "the op that made its buffers"]
     shape: Annotated[str, 'the shape pattern: "[128,1024]" when all agree, "[32,*]" when a dimension varies']
     dtype: str
@@ -123,7 +123,7 @@ class Group(TypedDict):
     kind: LeakKind
     count: Annotated[int, "never-freed buffers"]
     requested_bytes: Annotated[int, "tensor bytes of the never-freed buffers (what the program asked for)"]
-    bytes: Annotated[int, "the allocator's chunk bytes of the never-freed buffers"]
+    chunk_bytes: Annotated[int, "the allocator's chunk bytes of the never-freed buffers"]
     steps: Annotated[int, "steps that left never-freed buffers behind, first and last by step number"]
     first_step: Annotated[int | None, "the first step that left one behind; null when none did"]
     last_step: int | None
@@ -131,14 +131,14 @@ class Group(TypedDict):
     growth_steps: Annotated[int, "steps from the onset on in which its live bytes rose"]
     regrown: Annotated[bool, "grows by freeing one buffer and making it again larger"]
     bytes_per_step: Annotated[float, "tensor bytes per step its live bytes grow, from its onset on (0 unless growing)"]
-    allocated_bytes_per_step: Annotated[float, "the same in the allocator's chunk bytes"]
-    score: Annotated[float, "how strongly it looks like the leak, 0 to 1: groups are listed highest first"]
+    chunk_bytes_per_step: Annotated[float, "the same in the allocator's chunk bytes"]
+    score: Annotated[float, "how strongly it looks like the leak, 0 to 1: families are listed highest first"]
     where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
     site: Site
 
 
 class BreakdownRow(TypedDict):
-    """A part of the heap at the peak: a group of live buffers of one (op, shape, dtype, region), the stack
+    """A part of the heap at the peak: a family of live buffers of one (op, shape, dtype, region), the stack
     reservation, or the heap no buffer of the window explains."""
 
     category: BreakdownCategory
@@ -184,7 +184,7 @@ class OutOfMemory(TypedDict):
 
 class AllocatorReport(TypedDict):
     memory_id: Annotated[str, "the key XProf's Memory Profile lists the allocator under"]
-    name: Annotated[str, "a readable label: `TPU:2`, `GPU:0`, else the allocator's name"]
+    allocator: Annotated[str, "a readable label: `TPU:2`, `GPU:0`, else the allocator's name"]
     num_allocations: Annotated[int, "allocation events in the window"]
     num_deallocations: Annotated[int, "deallocation events in the window"]
     balance: Annotated[int, "allocations less deallocations"]
@@ -210,7 +210,7 @@ class AllocatorReport(TypedDict):
     out_of_memory: Annotated[OutOfMemory | None, "null unless the capture was taken at an out-of-memory error"]
     fragmentation_note: Annotated[str | None, "a sentence when free memory at the peak is too scattered; else null"]
     warnings: Annotated[list[str], "what limits the analysis of this allocator (events missing, pairs guessed)"]
-    groups: Annotated[list[Group], "its op families, the likeliest leak first"]
+    families: Annotated[list[Family], "its op families, the likeliest leak first"]
     peak_breakdown: Annotated[list[BreakdownRow], "rows add up to `peak_bytes_in_use`"]
     stack_hint: Annotated[str | None, "how to get Python frames, when none of its buffers has them; null when some do"]
 
@@ -403,7 +403,7 @@ class _HostReportKeys(TypedDict):
     duration_ps: Annotated[int, "the capture window's length"]
     start_time_ns: Annotated[int | None, "when the capture began (ns since the epoch), where its format records it"]
     event_clock_ps: Annotated[int | None, "set when its clock counts events, not time: this many ps an event"]
-    snapshot: Annotated[bool, "the buffers live at one moment (a device memory profile), not events over a window"]
+    one_moment: Annotated[bool, "the buffers live at one moment (a device memory profile), not events over a window"]
     compiled_programs: Annotated[list[CompiledPrograms], "a device memory profile's compiled executables per device"]
     step_source: StepSource
     num_steps: int
@@ -440,7 +440,7 @@ class HistoryCapture(TypedDict):
     time_source: TimeSource
     duration_s: float
     heap_start_bytes: int
-    heap_peak_bytes: int
+    peak_heap_bytes: int
     heap_end_bytes: int
     heap_floor_bytes: int
     measure_bytes: Annotated[int, "what the trend follows: a profile's heap floor, a snapshot's live bytes"]
@@ -473,7 +473,7 @@ class HistorySeries(TypedDict):
 
     host: str
     memory_id: str
-    name: str
+    allocator: str
     verdict: Verdict
     reason: str
     rise_bytes: int
@@ -491,7 +491,7 @@ class HistorySeries(TypedDict):
 class HistoryAnswer(TypedDict):
     """`GET history`: a TensorBoard run's captures as one history (also each of the report's `histories`)."""
 
-    run: str
+    tb_run: str
     num_captures: int
     verdict: Verdict
     reason: str
@@ -530,8 +530,8 @@ class _TimelineKeys(TypedDict):
 
 
 class TimelineBody(_TimelineKeys, total=False):
-    group: Annotated[int, "with the `group` argument: that family's index"]
-    group_bytes: Annotated[list[int], "with `group`: its live bytes at each sample (chunks that outlive a step)"]
+    family: Annotated[int, "with the `family` argument: that family's index"]
+    family_bytes: Annotated[list[int], "with `family`: its live bytes at each sample (chunks that outlive a step)"]
 
 
 class TimelineAnswer(TimelineBody):
@@ -549,13 +549,13 @@ class Buffer(TypedDict):
     alloc_step: Annotated[int | None, "the step number it was allocated in; null outside every step"]
     free_step: int | None
     requested_bytes: Annotated[int, "tensor bytes: what the program asked for"]
-    allocation_bytes: Annotated[int, "chunk bytes: what the allocator handed out"]
+    chunk_bytes: Annotated[int, "chunk bytes: what the allocator handed out"]
     op: str
     shape: str
     dtype: str
     region: str
     status: BufferStatus
-    group: Annotated[int | None, "the family it belongs to (a `group` of the report); null when none"]
+    family: Annotated[int | None, "the family it belongs to (a `family` of the report); null when none"]
     where: Annotated[str, 'the line of code it was made at; "" when unknown']
     site: Annotated[int, "its site: an index into its page's `sites`"]
 
@@ -585,21 +585,21 @@ class Delta(TypedDict):
     delta: float
 
 
-class GroupDiff(TypedDict):
+class FamilyDiff(TypedDict):
     """A family matched across the runs by (op, shape pattern, dtype, region)."""
 
     op: str
     shape: str
     dtype: str
     region: str
-    status: GroupStatus
+    status: FamilyStatus
     label: Annotated[str, "the family's `label` in B's report, else in A's"]
     kind_a: LeakKind | None
     kind_b: LeakKind | None
     count_a: int
     count_b: int
-    bytes_a: int
-    bytes_b: int
+    chunk_bytes_a: int
+    chunk_bytes_b: int
     bytes_per_step_a: float
     bytes_per_step_b: float
     onset_step_a: Annotated[int | None, "the earliest onset of the side's growing families; null when none grows"]
@@ -608,8 +608,8 @@ class GroupDiff(TypedDict):
 
 
 class AllocatorDiff(TypedDict):
-    name_a: Annotated[str | None, "null on the side that has no allocator of that name"]
-    name_b: str | None
+    allocator_a: Annotated[str | None, "null on the side that has no allocator of that name"]
+    allocator_b: str | None
     verdict_a: Verdict | None
     verdict_b: Verdict | None
     reason_a: str | None
@@ -619,7 +619,7 @@ class AllocatorDiff(TypedDict):
     growth_bytes_per_step: Delta
     num_allocations: Delta
     num_deallocations: Delta
-    groups: list[GroupDiff]
+    families: list[FamilyDiff]
 
 
 class ModuleDiff(TypedDict):
@@ -664,7 +664,7 @@ class OverviewRow(TypedDict):
 
     host: str
     memory_id: str | None
-    name: str | None
+    allocator: str | None
     verdict: Verdict
     bytes_per_step: Annotated[float | None, "the allocator's `growth_bytes_per_step`"]
     leak_bytes_per_step: Annotated[float | None, "the allocator's `leak_bytes_per_step`"]

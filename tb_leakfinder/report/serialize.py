@@ -50,11 +50,11 @@ from tb_leakfinder.report.schema import (
     CaptureKind,
     ComparisonAnswer,
     Delta,
+    Family,
+    FamilyDiff,
+    FamilyStatus,
     Forecast,
     FormatHints,
-    Group,
-    GroupDiff,
-    GroupStatus,
     HistoryAnswer,
     HistoryCapture,
     HistoryFamily,
@@ -88,12 +88,12 @@ from tb_leakfinder.report.schema import (
 # The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made.
 if TYPE_CHECKING:
     from tb_leakfinder.analyses.diff import AllocatorDiff as AllocatorChange
-    from tb_leakfinder.analyses.diff import Comparison, GroupSide
+    from tb_leakfinder.analyses.diff import Comparison, FamilySide
     from tb_leakfinder.analyses.diff import Delta as Change
-    from tb_leakfinder.analyses.diff import GroupDiff as GroupChange
+    from tb_leakfinder.analyses.diff import FamilyDiff as GroupChange
     from tb_leakfinder.analyses.diff import ModuleDiff as ModuleChange
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 # A JSON object read back (from the disk cache, where the shape check vouched for its keys) or not yet typed.
 Json = Mapping[str, Any]
 
@@ -173,14 +173,14 @@ def format_hints_json(profile_format: str) -> FormatHints:
     }
 
 
-def _groups_json(a: AllocatorAnalysis) -> list[Group]:
+def _groups_json(a: AllocatorAnalysis) -> list[Family]:
     strings = a.events.strings
-    groups: list[Group] = []
-    for i, g in enumerate(a.suspects.groups):
+    families: list[Family] = []
+    for i, g in enumerate(a.suspects.families):
         site = _site_at(a.sites, g.site)
-        groups.append(
+        families.append(
             {
-                "group": i,
+                "family": i,
                 "op": short_program_ids(strings[g.op]),
                 "shape": g.shape,
                 "dtype": strings[g.dtype],
@@ -191,7 +191,7 @@ def _groups_json(a: AllocatorAnalysis) -> list[Group]:
                 "kind": cast(LeakKind, g.kind),
                 "count": g.count,
                 "requested_bytes": g.requested_bytes,
-                "bytes": g.bytes,
+                "chunk_bytes": g.chunk_bytes,
                 "steps": g.steps,
                 "first_step": g.first_step,
                 "last_step": g.last_step,
@@ -199,13 +199,13 @@ def _groups_json(a: AllocatorAnalysis) -> list[Group]:
                 "growth_steps": g.growth_steps,
                 "regrown": g.regrown,
                 "bytes_per_step": round(g.bytes_per_step, 1),
-                "allocated_bytes_per_step": round(g.allocated_bytes_per_step, 1),
+                "chunk_bytes_per_step": round(g.chunk_bytes_per_step, 1),
                 "score": g.score,
                 "where": site.where,
                 "site": site_json(site),
             }
         )
-    return groups
+    return families
 
 
 def _breakdown_json(a: AllocatorAnalysis, r: Breakdown) -> BreakdownRow:
@@ -227,7 +227,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
     s = a.summary
     return {
         "memory_id": a.memory_id,
-        "name": a.name,
+        "allocator": a.name,
         "num_allocations": s.num_allocations,
         "num_deallocations": s.num_deallocations,
         "balance": s.num_allocations - s.num_deallocations,
@@ -253,7 +253,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
         "out_of_memory": None if a.out_of_memory is None else cast(OutOfMemory, asdict(a.out_of_memory)),
         "fragmentation_note": a.fragmentation_note,
         "warnings": a.warnings,
-        "groups": _groups_json(a),
+        "families": _groups_json(a),
         "peak_breakdown": [_breakdown_json(a, r) for r in a.breakdown],
         "stack_hint": stack_hint(a, profile_format),
     }
@@ -272,7 +272,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "duration_ps": h.profile.duration_ps,
         "start_time_ns": h.profile.start_time_ns,
         "event_clock_ps": h.profile.event_clock_ps,
-        "snapshot": h.profile.snapshot,
+        "one_moment": h.profile.one_moment,
         "compiled_programs": [{"device": c.device, "count": c.count, "bytes": c.bytes} for c in h.profile.compiled_programs],
         "step_source": step_source_json(h.step_source),
         "num_steps": len(h.profile.steps),
@@ -297,7 +297,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "duration_ps": 0,
         "start_time_ns": None,
         "event_clock_ps": None,
-        "snapshot": False,
+        "one_moment": False,
         "compiled_programs": [],
         "step_source": step_source_json(StepSourceResult(NONE, None, Steps.empty(), "not analysed")),
         "num_steps": 0,
@@ -324,9 +324,9 @@ def select_allocator(report: Json, allocator: str) -> dict[str, Any]:
     for run in report["runs"]:
         hosts = []
         for host in run["hosts"]:
-            mine = [a for a in host["allocators"] if query.names_allocator(allocator, a["name"], a["memory_id"])]
+            mine = [a for a in host["allocators"] if query.names_allocator(allocator, a["allocator"], a["memory_id"])]
             if mine:
-                verdict = verdicts.combine([(a["name"], verdicts.Verdict(a["verdict"], a["reason"])) for a in mine])
+                verdict = verdicts.combine([(a["allocator"], verdicts.Verdict(a["verdict"], a["reason"])) for a in mine])
                 hosts.append({**host, "allocators": mine, "verdict": verdict.verdict, "reason": verdict.reason})
             elif "error" in host:
                 hosts.append(host)
@@ -334,7 +334,7 @@ def select_allocator(report: Json, allocator: str) -> dict[str, Any]:
             runs.append({**run, "verdict": verdicts.worst([h["verdict"] for h in hosts]), "hosts": hosts})
     if not any(host["allocators"] for run in runs for host in run["hosts"]):
         hosts = [h for run in report["runs"] for h in run["hosts"]]
-        every = dict.fromkeys((a["name"], a["memory_id"]) for h in hosts for a in h["allocators"])
+        every = dict.fromkeys((a["allocator"], a["memory_id"]) for h in hosts for a in h["allocators"])
         raise NotFoundError(f"no allocator {allocator!r}; the allocators are {query.allocator_choices(every) or 'none'}")
     return {**report, "runs": runs}
 
@@ -365,7 +365,7 @@ def _history_capture_json(c: CapturePoint) -> HistoryCapture:
         "time_source": cast(TimeSource, c.time_source),
         "duration_s": round(c.duration_s, 6),
         "heap_start_bytes": c.heap_start_bytes,
-        "heap_peak_bytes": c.heap_peak_bytes,
+        "peak_heap_bytes": c.peak_heap_bytes,
         "heap_end_bytes": c.heap_end_bytes,
         "heap_floor_bytes": c.heap_floor_bytes,
         "measure_bytes": history_measure(c),
@@ -384,7 +384,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
         {
             "host": s.host,
             "memory_id": s.memory_id,
-            "name": s.name,
+            "allocator": s.name,
             "verdict": _verdict(s.verdict),
             "reason": s.reason,
             "rise_bytes": s.rise_bytes,
@@ -407,7 +407,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
         for s in h.series
     ]
     return {
-        "run": h.run,
+        "tb_run": h.tb_run,
         "num_captures": h.num_captures,
         "verdict": _verdict(h.verdict),
         "reason": h.reason,
@@ -481,29 +481,29 @@ def _delta_json(d: Change, digits: int | None = None) -> Delta:
     return {"a": a, "b": b, "delta": b - a}
 
 
-def _side_label(side: GroupSide | None) -> str:
+def _side_label(side: FamilySide | None) -> str:
     return side.label if side is not None else ""
 
 
-def _kind(side: GroupSide | None) -> LeakKind | None:
+def _kind(side: FamilySide | None) -> LeakKind | None:
     return cast(LeakKind, side.kind) if side else None
 
 
-def _group_diff_json(g: GroupChange) -> GroupDiff:
+def _family_diff_json(g: GroupChange) -> FamilyDiff:
     a, b = g.a, g.b
     return {
         "op": g.op,
         "shape": g.shape,
         "dtype": g.dtype,
         "region": g.region,
-        "status": cast(GroupStatus, g.status),
+        "status": cast(FamilyStatus, g.status),
         "label": _side_label(b or a),
         "kind_a": _kind(a),
         "kind_b": _kind(b),
         "count_a": a.count if a else 0,
         "count_b": b.count if b else 0,
-        "bytes_a": a.bytes if a else 0,
-        "bytes_b": b.bytes if b else 0,
+        "chunk_bytes_a": a.chunk_bytes if a else 0,
+        "chunk_bytes_b": b.chunk_bytes if b else 0,
         "bytes_per_step_a": round(a.bytes_per_step, 1) if a else 0,
         "bytes_per_step_b": round(b.bytes_per_step, 1) if b else 0,
         "onset_step_a": a.onset_step if a else None,
@@ -515,8 +515,8 @@ def _group_diff_json(g: GroupChange) -> GroupDiff:
 def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
     a, b = d.a, d.b
     return {
-        "name_a": a.name if a else None,
-        "name_b": b.name if b else None,
+        "allocator_a": a.name if a else None,
+        "allocator_b": b.name if b else None,
         "verdict_a": _verdict(a.verdict.verdict) if a else None,
         "verdict_b": _verdict(b.verdict.verdict) if b else None,
         "reason_a": a.verdict.reason if a else None,
@@ -526,7 +526,7 @@ def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
         "growth_bytes_per_step": _delta_json(d.growth_bytes_per_step, 1),
         "num_allocations": _delta_json(d.num_allocations),
         "num_deallocations": _delta_json(d.num_deallocations),
-        "groups": [_group_diff_json(g) for g in d.groups],
+        "families": [_family_diff_json(g) for g in d.families],
     }
 
 
@@ -586,9 +586,9 @@ def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> TimelineBo
         "peak": {"time_ps": a.summary.peak_time_ps, "bytes": a.summary.peak_bytes_in_use, "step": a.summary.peak_step},
         "steps": steps_json(steps),
     }
-    if t.group is not None and t.group_bytes is not None:
-        out["group"] = t.group
-        out["group_bytes"] = t.group_bytes.tolist()
+    if t.family is not None and t.family_bytes is not None:
+        out["family"] = t.family
+        out["family_bytes"] = t.family_bytes.tolist()
     return out
 
 
@@ -607,7 +607,7 @@ _BUFFER_COLUMNS = (
     "free_time_ps",
     "alloc_step",
     "free_step",
-    "tensor_bytes",
+    "requested_bytes",
     "chunk_bytes",
     "op",
     "shape",
@@ -623,7 +623,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
     """The JSON of the buffers at `page`; each column is gathered once for the whole page, not per row."""
     strings, step_nums = a.events.strings, steps.step_num.tolist()
     columns = [getattr(a.buffers, name)[page].tolist() for name in _BUFFER_COLUMNS]
-    groups = a.suspects.group_of_buffer[page].tolist()
+    families = a.suspects.never_freed_family[page].tolist()
     ops = {op: short_program_ids(strings[op]) for op in set(columns[_BUFFER_COLUMNS.index("op")])}
     return [
         {
@@ -634,13 +634,13 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
             "alloc_step": step_nums[alloc_step] if alloc_step >= 0 else None,
             "free_step": step_nums[free_step] if free_step >= 0 else None,
             "requested_bytes": requested,
-            "allocation_bytes": allocated,
+            "chunk_bytes": allocated,
             "op": ops[op],
             "shape": strings[shape],
             "dtype": strings[dtype],
             "region": strings[region],
             "status": _STATUSES[status],
-            "group": group if group >= 0 else None,
+            "family": family if family >= 0 else None,
             "where": a.sites[site].where if 0 <= site < len(a.sites) else "",
             "site": position[site],
         }
@@ -658,7 +658,7 @@ def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position:
             region,
             status,
             site,
-        ), group in zip(page.tolist(), zip(*columns, strict=True), groups, strict=True)
+        ), family in zip(page.tolist(), zip(*columns, strict=True), families, strict=True)
     ]
 
 
@@ -667,8 +667,8 @@ def _overview_row(host: Mapping[str, Any], allocator: Mapping[str, Any] | None) 
     a = allocator or {}
     return {
         "host": host["host"],
-        "memory_id": a.get("memory_id", a.get("name")),
-        "name": a.get("name"),
+        "memory_id": a.get("memory_id", a.get("allocator")),
+        "allocator": a.get("allocator"),
         "verdict": a.get("verdict", host["verdict"]),
         "bytes_per_step": a.get("growth_bytes_per_step"),
         "leak_bytes_per_step": a.get("leak_bytes_per_step"),

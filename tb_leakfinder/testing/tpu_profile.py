@@ -140,7 +140,7 @@ def tpu_inference(
         "module": module,
         "output_bytes": OUTPUT.size,
         "output_shape": OUTPUT.shape,
-        "heap_peak_bytes": heap_peaks,
+        "peak_heap_bytes": heap_peaks,
         "stack_bytes": STACK_BYTES,
     }
     return b, planted

@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     his_help = "a run's captures over time as one history: exit 1 if it leaks"
     his = sub.add_parser("history", help=his_help, description=his_help)
     his.add_argument("path", help="a logdir")
-    his.add_argument("--run", help="the TensorBoard run (default: the only one with several captures)")
+    his.add_argument("--tb-run", help="the TensorBoard run (default: the only one with several captures)")
     his.add_argument("--json", action="store_true", help="print the history JSON (the same as the plugin's /history)")
     pre_help = "analyse every host of a logdir into the cache folder, so TensorBoard and the CLI answer at once"
     pre = sub.add_parser("precompute", help=pre_help, description=pre_help)
@@ -190,12 +190,12 @@ def _history(args: argparse.Namespace) -> int:
     from tb_leakfinder.views.text import render_history
 
     engine = Engine.for_path(args.path, disk=_disk(args, args.path))
-    tb_run = args.run
+    tb_run = args.tb_run
     if tb_run is None:
         several = several_captures(r.name for r in engine.runs())
         if len(several) != 1:
             found = ", ".join(repr(t) for t in several) or "none"
-            raise BadArgumentError(f"{args.path}: choose a run with --run; runs of several captures: {found}")
+            raise BadArgumentError(f"{args.path}: choose a TensorBoard run with --tb-run; those of several captures: {found}")
         tb_run = several[0]
     result = queries.history(engine, tb_run)
     _print(json.dumps(result, indent=1) if args.json else "\n".join(render_history(result)))
@@ -323,7 +323,7 @@ def _check_lines(result: Json) -> bool:
     from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
     from tb_leakfinder.engine.history import tensorboard_run
 
-    histories = {h["run"]: h for h in result.get("histories", [])}
+    histories = {h["tb_run"]: h for h in result.get("histories", [])}
     leaks = False
     for tb_run, h in histories.items():
         _print(

@@ -27,11 +27,11 @@ from tb_leakfinder.views.text import CALLED_FROM
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _FORMULA_FIRST = frozenset(FORMULA_STARTS)
 
-GROUPS = "groups"
+FAMILIES = "families"
 PEAK_BREAKDOWN = "peak_breakdown"
 BUFFERS = "buffers"
 STATIC_BUFFERS = "static_buffers"
-COMPARE_GROUPS = "compare_groups"
+COMPARE_GROUPS = "compare_families"
 SITE = "site"
 
 
@@ -158,17 +158,17 @@ BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator
 
 
 def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str, Table]:
-    """The tables of a report: suspect groups, peak breakdown, buffers (when `buffers` gives their pages), and
+    """The tables of a report: suspect families, peak breakdown, buffers (when `buffers` gives their pages), and
     the static view's whole-program buffers."""
     where = ("run", "host", "allocator")
-    tables = {GROUPS: Table(where), PEAK_BREAKDOWN: Table(where)}
+    tables = {FAMILIES: Table(where), PEAK_BREAKDOWN: Table(where)}
     if buffers is not None:
         tables[BUFFERS] = Table(where)
     for run in report["runs"]:
         for host in run["hosts"]:
             for allocator in host["allocators"]:
-                at = (run["run"], host["host"], allocator["name"])
-                tables[GROUPS].add(at, site_rows(allocator["groups"]))
+                at = (run["run"], host["host"], allocator["allocator"])
+                tables[FAMILIES].add(at, site_rows(allocator["families"]))
                 tables[PEAK_BREAKDOWN].add(at, site_rows(allocator["peak_breakdown"]))
                 if buffers is not None:
                     tables[BUFFERS].add(at, buffer_rows(buffers(*at)))
@@ -182,12 +182,12 @@ def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str,
 
 
 def comparison_tables(comparison: Json) -> dict[str, Table]:
-    """The compare groups of a diff: every group of A or B, per pair of hosts and allocators."""
+    """The compare families of a diff: every family of A or B, per pair of hosts and allocators."""
     table = Table(("run_a", "run_b", "host_a", "host_b", "allocator_a", "allocator_b"))
     for host in comparison["hosts"]:
         for allocator in host["allocators"]:
             at = (comparison["run_a"], comparison["run_b"], host["host_a"], host["host_b"])
-            table.add((*at, allocator["name_a"], allocator["name_b"]), allocator["groups"])
+            table.add((*at, allocator["allocator_a"], allocator["allocator_b"]), allocator["families"])
     return {COMPARE_GROUPS: table}
 
 

@@ -62,13 +62,13 @@ def _write_html(
 ) -> None:
     """The standalone page of `runs` (with `comparison`, of the first compared with the second), within its budget."""
     from tb_leakfinder.views import html
-    from tb_leakfinder.views.snapshot import Budget, Snapshot
+    from tb_leakfinder.views.standalone_page import Budget, StandalonePage
 
     budget = Budget(int(args.html_max_mb * 1e6), html.page_overhead(title, view), HTML_BUDGET_FLAG)
-    snapshot = Snapshot(runs, engine, budget)
-    snapshot.gather(comparison)
-    html.write_html(args.html, html.standalone_html(title, snapshot.script_data(html.view_hash(view)), snapshot.notes))
-    _note([args.html], snapshot.notes)
+    standalone = StandalonePage(runs, engine, budget)
+    standalone.gather(comparison)
+    html.write_html(args.html, html.standalone_html(title, standalone.script_data(html.view_hash(view)), standalone.notes))
+    _note([args.html], standalone.notes)
 
 
 def export_report(args: argparse.Namespace, engine: Engine, result: Json) -> None:

@@ -82,7 +82,7 @@ HEADER_STYLE = "font:12px/1.5 system-ui,sans-serif;padding:6px 16px;border-botto
 
 
 def header(title: str, notes: list[str]) -> str:
-    """A line above the tab saying what this page is, since it looks like TensorBoard but is a snapshot."""
+    """A line above the tab saying what this page is, since it looks like TensorBoard but is a saved copy."""
     written = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         f"<strong>{html.escape(title)}</strong>",
@@ -94,7 +94,7 @@ def header(title: str, notes: list[str]) -> str:
 
 
 def standalone_html(title: str, data: str, notes: list[str], code: bytes | None = None) -> str:
-    """The page: `data` (a Snapshot's `script_data`) inlined, with `notes` above the tab."""
+    """The page: `data` (a StandalonePage's `script_data`) inlined, with `notes` above the tab."""
     encoded = base64.b64encode(bundle() if code is None else code).decode("ascii")
     return f"""<!doctype html>
 <html lang="en">

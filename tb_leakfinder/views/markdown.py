@@ -52,7 +52,7 @@ def render_comparison(c: Json) -> str:
         for alloc in h["allocators"]:
             lines += [
                 "",
-                f"### {_cell(h['host_b'])} · {_cell(alloc['name_b'] or alloc['name_a'] or '')}",
+                f"### {_cell(h['host_b'])} · {_cell(alloc['allocator_b'] or alloc['allocator_a'] or '')}",
                 "",
                 "| | A | B | change |",
                 "|---|---:|---:|---:|",
@@ -64,7 +64,7 @@ def render_comparison(c: Json) -> str:
             ):
                 d = alloc[key]
                 lines.append(f"| {label} | {format_bytes(d['a'])} | {format_bytes(d['b'])} | {_signed(d['delta'])} |")
-            changed = [g for g in alloc["groups"] if g["status"] != "unchanged"]
+            changed = [g for g in alloc["families"] if g["status"] != "unchanged"]
             if changed:
                 lines += [
                     "",
@@ -73,7 +73,7 @@ def render_comparison(c: Json) -> str:
                 ]
                 lines += [
                     f"| {g['status']} | `{_cell(g['label'])}` | {_cell(g['dtype'])} | "
-                    f"{format_bytes(g['bytes_a'])} | {format_bytes(g['bytes_b'])} | "
+                    f"{format_bytes(g['chunk_bytes_a'])} | {format_bytes(g['chunk_bytes_b'])} | "
                     f"{format_bytes(g['bytes_per_step_a'])} | {format_bytes(g['bytes_per_step_b'])} | "
                     f"{'' if g['onset_step_b'] is None else 'step ' + str(g['onset_step_b'])} |"
                     for g in changed
@@ -106,22 +106,22 @@ def _more(rows: list[Json]) -> list[str]:
 
 def render_allocator(a: Json, unit: str = "step") -> list[str]:
     """One allocator: its verdict, its op families and what was live at the peak, each row with its line of code."""
-    groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
+    families, breakdown = a["families"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
     lines = [_cell(a["reason"]), "", _cell(peak_text(a))]
     if a["out_of_memory"]:
         lines[:0] = [f"**{_cell(a['out_of_memory']['description'])}**", ""]
-    if groups:
+    if families:
         lines += [
             "",
             f"| kind | family | dtype | count | bytes | growth per {unit} | where |",
             "|---|---|---|---:|---:|---:|---|",
         ]
         lines += [
-            f"| {g['kind']} | {_code(g['label'])} | {_cell(g['dtype'])} | {g['count']} | {format_bytes(g['bytes'])} | "
+            f"| {g['kind']} | {_code(g['label'])} | {_cell(g['dtype'])} | {g['count']} | {format_bytes(g['chunk_bytes'])} | "
             f"{format_bytes(g['bytes_per_step'])} | {_where(g)} |"
-            for g in groups
+            for g in families
         ]
-        lines += _more(a["groups"])
+        lines += _more(a["families"])
     if breakdown:
         lines += ["", "At the peak:", "", "| op shape region | dtype | count | bytes | where |", "|---|---|---:|---:|---|"]
         lines += [
@@ -130,7 +130,7 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
             for r in breakdown
         ]
         lines += _more(a["peak_breakdown"])
-    hint = hint_for(a, groups, breakdown)
+    hint = hint_for(a, families, breakdown)
     if hint:
         lines += ["", f"> where: {hint}"]
     return lines
@@ -141,9 +141,9 @@ def render_report(report: Json) -> str:
     and each capture's verdict reads as its own."""
     report = visible_json(report)
     lines: list[str] = []
-    histories = {h["run"]: h for h in report.get("histories", [])}
+    histories = {h["tb_run"]: h for h in report.get("histories", [])}
     for h in histories.values():
-        name = _cell(h["run"]) or "(the logdir top)"
+        name = _cell(h["tb_run"]) or "(the logdir top)"
         lines += [f"## tb-leakfinder: history of `{name}` ({h['num_captures']} captures): {VERDICT[h['verdict']]}", ""]
         lines += [_cell(h["reason"]), ""]
     for run in report["runs"]:
@@ -156,7 +156,7 @@ def render_report(report: Json) -> str:
             if not host["allocators"]:
                 lines += ["", _cell(host["reason"])]
             for a in host["allocators"]:
-                lines += ["", f"#### {_cell(host['host'])} · {_cell(a['name'])}: {VERDICT[a['verdict']]}", ""]
+                lines += ["", f"#### {_cell(host['host'])} · {_cell(a['allocator'])}: {VERDICT[a['verdict']]}", ""]
                 lines += render_allocator(a, unit)
             programs = compiled_programs_text(host)
             if programs:

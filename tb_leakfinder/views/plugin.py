@@ -180,7 +180,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             self.engine.captures(name or "")  # NotFoundError unless discovered: names never become paths
             return name or ""
 
-        return queries.history(self.engine, name_arg(request, "run", found))
+        return queries.history(self.engine, name_arg(request, "tb_run", found))
 
     def _overview(self, request: Request) -> report.OverviewAnswer:
         run = self._run(request)
@@ -195,8 +195,8 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _timeline(self, request: Request) -> report.TimelineAnswer:
         at = self._allocator(request)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
-        start_ps, end_ps, group = int_arg(request, "start_ps"), int_arg(request, "end_ps"), int_arg(request, "group", None, 0)
-        return queries.timeline(at, points, start_ps, end_ps, group)
+        start_ps, end_ps, family = int_arg(request, "start_ps"), int_arg(request, "end_ps"), int_arg(request, "family", None, 0)
+        return queries.timeline(at, points, start_ps, end_ps, family)
 
     def _buffers(self, request: Request) -> report.BuffersAnswer:
         return queries.buffers(
@@ -205,7 +205,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             limit=int_arg(request, "limit", DEFAULT_PAGE, 1, MAX_PAGE),
             sort=str_arg(request, "sort") or "bytes",
             order=str_arg(request, "order") or "desc",
-            group=int_arg(request, "group", None, 0),
+            family=int_arg(request, "family", None, 0),
             status=str_arg(request, "status"),
             start_ps=int_arg(request, "start_ps"),
             end_ps=int_arg(request, "end_ps"),

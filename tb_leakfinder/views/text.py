@@ -59,7 +59,7 @@ def where_text(row: Json) -> str:
 
 
 def where_parts(row: Json, frames: int | None = None) -> list[str]:
-    """A group's or breakdown row's line of code (where_text), then the Python frames that led to it, innermost
+    """A family's or breakdown row's line of code (where_text), then the Python frames that led to it, innermost
     first: `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
     where, stack = row["where"], row["site"]["stack"]
     calls = stack[1:] if stack[:1] == [where] else stack  # the line may be the innermost frame itself
@@ -85,19 +85,19 @@ def compiled_programs_text(host: Json) -> str | None:
     return f"compiled programs (their code and constants, not buffers): {each}"
 
 
-def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> list[str]:
+def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> list[str]:
     """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps). A
-    `snapshot`'s buffers are live at one moment: it has no allocations, frees or step ends to count."""
-    memory_id = "" if a["memory_id"] == a["name"] else f" (memory id {a['memory_id']})"
+    `one_moment`'s buffers are live at one moment: it has no allocations, frees or step ends to count."""
+    memory_id = "" if a["memory_id"] == a["allocator"] else f" (memory id {a['memory_id']})"
     counts = (
         f"live at this moment: {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffer group(s)"
-        if snapshot
+        if one_moment
         else f"allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
         f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
         f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)"
     )
     lines = [
-        f"  allocator {a['name']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
+        f"  allocator {a['allocator']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
         *([f"    {a['out_of_memory']['description']}"] if a["out_of_memory"] else []),
         f"    {a['reason']}",
         f"    {peak_text(a, unit)}",
@@ -105,9 +105,9 @@ def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> lis
     ]
     lines += [f"    {note}" for note in (a["forecast"] and a["forecast"]["description"], a["fragmentation_note"]) if note]
     lines += [f"    warning: {w}" for w in once_each(a["warnings"])]
-    groups, breakdown = a["groups"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
-    if groups:
-        counted = "live" if snapshot else "never-freed"
+    families, breakdown = a["families"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
+    if families:
+        counted = "live" if one_moment else "never-freed"
         lines.append(f"    groups (op families; count and bytes: their {counted} buffers):")
         rows = [
             [
@@ -115,18 +115,18 @@ def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> lis
                 g["label"],
                 g["dtype"],
                 str(g["count"]),
-                format_bytes(g["bytes"]),
+                format_bytes(g["chunk_bytes"]),
                 f"{g['steps']}",
                 "" if g["onset_step"] is None else str(g["onset_step"]),
                 format_bytes(g["bytes_per_step"]) + f"/{unit}",
                 f"{g['score']:.2f}",
                 CALLED_FROM.join(where_parts(g, TEXT_FRAMES)),
             ]
-            for g in groups
+            for g in families
         ]
         lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"], rows)
-        if len(a["groups"]) > TOP_ROWS:
-            lines.append(f"    … and {len(a['groups']) - TOP_ROWS} more groups (see --json)")
+        if len(a["families"]) > TOP_ROWS:
+            lines.append(f"    … and {len(a['families']) - TOP_ROWS} more groups (see --json)")
     if breakdown:
         lines.append("    at the peak:")
         rows = [
@@ -142,7 +142,7 @@ def render_allocator(a: Json, unit: str = "step", snapshot: bool = False) -> lis
         lines += _table(["op shape region", "dtype", "count", "bytes", "where"], rows)
         if len(a["peak_breakdown"]) > TOP_ROWS:
             lines.append(f"    … and {len(a['peak_breakdown']) - TOP_ROWS} more groups (see --json)")
-    hint = hint_for(a, groups, breakdown)
+    hint = hint_for(a, families, breakdown)
     if hint:
         lines.append(f"    where: {hint}")
     return lines
@@ -200,7 +200,7 @@ def render_overview(overview: Json) -> list[str]:
     rows = [
         [
             r["host"],
-            r["name"] or "-",
+            r["allocator"] or "-",
             VERDICT_WORDS.get(r["verdict"], r["verdict"]) + (" (not read)" if r["error"] else ""),
             _growth_text(r["leak_bytes_per_step"]) if r["verdict"] == "leak" else "-",
             _growth_text(r["bytes_per_step"]),
@@ -220,7 +220,7 @@ def render_report(report: Json) -> str:
     lines: list[str] = []
     for history in report.get("histories", []):
         lines += [*render_history(history), ""]
-    in_history = {h["run"] for h in report.get("histories", [])}
+    in_history = {h["tb_run"] for h in report.get("histories", [])}
     for run in report["runs"]:
         tb_run = tensorboard_run(run["run"])
         what = f"capture {run['run']} (its own verdict; the history of {tb_run or 'the logdir top'} is above)"
@@ -234,7 +234,7 @@ def render_report(report: Json) -> str:
                 lines.append(f"  {host['reason']}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
-                lines += render_allocator(a, unit, host["snapshot"])
+                lines += render_allocator(a, unit, host["one_moment"])
             programs = compiled_programs_text(host)
             if programs:
                 lines.append(f"  {programs}")
@@ -266,7 +266,7 @@ TIME_SOURCES = {"profile": "profile", "session_name": "folder name", "file_mtime
 def render_history(history: Json) -> list[str]:
     """A TensorBoard run's captures over time: each series' verdict, its captures, and the families that grew."""
     history = visible_json(history)
-    run = history["run"] or "(the logdir's top)"
+    run = history["tb_run"] or "(the logdir's top)"
     lines = [
         f"history of {run}: {VERDICT_WORDS[history['verdict']]}, {history['num_captures']} captures",
         f" {history['reason']}",
@@ -281,7 +281,7 @@ def render_history(history: Json) -> list[str]:
             *([_growth_text(s["bytes_per_step"])] if s["bytes_per_step"] is not None else []),
             _growth_text(s["bytes_per_capture"], "capture"),
         ]
-        lines.append(f" {s['name']} on {s['host']}: {VERDICT_WORDS[s['verdict']]}, {', '.join(rates)}")
+        lines.append(f" {s['allocator']} on {s['host']}: {VERDICT_WORDS[s['verdict']]}, {', '.join(rates)}")
         if s["time_note"]:
             lines.append(f"   times: {s['time_note']}")
         if s["unexplained"]:
@@ -294,7 +294,7 @@ def render_history(history: Json) -> list[str]:
                 "-" if c["first_step"] is None else f"{c['first_step']}..{c['last_step']}",
                 format_bytes(c["measure_bytes"]),
                 format_bytes(c["heap_start_bytes"]),
-                format_bytes(c["heap_peak_bytes"]),
+                format_bytes(c["peak_heap_bytes"]),
                 VERDICT_WORDS[c["verdict"]],
             ]
             for c in s["captures"]

@@ -194,7 +194,7 @@ def test_peak_breakdown_adds_up_to_the_peak(profiles, name):
     host, _ = profiles[name]
     for a in host["allocators"]:
         rows = a["peak_breakdown"]
-        assert sum(r["bytes"] for r in rows) == a["peak_bytes_in_use"], a["name"]
+        assert sum(r["bytes"] for r in rows) == a["peak_bytes_in_use"], a["allocator"]
         assert [r["bytes"] for r in rows] == sorted((r["bytes"] for r in rows), reverse=True)
         special = [r for r in rows if r["category"] != "buffers"]
         assert all(r["count"] is None and r["op"] == "" for r in special)
@@ -203,10 +203,10 @@ def test_peak_breakdown_adds_up_to_the_peak(profiles, name):
 
 def test_tpu_chips_are_four_allocators_labelled_by_their_planes(profiles):
     host, _ = profiles["tpu_index_on_host"]
-    assert sorted((a["memory_id"], a["name"]) for a in host["allocators"]) == [(str(d), f"TPU:{d}") for d in range(4)]
+    assert sorted((a["memory_id"], a["allocator"]) for a in host["allocators"]) == [(str(d), f"TPU:{d}") for d in range(4)]
     # Every chip has its own address space: the same addresses on four chips are not reuses.
     assert not any("already in use" in w for a in host["allocators"] for w in a["warnings"])
-    before_window = {a["name"]: a["peak_before_window_bytes"] for a in host["allocators"]}
+    before_window = {a["allocator"]: a["peak_before_window_bytes"] for a in host["allocators"]}
     # Chip 1 frees 16 MiB of it after its peak, chip 3 before.
     assert before_window == {"TPU:0": 64 * MIB, "TPU:1": 64 * MIB, "TPU:2": 64 * MIB, "TPU:3": 48 * MIB}
     for a in host["allocators"]:
@@ -216,34 +216,34 @@ def test_tpu_chips_are_four_allocators_labelled_by_their_planes(profiles):
 
 def test_a_leak_on_one_chip_is_a_leak_there_only(profiles):
     host, _ = profiles["tpu_index_on_host"]
-    verdicts = {a["name"]: a["verdict"] for a in host["allocators"]}
+    verdicts = {a["allocator"]: a["verdict"] for a in host["allocators"]}
     assert verdicts == {"TPU:0": "no_leak", "TPU:1": "no_leak", "TPU:2": "leak", "TPU:3": "no_leak"}
     assert host["verdict"] == "leak" and host["reason"].startswith("TPU:2: Leak: +1 MiB per step")
     leaking = _by_id(host)["2"]
-    assert leaking["groups"][0]["kind"] == "growing" and leaking["groups"][0]["count"] == STEPS
+    assert leaking["families"][0]["kind"] == "growing" and leaking["families"][0]["count"] == STEPS
     # Chips in natural order, whichever peaks highest.
-    assert [a["name"] for a in host["allocators"]] == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
+    assert [a["allocator"] for a in host["allocators"]] == ["TPU:0", "TPU:1", "TPU:2", "TPU:3"]
 
 
 def test_the_host_reason_names_every_leaking_chip(profiles):
     host, _ = profiles["tpu_two_leaking"]
-    assert sorted(a["name"] for a in host["allocators"] if a["verdict"] == "leak") == ["TPU:0", "TPU:2"]
+    assert sorted(a["allocator"] for a in host["allocators"] if a["verdict"] == "leak") == ["TPU:0", "TPU:2"]
     assert host["reason"].startswith("Leak on 2 allocators (")
     assert "TPU:0: Leak:" in host["reason"] and "TPU:2: Leak:" in host["reason"]
 
 
 def test_device_ordinal_ids_are_labelled_as_gpus(profiles):
     host, _ = profiles["gpu_device_ordinal"]
-    assert sorted((a["memory_id"], a["name"]) for a in host["allocators"]) == [("0", "GPU:0"), ("1", "GPU:1")]
+    assert sorted((a["memory_id"], a["allocator"]) for a in host["allocators"]) == [("0", "GPU:0"), ("1", "GPU:1")]
     assert all(a["verdict"] == "no_leak" for a in host["allocators"])
     # No leak anywhere: every allocator named, the first one's reason standing for all.
-    first, names = host["allocators"][0], ", ".join(a["name"] for a in host["allocators"])
+    first, names = host["allocators"][0], ", ".join(a["allocator"] for a in host["allocators"])
     assert host["reason"] == f"No leak on 2 allocators ({names}). {first['name']}: {first['reason']}"
 
 
 def test_device_memory_comes_before_host_pinned_memory(profiles):
     host, oracle = profiles["gpu_bfc_and_host"]
-    order = [(a["memory_id"], a["name"]) for a in host["allocators"]]
+    order = [(a["memory_id"], a["allocator"]) for a in host["allocators"]]
     assert order == [("GPU_0_bfc", "GPU:0"), ("GPU_1_bfc", "GPU:1"), ("gpu_host_bfc", "gpu_host_bfc")]
     by_id = _by_id(host)
     assert by_id["gpu_host_bfc"]["peak_bytes_in_use"] > by_id["GPU_1_bfc"]["peak_bytes_in_use"]
@@ -255,7 +255,7 @@ def test_device_memory_comes_before_host_pinned_memory(profiles):
 def test_events_without_a_memory_id_are_one_allocator_with_a_warning(profiles):
     host, _ = profiles["no_memory_id"]
     (a,) = host["allocators"]
-    assert (a["memory_id"], a["name"]) == ("", "(no memory id)")
+    assert (a["memory_id"], a["allocator"]) == ("", "(no memory id)")
     assert any("no index_on_host, device_ordinal or allocator_name" in w for w in a["warnings"])
 
 
@@ -280,7 +280,7 @@ def test_cli_allocator_takes_the_memory_id_or_the_label(tmp_path, allocator):
     tpu_profile().write(path)
     out = _cli("report", str(path), "--json", "--allocator", allocator)
     (a,) = json.loads(out.stdout)["runs"][0]["hosts"][0]["allocators"]
-    assert (a["memory_id"], a["name"]) == ("2", "TPU:2")
+    assert (a["memory_id"], a["allocator"]) == ("2", "TPU:2")
     assert _cli("check", str(path), "--allocator", "TPU:0").returncode == 0
     assert _cli("check", str(path), "--allocator", allocator).returncode == 1
 
@@ -291,7 +291,7 @@ def test_python_api_allocator_takes_the_memory_id_or_the_label(tmp_path):
     by_label = tb_leakfinder.analyze(path, cache=False, allocator="TPU:0")
     assert by_label == tb_leakfinder.analyze(path, cache=False, allocator="0")
     (host,) = by_label["runs"][0]["hosts"]
-    assert [a["name"] for a in host["allocators"]] == ["TPU:0"]
+    assert [a["allocator"] for a in host["allocators"]] == ["TPU:0"]
     # The host's verdict is then that allocator's alone, without the prefix naming it among several.
     assert host["verdict"] == "leak" and host["reason"].startswith("Leak: +1 MiB per step")
     with pytest.raises(LeakfinderError, match=r"no allocator 'GPU:0'; the allocators are TPU:"):

@@ -48,7 +48,7 @@ def test_tensorflow_finds_the_planted_leak(tf_leak):
     assert tf_leak["warnings"] == []
     assert host["verdict"] == "leak"
     (allocator,) = host["allocators"]
-    top = allocator["groups"][0]
+    top = allocator["families"][0]
     assert (top["op"], top["shape"], top["dtype"], top["region"]) == ("Mul", capture_programs.LEAK_SHAPE, "float", "output")
     assert top["kind"] == "growing"
     assert top["count"] == 12
@@ -142,7 +142,7 @@ def test_keras_callback_captures_batches_across_epochs(tmp_path):
     assert out["steps"] == list(range(2, 8))
     assert [s["step"] for s in host["steps"]] == list(range(2, 8))
     assert host["verdict"] == "leak"
-    top = host["allocators"][0]["groups"][0]
+    top = host["allocators"][0]["families"][0]
     assert top["shape"] == capture_programs.LEAK_SHAPE
     assert top["count"] == 6
 
@@ -170,7 +170,7 @@ def test_keras_callback_follows_the_torch_backend(tmp_path):
     assert [s["step"] for s in host["steps"]] == out["steps"]
     assert host["verdict"] == "leak"
     (allocator,) = host["allocators"]
-    top = allocator["groups"][0]
+    top = allocator["families"][0]
     assert top["kind"] == "growing"
     assert top["bytes_per_step"] == pytest.approx(capture_programs.LEAK_BYTES_PER_STEP, rel=0.05)
     line = inspect.getsourcelines(capture_programs.hoard_torch)[1]
@@ -202,7 +202,7 @@ def check_python_tracer_capture(recorded: python_tracer_captures.Recorded, steps
     (host,) = run["hosts"]
     assert [s["step"] for s in host["steps"]] == steps
     assert host["verdict"] == "leak"
-    top = host["allocators"][0]["groups"][0]
+    top = host["allocators"][0]["families"][0]
     assert (top["shape"], top["count"]) == (python_tracer_captures.LEAK_SHAPE, len(steps))
     assert top["bytes_per_step"] == pytest.approx(python_tracer_captures.LEAK_BYTES_PER_STEP, rel=0.05)
 
@@ -264,7 +264,7 @@ def test_keras_callback_every_batches_records_each_window_as_a_session(tmp_path)
     hosts = [only_host(r) for r in out["reports"]]
     assert [[s["step"] for s in h["steps"]] for h in hosts] == windows
     for host in hosts:
-        top = host["allocators"][0]["groups"][0]
+        top = host["allocators"][0]["families"][0]
         assert (top["shape"], top["count"]) == (capture_programs.LEAK_SHAPE, 3)
 
 

@@ -51,7 +51,7 @@ def test_each_snapshot_holds_what_the_program_kept(logdir, report):
     _, written = logdir
     for run, saved in zip(report["runs"], written["saved"], strict=True):
         (allocator,) = run["hosts"][0]["allocators"]
-        assert (allocator["memory_id"], allocator["name"]) == ("cpu:0", "cpu:0")
+        assert (allocator["memory_id"], allocator["allocator"]) == ("cpu:0", "cpu:0")
         assert allocator["num_deallocations"] == 0
         live = allocator["never_freed_bytes"]
         assert saved["kept_bytes"] <= live <= saved["kept_bytes"] + JAX_EXTRA_BYTES, (live, saved)
@@ -63,8 +63,8 @@ def test_the_kept_arrays_are_made_at_make_batch(logdir, report):
     where = written["make_batch"]  # "jax_program.py:<the line that makes the array> in make_batch"
     for run, saved in zip(report["runs"], written["saved"], strict=True):
         (allocator,) = run["hosts"][0]["allocators"]
-        kept = [g for g in allocator["groups"] if g["where"] == where]
-        assert sum(g["bytes"] for g in kept) == saved["kept_bytes"]
+        kept = [g for g in allocator["families"] if g["where"] == where]
+        assert sum(g["chunk_bytes"] for g in kept) == saved["kept_bytes"]
         for group in kept:
             assert group["region"] == "buffer"
             stack = group["site"]["stack"]
@@ -98,9 +98,9 @@ def test_a_truncated_snapshot_is_the_project_error_naming_it(logdir, tmp_path, c
 def test_the_run_history_follows_the_kept_arrays_across_snapshots(logdir, report):
     _, written = logdir
     (history,) = report["histories"]
-    assert (history["run"], history["num_captures"]) == ("memory_profiles", 3)
+    assert (history["tb_run"], history["num_captures"]) == ("memory_profiles", 3)
     (series,) = history["series"]
-    assert [c["kind"] for c in series["captures"]] == ["snapshot"] * 3
+    assert [c["kind"] for c in series["captures"]] == ["one_moment"] * 3
     assert [c["first_step"] for c in series["captures"]] == [3, 7, 11]
     assert series["verdict"] == "leak"
     assert series["bytes_per_step"] == pytest.approx(jax_program.KEPT_BYTES, rel=0.01)

@@ -33,7 +33,7 @@ def profile(request: pytest.FixtureRequest) -> tuple[str, dict]:
 def test_neither_real_jax_gpu_profile_leaks(profile):
     _name, host = profile
     assert host["verdict"] == "no_leak", host["reason"]
-    assert all(g["kind"] != "growing" for a in host["allocators"] for g in a["groups"])
+    assert all(g["kind"] != "growing" for a in host["allocators"] for g in a["families"])
 
 
 def test_peaks_and_counts_equal_xprofs(profile):
@@ -98,7 +98,7 @@ def test_the_peak_is_named_by_its_program_buffer_line_and_python_frames(profile)
 def test_no_group_or_peak_row_inside_a_program_stays_unnamed(profile):
     _name, host = profile
     for a in host["allocators"]:
-        rows = [*a["groups"], *(r for r in a["peak_breakdown"] if r["category"] == "buffers")]
+        rows = [*a["families"], *(r for r in a["peak_breakdown"] if r["category"] == "buffers")]
         assert rows
         for row in rows:
             assert row["op"] and row["site"]["context"] in ("program", "transfer", "outside"), row

@@ -48,7 +48,7 @@ def test_each_leak_gets_its_verdict_rate_op_and_line(captured, name):
     assert host["verdict"] == allocator["verdict"] == "leak"
     assert host["step_source"]["kind"] == "step_num"
     assert host["step_source"]["description"] == f"{torch_captures.STEPS} steps from ProfilerStep markers"
-    top = allocator["groups"][0]
+    top = allocator["families"][0]
     assert top["kind"] == "growing"
     assert top["op"] == truth.op
     if truth.shape is not None:
@@ -57,7 +57,7 @@ def test_each_leak_gets_its_verdict_rate_op_and_line(captured, name):
     assert top["onset_step"] == truth.onset_step
     assert top["where"] == out[name]["where"]
     assert out[name]["where"] in host["reason"]
-    growing = {g["op"]: g for g in allocator["groups"] if g["kind"] == "growing"}
+    growing = {g["op"]: g for g in allocator["families"] if g["kind"] == "growing"}
     assert len(growing) == 1 + len(truth.others)
     for family in truth.others:
         group = growing[family.op]
@@ -69,7 +69,7 @@ def test_each_leak_gets_its_verdict_rate_op_and_line(captured, name):
 def test_ops_that_allocate_through_a_primitive_are_named_by_themselves(captured):
     _, out = captured
     host, allocator = only_allocator(out["copies"])
-    named = {g["op"] for g in allocator["groups"]} | {row["op"] for row in allocator["peak_breakdown"]}
+    named = {g["op"] for g in allocator["families"]} | {row["op"] for row in allocator["peak_breakdown"]}
     assert {"aten::clone", "aten::_to_copy", "aten::zeros_like"} <= named
     assert not named & {"aten::empty", "aten::empty_strided", "aten::empty_like"}
     assert "aten::_to_copy float[128,256]" in host["reason"]
@@ -79,7 +79,7 @@ def test_the_clean_run_is_clean(captured):
     _, out = captured
     host, allocator = only_allocator(out["clean"])
     assert host["verdict"] == allocator["verdict"] == "no_leak"
-    assert not [g for g in allocator["groups"] if g["kind"] == "growing"]
+    assert not [g for g in allocator["families"] if g["kind"] == "growing"]
 
 
 def test_each_step_is_a_profiler_step_of_the_programs_number(captured):
@@ -118,7 +118,7 @@ def test_the_windows_are_captures_of_one_run_whose_history_leaks(captured):
     logdir, out = captured
     runs = [run.name for run in discover(str(logdir)) if run.name.startswith(f"{torch_captures.PERIODIC}/")]
     assert len(runs) == len(out[torch_captures.PERIODIC]["sessions"]) == 3
-    done = run_cli("history", str(logdir), "--run", torch_captures.PERIODIC, "--json")
+    done = run_cli("history", str(logdir), "--tb-run", torch_captures.PERIODIC, "--json")
     assert done.returncode == 1, done.stderr  # a leak
     history = json.loads(done.stdout)
     assert (history["num_captures"], history["verdict"]) == (3, "leak")
@@ -161,7 +161,7 @@ def test_one_workers_traces_copied_without_their_times_keep_their_own_times_rate
         shutil.copy(session["trace"], copies)
     for path in copies.iterdir():
         os.utime(path, (1_800_000_000, 1_800_000_000))
-    done = run_cli("history", str(tmp_path / "copies"), "--run", torch_captures.PERIODIC, "--json")
+    done = run_cli("history", str(tmp_path / "copies"), "--tb-run", torch_captures.PERIODIC, "--json")
     assert done.returncode == 1, done.stderr
     (series,) = json.loads(done.stdout)["series"]
     captures = series["captures"]

@@ -83,7 +83,7 @@ def test_watching_a_leaking_tensorflow_job_gives_sessions_that_each_find_the_lea
     job = leaking_job
     for host in session_hosts(job):
         assert host["verdict"] == "leak", host["reason"]
-        top = host["allocators"][0]["groups"][0]
+        top = host["allocators"][0]["families"][0]
         assert (top["op"], top["shape"], top["dtype"], top["region"], top["kind"]) == (
             job.leak_op,
             job.leak_shape,
@@ -211,7 +211,7 @@ def test_a_slow_leak_kept_every_50th_step_is_named_by_its_family_and_line_across
     for session in job.sessions:
         (run,) = tb_leakfinder.analyze(str(session), cache=False)["runs"]
         (host,) = run["hosts"]
-        (mine,) = [g for a in host["allocators"] for g in a["groups"] if (g["op"], g["shape"]) == (job.leak_op, job.leak_shape)]
+        (mine,) = [g for a in host["allocators"] for g in a["families"] if (g["op"], g["shape"]) == (job.leak_op, job.leak_shape)]
         assert mine["kind"] != "growing" and 1 <= mine["count"] <= 2, mine
     history = Engine.for_path(str(job.logdir)).history("")
     assert history["verdict"] == "leak", history["reason"]

@@ -5,7 +5,7 @@
     pairing = pair_events(events, marks)
 
 Each argument is one value or one per event. What a reader would give where a
-test says nothing: `tensor_bytes` and `chunk_bytes` are `nbytes`;
+test says nothing: `requested_bytes` and `chunk_bytes` are `nbytes`;
 `heap_bytes` is each allocator's running total after the event and
 `allocator_peak_bytes` its running maximum (as TF's BFC allocator reports them);
 the other columns hold MemoryEvents' "none" values (0, 0.0, dtype 0: "",
@@ -64,7 +64,7 @@ def memory_events(
         "kind": _per_event(kind, n, np.int8),
         "addr": _per_event(addr, n, np.uint64),
     }
-    given["chunk_bytes"] = given["tensor_bytes"] = _per_event(nbytes, n, np.int64)
+    given["chunk_bytes"] = given["requested_bytes"] = _per_event(nbytes, n, np.int64)
     strings = [""]
     for name, values in (("op", op), ("shape", shape), ("region", region)):
         given[name] = _intern(values, n, strings)
@@ -146,7 +146,7 @@ def buffers(
         "alloc_step": np.full(n, -1, np.int32),
         "free_step": np.full(n, -1, np.int32),
         "addr": np.arange(1, n + 1, dtype=np.uint64) << np.uint64(12),
-        "tensor_bytes": size,
+        "requested_bytes": size,
         "chunk_bytes": size,
         "op": _intern(op, n, table),
         "shape": _intern(shape, n, table),

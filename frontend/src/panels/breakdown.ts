@@ -9,7 +9,7 @@ import {el} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
-import {kindPill} from './groups';
+import {kindPill} from './families';
 
 export const CATEGORY_LABEL: Record<BreakdownCategory, string> = {
   buffers: 'buffers',
@@ -24,10 +24,10 @@ const familyKey = (r: {op: string; dtype: string; region: string}) => [r.op, r.d
 export function renderBreakdown(a: AllocatorReport, where: CsvWhere, sites: SiteLinks | null, clock: HostClock): HTMLElement {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use;
-  const groups = new Map(a.groups.map((g) => [familyKey(g), g]));
-  const groupOf = (r: BreakdownRow) => {
-    const g = r.category === 'buffers' ? groups.get(familyKey(r)) : undefined;
-    return g ? el('span', {}, kindPill(g.kind), ` #${g.group}`) : '';
+  const families = new Map(a.families.map((g) => [familyKey(g), g]));
+  const familyOf = (r: BreakdownRow) => {
+    const g = r.category === 'buffers' ? families.get(familyKey(r)) : undefined;
+    return g ? el('span', {}, kindPill(g.kind), ` #${g.family}`) : '';
   };
   const whole = (r: BreakdownRow) => r.category !== 'buffers';
   const table = new DataTable<BreakdownRow>({
@@ -50,7 +50,7 @@ export function renderBreakdown(a: AllocatorReport, where: CsvWhere, sites: Site
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, cell: (r) => (whole(r) ? '' : formatCount(r.count))},
       {key: 'bytes', label: 'Bytes', sort: 'bytes', numeric: true, cell: (r) => formatBytes(r.bytes)},
       {key: 'share', label: 'Of peak', numeric: true, cell: (r) => formatFraction(peak ? r.bytes / peak : 0)},
-      {key: 'group', label: 'Group', title: 'the op family of the same op, dtype and region', cell: groupOf},
+      {key: 'family', label: 'Family', title: 'the op family of the same op, dtype and region', cell: familyOf},
     ],
     source: memorySource(rows, byField, (r) => [r.op, r.shape, r.dtype, r.region, CATEGORY_LABEL[r.category], r.where, r.site.program].join(' ')),
   });

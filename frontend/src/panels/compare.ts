@@ -3,17 +3,17 @@
 // the summary figures, the op families with their status, and the changes of
 // the compiled programs.
 
-import type {AllocatorDiff, Comparison, Delta, GroupDiff, GroupStatus, HostDiff, LeakKind, ListedWholeProgramBuffer, ModuleDiff, Verdict} from '../api';
+import type {AllocatorDiff, Comparison, Delta, FamilyDiff, FamilyStatus, HostDiff, LeakKind, ListedWholeProgramBuffer, ModuleDiff, Verdict} from '../api';
 import type {CsvWhere} from '../csv';
 import {type Child, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
 import {byField, DataTable, memorySource} from '../table';
 import {REASON_LABEL} from './static';
 import {card, HEAP_TREND} from './summary';
-import {familyCell, kindPill, onsetText} from './groups';
+import {familyCell, kindPill, onsetText} from './families';
 import {verdictBanner} from './verdict';
 
-export const STATUS_HELP: Record<GroupStatus, string> = {
+export const STATUS_HELP: Record<FamilyStatus, string> = {
   new: 'only in B',
   grown: 'larger in B (or growing in B and not in A)',
   shrunk: 'smaller in B',
@@ -22,9 +22,9 @@ export const STATUS_HELP: Record<GroupStatus, string> = {
 };
 
 /** The order of the compare route: what B brings first. */
-const STATUS_ORDER: GroupStatus[] = ['new', 'grown', 'shrunk', 'fixed', 'unchanged'];
+const STATUS_ORDER: FamilyStatus[] = ['new', 'grown', 'shrunk', 'fixed', 'unchanged'];
 
-export function statusPill(status: GroupStatus): HTMLElement {
+export function statusPill(status: FamilyStatus): HTMLElement {
   return el('span', {class: `lf-status lf-status-${status}`, title: STATUS_HELP[status] ?? ''}, status);
 }
 
@@ -47,7 +47,7 @@ export function renderRegression(c: Comparison, host: HostDiff | undefined): HTM
       el('ul', {}, ...c.regressions.map((r) => el('li', {}, r))),
     );
   }
-  const fixed = host?.allocators.flatMap((a) => a.groups).filter((g) => g.status === 'fixed' && g.kind_a === 'growing').length ?? 0;
+  const fixed = host?.allocators.flatMap((a) => a.families).filter((g) => g.status === 'fixed' && g.kind_a === 'growing').length ?? 0;
   const text =
     c.verdict_a === 'leak' && c.verdict_b !== 'leak'
       ? `No regression, and A's leak is gone in B${fixed ? ` (${fixed} growing famil${fixed > 1 ? 'ies' : 'y'} fixed)` : ''}.`
@@ -108,18 +108,18 @@ function kinds(a: LeakKind | null, b: LeakKind | null): Child {
 }
 
 /** B's onset, and A's beside it when the family grew in A from another step. */
-function onsetCell(g: GroupDiff): Child {
+function onsetCell(g: FamilyDiff): Child {
   const b = onsetText(g.onset_step_b);
   if (g.onset_step_a === null || g.onset_step_a === g.onset_step_b) return b;
   return el('span', {title: `in A ${onsetText(g.onset_step_a)}`}, b || '—');
 }
 
-/** `where`: the CLI's compare_groups.csv columns (run_a, run_b, host_a, host_b, allocator_a, allocator_b). */
-export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement {
+/** `where`: the CLI's compare_families.csv columns (run_a, run_b, host_a, host_b, allocator_a, allocator_b). */
+export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLElement {
   // By status, then in server order: the default sort. Kept beside the rows, so that their CSV is the server's keys.
-  const rank = new Map(groups.map((g, i) => [g, STATUS_ORDER.indexOf(g.status) * 1e6 + i]));
-  const sortValue = (g: GroupDiff, sort: string) => (sort === 'rank' ? (rank.get(g) ?? null) : byField(g, sort));
-  const table = new DataTable<GroupDiff>({
+  const rank = new Map(families.map((g, i) => [g, STATUS_ORDER.indexOf(g.status) * 1e6 + i]));
+  const sortValue = (g: FamilyDiff, sort: string) => (sort === 'rank' ? (rank.get(g) ?? null) : byField(g, sort));
+  const table = new DataTable<FamilyDiff>({
     caption: 'Groups (op families) of A and B',
     pageSize: 20,
     sort: 'rank',
@@ -134,9 +134,9 @@ export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement 
       {key: 'label', label: 'Family', sort: 'label', wrap: true, title: "as B's report words it (A's when only A has it)", cell: familyCell},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (g) => g.dtype},
       {key: 'kind', label: 'Kind A → B', cell: (g) => kinds(g.kind_a, g.kind_b)},
-      // "—" where the group is absent from that run.
-      {key: 'bytes_a', label: 'Never freed A', sort: 'bytes_a', numeric: true, cell: (g) => (g.kind_a ? formatBytes(g.bytes_a) : '—')},
-      {key: 'bytes_b', label: 'Never freed B', sort: 'bytes_b', numeric: true, cell: (g) => (g.kind_b ? formatBytes(g.bytes_b) : '—')},
+      // "—" where the family is absent from that run.
+      {key: 'chunk_bytes_a', label: 'Never freed A', sort: 'chunk_bytes_a', numeric: true, cell: (g) => (g.kind_a ? formatBytes(g.chunk_bytes_a) : '—')},
+      {key: 'chunk_bytes_b', label: 'Never freed B', sort: 'chunk_bytes_b', numeric: true, cell: (g) => (g.kind_b ? formatBytes(g.chunk_bytes_b) : '—')},
       {key: 'bytes_per_step_a', label: 'Per step A', sort: 'bytes_per_step_a', numeric: true, cell: (g) => (g.kind_a ? formatBytesDelta(g.bytes_per_step_a) : '—')},
       {key: 'bytes_per_step_b', label: 'Per step B', sort: 'bytes_per_step_b', numeric: true, cell: (g) => (g.kind_b ? formatBytesDelta(g.bytes_per_step_b) : '—')},
       {key: 'onset_step_b', label: 'Onset B', sort: 'onset_step_b', title: 'the step from which the family grows in B', cell: onsetCell},
@@ -147,12 +147,12 @@ export function renderGroups(groups: GroupDiff[], where: CsvWhere): HTMLElement 
         cell: (g) => (g.new_leak ? el('span', {class: 'lf-new-leak', 'data-new-leak': 'true'}, 'new leak') : ''),
       },
     ],
-    source: memorySource(groups, sortValue, (g) => [g.status, g.label, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
+    source: memorySource(families, sortValue, (g) => [g.status, g.label, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
   });
   void table.load();
   return el(
     'div',
-    {'data-table': 'compare-groups'},
+    {'data-table': 'compare-families'},
     el(
       'p',
       {class: 'lf-muted'},

@@ -44,7 +44,7 @@ export function captureCount(runs: readonly {run: string}[], name: string): numb
 export function measureLabel(captures: readonly Pick<HistoryCapture, 'kind'>[]): string {
   const kinds = new Set(captures.map((c) => c.kind));
   if (kinds.size === 1 && kinds.has('profile')) return 'heap floor (outlives every step)';
-  if (kinds.size === 1 && kinds.has('snapshot')) return 'live bytes (snapshot)';
+  if (kinds.size === 1 && kinds.has('one_moment')) return 'live bytes (snapshot)';
   return 'outlives every step';
 }
 
@@ -72,7 +72,7 @@ export interface HistoryAxis {
 
 export function historyAxis(s: Pick<HistorySeries, 'bytes_per_hour' | 'captures'>): HistoryAxis {
   if (s.bytes_per_hour !== null) return {kind: 'time', xs: s.captures.map((c) => c.time_s)};
-  const steps = s.captures.map((c) => (c.kind === 'snapshot' ? c.last_step : c.first_step));
+  const steps = s.captures.map((c) => (c.kind === 'one_moment' ? c.last_step : c.first_step));
   if (steps.every((x): x is number => x !== null)) return {kind: 'step', xs: steps};
   return {kind: 'capture', xs: s.captures.map((_c, i) => i + 1)};
 }
@@ -180,7 +180,7 @@ export class HistoryPanel {
     if (h.series.length > 1) {
       const select = el('select', {'aria-label': 'Allocator of the history', 'data-select': 'history-series'});
       h.series.forEach((s, i) => {
-        const o = el('option', {value: String(i)}, `${s.name} on ${s.host} (${VERDICT_LABEL[s.verdict].toLowerCase()})`);
+        const o = el('option', {value: String(i)}, `${s.allocator} on ${s.host} (${VERDICT_LABEL[s.verdict].toLowerCase()})`);
         o.selected = i === first;
         select.append(o);
       });
@@ -209,10 +209,10 @@ export class HistoryPanel {
     const last = s.captures[s.captures.length - 1];
     const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
-      `${formatCount(s.captures.length)} captures of ${s.name} on ${s.host}${span}: ` +
+      `${formatCount(s.captures.length)} captures of ${s.allocator} on ${s.host}${span}: ` +
       `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). ` +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
-    const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.name} on ${s.host}: ${s.reason}`) : null;
+    const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;
     const unexplained = s.unexplained ? el('p', {'data-unexplained': 'true'}, `${s.unexplained[0].toUpperCase()}${s.unexplained.slice(1)}.`) : null;
     const heading = s.verdict === 'leak' && s.families[0]?.agrees ? `Growing families (${formatCount(s.families.length)}; the first accounts for the growth)` : `Growing families (${formatCount(s.families.length)})`;
@@ -249,7 +249,7 @@ export class HistoryPanel {
         setCursor: [(u) => this.hover(u)],
       },
     };
-    const plot = this.chart.create(opts, [xs, captures.map((c) => c.measure_bytes), captures.map((c) => c.heap_peak_bytes)]);
+    const plot = this.chart.create(opts, [xs, captures.map((c) => c.measure_bytes), captures.map((c) => c.peak_heap_bytes)]);
     plot.over.addEventListener('click', () => {
       const i = this.pointAt(plot, plot.cursor.left);
       if (i !== null) this.open(i);
@@ -321,7 +321,7 @@ export class HistoryPanel {
       ['when', formatDateTime(c.time_s) + TIME_SOURCE[c.time_source]],
       ['steps', stepsText(c)],
       [measureLabel([c]), formatBytes(c.measure_bytes)],
-      ['heap peak', formatBytes(c.heap_peak_bytes)],
+      ['heap peak', formatBytes(c.peak_heap_bytes)],
       ['never freed', formatBytes(c.never_freed_bytes)],
       ['verdict', VERDICT_LABEL[c.verdict] ?? c.verdict],
       ['', c.capture === this.current ? 'the capture shown' : 'click to open this capture'],
@@ -356,13 +356,13 @@ export class HistoryPanel {
   private familiesTable(s: HistorySeries): HTMLElement {
     const n = s.captures.length;
     const table = new DataTable<HistoryFamily>({
-      caption: `Growing families of ${s.name} on ${s.host} over the captures`,
+      caption: `Growing families of ${s.allocator} on ${s.host} over the captures`,
       pageSize: 10,
       sort: 'growing_captures',
       order: 'desc',
       emptyText: 'No family grew in these captures.',
       rowKey: (f) => f.key,
-      where: {run: this.tbRun, host: s.host, allocator: s.name},
+      where: {run: this.tbRun, host: s.host, allocator: s.allocator},
       columns: [
         {
           key: 'label',

@@ -1,11 +1,11 @@
 // Buffer lifetimes: x is time, y is address (unused address gaps removed),
 // height is size. Never-freed buffers reach to the end of the window in the
 // warning colour. The never-freed buffers of the selected op family are
-// highlighted (the buffers route's `group` is set on never-freed ones only). A program buffer
+// highlighted (the buffers route's `family` is set on never-freed ones only). A program buffer
 // picked in the static view has its allocations highlighted and listed alone. Below, every
 // buffer, paged from the server, with where it was made (each page names its sites once).
 
-import type {Buffer, BuffersPage, BufferStatus, Group, Limits, ProgramBuffer, Selection, Site} from '../api';
+import type {Buffer, BuffersPage, BufferStatus, Family, Limits, ProgramBuffer, Selection, Site} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
@@ -64,7 +64,7 @@ export class LifetimesPanel {
   private readonly note: HTMLElement;
   private readonly table: DataTable<Buffer>;
   private range: TimeRange | null = null;
-  private group: Group | null = null;
+  private family: Family | null = null;
   private status: BufferStatus | '' = '';
   private largest: Buffer[] = [];
   private grouped: Buffer[] = [];
@@ -86,7 +86,7 @@ export class LifetimesPanel {
     private readonly limits: Limits,
     private readonly sites: SiteLinks | null,
     private readonly durationPs: number,
-    private readonly onGroupAllocations: (times: number[]) => void,
+    private readonly onFamilyAllocations: (times: number[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
     private readonly clock: HostClock,
   ) {
@@ -136,13 +136,13 @@ export class LifetimesPanel {
         {key: 'dtype', label: 'Dtype', cell: (b) => b.dtype},
         {key: 'region', label: 'Region', cell: (b) => b.region},
         {key: 'where', label: 'Where', wrap: true, title: whereHelp('it was'), cell: (b) => whereCell(b.where, this.siteOf.get(b), this.sites)},
-        {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.allocation_bytes)},
+        {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.chunk_bytes)},
         {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b) => (b.alloc_time_ps === null ? 'before window' : formatWhen(b.alloc_time_ps, this.clock))},
         {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatWhen(b.free_time_ps, this.clock))},
         {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs, this.clock)},
         // Without step information a buffer's "step" is its time window's number: the column says so.
         {key: 'step', label: clock.steps ? 'Step' : 'Window', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
-        {key: 'group', label: 'Group', numeric: true, title: 'the op family (its index in the groups) of a never-freed buffer', cell: (b) => (b.group === null ? '' : `#${b.group}`)},
+        {key: 'family', label: 'Family', numeric: true, title: 'the op family (its index in the families) of a never-freed buffer', cell: (b) => (b.family === null ? '' : `#${b.family}`)},
       ],
       source: async (q, signal) => {
         const page = await this.cache.buffers(
@@ -152,7 +152,7 @@ export class LifetimesPanel {
             limit: q.limit,
             sort: q.sort as never,
             order: q.order,
-            group: this.group?.group ?? null,
+            family: this.family?.family ?? null,
             status: this.status,
             start_ps: this.range?.start_ps ?? null,
             end_ps: this.range?.end_ps ?? null,
@@ -208,17 +208,17 @@ export class LifetimesPanel {
   }
 
   /** The never-freed buffers of the selected family (up to a page), drawn on top whatever their size. */
-  private async loadGroup(): Promise<void> {
+  private async loadFamily(): Promise<void> {
     this.groupRequest?.abort();
     const controller = new AbortController();
     this.groupRequest = controller;
     try {
-      const page = this.group
-        ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', group: this.group.group}, controller.signal)
+      const page = this.family
+        ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', family: this.family.family}, controller.signal)
         : null;
       if (controller.signal.aborted) return;
       this.grouped = page ? this.withSites(page) : [];
-      this.onGroupAllocations(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
+      this.onFamilyAllocations(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
@@ -279,10 +279,10 @@ export class LifetimesPanel {
     void this.table.load();
   }
 
-  setGroup(group: Group | null): Promise<void> {
-    this.group = group;
+  setFamily(family: Family | null): Promise<void> {
+    this.family = family;
     void this.table.reset();
-    return this.loadGroup();
+    return this.loadFamily();
   }
 
   /** Highlights and lists the allocations tied to a program buffer of the static view (null: every buffer again). */
@@ -307,7 +307,7 @@ export class LifetimesPanel {
     for (const b of this.picked) byId.set(b.id, b);
     const buffers = [...byId.values()];
     const pickedIds = new Set(this.picked.map((b) => b.id));
-    const pack = packAddresses(buffers.map((b) => ({address: parseAddress(b.address), size: b.allocation_bytes})));
+    const pack = packAddresses(buffers.map((b) => ({address: parseAddress(b.address), size: b.chunk_bytes})));
     const colors = {
       freed: cssVar('--lf-buffer'),
       live: cssVar('--lf-leak'),
@@ -316,15 +316,15 @@ export class LifetimesPanel {
       highlight: cssVar('--lf-highlight'),
       accent: cssVar('--lf-accent'),
     };
-    const selected = this.group?.group ?? null;
+    const selected = this.family?.family ?? null;
     let yMax = 1;
     let highlighted = 0;
     const rects: BufferRect[] = buffers.map((b) => {
       const address = parseAddress(b.address);
       const y0 = pack(address);
-      const y1 = y0 + Math.max(1, b.allocation_bytes);
+      const y1 = y0 + Math.max(1, b.chunk_bytes);
       yMax = Math.max(yMax, y1);
-      const hit = selected !== null && b.group === selected;
+      const hit = selected !== null && b.family === selected;
       const picked = pickedIds.has(b.id);
       if (hit) highlighted++;
       let color = b.status === 'never_freed' ? colors.live : b.status === 'before_window' ? colors.before : colors.freed;
@@ -345,7 +345,7 @@ export class LifetimesPanel {
     this.chart.setData(rects, [0, Math.max(1, this.durationPs)], [0, yMax * 1.02]);
     if (this.range) this.chart.setXRange({min: this.range.start_ps, max: this.range.end_ps});
     const el_ = this.chart.element;
-    el_.dataset.highlightGroup = selected === null ? '' : String(selected);
+    el_.dataset.highlightFamily = selected === null ? '' : String(selected);
     el_.dataset.highlighted = String(highlighted);
     el_.dataset.picked = String(pickedIds.size);
     el_.dataset.drawn = String(rects.length);
@@ -354,8 +354,8 @@ export class LifetimesPanel {
     const picked = this.programBuffer
       ? ` Highlighted: ${formatCount(pickedIds.size)} allocation${pickedIds.size === 1 ? '' : 's'} of allocation ${formatCount(this.programBuffer.allocation)} of ${shortProgram(this.programBuffer.program)}.`
       : '';
-    const hl = this.group
-      ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.group.group} (${this.group.label}).`
+    const hl = this.family
+      ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.family.family} (${this.family.label}).`
       : picked || ' Click an op family above to highlight its never-freed buffers.';
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
@@ -374,11 +374,11 @@ export class LifetimesPanel {
         ['shape', b.shape || '—'],
         ['dtype', b.dtype || '—'],
         ['region', b.region || '—'],
-        ['size', `${formatBytes(b.allocation_bytes)} (requested ${formatBytes(b.requested_bytes)})`],
+        ['size', `${formatBytes(b.chunk_bytes)} (requested ${formatBytes(b.requested_bytes)})`],
         ['address', b.address],
         ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatWhen(b.alloc_time_ps, this.clock)}, ${formatStepIn(b.alloc_step, this.clock)}`],
         ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatWhen(b.free_time_ps, this.clock)}, ${formatStepIn(b.free_step, this.clock)}`],
-        ['group', b.group === null ? '—' : `#${b.group}`],
+        ['family', b.family === null ? '—' : `#${b.family}`],
         ...whereRows(b.where, this.siteOf.get(b)),
       ],
     };

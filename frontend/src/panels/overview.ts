@@ -86,14 +86,14 @@ export class OverviewView {
         columns: [
           {key: 'rank', label: '#', sort: 'rank', numeric: true, title: 'worst first: leaks, then the fastest leak, then the fastest-rising heap, then the fullest memory', cell: (r) => r.rank + 1},
           {key: 'host', label: 'Host', sort: 'host', cell: (r) => r.host},
-          {key: 'name', label: 'Allocator', sort: 'name', cell: (r) => r.name ?? '—'},
+          {key: 'name', label: 'Allocator', sort: 'name', cell: (r) => r.allocator ?? '—'},
           {key: 'verdict', label: 'Verdict', sort: 'verdict', cell: verdictCell},
           {key: 'leak_bytes_per_step', label: 'Leak per step', sort: 'leak_bytes_per_step', numeric: true, title: "the growing families' tensor bytes per step, summed: what the forecast uses", cell: (r) => (r.verdict === 'leak' && r.leak_bytes_per_step !== null ? `${formatBytesDelta(r.leak_bytes_per_step)}/step` : '—')},
           {key: 'bytes_per_step', label: 'Heap at step ends', sort: 'bytes_per_step', numeric: true, title: HEAP_TREND, cell: (r) => (r.bytes_per_step === null ? '—' : `${formatBytesDelta(r.bytes_per_step)}/step`)},
           {key: 'peak', label: 'Peak', sort: 'peak_fraction', numeric: true, title: 'peak bytes in use, of the memory capacity', cell: peakCell},
           {key: 'step_source', label: 'Steps from', sort: 'step_source', title: 'where the steps came from', cell: (r) => r.step_source?.description ?? '—'},
         ],
-        source: memorySource(rows, sortValue, (r) => [r.host, r.name ?? '', r.memory_id ?? '', r.verdict].join(' ')),
+        source: memorySource(rows, sortValue, (r) => [r.host, r.allocator ?? '', r.memory_id ?? '', r.verdict].join(' ')),
       });
       await table.load();
       if (this.controller.signal.aborted) return;

@@ -60,25 +60,25 @@ function windowCards(a: AllocatorReport, clock: HostClock): HTMLElement[] {
 }
 
 /**
- * The summary cards; a `snapshot` (its buffers live at one moment) has no
+ * The summary cards; a `one_moment` (its buffers live at one moment) has no
  * allocations, frees or step ends to count: what is live then stands instead.
  */
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, hints: FormatHints, clock: HostClock, snapshot = false): HTMLElement {
+export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, hints: FormatHints, clock: HostClock, oneMoment = false): HTMLElement {
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
   const when = a.peak_step === null ? `at ${formatWhen(a.peak_time_ps, clock)}` : `at ${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)}`;
   const live = card('Live at this moment', formatBytes(a.never_freed_bytes), `${formatCount(a.never_freed_count)} buffer groups when the snapshot was saved`);
   const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},
-    card('Allocator', a.name, memoryIdText(a, hints)),
+    card('Allocator', a.allocator, memoryIdText(a, hints)),
     steps ? stepsCard(steps) : null,
-    snapshot ? null : allocationsCard(a),
+    oneMoment ? null : allocationsCard(a),
     card(
       'Peak',
       el('span', {'data-peak': 'true'}, formatBytesOf(a.peak_bytes_in_use, a.memory_capacity_bytes)),
-      snapshot ? 'the buffers live when it was saved' : `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
+      oneMoment ? 'the buffers live when it was saved' : `${stack}${when}; fragmentation ${formatFraction(a.peak_fragmentation)}`,
     ),
-    ...(snapshot ? [live] : windowCards(a, clock)),
+    ...(oneMoment ? [live] : windowCards(a, clock)),
   );
   if (!a.fragmentation_note) return cards;
   const note = notice('empty', a.fragmentation_note);

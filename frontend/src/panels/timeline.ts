@@ -1,7 +1,7 @@
 // Memory timeline: the stack reservation as a band of its own with the heap
 // in use above it, bytes held by never-freed buffers and fragmentation, with
 // steps as bands, and the selected op family's live bytes (the server's
-// group_bytes: what its buffers that outlive a step hold, freed ones
+// family_bytes: what its buffers that outlive a step hold, freed ones
 // subtracted, so a regrown buffer is followed as it grows). Dragging zooms; the server downsamples each range
 // again (keeping every bucket's min and max, so the peak stays) and the chart
 // draws the points it is given.
@@ -28,8 +28,8 @@ export class TimelinePanel {
   private readonly chart: SizedPlot;
   private data: Timeline | null = null;
   private range: TimeRange | null = null;
-  /** The selected op family (its index in `groups`), drawn as a series of its own. */
-  private group: number | null = null;
+  /** The selected op family (its index in `families`), drawn as a series of its own. */
+  private family: number | null = null;
   /** When the selected family's never-freed buffers were allocated: a tick at each. */
   private marks: number[] = [];
   /** The allocator reserves a stack: drawn as a band of its own, the heap above it. */
@@ -75,7 +75,7 @@ export class TimelinePanel {
     // About two points per pixel, as many as the server gives.
     const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
     try {
-      const data = await this.cache.timeline(this.sel, points, range, this.group, controller.signal);
+      const data = await this.cache.timeline(this.sel, points, range, this.family, controller.signal);
       if (controller.signal.aborted) return;
       this.data = data;
       this.draw();
@@ -87,8 +87,8 @@ export class TimelinePanel {
   }
 
   /** Shows an op family's live bytes over time (null: none), in the range shown. */
-  setGroup(group: number | null): Promise<void> {
-    this.group = group;
+  setFamily(family: number | null): Promise<void> {
+    this.family = family;
     return this.setRange(this.range);
   }
 
@@ -101,7 +101,7 @@ export class TimelinePanel {
 
   /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected family. */
   private aligned(data: Timeline): uPlot.AlignedData {
-    const held = data.group_bytes ?? data.time_ps.map(() => null);
+    const held = data.family_bytes ?? data.time_ps.map(() => null);
     const rest = [data.never_freed_bytes, data.fragmentation, held];
     if (!this.hasStack) return [data.time_ps, data.heap_bytes, ...rest];
     const inUse = data.heap_bytes.map((h, i) => h + (data.stack_bytes[i] ?? 0));

@@ -46,7 +46,7 @@ function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (k
     const button = el('button', {type: 'button', class: 'lf-link-button', 'data-allocator': key, 'aria-current': current ? 'true' : null}, allocatorLabel(a));
     button.addEventListener('click', () => onPick(key));
     // The growing families' rate, as the verdict sums it: the heap's trend counts every allocation.
-    const rate = a.groups.filter((g) => g.kind === 'growing').reduce((sum, g) => sum + g.bytes_per_step, 0);
+    const rate = a.families.filter((g) => g.kind === 'growing').reduce((sum, g) => sum + g.bytes_per_step, 0);
     return el('li', {}, button, rate ? ` ${formatBytesDelta(rate)}/step` : '');
   };
   const title = leaking.length === 1 ? 'An allocator of this host leaks:' : `${leaking.length} allocators of this host leak:`;

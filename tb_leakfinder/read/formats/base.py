@@ -3,7 +3,7 @@
 Every format implements `ProfileFormat`. What only some formats have is a small protocol of its own, which the
 registry and discovery check with `isinstance`: compiled programs to look up (`StaticModules`), files besides a
 host's own in its cache key (`Companions`), files that sit in a TensorBoard run's own folder (`FolderSessions`),
-files that are each a capture of their own (`Snapshots`).
+files that are each a capture of their own (`FileSessions`).
 """
 
 from __future__ import annotations
@@ -89,12 +89,12 @@ class Companions(Protocol):
 
 
 @runtime_checkable
-class Snapshots(Protocol):
+class FileSessions(Protocol):
     """A format whose every file is a session of its own with one host (a snapshot or capture: a JAX device memory
     profile, a PyTorch memory snapshot), not one host of a session folder: discovery lists each file of a folder
     outside `plugins/profile` as a session of that folder's TensorBoard run."""
 
-    def snapshot_order(self, paths: list[str]) -> list[str]:
+    def session_order(self, paths: list[str]) -> list[str]:
         """A folder's snapshot files in the order they were taken."""
         ...
 

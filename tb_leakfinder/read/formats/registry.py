@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Protocol
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read.formats.base import (
     Companions,
+    FileSessions,
     FolderSessions,
     FormatHints,
     HostReading,
     ProfileFormat,
-    Snapshots,
     StaticModules,
 )
 from tb_leakfinder.read.formats.pprof.format import PPROF
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 FORMATS: tuple[ProfileFormat, ...] = (XPLANE, TORCH_TRACE, PPROF, TORCH_SNAPSHOT)
 
 
-class SnapshotFormat(ProfileFormat, Snapshots, Protocol):
+class FileSessionFormat(ProfileFormat, FileSessions, Protocol):
     """A format whose every file is a capture of its own."""
 
 
@@ -41,15 +41,15 @@ class FolderFormat(ProfileFormat, FolderSessions, Protocol):
 def session_formats() -> list[ProfileFormat]:
     """Formats whose files are the hosts of a session folder (`<run>/plugins/profile/<session>/<host>.xplane.pb`,
     or a run's folder of PyTorch traces)."""
-    return [f for f in FORMATS if not isinstance(f, Snapshots)]
+    return [f for f in FORMATS if not isinstance(f, FileSessions)]
 
 
 def folder_formats() -> list[FolderFormat]:
     return [f for f in FORMATS if isinstance(f, FolderSessions)]
 
 
-def snapshot_formats() -> list[SnapshotFormat]:
-    return [f for f in FORMATS if isinstance(f, Snapshots)]
+def file_session_formats() -> list[FileSessionFormat]:
+    return [f for f in FORMATS if isinstance(f, FileSessions)]
 
 
 def companions(names: list[str]) -> tuple[str, ...]:

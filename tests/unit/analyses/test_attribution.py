@@ -55,7 +55,7 @@ def test_the_leak_is_named_by_its_program_buffer_op_and_line(training):
     host, planted = training
     gpu = allocator(host, ALLOCATOR)
     assert gpu["verdict"] == "leak"
-    top = gpu["groups"][0]
+    top = gpu["families"][0]
     assert top["kind"] == "growing" and top["bytes_per_step"] == planted["leak_bytes_per_step"]
     assert top["op"] == f"{planted['leaked_buffer']} of {planted['program']}"
     assert top["where"] == planted["leaked_where"]
@@ -142,7 +142,7 @@ def _alloc(b: ProfileBuilder, t: int, addr: int, nbytes: int, line: str = PYTHON
 def _sites(tmp_path, b: ProfileBuilder) -> list[dict]:
     host = analysed(tmp_path, b)
     (gpu,) = host["allocators"]
-    return sorted((g["op"], g["site"]["match"], tuple(g["site"]["candidates"])) for g in gpu["groups"])
+    return sorted((g["op"], g["site"]["match"], tuple(g["site"]["candidates"])) for g in gpu["families"])
 
 
 def test_one_execution_is_matched_as_a_whole_to_the_program_of_its_name_that_explains_it(tmp_path, decoder):
@@ -186,7 +186,7 @@ def test_an_allocation_on_another_thread_gets_the_frames_of_the_call_that_launch
     b.span("FunctionRun", 150, 800, root=True)
     b.alloc(500, 0x1000, 64, allocator=ALLOCATOR, op="MatMul", shape="[4,4]", line="tf_Compute")
     host = analysed(tmp_path, b)
-    (group,) = host["allocators"][0]["groups"]
+    (group,) = host["allocators"][0]["families"]
     assert group["op"] == "MatMul" and group["site"]["context"] == ""  # the framework's own name stays
     assert group["site"]["stack"] == ["train.py:20 in step", "train.py:10 in loop"]
     assert group["where"] == "train.py:20 in step"
@@ -199,7 +199,7 @@ def test_both_decoders_name_the_same():
     for decode in (reference.decode, reader.decode):
         names.append(
             [
-                (j["groups"], j["peak_breakdown"])
+                (j["families"], j["peak_breakdown"])
                 for j in (report.allocator_json(a, "xplane") for a in analysis_of(data, decode).allocators)
             ]
         )
@@ -219,7 +219,7 @@ def test_without_programs_an_unnamed_buffer_is_named_by_its_line(tmp_path, decod
     b = _builder_with({})
     b.span("$/home/me/loop.py:3 step", 0, 1000)
     _alloc(b, 100, 0x1000, 4096)
-    (group,) = analysed(tmp_path, b)["allocators"][0]["groups"]
+    (group,) = analysed(tmp_path, b)["allocators"][0]["families"]
     assert group["op"] == "made at loop.py:3 in step" and group["where"] == "loop.py:3 in step"
     assert group["label"] == "made at loop.py:3 in step"  # the line is not said twice
 
@@ -238,7 +238,7 @@ def test_several_gpus_each_name_their_execution_by_its_spans_program_id_and_call
     host = analysed(tmp_path, builder)
     assert [a["memory_id"] for a in host["allocators"]] == ["GPU_0_bfc", "GPU_1_bfc", "GPU_2_bfc"]
     for gpu in host["allocators"]:
-        rows = {g["op"]: g for g in gpu["groups"]}
+        rows = {g["op"]: g for g in gpu["families"]}
         assert sorted(rows) == [f"{b} of {planted['program']}" for b in planted["outputs"]]
         for buffer, where in zip(planted["outputs"], planted["where"], strict=True):
             site = rows[f"{buffer} of {planted['program']}"]["site"]
@@ -287,7 +287,7 @@ def test_a_tpu_output_allocated_before_its_run_follows_the_flows_to_the_chips_pr
     host = analysed(tmp_path, builder)
     assert [a["memory_id"] for a in host["allocators"]] == [str(k) for k in range(chips)]
     for chip in host["allocators"]:
-        rows = {g["op"]: g["site"] for g in chip["groups"]}
+        rows = {g["op"]: g["site"] for g in chip["families"]}
         output = rows[f"{planted['output']} of {planted['program']}"]
         assert (output["program"], output["match"], output["hlo_shape"]) == (planted["program"], "exact", "f32[1024,1024]")
         assert output["stack"] == ["serve.py:30 in main"]  # the frames of the call on `main`, through the flow
@@ -307,7 +307,7 @@ def test_time_alone_names_only_a_program_of_the_allocations_own_device_and_says_
     for ordinal, addr in ((1, 0x1000), (2, 0x2000)):  # TPU:2 has no plane in the profile
         b.alloc(5_000, addr, 1024, allocator=str(ordinal), id_stat="index_on_host", op=None, shape=None, region=None, dtype=0)
     host = analysed(tmp_path, b)
-    named = {a["memory_id"]: [(g["op"], g["site"]["match"]) for g in a["groups"]] for a in host["allocators"]}
+    named = {a["memory_id"]: [(g["op"], g["site"]["match"]) for g in a["families"]] for a in host["allocators"]}
     assert named == {"1": [("output 0 of jit_b(2)", "near")], "2": [("outside any program", "")]}
 
 

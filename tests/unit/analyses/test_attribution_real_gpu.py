@@ -102,10 +102,10 @@ def _named(path) -> dict[tuple[str, int, int], tuple[str, str, int]]:
     named = {}
     for a in analyze_host(host, modules).allocators:
         b = a.buffers
-        for i in np.flatnonzero((b.alloc_event >= 0) & (b.tensor_bytes >= MIB)).tolist():
+        for i in np.flatnonzero((b.alloc_event >= 0) & (b.requested_bytes >= MIB)).tolist():
             site = a.sites[int(b.site[i])]
             buffer = "transfer" if site.context == "transfer" else (site.buffer or site.context)
-            named[(a.memory_id, int(b.addr[i]), int(b.alloc_time_ps[i]))] = (site.program, buffer, int(b.tensor_bytes[i]))
+            named[(a.memory_id, int(b.addr[i]), int(b.alloc_time_ps[i]))] = (site.program, buffer, int(b.requested_bytes[i]))
     return named
 
 

@@ -34,11 +34,11 @@ def test_a_deferred_tpu_output_shows_once_and_the_rows_add_up_to_the_peak(tmp_pa
     # holds one of them: paired by address alone, the output showed twice (10 GiB in a 5 GiB heap).
     host, planted = analysed(tmp_path, deferred=True)
     assert len(host["allocators"]) == planted["chips"]
-    for a, heap_peak in zip(host["allocators"], planted["heap_peak_bytes"], strict=True):
+    for a, heap_peak in zip(host["allocators"], planted["peak_heap_bytes"], strict=True):
         assert a["peak_heap_bytes"] == heap_peak
         (row,) = output_rows(a, planted)
-        assert (row["count"], row["bytes"]) == (1, planted["output_bytes"]), a["name"]
-        assert sum(r["bytes"] for r in a["peak_breakdown"]) == a["peak_bytes_in_use"], a["name"]
+        assert (row["count"], row["bytes"]) == (1, planted["output_bytes"]), a["allocator"]
+        assert sum(r["bytes"] for r in a["peak_breakdown"]) == a["peak_bytes_in_use"], a["allocator"]
         assert {r["category"] for r in a["peak_breakdown"]} == {"buffers", "stack"}
 
 
@@ -46,15 +46,15 @@ def test_two_outputs_the_heap_counts_both_stay_two(tmp_path):
     host, planted = analysed(tmp_path, deferred=False)
     for a in host["allocators"]:
         (row,) = output_rows(a, planted)
-        assert (row["count"], row["bytes"]) == (2, 2 * planted["output_bytes"]), a["name"]
-        assert sum(r["bytes"] for r in a["peak_breakdown"]) == a["peak_bytes_in_use"], a["name"]
+        assert (row["count"], row["bytes"]) == (2, 2 * planted["output_bytes"]), a["allocator"]
+        assert sum(r["bytes"] for r in a["peak_breakdown"]) == a["peak_bytes_in_use"], a["allocator"]
 
 
 @pytest.mark.parametrize("deferred", [True, False])
 def test_shapes_show_without_their_layout(tmp_path, deferred):
     host, planted = analysed(tmp_path, deferred=deferred)
     shapes = {r["shape"] for a in host["allocators"] for r in a["peak_breakdown"]} | {
-        g["shape"] for a in host["allocators"] for g in a["groups"]
+        g["shape"] for a in host["allocators"] for g in a["families"]
     }
     assert dims(planted["output_shape"]) in {dims(s) for s in shapes} and LAYOUT_SHAPE not in shapes
     assert not any("{" in s for s in shapes)

@@ -32,14 +32,14 @@ def _analysis(case: dict[str, Any]) -> AllocatorAnalysis:
     buffers = columns.buffers(
         [NO_TIME if r["alloc_time_ps"] is None else r["alloc_time_ps"] for r in rows],
         [NO_TIME if r["free_time_ps"] is None else r["free_time_ps"] for r in rows],
-        [r["allocation_bytes"] for r in rows],
+        [r["chunk_bytes"] for r in rows],
         strings=strings,
         op=[case["profile_ops"].get(r["op"], r["op"]) for r in rows],
         site=[r["site"] for r in rows],
     )
-    groups = base.suspects.groups[:1] * case["groups"]
-    group_of_buffer = np.array([-1 if r["group"] is None else r["group"] for r in rows], np.int64)
-    suspects = dataclasses.replace(base.suspects, groups=groups, group_of_buffer=group_of_buffer)
+    groups = base.suspects.families[:1] * case["families"]
+    never_freed_family = np.array([-1 if r["family"] is None else r["family"] for r in rows], np.int64)
+    suspects = dataclasses.replace(base.suspects, families=groups, never_freed_family=never_freed_family)
     sites = [Site(program=s["program"], allocation=s["allocation"]) for s in case["sites"]]
     return dataclasses.replace(
         base, events=dataclasses.replace(base.events, strings=strings), buffers=buffers, suspects=suspects, sites=sites

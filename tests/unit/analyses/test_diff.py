@@ -28,7 +28,7 @@ def cli_diff(*args: str) -> subprocess.CompletedProcess:
 def _groups(result: dict) -> dict[tuple[str, str], dict]:
     (host,) = result["hosts"]
     (alloc,) = host["allocators"]
-    return {(g["op"], g["shape"]): g for g in alloc["groups"]}
+    return {(g["op"], g["shape"]): g for g in alloc["families"]}
 
 
 def test_leak_vs_fixed_shows_the_leak_fixed():
@@ -116,7 +116,7 @@ def test_a_renamed_report_key_does_not_change_the_diff(monkeypatch):
     monkeypatch.setattr(report, "allocator_json", lambda a, f: {f"renamed_{k}": v for k, v in allocator_json(a, f).items()})
     assert diff() == before
     assert before["regression"] and any(
-        g["status"] == "new" for h in before["hosts"] for a in h["allocators"] for g in a["groups"]
+        g["status"] == "new" for h in before["hosts"] for a in h["allocators"] for g in a["families"]
     )
 
 
@@ -128,7 +128,7 @@ def test_a_pjrt_leak_keeps_its_name_when_the_programs_ids_differ(tmp_path):
     out = cli_diff(str(tmp_path), str(tmp_path), "--run-a", "before", "--run-b", "after", "--json")
     assert out.returncode == 1, out.stderr  # a regression: the leak is new
     result = json.loads(out.stdout)
-    gpu = next(a for a in result["hosts"][0]["allocators"] if a["name_b"] == "GPU_0_bfc")
-    status = {g["op"]: g["status"] for g in gpu["groups"]}
+    gpu = next(a for a in result["hosts"][0]["allocators"] if a["allocator_b"] == "GPU_0_bfc")
+    status = {g["op"]: g["status"] for g in gpu["families"]}
     # Without the leak, the last step's output 1 is still live at the end: the leak grew it.
     assert status == {f"output {k} of jit_train_step": "unchanged" for k in (0, 2, 3)} | {"output 1 of jit_train_step": "grown"}

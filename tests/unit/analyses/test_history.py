@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK, NO_LEAK, count_unreadable, run_history
-from tb_leakfinder.model.history import FILE_MTIME, PROFILE, SNAPSHOT, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROFILE, CapturePoint, FamilyPoint
 
 MIB = 1 << 20
 HOUR = 3600.0
@@ -23,7 +23,7 @@ def point(k: int, floor: int, *, host: str = "h", kind: str = PROFILE, program: 
         time_s=1_800_000_000 + k * HOUR,
         duration_s=2.0,
         heap_start_bytes=floor + MIB,
-        heap_peak_bytes=floor + 64 * MIB,
+        peak_heap_bytes=floor + 64 * MIB,
         heap_end_bytes=floor + 2 * MIB,
         heap_floor_bytes=floor,
         never_freed_bytes=0,
@@ -101,7 +101,7 @@ def test_snapshots_follow_live_bytes_and_the_family_that_grew():
             held,
             0.0,
         )
-        p = point(k, 0, kind=SNAPSHOT, families=[family])
+        p = point(k, 0, kind=ONE_MOMENT, families=[family])
         return dataclasses.replace(p, heap_end_bytes=50 * MIB + held, first_step=k * 10, last_step=k * 10)
 
     h = run_history("jax", [snap(k) for k in range(4)])
@@ -170,7 +170,7 @@ def test_a_family_kept_once_in_every_window_at_the_rate_the_captures_grow_is_the
         )
         weights = FamilyPoint("VarHandleOp [] resource persist", "VarHandleOp persist", "", [], "persistent", 256, 0.0, 1)
         p = point(k, 10 * MIB + k * 1000 * size // 50, families=[weights, family])
-        points.append(dataclasses.replace(p, last_step=k * 1000 + 59, heap_peak_bytes=p.heap_floor_bytes + MIB))
+        points.append(dataclasses.replace(p, last_step=k * 1000 + 59, peak_heap_bytes=p.heap_floor_bytes + MIB))
     h = run_history("job", points)
     (s,) = h.series
     assert s.verdict == LEAK and s.unexplained is None

@@ -10,7 +10,7 @@ from tb_leakfinder.analyses.history_points import host_points
 from tb_leakfinder.analyses.words import module_base_name, normalize_name
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.engine.history import capture_points
-from tb_leakfinder.model.history import PROFILE, SNAPSHOT, HostPoints
+from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, HostPoints
 from tb_leakfinder.report import known_capacity
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture
@@ -40,7 +40,7 @@ def test_the_points_state_what_the_report_states(path):
         assert isinstance(points, HostPoints)
         assert (points.host, points.kind, points.start_time_ns) == (
             body["host"],
-            SNAPSHOT if body["snapshot"] else PROFILE,
+            ONE_MOMENT if body["one_moment"] else PROFILE,
             body["start_time_ns"],
         )
         assert points.duration_s == body["duration_ps"] / 1e12
@@ -49,7 +49,7 @@ def test_the_points_state_what_the_report_states(path):
         assert points.program == ", ".join(sorted({module_base_name(m["name"]) for m in body["modules"]}))
         assert [a.memory_id for a in points.allocators] == [a["memory_id"] for a in body["allocators"]]
         for a, stated in zip(points.allocators, body["allocators"], strict=True):
-            assert (a.heap_start_bytes, a.heap_peak_bytes, a.heap_end_bytes, a.heap_floor_bytes) == (
+            assert (a.heap_start_bytes, a.peak_heap_bytes, a.heap_end_bytes, a.heap_floor_bytes) == (
                 stated["heap_start_bytes"],
                 stated["peak_heap_bytes"],
                 stated["heap_end_bytes"],
@@ -61,9 +61,9 @@ def test_the_points_state_what_the_report_states(path):
                 stated["verdict"],
             )
             families = [(f.label, f.where, f.stack, f.kind, f.bytes, f.bytes_per_step, f.count) for f in a.families]
-            groups = stated["groups"]
+            groups = stated["families"]
             assert families == [
-                (g["label"], g["where"], g["site"]["stack"], g["kind"], g["bytes"], g["bytes_per_step"], g["count"])
+                (g["label"], g["where"], g["site"]["stack"], g["kind"], g["chunk_bytes"], g["bytes_per_step"], g["count"])
                 for g in groups
             ]
 
@@ -85,7 +85,7 @@ def test_a_snapshot_has_no_steps_of_its_own_but_its_name_may_give_one(tmp_path):
     path = builder.write(tmp_path / "step_120.prof")
     (result,) = _hosts(path)
     points = host_points(result.unwrap(), result.modules)
-    assert points.kind == SNAPSHOT and (points.first_step, points.last_step) == (None, None)
+    assert points.kind == ONE_MOMENT and (points.first_step, points.last_step) == (None, None)
     (point,) = capture_points("job/step_120", points, mtime_ns=0)
     assert (point.first_step, point.last_step, point.capture) == (120, 120, "job/step_120")
     assert point.heap_end_bytes == points.allocators[0].heap_end_bytes == 3 << 20

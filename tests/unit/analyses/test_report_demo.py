@@ -20,7 +20,7 @@ def test_leak_run_names_op_shape_and_rate():
     expected = demo_capture("tf_leak")
     a = _allocator(tb_leakfinder.analyze(str(demo_xplane("tf_leak"))))
     assert a["verdict"] == "leak"
-    top = a["groups"][0]
+    top = a["families"][0]
     assert (top["op"], top["shape"], top["dtype"], top["region"]) == (
         expected["leaked_op"],
         expected["leaked_shape"],
@@ -33,13 +33,13 @@ def test_leak_run_names_op_shape_and_rate():
     assert f"{expected['leaked_op']} {expected['leaked_shape']}" in a["reason"]
     assert a["reason"].startswith("Leak: +512 KiB per step from Mul [128,1024] output")
     # Nothing else grows: the other never-freed buffers are the last step's.
-    assert all(g["kind"] != "growing" for g in a["groups"][1:])
+    assert all(g["kind"] != "growing" for g in a["families"][1:])
 
 
 def test_fixed_run_has_no_leak():
     a = _allocator(tb_leakfinder.analyze(str(demo_xplane("tf_fixed"))))
     assert a["verdict"] == "no_leak", a["reason"]
-    assert all(g["kind"] != "growing" for g in a["groups"])
+    assert all(g["kind"] != "growing" for g in a["families"])
     assert a["growth_bytes_per_step"] < 0.01 * demo_capture("tf_leak")["leaked_bytes_per_step"]
 
 
@@ -87,11 +87,11 @@ def test_leak_run_steps_come_from_the_markers_with_a_forecast():
     }
     (a,) = host["allocators"]
     assert a["reason"].endswith(f"never freed ({expected['steps']} steps from step_num markers)")
-    top = a["groups"][0]
+    top = a["families"][0]
     assert top["requested_bytes"] == expected["steps"] * expected["leaked_bytes_per_step"]
     # One of the 25 chunks BFC handed out is 655,104 bytes: the allocated rate is a little higher.
-    assert top["bytes"] > top["requested_bytes"]
-    assert top["bytes_per_step"] < top["allocated_bytes_per_step"] < 1.02 * top["bytes_per_step"]
+    assert top["chunk_bytes"] > top["requested_bytes"]
+    assert top["bytes_per_step"] < top["chunk_bytes_per_step"] < 1.02 * top["bytes_per_step"]
     f = a["forecast"]
     assert f["growth_bytes_per_step"] == expected["leaked_bytes_per_step"]
     assert f["steps_to_oom"] == f["bytes_available"] // expected["leaked_bytes_per_step"]

@@ -169,14 +169,14 @@ def test_events_without_any_stats(tmp_path, decoder):
         builder.event("MemoryDeallocation", step * STEP_PS + 20)
     host = report_of(builder, tmp_path)
     allocator = only_allocator(host)
-    assert (allocator["memory_id"], allocator["name"]) == ("", "(no memory id)")
+    assert (allocator["memory_id"], allocator["allocator"]) == ("", "(no memory id)")
     assert host["verdict"] == "inconclusive"
     assert "without an integer addr stat" in all_warnings(host)
 
 
 def test_a_missing_allocator_name_is_an_allocator_without_memory_id(tmp_path, decoder):
     host = report_of(leaking(omit=("allocator_name",)), tmp_path)
-    assert only_allocator(host)["name"] == "(no memory id)"
+    assert only_allocator(host)["allocator"] == "(no memory id)"
     assert "carry no index_on_host, device_ordinal or allocator_name stat" in all_warnings(host)
 
 
@@ -203,7 +203,7 @@ def test_string_stats_where_numbers_belong(tmp_path, decoder):
     # A step_num that is not an integer marks no step: the steps are time windows.
     assert host["step_source"]["kind"] == "time_windows"
     allocator = only_allocator(host)
-    assert allocator["name"] == "(no memory id)"  # an allocator_name that is not a string names none, as in XProf
+    assert allocator["allocator"] == "(no memory id)"  # an allocator_name that is not a string names none, as in XProf
     assert allocator["verdict"] == "inconclusive"
 
 

@@ -19,7 +19,7 @@ from tests.support.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS,
 def _kinds(h: HostAnalysis) -> dict[str, str]:
     (a,) = h.allocators
     s = a.events.strings
-    return {s[g.op]: g.kind for g in a.suspects.groups}
+    return {s[g.op]: g.kind for g in a.suspects.families}
 
 
 @pytest.mark.parametrize("source", list(SOURCES))
@@ -35,7 +35,7 @@ def test_each_source_gives_the_steps_and_finds_the_leak(source):
     assert a.verdict.reason == (
         f"Leak: +512 KiB per step from Mul [128,1024] output, 20 of 20 steps never freed (20 steps {origin})"
     )
-    top = a.suspects.groups[0]
+    top = a.suspects.families[0]
     assert top.kind == "growing" and top.bytes_per_step == 512 * KIB and top.count == 20
     # The in-flight step's activations are the last step's, not a suspect.
     assert _kinds(h)["Relu"] == "window_end"
@@ -72,18 +72,18 @@ def test_rate_is_tensor_bytes_fitted_across_steps(source, every, nbytes):
         loop.run(lambda step, t: loop.alloc(t, chunk, "Pack", "[24,1024]", requested=nbytes) if step % every == 0 else None)
     )
     (a,) = h.allocators
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert top.kind == "growing" and a.verdict.verdict == "leak"
     kept = len(range(0, 40, every))
-    assert (top.count, top.requested_bytes, top.bytes) == (kept, kept * nbytes, kept * chunk)
+    assert (top.count, top.requested_bytes, top.chunk_bytes) == (kept, kept * nbytes, kept * chunk)
     assert top.bytes_per_step == pytest.approx(nbytes / every, rel=0.01)
-    assert top.allocated_bytes_per_step == pytest.approx(chunk / every, rel=0.01)
+    assert top.chunk_bytes_per_step == pytest.approx(chunk / every, rel=0.01)
 
 
 def test_every_fifth_step_is_exactly_a_fifth():
     loop = Loop("step_num", steps=40)
     h = analyze(loop.run(lambda step, t: loop.alloc(t, 256 * KIB, "Pack", "[24,1024]") if step % 5 == 0 else None))
-    (top,) = h.allocators[0].suspects.groups
+    (top,) = h.allocators[0].suspects.families
     assert top.bytes_per_step == 256 * KIB / 5  # 51.2 KiB, not 8 * 256 KiB / 36 steps
     assert "+51.2 KiB per step" in h.allocators[0].verdict.reason
 
@@ -181,7 +181,7 @@ def test_no_step_information_steady_growth_is_a_leak_in_time_windows():
     assert a.verdict.reason.startswith("Leak: +")
     assert "per window from Concat [16,1024] output, 10 of 10 windows never freed" in a.verdict.reason
     # Three steps per window: the rate is per window.
-    assert a.suspects.groups[0].bytes_per_step == pytest.approx(3 * 64 * KIB, rel=0.1)
+    assert a.suspects.families[0].bytes_per_step == pytest.approx(3 * 64 * KIB, rel=0.1)
 
 
 def test_no_step_information_flat_is_no_leak():
@@ -197,7 +197,7 @@ def test_time_windows_growth_in_few_windows_is_inconclusive():
     loop = Loop("none", steps=40)
     h = analyze(loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]") if step % 8 == 0 else None))
     (a,) = h.allocators
-    assert a.suspects.groups[0].kind == "growing"
+    assert a.suspects.families[0].kind == "growing"
     assert a.verdict.verdict == "inconclusive", a.verdict.reason
     assert "only in 5 of 10 equal time windows" in a.verdict.reason and "at least 8" in a.verdict.reason
 
@@ -216,7 +216,7 @@ def test_root_events_of_an_input_pipeline_thread_are_not_steps():
             loop.b.span("FunctionRun", start, start + 1_000_000, line="tf_data_iterator_resource/1", root=True)
     h = analyze(loop.run(lambda step, t: loop.alloc(t, 512 * KIB, "Mul", "[128,1024]")))
     assert (h.step_source.name, h.step_source.num_steps) == ("FunctionRun", 20)
-    assert h.allocators[0].suspects.groups[0].bytes_per_step == 512 * KIB
+    assert h.allocators[0].suspects.families[0].bytes_per_step == 512 * KIB
 
 
 UNMARKED = ROOT / "tests" / "data" / "tf_unmarked"
@@ -236,7 +236,7 @@ def test_real_tensorflow_captures_without_step_annotations(program):
     }
     (a,) = host["allocators"]
     assert a["verdict"] == "leak", a["reason"]
-    top = a["groups"][0]
+    top = a["families"][0]
     assert (top["op"], top["shape"], top["dtype"], top["kind"]) == (
         expected["leaked_op"],
         expected["leaked_shape"],
@@ -245,7 +245,7 @@ def test_real_tensorflow_captures_without_step_annotations(program):
     )
     assert top["count"] == expected["steps"]
     assert top["bytes_per_step"] == expected["leaked_bytes_per_step"]
-    assert all(g["kind"] != "growing" for g in a["groups"][1:])
+    assert all(g["kind"] != "growing" for g in a["families"][1:])
 
 
 def test_host_calls_that_hold_no_memory_event_give_way_to_the_device_program():
@@ -258,4 +258,4 @@ def test_host_calls_that_hold_no_memory_event_give_way_to_the_device_program():
             loop.b.span("PjitFunction(_split_key)", dispatch + 2_000 + k * 1_000, dispatch + 2_500 + k * 1_000)
     h = analyze(loop.run(lambda step, t: loop.alloc(t, 512 * KIB, "Mul", "[128,1024]")))
     assert (h.step_source.kind, h.step_source.name, h.step_source.num_steps) == ("device_programs", "jit_train_step(3)", 20)
-    assert h.allocators[0].suspects.groups[0].bytes_per_step == 512 * KIB
+    assert h.allocators[0].suspects.families[0].bytes_per_step == 512 * KIB

@@ -47,7 +47,7 @@ def _analyze(builder: ProfileBuilder):
 
 def _kinds(a) -> dict[str, str]:
     s = a.events.strings
-    return {s[g.op]: g.kind for g in a.suspects.groups}
+    return {s[g.op]: g.kind for g in a.suspects.families}
 
 
 def test_growing_leak_is_found_with_its_rate():
@@ -55,7 +55,7 @@ def test_growing_leak_is_found_with_its_rate():
     b = loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]"))
     a = _analyze(b)
     assert a.verdict.verdict == "leak"
-    (top, *_) = a.suspects.groups
+    (top, *_) = a.suspects.families
     assert a.events.strings[top.op] == "Concat" and top.kind == "growing"
     assert top.bytes_per_step == 64 * KIB and top.steps == 20 and top.score == 1.0
     assert a.verdict.reason == (
@@ -74,7 +74,7 @@ def test_weights_made_once_are_persistent():
     a = _analyze(b)
     assert _kinds(a) == {"VarHandleOp": "persistent"}
     assert a.verdict.verdict == "no_leak"
-    assert a.suspects.groups[0].bytes_per_step == 0
+    assert a.suspects.families[0].bytes_per_step == 0
 
 
 def test_rolling_cache_is_bounded():
@@ -88,7 +88,7 @@ def test_rolling_cache_is_bounded():
 
     a = _analyze(loop.run(keep))
     assert _kinds(a) == {"CacheEntry": "bounded"}
-    assert a.suspects.groups[0].count == 4
+    assert a.suspects.families[0].count == 4
     assert a.verdict.verdict == "no_leak"
 
 
@@ -119,7 +119,7 @@ def test_leak_ranks_above_persistent_and_window_end():
         loop.alloc(t + 2, 4 * KIB, "Append", "[1024]")
 
     a = _analyze(loop.run(keep))
-    assert a.events.strings[a.suspects.groups[0].op] == "Append"
+    assert a.events.strings[a.suspects.families[0].op] == "Append"
     assert a.verdict.verdict == "leak"
 
 
@@ -144,7 +144,7 @@ def test_periodic_leak_is_growing(every):
     loop = Loop(40)
     b = loop.run(lambda step, t: loop.alloc(t, 96 * KIB, "Pack", "[24,1024]") if step % every == 0 else None)
     a = _analyze(b)
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert top.kind == "growing" and a.verdict.verdict == "leak"
     kept = len(range(0, 40, every))
     assert top.steps == kept
@@ -156,7 +156,7 @@ def test_leak_that_starts_after_warm_up_is_growing():
     loop = Loop(30)
     b = loop.run(lambda step, t: loop.alloc(t, 16 * KIB, "Stack", "[4,1024]") if step >= 20 else None)
     a = _analyze(b)
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert top.kind == "growing" and top.first_step == 20 and top.bytes_per_step == 16 * KIB
     assert 0.5 <= top.score < 1.0  # ten steps of growth: less certain than a whole window of it
 
@@ -174,7 +174,7 @@ def test_leak_of_an_op_whose_output_was_a_temporary_before_starts_at_its_onset()
             loop.b.free(t + 5, out, 256 * KIB)
 
     a = _analyze(loop.run(keep))
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert (top.kind, top.onset_step, top.bytes_per_step, top.count) == ("growing", 20, 256 * KIB, 20)
     assert a.verdict.verdict == "leak"
     assert a.verdict.reason.startswith("Leak: +256 KiB per step from Mul [64,1024] output from step 20 on, 20 of 40")
@@ -193,7 +193,7 @@ def test_one_buffer_regrown_every_step_is_a_leak():
             loop.b.free(t + 1, hist.pop(0), size - 64 * KIB)
 
     a = _analyze(loop.run(keep))
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert top.kind == "growing" and top.regrown and top.count == 1
     assert top.bytes_per_step == 64 * KIB
     assert (top.shape, top.num_shapes, top.latest_shape) == ("[*,1024]", 30, "[480,1024]")
@@ -223,7 +223,7 @@ def test_dynamic_shapes_are_one_family_with_its_whole_rate():
     lengths = [8 + (step * 7) % 41 for step in range(30)]
     b = loop.run(lambda step, t: loop.alloc(t, 32 * lengths[step] * 4, "Mean", f"[32,{lengths[step]}]"))
     a = _analyze(b)
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert top.kind == "growing" and not top.regrown
     assert (top.shape, top.num_shapes, top.count) == ("[32,*]", len(set(lengths)), 30)
     true_rate = sum(32 * n * 4 for n in lengths) / 30
@@ -251,7 +251,7 @@ def test_sawtooth_of_cleared_caches_is_not_a_leak(period, cleared):
 
     a = _analyze(loop.run(keep))
     assert a.verdict.verdict == "no_leak", a.verdict.reason
-    assert all(g.kind != "growing" for g in a.suspects.groups)
+    assert all(g.kind != "growing" for g in a.suspects.families)
 
 
 def test_leak_fixed_mid_window_is_not_a_leak():
@@ -267,7 +267,7 @@ def test_leak_fixed_mid_window_is_not_a_leak():
 
     a = _analyze(loop.run(keep))
     assert a.verdict.verdict == "no_leak"
-    assert a.suspects.groups == []
+    assert a.suspects.families == []
 
 
 def test_several_growing_families_add_up_in_the_forecast():
@@ -278,7 +278,7 @@ def test_several_growing_families_add_up_in_the_forecast():
         loop.alloc(t + 1, 32 * KIB, "Softmax", "[8,1024]")
 
     a = _analyze(loop.run(keep))
-    assert [g.kind for g in a.suspects.groups] == ["growing", "growing"]
+    assert [g.kind for g in a.suspects.families] == ["growing", "growing"]
     assert "; 2 families grow, +160 KiB per step in all" in a.verdict.reason
     assert a.forecast is not None and a.forecast.growth_bytes_per_step == 160 * KIB
 
@@ -291,7 +291,7 @@ def test_a_lone_early_rise_is_not_the_onset():
             loop.alloc(t, 64 * KIB, "Mul", "[16,1024]")
 
     a = _analyze(loop.run(keep))
-    (top,) = a.suspects.groups
+    (top,) = a.suspects.families
     assert (top.kind, top.onset_step, top.bytes_per_step) == ("growing", 25, 64 * KIB)
 
 
@@ -341,6 +341,6 @@ def test_a_slow_leak_under_temporaries_of_its_own_op_kept_past_a_boundary():
             spikes.append((loop.alloc(t + 3, 4096 * KIB, "Mul", "[1024,1024]"), 4096 * KIB))
 
     a = _analyze(loop.run(keep))
-    (top,) = [g for g in a.suspects.groups if g.kind == "growing"]
+    (top,) = [g for g in a.suspects.families if g.kind == "growing"]
     assert (a.events.strings[top.op], top.onset_step, top.bytes_per_step) == ("Mul", 0, 4 * KIB)
     assert a.verdict.verdict == "leak"

@@ -51,16 +51,16 @@ def test_the_report_carries_the_histories_of_runs_with_several_captures(logdir):
     root, _ = logdir
     engine = Engine.for_path(str(root))
     report = engine.report()
-    assert [h["run"] for h in report["histories"]] == ["clean", "job"]
+    assert [h["tb_run"] for h in report["histories"]] == ["clean", "job"]
     assert engine.report("job/" + engine.captures("job")[0].name.rpartition("/")[2])["histories"] == []
 
 
 def test_the_route_answers_the_history_and_refuses_unknown_runs(logdir, tmp_path):
     root, _ = logdir
     client, _plugin = make_client(str(root), leakfinder_cache_dir=str(tmp_path / "cache"))
-    answer = client.get(f"{PREFIX}/history", query_string={"run": "job"})
+    answer = client.get(f"{PREFIX}/history", query_string={"tb_run": "job"})
     assert answer.status_code == 200 and json.loads(answer.get_data())["verdict"] == "leak"
-    for query, status in (({"run": "nope"}, 404), ({"run": "../job"}, 404), ({"run": "x\x00"}, 400)):
+    for query, status in (({"tb_run": "nope"}, 404), ({"tb_run": "../job"}, 404), ({"tb_run": "x\x00"}, 400)):
         answer = client.get(f"{PREFIX}/history", query_string=query)
         assert answer.status_code == status, (query, answer.get_data())
         assert "error" in json.loads(answer.get_data())
@@ -82,7 +82,7 @@ def test_a_history_lists_its_unreadable_captures_and_says_how_many(tmp_path):
     for path in cut:
         path.write_bytes(path.read_bytes()[:200])
     client, _ = make_client(str(tmp_path / "logs"))
-    h = json.loads(client.get(f"{PREFIX}/history", query_string={"run": "job"}).get_data())
+    h = json.loads(client.get(f"{PREFIX}/history", query_string={"tb_run": "job"}).get_data())
     assert (h["verdict"], h["num_captures"]) == ("no_leak", 10)
     assert h["reason"].endswith("(5 of 10 captures could not be read)")
     expected = [(f"job/{s}", str(p)) for s, p in zip(run.sessions[::2], cut, strict=True)]

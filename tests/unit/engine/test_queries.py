@@ -53,9 +53,9 @@ def test_each_route_answers_with_its_query(served):
         for a in host.analysis.allocators:
             at = queries.allocator(host, a.memory_id)
             for group in (None, 0):
-                asked = {"run": run.name, "host": host.host, "allocator": a.memory_id, "group": group}
-                assert _route(client, "timeline", points=500, **asked) == _wire(queries.timeline(at, 500, group=group))
-                assert _route(client, "buffers", limit=40, **asked) == _wire(queries.buffers(at, limit=40, group=group))
+                asked = {"run": run.name, "host": host.host, "allocator": a.memory_id, "family": group}
+                assert _route(client, "timeline", points=500, **asked) == _wire(queries.timeline(at, 500, family=group))
+                assert _route(client, "buffers", limit=40, **asked) == _wire(queries.buffers(at, limit=40, family=group))
         for m in queries.report(engine, run)["runs"][0]["hosts"][0]["modules"]:
             answer = queries.module(queries.module_at(host, m["name"]))
             assert _route(client, "module", run=run.name, module=m["name"]) == _wire(answer)
@@ -69,8 +69,10 @@ def test_a_report_of_every_run_carries_the_histories_and_one_runs_none(tmp_path)
     slow_leak_run(tmp_path, "job", captures=4)
     engine = Engine.for_path(str(tmp_path))
     whole = queries.report(engine)
-    assert [h["run"] for h in whole["histories"]] == ["job"]
-    assert whole["histories"][0] == queries.history(engine, "job") == _route(make_client(str(tmp_path))[0], "history", run="job")
+    assert [h["tb_run"] for h in whole["histories"]] == ["job"]
+    assert (
+        whole["histories"][0] == queries.history(engine, "job") == _route(make_client(str(tmp_path))[0], "history", tb_run="job")
+    )
     assert whole == engine.report()  # the engine's report is this one
     one = queries.report(engine, engine.runs()[0])
     assert one["histories"] == [] and [r["run"] for r in one["runs"]] == [engine.runs()[0].name]

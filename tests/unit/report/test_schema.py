@@ -32,8 +32,8 @@ def test_each_choice_is_the_set_of_the_analyses_constants():
     kinds = {step_sources.STEP_NUM, step_sources.GROUP_ID, step_sources.ROOT_EVENTS, step_sources.DEVICE_PROGRAMS}
     assert _choices(schema.StepSourceKind) == kinds | {step_sources.TIME_WINDOWS, step_sources.NONE}
     assert _choices(schema.WholeProgramReason) == set(static_buffers._WHY)
-    assert _choices(schema.GroupStatus) == set(diff.STATUS_ORDER)
-    assert _choices(schema.CaptureKind) == {history_points.PROFILE, history_points.SNAPSHOT}
+    assert _choices(schema.FamilyStatus) == set(diff.STATUS_ORDER)
+    assert _choices(schema.CaptureKind) == {history_points.PROFILE, history_points.ONE_MOMENT}
     assert _choices(schema.TimeSource) == {history_points.OWN_CLOCK, history_points.SESSION_NAME, history_points.FILE_MTIME}
 
 
@@ -84,8 +84,8 @@ def test_a_host_report_conforms_and_each_required_key_it_lacks_makes_it_a_miss(h
 def test_a_value_outside_its_declared_choices_makes_a_miss(hosts):
     good = hosts["host0"]
     assert not conforms({**good, "verdict": "leaky"}, report.HOST_SHAPE)
-    group = good["allocators"][0]["groups"][0]
-    wrong = {**good["allocators"][0], "groups": [{**group, "kind": "grew"}]}
+    group = good["allocators"][0]["families"][0]
+    wrong = {**good["allocators"][0], "families": [{**group, "kind": "grew"}]}
     assert not conforms({**good, "allocators": [wrong]}, report.HOST_SHAPE)
 
 

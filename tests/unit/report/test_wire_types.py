@@ -55,7 +55,7 @@ def test_a_key_added_to_the_schema_appears_in_the_types_the_tables_and_the_cache
     added = '    added_bytes: Annotated[int | None, "bytes a new analysis found"]'
     module = _schema_with(tmp_path, "class BreakdownRow(TypedDict):", added)
     parsed = gen.read_schema(module)
-    group = _interface(gen.render_ts(parsed), "Group")
+    group = _interface(gen.render_ts(parsed), "Family")
     assert group.endswith("  site: Site;\n  /** bytes a new analysis found */\n  added_bytes: number | null;")
     tables = gen.render_tables(parsed)
     assert "| `added_bytes` | `number \\| null` | bytes a new analysis found |" in tables
@@ -64,14 +64,14 @@ def test_a_key_added_to_the_schema_appears_in_the_types_the_tables_and_the_cache
     host = hosts["host0"]
     assert conforms(host, typed_shape(schema.HostReport))
     assert not conforms(host, typed_shape(module.HostReport))
-    with_key = [{**a, "groups": [{**g, "added_bytes": None} for g in a["groups"]]} for a in host["allocators"]]
+    with_key = [{**a, "families": [{**g, "added_bytes": None} for g in a["families"]]} for a in host["allocators"]]
     assert conforms({**host, "allocators": with_key}, typed_shape(module.HostReport))
 
 
 def test_a_named_choice_is_a_type_and_its_uses_name_it(tmp_path):
     module = _schema_with(
         tmp_path,
-        'CaptureKind = Literal["profile", "snapshot"]',
+        'CaptureKind = Literal["profile", "one_moment"]',
         'Severity = Literal["low", "high"]\n"""How bad it is."""',
     )
     module_src = pathlib.Path(module.__file__).read_text(encoding="utf-8")
@@ -80,7 +80,7 @@ def test_a_named_choice_is_a_type_and_its_uses_name_it(tmp_path):
     module = _load(path.stem + "_2", path)
     ts = gen.render_ts(gen.read_schema(module))
     assert "/** How bad it is. */\nexport type Severity = 'low' | 'high';" in ts
-    assert "  severity: Severity;" in _interface(ts, "GroupDiff")
+    assert "  severity: Severity;" in _interface(ts, "FamilyDiff")
     assert "| `Severity` | `'low' \\| 'high'` | How bad it is. |" in gen.render_tables(gen.read_schema(module))
 
 

@@ -1,4 +1,4 @@
-"""views/snapshot.py's answer_key against tests/cases/answer_key.json, which the standalone page's inline.ts answers too."""
+"""standalone_page.answer_key against tests/cases/answer_key.json, which the standalone page's inline.ts answers too."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tb_leakfinder.views.snapshot import answer_key
+from tb_leakfinder.views.standalone_page import answer_key
 from tests.support.cases import load_cases
 
 

@@ -71,17 +71,17 @@ def test_report_json_has_the_documented_keys():
     assert {"run", "hosts", "verdict"} <= set(run)
     allocator = next(h for r in report["runs"] for h in r["hosts"] if h["allocators"])["allocators"][0]
     assert {
-        "name",
+        "allocator",
         "num_allocations",
         "num_deallocations",
         "peak_bytes_in_use",
         "never_freed_bytes",
         "verdict",
         "reason",
-        "groups",
+        "families",
     } <= set(allocator)
-    leak = next(a for r in report["runs"] for h in r["hosts"] for a in h["allocators"] if a["groups"])["groups"][0]
-    assert {"op", "shape", "dtype", "region", "kind", "count", "bytes", "steps", "bytes_per_step", "score"} <= set(leak)
+    leak = next(a for r in report["runs"] for h in r["hosts"] for a in h["allocators"] if a["families"])["families"][0]
+    assert {"op", "shape", "dtype", "region", "kind", "count", "chunk_bytes", "steps", "bytes_per_step", "score"} <= set(leak)
 
 
 @pytest.mark.parametrize(
@@ -196,7 +196,7 @@ def test_report_text_names_the_family_and_its_onset(case, words):
 def test_report_csv_carries_the_family_and_the_onset(tmp_path):
     out = cli("report", str(ACCURACY / "late_onset"), "--csv", str(tmp_path / "csv"))
     assert out.returncode == 0, out.stderr
-    with open(tmp_path / "csv" / "groups.csv", newline="", encoding="utf-8") as f:
+    with open(tmp_path / "csv" / "families.csv", newline="", encoding="utf-8") as f:
         (top, *_) = list(csv.DictReader(f))
     assert (top["label"], top["kind"], top["onset_step"], top["num_shapes"], top["regrown"]) == (
         "Mul [128,256] output",
@@ -379,10 +379,10 @@ def test_report_labels_cut_a_long_program_id(tmp_path):
     assert f"{planted['leaked_buffer']} of jit_train_step(…8113)" in out.stdout
     assert str(long_ids[0]) not in out.stdout
     report = json.loads(cli("report", str(tmp_path / "gpu"), "--json").stdout)
-    (allocator,) = [a for a in report["runs"][0]["hosts"][0]["allocators"] if a["name"] == "GPU_0_bfc"]
+    (allocator,) = [a for a in report["runs"][0]["hosts"][0]["allocators"] if a["allocator"] == "GPU_0_bfc"]
     # The site keeps the program's key whole: it is what the static view is asked for.
-    assert allocator["groups"][0]["site"]["program"] == f"jit_train_step({long_ids[0]})"
-    assert "(…8113)" in allocator["groups"][0]["label"]
+    assert allocator["families"][0]["site"]["program"] == f"jit_train_step({long_ids[0]})"
+    assert "(…8113)" in allocator["families"][0]["label"]
 
 
 def test_a_repeated_warning_is_printed_once_with_its_count(tmp_path):

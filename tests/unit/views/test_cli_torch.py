@@ -57,7 +57,7 @@ def test_check_exits_1_on_a_leaking_torch_run_and_0_on_the_clean_one():
 def test_csv_carries_the_torch_family(tmp_path):
     out = cli("report", str(ACCURACY / "torch_late_onset"), "--csv", str(tmp_path / "csv"))
     assert out.returncode == 0, out.stderr
-    with open(tmp_path / "csv" / "groups.csv", newline="", encoding="utf-8") as f:
+    with open(tmp_path / "csv" / "families.csv", newline="", encoding="utf-8") as f:
         top = next(csv.DictReader(f))
     assert (top["kind"], top["op"], top["where"], top["onset_step"]) == ("growing", "aten::mul", KEEP_LINE, "16")
 

@@ -55,18 +55,18 @@ def test_table_header_is_context_then_every_key_in_order_met():
 def test_report_csv_writes_every_table_whole(tmp_path):
     out = tmp_path / "csv"
     assert cli.main(["report", str(DEMO / "tf_leak"), "--csv", str(out)]) == cli.EXIT_OK
-    assert sorted(p.name for p in out.iterdir()) == ["buffers.csv", "groups.csv", "peak_breakdown.csv", "static_buffers.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["buffers.csv", "families.csv", "peak_breakdown.csv", "static_buffers.csv"]
     report = tb_leakfinder.analyze(str(DEMO / "tf_leak"))
     (host,) = report["runs"][0]["hosts"]
     (allocator,) = host["allocators"]
 
-    groups = read_csv(out / "groups.csv")
-    assert len(groups) == len(allocator["groups"])
+    groups = read_csv(out / "families.csv")
+    assert len(groups) == len(allocator["families"])
     assert list(groups[0])[:3] == ["run", "host", "allocator"]
     # The report's own keys, its site's in the place of `site`.
-    keys = list(allocator["groups"][0])
+    keys = list(allocator["families"][0])
     site = keys.index("site")
-    assert list(groups[0])[3:] == [*keys[:site], *allocator["groups"][0]["site"], *keys[site + 1 :]]
+    assert list(groups[0])[3:] == [*keys[:site], *allocator["families"][0]["site"], *keys[site + 1 :]]
     top = groups[0]
     assert (top["op"], top["shape"], top["kind"], top["count"]) == ("Mul", "[128,1024]", "growing", "25")
 
@@ -78,7 +78,7 @@ def test_report_csv_writes_every_table_whole(tmp_path):
     assert len(buffers) > 100
     assert len(buffers) >= allocator["num_allocations"]
     assert len({b["id"] for b in buffers}) == len(buffers)
-    assert [int(b["allocation_bytes"]) for b in buffers] == sorted((int(b["allocation_bytes"]) for b in buffers), reverse=True)
+    assert [int(b["chunk_bytes"]) for b in buffers] == sorted((int(b["chunk_bytes"]) for b in buffers), reverse=True)
 
 
 def test_static_buffers_csv_lists_each_modules_whole_program_buffers(tmp_path):
@@ -90,7 +90,7 @@ def test_static_buffers_csv_lists_each_modules_whole_program_buffers(tmp_path):
     assert len(rows) == sum(len(m["whole_program_buffers"]) for m in host["modules"])
     step = [r for r in rows if r["module"].startswith("jit_train_step_liveout(")]
     assert {"live_out", "parameter"} <= {r["reason"] for r in step}
-    assert read_csv(out / "groups.csv") == []  # JAX on CPU: no memory events, no groups
+    assert read_csv(out / "families.csv") == []  # JAX on CPU: no memory events, no groups
 
 
 def test_profile_strings_cannot_become_formulas(tmp_path):
@@ -98,7 +98,7 @@ def test_profile_strings_cannot_become_formulas(tmp_path):
     write_session(tmp_path / "logs", "evil", "2026_11_30_00_00_00", {"evil": builder})
     out = tmp_path / "csv"
     assert cli.main(["report", str(tmp_path / "logs"), "--csv", str(out)]) == cli.EXIT_OK
-    (leak,) = [r for r in read_csv(out / "groups.csv") if EVIL_OP in r["op"]]
+    (leak,) = [r for r in read_csv(out / "families.csv") if EVIL_OP in r["op"]]
     assert leak["op"] == "'" + EVIL_OP
     evil_buffers = [r for r in read_csv(out / "buffers.csv") if EVIL_OP in r["op"]]
     assert len(evil_buffers) == 10 and all(r["op"].startswith("'=") for r in evil_buffers)
@@ -114,9 +114,9 @@ def test_diff_csv_writes_the_compare_groups(tmp_path, capsys):
     code = cli.main(["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--csv", str(out), "--json"])
     assert code == cli.EXIT_LEAK
     comparison = json.loads(capsys.readouterr().out)
-    assert [p.name for p in out.iterdir()] == ["compare_groups.csv"]
-    rows = read_csv(out / "compare_groups.csv")
-    expected = [g for h in comparison["hosts"] for a in h["allocators"] for g in a["groups"]]
+    assert [p.name for p in out.iterdir()] == ["compare_families.csv"]
+    rows = read_csv(out / "compare_families.csv")
+    expected = [g for h in comparison["hosts"] for a in h["allocators"] for g in a["families"]]
     assert len(rows) == len(expected) > 0
     (new,) = [r for r in rows if r["new_leak"] == "true"]
     assert (new["op"], new["status"], new["run_b"]) == ("Mul", "new", comparison["run_b"])

@@ -36,7 +36,7 @@ def test_surrogates_in_names_are_written_escaped_by_every_export(tmp_path):
     diff = cli("diff", "clean", "run", "--markdown", "d.md", "--csv", "dcsv", cwd=str(tmp_path))
     assert diff.returncode == 1, diff.stderr  # B brings the leak
     assert b"aten::\\\\ud800" in diff.stdout and b"aten::\\\\ud800" in (tmp_path / "d.md").read_bytes()
-    assert b"aten::\\ud800" in (tmp_path / "dcsv" / "compare_groups.csv").read_bytes()
+    assert b"aten::\\ud800" in (tmp_path / "dcsv" / "compare_families.csv").read_bytes()
 
 
 def test_a_file_name_that_is_not_utf8_is_printed_escaped_under_a_strict_stdout(tmp_path):

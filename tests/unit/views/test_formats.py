@@ -127,8 +127,8 @@ def test_diff_between_two_pytorch_runs_names_the_new_leak(tmp_path, capsys):
     comparison = json.loads(capsys.readouterr().out)
     assert comparison["regression"] and (comparison["verdict_a"], comparison["verdict_b"]) == ("no_leak", "leak")
     (host,) = comparison["hosts"]
-    (cuda,) = [a for a in host["allocators"] if a["name_b"] == "cuda:0"]
-    (new,) = [g for g in cuda["groups"] if g["status"] == "new"]
+    (cuda,) = [a for a in host["allocators"] if a["allocator_b"] == "cuda:0"]
+    (new,) = [g for g in cuda["families"] if g["status"] == "new"]
     assert (new["op"], new["new_leak"], new["count_b"]) == ("aten::mm", True, 12)
     assert cli.main(["diff", str(leak), str(clean)]) == cli.EXIT_OK  # the fix is no regression
 
@@ -136,7 +136,7 @@ def test_diff_between_two_pytorch_runs_names_the_new_leak(tmp_path, capsys):
 def test_csv_of_a_pytorch_run_lists_its_ops(tmp_path):
     out = tmp_path / "csv"
     assert cli.main(["report", str(_torch_run(tmp_path / "leak")), "--csv", str(out)]) == cli.EXIT_OK
-    with (out / "groups.csv").open(newline="") as f:
+    with (out / "families.csv").open(newline="") as f:
         groups = list(csv.DictReader(f))
     assert [(g["allocator"], g["op"], g["kind"], g["count"]) for g in groups] == [("cuda:0", "aten::mm", "growing", "12")]
     with (out / "buffers.csv").open(newline="") as f:
@@ -191,7 +191,7 @@ def test_discovery_and_the_routes_serve_both_formats_of_a_mixed_logdir(mixed):
         formats[name] = _only_host(json.loads(answer.get_data()))["format"]
     assert formats == {xprof: "xplane", **dict.fromkeys(torch, "torch_trace")}
     overview = json.loads(client.get(f"{PREFIX}/overview", query_string={"run": "torch_leak"}).get_data())
-    assert [(r["name"], r["verdict"]) for r in overview["rows"]] == [("cuda:0", "leak")]
+    assert [(r["allocator"], r["verdict"]) for r in overview["rows"]] == [("cuda:0", "leak")]
 
 
 @pytest.mark.skipif(not QWEN.exists(), reason="the shared real traces are absent")

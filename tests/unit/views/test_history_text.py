@@ -8,7 +8,7 @@ import re
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.views import cli, html
-from tb_leakfinder.views.snapshot import answer_key
+from tb_leakfinder.views.standalone_page import answer_key
 
 
 def test_the_text_report_leads_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
@@ -31,7 +31,7 @@ def test_a_comparison_page_of_two_captures_of_a_run_holds_their_history(tmp_path
     assert cli.main(["diff", logs, logs, "--run-a", a, "--run-b", b, "--no-cache", "--html", str(out)]) in (0, 1)
     page = out.read_text(encoding="utf-8")
     data = json.loads(re.search(rf'<script type="application/json" id="{html.DATA_ID}">(.*?)</script>', page, re.S).group(1))
-    history = data["answers"][answer_key("history", {"run": "job"})]
+    history = data["answers"][answer_key("history", {"tb_run": "job"})]
     # The page's engine knows the two captures it holds: two are too few for a verdict, and it says so.
     assert (history["verdict"], history["num_captures"]) == ("inconclusive", 2) and "at least 3" in history["reason"]
 
@@ -40,14 +40,14 @@ def test_the_history_command_exits_1_on_a_leak_and_its_json_is_the_routes(tmp_pa
     logs = tmp_path / "logs"
     slow_leak_run(logs, "job", captures=3)
     slow_leak_run(logs, "clean", captures=3, leak_bytes_per_step=0)
-    assert cli.main(["history", str(logs), "--run", "job", "--no-cache", "--json"]) == cli.EXIT_LEAK
+    assert cli.main(["history", str(logs), "--tb-run", "job", "--no-cache", "--json"]) == cli.EXIT_LEAK
     printed = json.loads(capsys.readouterr().out)
     client, _ = make_client(str(logs), leakfinder_cache_dir=str(tmp_path / "cache"))
-    assert printed == json.loads(client.get(f"{PREFIX}/history", query_string={"run": "job"}).get_data())
-    assert cli.main(["history", str(logs), "--run", "clean", "--no-cache"]) == cli.EXIT_OK
-    assert cli.main(["history", str(logs), "--run", "nope", "--no-cache"]) == cli.EXIT_BAD_INPUT
+    assert printed == json.loads(client.get(f"{PREFIX}/history", query_string={"tb_run": "job"}).get_data())
+    assert cli.main(["history", str(logs), "--tb-run", "clean", "--no-cache"]) == cli.EXIT_OK
+    assert cli.main(["history", str(logs), "--tb-run", "nope", "--no-cache"]) == cli.EXIT_BAD_INPUT
     assert cli.main(["history", str(logs), "--no-cache"]) == cli.EXIT_BAD_INPUT  # two runs of several captures
-    assert "choose a run with --run" in capsys.readouterr().err
+    assert "choose a TensorBoard run with --tb-run" in capsys.readouterr().err
 
 
 def test_history_exits_2_naming_each_unreadable_capture(tmp_path, capsys):

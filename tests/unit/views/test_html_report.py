@@ -1,4 +1,4 @@
-"""views/html.py and views/snapshot.py: `tb-leakfinder report/diff --html FILE` writes one self-contained page.
+"""views/html.py and views/standalone_page.py: `tb-leakfinder report/diff --html FILE` writes one self-contained page.
 
 The page itself is opened from file:// in Chromium by frontend/tests/standalone.test.mjs.
 """
@@ -16,7 +16,7 @@ import pytest
 from tb_leakfinder.read.formats.xplane import reader as xplane_reader
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli, html
-from tb_leakfinder.views.snapshot import answer_key
+from tb_leakfinder.views.standalone_page import answer_key
 from tests.support.cli_process import run_cli
 from tests.support.demo import ROOT
 
@@ -50,11 +50,11 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
     )
     assert answers[answer_key("overview", {"run": run["run"]})]["num_hosts"] == 1
     (allocator,) = host["allocators"]
-    where = {"run": run["run"], "host": host["host"], "allocator": allocator["name"]}
+    where = {"run": run["run"], "host": host["host"], "allocator": allocator["allocator"]}
     timeline = answers[answer_key("timeline", where)]
     assert timeline["peak"]["bytes"] == allocator["peak_bytes_in_use"]
-    for group in allocator["groups"]:
-        assert answers[answer_key("timeline", {**where, "group": group["group"]})]["group"] == group["group"]
+    for group in allocator["families"]:
+        assert answers[answer_key("timeline", {**where, "family": group["family"]})]["family"] == group["family"]
     buffers = answers[answer_key("buffers", where)]
     assert buffers["total"] == len(buffers["buffers"]) >= allocator["num_allocations"]
     assert data["view_hash"] == f"p.leakfinder.run={run['run']}"
@@ -88,7 +88,7 @@ def test_profile_strings_cannot_break_out_of_the_page(tmp_path):
     (run,) = data["answers"]["runs"]["runs"]
     report = data["answers"][answer_key("report", {"run": run["run"]})]
     (allocator,) = report["runs"][0]["hosts"][0]["allocators"]
-    assert EVIL_OP in [g["op"] for g in allocator["groups"]]
+    assert EVIL_OP in [g["op"] for g in allocator["families"]]
 
 
 def test_an_unreadable_host_keeps_its_error_in_the_page(tmp_path):

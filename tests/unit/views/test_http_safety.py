@@ -219,7 +219,7 @@ BAD_ARGS = [
     ("timeline", f"run=train%2F{SESSION}&start_ps=1e30"),
     ("timeline", f"run=train%2F{SESSION}&start_ps=100000000000000000000000"),
     ("timeline", f"run=train%2F{SESSION}&end_ps=-100000000000000000000000"),
-    ("timeline", f"run=train%2F{SESSION}&group=-1"),
+    ("timeline", f"run=train%2F{SESSION}&family=-1"),
     ("timeline", f"run=train%2F{SESSION}&points=" + "9" * 5000),
     ("buffers", f"run=train%2F{SESSION}&offset=-1"),
     ("buffers", f"run=train%2F{SESSION}&limit=0"),
@@ -290,12 +290,12 @@ def test_names_discovery_lists_work_in_every_route_whatever_their_length_or_byte
     (listed,) = _ok(client, "report", run=name, host=host)["runs"][0]["hosts"]
     (allocator,) = listed["allocators"]
     (module,) = listed["modules"]
-    assert (listed["host"], allocator["name"], module["name"]) == (host, named.allocator, named.module)
+    assert (listed["host"], allocator["allocator"], module["name"]) == (host, named.allocator, named.module)
     assert _ok(client, "report", run=name)["runs"][0]["run"] == name
-    assert _ok(client, "overview", run=name)["rows"][0]["name"] == named.allocator
+    assert _ok(client, "overview", run=name)["rows"][0]["allocator"] == named.allocator
     where = {"run": name, "host": host, "allocator": named.allocator}
     assert _ok(client, "timeline", **where)["allocator"] == named.allocator
-    assert _ok(client, "timeline", **where, group="0")["group"] == 0
+    assert _ok(client, "timeline", **where, family="0")["family"] == 0
     assert _ok(client, "buffers", **where)["total"] > 0
     assert _ok(client, "module", run=name, host=host, module=named.module)["name"] == named.module
     assert _ok(client, "compare", run_a=name, run_b=name, host_a=host, host_b=host)["hosts"][0]["host_a"] == host

@@ -21,7 +21,7 @@ LEAKING = {1: 3 << 20, 4: 1 << 20, 6: 2 << 20}  # host -> planted leak per step
 ROW_KEYS = {
     "host",
     "memory_id",
-    "name",
+    "allocator",
     "verdict",
     "bytes_per_step",
     "leak_bytes_per_step",
@@ -63,9 +63,9 @@ def test_the_route_lists_every_host_and_allocator_worst_first(logdir):
     leak_rows = [r for r in rows if r["verdict"] == "leak"]
     growth = [r["leak_bytes_per_step"] for r in leak_rows]
     assert growth == sorted(growth, reverse=True) and all(rate > 0 for rate in growth)
-    assert rows[0]["host"] == "host1" and rows[0]["name"] == "GPU_0_bfc"  # the biggest planted leak
+    assert rows[0]["host"] == "host1" and rows[0]["allocator"] == "GPU_0_bfc"  # the biggest planted leak
     (broken,) = [r for r in rows if r["host"] == "host7"]
-    assert broken["error"] and broken["name"] is None and broken["verdict"] == "inconclusive"
+    assert broken["error"] and broken["allocator"] is None and broken["verdict"] == "inconclusive"
     assert body == run_overview_json(report)
 
 

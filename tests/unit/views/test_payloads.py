@@ -74,7 +74,7 @@ def test_report_of_a_million_events_is_small_and_finds_the_leak(big):
     assert status == 200, body
     assert len(raw) < ONE_MB
     (host,) = body["runs"][0]["hosts"]
-    leaky = next(a for a in host["allocators"] if a["name"] == planted["leak"]["allocator"])
-    top = leaky["groups"][0]
+    leaky = next(a for a in host["allocators"] if a["allocator"] == planted["leak"]["allocator"])
+    top = leaky["families"][0]
     assert leaky["verdict"] == "leak" and top["kind"] == "growing"
     assert (top["op"], top["shape"], top["count"]) == (planted["leak"]["op"], planted["leak"]["shape"], planted["leak"]["count"])

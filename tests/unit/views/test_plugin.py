@@ -97,11 +97,11 @@ def test_timeline_is_bounded_and_keeps_the_peak(client):
 def test_timeline_group_series(client):
     run = _run_name(client, "tf_leak")
     _, report = _get(client, "report", run=run)
-    top = report["runs"][0]["hosts"][0]["allocators"][0]["groups"][0]
-    status, body = _get(client, "timeline", run=run, group=0)
+    top = report["runs"][0]["hosts"][0]["allocators"][0]["families"][0]
+    status, body = _get(client, "timeline", run=run, family=0)
     assert status == 200
-    assert body["group_bytes"][-1] == top["bytes"]
-    assert body["group_bytes"] == sorted(body["group_bytes"])  # a growing leak only climbs
+    assert body["family_bytes"][-1] == top["chunk_bytes"]
+    assert body["family_bytes"] == sorted(body["family_bytes"])  # a growing leak only climbs
 
 
 def test_buffers_paging_sorting_and_group(client):
@@ -109,10 +109,10 @@ def test_buffers_paging_sorting_and_group(client):
     _, first = _get(client, "buffers", run=run, limit=10, sort="bytes", order="desc")
     _, second = _get(client, "buffers", run=run, limit=10, offset=10, sort="bytes", order="desc")
     assert first["total"] == second["total"] > 20
-    sizes = [b["allocation_bytes"] for b in first["buffers"] + second["buffers"]]
+    sizes = [b["chunk_bytes"] for b in first["buffers"] + second["buffers"]]
     assert sizes == sorted(sizes, reverse=True)
     assert {b["id"] for b in first["buffers"]}.isdisjoint(b["id"] for b in second["buffers"])
-    _, group = _get(client, "buffers", run=run, group=0, limit=100)
+    _, group = _get(client, "buffers", run=run, family=0, limit=100)
     assert group["total"] == 25
     assert all(b["op"] == "Mul" and b["status"] == "never_freed" and b["free_time_ps"] is None for b in group["buffers"])
     _, live = _get(client, "buffers", run=run, status="never_freed", limit=100)
@@ -131,7 +131,7 @@ def test_buffers_paging_sorting_and_group(client):
         ("timeline", {"run": "RUN", "points": "3"}, 400),
         ("buffers", {"run": "RUN", "sort": "nonsense"}, 400),
         ("buffers", {"run": "RUN", "limit": "0"}, 400),
-        ("buffers", {"run": "RUN", "group": "99"}, 404),
+        ("buffers", {"run": "RUN", "family": "99"}, 404),
         ("buffers", {"run": "RUN", "status": "zombie"}, 400),
     ],
 )

@@ -19,7 +19,7 @@ import tb_leakfinder
 from tb_leakfinder.read.formats.xplane.format import HINTS
 from tb_leakfinder.views import cli, html, markdown, text
 from tb_leakfinder.views.csv import Table, buffer_rows, site_rows
-from tb_leakfinder.views.snapshot import answer_key
+from tb_leakfinder.views.standalone_page import answer_key
 from tests.support.demo import DEMO_LOGS, ROOT
 
 STACK_HINT = HINTS.python_frames
@@ -105,7 +105,7 @@ def test_csv_has_the_where_stack_program_buffer_and_match_of_each_row(gemm, tmp_
     assert "site" not in top  # its keys are columns of their own
     device = _device(gemm)
     # Every buffer's site is its own page's, resolved: the largest (output 0 of jit_dot(79)) is at line 37 too.
-    buffers = [b for b in _read_csv(out / "buffers.csv") if b["allocator"] == device["name"]]
+    buffers = [b for b in _read_csv(out / "buffers.csv") if b["allocator"] == device["allocator"]]
     assert len(buffers) == device["num_allocations"]
     assert all(b["where"] and b["stack"] == FRAME for b in buffers)
     assert {b["where"] for b in buffers if b["op"].startswith("output 0 of jit_dot(")} == {LINE}
@@ -125,7 +125,7 @@ def test_html_page_inlines_the_line_and_the_frame(gemm, tmp_path):
     where = {
         "run": run["run"],
         "host": host["host"],
-        "allocator": _device(data["answers"][answer_key("report", {"run": run["run"]})])["name"],
+        "allocator": _device(data["answers"][answer_key("report", {"run": run["run"]})])["allocator"],
     }
     buffers = data["answers"][answer_key("buffers", where)]
     sites = buffers["sites"]
@@ -137,7 +137,7 @@ def test_html_page_inlines_the_line_and_the_frame(gemm, tmp_path):
 def test_without_frames_where_is_empty_and_the_hint_is_said_once(tf_demo, tmp_path):
     allocator = _device(tf_demo)
     assert allocator["stack_hint"] == STACK_HINT
-    assert all(row["where"] == "" for row in allocator["groups"] + allocator["peak_breakdown"])
+    assert all(row["where"] == "" for row in allocator["families"] + allocator["peak_breakdown"])
 
     report = text.render_report(tf_demo)
     assert report.count(STACK_HINT) == 1
@@ -153,7 +153,7 @@ def test_without_frames_where_is_empty_and_the_hint_is_said_once(tf_demo, tmp_pa
 
     out = tmp_path / "csv"
     assert cli.main(["report", str(TF_DEMO), "--csv", str(out)]) == cli.EXIT_OK
-    for name in ("groups", "peak_breakdown", "buffers"):
+    for name in ("families", "peak_breakdown", "buffers"):
         rows = _read_csv(out / f"{name}.csv")
         assert rows and all(r["where"] == r["stack"] == r["program"] == "" for r in rows), name
 

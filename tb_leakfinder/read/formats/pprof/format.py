@@ -6,7 +6,7 @@ HOST. JAX's docs name them `.prof`; users also save them as `.pb` or
 bytes are (gzip, then a pprof Profile's first field, its sample types), and
 XProf's own `.xplane.pb` and `.hlo_proto.pb` never are. A folder of them
 (outside `plugins/profile`) is a TensorBoard run whose sessions are its
-snapshots, in the order `common.snapshots.snapshot_order` gives.
+snapshots, in the order `common.file_sessions.session_order` gives.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import zlib
 
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.base import FormatHints, HostReading
-from tb_leakfinder.read.formats.common.snapshots import snapshot_order
+from tb_leakfinder.read.formats.common.file_sessions import session_order
 
 SUFFIX = ".prof"  # what JAX's docs and users name save_device_memory_profile's files
 # Other suffixes users give them: a file of these is one only when its first bytes are.
@@ -98,8 +98,8 @@ class PprofFormat:
 
         return HostReading(reader.read_host(path, host), [], {})
 
-    def snapshot_order(self, paths: list[str]) -> list[str]:
-        return snapshot_order(paths, snapshot_stem)
+    def session_order(self, paths: list[str]) -> list[str]:
+        return session_order(paths, snapshot_stem)
 
 
 PPROF = PprofFormat()

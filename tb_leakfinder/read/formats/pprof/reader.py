@@ -223,7 +223,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         spans=_spans(stacks, frames.names),
         allocators={d: _allocator(d) for d in events.allocator_names},
         start_time_ns=int(profile.time_nanos) if profile.time_nanos > 0 else None,
-        snapshot=True,
+        one_moment=True,
         compiled_programs=[CompiledPrograms(d, count, total) for d, (count, total) in sorted(programs.items())],
     )
 
@@ -241,7 +241,7 @@ def _events(sizes: list[int], devices: list[str], kinds: list[str], path: str) -
     columns["kind"][:] = ALLOC
     columns["addr"] = ADDRESS_STRIDE * np.arange(1, n + 1, dtype=np.uint64)
     size = np.asarray(sizes, np.int64).reshape(n)
-    columns["tensor_bytes"] = size
+    columns["requested_bytes"] = size
     columns["chunk_bytes"] = size.copy()
     allocator_names = sorted(set(devices))
     limits.check_allocators(len(allocator_names), path, not_readable)

@@ -4,14 +4,14 @@
 `rank<r>_memory_snapshot.pickle` per iteration) or `*.pkl`. A file of those names is a snapshot when its first
 bytes are a pickle (protocol 2 to 5) of a dict whose first keys include `segments` or `device_traces`: other
 pickles in a logdir are not read. Each snapshot is a capture of its own, a session with one host, HOST; a
-folder's snapshots are a TensorBoard run's captures, in the order `common.snapshots.snapshot_order` gives.
+folder's snapshots are a TensorBoard run's captures, in the order `common.file_sessions.session_order` gives.
 """
 
 from __future__ import annotations
 
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.base import FormatHints, HostReading
-from tb_leakfinder.read.formats.common.snapshots import snapshot_order
+from tb_leakfinder.read.formats.common.file_sessions import session_order
 from tb_leakfinder.read.formats.torch_snapshot.unpickle import MAX_FILE_BYTES, looks_like_pickle
 
 SUFFIXES = (".pickle", ".pkl")
@@ -69,8 +69,8 @@ class TorchSnapshotFormat:
 
         return HostReading(reader.read_host(path, host), [], {})
 
-    def snapshot_order(self, paths: list[str]) -> list[str]:
-        return snapshot_order(paths, snapshot_stem)
+    def session_order(self, paths: list[str]) -> list[str]:
+        return session_order(paths, snapshot_stem)
 
 
 TORCH_SNAPSHOT = TorchSnapshotFormat()

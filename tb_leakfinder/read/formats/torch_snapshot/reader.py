@@ -8,7 +8,7 @@ first, each a `filename`, `line` and `name`) and, in newer versions, `time_us`. 
 (`segment_alloc`, `segment_free`, ...) move reserved memory, not buffers; they, `snapshot` and `oom` entries
 are no events.
 
-`tensor_bytes` is the requested size. `chunk_bytes` is what the caching allocator handed out: the size of the
+`requested_bytes` is the requested size. `chunk_bytes` is what the caching allocator handed out: the size of the
 block at that address in `segments[].blocks[]` when the block is still live at the dump and was requested at
 that size (a block may hold more than the size rounded up, a remainder too small to split), else the size
 rounded up to 512 bytes, its smallest block. `heap_bytes` is the device's running sum of chunk bytes, from
@@ -28,7 +28,7 @@ time windows); the step source's cascade picks from those and from repeated user
 windows.
 
 A snapshot recorded without history (`enabled="state"`) has no entries: its live blocks, with their frames,
-are then one moment, read as a device memory profile is (allocations never freed, `HostProfile.snapshot`); so
+are then one moment, read as a device memory profile is (allocations never freed, `HostProfile.one_moment`); so
 is one whose entries hold no allocation or free (PyTorch 2.0 keeps a single entry unless told more: after an
 out-of-memory error, its `oom`).
 
@@ -466,7 +466,7 @@ def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warning
         STRIDE_PS * (len(blocks) + 1),
         warnings=warnings,
         spans=stack_spans(events.time_ps[events.kind == ALLOC], rows.stacks, frames.names, MAX_FRAMES),
-        snapshot=True,
+        one_moment=True,
     )
 
 
@@ -619,7 +619,7 @@ def _columns(rows: _Rows, names: list[str], start: list[int], ops: list[str]) ->
     allocator = np.asarray(rows.allocator, np.int32).reshape(n)
     columns["allocator"] = allocator
     columns["addr"] = np.asarray(rows.addr, np.uint64).reshape(n)
-    columns["tensor_bytes"] = np.asarray(rows.tensor, np.int64).reshape(n)
+    columns["requested_bytes"] = np.asarray(rows.tensor, np.int64).reshape(n)
     chunk = np.asarray(rows.chunk, np.int64).reshape(n)
     columns["chunk_bytes"] = chunk
     columns["op"] = np.asarray(rows.op, np.int32).reshape(n)

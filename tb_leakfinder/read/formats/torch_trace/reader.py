@@ -471,7 +471,7 @@ def _events(scan: _Scan, capacities: dict[str, int]) -> tuple[MemoryEvents, int]
     columns["kind"][:] = np.where(nbytes[order] > 0, ALLOC, FREE)
     columns["allocator"][:] = allocator_of[device[order]] if n else 0
     columns["addr"][:] = addr
-    columns["tensor_bytes"][:] = columns["chunk_bytes"][:] = np.abs(nbytes[order])
+    columns["requested_bytes"][:] = columns["chunk_bytes"][:] = np.abs(nbytes[order])
     columns["heap_bytes"][:] = heap
     capacity = np.asarray([capacities.get(name, -1) for name in devices], np.int64)[device[order]] if n else np.zeros(0, np.int64)
     known = (sorted_allocated != NO_TOTAL) & (capacity >= 0)

@@ -14,7 +14,7 @@ enum {
     COL_LINE,
     COL_ALLOCATOR,
     COL_ADDR,
-    COL_TENSOR_BYTES,
+    COL_REQUESTED_BYTES,
     COL_CHUNK_BYTES,
     COL_HEAP_BYTES,
     COL_STACK_BYTES,
@@ -34,7 +34,7 @@ static const struct { const char *name; size_t size; const char *dtype; } COLUMN
     [COL_LINE] = {"line", 4, "<i4"},
     [COL_ALLOCATOR] = {"allocator", 4, "<i4"},
     [COL_ADDR] = {"addr", 8, "<u8"},
-    [COL_TENSOR_BYTES] = {"tensor_bytes", 8, "<i8"},
+    [COL_REQUESTED_BYTES] = {"requested_bytes", 8, "<i8"},
     [COL_CHUNK_BYTES] = {"chunk_bytes", 8, "<i8"},
     [COL_HEAP_BYTES] = {"heap_bytes", 8, "<i8"},
     [COL_STACK_BYTES] = {"stack_bytes", 8, "<i8"},
@@ -48,7 +48,7 @@ static const struct { const char *name; size_t size; const char *dtype; } COLUMN
     [COL_DTYPE] = {"dtype", 4, "<i4"},
 };
 /* The int64 columns filled from integer stats, and the string columns, each a run in the order of their roles. */
-#define FIRST_INT_COL COL_TENSOR_BYTES
+#define FIRST_INT_COL COL_REQUESTED_BYTES
 #define NINTS 7
 #define FIRST_STR_COL COL_OP
 #define NSTRS 3
@@ -66,7 +66,7 @@ enum {
     ROLE_PROGRAM_ID,
     ROLE_FLOW_OUT,
     ROLE_FLOW_IN,
-    ROLE_TENSOR_BYTES,
+    ROLE_REQUESTED_BYTES,
     ROLE_CHUNK_BYTES,
     ROLE_HEAP_BYTES,
     ROLE_STACK_BYTES,
@@ -78,7 +78,7 @@ enum {
     ROLE_SHAPE,
     ROLE_REGION,
 };
-#define FIRST_INT_ROLE ROLE_TENSOR_BYTES
+#define FIRST_INT_ROLE ROLE_REQUESTED_BYTES
 #define FIRST_STR_ROLE ROLE_OP
 /* The stats of host events that are not memory events lie in this range (and others between them). */
 #define FIRST_HOST_ROLE ROLE_STEP
@@ -97,7 +97,7 @@ static const struct { const char *name; int role, column; } ROLE_NAMES[] = {
     {"program_id", ROLE_PROGRAM_ID, -1},
     {"_p", ROLE_FLOW_OUT, -1},
     {"_c", ROLE_FLOW_IN, -1},
-    {"requested_bytes", ROLE_TENSOR_BYTES, COL_TENSOR_BYTES},
+    {"requested_bytes", ROLE_REQUESTED_BYTES, COL_REQUESTED_BYTES},
     {"allocation_bytes", ROLE_CHUNK_BYTES, COL_CHUNK_BYTES},
     {"bytes_allocated", ROLE_HEAP_BYTES, COL_HEAP_BYTES},
     {"bytes_reserved", ROLE_STACK_BYTES, COL_STACK_BYTES},

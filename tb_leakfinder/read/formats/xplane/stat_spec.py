@@ -61,7 +61,7 @@ HOST_STATS = (STEP_STAT, ROOT_STAT, GROUP_STAT, FLOW_OUT_STAT, FLOW_IN_STAT, PRO
 # The memory events' stats, by column.
 FILLS = (
     Fill("addr", UINT64, ("addr",)),
-    Fill("tensor_bytes", INT, ("requested_bytes",)),
+    Fill("requested_bytes", INT, ("requested_bytes",)),
     Fill("chunk_bytes", INT, ("allocation_bytes",)),
     Fill("heap_bytes", INT, ("bytes_allocated",)),
     Fill("stack_bytes", INT, ("bytes_reserved",)),

@@ -13,7 +13,7 @@ from tb_leakfinder.errors import LeakfinderError, NotFoundError
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.read.formats.base import Companions, StaticModules
-from tb_leakfinder.read.formats.common.snapshots import step_of
+from tb_leakfinder.read.formats.common.file_sessions import step_of
 from tb_leakfinder.read.formats.pprof.format import HOST, PPROF, snapshot_stem
 from tb_leakfinder.read.formats.registry import format_of
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
@@ -87,14 +87,14 @@ def test_the_step_a_name_ends_in(name, step):
 
 def test_snapshots_are_ordered_by_step_else_by_mtime(tmp_path):
     paths = [_snapshot(tmp_path / n) for n in ("step_100.prof", "step_20.prof", "step_3.prof", "mem_20.prof")]
-    ordered = PPROF.snapshot_order(paths)
+    ordered = PPROF.session_order(paths)
     assert [os.path.basename(p) for p in ordered] == ["step_3.prof", "mem_20.prof", "step_20.prof", "step_100.prof"]
     unnumbered = [_snapshot(tmp_path / n) for n in ("b.prof", "a.prof", "step_1.prof")]
     for k, path in enumerate(reversed(unnumbered)):  # step_1 oldest, then a, then b
         os.utime(path, ns=(10**18 + k, 10**18 + k))
-    assert [os.path.basename(p) for p in PPROF.snapshot_order(unnumbered)] == ["step_1.prof", "a.prof", "b.prof"]
-    assert PPROF.snapshot_order([*unnumbered[:1], str(tmp_path / "gone.prof")])[0].endswith("gone.prof")  # vanished: first
-    assert PPROF.snapshot_order([]) == []
+    assert [os.path.basename(p) for p in PPROF.session_order(unnumbered)] == ["step_1.prof", "a.prof", "b.prof"]
+    assert PPROF.session_order([*unnumbered[:1], str(tmp_path / "gone.prof")])[0].endswith("gone.prof")  # vanished: first
+    assert PPROF.session_order([]) == []
 
 
 def test_discovery_lists_each_snapshot_as_a_session_of_its_folder(tmp_path):
@@ -138,7 +138,7 @@ def test_paths_the_cli_takes(tmp_path):
     assert host["host"] == HOST
     (allocator,) = host["allocators"]
     assert (allocator["memory_id"], allocator["never_freed_bytes"]) == ("cpu:0", 3 * MIB)
-    assert allocator["groups"][0]["where"] == "train.py:14 in make_batch"
+    assert allocator["families"][0]["where"] == "train.py:14 in make_batch"
 
 
 def test_an_older_jax_profile_with_executables_reads_as_a_moment(tmp_path, capsys):
@@ -150,9 +150,9 @@ def test_an_older_jax_profile_with_executables_reads_as_a_moment(tmp_path, capsy
     b.sample(5 * MIB, STACK, device="gpu:0", kind="executable")
     path = str(b.write(tmp_path / "step_4.prof"))
     (host,) = tb_leakfinder.analyze(path, cache=False)["runs"][0]["hosts"]
-    assert host["snapshot"] and host["warnings"] == []
+    assert host["one_moment"] and host["warnings"] == []
     (allocator,) = host["allocators"]  # the executables are no allocator of their own
-    assert (allocator["memory_id"], allocator["name"], allocator["warnings"]) == ("device unknown", "device unknown", [])
+    assert (allocator["memory_id"], allocator["allocator"], allocator["warnings"]) == ("device unknown", "device unknown", [])
     assert allocator["heap_end_bytes"] == 3 * MIB
     assert host["compiled_programs"] == [
         {"device": "device unknown", "count": 1, "bytes": 3 * MIB},

@@ -36,7 +36,7 @@ def test_each_sample_is_a_live_allocation_of_its_device(tmp_path):
     b.sample(4 * MIB, STACK[1:])
     profile = _read(tmp_path, b)
     e = profile.events
-    assert list(e.tensor_bytes) == list(e.chunk_bytes) == [MIB, 3 * MIB, 4 * MIB]
+    assert list(e.requested_bytes) == list(e.chunk_bytes) == [MIB, 3 * MIB, 4 * MIB]
     assert list(e.time_ps) == [1000, 2000, 3000] and profile.duration_ps == 4000
     assert set(e.kind.tolist()) == {ALLOC}
     assert len(set(e.addr.tolist())) == 3 and 0 not in e.addr
@@ -49,7 +49,7 @@ def test_each_sample_is_a_live_allocation_of_its_device(tmp_path):
     assert set(e.group_id.tolist()) == {-1}
     assert {name: getattr(e, name).dtype for name in EVENT_COLUMNS} == {n: np.dtype(t) for n, t in EVENT_COLUMNS.items()}
     assert profile.allocators == {"cpu:0": AllocatorInfo("cpu:0", True), "cpu:1": AllocatorInfo("cpu:1", True)}
-    assert profile.start_time_ns == 1_764_000_000_123_456_789 and profile.snapshot
+    assert profile.start_time_ns == 1_764_000_000_123_456_789 and profile.one_moment
     assert len(profile.steps) == 0 and profile.warnings == []
 
 
@@ -130,7 +130,7 @@ def test_samples_without_a_bytes_value_are_left_out_with_a_warning(tmp_path):
     b.sample(MIB, STACK, values=[1, -5])
     b.sample(MIB, STACK)
     profile = _read(tmp_path, b)
-    assert list(profile.events.tensor_bytes) == [MIB]
+    assert list(profile.events.requested_bytes) == [MIB]
     assert len(profile.warnings) == 2
     assert "1 samples have no bytes value" in profile.warnings[0]
     assert "1 samples have a negative bytes value" in profile.warnings[1]
@@ -139,7 +139,7 @@ def test_samples_without_a_bytes_value_are_left_out_with_a_warning(tmp_path):
 def test_the_bytes_value_is_found_by_its_unit(tmp_path):
     b = PprofBuilder(sample_types=[("space", "bytes"), ("objects", "count")])
     b.sample(0, values=[5 * MIB, 5])
-    assert list(_read(tmp_path, b).events.tensor_bytes) == [5 * MIB]
+    assert list(_read(tmp_path, b).events.requested_bytes) == [5 * MIB]
 
 
 def test_an_empty_snapshot_is_no_buffers(tmp_path):
@@ -234,7 +234,7 @@ def test_gzip_members_and_padding(tmp_path):
     data = gzip.compress(raw[:half]) + gzip.compress(raw[half:]) + b"\0" * 8
     path = tmp_path / "two.prof"
     path.write_bytes(data)
-    assert list(reader.read_host(str(path), "h").events.tensor_bytes) == [MIB]
+    assert list(reader.read_host(str(path), "h").events.requested_bytes) == [MIB]
 
 
 def test_gunzip_stops_exactly_at_its_limit():

@@ -80,7 +80,7 @@ def test_paths_the_cli_takes(tmp_path, capsys):
     (host,) = report["runs"][0]["hosts"]
     (allocator,) = host["allocators"]
     assert (allocator["memory_id"], allocator["never_freed_bytes"]) == ("cuda:0", 3 * MIB)
-    assert allocator["groups"][0]["where"] == "train.py:14 in train_step"
+    assert allocator["families"][0]["where"] == "train.py:14 in train_step"
     assert cli.main(["report", path, "--no-cache"]) == 0
     assert "train.py:14 in train_step" in capsys.readouterr().out
 

@@ -40,14 +40,14 @@ def test_allocs_and_completed_frees_pair_by_address_per_device(tmp_path):
     assert events.kind.tolist() == [ALLOC, ALLOC, ALLOC, FREE]  # free_requested and segment_alloc are no events
     assert events.allocator.tolist() == [0, 1, 0, 0]
     assert events.addr.tolist() == [0x1000, 0x9000, 0x2000, 0x1000]
-    assert events.tensor_bytes.tolist() == [1000, MIB, 3 * MIB, 1000]
+    assert events.requested_bytes.tolist() == [1000, MIB, 3 * MIB, 1000]
     assert events.chunk_bytes.tolist() == [1024, MIB, 3 * MIB, 1024]  # rounded up to 512 bytes
     assert events.heap_bytes.tolist() == [1024, MIB, 1024 + 3 * MIB, 3 * MIB]
     # A free_completed follows its free_requested of the same µs by STRIDE_PS: entries never share a time.
     assert events.time_ps.tolist() == [0, 1_000_000, 2_000_000, 3_000_000 + reader.STRIDE_PS]
     assert profile.start_time_ns == (EPOCH_US + 1) * 1000
     assert profile.duration_ps == 4_000_000 + reader.STRIDE_PS
-    assert not profile.snapshot and profile.warnings == []
+    assert not profile.one_moment and profile.warnings == []
 
 
 def test_a_live_block_gives_its_allocation_its_size(tmp_path):
@@ -200,8 +200,8 @@ def test_a_snapshot_without_history_is_its_live_blocks_at_one_moment(tmp_path):
     b.snapshot["device_traces"] = [[]]
     b.segment(0x1000, [(0x1000, 2 * MIB, 2 * MIB - 100, "active_allocated", STACK), (0x201000, MIB, 0, "inactive", ())])
     profile = _read(tmp_path, b)
-    assert profile.snapshot
-    assert profile.events.tensor_bytes.tolist() == [2 * MIB - 100] and profile.events.chunk_bytes.tolist() == [2 * MIB]
+    assert profile.one_moment
+    assert profile.events.requested_bytes.tolist() == [2 * MIB - 100] and profile.events.chunk_bytes.tolist() == [2 * MIB]
     (allocator,) = analyze_host(profile).allocators
     assert allocator.summary.never_freed_bytes == 2 * MIB
     assert allocator.sites[int(allocator.buffers.site[0])].where == "train.py:14 in train_step"
@@ -271,7 +271,7 @@ def test_a_snapshot_of_one_step_is_one_step_and_nothing_grows(tmp_path, annotati
     assert analysis.step_source.num_steps == 1
     (allocator,) = analysis.allocators
     assert allocator.verdict.verdict == "inconclusive"
-    assert not [g for g in allocator.suspects.groups if g.kind == "growing"]
+    assert not [g for g in allocator.suspects.families if g.kind == "growing"]
     assert "too few to tell growth from warm-up; capture at least 3 steps" in allocator.verdict.reason
 
 
@@ -302,7 +302,7 @@ def test_a_snapshot_of_one_step_ending_at_its_optimizer_step_is_one_step(tmp_pat
     assert analysis.step_source.description == "1 step from Optimizer.step#AdamW.step markers"
     (allocator,) = analysis.allocators
     assert allocator.verdict.verdict == "inconclusive"
-    assert not [g for g in allocator.suspects.groups if g.kind == "growing"]
+    assert not [g for g in allocator.suspects.families if g.kind == "growing"]
 
 
 def test_repeated_optimizer_steps_end_the_training_steps(tmp_path):

@@ -76,7 +76,7 @@ def test_counts_and_peak_against_plain_python():
     # The same running sum of requested bytes from the model's columns, counting only frees of the window's allocations.
     seen: set[int] = set()
     signed = []
-    for kind, addr, size in zip(events.kind.tolist(), events.addr.tolist(), events.tensor_bytes.tolist(), strict=True):
+    for kind, addr, size in zip(events.kind.tolist(), events.addr.tolist(), events.requested_bytes.tolist(), strict=True):
         if kind == ALLOC:
             seen.add(addr)
             signed.append(size)
@@ -111,7 +111,7 @@ def test_the_report_names_the_users_optimizer_lines():
     (allocator,) = host["allocators"]
     assert allocator["verdict"] == "inconclusive"  # one step cannot tell growth from warm-up
     assert allocator["peak_heap_bytes"] == int(reader.read_host(str(SNAPSHOT), HOST).events.heap_bytes.max())
-    top = allocator["groups"][0]
+    top = allocator["families"][0]
     # The user's own AdamW (cs336_basics/optimizer.py), through torch's optimizer wrapper, from the benchmark.
     assert top["where"] == "optimizer.py:75 in step"
     assert top["site"]["stack"][:3] == [
@@ -119,7 +119,7 @@ def test_the_report_names_the_users_optimizer_lines():
         "benchmarking_script.py:54 in fake_train",
         "benchmarking_script.py:67 in <module>",
     ]
-    assert {g["where"] for g in allocator["groups"][:2]} == {"optimizer.py:75 in step", "optimizer.py:74 in step"}
+    assert {g["where"] for g in allocator["families"][:2]} == {"optimizer.py:75 in step", "optimizer.py:74 in step"}
 
 
 def test_it_is_no_out_of_memory_snapshot():
@@ -152,5 +152,5 @@ def test_rewritten_in_an_older_shape_it_reads_the_same(tmp_path, version):
     old = tmp_path / "memory_snapshot.pickle"
     old.write_bytes(pickle.dumps(snapshot, protocol=2 if version == "1.13" else 4))
     new_events, old_events = reader.read_host(str(SNAPSHOT), HOST).events, reader.read_host(str(old), HOST).events
-    for column in ("kind", "addr", "tensor_bytes", "chunk_bytes", "heap_bytes"):
+    for column in ("kind", "addr", "requested_bytes", "chunk_bytes", "heap_bytes"):
         assert getattr(old_events, column).tolist() == getattr(new_events, column).tolist(), column

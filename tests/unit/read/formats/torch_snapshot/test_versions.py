@@ -60,10 +60,10 @@ def test_an_old_snapshot_of_live_blocks_gets_their_addresses_from_their_segment(
     raw = b.snapshot["segments"][0]["blocks"]
     assert "address" not in raw[0] and raw[2]["state"] == "active_pending_free"
     profile = _read(tmp_path, b)
-    assert profile.snapshot
+    assert profile.one_moment
     events = profile.events
     assert events.addr.tolist() == [BASE, BASE + 3 * MIB, BASE + 64 * MIB]
-    assert events.tensor_bytes.tolist() == [2 * MIB, 4 * MIB - 512, MIB]
+    assert events.requested_bytes.tolist() == [2 * MIB, 4 * MIB - 512, MIB]
     assert events.chunk_bytes.tolist() == [2 * MIB, 4 * MIB, MIB]
     assert any("1 trace entries and none an allocation or free (PyTorch 2.0 keeps one" in w for w in profile.warnings)
     info = profile.allocators["cuda:0"]

@@ -67,7 +67,7 @@ def test_new_form_devices_addresses_and_totals(tmp_path):
     assert events.kind.tolist() == [ALLOC, ALLOC, ALLOC, FREE]
     assert events.addr.tolist() == [0x1000, 0x1000, 0x50, 0x1000]
     assert [events.allocator_names[a] for a in events.allocator] == ["cuda:0", "cuda:1", "cpu", "cuda:0"]
-    assert events.tensor_bytes.tolist() == events.chunk_bytes.tolist() == [MIB, 2 * MIB, 64, MIB]
+    assert events.requested_bytes.tolist() == events.chunk_bytes.tolist() == [MIB, 2 * MIB, 64, MIB]
     # Total Allocated where given; the CPU's (none given) its running sum.
     assert events.heap_bytes.tolist() == [5 * MIB, 2 * MIB, 64, 4 * MIB]
     # cuda:0's capacity is known (deviceProperties): free is it less what is allocated; cuda:1's is not.

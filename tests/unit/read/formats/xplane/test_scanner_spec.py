@@ -79,7 +79,7 @@ def _replaced(column: str, **changes: object) -> tuple[Fill, ...]:
         (EVENT_COLUMNS, _replaced("op", default=1), "a string column's default is 0"),
         (EVENT_COLUMNS, _replaced("dtype", default=1 << 40), "column dtype: the default does not fit int32"),
         (EVENT_COLUMNS, _replaced("fragmentation", default=float("nan")), "a finite float"),
-        (EVENT_COLUMNS, _replaced("tensor_bytes", kind="int16"), "unknown kind 'int16'"),
+        (EVENT_COLUMNS, _replaced("requested_bytes", kind="int16"), "unknown kind 'int16'"),
         (
             {**EVENT_COLUMNS, "base": np.uint64},
             (*FILLS, Fill("base", UINT64, ("base",))),

@@ -21,7 +21,7 @@ def step_of(file_name: str, stem: Callable[[str], str]) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def snapshot_order(paths: list[str], stem: Callable[[str], str]) -> list[str]:
+def session_order(paths: list[str], stem: Callable[[str], str]) -> list[str]:
     """Snapshot files in the order they were taken: by the step number their names end in (before the suffix
     `stem` strips) when every name has one, else by modification time (one stat each, remote on gs://); equal
     keys by name."""

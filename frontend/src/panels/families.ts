@@ -4,7 +4,7 @@
 // byte columns count them. Selecting a row highlights that family elsewhere.
 // Where names the line of code its first buffer was made at.
 
-import type {Group, LeakKind} from '../api';
+import type {Family, LeakKind} from '../api';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import {breakable, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount} from '../format';
@@ -29,48 +29,48 @@ export function onsetText(onset: number | null): string {
   return onset === null ? '' : `from step ${onset}`;
 }
 
-function kindCell(g: Group): HTMLElement {
+function kindCell(g: Family): HTMLElement {
   const pill = kindPill(g.kind);
   if (!g.regrown) return pill;
   return el('span', {class: 'lf-kinds'}, pill, ' ', el('span', {class: 'lf-regrown', title: REGROWN_HELP, 'data-regrown': 'true'}, 'regrown'));
 }
 
 /** The label, with the parts it folds together in its tooltip (the regrown wording leaves out the region). */
-export function familyCell(g: Pick<Group, 'op' | 'shape' | 'dtype' | 'region' | 'label'>): HTMLElement {
+export function familyCell(g: Pick<Family, 'op' | 'shape' | 'dtype' | 'region' | 'label'>): HTMLElement {
   const title = `op ${g.op || '(unknown)'}, shapes ${g.shape}, ${g.dtype}, region ${g.region || '(none)'}`;
   return el('span', {title, 'data-family': 'true'}, breakable(g.label));
 }
 
-function shapesCell(g: Group): HTMLElement {
+function shapesCell(g: Family): HTMLElement {
   return el('span', {title: `newest ${g.latest_shape}`}, formatCount(g.num_shapes));
 }
 
-function steps(g: Group): string {
+function steps(g: Family): string {
   if (g.first_step === null || g.last_step === null) return String(g.steps);
   return `${g.steps} (${g.first_step}–${g.last_step})`;
 }
 
 /**
  * The op families; `stackHint` (how to get Python frames), when set, is shown
- * once above them. A `snapshot`'s buffers are live at one moment, not never freed.
+ * once above them. A `one_moment`'s buffers are live at one moment, not never freed.
  */
-export function renderGroups(
-  groups: Group[],
+export function renderFamilies(
+  families: Family[],
   where: CsvWhere,
-  onSelect: (group: Group | null) => void,
+  onSelect: (family: Family | null) => void,
   sites: SiteLinks | null = null,
   stackHint: string | null = null,
-  snapshot = false,
+  oneMoment = false,
 ): HTMLElement {
-  const counted = snapshot ? 'live' : 'never-freed';
-  const table = new DataTable<Group>({
+  const counted = oneMoment ? 'live' : 'never-freed';
+  const table = new DataTable<Family>({
     caption: 'Groups (op families)',
     pageSize: 20,
     sort: 'score',
     order: 'desc',
     filterLabel: 'Filter by op, shape, kind…',
     emptyText: 'Nothing was left behind: every buffer allocated in the window was freed.',
-    rowKey: (g) => String(g.group),
+    rowKey: (g) => String(g.family),
     onSelect,
     where,
     csvRow: (g) => withSite(g, siteColumns(g.site)),
@@ -82,8 +82,8 @@ export function renderGroups(
       {key: 'num_shapes', label: 'Shapes', sort: 'num_shapes', numeric: true, title: 'distinct shapes in the family; hover for the newest', cell: shapesCell},
       {key: 'onset_step', label: 'Onset', sort: 'onset_step', title: 'the step from which a growing family grows', cell: (g) => onsetText(g.onset_step)},
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, title: `${counted} buffers`, cell: (g) => formatCount(g.count)},
-      {key: 'requested_bytes', label: snapshot ? 'Live' : 'Never freed', sort: 'requested_bytes', numeric: true, title: `tensor bytes of the ${counted} buffers`, cell: (g) => formatBytes(g.requested_bytes)},
-      {key: 'bytes', label: 'Allocated', sort: 'bytes', numeric: true, title: `the allocator's chunks of the ${counted} buffers`, cell: (g) => formatBytes(g.bytes)},
+      {key: 'requested_bytes', label: oneMoment ? 'Live' : 'Never freed', sort: 'requested_bytes', numeric: true, title: `tensor bytes of the ${counted} buffers`, cell: (g) => formatBytes(g.requested_bytes)},
+      {key: 'chunk_bytes', label: 'Allocated', sort: 'chunk_bytes', numeric: true, title: `the allocator's chunks of the ${counted} buffers`, cell: (g) => formatBytes(g.chunk_bytes)},
       {
         key: 'bytes_per_step',
         label: 'Per step',
@@ -93,20 +93,20 @@ export function renderGroups(
         cell: (g) => formatBytesDelta(g.bytes_per_step),
       },
       {
-        key: 'allocated_bytes_per_step',
+        key: 'chunk_bytes_per_step',
         label: 'Allocated per step',
-        sort: 'allocated_bytes_per_step',
+        sort: 'chunk_bytes_per_step',
         numeric: true,
         title: "the same in the allocator's chunk bytes",
-        cell: (g) => formatBytesDelta(g.allocated_bytes_per_step),
+        cell: (g) => formatBytesDelta(g.chunk_bytes_per_step),
       },
       {key: 'steps', label: 'Steps', sort: 'steps', numeric: true, title: 'steps that left never-freed buffers behind (first–last)', cell: steps},
       {key: 'score', label: 'Score', sort: 'score', numeric: true, cell: (g) => g.score.toFixed(2)},
     ],
-    source: memorySource(groups, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
+    source: memorySource(families, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
   });
   void table.load();
-  const about = snapshot
+  const about = oneMoment
     ? el('p', {class: 'lf-muted'}, 'Op families: the buffers of one op, dtype and region live when the snapshot was saved. Growth shows across snapshots, in the run’s history.')
     : el(
         'p',

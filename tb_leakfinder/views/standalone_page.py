@@ -8,7 +8,7 @@ A page has a size budget: a browser parses the inlined JSON as one string, and p
 it cannot. The runs' reports, overviews and comparisons always go in; then each host's answers, the
 worst hosts first (the overview's order), as long as they fit. A host that does not fit whole keeps
 fewer of its largest buffers; the hosts after it are left out, and the page says so. Answers are kept
-as the page's JSON text, so a snapshot holds about its budget, not the objects of every host.
+as the page's JSON text, so a page holds about its budget, not the objects of every host.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from tb_leakfinder.views.html import script_json
 from tb_leakfinder.views.route_args import check_hosts
 from tb_leakfinder.views.terminal import encoded_size
 
-SNAPSHOT_VERSION = 1
+PAGE_VERSION = 1
 # Arguments an inlined answer does not depend on: the page cuts a zoomed timeline out of the whole
 # one, draws a program at its inlined resolution, and filters, sorts and pages the inlined buffers.
 IGNORED_ARGS = {
     "timeline": ("points", "start_ps", "end_ps"),
     "module": ("points",),
-    "buffers": ("offset", "limit", "sort", "order", "group", "status", "start_ps", "end_ps", "program", "allocation"),
+    "buffers": ("offset", "limit", "sort", "order", "family", "status", "start_ps", "end_ps", "program", "allocation"),
 }
-MAX_GROUP_TIMELINES = 50  # per allocator: a group's own curve for each of the top groups
+MAX_FAMILY_TIMELINES = 50  # per allocator: a family's own curve for each of the top groups
 MAX_BUFFERS = 50_000  # per allocator, the largest first
 MAX_HOST_PAIRS = 25  # comparisons of single hosts, beyond the whole runs'
 LEFT_OUT_STATUS = 413  # what the page answers for a host it does not hold
@@ -150,7 +150,7 @@ class Pieces:
             self.note(note)
 
 
-class Snapshot:
+class StandalonePage:
     """The queries' answers about `runs` (from any paths), kept within `budget`."""
 
     def __init__(self, runs: list[Run], engine: Engine, budget: Budget | None = None) -> None:
@@ -205,7 +205,7 @@ class Snapshot:
         self.page.answer(answer_key("runs", {}), {"runs": runs})
         # The tab shows a run's history when the page holds several of its captures.
         for tb_run in several_captures(run.name for run in self.runs):
-            self._keep(self.page, answer_key("history", {"run": tb_run}), partial(queries.history, self.engine, tb_run))
+            self._keep(self.page, answer_key("history", {"tb_run": tb_run}), partial(queries.history, self.engine, tb_run))
         if comparison:
             self._gather_comparison(*self.runs)
         if not self._fits(self.page.size):
@@ -273,13 +273,13 @@ class Snapshot:
         return queries.module(queries.module_at(queries.host(self.engine, run, host), name), memory_space)
 
     def _gather_allocator(self, pieces: Pieces, run: Run, host: str, allocator: Json) -> None:
-        name = allocator["name"]
+        name = allocator["allocator"]
         at = queries.allocator(queries.host(self.engine, run, host), name)
         where = {"run": run.name, "host": host, "allocator": name}
-        groups = [None, *(g["group"] for g in allocator["groups"][:MAX_GROUP_TIMELINES])]
-        timelines = [where if group is None else {**where, "group": group} for group in groups]
-        for args, group in zip(timelines, groups, strict=True):
-            pieces.answer(answer_key("timeline", args), queries.timeline(at, DEFAULT_POINTS, group=group))
+        families = [None, *(g["family"] for g in allocator["families"][:MAX_FAMILY_TIMELINES])]
+        timelines = [where if family is None else {**where, "family": family} for family in families]
+        for args, family in zip(timelines, families, strict=True):
+            pieces.answer(answer_key("timeline", args), queries.timeline(at, DEFAULT_POINTS, family=family))
         sites: list[Json] = []
         rows = list(self.all_buffers(at, MAX_BUFFERS, sites))
         total = queries.buffers(at, limit=1)["total"]
@@ -334,7 +334,7 @@ class Snapshot:
     def script_data(self, view_hash: str) -> str:
         """The page's data element: answers, errors, aliases and notes, and the view it opens on."""
         head = {
-            "version": SNAPSHOT_VERSION,
+            "version": PAGE_VERSION,
             "notes": self.notes,
             "errors": self.page.errors,
             "aliases": self.page.aliases,
