@@ -44,10 +44,9 @@ class Field:
 
 @dataclass
 class Interface:
-    name: str  # the frontend's
-    schema_name: str
+    name: str
     doc: str
-    base: str | None  # the frontend's name of the object it extends
+    base: str | None  # the object it extends
     fields: list[Field] = field(default_factory=list)
 
 
@@ -61,7 +60,6 @@ class Alias:
 @dataclass
 class Schema:
     items: list[Interface | Alias]
-    wire_names: dict[str, str]
     aliases: list[Alias]
 
 
@@ -72,14 +70,13 @@ def _one_line(text: str | None) -> str:
 def read_schema(module: types.ModuleType) -> Schema:
     """The module's declarations in their order: its source gives the order, the bases and the docs of the named
     choices; its classes give the keys and their types."""
-    wire_names: dict[str, str] = dict(getattr(module, "WIRE_NAMES", {}))
     body = ast.parse(inspect.getsource(module)).body
     classes = {node.name: node for node in body if isinstance(node, ast.ClassDef)}
     items: list[Interface | Alias] = []
     aliases: list[Alias] = []
     for i, node in enumerate(body):
         if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-            items.append(_interface(module, node, classes, wire_names))
+            items.append(_interface(module, node, classes))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             value = getattr(module, name)
@@ -90,18 +87,15 @@ def read_schema(module: types.ModuleType) -> Schema:
             alias = Alias(name, value, _one_line(str(doc)))
             items.append(alias)
             aliases.append(alias)
-    return Schema(items, wire_names, aliases)
+    return Schema(items, aliases)
 
 
-def _interface(
-    module: types.ModuleType, node: ast.ClassDef, classes: dict[str, ast.ClassDef], wire_names: dict[str, str]
-) -> Interface:
+def _interface(module: types.ModuleType, node: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> Interface:
     cls = getattr(module, node.name)
     hints = typing.get_type_hints(cls, include_extras=True)
     optional: frozenset[str] = vars(cls)["__optional_keys__"]
     bases = [b.id for b in node.bases if isinstance(b, ast.Name) and not b.id.startswith("_") and b.id != "TypedDict"]
-    base = wire_names.get(bases[0], bases[0]) if bases else None
-    iface = Interface(wire_names.get(node.name, node.name), node.name, _one_line(ast.get_docstring(node)), base)
+    iface = Interface(node.name, _one_line(ast.get_docstring(node)), bases[0] if bases else None)
     for name in _keys(classes, node):
         hint, doc = _unannotated(hints[name])
         iface.fields.append(Field(name, hint, name in optional, doc))
@@ -141,7 +135,7 @@ def ts_type(hint: Any, schema: Schema, defining: Alias | None = None) -> str:
     if hint is None or hint is type(None):
         return "null"
     if typing.is_typeddict(hint):
-        return schema.wire_names.get(hint.__name__, hint.__name__)
+        return str(hint.__name__)
     names = {int: "number", float: "number", str: "string", bool: "boolean"}
     if hint in names:
         return names[hint]
@@ -187,8 +181,7 @@ def render_tables(schema: Schema) -> str:
     for item in schema.items:
         if isinstance(item, Alias):
             continue
-        also = f" (`{item.schema_name}` in the schema)" if item.schema_name != item.name else ""
-        out += ["", f"### `{item.name}`{also}", ""]
+        out += ["", f"### `{item.name}`", ""]
         if item.doc:
             out += [item.doc, ""]
         if item.base:

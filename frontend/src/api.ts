@@ -3,7 +3,7 @@
 // `<prefix>/data/plugin/leakfinder/`, so this works under --path_prefix.
 
 import {inlineSource} from './inline';
-import type {BufferStatus, BuffersPage, Comparison, History, ModuleDetail, ModuleSummary, Overview, Report, RunsResponse, Timeline} from './wire';
+import type {BufferStatus, BuffersAnswer, ComparisonAnswer, HistoryAnswer, ModuleAnswer, ModuleSummary, OverviewAnswer, ReportAnswer, RunsAnswer, TimelineAnswer} from './wire';
 
 // The wire types (the routes' answers) are generated from the server's schema: src/wire.ts.
 export type * from './wire';
@@ -120,14 +120,14 @@ async function getJson<T>(route: string, params: Params = {}, signal?: AbortSign
 }
 
 export const api = {
-  runs(signal?: AbortSignal): Promise<RunsResponse> {
+  runs(signal?: AbortSignal): Promise<RunsAnswer> {
     return getJson('runs', {}, signal);
   },
-  report(run: string, host?: string, signal?: AbortSignal): Promise<Report> {
+  report(run: string, host?: string, signal?: AbortSignal): Promise<ReportAnswer> {
     return getJson('report', {run, host}, signal);
   },
   /** `run` is a TensorBoard run (the part of a session's name before its last "/"). */
-  history(tbRun: string, signal?: AbortSignal): Promise<History> {
+  history(tbRun: string, signal?: AbortSignal): Promise<HistoryAnswer> {
     return getJson('history', {tb_run: tbRun}, signal);
   },
   /** With `family`, the answer has `family_bytes`: that family's live bytes at each sample. */
@@ -137,7 +137,7 @@ export const api = {
     range: {start_ps: number; end_ps: number} | null,
     family: number | null = null,
     signal?: AbortSignal,
-  ): Promise<Timeline> {
+  ): Promise<TimelineAnswer> {
     return getJson(
       'timeline',
       {
@@ -152,7 +152,7 @@ export const api = {
       signal,
     );
   },
-  buffers(sel: Pick<Selection, 'run' | 'host' | 'allocator'>, query: BufferQuery, signal?: AbortSignal): Promise<BuffersPage> {
+  buffers(sel: Pick<Selection, 'run' | 'host' | 'allocator'>, query: BufferQuery, signal?: AbortSignal): Promise<BuffersAnswer> {
     return getJson(
       'buffers',
       {
@@ -167,15 +167,15 @@ export const api = {
     );
   },
   /** Every host of a multi-host run, one row per host and allocator, from the server's cache. */
-  overview(run: string, signal?: AbortSignal): Promise<Overview> {
+  overview(run: string, signal?: AbortSignal): Promise<OverviewAnswer> {
     return getJson('overview', {run}, signal);
   },
   /** Run B (the change) against run A (the base); a host is sent only when given. */
-  compare(a: {run: string; host: string}, b: {run: string; host: string}, signal?: AbortSignal): Promise<Comparison> {
+  compare(a: {run: string; host: string}, b: {run: string; host: string}, signal?: AbortSignal): Promise<ComparisonAnswer> {
     return getJson('compare', {run_a: a.run, run_b: b.run, host_a: a.host, host_b: b.host}, signal);
   },
   /** `memory_space` is sent only when it is not 0 (the default). */
-  module(run: string, host: string, module: Pick<ModuleSummary, 'name' | 'memory_space'>, points: number, signal?: AbortSignal): Promise<ModuleDetail> {
+  module(run: string, host: string, module: Pick<ModuleSummary, 'name' | 'memory_space'>, points: number, signal?: AbortSignal): Promise<ModuleAnswer> {
     const memory_space = module.memory_space ? module.memory_space : null;
     return getJson('module', {run, host, module: module.name, memory_space, points}, signal);
   },

@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {AllocatorReport, Comparison, Limits} from './api';
+import type {AllocatorReport, ComparisonAnswer, Limits} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
@@ -10,7 +10,7 @@ import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
 export interface CompareData {
   /** Where the timelines are fetched. */
   cache: Pick<DataCache, 'timeline'>;
-  comparison: Comparison;
+  comparison: ComparisonAnswer;
   a: SideSelection;
   /** A's allocator chosen in the toolbar: the pair shown is matched by its label or memory id. */
   allocator: AllocatorReport | null;

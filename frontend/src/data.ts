@@ -3,7 +3,7 @@
 // many hosts costs one host's analysis at a time. Everything the tab shows
 // comes through here, the panels' own requests too.
 
-import {ApiError, api, type BuffersPage, type Comparison, type History, type Limits, type ModuleDetail, type Overview, type Report, type RunEntry, type Timeline, type Verdict} from './api';
+import {ApiError, api, type BuffersAnswer, type ComparisonAnswer, type HistoryAnswer, type Limits, type ModuleAnswer, type OverviewAnswer, type ReportAnswer, type RunEntry, type TimelineAnswer, type Verdict} from './api';
 import type {RunHost} from './state';
 
 function key(...parts: string[]): string {
@@ -13,10 +13,10 @@ function key(...parts: string[]): string {
 export class DataCache {
   /** null until fetched (and after a failed refresh). */
   runs: RunEntry[] | null = null;
-  private reports = new Map<string, Report>();
-  private comparisons = new Map<string, Comparison>();
+  private reports = new Map<string, ReportAnswer>();
+  private comparisons = new Map<string, ComparisonAnswer>();
   /** Histories by TensorBoard run: every capture of the run shares one. */
-  private histories = new Map<string, History>();
+  private histories = new Map<string, HistoryAnswer>();
   /** The hosts whose report was refused because their file could not be read (422), by run. */
   private refused = new Map<string, Set<string>>();
 
@@ -29,11 +29,11 @@ export class DataCache {
     return this.runs;
   }
 
-  cachedReport(side: RunHost): Report | undefined {
+  cachedReport(side: RunHost): ReportAnswer | undefined {
     return this.reports.get(key(side.run, side.host));
   }
 
-  async report(side: RunHost): Promise<Report> {
+  async report(side: RunHost): Promise<ReportAnswer> {
     const cached = this.cachedReport(side);
     if (cached) return cached;
     try {
@@ -59,11 +59,11 @@ export class DataCache {
     return this.hostsOf(run).filter((h) => known.has(h));
   }
 
-  cachedComparison(a: RunHost, b: RunHost): Comparison | undefined {
+  cachedComparison(a: RunHost, b: RunHost): ComparisonAnswer | undefined {
     return this.comparisons.get(key(a.run, a.host, b.run, b.host));
   }
 
-  async comparison(a: RunHost, b: RunHost): Promise<Comparison> {
+  async comparison(a: RunHost, b: RunHost): Promise<ComparisonAnswer> {
     const cached = this.cachedComparison(a, b);
     if (cached) return cached;
     const comparison = await api.compare(a, b);
@@ -71,7 +71,7 @@ export class DataCache {
     return comparison;
   }
 
-  cachedHistory(tbRun: string): History | undefined {
+  cachedHistory(tbRun: string): HistoryAnswer | undefined {
     return this.histories.get(tbRun);
   }
 
@@ -79,7 +79,7 @@ export class DataCache {
    * The history of a TensorBoard run's captures (`tbRun`: see tensorboardRun()),
    * kept: opening another capture of the run shows it again without asking.
    */
-  async history(tbRun: string, signal?: AbortSignal): Promise<History> {
+  async history(tbRun: string, signal?: AbortSignal): Promise<HistoryAnswer> {
     const cached = this.cachedHistory(tbRun);
     if (cached) return cached;
     const history = await api.history(tbRun, signal);
@@ -91,20 +91,20 @@ export class DataCache {
   // page or chart width, and a reload that changed anything rebuilds the
   // panels, which ask again.
 
-  timeline(...args: Parameters<typeof api.timeline>): Promise<Timeline> {
+  timeline(...args: Parameters<typeof api.timeline>): Promise<TimelineAnswer> {
     return api.timeline(...args);
   }
 
-  buffers(...args: Parameters<typeof api.buffers>): Promise<BuffersPage> {
+  buffers(...args: Parameters<typeof api.buffers>): Promise<BuffersAnswer> {
     return api.buffers(...args);
   }
 
-  module(...args: Parameters<typeof api.module>): Promise<ModuleDetail> {
+  module(...args: Parameters<typeof api.module>): Promise<ModuleAnswer> {
     return api.module(...args);
   }
 
   /** Asked again on each reload: the pod overview redraws only when its answer changed. */
-  overview(...args: Parameters<typeof api.overview>): Promise<Overview> {
+  overview(...args: Parameters<typeof api.overview>): Promise<OverviewAnswer> {
     return api.overview(...args);
   }
 

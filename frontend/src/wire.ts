@@ -58,7 +58,7 @@ export interface RunEntry {
 }
 
 /** `GET runs`. */
-export interface RunsResponse {
+export interface RunsAnswer {
   runs: RunEntry[];
 }
 
@@ -403,7 +403,7 @@ export interface ModuleDetailBody extends ModuleFigures {
 }
 
 /** `GET module`: one program in detail. */
-export interface ModuleDetail extends ModuleDetailBody {
+export interface ModuleAnswer extends ModuleDetailBody {
   run: string;
   host: string;
 }
@@ -548,7 +548,7 @@ export interface HistorySeries {
 }
 
 /** `GET history`: a TensorBoard run's captures as one history (also each of the report's `histories`). */
-export interface History {
+export interface HistoryAnswer {
   tb_run: string;
   num_captures: number;
   verdict: Verdict;
@@ -562,13 +562,13 @@ export interface History {
 }
 
 /** `GET report`, and what `tb-leakfinder report --json` prints. */
-export interface Report {
+export interface ReportAnswer {
   /** the report format's version */
   version: number;
   limits: Limits;
   runs: RunReport[];
   /** the histories of the TensorBoard runs among `runs` with several captures */
-  histories: History[];
+  histories: HistoryAnswer[];
   /** every host of `runs` whose file could not be read; [] when all were read */
   errors: UnreadableFile[];
 }
@@ -602,7 +602,7 @@ export interface TimelineBody {
 }
 
 /** `GET timeline`. */
-export interface Timeline extends TimelineBody {
+export interface TimelineAnswer extends TimelineBody {
   run: string;
   host: string;
 }
@@ -647,7 +647,7 @@ export interface BufferPage {
 }
 
 /** `GET buffers`: a page of an allocator's buffers. */
-export interface BuffersPage extends BufferPage {
+export interface BuffersAnswer extends BufferPage {
   run: string;
   host: string;
   /** the allocator's label, as in its report */
@@ -726,7 +726,7 @@ export interface HostDiff {
 }
 
 /** `GET compare`, and what `tb-leakfinder diff --json` prints: run B (the change) against run A (the base). */
-export interface Comparison {
+export interface ComparisonAnswer {
   run_a: string;
   run_b: string;
   verdict_a: Verdict;
@@ -754,7 +754,7 @@ export interface OverviewRow {
 }
 
 /** `GET overview`: rows worst first. */
-export interface Overview {
+export interface OverviewAnswer {
   run: string;
   num_hosts: number;
   num_leaking_hosts: number;

@@ -30,14 +30,14 @@ export const LOGDIRS = [join(REPO, 'demo_logs'), join(REPO, 'benchmarks', 'accur
 
 /** The interface each route answers with (docs/http_api.md); the CLI's --json prints report's and compare's. */
 export const ROUTE_TYPES = {
-  runs: 'RunsResponse',
-  report: 'Report',
-  history: 'History',
-  overview: 'Overview',
-  timeline: 'Timeline',
-  buffers: 'BuffersPage',
-  module: 'ModuleDetail',
-  compare: 'Comparison',
+  runs: 'RunsAnswer',
+  report: 'ReportAnswer',
+  history: 'HistoryAnswer',
+  overview: 'OverviewAnswer',
+  timeline: 'TimelineAnswer',
+  buffers: 'BuffersAnswer',
+  module: 'ModuleAnswer',
+  compare: 'ComparisonAnswer',
 };
 
 /** Writes every route's answers on `logdirs` to `out` (JSON lines, see tools/dump_answers.py). */
@@ -137,7 +137,7 @@ class Walker {
   }
 
   walkFields(value, type, path, field) {
-    // An anonymous object type is named by the field that holds it ("ModuleDetail.curve").
+    // An anonymous object type is named by the field that holds it ("ModuleAnswer.curve").
     const named = type.aliasSymbol ?? (type.symbol?.name.startsWith('__') ? undefined : type.symbol);
     const name = named?.name ?? (type.isIntersection() ? this.checker.typeToString(type) : field);
     const props = new Map(this.checker.getPropertiesOfType(type).map((p) => [p.name, p]));

@@ -6,8 +6,6 @@ types to these declarations; the disk cache's shape check (`shape.py`), the fron
 (`tools/gen_wire_types.py`). A field's one-line documentation is its `Annotated` string; a class's is its
 docstring; a named choice of strings (`Verdict`) is documented by the string statement after it.
 
-`WIRE_NAMES` gives the frontend's name of an object where it differs from the one here.
-
 A class whose name starts with `_` holds the keys every object of a kind has, under one that adds optional keys
 (`total=False`): the wire types flatten it into its subclass.
 """
@@ -15,18 +13,6 @@ A class whose name starts with `_` holds the keys every object of a kind has, un
 from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
-
-# The names the frontend knows the routes' answers by (frontend/src/wire.ts), until the glossary gives each one name.
-WIRE_NAMES = {
-    "RunsAnswer": "RunsResponse",
-    "ReportAnswer": "Report",
-    "HistoryAnswer": "History",
-    "OverviewAnswer": "Overview",
-    "TimelineAnswer": "Timeline",
-    "BuffersAnswer": "BuffersPage",
-    "ModuleAnswer": "ModuleDetail",
-    "ComparisonAnswer": "Comparison",
-}
 
 Verdict = Literal["leak", "no_leak", "inconclusive"]
 """The worst first: `leak` > `inconclusive` > `no_leak`."""

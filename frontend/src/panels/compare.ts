@@ -3,7 +3,7 @@
 // the summary figures, the op families with their status, and the changes of
 // the compiled programs.
 
-import type {AllocatorDiff, Comparison, Delta, FamilyDiff, FamilyStatus, HostDiff, LeakKind, ListedWholeProgramBuffer, ModuleDiff, Verdict} from '../api';
+import type {AllocatorDiff, ComparisonAnswer, Delta, FamilyDiff, FamilyStatus, HostDiff, LeakKind, ListedWholeProgramBuffer, ModuleDiff, Verdict} from '../api';
 import type {CsvWhere} from '../csv';
 import {type Child, el} from '../dom';
 import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
@@ -38,7 +38,7 @@ export function sideName(run: string, host: string): string {
   return host ? `${run} (${host})` : run;
 }
 
-export function renderRegression(c: Comparison, host: HostDiff | undefined): HTMLElement {
+export function renderRegression(c: ComparisonAnswer, host: HostDiff | undefined): HTMLElement {
   if (c.regression) {
     return el(
       'div',
@@ -62,7 +62,7 @@ function sideVerdict(side: 'a' | 'b', label: string, name: string, verdict: Verd
 }
 
 /** Both verdicts, each with its reason: the allocator's when both runs have it, else the host's. */
-export function renderVerdicts(c: Comparison, host: HostDiff | undefined, alloc: AllocatorDiff | undefined): HTMLElement {
+export function renderVerdicts(c: ComparisonAnswer, host: HostDiff | undefined, alloc: AllocatorDiff | undefined): HTMLElement {
   const verdict = (side: 'a' | 'b'): [Verdict, string] => {
     const v = side === 'a' ? alloc?.verdict_a : alloc?.verdict_b;
     const r = side === 'a' ? alloc?.reason_a : alloc?.reason_b;

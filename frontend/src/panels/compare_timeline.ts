@@ -3,7 +3,7 @@
 // Each side's heap in use (solid) and bytes never freed (dashed, filled).
 
 import uPlot from 'uplot';
-import type {Limits, Selection, Timeline} from '../api';
+import type {Limits, Selection, TimelineAnswer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPlot, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
@@ -29,7 +29,7 @@ export class CompareTimeline {
   private readonly note: HTMLElement;
   private readonly chart: SizedPlot;
   private controller: AbortController | null = null;
-  private data: Partial<Record<Side, Timeline>> = {};
+  private data: Partial<Record<Side, TimelineAnswer>> = {};
   private errors: Partial<Record<Side, string>> = {};
   private zoom: [number, number] | null = null;
 
@@ -102,7 +102,7 @@ export class CompareTimeline {
     this.chartBox.append(...messages);
     if (!a && !b) return;
     const empty: uPlot.AlignedData = [[], [], []];
-    const table = (t: Timeline | undefined): uPlot.AlignedData => (t ? [t.time_ps, t.heap_bytes, t.never_freed_bytes] : empty);
+    const table = (t: TimelineAnswer | undefined): uPlot.AlignedData => (t ? [t.time_ps, t.heap_bytes, t.never_freed_bytes] : empty);
     const joined = uPlot.join([table(a), table(b)]);
     const axes = axisStyle();
     const colorA = cssVar('--lf-run-a');
@@ -147,7 +147,7 @@ export class CompareTimeline {
     // uPlot.join lays out the series as [x, A heap, A never freed, B heap, B never freed].
     this.chart.create(opts, joined, () => this.setZoom(null));
     this.chartBox.dataset.drawn = [a ? 'a' : '', b ? 'b' : ''].join('');
-    const describe = (name: string, t: Timeline | undefined) =>
+    const describe = (name: string, t: TimelineAnswer | undefined) =>
       t
         ? `${name}: ${formatCount(t.total_events)} memory events (${formatCount(t.time_ps.length)} points), peak ${formatBytes(t.peak.bytes)} at ${formatPs(t.peak.time_ps)}.`
         : '';

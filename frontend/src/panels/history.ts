@@ -8,7 +8,7 @@
 
 import uPlot from 'uplot';
 import {allocatorKey} from '../allocators';
-import type {History, HistoryCapture, HistoryFamily, HistorySeries, Selection, UnreadableFile} from '../api';
+import type {HistoryAnswer, HistoryCapture, HistoryFamily, HistorySeries, Selection, UnreadableFile} from '../api';
 import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
@@ -100,7 +100,7 @@ export class HistoryPanel {
   private readonly chart: SizedPlot;
   private readonly tooltip: Tooltip;
   private readonly controller = new AbortController();
-  private history: History | null = null;
+  private history: HistoryAnswer | null = null;
   private series: HistorySeries | null = null;
   private axis: HistoryAxis = {kind: 'time', xs: []};
   /** The capture under the cursor, or moved to with the arrow keys. */
@@ -165,7 +165,7 @@ export class HistoryPanel {
     }
   }
 
-  private render(h: History): void {
+  private render(h: HistoryAnswer): void {
     const banner = verdictBanner(h.verdict, h.reason, [], undefined, h.note ? el('div', {class: 'lf-verdict-steps', 'data-note': 'history'}, `Note: ${h.note}`) : null);
     banner.dataset.history = 'true';
     this.element.dataset.verdict = h.verdict;

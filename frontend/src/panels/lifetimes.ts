@@ -5,7 +5,7 @@
 // picked in the static view has its allocations highlighted and listed alone. Below, every
 // buffer, paged from the server, with where it was made (each page names its sites once).
 
-import type {Buffer, BuffersPage, BufferStatus, Family, Limits, ProgramBuffer, Selection, Site} from '../api';
+import type {Buffer, BuffersAnswer, BufferStatus, Family, Limits, ProgramBuffer, Selection, Site} from '../api';
 import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
@@ -264,7 +264,7 @@ export class LifetimesPanel {
   }
 
   /** The page's buffers, each with its site noted. A page without `sites` (an older standalone report) gives none. */
-  private withSites(page: BuffersPage): Buffer[] {
+  private withSites(page: BuffersAnswer): Buffer[] {
     const sites = page.sites ?? [];
     for (const b of page.buffers) {
       const site = sites[b.site];

@@ -2,7 +2,7 @@
 // leak", then one row per host and allocator, worst first (the server's
 // order); a click (or Enter) on a row opens that host and allocator.
 
-import type {Overview, OverviewRow} from '../api';
+import type {OverviewAnswer, OverviewRow} from '../api';
 import type {DataCache} from '../data';
 import {el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
@@ -65,7 +65,7 @@ export class OverviewView {
     }
   }
 
-  private async load(answer?: Overview): Promise<void> {
+  private async load(answer?: OverviewAnswer): Promise<void> {
     try {
       const overview = answer ?? (await this.cache.overview(this.run, this.controller.signal));
       this.shown = JSON.stringify(overview);

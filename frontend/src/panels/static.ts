@@ -8,7 +8,7 @@
 // there, in the buffer lifetimes.
 
 import uPlot from 'uplot';
-import type {HloBufferInfo, Limits, LogicalBuffer, ModuleDetail, ModuleFigures, ModuleSummary, ProgramBuffer} from '../api';
+import type {HloBufferInfo, Limits, LogicalBuffer, ModuleAnswer, ModuleFigures, ModuleSummary, ProgramBuffer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
 import type {DataCache} from '../data';
@@ -104,7 +104,7 @@ export class StaticPanel {
   private readonly body: HTMLElement;
   private heapPlot: SizedPlot | null = null;
   private blocks: RectChart<BlockRect> | null = null;
-  private detail: ModuleDetail | null = null;
+  private detail: ModuleAnswer | null = null;
   private controller: AbortController | null = null;
 
   constructor(
@@ -214,7 +214,7 @@ export class StaticPanel {
   }
 
   /** The selected allocation's logical buffers (its whole-program entry when none has a range), or why there are none. */
-  private selectedBlock(d: ModuleDetail, allocation: number, where: CsvWhere): HTMLElement {
+  private selectedBlock(d: ModuleAnswer, allocation: number, where: CsvWhere): HTMLElement {
     const buffers: Row[] = d.buffers.filter((b) => b.allocation === allocation);
     const rows = buffers.length ? buffers : d.whole_program_buffers.filter((b) => b.allocation === allocation);
     const title = el('h3', {title: d.name}, `Selected: allocation ${formatCount(allocation)} of ${shortProgram(d.name)}`);
@@ -261,7 +261,7 @@ export class StaticPanel {
    * Temporaries at their offset in the heap; whole-program buffers (each in
    * an allocation of its own) stacked above them across the whole program.
    */
-  private drawBlocks(d: ModuleDetail): void {
+  private drawBlocks(d: ModuleAnswer): void {
     const legend = el(
       'div',
       {class: 'lf-legend'},
@@ -350,7 +350,7 @@ export class StaticPanel {
     }
   }
 
-  private drawHeap(box: HTMLElement, d: ModuleDetail): void {
+  private drawHeap(box: HTMLElement, d: ModuleAnswer): void {
     const heap = d.curve.heap_bytes;
     if (!heap.length) {
       box.appendChild(notice('empty', 'This program has no heap-simulator trace.'));

@@ -7,7 +7,7 @@
 // draws the points it is given.
 
 import uPlot from 'uplot';
-import type {Limits, Selection, Timeline} from '../api';
+import type {Limits, Selection, TimelineAnswer} from '../api';
 import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
@@ -26,7 +26,7 @@ export class TimelinePanel {
   private readonly note: HTMLElement;
   private readonly resetButton: HTMLButtonElement;
   private readonly chart: SizedPlot;
-  private data: Timeline | null = null;
+  private data: TimelineAnswer | null = null;
   private range: TimeRange | null = null;
   /** The selected op family (its index in `families`), drawn as a series of its own. */
   private family: number | null = null;
@@ -100,7 +100,7 @@ export class TimelinePanel {
   }
 
   /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected family. */
-  private aligned(data: Timeline): uPlot.AlignedData {
+  private aligned(data: TimelineAnswer): uPlot.AlignedData {
     const held = data.family_bytes ?? data.time_ps.map(() => null);
     const rest = [data.never_freed_bytes, data.fragmentation, held];
     if (!this.hasStack) return [data.time_ps, data.heap_bytes, ...rest];

@@ -5,6 +5,7 @@ import pathlib
 import subprocess
 import sys
 from types import ModuleType
+from typing import is_typeddict
 
 import pytest
 
@@ -84,14 +85,21 @@ def test_a_named_choice_is_a_type_and_its_uses_name_it(tmp_path):
     assert "| `Severity` | `'low' \\| 'high'` | How bad it is. |" in gen.render_tables(gen.read_schema(module))
 
 
-def test_optional_keys_private_bases_and_wire_names():
+def test_optional_keys_and_private_bases():
     ts = gen.render_ts(gen.read_schema(schema))
     host = _interface(ts, "HostReport")
     assert "  error?: string;" in host and "  host: string;" in host and "extends" not in host.splitlines()[0]
     assert "_HostReportKeys" not in ts
-    assert "export interface Report {" in ts and "ReportAnswer" not in ts  # WIRE_NAMES: the frontend's names
-    assert "export interface ModuleDetail extends ModuleDetailBody {" in ts
-    assert "  histories: History[];" in _interface(ts, "Report")
+    assert "export interface ModuleAnswer extends ModuleDetailBody {" in ts
+    assert "  histories: HistoryAnswer[];" in _interface(ts, "ReportAnswer")
+
+
+def test_each_object_has_the_schemas_name_in_typescript():
+    """One name per concept: the frontend's interfaces are exactly the schema's public classes."""
+    ts = gen.render_ts(gen.read_schema(schema))
+    declared = {line.split()[2] for line in ts.splitlines() if line.startswith("export interface ")}
+    classes = {name for name, value in vars(schema).items() if is_typeddict(value) and not name.startswith("_")}
+    assert declared == classes
 
 
 @pytest.mark.parametrize(
