@@ -238,7 +238,7 @@ def test_device_ordinal_ids_are_labelled_as_gpus(profiles):
     assert all(a["verdict"] == "no_leak" for a in host["allocators"])
     # No leak anywhere: every allocator named, the first one's reason standing for all.
     first, names = host["allocators"][0], ", ".join(a["allocator"] for a in host["allocators"])
-    assert host["reason"] == f"No leak on 2 allocators ({names}). {first['name']}: {first['reason']}"
+    assert host["reason"] == f"No leak on 2 allocators ({names}). {first['allocator']}: {first['reason']}"
 
 
 def test_device_memory_comes_before_host_pinned_memory(profiles):
