@@ -196,7 +196,7 @@ export interface OutOfMemory {
 export interface AllocatorReport {
   /** the key XProf's Memory Profile lists the allocator under */
   memory_id: string;
-  /** a readable label: `TPU:2`, `GPU:0`, else the allocator's name */
+  /** a readable label: `TPU:2`, `GPU:0`, else its memory id */
   allocator: string;
   /** allocation events in the window */
   num_allocations: number;
@@ -687,7 +687,7 @@ export interface FamilyDiff {
 }
 
 export interface AllocatorDiff {
-  /** null on the side that has no allocator of that name */
+  /** null on the side that has no allocator of that label */
   allocator_a: string | null;
   allocator_b: string | null;
   verdict_a: Verdict | null;

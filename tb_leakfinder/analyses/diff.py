@@ -238,7 +238,7 @@ def diff_module(a: ModuleSummary | None, b: ModuleSummary | None) -> ModuleDiff:
 
 
 def diff_hosts(a: HostSide, b: HostSide) -> HostDiff:
-    allocators = [diff_allocator(x, y) for x, y in _pair_by_name(a.allocators, b.allocators, lambda x: x.name)]
+    allocators = [diff_allocator(x, y) for x, y in _pair_by_name(a.allocators, b.allocators, lambda x: x.label)]
     module_pairs = _pair_by_name(a.modules, b.modules, lambda m: (module_base_name(m.name), m.memory_space))
     return HostDiff(a, b, allocators, [diff_module(x, y) for x, y in module_pairs])
 
@@ -253,7 +253,7 @@ def regressions(hosts: list[HostDiff]) -> list[str]:
             for g in alloc.families:
                 if g.new_leak and g.b is not None:
                     found.append(
-                        f"host {h.b.host}, allocator {alloc.b.name if alloc.b else None}: new growing group {g.b.label} "
+                        f"host {h.b.host}, allocator {alloc.b.label if alloc.b else None}: new growing group {g.b.label} "
                         f"(+{format_bytes(g.b.bytes_per_step)} per step{_onset_words(g.b)})"
                     )
     return found

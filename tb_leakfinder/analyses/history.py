@@ -71,7 +71,7 @@ class FamilyTrend:
 class Series:
     host: str
     memory_id: str
-    name: str
+    label: str
     captures: list[CapturePoint]  # in time order
     verdict: str
     reason: str
@@ -118,7 +118,7 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
         total = num_captures if num_captures is not None else len(captures)
         return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures", note, [])
     top = series[0]
-    reason = top.reason if len(series) == 1 else f"{top.name} on {top.host}: {top.reason}"
+    reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
     return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
 
 
@@ -168,7 +168,7 @@ def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
 
 
 def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
-    name = points[-1].name
+    label = points[-1].label
     values = np.asarray([measure(p) for p in points], np.float64)
     times = np.asarray([p.time_s for p in points], np.float64)
     steps = [_step(p) for p in points]
@@ -183,7 +183,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     # In step order the times need not rise: the span is theirs all the same.
     span = f" over {format_duration_ps(float(np.ptp(times)) * 1e12)}" if timed and several else ""
     programs = sorted({p.program for p in points if p.program})
-    common = (host, memory_id, name, points)
+    common = (host, memory_id, label, points)
 
     def made(verdict: str, why: str, hours: float | None = None, unexplained: str | None = None) -> Series:
         if time_note is not None and not timed:

@@ -36,7 +36,7 @@ def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
     s = a.summary
     return AllocatorPoint(
         memory_id=a.memory_id,
-        name=a.name,
+        label=a.label,
         heap_start_bytes=int(s.heap_start_bytes),
         peak_heap_bytes=int(s.peak_heap_bytes),
         heap_end_bytes=int(s.heap_end_bytes),

@@ -43,7 +43,7 @@ MAX_PLAUSIBLE_BYTES = 1 << 50
 @dataclass
 class AllocatorAnalysis:
     memory_id: str  # XProf's key for the allocator
-    name: str  # its label: "TPU:2", "GPU:0", else the memory id
+    label: str  # readable: "TPU:2", "GPU:0", else the memory id
     events: MemoryEvents
     buffers: Buffers
     summary: Summary
@@ -62,7 +62,7 @@ class AllocatorAnalysis:
 @dataclass
 class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
-    allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of name in each
+    allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of label in each
     step_source: StepSource  # where profile.steps came from
 
     def largest_device(self) -> AllocatorAnalysis:
@@ -91,7 +91,7 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     result = []
     for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
         result.append(analyze_allocator(memory_id, mine, profile, source, calls, modules))
-    result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, natural_key(a.name), a.memory_id))
+    result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, natural_key(a.label), a.memory_id))
     return HostAnalysis(profile, result, source)
 
 
@@ -138,25 +138,25 @@ def analyze_allocator(
     """One allocator's analyses; `profile.steps` are the steps `source` gave, `calls` the host's calls (none: the
     profile's own, when it still has its spans)."""
     info = _info(profile, memory_id)
-    name = info.label
+    label = info.label
     warnings: list[str] = []
     if not memory_id:
         warnings.append(
-            f"{name}: {len(events)} memory event(s) carry no index_on_host, device_ordinal or allocator_name stat; "
+            f"{label}: {len(events)} memory event(s) carry no index_on_host, device_ordinal or allocator_name stat; "
             "they are shown together as one allocator"
         )
     # Fragmentation is a share of the pool: NaN, infinite or past [0, 1] is corruption (and would break JSON).
     fraction = np.isfinite(events.fragmentation) & (events.fragmentation >= 0) & (events.fragmentation <= 1)
     if not fraction.all():
         events = replace(events, fragmentation=np.where(fraction, events.fragmentation, 0.0))
-        warnings.append(f"{name}: {np.count_nonzero(~fraction)} fragmentation value(s) not a fraction in [0, 1], shown as 0")
+        warnings.append(f"{label}: {np.count_nonzero(~fraction)} fragmentation value(s) not a fraction in [0, 1], shown as 0")
     if np.any(events.time_ps < 0):
         warnings.append(
-            f"{name}: {np.count_nonzero(events.time_ps < 0)} memory event(s) before the profile's start: "
+            f"{label}: {np.count_nonzero(events.time_ps < 0)} memory event(s) before the profile's start: "
             "its clock runs backwards or its timestamps are corrupt"
         )
     problems = _inconsistencies(events)
-    warnings += [f"{name}: {problem}" for problem in problems]
+    warnings += [f"{label}: {problem}" for problem in problems]
     attribution = attribute(events, calls or call_index(profile.spans, modules, profile.device_planes))
     pairing = pair_events(events, profile.steps, attribution.site)
     buffers = pairing.buffers
@@ -178,18 +178,18 @@ def analyze_allocator(
         )
     if pairing.double_allocations:
         reused = f"{pairing.double_allocations} allocation(s) of an address already in use"
-        warnings.append(f"{name}: {reused}; the earlier buffer is taken as freed when the address was reused")
+        warnings.append(f"{label}: {reused}; the earlier buffer is taken as freed when the address was reused")
         verdict = cannot_tell(reused, verdict)
     if info.guessed_pairs is not None and summary.never_freed_count:
         # Which allocations a guessed free ends decides which buffers stay live; with none live it decides nothing.
         verdict = cannot_tell(info.guessed_pairs, verdict)
     if pairing.unmatched_frees:
-        warnings.append(f"{name}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
+        warnings.append(f"{label}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
     growth = sum(g.bytes_per_step for g in leak_families(suspects.families, source)) if verdict.verdict == LEAK else 0.0
     outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(
         memory_id,
-        name,
+        label,
         events,
         buffers,
         summary,

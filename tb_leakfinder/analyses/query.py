@@ -9,14 +9,14 @@ from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.errors import NotFoundError
 
 
-def names_allocator(allocator: str, name: str, memory_id: str) -> bool:
+def names_allocator(allocator: str, label: str, memory_id: str) -> bool:
     """Whether a user's `allocator` argument means the allocator of this label or memory id."""
-    return allocator in (name, memory_id)
+    return allocator in (label, memory_id)
 
 
 def allocator_choices(allocators: Iterable[tuple[str, str]]) -> str:
     """'TPU:0 (memory id 0), gpu_host_bfc': what an allocator argument may name, of these (label, memory id)."""
-    return ", ".join(name if name == memory_id else f"{name} (memory id {memory_id!r})" for name, memory_id in allocators)
+    return ", ".join(label if label == memory_id else f"{label} (memory id {memory_id!r})" for label, memory_id in allocators)
 
 
 def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
@@ -26,7 +26,7 @@ def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
     if allocator is None:
         return h.largest_device()
     for a in h.allocators:
-        if names_allocator(allocator, a.name, a.memory_id):
+        if names_allocator(allocator, a.label, a.memory_id):
             return a
-    choices = allocator_choices((a.name, a.memory_id) for a in h.allocators)
+    choices = allocator_choices((a.label, a.memory_id) for a in h.allocators)
     raise NotFoundError(f"host {h.profile.host!r} has no allocator {allocator!r}; its allocators are {choices}")

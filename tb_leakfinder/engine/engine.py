@@ -80,7 +80,7 @@ class HostResult:
             return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
         allocators = self.unwrap().allocators
         return HostSide(
-            host, verdicts.host_verdict([(a.name, a.verdict) for a in allocators], self.modules), allocators, self.modules
+            host, verdicts.host_verdict([(a.label, a.verdict) for a in allocators], self.modules), allocators, self.modules
         )
 
 

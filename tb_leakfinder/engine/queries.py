@@ -127,7 +127,7 @@ def buffers(
     a = at.allocator
     page = query_buffers(a, offset, limit, sort, order, family, status, start_ps, end_ps, program, allocation)
     body = reports.buffers_json(a, at.analysis.profile.steps, page)
-    return {"run": at.run, "host": at.host, "allocator": a.name, "memory_id": a.memory_id, **body}
+    return {"run": at.run, "host": at.host, "allocator": a.label, "memory_id": a.memory_id, **body}
 
 
 def buffer_pages(at: AllocatorAt) -> Iterator[reports.BuffersAnswer]:

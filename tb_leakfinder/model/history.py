@@ -33,7 +33,7 @@ class AllocatorPoint:
     """What one analysis of a host file says of one of its allocators, whichever capture the file turns out to be."""
 
     memory_id: str
-    name: str  # the allocator's label
+    label: str  # the allocator's label
     heap_start_bytes: int
     peak_heap_bytes: int
     heap_end_bytes: int

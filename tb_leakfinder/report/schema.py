@@ -170,7 +170,7 @@ class OutOfMemory(TypedDict):
 
 class AllocatorReport(TypedDict):
     memory_id: Annotated[str, "the key XProf's Memory Profile lists the allocator under"]
-    allocator: Annotated[str, "a readable label: `TPU:2`, `GPU:0`, else the allocator's name"]
+    allocator: Annotated[str, "a readable label: `TPU:2`, `GPU:0`, else its memory id"]
     num_allocations: Annotated[int, "allocation events in the window"]
     num_deallocations: Annotated[int, "deallocation events in the window"]
     balance: Annotated[int, "allocations less deallocations"]
@@ -594,7 +594,7 @@ class FamilyDiff(TypedDict):
 
 
 class AllocatorDiff(TypedDict):
-    allocator_a: Annotated[str | None, "null on the side that has no allocator of that name"]
+    allocator_a: Annotated[str | None, "null on the side that has no allocator of that label"]
     allocator_b: str | None
     verdict_a: Verdict | None
     verdict_b: Verdict | None

@@ -227,7 +227,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
     s = a.summary
     return {
         "memory_id": a.memory_id,
-        "allocator": a.name,
+        "allocator": a.label,
         "num_allocations": s.num_allocations,
         "num_deallocations": s.num_deallocations,
         "balance": s.num_allocations - s.num_deallocations,
@@ -261,7 +261,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
 
 def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport:
     allocators = [allocator_json(a, h.profile.format) for a in h.allocators]
-    verdict = verdicts.host_verdict([(a.name, a.verdict) for a in h.allocators], modules)
+    verdict = verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules)
     return {
         "host": h.profile.host,
         "format": h.profile.format,
@@ -384,7 +384,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
         {
             "host": s.host,
             "memory_id": s.memory_id,
-            "allocator": s.name,
+            "allocator": s.label,
             "verdict": _verdict(s.verdict),
             "reason": s.reason,
             "rise_bytes": s.rise_bytes,
@@ -515,8 +515,8 @@ def _family_diff_json(g: GroupChange) -> FamilyDiff:
 def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
     a, b = d.a, d.b
     return {
-        "allocator_a": a.name if a else None,
-        "allocator_b": b.name if b else None,
+        "allocator_a": a.label if a else None,
+        "allocator_b": b.label if b else None,
         "verdict_a": _verdict(a.verdict.verdict) if a else None,
         "verdict_b": _verdict(b.verdict.verdict) if b else None,
         "reason_a": a.verdict.reason if a else None,
@@ -575,7 +575,7 @@ def comparison_json(c: Comparison) -> ComparisonAnswer:
 
 def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> TimelineBody:
     out: TimelineBody = {
-        "allocator": a.name,
+        "allocator": a.label,
         "memory_id": a.memory_id,
         "total_events": t.total_events,
         "time_ps": t.time_ps.tolist(),

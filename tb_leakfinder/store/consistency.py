@@ -35,16 +35,16 @@ def check_consistent(h: HostAnalysis) -> None:
         _within(buffers.status, 0, len(STATUS_NAMES), "buffers.status")
         _within(buffers.site, 0, len(a.sites), "buffers.site")
         if not a.sites or not all(isinstance(site, Site) for site in a.sites):
-            raise ValueError(f"{a.name}: its sites are not a table of sites")
+            raise ValueError(f"{a.label}: its sites are not a table of sites")
         if _table(a.suspects, {"never_freed_family": None, "family_of_buffer": None}) != num_buffers:
-            raise ValueError(f"{a.name}: {len(a.suspects.never_freed_family)} groups of buffers for {num_buffers} buffers")
+            raise ValueError(f"{a.label}: {len(a.suspects.never_freed_family)} groups of buffers for {num_buffers} buffers")
         for name in ("never_freed_family", "family_of_buffer"):
             _within(getattr(a.suspects, name), -1, len(a.suspects.families), name)
         indices = [(g.op, g.region) for g in a.suspects.families] + [(r.op, r.shape, r.region) for r in a.breakdown]
         if not all(0 <= index < strings for row in indices for index in row):
-            raise ValueError(f"{a.name}: a group names a string past the {strings} strings")
+            raise ValueError(f"{a.label}: a group names a string past the {strings} strings")
         if not -1 <= a.summary.peak_event < max(num_events, 0):
-            raise ValueError(f"{a.name}: the peak is event {a.summary.peak_event} of {num_events}")
+            raise ValueError(f"{a.label}: the peak is event {a.summary.peak_event} of {num_events}")
 
 
 def _table(table: object, dtypes: dict[str, np.dtype[Any] | None]) -> int:

@@ -18,7 +18,7 @@ def point(k: int, floor: int, *, host: str = "h", kind: str = PROFILE, program: 
         capture=f"job/s{k}",
         host=host,
         memory_id="GPU_0_bfc",
-        name="GPU:0",
+        label="GPU:0",
         kind=kind,
         time_s=1_800_000_000 + k * HOUR,
         duration_s=2.0,

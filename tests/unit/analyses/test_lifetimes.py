@@ -55,12 +55,12 @@ def test_allocators_are_paired_separately():
     b.alloc(20, 0x10, 3 * MIB, allocator="GPU_1_bfc", op="B")
     b.free(30, 0x10, MIB, allocator="GPU_0_bfc")
     host = _analyze(b)
-    by_name = {a.name: a for a in host.allocators}
-    assert [a.name for a in host.allocators] == ["GPU_0_bfc", "GPU_1_bfc"]  # natural order
-    assert host.largest_device().name == "GPU_1_bfc"
-    assert by_name["GPU_0_bfc"].buffers.status.tolist() == [FREED]
-    assert by_name["GPU_1_bfc"].buffers.status.tolist() == [NEVER_FREED]
-    assert by_name["GPU_1_bfc"].summary.peak_bytes_in_use == 3 * MIB
+    by_label = {a.label: a for a in host.allocators}
+    assert [a.label for a in host.allocators] == ["GPU_0_bfc", "GPU_1_bfc"]  # natural order
+    assert host.largest_device().label == "GPU_1_bfc"
+    assert by_label["GPU_0_bfc"].buffers.status.tolist() == [FREED]
+    assert by_label["GPU_1_bfc"].buffers.status.tolist() == [NEVER_FREED]
+    assert by_label["GPU_1_bfc"].summary.peak_bytes_in_use == 3 * MIB
 
 
 def test_events_on_several_lines_merge_in_time_order():

@@ -15,17 +15,17 @@ def test_allocators_in_natural_order_host_memory_last_opening_on_the_largest_dev
     # Pinned host memory peaking above every device: still last, and never the one opened on.
     builder.alloc(10, 0x9000, 8 * GIB, allocator="xla_gpu_host_bfc", line="python")
     h = analyze(builder)
-    assert [a.name for a in h.allocators] == [*(f"GPU:{d}" for d in range(12)), "xla_gpu_host_bfc"]
+    assert [a.label for a in h.allocators] == [*(f"GPU:{d}" for d in range(12)), "xla_gpu_host_bfc"]
     assert h.allocators[-1].summary.peak_bytes_in_use > max(a.summary.peak_bytes_in_use for a in h.allocators[:-1])
-    assert h.largest_device().name == "GPU:10" == find_allocator(h, None).name
+    assert h.largest_device().label == "GPU:10" == find_allocator(h, None).label
 
 
 def test_a_tie_opens_on_the_first_device():
     builder, _ = synthesize_devices(3, 2, platform="TPU")
     h = analyze(builder)
-    assert [a.name for a in h.allocators] == ["TPU:0", "TPU:1", "TPU:2"]
+    assert [a.label for a in h.allocators] == ["TPU:0", "TPU:1", "TPU:2"]
     assert len({a.summary.peak_bytes_in_use for a in h.allocators}) == 1
-    assert h.largest_device().name == "TPU:0"
+    assert h.largest_device().label == "TPU:0"
 
 
 def test_numbers_in_names_sort_as_numbers():

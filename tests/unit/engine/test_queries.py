@@ -82,7 +82,7 @@ def test_an_allocator_is_found_by_memory_id_or_label_and_an_unknown_name_says_th
     engine, _ = served
     host = queries.host(engine, _run(engine, "tf_leak"), None)
     (a,) = host.analysis.allocators
-    assert queries.allocator(host, a.memory_id).allocator is queries.allocator(host, a.name).allocator
+    assert queries.allocator(host, a.memory_id).allocator is queries.allocator(host, a.label).allocator
     assert queries.allocator(host, None).allocator is a  # the largest device memory
     with pytest.raises(NotFoundError, match=f"no allocator 'nope'; its allocators are .*{a.memory_id}"):
         queries.allocator(host, "nope")
