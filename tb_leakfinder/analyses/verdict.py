@@ -50,7 +50,7 @@ def decide(
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
     if source.too_short:
-        lead = f" The largest never-freed group is {family_label(families[0], strings, sites)}." if families else ""
+        lead = f" The largest never-freed family is {family_label(families[0], strings, sites)}." if families else ""
         found = "no step information and no time span to divide" if source.kind == NONE else source.description
         if n == 1 and freed_in_one_step:
             return Verdict(
@@ -108,7 +108,7 @@ def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:
 
 
 def leak_families(families: list[Family], source: StepSource) -> list[Family]:
-    """The growing groups that make a leak; with time windows, only those that grow in most windows."""
+    """The growing families that make a leak; with time windows, only those that grow in most windows."""
     growing = [g for g in families if g.kind == GROWING]
     if source.kind != TIME_WINDOWS:
         return growing
