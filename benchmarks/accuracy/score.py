@@ -15,10 +15,10 @@ Each folder of `captures/` (made by record.py) is one run and holds a
   leaking op (for several families: not one of their ops);
 - on a leak, the rate is off by more than the case's `rate_tolerance`. The rate
   is the allocator's `bytes_per_step` when the report has one, else the top
-  growing group's (summed over the growing groups when the truth has several
+  growing family's (summed over the growing families when the truth has several
   families). Under time windows, rates are per window: they are scored only
   against a `bytes_per_window` in the truth marked exact, else shown only.
-The onset (a growing group's `onset_step`, when the report has one) is shown
+The onset (a growing family's `onset_step`, when the report has one) is shown
 beside the truth's and never fails a case. The built PyTorch snapshot cases
 (record_snapshots.py) may say more, each of which fails a case when wrong:
 - `verdict`: the verdict, when it is neither (a snapshot of one moment or of
@@ -168,7 +168,7 @@ def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
     if leak:
         ops = {f["op"] for f in families} or {truth.get("op")}
         if top is None:
-            row.failures.append("no growing group")
+            row.failures.append("no growing family")
         elif top.get("op") not in ops:
             row.failures.append(f"culprit {top.get('op')}, truth {' or '.join(sorted(o for o in ops if o))}")
         per_window = row.step_source == "time_windows"
@@ -183,7 +183,7 @@ def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
         tolerance = float(truth.get("rate_tolerance", 0.05))
         if row.rate_scored:
             if row.rate is None:
-                if top is not None:  # without a growing group, that failure says it already
+                if top is not None:  # without a growing family, that failure says it already
                     row.failures.append("no rate")
             elif row.error is not None and abs(row.error) > tolerance:
                 row.failures.append(f"rate {row.error:+.1%} off (tolerance {tolerance:.0%})")

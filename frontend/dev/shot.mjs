@@ -1,6 +1,6 @@
 // Dev helper: screenshot the Leaks tab of a running TensorBoard.
 //   node dev/shot.mjs http://127.0.0.1:6006/ out.png [run] [light|dark] [height] [select] [compare]
-// With `select`, the top never-freed group is clicked first (its buffers highlighted).
+// With `select`, the top never-freed family is clicked first (its buffers highlighted).
 // With `compare` (a run name), the tab compares `run` (A) with it (B).
 import {chromium} from 'playwright-core';
 import {mkdtempSync} from 'node:fs';

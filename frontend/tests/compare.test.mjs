@@ -73,7 +73,7 @@ async function expectFixedThenLeak(frame) {
   assert.equal(flag, 'new leak');
   // The regression banner lists what B brings.
   assert.equal(await frame.$eval('.lf-regression', (e) => e.dataset.regression), 'true');
-  assert.match(await text(frame, '.lf-regression'), /new growing group Mul \[128,1024\] output \(\+5\d\d KiB per step\)/);
+  assert.match(await text(frame, '.lf-regression'), /new growing family Mul \[128,1024\] output \(\+5\d\d KiB per step\)/);
   // Both verdicts, each with its reason.
   assert.equal(await frame.$eval('.lf-verdict[data-side=a]', (e) => e.dataset.verdict), 'no_leak');
   assert.equal(await frame.$eval('.lf-verdict[data-side=b]', (e) => e.dataset.verdict), 'leak');

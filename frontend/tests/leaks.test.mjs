@@ -83,7 +83,7 @@ test('the fixed run shows "no leak"', async () => {
   assert.match(await text(frame, '.lf-verdict-label'), /^No leak$/);
 });
 
-test('clicking the top never-freed group highlights its buffers on the lifetime chart and the timeline', async () => {
+test('clicking the top never-freed family highlights its buffers on the lifetime chart and the timeline', async () => {
   const {frame} = await open(runName(logdir, 'tf_leak'));
   const row = await frame.waitForSelector('[data-panel=families] tbody tr:first-child');
   await frame.waitForSelector('[data-chart=timeline] canvas');

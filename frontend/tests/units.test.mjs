@@ -80,7 +80,7 @@ test('a session belongs to the TensorBoard run before its last slash; its captur
   assert.equal(m.captureCount(runs, 'top2'), 1);
   assert.equal(m.captureCount(runs, '2027_01_15_00_10_03'), 2);
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'profile'}]), 'heap floor (outlives every step)');
-  assert.equal(m.measureLabel([{kind: 'one_moment'}]), 'live bytes (snapshot)');
+  assert.equal(m.measureLabel([{kind: 'one_moment'}]), 'live bytes (one moment)');
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'one_moment'}]), 'outlives every step');
 });
 

@@ -27,7 +27,7 @@ class BufferPage:
 
 def check_family(a: AllocatorAnalysis, family: int) -> None:
     if not 0 <= family < len(a.suspects.families):
-        raise NotFoundError(f"allocator {a.label!r} has no never-freed group {family}; it has {len(a.suspects.families)}")
+        raise NotFoundError(f"allocator {a.label!r} has no never-freed family {family}; it has {len(a.suspects.families)}")
 
 
 def query_buffers(

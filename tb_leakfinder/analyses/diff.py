@@ -1,4 +1,4 @@
-"""Comparing two runs' analyses: which never-freed groups are new, fixed, grown or shrunk.
+"""Comparing two runs' analyses: which never-freed families are new, fixed, grown or shrunk.
 
 Works on the analysis objects, so a JSON key's name has no say in a diff.
 Groups are matched per allocator by (op, shape, dtype, region), with op names
@@ -59,7 +59,7 @@ class Delta:
 
 @dataclass
 class FamilySide:
-    """A never-freed group of one side, its numbered ops merged (`Mul` and `Mul_1` add up)."""
+    """A never-freed family of one side, its numbered ops merged (`Mul` and `Mul_1` add up)."""
 
     kind: str
     count: int
@@ -143,7 +143,7 @@ FamilyKey = tuple[str, str, str, str]
 
 
 def _merge(a: AllocatorAnalysis | None) -> dict[FamilyKey, FamilySide]:
-    """The allocator's never-freed groups by normalised key."""
+    """The allocator's never-freed families by normalised key."""
     merged: dict[FamilyKey, FamilySide] = {}
     if a is None:
         return merged
@@ -244,7 +244,7 @@ def diff_hosts(a: HostSide, b: HostSide) -> HostDiff:
 
 
 def regressions(hosts: list[HostDiff]) -> list[str]:
-    """Sentences for what B brings that A did not have: a new growing group, or a leak verdict."""
+    """Sentences for what B brings that A did not have: a new growing family, or a leak verdict."""
     found = []
     for h in hosts:
         if h.b.verdict.verdict == LEAK and h.a.verdict.verdict != LEAK:
@@ -253,7 +253,7 @@ def regressions(hosts: list[HostDiff]) -> list[str]:
             for g in alloc.families:
                 if g.new_leak and g.b is not None:
                     found.append(
-                        f"host {h.b.host}, allocator {alloc.b.label if alloc.b else None}: new growing group {g.b.label} "
+                        f"host {h.b.host}, allocator {alloc.b.label if alloc.b else None}: new growing family {g.b.label} "
                         f"(+{format_bytes(g.b.bytes_per_step)} per step{_onset_words(g.b)})"
                     )
     return found

@@ -27,11 +27,8 @@ KIND_WORDS = {
     WINDOW_END: "made in the last step (window_end)",
 }
 
-NO_EVENTS_REASON = (
-    "No memory events in this profile: TensorFlow on CPU records them only with "
-    "TF_CPU_ALLOCATOR_USE_BFC=true set before import, and JAX on CPU records none "
-    "(its compiled programs are in the static view)."
-)
+# Followed, in a host's verdict, by how its format records memory events (the report adds the format's hint).
+NO_EVENTS_REASON = "No memory events in this profile."
 
 
 @dataclass
@@ -53,7 +50,7 @@ def decide(
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
     if source.too_short:
-        lead = f" The largest never-freed group is {family_label(families[0], strings, sites)}." if families else ""
+        lead = f" The largest never-freed family is {family_label(families[0], strings, sites)}." if families else ""
         found = "no step information and no time span to divide" if source.kind == NONE else source.description
         if n == 1 and freed_in_one_step:
             return Verdict(
@@ -111,7 +108,7 @@ def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:
 
 
 def leak_families(families: list[Family], source: StepSource) -> list[Family]:
-    """The growing groups that make a leak; with time windows, only those that grow in most windows."""
+    """The growing families that make a leak; with time windows, only those that grow in most windows."""
     growing = [g for g in families if g.kind == GROWING]
     if source.kind != TIME_WINDOWS:
         return growing
@@ -148,9 +145,12 @@ def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
 
 
-def host_verdict(allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary]) -> Verdict:
-    """A host's verdict: its allocators' (see `combine`), naming the buffers the static view flags."""
-    combined = combine(allocators)
+def host_verdict(
+    allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary], no_events: str = NO_EVENTS_REASON
+) -> Verdict:
+    """A host's verdict: its allocators' (see `combine`; `no_events` is its reason when there are none), naming the
+    buffers the static view flags."""
+    combined = combine(allocators, no_events)
     flagged = [
         f"{f.instruction} {f.shape} ({format_bytes(f.bytes)}, {f.reason}) in {m.name}" for m in modules for f in m.actionable
     ]
@@ -177,14 +177,14 @@ def not_analysed(message: str) -> Verdict:
     return Verdict(INCONCLUSIVE, f"Not analysed: {message}")
 
 
-def combine(named: list[tuple[str, Verdict]]) -> Verdict:
+def combine(named: list[tuple[str, Verdict]], no_events: str = NO_EVENTS_REASON) -> Verdict:
     """A host's verdict from its allocators' (label, verdict): the worst, naming every allocator that has it.
 
     Each leaking or inconclusive allocator's reason is given; when none leaks
     and all are fine, the first's (device memory, highest peak) stands for all.
     """
     if not named:
-        return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
+        return Verdict(INCONCLUSIVE, no_events)
     if len(named) == 1:
         return named[0][1]
     verdict = worst([v.verdict for _, v in named])

@@ -78,10 +78,8 @@ class HostResult:
 
         if self.error is not None:
             return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
-        allocators = self.unwrap().allocators
-        return HostSide(
-            host, verdicts.host_verdict([(a.label, a.verdict) for a in allocators], self.modules), allocators, self.modules
-        )
+        analysis = self.unwrap()
+        return HostSide(host, report.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
 
 
 def analyze_file(path: str, host: str, session_dir: str) -> HostResult:

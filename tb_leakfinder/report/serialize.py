@@ -259,9 +259,18 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
     }
 
 
+def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
+    """A host's verdict. With no memory events its reason says how its format records them (a PyTorch trace is
+    not told about TensorFlow's allocator), and where its compiled programs are when it has some."""
+    record = registry.hints(h.profile.format).record_events.replace("`", "")
+    programs = " Its compiled programs are in the static view." if modules else ""
+    no_events = f"{verdicts.NO_EVENTS_REASON} {record}{programs}"
+    return verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
+
+
 def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport:
     allocators = [allocator_json(a, h.profile.format) for a in h.allocators]
-    verdict = verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules)
+    verdict = host_verdict(h, modules)
     return {
         "host": h.profile.host,
         "format": h.profile.format,

@@ -44,7 +44,7 @@ export function captureCount(runs: readonly {run: string}[], name: string): numb
 export function measureLabel(captures: readonly Pick<HistoryCapture, 'kind'>[]): string {
   const kinds = new Set(captures.map((c) => c.kind));
   if (kinds.size === 1 && kinds.has('profile')) return 'heap floor (outlives every step)';
-  if (kinds.size === 1 && kinds.has('one_moment')) return 'live bytes (snapshot)';
+  if (kinds.size === 1 && kinds.has('one_moment')) return 'live bytes (one moment)';
   return 'outlives every step';
 }
 

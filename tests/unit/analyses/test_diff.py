@@ -87,7 +87,7 @@ def test_grown_shrunk_and_suffixes(tmp_path):
     assert groups[("Shrink", "[8,8]")]["status"] == "shrunk"
     assert groups[("Same", "[8,8]")]["status"] == "unchanged"
     assert groups[("Brand", "[8,8]")]["status"] == "new" and groups[("Brand", "[8,8]")]["new_leak"]
-    assert result["regression"]  # Brand is a growing group that A does not have
+    assert result["regression"]  # Brand is a growing family that A does not have
     order = [g["status"] for g in _groups(result).values()]
     assert order == sorted(order, key=["new", "grown", "shrunk", "fixed", "unchanged"].index)
 

@@ -149,7 +149,7 @@ def test_an_xspace_of_as_many_allocators_and_planes_as_the_caps_is_read(tmp_path
     # The /host:CPU plane is the first of the file's planes.
     planes = hostile.xspace_empty_planes(tmp_path / "p.xplane.pb", limits.MAX_PLANES - 1)
     result = run_check(planes, pure=pure)
-    assert result.returncode == 0 and "The largest never-freed group is Mul" in result.stdout, result.stderr
+    assert result.returncode == 0 and "The largest never-freed family is Mul" in result.stdout, result.stderr
 
 
 def test_an_xspace_of_threads_up_to_the_cap_is_read(tmp_path):

@@ -190,6 +190,36 @@ def test_the_folder_is_bounded_least_recently_used_first(write_pod, tmp_path):
     assert _folder_bytes(cache) <= cache.max_bytes
 
 
+def _identity(k: int) -> files.FileIdentity:
+    return files.FileIdentity(f"/profiles/{k}.xplane.pb", f"/profiles/{k}.xplane.pb", 1, 1)
+
+
+def test_filling_the_folder_scans_it_once_in_many_writes(tmp_path, monkeypatch):
+    scans = []
+    scandir = os.scandir
+    monkeypatch.setattr(disk_cache.os, "scandir", lambda folder: scans.append(folder) or scandir(folder))
+    cache = DiskCache(str(tmp_path / "cache"), max_bytes=1 << 30)
+    for k in range(200):
+        cache.store_bytes(_identity(k), b"x" * 1000)
+    assert len(scans) == 1 + 200 // disk_cache.RESCAN_WRITES
+    assert cache.estimate == _folder_bytes(cache) == 200 * 1000
+    cache.store_bytes(_identity(0), b"x" * 10)  # a rewrite replaces its entry's bytes
+    assert cache.estimate == _folder_bytes(cache) == 199 * 1000 + 10
+
+
+def test_writers_sharing_a_folder_keep_it_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(disk_cache, "RESCAN_WRITES", 4)
+    folder = str(tmp_path / "cache")
+    one, other = DiskCache(folder, max_bytes=10_000), DiskCache(folder, max_bytes=10_000)
+    for k in range(8):
+        other.store_bytes(_identity(k), b"x" * 1000)
+    for k in range(8, 12):  # its first write scans and counts the other's entries; its fourth crosses the bound
+        one.store_bytes(_identity(k), b"x" * 1000)
+    assert _folder_bytes(one) <= one.max_bytes
+    one.store_bytes(_identity(12), b"x" * 20_000)  # past the bound on its own: scanned at once, kept
+    assert sorted(Path(folder).iterdir()) == [Path(one.path_for(_identity(12)))]
+
+
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")}
 

@@ -218,7 +218,7 @@ def test_diff_markdown_names_the_new_family_and_its_onset(tmp_path):
     assert "| status | family | dtype | A | B | A per step | B per step | B grows from |" in text
     row = next(line for line in text.splitlines() if "`Mul [128,256] output`" in line)
     assert row.startswith("| new |") and row.endswith("| step 20 |")
-    assert "new growing group Mul [128,256] output (+128 KiB per step from step 20 on)" in text
+    assert "new growing family Mul [128,256] output (+128 KiB per step from step 20 on)" in text
 
 
 def _exports(logdir: str, out, run_cli) -> None:

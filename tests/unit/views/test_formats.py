@@ -22,7 +22,7 @@ from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli
 from tests.support.demo import DEMO_LOGS, demo_xplane
-from tests.unit.read.formats.torch_trace.trace_files import training, write
+from tests.unit.read.formats.torch_trace.trace_files import complete, training, write
 from tests.unit.views.test_html_report import page_parts
 
 TORCH = pathlib.Path(__file__).resolve().parents[3].parent / "shared" / "profiles" / "torch"
@@ -84,6 +84,18 @@ def test_each_host_names_its_format_and_how_to_get_its_python_frames(tmp_path):
     assert "`torch.profiler.profile(profile_memory=True)`" in hints[1]["record_events"]
     assert hints[0]["memory_id_note"] == " in XProf's Memory Profile"
     assert hints[1]["memory_id_note"] == hints[2]["memory_id_note"] == ", the device its profile names"
+
+
+def test_a_host_without_memory_events_is_told_how_its_own_format_records_them(tmp_path):
+    trace = write(tmp_path / "worker0.pt.trace.json", [complete("aten::add", 1.0, 2.0)])
+    torch = _only_host(Engine.for_path(str(trace)).report())
+    jax = _only_host(Engine.for_path(str(demo_xplane("jax_clean"))).report())
+    assert torch["verdict"] == jax["verdict"] == "inconclusive"
+    assert torch["reason"].startswith("No memory events in this profile. PyTorch records memory events")
+    assert "profile_memory=True" in torch["reason"] and "TF_CPU_ALLOCATOR_USE_BFC" not in torch["reason"]
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in jax["reason"] and "`" not in jax["reason"]
+    assert jax["reason"].endswith("Its compiled programs are in the static view.")
+    assert "static view" not in torch["reason"]
 
 
 def test_a_cache_entry_keeps_the_format_and_one_without_it_is_a_miss(tmp_path):
