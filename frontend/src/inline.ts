@@ -28,6 +28,8 @@ interface InlineBuffers {
   buffers: Buffer[];
   /** Every inlined buffer's site; absent from a page written before sites were inlined. */
   sites?: Site[];
+  /** How many never-freed families the allocator has; absent from a page written before it was inlined. */
+  families?: number;
 }
 
 /** Arguments an inlined answer does not depend on (standalone_page.py's IGNORED_ARGS). */
@@ -95,8 +97,15 @@ function compareKeys(x: SortKey, y: SortKey): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-function refused(error: string): Answer {
-  return {status: 400, body: {error}};
+function refused(error: string, status = 400): Answer {
+  return {status, body: {error}};
+}
+
+/** A string as Python's repr() writes it, for messages the server writes with `{name!r}`. */
+function pythonRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escaped = text.replace(/\\/g, '\\\\');
+  return quote + (quote === "'" ? escaped.replace(/'/g, "\\'") : escaped) + quote;
 }
 
 /** One page of the inlined buffers, as analyses/buffer_query.py cuts it (tests/cases/buffer_query.json holds both to it). */
@@ -109,6 +118,10 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   if (order !== 'asc' && order !== 'desc') return refused(`order must be asc or desc, not '${order}'`);
   if (offset < 0 || !(limit >= 1 && limit <= MAX_PAGE)) return refused(`offset must be >= 0 and limit between 1 and ${MAX_PAGE}`);
   const family = num(params, 'family');
+  const families = all.families;
+  if (family !== null && families !== undefined && !(family >= 0 && family < families)) {
+    return refused(`allocator ${pythonRepr(all.allocator)} has no never-freed family ${family}; it has ${families}`, 404);
+  }
   const status = present(params.status) ? String(params.status) : null;
   if (status !== null && !STATUSES.includes(status)) return refused(`status must be one of ${STATUSES.join(', ')}, not '${status}'`);
   const start = num(params, 'start_ps');

@@ -62,7 +62,7 @@ test('CSV cells and tables answer tests/cases/csv.json', () => {
 
 test("a standalone page's buffer query answers tests/cases/buffer_query.json", () => {
   const c = cases('buffer_query');
-  const all = {run: 'r', host: 'h', allocator: c.allocator, total: c.buffers.length, buffers: c.buffers, sites: c.sites};
+  const all = {run: 'r', host: 'h', allocator: c.allocator, total: c.buffers.length, buffers: c.buffers, sites: c.sites, families: c.families};
   const answer = (q) => {
     const {status, body} = m.queryBuffers(all, q.args);
     return JSON.stringify(status === 200 ? {ids: body.buffers.map((b) => b.id), total: body.total} : {status, error: body.error});

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import zip_longest
 from typing import Any
@@ -74,6 +74,7 @@ class _Buffers:
     rows: list[Json]
     total: int  # the allocator's buffers, of which `rows` are the largest
     sites: list[Json]  # where they were made: each row's `site` indexes it
+    families: int  # the allocator's never-freed families: the page refuses another `family`, as the route does
 
     def note(self) -> str | None:
         """What the page says when not every buffer is inlined."""
@@ -123,7 +124,8 @@ class Pieces:
     def keep_buffers(self, key: str, kept: _Buffers) -> None:
         """An allocator's buffers under `key`, their rows kept too: cut, if their host does not fit."""
         self.buffers[key] = kept
-        self.answer(key, {**kept.where, "total": len(kept.rows), "buffers": kept.rows, "sites": kept.sites})
+        body = {**kept.where, "total": len(kept.rows), "buffers": kept.rows, "sites": kept.sites, "families": kept.families}
+        self.answer(key, body)
 
     def buffer_notes(self) -> list[str]:
         return [note for b in self.buffers.values() if (note := b.note())]
@@ -132,7 +134,7 @@ class Pieces:
         """Each allocator keeps this fraction of its inlined buffers, the largest."""
         for key, kept in list(self.buffers.items()):
             self.size -= _entry_bytes(key, self.answers[key])
-            self.keep_buffers(key, _Buffers(kept.where, kept.rows[: int(len(kept.rows) * fraction)], kept.total, kept.sites))
+            self.keep_buffers(key, replace(kept, rows=kept.rows[: int(len(kept.rows) * fraction)]))
 
     def buffer_bytes(self) -> int:
         return sum(len(self.answers[key]) for key in self.buffers)
@@ -283,7 +285,8 @@ class StandalonePage:
         sites: list[Json] = []
         rows = list(self.all_buffers(at, MAX_BUFFERS, sites))
         total = queries.buffers(at, limit=1)["total"]
-        pieces.keep_buffers(answer_key("buffers", where), _Buffers(where, rows, total, sites))
+        families_count = len(at.allocator.suspects.families)
+        pieces.keep_buffers(answer_key("buffers", where), _Buffers(where, rows, total, sites, families_count))
         # The tab may name the allocator by its memory id: the same answers serve that name too.
         memory_id = allocator.get("memory_id")
         if memory_id is not None and str(memory_id) != name:

@@ -57,6 +57,8 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
         assert answers[answer_key("timeline", {**where, "family": group["family"]})]["family"] == group["family"]
     buffers = answers[answer_key("buffers", where)]
     assert buffers["total"] == len(buffers["buffers"]) >= allocator["num_allocations"]
+    # The page refuses a family the allocator does not have, as the route does (inline.ts's queryBuffers).
+    assert buffers["families"] == len(allocator["families"]) > 0
     assert data["view_hash"] == f"p.leakfinder.run={run['run']}"
     # A line above the tab says this is a snapshot, not TensorBoard.
     assert re.search(rf"<header role=\"note\"[^>]*><strong>tb-leakfinder: {run['run']}</strong> · a standalone report", text)
