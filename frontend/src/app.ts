@@ -14,7 +14,7 @@ import {VERDICT_LABEL} from './panels/verdict';
 import type {SiteLinks} from './sites';
 import {ViewState} from './state';
 import {DATA_RELOADED, sameOriginParent, type TensorBoardChannel, type Theme, xprofUrl} from './tensorboard';
-import {RunView} from './view';
+import {noProfilesFound, RunView} from './view';
 
 type Status = 'loading' | 'ready' | 'empty' | 'error';
 
@@ -166,16 +166,7 @@ export class App {
         this.fillSelect(this.selectors.allocator, [], 'allocator');
         this.fillSelect(this.selectors.module, [], 'module');
         this.fillCompare(runNames);
-        this.setStatus(
-          'empty',
-          el(
-            'div',
-            {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-runs'},
-            el('p', {}, el('strong', {}, 'No profiles found in this logdir.')),
-            el('p', {}, 'Capture one with XProf (tf.profiler.experimental.start(logdir) or jax.profiler.start_trace(logdir)); its files land in <logdir>/<run>/plugins/profile/<session>/.'),
-            el('p', {}, 'Or profile PyTorch with torch.profiler.profile(profile_memory=True, on_trace_ready=torch.profiler.tensorboard_trace_handler(\'<logdir>/<run>\')); its *.pt.trace.json files land in that folder.'),
-          ),
-        );
+        this.setStatus('empty', noProfilesFound(data.formats));
         this.updateLinks();
         return;
       }

@@ -3,7 +3,7 @@
 // many hosts costs one host's analysis at a time. Everything the tab shows
 // comes through here, the panels' own requests too.
 
-import {ApiError, api, type BuffersAnswer, type ComparisonAnswer, type HistoryAnswer, type Limits, type ModuleAnswer, type OverviewAnswer, type ReportAnswer, type RunEntry, type TimelineAnswer, type Verdict} from './api';
+import {ApiError, api, type BuffersAnswer, type ComparisonAnswer, type FormatListing, type HistoryAnswer, type Limits, type ModuleAnswer, type OverviewAnswer, type ReportAnswer, type RunEntry, type TimelineAnswer, type Verdict} from './api';
 import type {RunHost} from './state';
 
 function key(...parts: string[]): string {
@@ -13,6 +13,8 @@ function key(...parts: string[]): string {
 export class DataCache {
   /** null until fetched (and after a failed refresh). */
   runs: RunEntry[] | null = null;
+  /** Every format read, with the run list: how to record one, for a logdir with none. */
+  formats: FormatListing[] = [];
   private reports = new Map<string, ReportAnswer>();
   private comparisons = new Map<string, ComparisonAnswer>();
   /** Histories by TensorBoard run: every capture of the run shares one. */
@@ -25,7 +27,11 @@ export class DataCache {
   }
 
   async loadRuns(): Promise<RunEntry[]> {
-    this.runs ??= (await api.runs()).runs;
+    if (this.runs === null) {
+      const answer = await api.runs();
+      this.runs = answer.runs;
+      this.formats = answer.formats;
+    }
     return this.runs;
   }
 

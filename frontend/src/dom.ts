@@ -55,6 +55,14 @@ export function clear(node: Node): void {
 }
 
 /** A message shown in place of a panel: loading, empty or error. */
+/** A sentence whose `code` is in backticks (a format's own words), as text and <code> elements. */
+export function withCode(text: string): Child[] {
+  return text
+    .split('`')
+    .map((part, k) => (k % 2 ? el('code', {}, part) : part))
+    .filter((part) => part !== '');
+}
+
 export function notice(kind: 'loading' | 'empty' | 'error', ...children: Child[]): HTMLElement {
   return el('div', {class: `lf-notice lf-notice-${kind}`, role: kind === 'error' ? 'alert' : 'status'}, ...children);
 }

@@ -2,10 +2,10 @@
 // Panels take their data and a selection, so a later layout can place two
 // views side by side.
 
-import type {AllocatorReport, FormatHints, Family, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
+import type {AllocatorReport, FormatHints, FormatListing, Family, HostReport, Limits, ModuleSummary, ProgramBuffer, RunReport, Selection} from './api';
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
-import {el, notice, section} from './dom';
+import {el, notice, section, withCode} from './dom';
 import {formatBytes, formatCount, hostClock, shortProgram} from './format';
 import {renderBreakdown} from './panels/breakdown';
 import {renderFamilies} from './panels/families';
@@ -40,10 +40,21 @@ export interface ViewData {
   onOpenCapture(target: CaptureTarget): void;
 }
 
-/** Why a host of its format may hold no memory events, and how to record them: the format's words, `code` in backticks. */
+/** Why a host of its format may hold no memory events, and how to record them: the format's words. */
 function howToRecord(hints: FormatHints): HTMLElement {
-  const parts = hints.record_events.split('`');
-  return el('p', {}, ...parts.map((part, k) => (k % 2 ? el('code', {}, part) : part)).filter((part) => part !== ''));
+  return el('p', {}, ...withCode(hints.record_events));
+}
+
+/** A logdir with no profile: how to record one of each format read, and where its files go. */
+export function noProfilesFound(formats: FormatListing[]): HTMLElement {
+  return el(
+    'div',
+    {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-runs'},
+    el('p', {}, el('strong', {}, 'No profiles found in this logdir.')),
+    ...formats.map((f) =>
+      el('p', {'data-format': f.name}, el('strong', {}, `${f.name}s: `), ...withCode(f.capture), ' Its files go in ', el('code', {}, f.layout), '.'),
+    ),
+  );
 }
 
 export function noMemoryEvents(host: HostReport): HTMLElement {

@@ -57,9 +57,21 @@ export interface RunEntry {
   errors: UnreadableFile[];
 }
 
+/** A format tb_leakfinder reads, for a logdir where no profile is found: how to record one and where it goes. */
+export interface FormatListing {
+  /** one file's kind: "XProf profile", "PyTorch profiler trace" */
+  name: string;
+  /** how to record a profile of this format; `code` in backticks */
+  capture: string;
+  /** where its files go under the logdir: "<run>/plugins/profile/<session>/<host>.xplane.pb" */
+  layout: string;
+}
+
 /** `GET runs`. */
 export interface RunsAnswer {
   runs: RunEntry[];
+  /** every format read, in the order files are sniffed */
+  formats: FormatListing[];
 }
 
 export interface Step {

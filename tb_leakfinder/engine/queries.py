@@ -58,8 +58,12 @@ class ModuleAt:
 
 
 def runs(engine: Engine) -> reports.RunsAnswer:
-    """Discovered runs; each with the errors of its files found unreadable so far (it reads nothing)."""
-    return {"runs": [{"run": r.name, "hosts": list(r.hosts), "errors": engine.known_errors(r)} for r in engine.runs()]}
+    """Discovered runs, each with the errors of its files found unreadable so far (it reads nothing), and the formats
+    read, for the tab's notice when there are none."""
+    return {
+        "runs": [{"run": r.name, "hosts": list(r.hosts), "errors": engine.known_errors(r)} for r in engine.runs()],
+        "formats": reports.format_listings(),
+    }
 
 
 def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> reports.ReportAnswer:

@@ -64,10 +64,19 @@ class RunEntry(TypedDict):
     errors: Annotated[list[UnreadableFile], "its files found unreadable by an earlier request and unchanged since"]
 
 
+class FormatListing(TypedDict):
+    """A format tb_leakfinder reads, for a logdir where no profile is found: how to record one and where it goes."""
+
+    name: Annotated[str, 'one file\'s kind: "XProf profile", "PyTorch profiler trace"']
+    capture: Annotated[str, "how to record a profile of this format; `code` in backticks"]
+    layout: Annotated[str, 'where its files go under the logdir: "<run>/plugins/profile/<session>/<host>.xplane.pb"']
+
+
 class RunsAnswer(TypedDict):
     """`GET runs`."""
 
     runs: list[RunEntry]
+    formats: Annotated[list[FormatListing], "every format read, in the order files are sniffed"]
 
 
 class Step(TypedDict):

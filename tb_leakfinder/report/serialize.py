@@ -55,6 +55,7 @@ from tb_leakfinder.report.schema import (
     FamilyStatus,
     Forecast,
     FormatHints,
+    FormatListing,
     HistoryAnswer,
     HistoryCapture,
     HistoryFamily,
@@ -171,6 +172,11 @@ def format_hints_json(profile_format: str) -> FormatHints:
         "static_modules": registry.has_modules(profile_format),
         "xprof_tools": hints.xprof_tools,
     }
+
+
+def format_listings() -> list[FormatListing]:
+    """Every format read: how to record one and where its files go, for a logdir where none is found."""
+    return [{"name": f.hints.name, "capture": f.hints.capture, "layout": f.hints.layout} for f in registry.FORMATS]
 
 
 def _groups_json(a: AllocatorAnalysis) -> list[Family]:

@@ -35,6 +35,8 @@ class FormatHints:
     name: str  # one file's kind, singular: "PyTorch profiler trace"
     suffix: str  # its files' suffix as users see it: ".pt.trace.json[.gz]"
     layout: str  # where discovery finds its files under a logdir: "<folder>/<worker>.pt.trace.json[.gz]"
+    # How to record a profile of this format, for a logdir where none is found; `code` in backticks.
+    capture: str = ""
     # Why a host of this format may hold no memory events, and how to record them; `code` in backticks.
     record_events: str = "Its profile holds no allocations."
     # How to record the Python frames that name each buffer's line; None when its files always hold them.

@@ -16,6 +16,7 @@ import pytest
 from tb_leakfinder import report
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.read import discovery
+from tb_leakfinder.read.formats import registry
 from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
@@ -96,6 +97,20 @@ def test_a_host_without_memory_events_is_told_how_its_own_format_records_them(tm
     assert "TF_CPU_ALLOCATOR_USE_BFC=true" in jax["reason"] and "`" not in jax["reason"]
     assert jax["reason"].endswith("Its compiled programs are in the static view.")
     assert "static view" not in torch["reason"]
+
+
+def test_an_empty_logdir_is_told_how_to_record_each_format(tmp_path):
+    client, _ = make_client(str(tmp_path))
+    body = json.loads(client.get(f"{PREFIX}/runs").get_data())
+    assert body["runs"] == []
+    listed = body["formats"]
+    assert [f["name"] for f in listed] == [f.hints.name for f in registry.FORMATS]
+    assert [f["layout"] for f in listed] == [f.hints.layout for f in registry.FORMATS]
+    assert all(f["capture"].count("`") >= 2 and f["capture"].count("`") % 2 == 0 for f in listed)
+    captures = dict(zip([f.name for f in registry.FORMATS], [f["capture"] for f in listed], strict=True))
+    assert "profile_memory=True" in captures["torch_trace"] and "tensorboard_trace_handler" in captures["torch_trace"]
+    assert "save_device_memory_profile" in captures["pprof"] and "_dump_snapshot" in captures["torch_snapshot"]
+    assert "jax.profiler.start_trace" in captures["xplane"]
 
 
 def test_a_cache_entry_keeps_the_format_and_one_without_it_is_a_miss(tmp_path):

@@ -71,7 +71,12 @@ def looks_like_profile(head: bytes) -> bool:
     return k == len(value_type)
 
 
-HINTS = FormatHints(name="JAX device memory profile", suffix=SUFFIX, layout=f"<folder>/<snapshot>{SUFFIX}")
+HINTS = FormatHints(
+    name="JAX device memory profile",
+    suffix=SUFFIX,
+    layout=f"<folder>/<snapshot>{SUFFIX}",
+    capture=f"Save one with `jax.profiler.save_device_memory_profile('<logdir>/<run>/memory{SUFFIX}')`.",
+)
 
 
 class PprofFormat:

@@ -23,6 +23,10 @@ HINTS = FormatHints(
     name="PyTorch memory snapshot",
     suffix=SUFFIXES[0],
     layout=f"<folder>/<snapshot>{SUFFIXES[0]}",
+    capture=(
+        "Call `torch.cuda.memory._record_memory_history()` before the steps, then "
+        f"`torch.cuda.memory._dump_snapshot('<logdir>/<run>/memory{SUFFIXES[0]}')`."
+    ),
     record_events=(
         "A memory snapshot holds the allocations recorded after `torch.cuda.memory._record_memory_history()` and,"
         " without that, only the blocks live when it was dumped."

@@ -70,6 +70,10 @@ HINTS = FormatHints(
     name="PyTorch profiler trace",
     suffix=".pt.trace.json[.gz]",
     layout="<folder>/<worker>.pt.trace.json[.gz]",
+    capture=(
+        "Profile with `torch.profiler.profile(profile_memory=True, "
+        "on_trace_ready=torch.profiler.tensorboard_trace_handler('<logdir>/<run>'))`."
+    ),
     record_events=(
         "PyTorch records memory events ([memory]) only when profiling with `torch.profiler.profile(profile_memory=True)`."
     ),

@@ -16,6 +16,10 @@ HINTS = FormatHints(
     name="XProf profile",
     suffix=XPLANE_SUFFIX,
     layout=f"<run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}",
+    capture=(
+        "Capture with `tf.profiler.experimental.start(logdir)`, `jax.profiler.start_trace(logdir)` or"
+        " `tb_leakfinder.capture(logdir)`, or with the Profile tab's Capture Profile."
+    ),
     record_events=(
         "Memory events (MemoryAllocation / MemoryDeallocation) come from a BFC allocator. TensorFlow on CPU records"
         " them only when `TF_CPU_ALLOCATOR_USE_BFC=true` is set in the environment before TensorFlow is imported."
