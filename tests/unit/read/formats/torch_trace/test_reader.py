@@ -370,13 +370,15 @@ def test_windows_python_functions_name_the_users_line(tmp_path):
     assert row["where"] == "client.py:12 in main"
 
 
-def test_op_stacks_equal_a_stack_walked_op_by_op():
+@pytest.mark.parametrize("span", [400, 40_000])
+def test_op_stacks_equal_a_stack_walked_op_by_op(span: int):
     """Ops nested, overlapping and apart on a few lines, some allocation primitives: the op below each and its
-    computing op are what a stack that pops ended ops gives, op by op."""
+    computing op are what a stack that pops ended ops gives, op by op. Spread out, most ops start after every
+    earlier one of their line has ended."""
     rng = np.random.default_rng(33)
     n = 3000
     lines = np.sort(rng.integers(0, 5, n))
-    starts = rng.integers(0, 400, n)
+    starts = rng.integers(0, span, n)
     ends = starts + rng.integers(0, 60, n)
     order = np.lexsort((-ends, starts, lines))
     starts, ends, lines = starts[order], ends[order], lines[order]
