@@ -396,3 +396,19 @@ def test_op_stacks_equal_a_stack_walked_op_by_op(span: int):
             walked = below[walked]
         assert computing[op] == (walked if primitive[op] and walked >= 0 else op), op
         stack.append(op)
+
+
+def test_device_columns_of_a_few_devices_equal_each_device_apart(monkeypatch: pytest.MonkeyPatch):
+    """Events that all carry their total on a few devices (a pass per device) get the bytes in use, the most so far
+    and the free bytes that each device's events taken apart get."""
+    rng = np.random.default_rng(32)
+    n = 5000
+    device = rng.integers(0, 3, n).astype(np.int64)
+    nbytes = rng.integers(1, 1 << 20, n) * rng.choice([-1, 1], n)
+    allocated = rng.integers(-(1 << 30), 1 << 40, n)
+    capacity = [-1, 1 << 39, 1 << 41]
+    few = reader._device_columns(device, nbytes, allocated, capacity, "t.json")
+    monkeypatch.setattr(reader, "FEW_DEVICES", 0)
+    apart = reader._device_columns(device, nbytes, allocated, capacity, "t.json")
+    for got, expected in zip(few, apart, strict=True):
+        assert got.tolist() == expected.tolist()
