@@ -388,13 +388,14 @@ def _innermost(times: np.ndarray, lines: np.ndarray, ops: _Complete, earliest: f
     starts, ends, op_lines = starts[order], ends[order], op_lines[order]
     below, computing = _op_stacks(starts, ends, op_lines, primitive[np.frombuffer(ops.name, np.int64)[order]])
     op = _last_started(times, lines, starts, op_lines)
-    live = np.flatnonzero(op >= 0)
+    # The events on an op that has ended, every event looked at once (one in no op, -1, reads the last op's end).
+    live = np.flatnonzero((ends[op] < times) & (op >= 0))
     for _ in range(MAX_STACK_STEPS):
-        live = live[ends[op[live]] < times[live]]
         if not len(live):
             break
         op[live] = below[op[live]]
         live = live[op[live] >= 0]
+        live = live[ends[op[live]] < times[live]]
     else:
         _down_the_stacks(op, live[np.lexsort((times[live], lines[live]))], times, ends, below)
     found: np.ndarray = order[computing[op]]  # an event in no op (-1) reads the last op here, and is given -1 again
