@@ -100,8 +100,9 @@ _MODULE_CALL = re.compile(r"nn\.Module: ([A-Za-z_][A-Za-z0-9_]*?)(?:_\d+)?")
 MAX_STACK_STEPS = 16
 # A line of this many ops or more has its ops after all earlier ones on it found at once (`_op_stacks`).
 LONG_LINE = 64
-# Up to this many devices, the columns of events that all carry their total are made a pass per device.
-FEW_DEVICES = 8
+# Up to this many devices, the columns of events that all carry their total are made a pass per device (with
+# more, gathering each device's events costs less: 16 ms against 40 ms for 434k events on eight).
+FEW_DEVICES = 3
 # Off, every event is decoded by the json module and checked one at a time: the reader without msgspec.
 CHUNKED = True
 
