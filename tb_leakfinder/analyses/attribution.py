@@ -315,6 +315,8 @@ class CallIndex:
 def _grouped(rows: np.ndarray, keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """`rows` grouped by their `keys`, in increasing key, each group in the rows' order: one sort, not a pass over
     every row per key (a profile may name tens of thousands of threads)."""
+    if len(keys) and keys[0] == keys[-1] and bool((keys == keys[0]).all()):  # one thread: no sort
+        return [(int(keys[0]), rows)]
     order = np.argsort(keys, kind="stable")
     cuts = np.flatnonzero(np.diff(keys[order])) + 1
     return [(int(keys[group[0]]), rows[group]) for group in np.split(order, cuts) if len(group)]
@@ -620,10 +622,13 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
             [intern(label) if named else -1, intern(shape) if named and shape else -1, intern(dtype) if named and dtype else -1]
         )
     site[allocs] = np.asarray(row_site, np.int32)[inverse]
-    given = np.asarray(row_names, np.int64).reshape(-1, 3)[inverse]
+    names = np.asarray(row_names, np.int64).reshape(-1, 3)
     for k, name in enumerate(("op", "shape", "dtype")):
+        if not (names[:, k] >= 0).any():  # no allocation is given this name (a trace's ops name them all)
+            continue
+        given = names[:, k][inverse]
         column = getattr(events, name).copy()
-        column[allocs] = np.where(given[:, k] >= 0, given[:, k], column[allocs])
+        column[allocs] = np.where(given >= 0, given, column[allocs])
         setattr(events, name, column)
     return Attribution(site, sites)
 

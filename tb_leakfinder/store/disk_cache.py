@@ -64,9 +64,6 @@ DATA = "data.npy"
 MEMBERS = (IDENTITY, REPORT, SUMMARY, POINTS, TREE, DATA)
 ALIGN = 64  # each array starts at a multiple of this in the data member
 SUFFIX = ".npz"
-# The columns of the largest profile any format reads (about 1.1 times its size) and its session's HLO files, with
-# room.
-MAX_ENTRY_BYTES = 3 * registry.max_file_bytes()
 MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
 MAX_IDENTITY_BYTES = 1024
 READ_BLOCK_BYTES = 16 << 20
@@ -93,6 +90,13 @@ class Entry:
 
 
 T = TypeVar("T")
+
+
+def max_entry_bytes() -> int:
+    """The columns of the largest profile any format reads (about 1.1 times its size) and its session's HLO files,
+    with room. Asked when an entry is read: the formats' limits live in their readers, which a process that reads
+    only one format should not import."""
+    return 3 * registry.max_file_bytes()
 
 
 class UntrustedEntryError(Exception):
@@ -354,8 +358,8 @@ def _open_entry(path: str) -> Iterator[zipfile.ZipFile]:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise UntrustedEntryError("not a regular file")
-        if st.st_size > MAX_ENTRY_BYTES:
-            raise UntrustedEntryError(f"{st.st_size} bytes, over the {MAX_ENTRY_BYTES}-byte bound of an entry")
+        if st.st_size > (bound := max_entry_bytes()):
+            raise UntrustedEntryError(f"{st.st_size} bytes, over the {bound}-byte bound of an entry")
         _check_directory(f, st.st_size)
         with zipfile.ZipFile(f) as zf:
             if sorted(zf.namelist()) != sorted(MEMBERS):

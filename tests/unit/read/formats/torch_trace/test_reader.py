@@ -370,13 +370,15 @@ def test_windows_python_functions_name_the_users_line(tmp_path):
     assert row["where"] == "client.py:12 in main"
 
 
-def test_op_stacks_equal_a_stack_walked_op_by_op():
+@pytest.mark.parametrize("span", [400, 40_000])
+def test_op_stacks_equal_a_stack_walked_op_by_op(span: int):
     """Ops nested, overlapping and apart on a few lines, some allocation primitives: the op below each and its
-    computing op are what a stack that pops ended ops gives, op by op."""
+    computing op are what a stack that pops ended ops gives, op by op. Spread out, most ops start after every
+    earlier one of their line has ended."""
     rng = np.random.default_rng(33)
     n = 3000
     lines = np.sort(rng.integers(0, 5, n))
-    starts = rng.integers(0, 400, n)
+    starts = rng.integers(0, span, n)
     ends = starts + rng.integers(0, 60, n)
     order = np.lexsort((-ends, starts, lines))
     starts, ends, lines = starts[order], ends[order], lines[order]
@@ -394,3 +396,19 @@ def test_op_stacks_equal_a_stack_walked_op_by_op():
             walked = below[walked]
         assert computing[op] == (walked if primitive[op] and walked >= 0 else op), op
         stack.append(op)
+
+
+def test_device_columns_of_a_few_devices_equal_each_device_apart(monkeypatch: pytest.MonkeyPatch):
+    """Events that all carry their total on a few devices (a pass per device) get the bytes in use, the most so far
+    and the free bytes that each device's events taken apart get."""
+    rng = np.random.default_rng(32)
+    n = 5000
+    device = rng.integers(0, 3, n).astype(np.int64)
+    nbytes = rng.integers(1, 1 << 20, n) * rng.choice([-1, 1], n)
+    allocated = rng.integers(-(1 << 30), 1 << 40, n)
+    capacity = [-1, 1 << 39, 1 << 41]
+    few = reader._device_columns(device, nbytes, allocated, capacity, "t.json")
+    monkeypatch.setattr(reader, "FEW_DEVICES", 0)
+    apart = reader._device_columns(device, nbytes, allocated, capacity, "t.json")
+    for got, expected in zip(few, apart, strict=True):
+        assert got.tolist() == expected.tolist()
