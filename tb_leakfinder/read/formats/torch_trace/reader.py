@@ -295,7 +295,7 @@ def _start_time_ns(base: Any, earliest: float, path: str, warnings: list[str]) -
     return start if 0 <= start < 1 << 63 else None
 
 
-def _chunk_reader(scan: _Scan) -> Callable[[str], int] | None:
+def _chunk_reader(scan: _Scan) -> Callable[[str, int, int], int] | None:
     """What takes runs of events at once (`chunks.py`), or None without msgspec or with CHUNKED off: every event
     then goes through `_Scan.add`."""
     if not CHUNKED:

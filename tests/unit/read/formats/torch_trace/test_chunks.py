@@ -1,10 +1,11 @@
-"""Runs of events decoded by msgspec (chunks.py) read as the event-at-a-time reader reads them: the same profile
-from real and built traces, and where a run holds an event that path does not take, the same profile or the same
-refusal from the other path."""
+"""Runs of events scanned by the compiled scanner or decoded by msgspec (chunks.py) read as the event-at-a-time
+reader reads them: the same profile from real and built traces, and where a run holds an event a path does not take,
+the same profile or the same refusal from the next path."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,19 +17,30 @@ import pytest
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream
-from tests.support.fuzzing import ROOT
+from tests.support.fuzzing import REQUIRE_SCANNER_ENV, ROOT
 from tests.unit.read.formats.torch_trace.test_real_traces import QWEN, RESNET
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, training, write
 
+if chunks._scanner is None and os.environ.get(REQUIRE_SCANNER_ENV) == "1":  # CI builds it: not skipping there
+    raise RuntimeError(f"{REQUIRE_SCANNER_ENV}=1 but the trace scanner is not built (python setup.py build_ext --inplace)")
+# The reader's paths: (chunks.COMPILED, reader.CHUNKED). Without the scanner built the compiled one is msgspec's.
+PATHS = {"compiled": (True, True), "msgspec": (False, True), "one at a time": (False, False)}
 
-def _profile(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
-    """The profile's parts as plain values, and how many events each run the chunk path took held (-1: refused)."""
+
+def _set_path(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled, chunked = PATHS[how]
+    monkeypatch.setattr(chunks, "COMPILED", compiled)
     monkeypatch.setattr(reader, "CHUNKED", chunked)
+
+
+def _profile(path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
+    """The profile's parts as plain values, and how many events each run the chunk paths took held (-1: refused)."""
+    _set_path(how, monkeypatch)
     taken: list[int] = []
     take = chunks.Chunks.take
 
-    def counting(self: chunks.Chunks, text: str) -> int:
-        taken.append(take(self, text))
+    def counting(self: chunks.Chunks, text: str, start: int, end: int) -> int:
+        taken.append(take(self, text, start, end))
         return taken[-1]
 
     monkeypatch.setattr(chunks.Chunks, "take", counting)
@@ -41,19 +53,27 @@ def _profile(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> tupl
 
 
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
-    """The profile, the same from both paths, and the chunk path's runs."""
-    chunked, taken = _profile(path, True, monkeypatch)
-    single, _ = _profile(path, False, monkeypatch)
-    assert chunked.keys() == single.keys()
-    assert [name for name in chunked if chunked[name] != single[name]] == []
-    return chunked, taken
+    """The profile, the same from all three paths, and the compiled path's runs."""
+    compiled, taken = _profile(path, "compiled", monkeypatch)
+    for how in ("msgspec", "one at a time"):
+        other, _ = _profile(path, how, monkeypatch)
+        assert compiled.keys() == other.keys()
+        assert [name for name in compiled if compiled[name] != other[name]] == [], how
+    return compiled, taken
 
 
-def _refusal(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(reader, "CHUNKED", chunked)
+def _refusal(path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    _set_path(how, monkeypatch)
     with pytest.raises(LeakfinderError) as error:
         reader.read_host(str(path), "h")
     return error.value.message
+
+
+def _refusals(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The message all three paths refuse the file with."""
+    messages = {_refusal(path, how, monkeypatch) for how in PATHS}
+    assert len(messages) == 1, messages
+    return messages.pop()
 
 
 @pytest.mark.skipif(not RESNET.exists() or not QWEN.exists(), reason="the shared real traces are absent")
@@ -130,14 +150,14 @@ def test_integer_epoch_times_read_alike(shift, taken, tmp_path, monkeypatch):
 )
 def test_events_refused_are_refused_alike(odd, detail, tmp_path, monkeypatch):
     path = _with([odd], tmp_path)
-    assert detail in _refusal(path, True, monkeypatch) == _refusal(path, False, monkeypatch)
+    assert detail in _refusals(path, monkeypatch)
 
 
 def test_json_msgspec_refuses_reads_as_the_json_module_reads_it(tmp_path, monkeypatch):
     """NaN is JSON to Python's json module, not to msgspec: that run goes event by event, which refuses the time."""
     path = _with([complete("aten::mm", 2001.0, 3.0)], tmp_path)
     path.write_text(path.read_text().replace('"ts": 2001.0', '"ts": NaN'))
-    assert "event 10's ts is nan" in _refusal(path, True, monkeypatch) == _refusal(path, False, monkeypatch)
+    assert "event 10's ts is nan" in _refusals(path, monkeypatch)
 
 
 def test_a_brace_inside_an_event_is_no_place_to_cut(tmp_path, monkeypatch):
