@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,18 @@ static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 static inline int is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
+/* The UTF-16 code unit of the \uXXXX escape at p, or -1. */
+static int code_unit(const char *p, const char *e) {
+    int unit = 0;
+    if (e - p < 6 || p[0] != '\\' || p[1] != 'u') return -1;
+    for (int i = 2; i < 6; i++) {
+        char c = p[i];
+        if (!is_hex(c)) return -1;
+        unit = unit * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return unit;
+}
+
 /* After the string whose opening quote is at p, or NULL when it is no JSON string the json module takes (a control
  * character, a bad escape, no closing quote before e). *escaped says whether it has an escape. */
 static const char *string_end(const char *p, const char *e, int *escaped) {
@@ -179,7 +192,14 @@ static const char *string_end(const char *p, const char *e, int *escaped) {
             if (e - p < 2) return NULL;
             char x = p[1];
             if (x == 'u') {
-                if (e - p < 6 || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5])) return NULL;
+                /* A surrogate must be one of a pair, high then low: msgspec refuses a lone one. */
+                int unit = code_unit(p, e);
+                if (unit < 0 || (unit >= 0xDC00 && unit <= 0xDFFF)) return NULL;
+                if (unit >= 0xD800 && unit <= 0xDBFF) {
+                    int low = code_unit(p + 6, e);
+                    if (low < 0xDC00 || low > 0xDFFF) return NULL;
+                    p += 6;
+                }
                 p += 5;
             } else if (x == '"' || x == '\\' || x == '/' || x == 'b' || x == 'f' || x == 'n' || x == 'r' || x == 't') {
                 p += 1;
@@ -313,7 +333,8 @@ static const char *number(const char *p, const char *e, double *out, int *is_int
     if (!end) return NULL;
     if (*is_int) {
         int64_t v;
-        if (!int64_value(p, e, &v)) return NULL;
+        /* Beyond 2^53 a double is not the int: the reader would refuse the time as inexact anyway. */
+        if (!int64_value(p, e, &v) || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53)) return NULL;
         *out = (double)v;
         return end;
     }
@@ -353,7 +374,7 @@ static const char *number(const char *p, const char *e, double *out, int *is_int
     text[end - p] = 0;
     char *stop;
     double v = PyOS_string_to_double(text, &stop, NULL);
-    if ((v == -1.0 && PyErr_Occurred()) || stop != text + (end - p)) {
+    if ((v == -1.0 && PyErr_Occurred()) || stop != text + (end - p) || !isfinite(v)) { /* msgspec refuses 1e400 */
         PyErr_Clear();
         return NULL;
     }
