@@ -547,9 +547,9 @@ static PyObject *field_value(const Field *f, PyObject *absent) {
 
 static PyObject *field_bytes(const Field *f) { return PyBytes_FromStringAndSize(f->tag ? f->at : "", f->tag ? f->len : 0); }
 
-/* The record's kind and shape numbers; the new ones' values appended to new_kinds and new_shapes. 0, or -1 with
- * an exception set. */
-static int intern_event(Scanner *s, Record *r, const Field *fields) {
+/* The number of the fields' (ph, name, cat, pid, tid) kind; a new one's tuple appended to new_kinds. -1 with an
+ * exception set. */
+static Py_ssize_t intern_kind(Scanner *s, const Field *fields) {
     int added;
     Py_ssize_t n = build_key(s, fields, F_PH, F_DIMS);
     Py_ssize_t k = n < 0 ? -1 : table_intern(&s->kinds, s->key, n, &added);
@@ -567,9 +567,16 @@ static int intern_event(Scanner *s, Record *r, const Field *fields) {
         Py_XDECREF(kind);
         if (failed) return -1;
     }
-    r->kind = (int32_t)k;
-    n = build_key(s, fields, F_DIMS, N_FIELDS);
-    k = n < 0 ? -1 : table_intern(&s->shapes, s->key, n, &added);
+    return k;
+}
+
+/* The number of the fields' (Input Dims, Input type) texts; a new one's bytes appended to new_shapes. -1 with an
+ * exception set. An event with neither has number 0: the scanner interns that first. */
+static Py_ssize_t intern_shape(Scanner *s, const Field *fields) {
+    int added;
+    if (s->shapes.count && !fields[F_DIMS].tag && !fields[F_TYPES].tag) return 0;
+    Py_ssize_t n = build_key(s, fields, F_DIMS, N_FIELDS);
+    Py_ssize_t k = n < 0 ? -1 : table_intern(&s->shapes, s->key, n, &added);
     if (k < 0 || k > INT32_MAX) return PyErr_NoMemory(), -1;
     if (added) {
         PyObject *shape = Py_BuildValue("(NN)", field_bytes(&fields[F_DIMS]), field_bytes(&fields[F_TYPES]));
@@ -577,8 +584,7 @@ static int intern_event(Scanner *s, Record *r, const Field *fields) {
         Py_XDECREF(shape);
         if (failed) return -1;
     }
-    r->shape = (int32_t)k;
-    return 0;
+    return k;
 }
 
 static PyObject *Scanner_scan(Scanner *s, PyObject *args) {
@@ -605,7 +611,10 @@ static PyObject *Scanner_scan(Scanner *s, PyObject *args) {
         }
         Record *r = &s->records[n];
         if (!(p = parse_event(p, e, r, fields))) Py_RETURN_NONE;
-        if (intern_event(s, r, fields) < 0) return NULL;
+        Py_ssize_t kind = intern_kind(s, fields), shape = kind < 0 ? -1 : intern_shape(s, fields);
+        if (shape < 0) return NULL;
+        r->kind = (int32_t)kind;
+        r->shape = (int32_t)shape;
         n++;
         p = ws(p, e);
         if (p < e) {
@@ -635,7 +644,8 @@ static PyObject *Scanner_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     if (!s) return NULL;
     s->new_kinds = PyList_New(0);
     s->new_shapes = PyList_New(0);
-    if (!s->new_kinds || !s->new_shapes) {
+    Field none[N_FIELDS] = {{0}};
+    if (!s->new_kinds || !s->new_shapes || intern_shape(s, none) != 0) {
         Py_DECREF(s);
         return NULL;
     }

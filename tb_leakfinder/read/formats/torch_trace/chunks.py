@@ -231,6 +231,9 @@ class Chunks:
     def __init__(self, scan: _Scan) -> None:
         self.scan = scan
         self.decoded = 0
+        # The devices named so far: each key (as `_store_memory` makes it), sorted, and its index in `scan.memory`'s.
+        self.device_keys = np.zeros(0, np.int64)
+        self.device_numbers = np.zeros(0, np.int64)
         self._fresh()
 
     def _fresh(self) -> None:
@@ -291,10 +294,10 @@ class Chunks:
         rows = np.flatnonzero(codes == MEMORY)
         memory = None
         if ((flags[rows] & (ARGS_GIVEN | BYTES_GIVEN)) == ARGS_GIVEN | BYTES_GIVEN).all():
-            given = records[rows]
-            figures = (given["nbytes"], given["device_type"], given["device_id"], given["addr"])
-            has_addr = ((given["flags"] & ADDR_GIVEN) != 0).astype(np.uint8)
-            memory = _checked_memory(rows, *figures, has_addr, given["total"])
+            # A field at a time: a structured array's rows copied whole cost more than the columns they hold.
+            figures = [records[name][rows] for name in ("nbytes", "device_type", "device_id", "addr")]
+            has_addr = ((flags[rows] & ADDR_GIVEN) != 0).astype(np.uint8)
+            memory = _checked_memory(rows, *figures, has_addr, records["total"][rows])
         ops = np.flatnonzero(codes == OP)
         shapes = self._compiled_shapes(records["shape"][ops])
         if memory is None or shapes is None:
@@ -311,9 +314,9 @@ class Chunks:
 
     def _compiled_shapes(self, numbers: np.ndarray) -> np.ndarray | None:
         """Ops' shapes from the scanner's shape numbers, each distinct text parsed once; None when msgspec refuses one."""
-        missing = np.unique(numbers[self.shape_of[numbers] < 0])
+        missing = numbers[self.shape_of[numbers] < 0]
         try:
-            for k in missing.tolist():
+            for k in np.unique(missing).tolist() if len(missing) else ():
                 self.shape_of[k] = self.shapes[self.shape_keys[k]]
         except (msgspec.DecodeError, RecursionError):
             return None
@@ -379,9 +382,9 @@ class Chunks:
         mem_rows, mem_columns, zero_bytes = memory
         scan = self.scan
         spans_of = [(scan.steps, np.flatnonzero(codes == STEP)), (scan.ops, ops), (scan.calls, np.flatnonzero(codes == CALL))]
-        kept = np.sort(np.concatenate([mem_rows, *(rows for _, rows in spans_of)]))
-        if (kinds.arrays()[3][kind[kept]] < 0).any():  # a kind kept for the first time
-            kinds.lines_for(kind[kept])
+        kept = np.concatenate([mem_rows, *(rows for _, rows in spans_of)])
+        if (kinds.arrays()[3][kind[kept]] < 0).any():  # a kind kept for the first time: lines in file order
+            kinds.lines_for(kind[np.sort(kept)])
         lines = kinds.arrays()[3][kind]
         # Earliest and latest as `_Scan` keeps them: the JSON numbers themselves (an int stays an int), the first
         # of equal ones. Below EXACT their float64 values compare as the numbers do.
@@ -452,15 +455,24 @@ class Chunks:
         memory = self.scan.memory
         # A device's key: its type and index (each within ±MAX_DEVICE) in one number; named in order of first use.
         key = columns["kinds"] * (4 * MAX_DEVICE) + columns["indexes"]
-        distinct, first, which = np.unique(key, return_index=True, return_inverse=True)
-        device = np.zeros(len(distinct), np.int64)
-        for d in np.argsort(first).tolist():
-            kind, index = int(columns["kinds"][first[d]]), int(columns["indexes"][first[d]])
-            prefix = DEVICE_TYPES.get(kind, f"device_type_{kind}")
-            device[d] = memory.devices(prefix if kind == CPU_TYPE else f"{prefix}:{index}")
+        # Most runs name only devices met before: looked up in the sorted keys of those, not sorted again.
+        at = np.minimum(np.searchsorted(self.device_keys, key), len(self.device_keys) - 1)
+        if len(self.device_keys) and (self.device_keys[at] == key).all():
+            devices = self.device_numbers[at]
+        else:
+            distinct, first, which = np.unique(key, return_index=True, return_inverse=True)
+            device = np.zeros(len(distinct), np.int64)
+            for d in np.argsort(first).tolist():
+                kind, index = int(columns["kinds"][first[d]]), int(columns["indexes"][first[d]])
+                prefix = DEVICE_TYPES.get(kind, f"device_type_{kind}")
+                device[d] = memory.devices(prefix if kind == CPU_TYPE else f"{prefix}:{index}")
+            devices = device[which.ravel()]
+            merged = np.unique(np.concatenate([self.device_keys, distinct]), return_index=True)[1]
+            self.device_keys = np.concatenate([self.device_keys, distinct])[merged]
+            self.device_numbers = np.concatenate([self.device_numbers, device])[merged]
         memory.ts.frombytes(times[rows].tobytes())
         memory.line.frombytes(lines[rows].tobytes())
-        memory.device.frombytes(device[which.ravel()].tobytes())
+        memory.device.frombytes(devices.tobytes())
         memory.nbytes.frombytes(columns["nbytes"].tobytes())
         memory.addr.frombytes(columns["addr"].tobytes())
         memory.has_addr.extend(columns["has_addr"].tobytes())
@@ -486,8 +498,10 @@ def _checked_memory(
         and (np.abs(allocated[known]) <= MAX_BYTES).all()
     ):
         return None
-    nonzero = np.flatnonzero(sizes)
     columns: dict[str, np.ndarray] = {
         "nbytes": sizes, "kinds": kinds, "indexes": indexes, "addr": addr, "has_addr": has_addr, "totals": allocated
     }  # fmt: skip
+    if sizes.all():
+        return rows, columns, 0
+    nonzero = np.flatnonzero(sizes)
     return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, len(sizes) - len(nonzero)
