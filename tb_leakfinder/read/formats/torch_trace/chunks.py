@@ -295,9 +295,11 @@ class Chunks:
         memory = None
         if ((flags[rows] & (ARGS_GIVEN | BYTES_GIVEN)) == ARGS_GIVEN | BYTES_GIVEN).all():
             # A field at a time: a structured array's rows copied whole cost more than the columns they hold.
-            figures = [records[name][rows] for name in ("nbytes", "device_type", "device_id", "addr")]
+            sizes, kinds, indexes, addr, allocated = (
+                records[name][rows] for name in ("nbytes", "device_type", "device_id", "addr", "total")
+            )
             has_addr = ((flags[rows] & ADDR_GIVEN) != 0).astype(np.uint8)
-            memory = _checked_memory(rows, *figures, has_addr, records["total"][rows])
+            memory = _checked_memory(rows, sizes, kinds, indexes, addr, has_addr, allocated)
         ops = np.flatnonzero(codes == OP)
         shapes = self._compiled_shapes(records["shape"][ops])
         if memory is None or shapes is None:
