@@ -42,7 +42,8 @@ ext_modules = (
     Extension(
         "tb_leakfinder.read.formats.torch_trace._kineto_scan",
         ["tb_leakfinder/read/formats/torch_trace/_kineto_scan.c"],
-        extra_compile_args=["-O2"],
+        # -O3: a fifth less time than -O2 on a trace (benchmarks/RESULTS.md, issue #32's fifth pass).
+        extra_compile_args=["-O3"],
     )
 ]
 

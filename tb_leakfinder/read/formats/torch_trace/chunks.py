@@ -1,17 +1,22 @@
-"""A PyTorch trace's `traceEvents` decoded a chunk at a time by msgspec, into the reader's columns.
+"""A PyTorch trace's `traceEvents` taken a run at a time into the reader's columns: scanned in C, else by msgspec.
 
-msgspec decodes a megabyte of events at once into typed structs: the fields the reader looks at, `args`
-reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text); every other field is
-skipped in C. The chunk's events then go into `reader._Scan`'s columns a column at a time (numpy over the chunk,
-and what an event is worked out once per distinct (ph, name, cat, pid, tid), not per event), each figure checked
-as `_Scan.add` checks it.
+A run (about a megabyte of whole events, as text: the window's str and where the run lies in it) goes first to the
+compiled scanner (`_kineto_scan.c`, built by setup.py) where it is built: it reads the events straight from the
+text into fixed-size records (RECORD: the numbers of their (ph, name, cat, pid, tid) kind and of their op's shape
+text, interned in C by their raw bytes, `ts`, `dur` and the memory figures), handing each kind and shape it has
+not met back once to be classified here. When the scanner is not built, or gives a run up (anything it does not
+read exactly as msgspec would: see the C file), msgspec decodes the run into typed structs: the fields the reader
+looks at, `args` reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text). Either
+way the run's events then go into `reader._Scan`'s columns a column at a time (`Chunks._store`: numpy over the run,
+and what an event is worked out once per distinct kind (`_Kinds`), not per event), each figure checked as
+`_Scan.add` checks it.
 
-A chunk is taken only when each of its events is of the common, well-formed kind: a field of another type, a
+A run is taken only when each of its events is of the common, well-formed kind: a field of another type, a
 figure out of range, a time that float64 would round or JSON msgspec refuses (NaN, which the json module takes)
-makes `Chunks.take` say -1 before anything is stored, and the reader decodes that chunk an event at a time as
-before (`_Scan.add`), which keeps or refuses them with its own messages. The two paths give the same profile;
-`tools/torch_trace_identity.py` and the tests compare them. A change to what `_Scan` makes of an event is a change
-here too: the tests run every trace they build through both paths.
+makes `Chunks.take` say -1 before anything is stored, and the reader decodes that run an event at a time as
+before (`_Scan.add`), which keeps or refuses them with its own messages. The three paths give the same profile;
+`tools/torch_trace_identity.py`, the tests and a fuzz test of the scanner against msgspec compare them. A change
+to what `_Scan` makes of an event is a change here too: the tests run every trace they build through all three.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ front to back through a window of text (`_Text`), so a trace of gigabytes is nev
 Python objects: each value is decoded whole by the json module, the window refilled when a value runs past its
 end. The top-level object's keys may come in any order (`parse_trace`); the elements of `traceEvents` go to a
 callback one at a time, or, given a chunk callback, as runs of whole elements of up to CHUNK_CHARS of text that
-it decodes at once (`chunks.py`); a run it does not take is then read one element at a time. Every other
+it reads at once (`chunks.py`: the window's str and the run's bounds in it, no copy of the run); a run it does not
+take is then read one element at a time. Every other
 top-level value is parsed whole and only the keys asked for are kept. This module knows JSON and the trace's
 top-level layout, not what an event means.
 """

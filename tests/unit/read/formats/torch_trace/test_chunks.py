@@ -190,3 +190,17 @@ def test_the_identity_tool_finds_the_paths_alike():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert len(re.findall(r"^same: ", out.stdout, re.M)) >= 6
+
+
+def test_kinds_and_shapes_forgotten_when_too_many_read_alike(tmp_path, monkeypatch):
+    """A trace of more distinct kinds, shapes or bytes of their texts than the runs keep starts their tables afresh
+    (each path's): the profile is the same."""
+    events = [complete("aten::mm", 10.0 * k, 5.0, tid=k % 50, **{"Input Dims": [[k % 30, 2]]}) for k in range(400)]
+    events += [memory(10.0 * k + 1, 64, Addr=k + 1, device_id=k % 3) for k in range(400)]
+    path = write(tmp_path / "many.pt.trace.json", training(steps=4) + events)
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 2000)
+    for most, held in ((8, 1 << 20), (1 << 16, 64)):
+        monkeypatch.setattr(chunks, "MAX_CACHED", most)
+        monkeypatch.setattr(chunks, "MAX_HELD_BYTES", held)
+        profile, taken = _both(path, monkeypatch)
+        assert len(profile["events.time_ps"]) == 412 and min(taken) > 0
