@@ -90,8 +90,12 @@ static void table_free(Table *t) {
     memset(t, 0, sizeof *t);
 }
 
+/* Python's randomized hash of a constant, set when the module loads: a trace cannot be made of kinds whose hashes
+ * collide, for they differ in every process (as str hashes do). */
+static uint64_t hash_seed;
+
 static uint64_t hash_bytes(const char *p, Py_ssize_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)n;
+    uint64_t h = hash_seed ^ (uint64_t)n;
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -695,6 +699,7 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_kineto_scan", "C
                                        NULL};
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
+    hash_seed = 0x9E3779B97F4A7C15u ^ (uint64_t)_Py_HashBytes("_kineto_scan", 12);
     if (PyType_Ready(&ScannerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
