@@ -535,7 +535,7 @@ static Py_ssize_t build_key(Scanner *s, const Field *fields, int first, int last
         *k++ = (char)fields[i].tag;
         memcpy(k, &fields[i].len, sizeof(Py_ssize_t));
         k += sizeof(Py_ssize_t);
-        memcpy(k, fields[i].at, (size_t)fields[i].len);
+        if (fields[i].len) memcpy(k, fields[i].at, (size_t)fields[i].len); /* an absent field's `at` is NULL */
         k += fields[i].len;
     }
     return need;
