@@ -10,11 +10,11 @@
  *
  * The scanner takes only what it is sure of: a string with an escape in a field it keeps, a null, a bool or a
  * number of another form than the one msgspec's `Event`/`Args` accept, a duplicate key, a number too long to
- * convert here, NaN or Infinity, nesting deeper than MAX_DEPTH, JSON that is not well formed, an event that is
- * not an object or a str that is not ASCII make it give the whole run up (None) before anything reaches Python;
- * the run then goes to the msgspec path and from there, if need be, one event at a time. Every value it skips is
- * still checked to be JSON the json module takes. Every read is bounds-checked against `end`; recursion is bounded
- * by MAX_DEPTH.
+ * convert here, NaN, Infinity or one beyond a double, a lone surrogate escape, nesting deeper than MAX_DEPTH, JSON
+ * that is not well formed, an event that is not an object or a str that is not ASCII (chunks.py slices such a
+ * window's runs) make it give the whole run up (None) before anything reaches Python; the run then goes to the
+ * msgspec path and from there, if need be, one event at a time. Every value it skips is still checked to be JSON
+ * the json module takes. Every read is bounds-checked against `end`; recursion is bounded by MAX_DEPTH.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

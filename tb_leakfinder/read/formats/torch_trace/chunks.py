@@ -256,6 +256,10 @@ class Chunks:
         held = (0, 0) if self.scanner is None else self.scanner.held
         if max(len(self.kinds), len(self.shapes), held[0]) >= MAX_CACHED or held[1] >= MAX_HELD_BYTES:
             self._fresh()
+        if self.scanner is not None and not text.isascii():
+            # The scanner reads ASCII text only: a window with a character past it anywhere is sliced, and the
+            # run, most often ASCII itself, scanned from its copy.
+            text, start, end = text[start:end], 0, end - start
         if self.scanner is not None and (found := self.scanner.scan(text, start, end)) is not None:
             records = np.frombuffer(found[0], RECORD)
             self._learn(found[1], found[2])

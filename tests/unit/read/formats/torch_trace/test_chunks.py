@@ -204,3 +204,34 @@ def test_kinds_and_shapes_forgotten_when_too_many_read_alike(tmp_path, monkeypat
         monkeypatch.setattr(chunks, "MAX_HELD_BYTES", held)
         profile, taken = _both(path, monkeypatch)
         assert len(profile["events.time_ps"]) == 412 and min(taken) > 0
+
+
+def test_the_compiled_path_is_off_with_pure_python_or_compiled_off(monkeypatch):
+    assert chunks.compiled_scanner() is chunks._scanner
+    monkeypatch.setenv(chunks.PURE_PYTHON_ENV, "1")
+    assert chunks.compiled_scanner() is None
+    monkeypatch.delenv(chunks.PURE_PYTHON_ENV)
+    monkeypatch.setattr(chunks, "COMPILED", False)
+    assert chunks.compiled_scanner() is None
+
+
+def test_runs_of_a_window_with_a_character_past_ascii_read_alike(tmp_path, monkeypatch):
+    """The scanner reads ASCII only: a window holding one other character has its runs scanned from their own
+    copies, and the run that holds it decoded by msgspec."""
+    events = training(steps=30)
+    events[40]["args"]["note"] = "naïve ✓"
+    events[41]["name"] = "aten::mm_é"
+    path = write(tmp_path / "u.pt.trace.json", events)
+    path.write_text(path.read_text().replace("\\u00ef", "ï").replace("\\u2713", "✓").replace("\\u00e9", "é"), "utf-8")
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 1000)
+    taken_by_scanner: list[int] = []
+    add = chunks.Chunks._add_records
+
+    def counting(self: chunks.Chunks, records: np.ndarray) -> bool:
+        taken_by_scanner.append(len(records))
+        return add(self, records)
+
+    monkeypatch.setattr(chunks.Chunks, "_add_records", counting)
+    _, taken = _both(path, monkeypatch)
+    if chunks._scanner is not None:
+        assert not path.read_text("utf-8").isascii() and 0 < len(taken_by_scanner) < len(taken)
