@@ -169,18 +169,23 @@ def test_a_brace_inside_an_event_is_no_place_to_cut(tmp_path, monkeypatch):
     assert -1 in taken and max(taken) > 0
 
 
-def test_without_msgspec_the_reader_reads_one_event_at_a_time(tmp_path):
+@pytest.mark.parametrize(
+    "missing, chunked",
+    [("msgspec", False), ("tb_leakfinder.read.formats.torch_trace._kineto_scan", True)],
+    ids=["without msgspec: one event at a time", "without the scanner built: msgspec"],
+)
+def test_without_msgspec_or_the_scanner_the_reader_reads_on(missing, chunked, tmp_path):
     path = write(tmp_path / "t.pt.trace.json", training(steps=12))
     program = f"""
 import json, sys
-sys.modules["msgspec"] = None  # as if it were not installed
+sys.modules[{missing!r}] = None  # as if it were not installed, or not built
 from tb_leakfinder.read.formats.torch_trace import reader
 profile = reader.read_host({str(path)!r}, "h")
-chunked = "tb_leakfinder.read.formats.torch_trace.chunks" in sys.modules
-print(json.dumps([len(profile.events), profile.steps.step_num.tolist(), chunked]))
+chunks = sys.modules.get("tb_leakfinder.read.formats.torch_trace.chunks")
+print(json.dumps([len(profile.events), profile.steps.step_num.tolist(), chunks is not None, getattr(chunks, "_scanner", 0)]))
 """
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    assert json.loads(out) == [36, list(range(12)), False]
+    assert json.loads(out) == [36, list(range(12)), chunked, None if chunked else 0]
 
 
 def test_the_identity_tool_finds_the_paths_alike():
