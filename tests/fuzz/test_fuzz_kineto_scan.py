@@ -158,3 +158,30 @@ def test_the_scanner_reads_only_between_start_and_end():
     for start, end in ((-1, 3), (0, len(text) + 1), (5, 4)):
         with pytest.raises(IndexError):
             scanner.scan(text, start, end)
+
+
+def test_times_are_the_floats_and_ints_python_makes_of_their_text():
+    """Every form of number a time may take, converted as float() and int() convert it: the fast path (a decimal of
+    at most 2^53 as digits, a power of ten of at most 22) and CPython's own conversion for the rest."""
+    rng = random.Random(CI_SEED)
+    texts = []
+    for _ in range(20_000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 22))).lstrip("0") or "0"
+        point = rng.randint(0, len(digits))
+        text = (digits[:point] or "0") + ("." + digits[point:] if point < len(digits) else "")
+        if rng.random() < 0.3:
+            text += rng.choice("eE") + rng.choice(("", "+", "-")) + str(rng.randint(0, 330))
+        texts.append(rng.choice(("", "-")) + text)
+    texts += ["0", "-0", "0.0", "-0.0", "9007199254740992", "9007199254740993", "4.9e-324", "2.2250738585072011e-308"]
+    scanner = chunks._scanner.Scanner()
+    for text in texts:
+        is_int = not re.search("[.eE]", text)
+        expected = float(int(text)) if is_int else float(text)
+        run = f'{{"ts": {text}}}'
+        found = scanner.scan(run, 0, len(run))
+        if found is None:  # given up: only an int a double cannot hold, or a number beyond one
+            assert abs(int(text)) > 2**53 - 9 if is_int else math.isinf(expected), text
+            continue
+        (record,) = np.frombuffer(found[0], chunks.RECORD)
+        assert bool(record["flags"] & chunks.TS_INT) == is_int, text
+        assert (record["ts"], math.copysign(1, record["ts"])) == (expected, math.copysign(1, expected)), text

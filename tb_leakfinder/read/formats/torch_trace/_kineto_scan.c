@@ -291,31 +291,32 @@ static const char *skip_value(const char *p, const char *e, int depth) {
 
 /* The string at p without escapes into *f; NULL when it is none. */
 static const char *plain_string(const char *p, const char *e, Field *f) {
-    int escaped;
     if (p >= e || *p != '"') return NULL;
-    const char *after = string_end(p, e, &escaped);
-    if (!after || escaped) return NULL;
-    *f = (Field){p + 1, after - p - 2, TAG_STRING, 0};
-    return after;
+    const char *start = ++p;
+    /* Up to the closing quote; an escape or a control character (which the json module refuses) ends it early. */
+    while (p < e && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) p++;
+    if (p >= e || *p != '"') return NULL;
+    *f = (Field){start, p - start, TAG_STRING, 0};
+    return p + 1;
 }
 
-/* The JSON int at p, of at most `digits` digits, into *value (as uint64 when `unsigned_` and not negative). */
+/* The JSON int at p, of at most `digits` digits, into *value (as uint64 when `unsigned_` and not negative); NULL
+ * when it is no JSON number or has a fraction or an exponent. */
 static const char *integer(const char *p, const char *e, int digits, int unsigned_, uint64_t *value, int *negative) {
-    int is_int;
-    const char *end = number_end(p, e, &is_int);
-    if (!end || !is_int) return NULL;
-    *negative = *p == '-';
-    const char *d = p + *negative;
-    if (end - d > digits) return NULL;
+    *negative = p < e && *p == '-';
+    p += *negative;
+    const char *start = p;
+    if (p >= e || !is_digit(*p) || (*p == '0' && p + 1 < e && is_digit(p[1]))) return NULL;
     uint64_t v = 0;
-    for (; d < end; d++) {
-        uint64_t digit = (uint64_t)(*d - '0');
-        if (v > (UINT64_MAX - digit) / 10) return NULL;
+    for (; p < e && is_digit(*p); p++) {
+        uint64_t digit = (uint64_t)(*p - '0');
+        if (p - start >= digits || v > (UINT64_MAX - digit) / 10) return NULL;
         v = v * 10 + digit;
     }
+    if (p < e && (*p == '.' || *p == 'e' || *p == 'E')) return NULL;
     if (unsigned_ && *negative && v) return NULL;
     *value = v;
-    return end;
+    return p;
 }
 
 static const char *int64_value(const char *p, const char *e, int64_t *out) {
@@ -329,61 +330,65 @@ static const char *int64_value(const char *p, const char *e, int64_t *out) {
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* The JSON number at p as Python's float() and int() give it: *is_int for an int. A decimal of at most 2^53
- * as digits and a power of ten of at most 22 is one correctly rounded operation on exact doubles (Clinger's fast
- * path), as Python's own conversion, which serves the others. */
+/* The JSON number at p as Python's float() and int() give it: *is_int for an int (one of at most 2^53, which a
+ * double holds). A decimal of at most 2^53 as digits and a power of ten of at most 22 is one correctly rounded
+ * operation on exact doubles (Clinger's fast path), as in Python's own conversion, which serves the others. */
 static const char *number(const char *p, const char *e, double *out, int *is_int) {
-    const char *end = number_end(p, e, is_int);
-    if (!end) return NULL;
-    if (*is_int) {
-        int64_t v;
-        /* Beyond 2^53 a double is not the int: the reader would refuse the time as inexact anyway. */
-        if (!int64_value(p, e, &v) || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53)) return NULL;
-        *out = (double)v;
-        return end;
-    }
-    const char *d = p;
-    int negative = *d == '-';
-    d += negative;
+    const char *start = p;
+    int negative = p < e && *p == '-';
+    p += negative;
+    if (p >= e || !is_digit(*p) || (*p == '0' && p + 1 < e && is_digit(p[1]))) return NULL;
     uint64_t m = 0;
     int exponent = 0, exact = 1;
-    for (; d < end && is_digit(*d); d++) {
-        if (m > 900719925474098u) exact = 0;
-        else m = m * 10 + (uint64_t)(*d - '0');
+    for (; p < e && is_digit(*p); p++) {
+        if (m > 900719925474098u) exact = 0; /* m * 10 + 9 would pass 2^53 */
+        else m = m * 10 + (uint64_t)(*p - '0');
     }
-    if (d < end && *d == '.') {
-        for (d++; d < end && is_digit(*d); d++) {
+    *is_int = 1;
+    if (p < e && *p == '.') {
+        if (++p >= e || !is_digit(*p)) return NULL;
+        for (; p < e && is_digit(*p); p++) {
             if (m > 900719925474098u) exact = 0;
-            else m = m * 10 + (uint64_t)(*d - '0'), exponent--;
+            else m = m * 10 + (uint64_t)(*p - '0'), exponent--;
         }
+        *is_int = 0;
     }
-    if (d < end) { /* an exponent */
-        d++;
+    if (p < e && (*p == 'e' || *p == 'E')) {
         int sign = 1, written = 0;
-        if (*d == '+' || *d == '-') sign = *d++ == '-' ? -1 : 1;
-        for (; d < end; d++) {
-            written = written * 10 + (*d - '0');
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) sign = *p++ == '-' ? -1 : 1;
+        if (p >= e || !is_digit(*p)) return NULL;
+        for (; p < e && is_digit(*p); p++) {
+            written = written * 10 + (*p - '0');
             if (written > 400) exact = 0, written = 400;
         }
         exponent += sign * written;
+        *is_int = 0;
+    }
+    if (p - start > MAX_NUMBER_CHARS) return NULL;
+    if (*is_int) {
+        /* Beyond 2^53 a double is not the int: the reader would refuse the time as inexact anyway. -0 is 0. */
+        if (!exact) return NULL;
+        *out = negative && m ? -(double)m : (double)m;
+        return p;
     }
     if (exact && (m == 0 || (exponent >= -22 && exponent <= 22))) {
         double v = (double)m;
         v = m == 0 ? 0.0 : exponent < 0 ? v / POW10[-exponent] : v * POW10[exponent];
         *out = negative ? -v : v;
-        return end;
+        return p;
     }
     char text[MAX_NUMBER_CHARS + 1];
-    memcpy(text, p, (size_t)(end - p));
-    text[end - p] = 0;
+    memcpy(text, start, (size_t)(p - start));
+    text[p - start] = 0;
     char *stop;
     double v = PyOS_string_to_double(text, &stop, NULL);
-    if ((v == -1.0 && PyErr_Occurred()) || stop != text + (end - p) || !isfinite(v)) { /* msgspec refuses 1e400 */
+    if ((v == -1.0 && PyErr_Occurred()) || stop != text + (p - start) || !isfinite(v)) { /* msgspec refuses 1e400 */
         PyErr_Clear();
         return NULL;
     }
     *out = v;
-    return end;
+    return p;
 }
 
 /* --- events -------------------------------------------------------------- */
