@@ -1,11 +1,12 @@
-"""Show that the PyTorch trace reader's two paths, and the reader of another revision, read traces alike.
+"""Show that the PyTorch trace reader's three paths, and the reader of another revision, read traces alike.
 
 The corpus: the real traces of ../shared/profiles/torch, and traces written here: the benchmark's synthesized
 trace (small), the tests' training loop, and each of them gzipped, re-spaced and with integer times. Each trace is
-read three ways: with runs of events decoded by msgspec (`chunks.py`), one event at a time (`CHUNKED` off: the
-reader without msgspec), and by the reader of `--against` (default HEAD) loaded from git. Compared: every column
-of the events, spans and steps, the duration, start, warnings, allocators and step marker, and the report JSON the
-plugin serves for the host.
+read four ways: with runs of events scanned by the compiled scanner (`_kineto_scan.c`, when built), with runs
+decoded by msgspec (`chunks.COMPILED` off), one event at a time (`reader.CHUNKED` off: the reader without msgspec),
+and by the reader of `--against` (default HEAD) loaded from git. Compared: every column of the events, spans and
+steps, the duration, start, warnings, allocators and step marker, and the report JSON the plugin serves for the
+host.
 
     python tools/torch_trace_identity.py                  # against HEAD's reader
     python tools/torch_trace_identity.py --against main
@@ -38,7 +39,7 @@ from trace_files import training, write  # noqa: E402
 
 from tb_leakfinder.engine.engine import analyze_file  # noqa: E402
 from tb_leakfinder.read import files  # noqa: E402
-from tb_leakfinder.read.formats.torch_trace import reader, stream  # noqa: E402
+from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "profiles" / "torch"
 READER = "tb_leakfinder/read/formats/torch_trace/reader.py"
@@ -104,21 +105,26 @@ def main() -> int:
     other = reader_at(args.against)
     other.CHUNKED = False  # a revision that has chunks reads one event at a time too
     failed = 0
+    # The paths of this tree: each (COMPILED, CHUNKED); the compiled one only where it is built.
+    paths = {"compiled": (True, True), "msgspec": (False, True), "one at a time": (False, False)}
+    if chunks._scanner is None:
+        print("(the compiled scanner is not built: python setup.py build_ext --inplace)")
+        del paths["compiled"]
     with tempfile.TemporaryDirectory(prefix="torch_trace_identity_") as tmp:
         for path in corpus(Path(tmp)):
-            reader.CHUNKED = True
-            chunked, chunked_report = read(path, reader), report(path, Path(tmp))
-            reader.CHUNKED = False
-            single, single_report = read(path, reader), report(path, Path(tmp))
-            theirs = read(path, other)
-            differ = [f"{name} ({how})" for how, profile in (("one at a time", single), (args.against, theirs))
-                      for name in chunked if profile[name] != chunked[name]]  # fmt: skip
-            if chunked_report != single_report:
-                differ.append("report JSON")
-            events = len(chunked["events.time_ps"])
+            profiles, reports = {}, {}
+            for how, (chunks.COMPILED, reader.CHUNKED) in paths.items():
+                profiles[how], reports[how] = read(path, reader), report(path, Path(tmp))
+            profiles[args.against] = read(path, other)
+            first, *others = profiles
+            mine = profiles[first]
+            differ = [f"{name} ({how})" for how in others for name in mine if profiles[how][name] != mine[name]]
+            differ += [f"report JSON ({how})" for how in reports if reports[how] != reports[first]]
+            events = len(mine["events.time_ps"])
             print(f"{'same' if not differ else 'DIFFERENT'}: {path.name} ({events:,} memory events){': ' if differ else ''}"
                   f"{', '.join(differ)}")  # fmt: skip
             failed += bool(differ)
+    chunks.COMPILED = True
     reader.CHUNKED = True
     return 1 if failed else 0
 

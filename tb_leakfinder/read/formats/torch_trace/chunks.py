@@ -1,22 +1,31 @@
-"""A PyTorch trace's `traceEvents` decoded a chunk at a time by msgspec, into the reader's columns.
+"""A PyTorch trace's `traceEvents` taken a run at a time into the reader's columns: scanned in C, else by msgspec.
 
-msgspec decodes a megabyte of events at once into typed structs: the fields the reader looks at, `args`
-reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text); every other field is
-skipped in C. The chunk's events then go into `reader._Scan`'s columns a column at a time (numpy over the chunk,
-and what an event is worked out once per distinct (ph, name, cat, pid, tid), not per event), each figure checked
-as `_Scan.add` checks it.
+A run (about a megabyte of whole events, as text: the window's str and where the run lies in it) goes first to the
+compiled scanner (`_kineto_scan.c`, built by setup.py) where it is built: it reads the events straight from the
+text into fixed-size records (RECORD: the numbers of their (ph, name, cat, pid, tid) kind and of their op's shape
+text, interned in C by their raw bytes, `ts`, `dur` and the memory figures), handing each kind and shape it has
+not met back once to be classified here. When the scanner is not built, or gives a run up (anything it does not
+read exactly as msgspec would: see the C file), msgspec decodes the run into typed structs: the fields the reader
+looks at, `args` reduced to the memory figures and an op's shapes (kept raw, decoded once per distinct text). Either
+way the run's events then go into `reader._Scan`'s columns a column at a time (`Chunks._store`: numpy over the run,
+and what an event is worked out once per distinct kind (`_Kinds`), not per event), each figure checked as
+`_Scan.add` checks it.
 
-A chunk is taken only when each of its events is of the common, well-formed kind: a field of another type, a
+A run is taken only when each of its events is of the common, well-formed kind: a field of another type, a
 figure out of range, a time that float64 would round or JSON msgspec refuses (NaN, which the json module takes)
-makes `Chunks.take` say -1 before anything is stored, and the reader decodes that chunk an event at a time as
-before (`_Scan.add`), which keeps or refuses them with its own messages. The two paths give the same profile;
-`tools/torch_trace_identity.py` and the tests compare them. A change to what `_Scan` makes of an event is a change
-here too: the tests run every trace they build through both paths.
+makes `Chunks.take` say -1 before anything is stored, and the reader decodes that run an event at a time as
+before (`_Scan.add`), which keeps or refuses them with its own messages. The three paths give the same profile;
+`tools/torch_trace_identity.py`, the tests and a fuzz test of the scanner against msgspec compare them. A change
+to what `_Scan` makes of an event is a change here too: the tests run every trace they build through all three.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+from collections.abc import Callable
 from operator import attrgetter
+from types import ModuleType
 from typing import Any, cast
 
 import msgspec
@@ -52,6 +61,8 @@ MAX_DEVICE = 1 << 16
 # duration counts) that is nothing more, a step, an op or a Python call; or one `_Scan` refuses.
 UNTIMED, TIMED, MEMORY, COMPLETE, STEP, OP, CALL, REFUSED = range(8)
 MAX_CACHED = 1 << 16
+# The compiled scanner's copies of the kinds' and shapes' texts: a trace of long distinct names starts afresh here.
+MAX_HELD_BYTES = 64 << 20
 _NO_RAW = msgspec.Raw(b"")
 _NO_SHAPE = (b"", b"")
 
@@ -92,6 +103,35 @@ class Event(msgspec.Struct, gc=False):
 
 
 DECODER = msgspec.json.Decoder(list[Event])
+# One event as the compiled scanner gives it (`_kineto_scan.c`'s Record): its kind's and shape's numbers, `ts` and
+# `dur` (0 where absent), the memory figures (`_Scan`'s defaults where absent, NO_TOTAL for no total) and `flags`.
+RECORD = np.dtype(
+    [("ts", "f8"), ("dur", "f8"), ("nbytes", "i8"), ("device_type", "i8"), ("device_id", "i8"), ("total", "i8"),
+     ("addr", "u8"), ("kind", "i4"), ("shape", "i4"), ("flags", "u1")],
+    align=True,
+)  # fmt: skip
+# Which of them an event gave (and whether `ts`, `dur` were JSON ints), as the scanner sets `flags`.
+TS_GIVEN, TS_INT, DUR_GIVEN, DUR_INT, ARGS_GIVEN, BYTES_GIVEN, ADDR_GIVEN = (1 << k for k in range(7))
+PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"  # as the XSpace reader's: the compiled scanners off
+# Off, runs go to msgspec only: the tests and tools/torch_trace_identity.py compare the paths.
+COMPILED = True
+
+_scanner: ModuleType | None
+try:
+    _scanner = importlib.import_module("tb_leakfinder.read.formats.torch_trace._kineto_scan")
+except ImportError:  # not built (no compiler at install time): msgspec decodes the runs
+    _scanner = None
+if _scanner is not None and (RECORD.itemsize, ADDR_GIVEN) != (_scanner.RECORD_SIZE, _scanner.ADDR_GIVEN):
+    _scanner = None  # a build of another revision: msgspec serves (the tests require it rebuilt)
+
+
+def compiled_scanner() -> ModuleType | None:
+    """The compiled scanner module, or None when it is not built, COMPILED is off or TB_LEAKFINDER_PURE_PYTHON=1."""
+    if not COMPILED or os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return None
+    return _scanner
+
+
 _TIME = attrgetter("ts")
 _BYTES, _DEVICE_TYPE, _DEVICE_ID, _ADDR, _TOTAL = map(attrgetter, ("nbytes", "device_type", "device_id", "addr", "total"))
 
@@ -190,33 +230,117 @@ class _Shapes(dict[tuple[bytes, bytes], int]):
 
 
 class Chunks:
-    """What one trace's chunks share: its (ph, name, cat, pid, tid) kinds and each op's shape, by their text."""
+    """What one trace's runs share: its (ph, name, cat, pid, tid) kinds and each op's shape, by their text, and the
+    compiled scanner's numbers for them."""
 
     def __init__(self, scan: _Scan) -> None:
         self.scan = scan
-        self.kinds = _Kinds(scan)
-        self.shapes = _Shapes(scan)
         self.decoded = 0
+        # The devices named so far: each key (as `_store_memory` makes it), sorted, and its index in `scan.memory`'s.
+        self.device_keys = np.zeros(0, np.int64)
+        self.device_numbers = np.zeros(0, np.int64)
+        self._fresh()
 
-    def take(self, text: str) -> int:
-        """A run of events (their text, comma separated) into the scan; how many, or -1 when none was stored."""
-        events = decode(text)
+    def _fresh(self) -> None:
+        """Forgets the kinds and shapes met so far (a trace of many distinct ones holds at most MAX_CACHED)."""
+        self.kinds = _Kinds(self.scan)
+        self.shapes = _Shapes(self.scan)
+        module = compiled_scanner()
+        self.scanner = None if module is None else module.Scanner()
+        self.kind_of = np.zeros(0, np.int64)  # the scanner's kind numbers -> `kinds`' numbers
+        self.shape_of = np.zeros(0, np.int64)  # its shape numbers -> indexes into the ops' strings, -1 until needed
+        self.shape_keys: list[tuple[bytes, bytes]] = []
+
+    def take(self, text: str, start: int, end: int) -> int:
+        """A run of events (text[start:end], comma separated) into the scan; how many, or -1 when none was stored."""
+        held = (0, 0) if self.scanner is None else self.scanner.held
+        if max(len(self.kinds), len(self.shapes), held[0]) >= MAX_CACHED or held[1] >= MAX_HELD_BYTES:
+            self._fresh()
+        if self.scanner is not None and not text.isascii():
+            # The scanner reads ASCII text only: a window with a character past it anywhere is sliced, and the
+            # run, most often ASCII itself, scanned from its copy.
+            text, start, end = text[start:end], 0, end - start
+        if self.scanner is not None and (found := self.scanner.scan(text, start, end)) is not None:
+            records = np.frombuffer(found[0], RECORD)
+            self._learn(found[1], found[2])
+            self._count(len(records))
+            if self._add_records(records):
+                return len(records)
+            self.decoded -= len(records)  # counted again by the path that reads the run now
+        events = decode(text[start:end])
         if events is not None:
-            # As `_Scan.add` counts them: a few bytes of gzip must not stand for millions of events.
-            self.decoded += len(events)
-            limits.check_events(self.decoded, self.scan.read.bytes, self.scan.path, not_readable)
+            self._count(len(events))
         return len(events) if events is not None and self.add(events) else -1
+
+    def _count(self, events: int) -> None:
+        # As `_Scan.add` counts them: a few bytes of gzip must not stand for millions of events.
+        self.decoded += events
+        limits.check_events(self.decoded, self.scan.read.bytes, self.scan.path, not_readable)
+
+    def _learn(self, kinds: list[tuple[Any, ...]], shapes: list[tuple[bytes, bytes]]) -> None:
+        """The kinds and shapes the scanner met for the first time, in the order it numbered them."""
+        if kinds:
+            known = self.kinds
+            self.kind_of = np.concatenate([self.kind_of, np.array([known[kind] for kind in kinds], np.int64)])
+        if shapes:
+            self.shape_keys += shapes
+            self.shape_of = np.concatenate([self.shape_of, np.full(len(shapes), -1, np.int64)])
+
+    def _add_records(self, records: np.ndarray) -> bool:
+        """The compiled scanner's records into the scan's columns, as `add` puts msgspec's events."""
+        kind = self.kind_of[records["kind"]]
+        codes = self.kinds.arrays()[0][kind]
+        if (codes == UNTIMED).any():
+            timed = np.flatnonzero(codes != UNTIMED)
+            records, kind, codes = records[timed], kind[timed], codes[timed]
+        if not len(records) or (codes == REFUSED).any():
+            return not len(records)
+        flags = records["flags"]
+        if not (flags & TS_GIVEN).all():  # a timed event without a time: the event path skips it
+            return False
+        times = np.ascontiguousarray(records["ts"])
+        spans = np.where(codes >= COMPLETE, records["dur"], 0.0)
+        rows = np.flatnonzero(codes == MEMORY)
+        memory = None
+        if ((flags[rows] & (ARGS_GIVEN | BYTES_GIVEN)) == ARGS_GIVEN | BYTES_GIVEN).all():
+            # A field at a time: a structured array's rows copied whole cost more than the columns they hold.
+            sizes, kinds, indexes, addr, allocated = (
+                records[name][rows] for name in ("nbytes", "device_type", "device_id", "addr", "total")
+            )
+            has_addr = ((flags[rows] & ADDR_GIVEN) != 0).astype(np.uint8)
+            memory = _checked_memory(rows, sizes, kinds, indexes, addr, has_addr, allocated)
+        ops = np.flatnonzero(codes == OP)
+        shapes = self._compiled_shapes(records["shape"][ops])
+        if memory is None or shapes is None:
+            return False
+
+        def number(k: int, what: str, given: int, exact: int) -> float:
+            value = records[what][k]
+            return (int(value) if flags[k] & exact else float(value)) if flags[k] & given else 0
+
+        def end(k: int) -> float:
+            return number(k, "ts", TS_GIVEN, TS_INT) + (number(k, "dur", DUR_GIVEN, DUR_INT) if codes[k] >= COMPLETE else 0.0)
+
+        return self._store(kind, codes, times, spans, memory, ops, shapes, lambda k: number(k, "ts", TS_GIVEN, TS_INT), end)
+
+    def _compiled_shapes(self, numbers: np.ndarray) -> np.ndarray | None:
+        """Ops' shapes from the scanner's shape numbers, each distinct text parsed once; None when msgspec refuses one."""
+        missing = numbers[self.shape_of[numbers] < 0]
+        try:
+            for k in np.unique(missing).tolist() if len(missing) else ():
+                self.shape_of[k] = self.shapes[self.shape_keys[k]]
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        found: np.ndarray = self.shape_of[numbers]
+        return found
 
     def add(self, events: list[Event]) -> bool:
         """The chunk's events into the scan's columns, as `_Scan.add` would put them one by one; False (nothing
         stored) when one of them is not of the common kind this path checks."""
-        if len(self.kinds) >= MAX_CACHED:
-            self.kinds = _Kinds(self.scan)
         kinds = self.kinds
         # A comprehension's attribute loads beat attrgetter's here (a third less per event, measured).
         kind = np.array([kinds[e.ph, e.name, e.cat, e.pid, e.tid] for e in events], np.int64)
-        code_of, name_of, step_of, _ = kinds.arrays()
-        codes = code_of[kind]
+        codes = kinds.arrays()[0][kind]
         if (codes == UNTIMED).any():  # metadata: no time, nothing the reader keeps
             timed = np.flatnonzero(codes != UNTIMED)
             events, kind, codes = [events[k] for k in timed.tolist()], kind[timed], codes[timed]
@@ -235,29 +359,49 @@ class Chunks:
                 spans[complete] = np.fromiter(durations, np.float64, len(durations))
         except TypeError:
             return False
-        if not ((np.abs(times) <= EXACT).all() and ((spans >= 0) & (spans <= MAX_US)).all()):
-            return False
         memory = self._memory(events, np.flatnonzero(codes == MEMORY))
-        if memory is None:
-            return False
         ops = np.flatnonzero(codes == OP)
         shapes = self._shapes([events[k].args for k in ops.tolist()])
-        if shapes is None:
+        if memory is None or shapes is None:
             return False
+
+        def end(k: int) -> float:
+            duration = durations[int(np.searchsorted(complete, k))] if codes[k] >= COMPLETE else 0.0
+            return cast(float, events[k].ts) + cast(float, duration)
+
+        return self._store(kind, codes, times, spans, memory, ops, shapes, lambda k: cast(float, events[k].ts), end)
+
+    def _store(
+        self,
+        kind: np.ndarray,
+        codes: np.ndarray,
+        times: np.ndarray,
+        spans: np.ndarray,
+        memory: tuple[np.ndarray, dict[str, np.ndarray], int],
+        ops: np.ndarray,
+        shapes: np.ndarray,
+        time_of: Callable[[int], float],
+        end_of: Callable[[int], float],
+    ) -> bool:
+        """A run's timed events into the scan's columns: their kinds (`kinds`' numbers) and codes, times and spans
+        in µs (0 for all but complete events), the checked [memory] events, the ops and their shapes, and the JSON
+        numbers of an event's time and end (`time_of`, `end_of`); False, nothing stored, when a time is out of range."""
+        if not ((np.abs(times) <= EXACT).all() and ((spans >= 0) & (spans <= MAX_US)).all()):
+            return False
+        kinds = self.kinds
+        _, name_of, step_of, _ = kinds.arrays()
         mem_rows, mem_columns, zero_bytes = memory
         scan = self.scan
         spans_of = [(scan.steps, np.flatnonzero(codes == STEP)), (scan.ops, ops), (scan.calls, np.flatnonzero(codes == CALL))]
-        kept = np.sort(np.concatenate([mem_rows, *(rows for _, rows in spans_of)]))
-        if (kinds.arrays()[3][kind[kept]] < 0).any():  # a kind kept for the first time
-            kinds.lines_for(kind[kept])
+        kept = np.concatenate([mem_rows, *(rows for _, rows in spans_of)])
+        if (kinds.arrays()[3][kind[kept]] < 0).any():  # a kind kept for the first time: lines in file order
+            kinds.lines_for(kind[np.sort(kept)])
         lines = kinds.arrays()[3][kind]
         # Earliest and latest as `_Scan` keeps them: the JSON numbers themselves (an int stays an int), the first
         # of equal ones. Below EXACT their float64 values compare as the numbers do.
-        scan.earliest = min(scan.earliest, cast(float, events[int(np.argmin(times))].ts))
+        scan.earliest = min(scan.earliest, time_of(int(np.argmin(times))))
         ends = times + spans
-        last = int(np.argmax(ends))
-        end = durations[int(np.searchsorted(complete, last))] if codes[last] >= COMPLETE else 0.0
-        scan.latest = max(scan.latest, cast(float, events[last].ts) + cast(float, end))
+        scan.latest = max(scan.latest, end_of(int(np.argmax(ends))))
         scan.zero_bytes += zero_bytes
         self._store_memory(mem_rows, mem_columns, times, lines)
         for into, rows in spans_of:
@@ -274,8 +418,6 @@ class Chunks:
     def _shapes(self, given: list[Args | UnsetType | None]) -> np.ndarray | None:
         """Ops' shapes (indexes into the ops' strings) from their raw `Input Dims` and `Input type`, each distinct
         text parsed once; None when msgspec refuses one's JSON."""
-        if len(self.shapes) >= MAX_CACHED:
-            self.shapes = _Shapes(self.scan)
         known = self.shapes
         try:
             return np.array(
@@ -289,24 +431,8 @@ class Chunks:
         given = [events[k].args for k in rows.tolist()]
         if not given:
             return rows, {}, 0
-        n = len(given)
         found = self._each_figure(given)
-        if found is None:
-            return None
-        sizes, kinds, indexes, addr, has_addr, allocated = found
-        known = allocated != NO_TOTAL
-        if not (
-            (np.abs(sizes) <= MAX_BYTES).all()
-            and (np.abs(kinds) <= MAX_DEVICE).all()
-            and (np.abs(indexes) <= MAX_DEVICE).all()
-            and (np.abs(allocated[known]) <= MAX_BYTES).all()
-        ):
-            return None
-        nonzero = np.flatnonzero(sizes)
-        columns: dict[str, np.ndarray] = {
-            "nbytes": sizes, "kinds": kinds, "indexes": indexes, "addr": addr, "has_addr": has_addr, "totals": allocated
-        }  # fmt: skip
-        return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, n - len(nonzero)
+        return None if found is None else _checked_memory(rows, *found)
 
     @staticmethod
     def _each_figure(given: list[Args | UnsetType | None]) -> tuple[np.ndarray, ...] | None:
@@ -340,16 +466,53 @@ class Chunks:
         memory = self.scan.memory
         # A device's key: its type and index (each within ±MAX_DEVICE) in one number; named in order of first use.
         key = columns["kinds"] * (4 * MAX_DEVICE) + columns["indexes"]
-        distinct, first, which = np.unique(key, return_index=True, return_inverse=True)
-        device = np.zeros(len(distinct), np.int64)
-        for d in np.argsort(first).tolist():
-            kind, index = int(columns["kinds"][first[d]]), int(columns["indexes"][first[d]])
-            prefix = DEVICE_TYPES.get(kind, f"device_type_{kind}")
-            device[d] = memory.devices(prefix if kind == CPU_TYPE else f"{prefix}:{index}")
+        # Most runs name only devices met before: looked up in the sorted keys of those, not sorted again.
+        at = np.minimum(np.searchsorted(self.device_keys, key), len(self.device_keys) - 1)
+        if len(self.device_keys) and (self.device_keys[at] == key).all():
+            devices = self.device_numbers[at]
+        else:
+            distinct, first, which = np.unique(key, return_index=True, return_inverse=True)
+            device = np.zeros(len(distinct), np.int64)
+            for d in np.argsort(first).tolist():
+                kind, index = int(columns["kinds"][first[d]]), int(columns["indexes"][first[d]])
+                prefix = DEVICE_TYPES.get(kind, f"device_type_{kind}")
+                device[d] = memory.devices(prefix if kind == CPU_TYPE else f"{prefix}:{index}")
+            devices = device[which.ravel()]
+            merged = np.unique(np.concatenate([self.device_keys, distinct]), return_index=True)[1]
+            self.device_keys = np.concatenate([self.device_keys, distinct])[merged]
+            self.device_numbers = np.concatenate([self.device_numbers, device])[merged]
         memory.ts.frombytes(times[rows].tobytes())
         memory.line.frombytes(lines[rows].tobytes())
-        memory.device.frombytes(device[which.ravel()].tobytes())
+        memory.device.frombytes(devices.tobytes())
         memory.nbytes.frombytes(columns["nbytes"].tobytes())
         memory.addr.frombytes(columns["addr"].tobytes())
         memory.has_addr.extend(columns["has_addr"].tobytes())
         memory.allocated.frombytes(columns["totals"].tobytes())
+
+
+def _checked_memory(
+    rows: np.ndarray,
+    sizes: np.ndarray,
+    kinds: np.ndarray,
+    indexes: np.ndarray,
+    addr: np.ndarray,
+    has_addr: np.ndarray,
+    allocated: np.ndarray,
+) -> tuple[np.ndarray, dict[str, np.ndarray], int] | None:
+    """The [memory] events among `rows` (their figures given) that are not of 0 bytes, their columns, and how many
+    are; None when a figure is out of the range `_Scan` takes."""
+    known = allocated != NO_TOTAL
+    if not (
+        (np.abs(sizes) <= MAX_BYTES).all()
+        and (np.abs(kinds) <= MAX_DEVICE).all()
+        and (np.abs(indexes) <= MAX_DEVICE).all()
+        and (np.abs(allocated[known]) <= MAX_BYTES).all()
+    ):
+        return None
+    columns: dict[str, np.ndarray] = {
+        "nbytes": sizes, "kinds": kinds, "indexes": indexes, "addr": addr, "has_addr": has_addr, "totals": allocated
+    }  # fmt: skip
+    if sizes.all():
+        return rows, columns, 0
+    nonzero = np.flatnonzero(sizes)
+    return rows[nonzero], {name: column[nonzero] for name, column in columns.items()}, len(sizes) - len(nonzero)

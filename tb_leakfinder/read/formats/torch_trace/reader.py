@@ -24,9 +24,10 @@ the trace's earliest event, the duration to its latest end. The capture's start 
 
 The file is read as a stream by `stream.py` (the JSON tokenizer: gunzip, a window of text, the top-level object);
 this module is the Kineto decoding. `traceEvents` is streamed into compact columns (`array`s, strings stored
-once): runs of events decoded at once by msgspec (`chunks.py`) where it is installed, and any run it does not
-take, or every event without it, one at a time (`_Scan.add`, from the json module's objects). Of the other
-top-level values only `deviceProperties` and `baseTimeNanoseconds` are kept.
+once): runs of events read at once (`chunks.py`) by the compiled scanner (`_kineto_scan.c`) where it is built,
+else by msgspec where it is installed, and any run neither takes, or every event without msgspec, one at a time
+(`_Scan.add`, from the json module's objects). Of the other top-level values only `deviceProperties` and
+`baseTimeNanoseconds` are kept.
 """
 
 from __future__ import annotations
@@ -301,9 +302,9 @@ def _start_time_ns(base: Any, earliest: float, path: str, warnings: list[str]) -
     return start if 0 <= start < 1 << 63 else None
 
 
-def _chunk_reader(scan: _Scan) -> Callable[[str], int] | None:
-    """What takes runs of events at once (`chunks.py`), or None without msgspec or with CHUNKED off: every event
-    then goes through `_Scan.add`."""
+def _chunk_reader(scan: _Scan) -> Callable[[str, int, int], int] | None:
+    """What takes runs of events at once (`chunks.py`: the window's text and a run's bounds in it), or None without
+    msgspec or with CHUNKED off: every event then goes through `_Scan.add`."""
     if not CHUNKED:
         return None
     try:

@@ -5,7 +5,8 @@ front to back through a window of text (`_Text`), so a trace of gigabytes is nev
 Python objects: each value is decoded whole by the json module, the window refilled when a value runs past its
 end. The top-level object's keys may come in any order (`parse_trace`); the elements of `traceEvents` go to a
 callback one at a time, or, given a chunk callback, as runs of whole elements of up to CHUNK_CHARS of text that
-it decodes at once (`chunks.py`); a run it does not take is then read one element at a time. Every other
+it reads at once (`chunks.py`: the window's str and the run's bounds in it, no copy of the run); a run it does not
+take is then read one element at a time. Every other
 top-level value is parsed whole and only the keys asked for are kept. This module knows JSON and the trace's
 top-level layout, not what an event means.
 """
@@ -39,6 +40,8 @@ CHUNK_CHARS = 1 << 20
 MAX_CLOSERS = 64
 # The window is refilled for this many runs at a time.
 RUNS_AHEAD = 4
+# What takes a run of elements: the window's text and where the run starts and ends in it (not a copy of it).
+Chunk = Callable[[str, int, int], int]
 
 
 def not_readable(path: str, detail: object) -> LeakfinderError:
@@ -165,7 +168,7 @@ class _Text:
                 raise not_readable(self.path, f"{what} is longer than {limit} characters")
             self._fill(2 * pending + 1)  # doubling: a long value is decoded a few times, not once per block
 
-    def array(self, what: str, limit: int, chunk: Callable[[str], int] | None = None) -> Iterator[tuple[int, Any]]:
+    def array(self, what: str, limit: int, chunk: Chunk | None = None) -> Iterator[tuple[int, Any]]:
         """The elements of the JSON array at the next character, one at a time with their index. With `chunk`, runs
         of whole elements go to it as their text instead: it takes them and says how many there were, or says -1
         and leaves them to be read one at a time."""
@@ -180,7 +183,7 @@ class _Text:
                 run = self._run(min(CHUNK_CHARS, limit))
                 if run is not None:
                     run_end, run_next = run
-                    count = chunk(self.text[self.pos : run_end])
+                    count = chunk(self.text, self.pos, run_end)
                     if count >= 0:
                         self.pos = run_next
                         k += count
@@ -228,7 +231,7 @@ def parse_trace(
     path: str,
     keep: tuple[str, ...],
     on_event: Callable[[int, Any], None],
-    on_chunk: Callable[[str], int] | None = None,
+    on_chunk: Chunk | None = None,
 ) -> dict[str, Any]:
     """Streams a trace's `traceEvents` through `on_event` (index, event) and returns its top-level values named in `keep`.
     With `on_chunk`, runs of events go to it as text (see `_Text.array`), the others to `on_event`.

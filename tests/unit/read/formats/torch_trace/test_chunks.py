@@ -1,10 +1,11 @@
-"""Runs of events decoded by msgspec (chunks.py) read as the event-at-a-time reader reads them: the same profile
-from real and built traces, and where a run holds an event that path does not take, the same profile or the same
-refusal from the other path."""
+"""Runs of events scanned by the compiled scanner or decoded by msgspec (chunks.py) read as the event-at-a-time
+reader reads them: the same profile from real and built traces, and where a run holds an event a path does not take,
+the same profile or the same refusal from the next path."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,19 +17,30 @@ import pytest
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream
-from tests.support.fuzzing import ROOT
+from tests.support.fuzzing import REQUIRE_SCANNER_ENV, ROOT
 from tests.unit.read.formats.torch_trace.test_real_traces import QWEN, RESNET
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, training, write
 
+if chunks._scanner is None and os.environ.get(REQUIRE_SCANNER_ENV) == "1":  # CI builds it: not skipping there
+    raise RuntimeError(f"{REQUIRE_SCANNER_ENV}=1 but the trace scanner is not built (python setup.py build_ext --inplace)")
+# The reader's paths: (chunks.COMPILED, reader.CHUNKED). Without the scanner built the compiled one is msgspec's.
+PATHS = {"compiled": (True, True), "msgspec": (False, True), "one at a time": (False, False)}
 
-def _profile(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
-    """The profile's parts as plain values, and how many events each run the chunk path took held (-1: refused)."""
+
+def _set_path(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled, chunked = PATHS[how]
+    monkeypatch.setattr(chunks, "COMPILED", compiled)
     monkeypatch.setattr(reader, "CHUNKED", chunked)
+
+
+def _profile(path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
+    """The profile's parts as plain values, and how many events each run the chunk paths took held (-1: refused)."""
+    _set_path(how, monkeypatch)
     taken: list[int] = []
     take = chunks.Chunks.take
 
-    def counting(self: chunks.Chunks, text: str) -> int:
-        taken.append(take(self, text))
+    def counting(self: chunks.Chunks, text: str, start: int, end: int) -> int:
+        taken.append(take(self, text, start, end))
         return taken[-1]
 
     monkeypatch.setattr(chunks.Chunks, "take", counting)
@@ -41,19 +53,27 @@ def _profile(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> tupl
 
 
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, object], list[int]]:
-    """The profile, the same from both paths, and the chunk path's runs."""
-    chunked, taken = _profile(path, True, monkeypatch)
-    single, _ = _profile(path, False, monkeypatch)
-    assert chunked.keys() == single.keys()
-    assert [name for name in chunked if chunked[name] != single[name]] == []
-    return chunked, taken
+    """The profile, the same from all three paths, and the compiled path's runs."""
+    compiled, taken = _profile(path, "compiled", monkeypatch)
+    for how in ("msgspec", "one at a time"):
+        other, _ = _profile(path, how, monkeypatch)
+        assert compiled.keys() == other.keys()
+        assert [name for name in compiled if compiled[name] != other[name]] == [], how
+    return compiled, taken
 
 
-def _refusal(path: Path, chunked: bool, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(reader, "CHUNKED", chunked)
+def _refusal(path: Path, how: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    _set_path(how, monkeypatch)
     with pytest.raises(LeakfinderError) as error:
         reader.read_host(str(path), "h")
     return error.value.message
+
+
+def _refusals(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The message all three paths refuse the file with."""
+    messages = {_refusal(path, how, monkeypatch) for how in PATHS}
+    assert len(messages) == 1, messages
+    return messages.pop()
 
 
 @pytest.mark.skipif(not RESNET.exists() or not QWEN.exists(), reason="the shared real traces are absent")
@@ -130,14 +150,14 @@ def test_integer_epoch_times_read_alike(shift, taken, tmp_path, monkeypatch):
 )
 def test_events_refused_are_refused_alike(odd, detail, tmp_path, monkeypatch):
     path = _with([odd], tmp_path)
-    assert detail in _refusal(path, True, monkeypatch) == _refusal(path, False, monkeypatch)
+    assert detail in _refusals(path, monkeypatch)
 
 
 def test_json_msgspec_refuses_reads_as_the_json_module_reads_it(tmp_path, monkeypatch):
     """NaN is JSON to Python's json module, not to msgspec: that run goes event by event, which refuses the time."""
     path = _with([complete("aten::mm", 2001.0, 3.0)], tmp_path)
     path.write_text(path.read_text().replace('"ts": 2001.0', '"ts": NaN'))
-    assert "event 10's ts is nan" in _refusal(path, True, monkeypatch) == _refusal(path, False, monkeypatch)
+    assert "event 10's ts is nan" in _refusals(path, monkeypatch)
 
 
 def test_a_brace_inside_an_event_is_no_place_to_cut(tmp_path, monkeypatch):
@@ -149,18 +169,23 @@ def test_a_brace_inside_an_event_is_no_place_to_cut(tmp_path, monkeypatch):
     assert -1 in taken and max(taken) > 0
 
 
-def test_without_msgspec_the_reader_reads_one_event_at_a_time(tmp_path):
+@pytest.mark.parametrize(
+    "missing, chunked",
+    [("msgspec", False), ("tb_leakfinder.read.formats.torch_trace._kineto_scan", True)],
+    ids=["without msgspec: one event at a time", "without the scanner built: msgspec"],
+)
+def test_without_msgspec_or_the_scanner_the_reader_reads_on(missing, chunked, tmp_path):
     path = write(tmp_path / "t.pt.trace.json", training(steps=12))
     program = f"""
 import json, sys
-sys.modules["msgspec"] = None  # as if it were not installed
+sys.modules[{missing!r}] = None  # as if it were not installed, or not built
 from tb_leakfinder.read.formats.torch_trace import reader
 profile = reader.read_host({str(path)!r}, "h")
-chunked = "tb_leakfinder.read.formats.torch_trace.chunks" in sys.modules
-print(json.dumps([len(profile.events), profile.steps.step_num.tolist(), chunked]))
+chunks = sys.modules.get("tb_leakfinder.read.formats.torch_trace.chunks")
+print(json.dumps([len(profile.events), profile.steps.step_num.tolist(), chunks is not None, getattr(chunks, "_scanner", 0)]))
 """
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    assert json.loads(out) == [36, list(range(12)), False]
+    assert json.loads(out) == [36, list(range(12)), chunked, None if chunked else 0]
 
 
 def test_the_identity_tool_finds_the_paths_alike():
@@ -170,3 +195,48 @@ def test_the_identity_tool_finds_the_paths_alike():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert len(re.findall(r"^same: ", out.stdout, re.M)) >= 6
+
+
+def test_kinds_and_shapes_forgotten_when_too_many_read_alike(tmp_path, monkeypatch):
+    """A trace of more distinct kinds, shapes or bytes of their texts than the runs keep starts their tables afresh
+    (each path's): the profile is the same."""
+    events = [complete("aten::mm", 10.0 * k, 5.0, tid=k % 50, **{"Input Dims": [[k % 30, 2]]}) for k in range(400)]
+    events += [memory(10.0 * k + 1, 64, Addr=k + 1, device_id=k % 3) for k in range(400)]
+    path = write(tmp_path / "many.pt.trace.json", training(steps=4) + events)
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 2000)
+    for most, held in ((8, 1 << 20), (1 << 16, 64)):
+        monkeypatch.setattr(chunks, "MAX_CACHED", most)
+        monkeypatch.setattr(chunks, "MAX_HELD_BYTES", held)
+        profile, taken = _both(path, monkeypatch)
+        assert len(profile["events.time_ps"]) == 412 and min(taken) > 0
+
+
+def test_the_compiled_path_is_off_with_pure_python_or_compiled_off(monkeypatch):
+    assert chunks.compiled_scanner() is chunks._scanner
+    monkeypatch.setenv(chunks.PURE_PYTHON_ENV, "1")
+    assert chunks.compiled_scanner() is None
+    monkeypatch.delenv(chunks.PURE_PYTHON_ENV)
+    monkeypatch.setattr(chunks, "COMPILED", False)
+    assert chunks.compiled_scanner() is None
+
+
+def test_runs_of_a_window_with_a_character_past_ascii_read_alike(tmp_path, monkeypatch):
+    """The scanner reads ASCII only: a window holding one other character has its runs scanned from their own
+    copies, and the run that holds it decoded by msgspec."""
+    events = training(steps=30)
+    events[40]["args"]["note"] = "naïve ✓"
+    events[41]["name"] = "aten::mm_é"
+    path = write(tmp_path / "u.pt.trace.json", events)
+    path.write_text(path.read_text().replace("\\u00ef", "ï").replace("\\u2713", "✓").replace("\\u00e9", "é"), "utf-8")
+    monkeypatch.setattr(stream, "CHUNK_CHARS", 1000)
+    taken_by_scanner: list[int] = []
+    add = chunks.Chunks._add_records
+
+    def counting(self: chunks.Chunks, records: np.ndarray) -> bool:
+        taken_by_scanner.append(len(records))
+        return add(self, records)
+
+    monkeypatch.setattr(chunks.Chunks, "_add_records", counting)
+    _, taken = _both(path, monkeypatch)
+    if chunks._scanner is not None:
+        assert not path.read_text("utf-8").isascii() and 0 < len(taken_by_scanner) < len(taken)

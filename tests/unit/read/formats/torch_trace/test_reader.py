@@ -17,18 +17,19 @@ from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, EVENT_COLUMNS, FREE, SPAN_HOST_CALL, SPAN_HOST_ROOT
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.torch_trace import reader, stream
+from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream
 from tests.support.fuzzing import ROOT
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
 
 MIB = 1 << 20
 
 
-@pytest.fixture(autouse=True, params=["in runs", "one at a time"])
-def _both_paths(request, monkeypatch):
-    """Every test here reads through both paths: runs of events decoded by msgspec, and one event at a time (the
-    reader without msgspec)."""
-    monkeypatch.setattr(reader, "CHUNKED", request.param == "in runs")
+@pytest.fixture(autouse=True, params=["compiled", "msgspec", "one at a time"])
+def _all_paths(request, monkeypatch):
+    """Every test here reads through the three paths: runs of events scanned by the compiled scanner (msgspec's
+    path when it is not built), runs decoded by msgspec, and one event at a time (the reader without msgspec)."""
+    monkeypatch.setattr(chunks, "COMPILED", request.param == "compiled")
+    monkeypatch.setattr(reader, "CHUNKED", request.param != "one at a time")
 
 
 def _new_form(tmp_path):
