@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_leakfinder.model.columns import permute
+from tb_leakfinder.model.columns import permute, stable_argsort
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.common import limits
@@ -113,7 +113,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
         columns["allocator"] = index[columns["allocator"]]
     time_ps = columns["time_ps"]
     if len(time_ps) > 1 and not bool(np.all(time_ps[1:] >= time_ps[:-1])):
-        permute(columns, np.argsort(time_ps, kind="stable"))
+        permute(columns, stable_argsort(time_ps))
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
