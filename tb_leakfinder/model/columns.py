@@ -26,8 +26,16 @@ def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
         out = np.empty_like(column) if spare is None else spare.view(column.dtype)
         np.take(column, order, out=out, mode="clip")  # "clip": written straight into `out`, not buffered
         columns[name] = out
-        # Only this function refers to the old column (the count includes getrefcount's own argument).
-        if column.flags.writeable and column.flags.c_contiguous and sys.getrefcount(column) == 2:
+        # Its buffer is reused only when nothing else refers to its memory: not the old column (the count includes
+        # getrefcount's own argument), nor what it is a view of, each referred to by the one before it alone (counted
+        # with `link` too): a slice of a view refers to the view's base, not to the view.
+        reusable = column.flags.writeable and column.flags.c_contiguous and sys.getrefcount(column) == 2
+        link = column.base
+        while reusable and link is not None:
+            reusable = sys.getrefcount(link) == 3
+            link = link.base if isinstance(link, np.ndarray) else None
+        del link
+        if reusable:
             spares[column.dtype.itemsize] = column
         del column
 

@@ -116,7 +116,9 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
     if descents:
         # Each line's events come in time order, one line after another: two lines make two runs, which numpy's
         # stable sort (a timsort) merges in one pass, faster than a whole sort; more runs take it more passes.
-        permute(columns, np.argsort(time_ps, kind="stable") if descents == 1 else stable_argsort(time_ps))
+        order = np.argsort(time_ps, kind="stable") if descents == 1 else stable_argsort(time_ps)
+        del time_ps  # its buffer, referred to by the columns alone, is then free to take another column
+        permute(columns, order)
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
