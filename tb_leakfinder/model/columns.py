@@ -26,8 +26,16 @@ def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
         out = np.empty_like(column) if spare is None else spare.view(column.dtype)
         np.take(column, order, out=out, mode="clip")  # "clip": written straight into `out`, not buffered
         columns[name] = out
-        # Only this function refers to the old column (the count includes getrefcount's own argument).
-        if column.flags.writeable and column.flags.c_contiguous and sys.getrefcount(column) == 2:
+        # Its buffer is reused only when nothing else refers to its memory: not the old column (the count includes
+        # getrefcount's own argument), nor what it is a view of, each referred to by the one before it alone (counted
+        # with `link` too): a slice of a view refers to the view's base, not to the view.
+        reusable = column.flags.writeable and column.flags.c_contiguous and sys.getrefcount(column) == 2
+        link = column.base
+        while reusable and link is not None:
+            reusable = sys.getrefcount(link) == 3
+            link = link.base if isinstance(link, np.ndarray) else None
+        del link
+        if reusable:
             spares[column.dtype.itemsize] = column
         del column
 
@@ -55,13 +63,15 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
     low = keys.min()
     if (int(keys.max()) - int(low)).bit_length() + bits > 64:
         return np.argsort(keys, kind="stable")
-    # Widened first: the range is below 2**63 (bits >= 1), so no difference overflows the wide type.
-    wide = keys.astype(np.int64 if keys.dtype.kind == "i" else np.uint64, copy=False)
-    packed = (wide - wide.dtype.type(low)).astype(np.uint64) << np.uint64(bits)
+    # One copy of the keys, shifted and packed in place (each temporary is a column of fresh pages): a signed key
+    # cast to uint64 wraps as its smallest does, so their difference, below 2**63 (bits >= 1), comes out exact.
+    packed = keys.astype(np.uint64)
+    packed -= np.asarray(low).astype(np.uint64)
+    packed <<= np.uint64(bits)
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
     packed &= np.uint64((1 << bits) - 1)
-    order: np.ndarray = packed.astype(np.intp)
+    order: np.ndarray = packed.view(np.intp)  # row numbers, in a 64-bit intp as on every platform numpy ships for
     return order
 
 

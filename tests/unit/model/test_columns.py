@@ -72,6 +72,15 @@ def test_a_column_of_one_value_stays_as_it_is_and_floats_always_move() -> None:
         np.testing.assert_array_equal(column, expected[name])
 
 
+def test_permute_leaves_the_memory_of_a_kept_slice_of_a_view_alone() -> None:
+    # A slice of a view refers to the view's base, not to the view: the view is not the only user of its memory.
+    columns = {"view": np.arange(6, dtype=np.int64).view(np.int64), "other": np.arange(6, dtype=np.int64) * 10}
+    kept = columns["view"][2:]
+    permute(columns, np.arange(6)[::-1].copy())
+    np.testing.assert_array_equal(kept, [2, 3, 4, 5])
+    np.testing.assert_array_equal(columns["other"], [50, 40, 30, 20, 10, 0])
+
+
 _INTEGER_DTYPES = [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.uint64]
 
 

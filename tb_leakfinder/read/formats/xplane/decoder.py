@@ -108,10 +108,11 @@ def check_host(path: str, events: MemoryEvents, spans: Spans) -> None:
     """Refuses a /host:CPU plane of too many allocators, or of events and host spans on too many threads (both
     decoders): each costs the analysis a pass."""
     limits.check_allocators(len(events.allocator_names), path, beyond_limits)
-    lines = np.concatenate([events.line, spans.line[spans.line >= 0]])
-    # Positions in [0, MAX_LINES) name at most MAX_LINES lines: only others need counting (a sort of every event).
-    if len(lines) and not (int(lines.min()) >= 0 and int(lines.max()) < limits.MAX_LINES):
-        limits.check_lines(len(np.unique(lines)), path, beyond_limits)
+    parts = (events.line, spans.line[spans.line >= 0])
+    # Positions in [0, MAX_LINES) name at most MAX_LINES lines: only others need counting (a sort of every event),
+    # and only then are the parts joined (a copy of a column).
+    if not all(not len(part) or (int(part.min()) >= 0 and int(part.max()) < limits.MAX_LINES) for part in parts):
+        limits.check_lines(len(np.unique(np.concatenate(parts))), path, beyond_limits)
 
 
 def parse_xspace(data: bytes, path: str) -> Message:

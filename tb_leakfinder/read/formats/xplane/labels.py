@@ -111,7 +111,8 @@ def _without_layouts(events: MemoryEvents) -> MemoryEvents:
     """Shapes as the program declares them, without the device layout (which tells apart no buffer a user
     knows), so that `f32[8]{0}` and `f32[8]` are one shape."""
     strings = events.strings
-    if not len(events.shape):
+    # Most profiles have no layout in any string: then no event needs looking at (a count over every event).
+    if not len(events.shape) or not any("{" in text for text in strings):
         return events
     used = np.flatnonzero(np.bincount(events.shape, minlength=len(strings)))
     laid_out = [code for code in used.tolist() if "{" in strings[code]]
@@ -139,7 +140,8 @@ def in_neutral_terms(profile: HostProfile) -> HostProfile:
         # TF's enum is a few small codes: a table indexed by code, not a sort of every event (np.unique), which
         # cost 8% of a cold analysis of a 1M-event profile. Codes spread wider are corrupt: sorted, then.
         dense = hi - lo < DENSE_CODE_SPAN
-        offsets = codes - lo if dense else codes
+        # Offsets made once in numpy's index type: the count and the table's lookup below would each widen them.
+        offsets = np.subtract(codes, lo, dtype=np.intp) if dense else codes
         present = np.flatnonzero(np.bincount(offsets, minlength=hi - lo + 1)) + lo if dense else np.unique(codes)
         index = {s: i for i, s in enumerate(strings)}
         names = []
