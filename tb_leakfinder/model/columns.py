@@ -71,7 +71,8 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
     packed &= np.uint64((1 << bits) - 1)
-    order: np.ndarray = packed.view(np.intp)  # row numbers, in a 64-bit intp as on every platform numpy ships for
+    # Row numbers: the packed keys themselves where numpy's index type is 64 bits wide, a copy where it is narrower.
+    order: np.ndarray = packed.view(np.intp) if np.dtype(np.intp).itemsize == packed.itemsize else packed.astype(np.intp)
     return order
 
 

@@ -31,11 +31,12 @@ from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
+from tb_leakfinder.read.formats.common import compiled
 from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 
 ROOT = Path(__file__).resolve().parents[2]
-PURE_ENV = reader.PURE_PYTHON_ENV
+PURE_ENV = compiled.PURE_PYTHON_ENV
 REQUIRE_SCANNER_ENV = "TB_LEAKFINDER_REQUIRE_SCANNER"  # set by tests/run.sh, which builds the scanner
 # Bounded time: generous enough never to flake on a loaded 2-core CI machine.
 MAX_SECONDS_PER_INPUT = 10.0

@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common import compiled, limits
 from tb_leakfinder.read.formats.torch_trace import reader
-from tb_leakfinder.read.formats.xplane import reader as xplane_reader
 from tb_leakfinder.testing import hostile
 
 # Far more than any of these takes now, far less than what they took before.
@@ -34,7 +33,7 @@ def run_check(path: Path, *more: str, pure: bool = False) -> subprocess.Complete
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
     command = [sys.executable, "-m", "tb_leakfinder.views.cli", "check", str(path), "--no-cache", *more]
-    env = {**os.environ, xplane_reader.PURE_PYTHON_ENV: "1" if pure else "0"}
+    env = {**os.environ, compiled.PURE_PYTHON_ENV: "1" if pure else "0"}
     return subprocess.run(
         command, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, preexec_fn=limit, stdin=subprocess.DEVNULL, env=env
     )

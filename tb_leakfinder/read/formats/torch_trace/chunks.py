@@ -21,8 +21,6 @@ to what `_Scan` makes of an event is a change here too: the tests run every trac
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Callable
 from operator import attrgetter
 from types import ModuleType
@@ -33,7 +31,7 @@ import numpy as np
 from msgspec import UNSET, UnsetType
 
 from tb_leakfinder.model.memory import module_call_name, python_call_name
-from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common import compiled, limits
 from tb_leakfinder.read.formats.torch_trace.reader import (
     _MODULE_CALL,
     _PYTHON_FRAME,
@@ -112,24 +110,18 @@ RECORD = np.dtype(
 )  # fmt: skip
 # Which of them an event gave (and whether `ts`, `dur` were JSON ints), as the scanner sets `flags`.
 TS_GIVEN, TS_INT, DUR_GIVEN, DUR_INT, ARGS_GIVEN, BYTES_GIVEN, ADDR_GIVEN = (1 << k for k in range(7))
-PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"  # as the XSpace reader's: the compiled scanners off
 # Off, runs go to msgspec only: the tests and tools/torch_trace_identity.py compare the paths.
 COMPILED = True
 
-_scanner: ModuleType | None
-try:
-    _scanner = importlib.import_module("tb_leakfinder.read.formats.torch_trace._kineto_scan")
-except ImportError:  # not built (no compiler at install time): msgspec decodes the runs
-    _scanner = None
+# Not built (no compiler at install time): msgspec decodes the runs.
+_scanner = compiled.built("tb_leakfinder.read.formats.torch_trace._kineto_scan")
 if _scanner is not None and (RECORD.itemsize, ADDR_GIVEN) != (_scanner.RECORD_SIZE, _scanner.ADDR_GIVEN):
     _scanner = None  # a build of another revision: msgspec serves (the tests require it rebuilt)
 
 
 def compiled_scanner() -> ModuleType | None:
     """The compiled scanner module, or None when it is not built, COMPILED is off or TB_LEAKFINDER_PURE_PYTHON=1."""
-    if not COMPILED or os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes"):
-        return None
-    return _scanner
+    return None if not COMPILED or compiled.pure_python() else _scanner
 
 
 _TIME = attrgetter("ts")

@@ -9,7 +9,6 @@ TB_LEAKFINDER_PURE_PYTHON=1 asks for the reference decoder.
 
 from __future__ import annotations
 
-import importlib
 import os
 from types import ModuleType
 from typing import Any
@@ -19,18 +18,13 @@ import numpy as np
 from tb_leakfinder.model.columns import permute, stable_argsort
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common import compiled, limits
 from tb_leakfinder.read.formats.common import rows as model_rows
 from tb_leakfinder.read.formats.xplane import clock, decoder, hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 
-_scanner: ModuleType | None
-try:
-    _scanner = importlib.import_module("tb_leakfinder.read.formats.xplane._xspace_scan")
-except ImportError:  # not built (no compiler at install time): the reference decoder serves
-    _scanner = None
-
-PURE_PYTHON_ENV = "TB_LEAKFINDER_PURE_PYTHON"
+# Not built (no compiler at install time): the reference decoder serves.
+_scanner = compiled.built("tb_leakfinder.read.formats.xplane._xspace_scan")
 
 # Profiles larger than this are refused rather than read into memory.
 MAX_FILE_BYTES = 4 << 30
@@ -56,9 +50,7 @@ SCAN_THREADS = min(os.cpu_count() or 1, 4)
 
 def compiled_scanner() -> ModuleType | None:
     """The compiled scanner module, or None when it is not built or TB_LEAKFINDER_PURE_PYTHON=1."""
-    if os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes"):
-        return None
-    return _scanner
+    return None if compiled.pure_python() else _scanner
 
 
 def read_host(path: str, host: str) -> HostProfile:

@@ -16,6 +16,7 @@ import pytest
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
+from tb_leakfinder.read.formats.common import compiled
 from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream
 from tests.support.fuzzing import REQUIRE_SCANNER_ENV, ROOT
 from tests.unit.read.formats.torch_trace.test_real_traces import QWEN, RESNET
@@ -213,9 +214,9 @@ def test_kinds_and_shapes_forgotten_when_too_many_read_alike(tmp_path, monkeypat
 
 def test_the_compiled_path_is_off_with_pure_python_or_compiled_off(monkeypatch):
     assert chunks.compiled_scanner() is chunks._scanner
-    monkeypatch.setenv(chunks.PURE_PYTHON_ENV, "1")
+    monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "1")
     assert chunks.compiled_scanner() is None
-    monkeypatch.delenv(chunks.PURE_PYTHON_ENV)
+    monkeypatch.delenv(compiled.PURE_PYTHON_ENV)
     monkeypatch.setattr(chunks, "COMPILED", False)
     assert chunks.compiled_scanner() is None
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tb_leakfinder.read.formats.common import compiled
 from tb_leakfinder.read.formats.xplane import clock, reader
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.support.demo import DEMO_LOGS
@@ -26,7 +27,7 @@ def test_a_real_capture_starts_when_its_events_do(path, monkeypatch):
     here): the profile's own start is within a second of it. The shared JAX GPU sessions carry other names."""
     data = path.read_bytes()
     fast = reader.read_host(str(path), "h").start_time_ns
-    monkeypatch.setenv(reader.PURE_PYTHON_ENV, "1")
+    monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "1")
     assert reader.read_host(str(path), "h").start_time_ns == fast
     assert fast is not None and fast >= clock.profile_start_ns(data)  # its first line begins a few µs after the start
     assert fast - clock.profile_start_ns(data) < 1_000_000

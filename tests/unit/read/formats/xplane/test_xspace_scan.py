@@ -37,7 +37,7 @@ from tb_leakfinder.model.memory import (
     HostProfile,
 )
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read.formats.common import compiled, limits
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
@@ -142,12 +142,12 @@ def decode_both(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[HostProfi
     """Each decoder's HostProfile, or its LeakfinderError message."""
     out = []
     for pure in ("", "1"):
-        monkeypatch.setenv(reader.PURE_PYTHON_ENV, pure)
+        monkeypatch.setenv(compiled.PURE_PYTHON_ENV, pure)
         try:
             out.append(reader.decode(data, "host0", PATH))
         except LeakfinderError as exc:
             out.append(exc.message)
-    monkeypatch.delenv(reader.PURE_PYTHON_ENV)
+    monkeypatch.delenv(compiled.PURE_PYTHON_ENV)
     return out[0], out[1]
 
 
@@ -210,9 +210,9 @@ def test_every_string_and_message_field_of_the_schema_is_walked():
 
 
 def test_pure_python_env_forces_the_reference_decoder(monkeypatch):
-    monkeypatch.setenv(reader.PURE_PYTHON_ENV, "1")
+    monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "1")
     assert reader.compiled_scanner() is None
-    monkeypatch.setenv(reader.PURE_PYTHON_ENV, "0")
+    monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "0")
     assert reader.compiled_scanner() is scanner
 
 
