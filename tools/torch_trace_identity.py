@@ -1,12 +1,12 @@
 """Show that the PyTorch trace reader's three paths, and the reader of another revision, read traces alike.
 
 The corpus: the real traces of ../shared/profiles/torch, and traces written here: the benchmark's synthesized
-trace (small), the tests' training loop, and each of them gzipped, re-spaced and with integer times. Each trace is
-read four ways: with runs of events scanned by the compiled scanner (`_kineto_scan.c`, when built), with runs
-decoded by msgspec (`chunks.COMPILED` off), one event at a time (`reader.CHUNKED` off: the reader without msgspec),
-and by the reader of `--against` (default HEAD) loaded from git. Compared: every column of the events, spans and
-steps, the duration, start, warnings, allocators and step marker, and the report JSON the plugin serves for the
-host.
+trace (small), the tests' training loop, each of them gzipped, and the first re-spaced, with integer times and with
+names past ASCII. Each trace is read four ways: with runs of events scanned by the compiled scanner
+(`_kineto_scan.c`, when built), with runs decoded by msgspec (`chunks.COMPILED` off), one event at a time
+(`reader.CHUNKED` off: the reader without msgspec), and by the reader of `--against` (default HEAD) loaded from
+git. Compared: every column of the events, spans and steps, the duration, start, warnings, allocators and step
+marker, and the report JSON the plugin serves for the host.
 
     python tools/torch_trace_identity.py                  # against HEAD's reader
     python tools/torch_trace_identity.py --against main
@@ -82,7 +82,9 @@ def corpus(tmp: Path) -> list[Path]:
     spaced.write_text(text.replace(",\n", " ,\n\t").replace('": ', '":'))
     integers = tmp / "integers.pt.trace.json"
     integers.write_text(re.sub(r'"(ts|dur)": (\d+)\.\d+', r'"\1": \2', text))
-    written = [bench, built, spaced, integers]
+    unicode = tmp / "unicode.pt.trace.json"
+    unicode.write_text(text.replace('"aten::', '"aten::ñ✓'), "utf-8")
+    written = [bench, built, spaced, integers, unicode]
     for path in written[:2]:
         packed = path.with_name(path.name + ".gz")
         packed.write_bytes(gzip.compress(path.read_bytes()))

@@ -3,13 +3,15 @@
 Runs of events as Kineto writes them (the tests' training loop, the benchmark's events, metadata, odd values) are
 cut, spliced and mutated: truncations, stray structural characters, deep nesting, numbers of every form and size,
 escapes (valid, invalid, lone surrogates), NaN and Infinity, duplicate keys, control and non-ASCII characters.
-Each run is scanned from a random place in a longer text; the scanner must neither crash nor read outside it, and
+Each run is scanned from a random place in a longer text (a run past ASCII from its UTF-8 bytes, as the reader
+hands it over); the scanner must neither crash nor read outside it, and
 whatever it takes must be what msgspec decodes from the same text, field for field: it gives a run up (None)
 rather than read it otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -134,6 +136,11 @@ def test_the_scanner_takes_runs_as_msgspec_decodes_them_or_gives_them_up():
         text = before + run + after
         scanner = chunks._scanner.Scanner()
         found = scanner.scan(text, len(before), len(before) + len(run))
+        if not run.isascii():
+            assert found is None, f"#{i}: a str past ASCII taken"
+            with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate: left to msgspec
+                head, body = before.encode(), run.encode()
+                found = scanner.scan(head + body + after.encode(), len(head), len(head) + len(body))
         if found is None:
             given_up += 1
             continue
@@ -158,6 +165,21 @@ def test_the_scanner_reads_only_between_start_and_end():
     for start, end in ((-1, 3), (0, len(text) + 1), (5, 4)):
         with pytest.raises(IndexError):
             scanner.scan(text, start, end)
+
+
+def test_bytes_are_read_only_when_they_are_utf8_as_python_decodes_it():
+    scanner = chunks._scanner.Scanner()
+    event = json.dumps(complete("aten::mm_é", 1.0, 2.0), ensure_ascii=False).encode()
+    found = scanner.scan(event, 0, len(event))
+    assert found is not None and found[1][0][1] == "aten::mm_é"
+    for bad in (b"\xff", b"\xc3", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"):  # cut, overlong, surrogate, past U+10FFFF
+        wrong = event.replace("é".encode(), bad)
+        assert scanner.scan(wrong, 0, len(wrong)) is None, bad
+        skipped = event.replace(b'"args": {', b'"args": {"note": "' + bad + b'", ')
+        assert scanner.scan(skipped, 0, len(skipped)) is None, bad
+    assert scanner.scan(b"x" + event + b"\xff", 1, 1 + len(event)) is not None  # only text[start:end] is checked
+    with pytest.raises(TypeError):
+        scanner.scan(bytearray(event), 0, len(event))
 
 
 def test_times_are_the_floats_and_ints_python_makes_of_their_text():

@@ -1,7 +1,8 @@
 /* A compiled scanner of runs of PyTorch trace events (Kineto's Chrome trace JSON), for chunks.py.
  *
  * `Scanner.scan(text, start, end)` reads text[start:end], a run of events (JSON objects, comma separated), straight
- * from the window's str (an ASCII str's data is its UTF-8) and gives back one fixed-size record per event: the
+ * from the window's str (an ASCII str's data is its UTF-8), or from a run's UTF-8 bytes when it holds other characters
+ * (chunks.py encodes such a run), and gives back one fixed-size record per event: the
  * C numbers of its (ph, name, cat, pid, tid) kind and of its (`Input Dims`, `Input type`) shape text, `ts` and
  * `dur` as Python's float() and int() give them (whether each was a JSON int is kept: the reader keeps the number
  * itself for the earliest and latest times), and the memory figures of `args`. Kinds and shapes are interned in
@@ -11,8 +12,8 @@
  * The scanner takes only what it is sure of: a string with an escape in a field it keeps, a null, a bool or a
  * number of another form than the one msgspec's `Event`/`Args` accept, a duplicate key, a number too long to
  * convert here, NaN, Infinity or one beyond a double, a lone surrogate escape, nesting deeper than MAX_DEPTH, JSON
- * that is not well formed, an event that is not an object or a str that is not ASCII (chunks.py slices such a
- * window's runs) make it give the whole run up (None) before anything reaches Python; the run then goes to the
+ * that is not well formed, an event that is not an object, a str that is not ASCII or bytes that are not UTF-8 as
+ * Python's strict codec takes it make it give the whole run up (None) before anything reaches Python; the run then goes to the
  * msgspec path and from there, if need be, one event at a time. Every value it skips is still checked to be JSON
  * the json module takes. Every read is bounds-checked against `end`; recursion is bounded by MAX_DEPTH.
  */
@@ -190,7 +191,8 @@ static const char *string_end(const char *p, const char *e, int *escaped) {
     for (p++; p < e; p++) {
         unsigned char c = (unsigned char)*p;
         if (c == '"') return p + 1;
-        if (c < 0x20 || c >= 0x80) return NULL;
+        /* A byte past ASCII comes only in UTF-8 checked whole by Scanner_scan, and is never '"' nor '\\'. */
+        if (c < 0x20) return NULL;
         if (c == '\\') {
             *escaped = 1;
             if (e - p < 2) return NULL;
@@ -599,14 +601,30 @@ static Py_ssize_t intern_shape(Scanner *s, const Field *fields) {
 static PyObject *Scanner_scan(Scanner *s, PyObject *args) {
     PyObject *text;
     Py_ssize_t start, end;
-    if (!PyArg_ParseTuple(args, "Unn", &text, &start, &end)) return NULL;
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    if (!PyArg_ParseTuple(args, "Onn", &text, &start, &end)) return NULL;
+    int is_str = PyUnicode_Check(text);
+    if (!is_str && !PyBytes_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "scan: text must be a str or bytes");
+        return NULL;
+    }
+    Py_ssize_t length = is_str ? PyUnicode_GET_LENGTH(text) : PyBytes_GET_SIZE(text);
     if (start < 0 || end > length || start > end) {
         PyErr_SetString(PyExc_IndexError, "scan: start and end must lie within the text");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
-    const char *data = (const char *)PyUnicode_DATA(text);
+    if (is_str && !PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
+    const char *data = is_str ? (const char *)PyUnicode_DATA(text) : PyBytes_AS_STRING(text);
+    if (!is_str) {
+        /* Checked as the strict codec checks it (no surrogates, no overlong forms): a kept str is then made from
+         * its bytes exactly, and a skipped one holds nothing msgspec would refuse. */
+        PyObject *checked = PyUnicode_DecodeUTF8(data + start, end - start, "strict");
+        if (!checked) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) return NULL;
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(checked);
+    }
     const char *p = ws(data + start, data + end), *e = data + end;
     Py_ssize_t n = 0;
     Field fields[N_FIELDS];
@@ -680,7 +698,7 @@ static PyObject *Scanner_held(Scanner *s, void *closure) {
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(text, start, end) -> (records, new_kinds, new_shapes) or None: the events of text[start:end] (JSON objects,\n"
-     "comma separated) as RECORD_SIZE-byte records, and the (ph, name, cat, pid, tid) tuples and (Input Dims, Input\n"
+     "comma separated; text an ASCII str, or UTF-8 bytes) as RECORD_SIZE-byte records, and the (ph, name, cat, pid, tid) tuples and (Input Dims, Input\n"
      "type) raw bytes first met since the last run handed back, numbered in order from 0 across runs; None when the\n"
      "run holds anything the scanner does not take exactly (nothing is handed back then)."},
     {NULL, NULL, 0, NULL}};

@@ -128,6 +128,27 @@ _TIME = attrgetter("ts")
 _BYTES, _DEVICE_TYPE, _DEVICE_ID, _ADDR, _TOTAL = map(attrgetter, ("nbytes", "device_type", "device_id", "addr", "total"))
 
 
+def _scan(scanner: Any, text: str, start: int, end: int) -> tuple[bytes, list[Any], list[Any]] | None:
+    """The compiled scanner's reading of text[start:end], or None when it gives the run up.
+
+    It reads a str's data only when the str is ASCII: a window with a character past it anywhere is sliced, and
+    the run, most often ASCII itself, read from its copy, else from its UTF-8 (which a lone surrogate, let
+    through by the file's decoder, cannot be: such a run is left to msgspec).
+    """
+    if text.isascii():
+        found: tuple[bytes, list[Any], list[Any]] | None = scanner.scan(text, start, end)
+        return found
+    run = text[start:end]
+    if run.isascii():
+        return _scan(scanner, run, 0, len(run))
+    try:
+        data = run.encode()
+    except UnicodeEncodeError:
+        return None
+    found = scanner.scan(data, 0, len(data))
+    return found
+
+
 def decode(text: str) -> list[Event] | None:
     """The events of `text` (elements of the array, comma separated), or None when msgspec refuses them."""
     try:
@@ -248,11 +269,7 @@ class Chunks:
         held = (0, 0) if self.scanner is None else self.scanner.held
         if max(len(self.kinds), len(self.shapes), held[0]) >= MAX_CACHED or held[1] >= MAX_HELD_BYTES:
             self._fresh()
-        if self.scanner is not None and not text.isascii():
-            # The scanner reads ASCII text only: a window with a character past it anywhere is sliced, and the
-            # run, most often ASCII itself, scanned from its copy.
-            text, start, end = text[start:end], 0, end - start
-        if self.scanner is not None and (found := self.scanner.scan(text, start, end)) is not None:
+        if self.scanner is not None and (found := _scan(self.scanner, text, start, end)) is not None:
             records = np.frombuffer(found[0], RECORD)
             self._learn(found[1], found[2])
             self._count(len(records))

@@ -221,23 +221,31 @@ def test_the_compiled_path_is_off_with_pure_python_or_compiled_off(monkeypatch):
     assert chunks.compiled_scanner() is None
 
 
-def test_runs_of_a_window_with_a_character_past_ascii_read_alike(tmp_path, monkeypatch):
-    """The scanner reads ASCII only: a window holding one other character has its runs scanned from their own
-    copies, and the run that holds it decoded by msgspec."""
+def test_runs_holding_characters_past_ascii_read_alike(tmp_path, monkeypatch):
+    """The scanner reads a run holding other characters from its UTF-8, its names and shapes included; a run holding
+    a lone surrogate (which the file's decoder lets through) is left to msgspec."""
     events = training(steps=30)
     events[40]["args"]["note"] = "naïve ✓"
     events[41]["name"] = "aten::mm_é"
+    events[41]["args"]["Input type"] = ["float", "ünïcode"]
+    events[91]["cat"] = "cpu_op 🔥"
+    events[120]["name"] = "SURROGATE"
     path = write(tmp_path / "u.pt.trace.json", events)
-    path.write_text(path.read_text().replace("\\u00ef", "ï").replace("\\u2713", "✓").replace("\\u00e9", "é"), "utf-8")
+    text = path.read_text().replace("\\u00ef", "ï").replace("\\u2713", "✓").replace("\\u00e9", "é").replace("\\u00fc", "ü")
+    text = text.replace("\\ud83d\\udd25", "🔥")
+    path.write_bytes(text.encode().replace(b"SURROGATE", b"\xed\xa0\x80"))
     monkeypatch.setattr(stream, "CHUNK_CHARS", 1000)
-    taken_by_scanner: list[int] = []
-    add = chunks.Chunks._add_records
+    scanned: list[tuple[bool, bool]] = []  # per run the compiled path met: (ASCII, taken)
+    scan = chunks._scan
 
-    def counting(self: chunks.Chunks, records: np.ndarray) -> bool:
-        taken_by_scanner.append(len(records))
-        return add(self, records)
+    def recording(scanner: object, text: str, start: int, end: int) -> object:
+        found = scan(scanner, text, start, end)
+        scanned.append((text[start:end].isascii(), found is not None))
+        return found
 
-    monkeypatch.setattr(chunks.Chunks, "_add_records", counting)
-    _, taken = _both(path, monkeypatch)
+    monkeypatch.setattr(chunks, "_scan", recording)
+    parts, _ = _both(path, monkeypatch)
+    assert {"aten::mm_é", "float[64,64], ünïcode[64,64]"} <= set(parts["events.strings"])
     if chunks._scanner is not None:
-        assert not path.read_text("utf-8").isascii() and 0 < len(taken_by_scanner) < len(taken)
+        assert scanned.count((False, True)) >= 2 and scanned.count((False, False)) == 1  # the surrogate's run
+        assert all(taken for ascii_only, taken in scanned if ascii_only)
