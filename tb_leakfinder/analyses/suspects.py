@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.steps import step_position
+from tb_leakfinder.analyses.steps import edges_at_or_before, step_position
 from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import Steps
@@ -152,11 +152,12 @@ def _live_boundaries(buffers: Buffers, boundary: np.ndarray) -> tuple[np.ndarray
     if len(boundary) == 0:
         zeros = np.zeros(len(buffers), np.int64)
         return zeros, zeros
-    made, gone = _times(buffers, np.arange(len(buffers)))
-    return np.searchsorted(boundary, made, side="right"), np.searchsorted(boundary, gone, side="right")
+    made, gone = _times(buffers, slice(None))
+    # Buffers are in order of allocation: their times of making are in order, their times of freeing not.
+    return edges_at_or_before(boundary, made), np.searchsorted(boundary, gone, side="right")
 
 
-def _times(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _times(buffers: Buffers, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
     """When each buffer of `rows` was made and freed; before the window and never freed lie at the int64 ends."""
     lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     status = buffers.status[rows]
