@@ -152,12 +152,18 @@ def _live_boundaries(buffers: Buffers, boundary: np.ndarray) -> tuple[np.ndarray
     if len(boundary) == 0:
         zeros = np.zeros(len(buffers), np.int64)
         return zeros, zeros
-    made, gone = _times(buffers, slice(None))
-    # Buffers are in order of allocation: their times of making are in order, their times of freeing not.
-    return edges_at_or_before(boundary, made), np.searchsorted(boundary, gone, side="right")
+    # As `_times` gives them, without its two columns of times: the buffers before the window and those never
+    # freed are set apart after the search. Buffers are in order of allocation: their allocation times are in
+    # order, their free times not.
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    first = edges_at_or_before(boundary, buffers.alloc_time_ps)
+    first[buffers.status == BEFORE_WINDOW] = np.searchsorted(boundary, lowest, side="right")
+    end = np.searchsorted(boundary, buffers.free_time_ps, side="right")
+    end[buffers.status == NEVER_FREED] = np.searchsorted(boundary, highest, side="right")
+    return first, end
 
 
-def _times(buffers: Buffers, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+def _times(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """When each buffer of `rows` was made and freed; before the window and never freed lie at the int64 ends."""
     lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     status = buffers.status[rows]
