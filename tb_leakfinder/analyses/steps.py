@@ -36,7 +36,8 @@ def containing_step(time_ps: np.ndarray, steps: Steps, dtype: type = np.int64) -
 
 def edges_at_or_before(edges: np.ndarray, times: np.ndarray) -> np.ndarray:
     """`np.searchsorted(edges, times, side="right")` as int64: how many of the sorted `edges` lie at or before each
-    time. Times in order (a stream of events, buffers by allocation) take one search per edge, not one per time."""
+    time. Times in order (a stream of events, buffers by allocation) that outnumber the edges take one search per
+    edge, not one per time."""
     if len(edges) and len(times) > len(edges) and _ascending(times) and _ascending(edges):
         enter = np.searchsorted(times, edges, side="left")  # the first time at or after each edge
         return np.repeat(np.arange(len(edges) + 1, dtype=np.int64), np.diff(enter, prepend=0, append=len(times)))
