@@ -9,7 +9,7 @@ import numpy as np
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.analyses.words import short_program_ids
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
-from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
+from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES, Buffers
 
 SORT_KEYS = ("bytes", "alloc_time_ps", "free_time_ps", "lifetime_ps", "op")
 ORDERS = ("asc", "desc")
@@ -53,26 +53,28 @@ def query_buffers(
         raise BadArgumentError(f"order must be asc or desc, not {order!r}")
     if offset < 0 or not 1 <= limit <= MAX_PAGE:
         raise BadArgumentError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE}")
-    mask = np.ones(len(b), bool)
+    # No mask while nothing filters (the first page of a table): no copy of the column sorted by.
+    mask: np.ndarray | None = None
     if family is not None:
         check_family(a, family)
-        mask &= a.suspects.never_freed_family == family
+        mask = _narrowed(mask, a.suspects.never_freed_family == family)
     if status is not None:
         if status not in STATUS_NAMES:
             raise BadArgumentError(f"status must be one of {', '.join(STATUS_NAMES)}, not {status!r}")
-        mask &= b.status == STATUS_NAMES.index(status)
+        mask = _narrowed(mask, b.status == STATUS_NAMES.index(status))
     if program is not None:
         sites = [i for i, s in enumerate(a.sites) if s.program == program and allocation in (None, s.allocation)]
-        mask &= np.isin(b.site, sites)
+        mask = _narrowed(mask, np.isin(b.site, sites))
     elif allocation is not None:
         raise BadArgumentError("allocation is a program's buffer allocation: give the program too")
-    end_time = np.where(b.free_time_ps == NO_TIME, np.iinfo(np.int64).max, b.free_time_ps)
     if start_ps is not None:
-        mask &= end_time >= start_ps
+        mask = _narrowed(mask, _end_times(b) >= start_ps)
     if end_ps is not None:
-        mask &= b.alloc_time_ps <= end_ps
-    rows = np.flatnonzero(mask)
+        mask = _narrowed(mask, b.alloc_time_ps <= end_ps)
+    rows = np.flatnonzero(mask) if mask is not None else None
+    total = len(b) if rows is None else len(rows)
     if sort == "op":
+        rows = np.arange(len(b)) if rows is None else rows
         # By the op as the route writes it (a long program id cut short), so that a page sorts as it reads.
         labels = {op: short_program_ids(a.events.strings[op]) for op in np.unique(b.op[rows]).tolist()}
         key = np.array([labels[i] for i in b.op[rows].tolist()], dtype=object) if len(rows) else rows
@@ -80,14 +82,31 @@ def query_buffers(
         if order == "desc":
             ranked = ranked[::-1]
     else:
-        values = {
-            "bytes": b.chunk_bytes,
-            "alloc_time_ps": b.alloc_time_ps,
-            "free_time_ps": end_time,
-            "lifetime_ps": end_time - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps),
-        }[sort][rows]
-        ranked = rows[_first_ranks(values, offset + limit, order == "desc")]
-    return BufferPage(len(rows), offset, limit, ranked[offset : offset + limit])
+        if sort == "bytes":
+            column = b.chunk_bytes
+        elif sort == "alloc_time_ps":
+            column = b.alloc_time_ps
+        elif sort == "free_time_ps":
+            column = _end_times(b)
+        else:
+            column = _end_times(b) - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps)
+        ranks = _first_ranks(column if rows is None else column[rows], offset + limit, order == "desc")
+        ranked = ranks if rows is None else rows[ranks]
+    return BufferPage(total, offset, limit, ranked[offset : offset + limit])
+
+
+def _end_times(b: Buffers) -> np.ndarray:
+    """When each buffer was freed, the latest time for those never freed."""
+    ends: np.ndarray = np.where(b.free_time_ps == NO_TIME, np.iinfo(np.int64).max, b.free_time_ps)
+    return ends
+
+
+def _narrowed(mask: np.ndarray | None, keep: np.ndarray) -> np.ndarray:
+    """`mask` (None: every buffer) and `keep`."""
+    if mask is None:
+        return keep
+    mask &= keep
+    return mask
 
 
 def _first_ranks(values: np.ndarray, count: int, descending: bool) -> np.ndarray:

@@ -72,8 +72,10 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
         return None
     share = float(events.fragmentation[peak_event])
     free = int(events.free_bytes[peak_event])
+    if share < HIGH_FRAGMENTATION or free <= 0:
+        return None
     allocations = events.chunk_bytes[events.kind == ALLOC]
-    if share < HIGH_FRAGMENTATION or free <= 0 or len(allocations) == 0:
+    if len(allocations) == 0:
         return None
     largest_block = (1 - share) * free
     largest_buffer = int(np.max(allocations))

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_leakfinder.model.columns import sorted_distinct
+
 # How many points a chart may ask for (the `points` argument of the timeline and module routes).
 MIN_POINTS = 8
 DEFAULT_POINTS = 1000
 MAX_POINTS = 20000
+# Samples looked at together when finding each bucket's extremes: a temporary of this size stays in cache.
+BLOCK = 1 << 16
 
 
 def downsample(x: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
-    """Indices of at most `points` (>= MIN_POINTS) samples of a series sorted by `x`, in order.
+    """Indices of at most `points` (>= MIN_POINTS) samples of a series of integers sorted by `x`, in order.
 
     `x` is split into equal buckets; each keeps its first, last, minimum and
     maximum sample, and the first global maximum is always kept, so the peak
@@ -42,10 +46,29 @@ def downsample(x: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
         searching = lo < hi
         hi = np.where(searching & reached, mid, hi)
         lo = np.where(searching & ~reached, mid + 1, lo)
-    starts = np.unique(np.concatenate([[0], lo[lo < n]]))
+    starts = sorted_distinct(np.concatenate([[0], lo[lo < n]]))
     ends = np.r_[starts[1:], n] - 1
-    # First index of each run's extreme (argmax/argmin return the first).
-    runs = list(zip(starts.tolist(), ends.tolist(), strict=True))
-    highs = np.asarray([s + int(np.argmax(values[s : e + 1])) for s, e in runs], np.int64)
-    lows = np.asarray([s + int(np.argmin(values[s : e + 1])) for s, e in runs], np.int64)
-    return np.unique(np.concatenate([starts, ends, highs, lows, [int(np.argmax(values))]]))
+    return sorted_distinct(
+        np.concatenate(
+            [starts, ends, _first_at(values, starts, np.maximum), _first_at(values, starts, np.minimum), [int(np.argmax(values))]]
+        )
+    )
+
+
+def _first_at(values: np.ndarray, starts: np.ndarray, extreme: np.ufunc) -> np.ndarray:
+    """The first index of each run's extreme (runs begin at `starts`), as argmax/argmin give it: one pass for the
+    extremes and one to find them, not a call per run. Runs are looked at in blocks of about BLOCK samples, so
+    that a large series needs no temporaries its size."""
+    extremes = extreme.reduceat(values, starts)
+    bounds = np.append(starts, len(values))
+    first = np.empty(len(starts), np.int64)
+    run = 0
+    while run < len(starts):
+        # The runs that start within BLOCK samples of this one (at least this one).
+        end = max(run + 1, int(np.searchsorted(bounds, bounds[run] + BLOCK, side="right")) - 1)
+        lo, hi = int(bounds[run]), int(bounds[end])
+        hits = lo + np.flatnonzero(values[lo:hi] == np.repeat(extremes[run:end], np.diff(bounds[run : end + 1])))
+        # Every run holds its own extreme, so the first hit at or after its start is inside it.
+        first[run:end] = hits[np.searchsorted(hits, bounds[run:end])]
+        run = end
+    return first

@@ -34,26 +34,33 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
     kind, time_ps = events.kind, events.time_ps
     by_address = stable_argsort(events.addr)  # by address, then time order
     addresses = events.addr[by_address]
-    same = addresses[1:] == addresses[:-1]
+    same = addresses[1:] == addresses[:-1]  # in address order: each event and the next at one address
     del addresses
-    earlier, later = by_address[:-1][same], by_address[1:][same]  # consecutive events at one address
-    del same
     is_free = kind == FREE
-    unmatched = int(np.count_nonzero(is_free[earlier] & is_free[later]))  # a free of an address already freed
-    first_at_address = np.ones(n, bool)
-    first_at_address[later] = False
-    following = np.full(n, -1, np.int64)
-    following[earlier] = later
-    del earlier, later  # the analysis of a large profile holds its events: temporaries go as soon as they served
+    free_in_order = is_free[by_address]
+    unmatched = int(np.count_nonzero(same & free_in_order[:-1] & free_in_order[1:]))  # a free of an address already freed
+    # The first event at each address, where it is a free: a buffer allocated before the window.
+    opens = free_in_order
+    opens[1:] &= ~same
+    first_free = np.zeros(n, bool)
+    first_free[by_address[opens]] = True
+    del free_in_order, opens
+    before = np.flatnonzero(first_free)
+    del first_free
+    # The next event at the same address, -1 at an address's last: written in address order, then put in time order.
+    next_in_order = np.full(n, -1, np.intp)
+    np.copyto(next_in_order[:-1], by_address[1:], where=same)
+    del same
+    following = np.empty(n, np.intp)
+    following[by_address] = next_in_order
+    del next_in_order  # the analysis of a large profile holds its events: temporaries go as soon as they served
 
     # Built in time order: the buffers allocated before the window, then one per allocation.
     allocs = np.flatnonzero(kind == ALLOC)
-    before = np.flatnonzero(is_free & first_at_address)
-    del first_at_address
     after = following[allocs]  # the next event at the address: its free, or its reuse
     del following
     ended = after >= 0
-    after_or_0 = np.where(ended, after, 0)
+    after_or_0 = np.maximum(after, 0)
     freed = ended & is_free[after_or_0]
     del is_free
     nb = len(before)
@@ -66,35 +73,47 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
     free_time = np.concatenate([time_ps[before], np.where(ended, time_ps[after_or_0], NO_TIME)])
     status = np.concatenate([np.full(nb, BEFORE_WINDOW, np.int8), np.where(ended, FREED, NEVER_FREED).astype(np.int8)])
     source = np.concatenate([before, allocs])
-    reorder = _time_order(time_ps, by_address, allocs, before, ended, freed, alloc_time, free_time)
+    # Each buffer's steps are its events': the events' steps are found once, in time order.
+    event_step = containing_step(time_ps, steps, np.int32)
+    alloc_step = np.concatenate([np.full(nb, -1, np.int32), event_step[allocs]])
+    free_step = np.where(free_time != NO_TIME, np.concatenate([event_step[before], event_step[after_or_0]]), -1)
+    del event_step
+    reorder = _time_order(n, by_address, allocs, before, ended, freed, alloc_time, free_time)
     del by_address, after, after_or_0
     if reorder is not None:
-        alloc_event, free_event, alloc_time, free_time, status, source = (
-            column[reorder] for column in (alloc_event, free_event, alloc_time, free_time, status, source)
+        alloc_event, free_event, alloc_time, free_time, status, source, alloc_step, free_step = (
+            column[reorder] for column in (alloc_event, free_event, alloc_time, free_time, status, source, alloc_step, free_step)
         )
-    allocated = alloc_event >= 0
+    # A buffer allocated before the window has no op, shape, dtype, region or site.
+    unallocated = np.flatnonzero(alloc_event < 0)
+
+    def made(column: np.ndarray) -> np.ndarray:
+        values: np.ndarray = column[source]
+        values[unallocated] = 0
+        return values
+
     buffers = Buffers(
         alloc_event=alloc_event,
         free_event=free_event,
         alloc_time_ps=alloc_time,
         free_time_ps=free_time,
-        alloc_step=np.where(allocated, containing_step(alloc_time, steps), -1).astype(np.int32),
-        free_step=np.where(free_time != NO_TIME, containing_step(free_time, steps), -1).astype(np.int32),
+        alloc_step=alloc_step,
+        free_step=free_step,
         addr=events.addr[source],
         requested_bytes=events.requested_bytes[source],
         chunk_bytes=events.chunk_bytes[source],
-        op=np.where(allocated, events.op[source], 0).astype(events.op.dtype),
-        shape=np.where(allocated, events.shape[source], 0).astype(events.shape.dtype),
-        dtype=np.where(allocated, events.dtype[source], 0).astype(events.dtype.dtype),
-        region=np.where(allocated, events.region[source], 0).astype(events.region.dtype),
+        op=made(events.op),
+        shape=made(events.shape),
+        dtype=made(events.dtype),
+        region=made(events.region),
         status=status,
-        site=np.where(allocated, site[source], 0).astype(np.int32) if site is not None else np.zeros(len(status), np.int32),
+        site=made(site).astype(np.int32, copy=False) if site is not None else np.zeros(len(status), np.int32),
     )
     return Pairing(buffers, int(np.count_nonzero(ended & ~freed)), unmatched)
 
 
 def _time_order(
-    time_ps: np.ndarray,
+    n: int,
     by_address: np.ndarray,
     allocs: np.ndarray,
     before: np.ndarray,
@@ -106,15 +125,14 @@ def _time_order(
     """The permutation that puts buffers built in time order into (allocation time, free time) order, ties
     kept as pairing by address lists them; None when they are in that order already (no two allocations at
     one time, none before the profile's start, no two frees of before-window buffers at one time)."""
-    alloc_times = time_ps[allocs]
-    before_times = time_ps[before]
+    alloc_times = alloc_time[len(before) :]
+    before_times = free_time[: len(before)]
     if (
         not np.any(alloc_times[1:] <= alloc_times[:-1])
         and not (len(alloc_times) and alloc_times[0] <= NO_TIME)
         and not np.any(before_times[1:] == before_times[:-1])
     ):
         return None
-    n = len(time_ps)
     position = np.empty(n, np.int64)  # each event's place in address order
     position[by_address] = np.arange(n)
     # Pairing by address lists paired buffers, then reused, then never freed, then before the window.

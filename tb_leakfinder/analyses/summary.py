@@ -10,6 +10,9 @@ from tb_leakfinder.analyses.steps import containing_step
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import ALLOC, FREE, MemoryEvents, Steps
 
+# Events summed together when finding the peak.
+PEAK_BLOCK = 1 << 16
+
 
 @dataclass
 class Summary:
@@ -78,14 +81,24 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
 
 
 def peak_event(events: MemoryEvents) -> int:
-    """The event at which stack reserved + heap is highest, the last of equals, as XProf's memory profile picks it.
+    """The event at which stack reserved + heap is highest, the last of equals, as XProf's memory profile picks it
+    (-1 without events).
 
     XProf keeps the last event whose total is at least the highest so far, in
     the file's order of lines; here ties go to the latest in time. The two
     differ only when equal peaks fall on different threads' lines.
     """
-    total = events.heap_bytes + events.stack_bytes
-    return len(total) - 1 - int(np.argmax(total[::-1]))
+    heap, stack = events.heap_bytes, events.stack_bytes
+    # Summed a block at a time into one buffer that stays in cache: a sum of the whole stream would be a column of
+    # fresh pages, and its reversed view another copy.
+    total = np.empty(min(len(heap), PEAK_BLOCK), np.result_type(heap, stack))
+    highest, peak = None, -1
+    for lo in range(0, len(heap), PEAK_BLOCK):
+        block = np.add(heap[lo : lo + PEAK_BLOCK], stack[lo : lo + PEAK_BLOCK], out=total[: min(PEAK_BLOCK, len(heap) - lo)])
+        top = block.max()
+        if highest is None or top >= highest:
+            highest, peak = top, lo + len(block) - 1 - int(np.argmax(block[::-1]))
+    return peak
 
 
 def heap_growth_per_step(events: MemoryEvents, steps: Steps) -> float:

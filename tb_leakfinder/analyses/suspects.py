@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.steps import step_position
+from tb_leakfinder.analyses.steps import edges_at_or_before, step_position
 from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import Steps
@@ -152,8 +152,15 @@ def _live_boundaries(buffers: Buffers, boundary: np.ndarray) -> tuple[np.ndarray
     if len(boundary) == 0:
         zeros = np.zeros(len(buffers), np.int64)
         return zeros, zeros
-    made, gone = _times(buffers, np.arange(len(buffers)))
-    return np.searchsorted(boundary, made, side="right"), np.searchsorted(boundary, gone, side="right")
+    # As `_times` gives them, without its two columns of times: the buffers before the window and those never
+    # freed are set apart after the search. Buffers are in order of allocation: their allocation times are in
+    # order, their free times not.
+    lowest, highest = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    first = edges_at_or_before(boundary, buffers.alloc_time_ps)
+    first[buffers.status == BEFORE_WINDOW] = np.searchsorted(boundary, lowest, side="right")
+    end = np.searchsorted(boundary, buffers.free_time_ps, side="right")
+    end[buffers.status == NEVER_FREED] = np.searchsorted(boundary, highest, side="right")
+    return first, end
 
 
 def _times(buffers: Buffers, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
