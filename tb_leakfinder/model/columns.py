@@ -8,16 +8,18 @@ import sys
 import numpy as np
 
 
-def permute(columns: dict[str, np.ndarray], order: np.ndarray) -> None:
+def permute(columns: dict[str, np.ndarray], order: np.ndarray, spare: np.ndarray | None = None) -> None:
     """Puts every column of `columns` (a dict owning them) in `order`, a permutation of their rows.
 
     Each column is gathered into the buffer of an earlier column of the same
     item size that nothing else refers to any more, so a table is reordered
     with one spare buffer per item size instead of a new array per column:
     fresh memory costs page faults (here, more CPU than the gather itself)
-    and a second copy of the table at once.
+    and a second copy of the table at once. `spare`, a contiguous array of
+    the columns' length that the caller has no further use for, takes the
+    first column of its item size.
     """
-    spares: dict[int, np.ndarray] = {}
+    spares: dict[int, np.ndarray] = {} if spare is None else {spare.dtype.itemsize: spare}
     for name in list(columns):
         column = columns[name]
         if _constant(column):  # in any order the same (XSpace's stack bytes and group ids are often all one value)

@@ -93,18 +93,26 @@ def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray) -> np.n
 def grouping_order(allocator: np.ndarray, count: int, order: None = None) -> np.ndarray | None: ...
 def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray | None = None) -> np.ndarray | None:
     """The permutation that groups events by allocator (`count` of them) in index order, after `order` (None: as
-    they are), keeping their order within each allocator; None when they are grouped as they are."""
-    if count <= 1:
+    they are), keeping their order within each allocator: `order` itself when it groups them already."""
+    if count <= 1 or (order is None and _ascending(allocator)):
         return order
     # A stable sort keeps the order within each allocator; on 16-bit keys numpy's is a radix sort.
     keys = allocator.astype(np.int16) if count <= np.iinfo(np.int16).max else allocator
     if order is not None:
         keys = keys[order]
-    if not np.any(keys[1:] < keys[:-1]):
-        return order
+        if _ascending(keys):
+            return order
     grouping = np.argsort(keys, kind="stable")
     del keys
-    return grouping if order is None else order[grouping]
+    if order is None:
+        return grouping
+    # Composed in the grouping's own memory, not in fresh pages: take reads each index before it writes over it
+    # (numpy copies `out` first only where it overlaps the array taken from).
+    return np.take(order, grouping, out=grouping, mode="clip")
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return not bool(np.any(values[1:] < values[:-1]))
 
 
 @dataclass

@@ -43,6 +43,20 @@ def test_permute_reuses_the_memory_of_replaced_columns() -> None:
     assert len(reused) == len(columns) - 3
 
 
+def test_a_spare_takes_the_first_column_of_its_item_size() -> None:
+    columns = _table(1000, np.random.default_rng(7))
+    spare = np.zeros(1000, np.intp)
+    buffers = {column.ctypes.data for column in columns.values()} | {spare.ctypes.data}
+    order = np.random.default_rng(8).permutation(1000)
+    expected = {name: column[order] for name, column in columns.items()}
+    permute(columns, order, spare=spare)
+    assert columns["time"].ctypes.data == spare.ctypes.data
+    # New buffers for the item sizes without a spare alone (1 and 4 bytes).
+    assert len([column for column in columns.values() if column.ctypes.data in buffers]) == len(columns) - 2
+    for name, column in columns.items():
+        np.testing.assert_array_equal(column, expected[name])
+
+
 def test_a_column_held_elsewhere_is_left_intact() -> None:
     columns = _table(500, np.random.default_rng(3))
     held, view = columns["time"], columns["addr"][10:]

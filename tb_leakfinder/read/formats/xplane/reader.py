@@ -105,16 +105,17 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
         columns["allocator"] = index[columns["allocator"]]
     time_ps = columns["time_ps"]
     descents = int(np.count_nonzero(time_ps[1:] < time_ps[:-1]))
-    order = None
+    time_order = None
     if descents:
         # Each line's events come in time order, one line after another: two lines make two runs, which numpy's
         # stable sort (a timsort) merges in one pass, faster than a whole sort; more runs take it more passes.
-        order = np.argsort(time_ps, kind="stable") if descents == 1 else stable_argsort(time_ps)
+        time_order = np.argsort(time_ps, kind="stable") if descents == 1 else stable_argsort(time_ps)
     del time_ps  # its buffer, referred to by the columns alone, is then free to take another column
     # Grouped by allocator here, in the same gather as the time order, rather than in a second one by the pipeline.
-    order = grouping_order(columns["allocator"], len(names), order)
+    order = grouping_order(columns["allocator"], len(names), time_order)
     if order is not None:
-        permute(columns, order)
+        # A time order composed into `order` has served: a column is gathered into it rather than into fresh pages.
+        permute(columns, order, spare=None if order is time_order else time_order)
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
