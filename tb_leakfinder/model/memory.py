@@ -7,6 +7,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from tb_leakfinder.model.columns import packed_argsort, stable_argsort
+
 ALLOC = 0
 FREE = 1
 
@@ -85,6 +87,24 @@ class MemoryEvents:
         """The events at `index` (a boolean mask or positions), same tables."""
         columns = {name: getattr(self, name)[index] for name in EVENT_COLUMNS}
         return MemoryEvents(**columns, strings=self.strings, allocator_names=self.allocator_names)
+
+
+def event_order(time_ps: np.ndarray, allocator: np.ndarray, count: int) -> np.ndarray | None:
+    """The permutation that puts a host's events (of `count` allocators) in the order a reader hands them when it
+    reorders them anyway: grouped by allocator, each allocator's in time order (ties in row order); None when they
+    are in it already."""
+    descents = int(np.count_nonzero(time_ps[1:] < time_ps[:-1]))
+    if descents and count > 1:
+        # Allocator, time and row packed into one key where they fit, and sorted once.
+        order = packed_argsort(time_ps, allocator, count)
+        if order is not None:
+            return order
+    time_order = None
+    if descents:
+        # A reader's lines come one after another, each in time order: two lines make two runs, which numpy's stable
+        # sort (a timsort) merges in one pass, faster than a whole sort; more runs take it more passes.
+        time_order = np.argsort(time_ps, kind="stable") if descents == 1 else stable_argsort(time_ps)
+    return grouping_order(allocator, count, time_order)
 
 
 @overload

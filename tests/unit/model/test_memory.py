@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tb_leakfinder.model.memory import grouping_order
+from tb_leakfinder.model.memory import event_order, grouping_order
 
 
 @given(
@@ -48,3 +48,16 @@ def test_grouping_keeps_each_allocators_rows_in_order(count: int) -> None:
     order = rng.permutation(5000)
     grouped = grouping_order(allocator, count, order.copy())
     np.testing.assert_array_equal(grouped, order[np.lexsort((np.arange(5000), allocator[order]))])
+
+
+@pytest.mark.parametrize("span", [1 << 20, 1 << 62])  # allocator, time and row packed in one key; too wide for that
+@pytest.mark.parametrize(("lines", "count"), [(1, 1), (1, 3), (2, 3), (5, 5), (5, 1)])
+def test_event_order_groups_by_allocator_then_time_then_row(span: int, lines: int, count: int) -> None:
+    # A reader's rows: its lines one after another, each in time order, with ties.
+    rng = np.random.default_rng(lines * 10 + count)
+    times = np.concatenate([np.sort(rng.integers(0, span, 2000)) // 7 * 7 for _ in range(lines)])
+    allocator = rng.integers(0, count, len(times)).astype(np.int32)
+    order = event_order(times, allocator, count)
+    rows = np.arange(len(times)) if order is None else order
+    np.testing.assert_array_equal(rows, np.lexsort((np.arange(len(times)), times, allocator)))
+    assert order is not None or (lines == 1 and count == 1)

@@ -30,7 +30,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
-    grouping_order,
+    event_order,
     is_runtime_name,
     is_transfer_name,
 )
@@ -311,8 +311,10 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
 
     arrays: dict[str, np.ndarray] = {name: np.asarray(columns[name], dtype) for name, dtype in EVENT_COLUMNS.items()}
     # In the compiled reader's order: by allocator, each allocator's events in time order (ties in file order).
-    order = grouping_order(arrays["allocator"], len(allocators), np.argsort(arrays["time_ps"], kind="stable"))
-    events = MemoryEvents(**{n: a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators)
+    order = event_order(arrays["time_ps"], arrays["allocator"], len(allocators))
+    events = MemoryEvents(
+        **{n: a if order is None else a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators
+    )
     groups = groups_from_rows(*(np.asarray([row[k] for row in group_rows], np.int64) for k in range(3)))
     return events, steps_from_markers(step_rows, warnings), groups, end_ps, base_ns
 
