@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -37,13 +37,15 @@ EVENT_COLUMNS: dict[str, type] = {
 @dataclass
 class MemoryEvents:
     """Every allocation and free of a host's allocators: each allocator's in time order, and the host's either
-    all in time order or grouped by allocator in index order (`grouping_order`).
+    all in time order or grouped by allocator in index order.
 
     Readers hand whichever costs them less: a format whose events come in time
-    order keeps that order, and the pipeline groups them; XProf's reader, which
-    reorders its events anyway, puts them straight into groups, so that every
-    column is gathered once rather than twice. What needs the host's time
-    order (`find_steps`) reads the time column as its runs in time order.
+    order keeps that order, and the pipeline groups them (`grouping_order`);
+    XProf's reader, which reorders its events anyway, puts them straight into
+    groups (`event_order`), so that every column is gathered once rather than
+    twice. What needs the host's time order (`find_steps`) reads the time
+    column as its runs in time order.
+
     Times are picoseconds from the start of the profile window. String columns
     (`op`, `shape`, `region`, `dtype`: the dtype's name, "float") index into
     `strings`, where index 0 is "" (none recorded); each format maps its own
@@ -107,10 +109,6 @@ def event_order(time_ps: np.ndarray, allocator: np.ndarray, count: int) -> np.nd
     return grouping_order(allocator, count, time_order)
 
 
-@overload
-def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray) -> np.ndarray: ...
-@overload
-def grouping_order(allocator: np.ndarray, count: int, order: None = None) -> np.ndarray | None: ...
 def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray | None = None) -> np.ndarray | None:
     """The permutation that groups events by allocator (`count` of them) in index order, after `order` (None: as
     they are), keeping their order within each allocator: `order` itself when it groups them already."""
