@@ -31,6 +31,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    grouping_order,
 )
 from tb_leakfinder.model.sites import NO_SITE, Site
 
@@ -103,22 +104,20 @@ def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
 def _by_allocator(events: MemoryEvents) -> list[MemoryEvents]:
     """Each allocator's events, in time order, as slices of one array per column grouped by allocator.
 
-    The host's columns are reordered in their own memory (`events` is left
-    with empty columns), so that they are never held twice. One allocator (the
-    usual case) takes the host's columns as they are.
+    Events the reader grouped (XProf's), like one allocator's (the usual case),
+    are sliced as they are; the others are reordered in their own memory
+    (`events` is left with empty columns), so that they are never held twice.
     """
     count = len(events.allocator_names)
     if count <= 1:
         return [events][:count]
-    # A stable sort keeps time order within each allocator; on 16-bit keys numpy's is a radix sort.
-    keys = events.allocator.astype(np.int16) if count <= np.iinfo(np.int16).max else events.allocator
-    order = np.argsort(keys, kind="stable")
-    del keys
+    order = grouping_order(events.allocator, count)
     grouped: dict[str, np.ndarray] = {}
     for name, dtype in EVENT_COLUMNS.items():
         grouped[name] = getattr(events, name)
         setattr(events, name, np.zeros(0, dtype))
-    permute(grouped, order)
+    if order is not None:
+        permute(grouped, order)
     # Where each allocator's rows begin, in the grouped column: a search, not a count over every row.
     allocator = grouped["allocator"]
     bounds = np.searchsorted(allocator, np.arange(count + 1, dtype=allocator.dtype))  # in its dtype: no widened copy

@@ -79,7 +79,7 @@ class _Candidate:
 
 def find_steps(profile: HostProfile) -> StepSource:
     """The host's steps, and which source gave them."""
-    times = profile.events.time_ps
+    times = _Times(profile.events.time_ps)
     markers = _candidate(STEP_NUM, None, profile.steps, f"from {profile.step_marker} markers", times)
     if len(markers.steps) >= MIN_STEPS:
         return markers.source()
@@ -95,8 +95,8 @@ def find_steps(profile: HostProfile) -> StepSource:
     short = [c for c in tried if len(c.steps) and c.covered >= SHORT_CAPTURE_COVERAGE * len(times)]
     if short:
         return max(short, key=lambda c: (c.covered, len(c.steps))).source()
-    if len(times) > 1 and times[-1] > times[0]:
-        return time_windows(int(times[0]), int(times[-1]), event_clock_ps=profile.event_clock_ps)
+    if len(times) > 1 and times.last() > times.first():
+        return time_windows(times.first(), times.last(), event_clock_ps=profile.event_clock_ps)
     return StepSource(NONE, None, Steps.empty(), "no step information")
 
 
@@ -126,16 +126,40 @@ def step_period_ps(steps: Steps) -> float:
 # --- the sources ---------------------------------------------------------------
 
 
-def _candidate(kind: str, name: str | None, steps: Steps, origin: str, times: np.ndarray) -> _Candidate:
+class _Times:
+    """The memory events' times as the runs of them in time order: the host's events are all in time order or
+    grouped by allocator, each allocator's in time order (MemoryEvents), so there is a run per allocator at most."""
+
+    def __init__(self, times: np.ndarray) -> None:
+        self._count = len(times)
+        self._runs = np.split(times, np.flatnonzero(times[1:] < times[:-1]) + 1) if len(times) else []
+
+    def __len__(self) -> int:
+        return self._count
+
+    def first(self) -> int:
+        return min(int(run[0]) for run in self._runs)
+
+    def last(self) -> int:
+        return max(int(run[-1]) for run in self._runs)
+
+    def inside(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """How many times lie in each interval from `starts` to `ends` (less than none where one ends before it starts)."""
+        counts = np.zeros(len(starts), np.intp)
+        for run in self._runs:
+            counts += np.searchsorted(run, ends, side="right") - np.searchsorted(run, starts, side="left")
+        return counts
+
+
+def _candidate(kind: str, name: str | None, steps: Steps, origin: str, times: _Times) -> _Candidate:
     return _Candidate(kind, name, steps, origin, _covered(steps.start_ps, steps.end_ps, times))
 
 
-def _covered(starts: np.ndarray, ends: np.ndarray, times: np.ndarray) -> int:
+def _covered(starts: np.ndarray, ends: np.ndarray, times: _Times) -> int:
     """Memory events inside the (sorted, not overlapping) intervals."""
     if len(starts) == 0 or len(times) == 0:
         return 0
-    inside = np.searchsorted(times, ends, side="right") - np.searchsorted(times, starts, side="left")
-    return int(np.sum(np.maximum(inside, 0)))  # a span that ends before it starts holds nothing
+    return int(np.sum(np.maximum(times.inside(starts, ends), 0)))  # a span that ends before it starts holds nothing
 
 
 def _without_in_flight(steps: Steps) -> Steps:
@@ -152,7 +176,7 @@ def _without_in_flight(steps: Steps) -> Steps:
     return Steps(steps.step_num[:-1], steps.start_ps[:-1], steps.end_ps[:-1])
 
 
-def _from_groups(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
+def _from_groups(profile: HostProfile, times: _Times) -> _Candidate | None:
     groups = profile.groups
     if len(groups.group_id) == 0:
         return None
@@ -173,7 +197,7 @@ def _union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[first], reach[last]
 
 
-def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
+def _from_host_spans(profile: HostProfile, times: _Times) -> _Candidate | None:
     spans = profile.spans
     best: _Candidate | None = None
     # One candidate per name and thread: an input pipeline's FunctionRuns on their own thread are not steps.
@@ -189,7 +213,7 @@ def _from_host_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | No
     return best
 
 
-def _from_device_spans(profile: HostProfile, times: np.ndarray) -> _Candidate | None:
+def _from_device_spans(profile: HostProfile, times: _Times) -> _Candidate | None:
     spans = profile.spans
     best: _Candidate | None = None
     for device, on_device in _split_by(np.flatnonzero(spans.device >= 0), spans.device):
@@ -226,7 +250,7 @@ def _span_candidate(
     origin: str,
     starts: np.ndarray,
     ends: np.ndarray,
-    times: np.ndarray,
+    times: _Times,
     numbers: list[str] | None = None,
 ) -> _Candidate:
     """Steps from the spans of one name: the outermost ones, in time order, numbered from 0 (or by `numbers`)."""

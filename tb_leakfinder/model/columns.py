@@ -51,22 +51,39 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
     """`np.argsort(keys, kind="stable")` of an integer column, by one unstable sort where it can.
 
     numpy's stable sort of 64-bit integers is a timsort, several times slower
-    than its unstable sort on unordered keys (addresses). Where the keys' range
-    and the row count fit in 64 bits together, each key (less the smallest) is
-    packed above its row number and the packed keys sorted: equal keys then
-    order by row, as the stable sort leaves them.
+    than its unstable sort on unordered keys (addresses): see `packed_argsort`.
+    """
+    order = packed_argsort(keys) if keys.dtype.kind in "iu" else None
+    return np.argsort(keys, kind="stable") if order is None else order
+
+
+def packed_argsort(keys: np.ndarray, groups: np.ndarray | None = None, num_groups: int = 1) -> np.ndarray | None:
+    """The stable order of integer `keys`, first by `groups` (integers in [0, num_groups)) when given, as
+    `np.lexsort((keys, groups))` gives it, by one unstable sort; None where it cannot.
+
+    Where the group, the key's range and the row count fit in 64 bits together,
+    each group and key (less the smallest) is packed above its row number and
+    the packed keys sorted: equal keys then order by row, as the stable sort
+    leaves them.
     """
     n = len(keys)
-    if n < 2 or keys.dtype.kind not in "iu":
-        return np.argsort(keys, kind="stable")
+    if n < 2:
+        return np.arange(n, dtype=np.intp)
     bits = (n - 1).bit_length()
     low = keys.min()
-    if (int(keys.max()) - int(low)).bit_length() + bits > 64:
-        return np.argsort(keys, kind="stable")
+    key_bits = (int(keys.max()) - int(low)).bit_length()
+    group_bits = 0 if groups is None else (num_groups - 1).bit_length()
+    if group_bits + key_bits + bits > 64:
+        return None
     # One copy of the keys, shifted and packed in place (each temporary is a column of fresh pages): a signed key
     # cast to uint64 wraps as its smallest does, so their difference, below 2**63 (bits >= 1), comes out exact.
     packed = keys.astype(np.uint64)
     packed -= np.asarray(low).astype(np.uint64)
+    if groups is not None:
+        above = groups.astype(np.uint64)
+        above <<= np.uint64(key_bits)
+        packed |= above
+        del above
     packed <<= np.uint64(bits)
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()

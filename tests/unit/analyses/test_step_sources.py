@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 import tb_leakfinder
 from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.analyses.step_sources import find_steps
 from tb_leakfinder.analyses.words import format_duration_ps
+from tb_leakfinder.model.memory import Groups, Spans, Steps
 from tb_leakfinder.read.formats.xplane.decoder import decode
+from tb_leakfinder.testing.xspace_builder import synthesize_devices, synthesize_training
 from tests.support.columns import host_profile
 from tests.support.demo import ROOT
 from tests.support.training_loops import BUSY_PS, DEVICE, KIB, SOURCES, STEP_PS, Loop, analyze
@@ -259,3 +263,28 @@ def test_host_calls_that_hold_no_memory_event_give_way_to_the_device_program():
     h = analyze(loop.run(lambda step, t: loop.alloc(t, 512 * KIB, "Mul", "[128,1024]")))
     assert (h.step_source.kind, h.step_source.name, h.step_source.num_steps) == ("device_programs", "jit_train_step(3)", 20)
     assert h.allocators[0].suspects.families[0].bytes_per_step == 512 * KIB
+
+
+@pytest.mark.parametrize(
+    ("builder", "kind"),
+    [
+        (synthesize_training(num_events=5000, steps=8, allocators=("GPU_0_bfc", "GPU_1_bfc", "cpu"))[0], "step_num"),
+        (synthesize_devices(4, 4, id_stat="index_on_host", leak_device=3)[0], "device_programs"),
+    ],
+    ids=["markers", "device programs"],
+)
+def test_events_grouped_by_allocator_give_the_steps_of_the_same_events_in_time_order(builder, kind):
+    # XProf's reader hands a host's events grouped by allocator, each allocator's in time order (MemoryEvents).
+    grouped = decode(builder.to_bytes(), "host0", "host0.xplane.pb")
+    times = grouped.events.time_ps
+    assert bool(np.any(times[1:] < times[:-1]))
+    in_time_order = replace(grouped, events=grouped.events.take(np.argsort(times, kind="stable")))
+    bare = {"steps": Steps.empty(), "spans": Spans.empty(), "groups": Groups.empty()}  # time windows: first to last event
+    kinds = []
+    for fields in ({}, bare):
+        found, expected = find_steps(replace(grouped, **fields)), find_steps(replace(in_time_order, **fields))
+        assert (found.kind, found.name, found.description) == (expected.kind, expected.name, expected.description)
+        for column in ("step_num", "start_ps", "end_ps"):
+            np.testing.assert_array_equal(getattr(found.steps, column), getattr(expected.steps, column))
+        kinds.append(found.kind)
+    assert kinds == [kind, "time_windows"]

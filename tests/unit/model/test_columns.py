@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from tb_leakfinder.model.columns import permute, sorted_distinct, stable_argsort
+from tb_leakfinder.model.columns import packed_argsort, permute, sorted_distinct, stable_argsort
 
 
 def _table(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -105,6 +105,22 @@ def test_stable_argsort_keeps_rows_of_equal_keys_in_order(dtype: type, low: int,
     order = stable_argsort(keys)
     assert order.dtype == np.intp
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+@given(
+    st.sampled_from(_INTEGER_DTYPES).flatmap(lambda dtype: hnp.arrays(dtype, st.integers(0, 300))),
+    st.integers(1, 40),
+    st.data(),
+)
+def test_packed_argsort_of_groups_is_numpys_lexsort(keys: np.ndarray, num_groups: int, data: st.DataObject) -> None:
+    groups = data.draw(hnp.arrays(np.int32, len(keys), elements=st.integers(0, num_groups - 1)))
+    order = packed_argsort(keys, groups, num_groups)
+    span = (int(keys.max()) - int(keys.min())).bit_length() if len(keys) else 0
+    if len(keys) > 1 and (num_groups - 1).bit_length() + span + (len(keys) - 1).bit_length() > 64:
+        assert order is None
+    else:
+        assert order is not None and order.dtype == np.intp
+        np.testing.assert_array_equal(order, np.lexsort((keys, groups)))
 
 
 @given(st.sampled_from(_INTEGER_DTYPES).flatmap(lambda dtype: hnp.arrays(dtype, st.integers(0, 300))))

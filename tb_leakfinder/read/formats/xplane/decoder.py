@@ -30,6 +30,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    event_order,
     is_runtime_name,
     is_transfer_name,
 )
@@ -309,8 +310,11 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
                 columns[name].append(row[name])
 
     arrays: dict[str, np.ndarray] = {name: np.asarray(columns[name], dtype) for name, dtype in EVENT_COLUMNS.items()}
-    order = np.argsort(arrays["time_ps"], kind="stable")
-    events = MemoryEvents(**{n: a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators)
+    # In the compiled reader's order: by allocator, each allocator's events in time order (ties in file order).
+    order = event_order(arrays["time_ps"], arrays["allocator"], len(allocators))
+    events = MemoryEvents(
+        **{n: a if order is None else a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators
+    )
     groups = groups_from_rows(*(np.asarray([row[k] for row in group_rows], np.int64) for k in range(3)))
     return events, steps_from_markers(step_rows, warnings), groups, end_ps, base_ns
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from tb_leakfinder.model.columns import permute, stable_argsort
-from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps
+from tb_leakfinder.model.columns import permute
+from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps, event_order
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.common import compiled, limits
 from tb_leakfinder.read.formats.common import rows as model_rows
@@ -103,13 +103,9 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
     names, index = _allocator_names(scanned["allocators"])
     if index is not None:
         columns["allocator"] = index[columns["allocator"]]
-    time_ps = columns["time_ps"]
-    descents = int(np.count_nonzero(time_ps[1:] < time_ps[:-1]))
-    if descents:
-        # Each line's events come in time order, one line after another: two lines make two runs, which numpy's
-        # stable sort (a timsort) merges in one pass, faster than a whole sort; more runs take it more passes.
-        order = np.argsort(time_ps, kind="stable") if descents == 1 else stable_argsort(time_ps)
-        del time_ps  # its buffer, referred to by the columns alone, is then free to take another column
+    # Grouped by allocator here, in the same gather as the time order, rather than in a second one by the pipeline.
+    order = event_order(columns["time_ps"], columns["allocator"], len(names))
+    if order is not None:
         permute(columns, order)
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)

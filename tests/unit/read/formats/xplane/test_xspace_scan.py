@@ -237,7 +237,11 @@ def test_synthesised_training_decodes_identically(monkeypatch):
     assert len(profile.events) == planted["num_events"]
     assert profile.events.allocator_names == ["GPU_0_bfc", "GPU_1_bfc", "cpu"]
     assert set(profile.hlo_protos) == {"jit_step(3)", "bare(9)"}
-    assert bool(np.all(np.diff(profile.events.time_ps) >= 0))
+    # Grouped by allocator, each allocator's events in time order.
+    events = profile.events
+    assert bool(np.all(np.diff(events.allocator) >= 0)) and len(set(events.allocator.tolist())) == 3
+    for allocator in range(3):
+        assert bool(np.all(np.diff(events.time_ps[events.allocator == allocator]) >= 0))
 
 
 @pytest.mark.parametrize("int_kind", ["int64", "uint64"])
@@ -307,9 +311,10 @@ def test_wire_quirks_decode_identically(monkeypatch):
     profile = same(data, monkeypatch)
     # As XProf reads an allocator_name (StrOrRefValue): a string or ref is the name, any other kind is "".
     assert profile.events.allocator_names == ["GPU_0_bfc", "", "7"]
-    names = [profile.events.allocator_names[i] for i in profile.events.allocator.tolist()]
+    in_time_order = profile.events.allocator[np.argsort(profile.events.time_ps, kind="stable")]
+    names = [profile.events.allocator_names[i] for i in in_time_order.tolist()]
     assert names == ["", "GPU_0_bfc", "GPU_0_bfc", "GPU_0_bfc", "GPU_0_bfc", "7", "", ""]
-    assert profile.events.time_ps[0] == 7 and len(profile.steps) == 1
+    assert profile.events.time_ps.min() == 7 and len(profile.steps) == 1
 
 
 def test_events_off_the_one_pass_shape_decode_identically(monkeypatch):
@@ -331,10 +336,11 @@ def test_events_off_the_one_pass_shape_decode_identically(monkeypatch):
         + ld(4, vi(1, 3) + vi(2, 110) + ld(4, stat(11, vi(3, 6))))  # a step marker in one pass
     )
     profile = same(cpu_plane(line) + ld(4, b"host0"), monkeypatch)
-    assert profile.events.time_ps.tolist() == [10, 30, 40, 50, 60, 70, 80, 90, 100]
-    assert profile.events.kind.tolist() == [ALLOC, FREE] + [ALLOC] * 7
+    events = profile.events.take(np.argsort(profile.events.time_ps, kind="stable"))  # grouped by allocator: in time order
+    assert events.time_ps.tolist() == [10, 30, 40, 50, 60, 70, 80, 90, 100]
+    assert events.kind.tolist() == [ALLOC, FREE] + [ALLOC] * 7
     assert profile.steps.step_num.tolist() == [6]
-    assert profile.events.heap_bytes.tolist()[4:6] == [1 << 62, -5]
+    assert events.heap_bytes.tolist()[4:6] == [1 << 62, -5]
 
 
 def test_an_event_that_ends_inside_a_stats_tag_is_refused_by_both(monkeypatch):
@@ -444,6 +450,7 @@ def test_memory_ids_are_xprofs(tmp_path, monkeypatch):
     profile = same(path.read_bytes(), monkeypatch)
     events = profile.events
     odd_rows = np.flatnonzero(events.time_ps >= 10**12)
+    odd_rows = odd_rows[np.argsort(events.time_ps[odd_rows], kind="stable")]  # grouped by allocator: in time order
     assert [events.allocator_names[i] for i in events.allocator[odd_rows]] == [want for _, want in odd]
     expected = ["0", "1", "2", "3", "5", "-4", "", "pinned", "GPU_0_bfc", "13"]
     assert events.allocator_names == expected
