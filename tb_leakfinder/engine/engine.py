@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
@@ -157,8 +157,8 @@ def overview_rows(
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
 # A host's report JSON (or its history points) or its error, and its file's identity (None when its file cannot
-# even be stat'ed).
-HostOutcome = tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]
+# even be stat'ed). A string: the report's schema is loaded on first use (report/__init__.py).
+HostOutcome: TypeAlias = "tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]"
 PointsOutcome = tuple[HostPoints | None, LeakfinderError | None, FileIdentity | None]
 
 
