@@ -314,8 +314,6 @@ def _report(args: argparse.Namespace) -> int:
     from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine, HostDone
     from tb_leakfinder.report import select_allocator
-    from tb_leakfinder.views.markdown import render_report as render_markdown_report
-    from tb_leakfinder.views.text import render_report
 
     try:
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))
@@ -327,12 +325,20 @@ def _report(args: argparse.Namespace) -> int:
             result = select_allocator(result, args.allocator)
         if args.command == "report":
             export.export_report(args, engine, result)
-            _write_markdown(args.markdown, render_markdown_report(result))
+            if args.markdown:  # rendered only when asked for: its module and the rendering are ~4 ms of a report
+                from tb_leakfinder.views.markdown import render_report as render_markdown_report
+
+                _write_markdown(args.markdown, render_markdown_report(result))
     except LeakfinderError as exc:
         _error(exc.message)
         return EXIT_BAD_INPUT
     if args.command == "report":
-        _print(json.dumps(result, indent=1) if args.json else render_report(result))
+        if args.json:
+            _print(json.dumps(result, indent=1))
+        else:
+            from tb_leakfinder.views.text import render_report
+
+            _print(render_report(result))
         return EXIT_OK
     return _check(result)
 
