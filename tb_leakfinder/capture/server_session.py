@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import pathlib
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -88,6 +87,8 @@ class ServerSession:
 
     def _port(self) -> int:
         if self.tf.__name__ not in _SERVER_PORTS:
+            import socket  # here, as below: the package's import (TensorBoard's, the CLI's) records nothing
+
             with socket.socket() as probe:
                 probe.bind(("", 0))
                 port = int(probe.getsockname()[1])
@@ -98,6 +99,8 @@ class ServerSession:
     def start(self, logdir: pathlib.Path) -> None:
         if self.recording():
             raise RuntimeError("another profiling session is running")
+        import socket
+
         address = f"localhost:{self._port()}"
         self.session_id = new_session_id(logdir)
         self.error = None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import socket
 import time
 from collections.abc import Iterator
 from types import ModuleType
@@ -24,6 +23,8 @@ TRACE_SUFFIX = ".pt.trace.json.gz"
 
 def worker_name() -> str:
     """The worker `tensorboard_trace_handler` names a process by: `<host>_<pid>`."""
+    import socket  # here: the package's import (TensorBoard's, the CLI's) records nothing
+
     return f"{socket.gethostname()}_{os.getpid()}"
 
 

@@ -6,9 +6,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from tb_leakfinder import report
 from tb_leakfinder.analyses import static_buffers
@@ -25,11 +24,13 @@ from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.formats.registry import format_of, read_host
 from tb_leakfinder.store.consistency import check_consistent
-from tb_leakfinder.store.disk_cache import SUMMARY, DiskCache, Entry
 from tb_leakfinder.store.memory_cache import ComputeCache
 
-if TYPE_CHECKING:  # a comparison's sides: the diff engine is imported only when one is made
+if TYPE_CHECKING:
+    # A comparison's sides: the diff engine is imported only when one is made; the disk cache (hashlib, zipfile,
+    # logging) by whoever makes one, never by a report without it.
     from tb_leakfinder.analyses.diff import HostSide, RunSide
+    from tb_leakfinder.store.disk_cache import DiskCache, Entry
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -156,8 +157,8 @@ def overview_rows(
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
 # A host's report JSON (or its history points) or its error, and its file's identity (None when its file cannot
-# even be stat'ed).
-HostOutcome = tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]
+# even be stat'ed). A string: the report's schema is loaded on first use (report/__init__.py).
+HostOutcome: TypeAlias = "tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]"
 PointsOutcome = tuple[HostPoints | None, LeakfinderError | None, FileIdentity | None]
 
 
@@ -314,6 +315,8 @@ class Engine:
         except LeakfinderError:
             key = None  # the outcome below says why
         if key is not None and self._cache.peek(key) is None and self.disk is not None:
+            from tb_leakfinder.store.disk_cache import SUMMARY
+
             entry = self.disk.load_report(key, SUMMARY)
             if entry is not None and entry.error is None and isinstance(entry.report, list):
                 return entry.report
@@ -360,6 +363,8 @@ class Engine:
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""
         if len(hosts) > 1 and self.workers > 1:
+            from concurrent.futures import ThreadPoolExecutor  # with logging: ~5 ms a one-host report does without
+
             with ThreadPoolExecutor(min(self.workers, len(hosts))) as pool:
                 return list(pool.map(work, hosts))
         return [work(h) for h in hosts]

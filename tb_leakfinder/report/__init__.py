@@ -3,22 +3,9 @@
 per-format advice it carries comes from each format (the read registry's hints). May import the model, analyses and
 read's format registry; never store, engine or views."""
 
-from tb_leakfinder.report.schema import (
-    AllocatorReport,
-    BuffersAnswer,
-    ComparisonAnswer,
-    ErrorAnswer,
-    HistoryAnswer,
-    HostReport,
-    ModuleAnswer,
-    OverviewAnswer,
-    OverviewRow,
-    ReportAnswer,
-    RunReport,
-    RunsAnswer,
-    TimelineAnswer,
-    UnreadableFile,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from tb_leakfinder.report.serialize import (
     REPORT_VERSION,
     SUMMARY_LONG_LIVED,
@@ -51,11 +38,46 @@ from tb_leakfinder.report.serialize import (
 )
 from tb_leakfinder.report.shape import Shape, conforms, typed_shape
 
-# What a disk cache entry stores (a host's report, its overview rows) and what names an unreadable file: an entry
-# is used only if it has these shapes, so no view meets a missing key.
-HOST_SHAPE: Shape = typed_shape(HostReport)
-OVERVIEW_ROWS_SHAPE: Shape = [typed_shape(OverviewRow)]
-ERROR_SHAPE: Shape = typed_shape(UnreadableFile)
+# The schema's classes (a few hundred annotations, each compiled by `typing`) and the shapes derived from them
+# (each annotation evaluated) took ~6 ms of every cold report, which builds plain dicts and checks no shape: they
+# are made on first use, by the disk cache, the wire types' tool and the tests. mypy sees them as imported.
+if TYPE_CHECKING:
+    from tb_leakfinder.report.schema import (
+        AllocatorReport,
+        BuffersAnswer,
+        ComparisonAnswer,
+        ErrorAnswer,
+        HistoryAnswer,
+        HostReport,
+        ModuleAnswer,
+        OverviewAnswer,
+        OverviewRow,
+        ReportAnswer,
+        RunReport,
+        RunsAnswer,
+        TimelineAnswer,
+        UnreadableFile,
+    )
+
+    # What a disk cache entry stores (a host's report, its overview rows) and what names an unreadable file: an
+    # entry is used only if it has these shapes, so no view meets a missing key.
+    HOST_SHAPE: Shape
+    OVERVIEW_ROWS_SHAPE: Shape
+    ERROR_SHAPE: Shape
+else:
+
+    def __getattr__(name: str) -> Any:
+        """A name of `__all__` not bound yet: a class of the schema, or a shape."""
+        if name not in __all__:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        schema = import_module("tb_leakfinder.report.schema")
+        value: Any = getattr(schema, name) if name not in _SHAPES else typed_shape(getattr(schema, _SHAPES[name]))
+        value = [value] if name == "OVERVIEW_ROWS_SHAPE" else value
+        globals()[name] = value
+        return value
+
+
+_SHAPES = {"HOST_SHAPE": "HostReport", "OVERVIEW_ROWS_SHAPE": "OverviewRow", "ERROR_SHAPE": "UnreadableFile"}
 
 __all__ = [
     "ERROR_SHAPE",

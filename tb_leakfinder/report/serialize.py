@@ -39,60 +39,61 @@ from tb_leakfinder.model.memory import Steps
 from tb_leakfinder.model.sites import NO_SITE
 from tb_leakfinder.model.sites import Site as SiteResult
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.report.schema import (
-    AllocatorDiff,
-    AllocatorReport,
-    BreakdownCategory,
-    BreakdownRow,
-    Buffer,
-    BufferPage,
-    BufferStatus,
-    CaptureKind,
-    ComparisonAnswer,
-    Delta,
-    Family,
-    FamilyDiff,
-    FamilyStatus,
-    Forecast,
-    FormatHints,
-    FormatListing,
-    HistoryAnswer,
-    HistoryCapture,
-    HistoryFamily,
-    HistorySeries,
-    HostDiff,
-    HostReport,
-    LeakKind,
-    Limits,
-    ListedWholeProgramBuffer,
-    ModuleDetailBody,
-    ModuleDiff,
-    ModuleSummary,
-    OutOfMemory,
-    OverviewAnswer,
-    OverviewRow,
-    ReportAnswer,
-    RunReport,
-    Site,
-    SiteContext,
-    SiteMatch,
-    SmallBuffers,
-    Step,
-    StepSource,
-    StepSourceKind,
-    TimelineBody,
-    TimeSource,
-    UnreadableFile,
-    Verdict,
-)
 
-# The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made.
+# The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made. The
+# schema's classes only type the dicts built here (`report/__init__.py` says why it loads them on first use).
 if TYPE_CHECKING:
     from tb_leakfinder.analyses.diff import AllocatorDiff as AllocatorChange
     from tb_leakfinder.analyses.diff import Comparison, FamilySide
     from tb_leakfinder.analyses.diff import Delta as Change
     from tb_leakfinder.analyses.diff import FamilyDiff as GroupChange
     from tb_leakfinder.analyses.diff import ModuleDiff as ModuleChange
+    from tb_leakfinder.report.schema import (
+        AllocatorDiff,
+        AllocatorReport,
+        BreakdownCategory,
+        BreakdownRow,
+        Buffer,
+        BufferPage,
+        BufferStatus,
+        CaptureKind,
+        ComparisonAnswer,
+        Delta,
+        Family,
+        FamilyDiff,
+        FamilyStatus,
+        Forecast,
+        FormatHints,
+        FormatListing,
+        HistoryAnswer,
+        HistoryCapture,
+        HistoryFamily,
+        HistorySeries,
+        HostDiff,
+        HostReport,
+        LeakKind,
+        Limits,
+        ListedWholeProgramBuffer,
+        ModuleDetailBody,
+        ModuleDiff,
+        ModuleSummary,
+        OutOfMemory,
+        OverviewAnswer,
+        OverviewRow,
+        ReportAnswer,
+        RunReport,
+        Site,
+        SiteContext,
+        SiteMatch,
+        SmallBuffers,
+        Step,
+        StepSource,
+        StepSourceKind,
+        TimelineBody,
+        TimeSource,
+        UnreadableFile,
+        Verdict,
+    )
 
 REPORT_VERSION = 2
 # A JSON object read back (from the disk cache, where the shape check vouched for its keys) or not yet typed.
@@ -105,7 +106,7 @@ def known_capacity(allocator: Mapping[str, Any]) -> int:
 
 
 def _verdict(value: str) -> Verdict:
-    return cast(Verdict, value)
+    return cast("Verdict", value)
 
 
 def steps_json(steps: Steps) -> list[Step]:
@@ -116,7 +117,7 @@ def steps_json(steps: Steps) -> list[Step]:
 
 
 def step_source_json(source: StepSourceResult) -> StepSource:
-    kind = cast(StepSourceKind, source.kind)
+    kind = cast("StepSourceKind", source.kind)
     return {"kind": kind, "name": source.name, "num_steps": source.num_steps, "description": source.description}
 
 
@@ -136,7 +137,7 @@ def forecast_json(forecast: ForecastResult | None) -> Forecast | None:
 def site_json(site: SiteResult) -> Site:
     """Where buffers were made (model/sites.py), with the line of code as `where`."""
     return {
-        "context": cast(SiteContext, site.context),
+        "context": cast("SiteContext", site.context),
         "program": site.program,
         "buffer": site.buffer,
         "allocation": site.allocation,
@@ -144,7 +145,7 @@ def site_json(site: SiteResult) -> Site:
         "op_name": site.op_name,
         "hlo_shape": site.hlo_shape,
         "source": site.source,
-        "match": cast(SiteMatch, site.match),
+        "match": cast("SiteMatch", site.match),
         "model_frame": site.model_frame,
         "candidates": list(site.candidates),
         "stack": list(site.stack),
@@ -194,7 +195,7 @@ def _groups_json(a: AllocatorAnalysis) -> list[Family]:
                 "label": short_program_ids(verdicts.family_label(g, strings, a.sites)),
                 "num_shapes": g.num_shapes,
                 "latest_shape": g.latest_shape,
-                "kind": cast(LeakKind, g.kind),
+                "kind": cast("LeakKind", g.kind),
                 "count": g.count,
                 "requested_bytes": g.requested_bytes,
                 "chunk_bytes": g.chunk_bytes,
@@ -217,7 +218,7 @@ def _groups_json(a: AllocatorAnalysis) -> list[Family]:
 def _breakdown_json(a: AllocatorAnalysis, r: Breakdown) -> BreakdownRow:
     strings, site = a.events.strings, _site_at(a.sites, r.site)
     return {
-        "category": cast(BreakdownCategory, r.category),
+        "category": cast("BreakdownCategory", r.category),
         "op": short_program_ids(strings[r.op]),
         "shape": strings[r.shape],
         "dtype": strings[r.dtype],
@@ -256,7 +257,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
         "verdict": _verdict(a.verdict.verdict),
         "reason": short_program_ids(a.verdict.reason),
         "forecast": forecast_json(a.forecast),
-        "out_of_memory": None if a.out_of_memory is None else cast(OutOfMemory, asdict(a.out_of_memory)),
+        "out_of_memory": None if a.out_of_memory is None else cast("OutOfMemory", asdict(a.out_of_memory)),
         "fragmentation_note": a.fragmentation_note,
         "warnings": a.warnings,
         "families": _groups_json(a),
@@ -324,7 +325,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
 
 def run_json(name: str, hosts: Sequence[Mapping[str, Any]]) -> RunReport:
     """`hosts`: `host_json`s, or ones read back from the disk cache (whose shape check vouched for them)."""
-    typed = cast(list[HostReport], hosts)
+    typed = cast("list[HostReport]", hosts)
     return {"run": name, "verdict": _verdict(verdicts.worst([h["verdict"] for h in typed])), "hosts": typed}
 
 
@@ -375,9 +376,9 @@ def report_json(runs: Sequence[RunReport], histories: Sequence[HistoryAnswer] | 
 def _history_capture_json(c: CapturePoint) -> HistoryCapture:
     return {
         "capture": c.capture,
-        "kind": cast(CaptureKind, c.kind),
+        "kind": cast("CaptureKind", c.kind),
         "time_s": round(c.time_s, 3),
-        "time_source": cast(TimeSource, c.time_source),
+        "time_source": cast("TimeSource", c.time_source),
         "duration_s": round(c.duration_s, 6),
         "heap_start_bytes": c.heap_start_bytes,
         "peak_heap_bytes": c.peak_heap_bytes,
@@ -413,7 +414,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
             "captures": [_history_capture_json(c) for c in s.captures],
             "families": [
                 cast(
-                    HistoryFamily,
+                    "HistoryFamily",
                     {**asdict(f), "bytes_per_step": round(f.bytes_per_step, 1), "bytes_per_hour": _rounded(f.bytes_per_hour, 1)},
                 )
                 for f in s.families
@@ -473,14 +474,14 @@ def module_summary_json(m: ModuleSummaryResult) -> ModuleSummary:
     out["whole_program_buffers"] = _group_small(m.whole_program_buffers, "reason")
     out["num_long_lived_temporaries"] = len(m.long_lived_temporaries)
     out["long_lived_temporaries"] = out["long_lived_temporaries"][:SUMMARY_LONG_LIVED]
-    return cast(ModuleSummary, _short_messages(out))
+    return cast("ModuleSummary", _short_messages(out))
 
 
 def module_detail_json(m: ModuleDetailResult) -> ModuleDetailBody:
     """The module route's answer: the peak's small buffers folded, everything else in full."""
     out = asdict(m)
     out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
-    return cast(ModuleDetailBody, _short_messages(out))
+    return cast("ModuleDetailBody", _short_messages(out))
 
 
 def _short_messages(module: dict[str, Any]) -> dict[str, Any]:
@@ -501,7 +502,7 @@ def _side_label(side: FamilySide | None) -> str:
 
 
 def _kind(side: FamilySide | None) -> LeakKind | None:
-    return cast(LeakKind, side.kind) if side else None
+    return cast("LeakKind", side.kind) if side else None
 
 
 def _family_diff_json(g: GroupChange) -> FamilyDiff:
@@ -511,7 +512,7 @@ def _family_diff_json(g: GroupChange) -> FamilyDiff:
         "shape": g.shape,
         "dtype": g.dtype,
         "region": g.region,
-        "status": cast(FamilyStatus, g.status),
+        "status": cast("FamilyStatus", g.status),
         "label": _side_label(b or a),
         "kind_a": _kind(a),
         "kind_b": _kind(b),
@@ -546,7 +547,7 @@ def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
 
 
 def _listed(buffers: list[WholeProgramBuffer]) -> list[ListedWholeProgramBuffer]:
-    return [cast(ListedWholeProgramBuffer, {**asdict(w), "count": 1}) for w in buffers]
+    return [cast("ListedWholeProgramBuffer", {**asdict(w), "count": 1}) for w in buffers]
 
 
 def _module_diff_json(m: ModuleChange) -> ModuleDiff:
@@ -631,7 +632,7 @@ _BUFFER_COLUMNS = (
     "status",
     "site",
 )
-_STATUSES = cast(tuple[BufferStatus, ...], STATUS_NAMES)
+_STATUSES = cast("tuple[BufferStatus, ...]", STATUS_NAMES)
 
 
 def _buffer_rows(a: AllocatorAnalysis, steps: Steps, page: np.ndarray, position: dict[int, int]) -> list[Buffer]:
@@ -708,7 +709,7 @@ def _standing(row: Mapping[str, Any]) -> tuple[Any, ...]:
 def overview_json(run: str, rows_per_host: Sequence[Sequence[Mapping[str, Any]]]) -> OverviewAnswer:
     """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does. `rows_per_host`:
     `overview_host_rows`, or rows read back from the disk cache (whose shape check vouched for them)."""
-    rows = sorted((cast(OverviewRow, row) for rows in rows_per_host for row in rows), key=_standing)
+    rows = sorted((cast("OverviewRow", row) for rows in rows_per_host for row in rows), key=_standing)
     return {
         "run": run,
         "num_hosts": len(rows_per_host),

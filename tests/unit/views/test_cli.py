@@ -170,6 +170,22 @@ def test_check_into_a_closed_pipe_prints_no_traceback():
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
 
 
+def test_the_script_ends_its_process_after_the_atexit_functions_with_the_same_output(capsys):
+    """Run as the script, `main()` ends the process itself (no interpreter teardown): what `atexit` holds still runs,
+    and the output and status are those `main(argv)` gives in-process."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+        "from tb_leakfinder.views.cli import main\n"
+        "sys.exit(main())\n"
+    )
+    args = ["report", "--json", "--no-cache", str(DEMO_LOGS)]
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == main(args) == EXIT_OK, done.stderr
+    assert done.stdout == capsys.readouterr().out
+    assert done.stderr.endswith("atexit ran\n"), done.stderr
+
+
 ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
 
 
