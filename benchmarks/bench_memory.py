@@ -91,11 +91,13 @@ for run in engine.runs():
 print(json.dumps(result))
 """
 
-# The command a user runs, as the CLI's entry point runs it (it loads numpy with one BLAS thread: views/numpy_start.py).
+# The command a user runs, as the `tb-leakfinder` script runs it: `main()` reads the command line and owns the
+# process (it loads numpy with one BLAS thread, views/numpy_start.py, and ends without the interpreter's teardown).
 CLI_CHILD = """
 import sys
 from tb_leakfinder.views.cli import main
-sys.exit(main(["report", "--json", "--no-cache", sys.argv[1]]))
+sys.argv[1:] = ["report", "--json", "--no-cache", sys.argv[1]]
+sys.exit(main())
 """
 
 # Where the peak RSS is reached: reading and scanning the file, then (the high-water mark reset to the

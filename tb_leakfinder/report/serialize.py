@@ -33,6 +33,7 @@ from tb_leakfinder.analyses.step_sources import StepSource as StepSourceResult
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.history import CapturePoint
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
@@ -610,7 +611,7 @@ def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> TimelineBo
 
 def buffers_json(a: AllocatorAnalysis, steps: Steps, page: BufferSelection) -> BufferPage:
     """A page of buffers. Each row's `site` indexes the page's `sites`: a site is written once, not per buffer."""
-    used = np.unique(a.buffers.site[page.rows]).tolist() if len(page.rows) else []
+    used = sorted_distinct(a.buffers.site[page.rows]).tolist() if len(page.rows) else []
     position = {site: k for k, site in enumerate(used)}
     sites = [site_json(_site_at(a.sites, k)) for k in used]
     rows = _buffer_rows(a, steps, page.rows, position)
