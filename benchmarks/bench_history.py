@@ -9,7 +9,8 @@ imports, discovery, and the history from each capture's cached points (the
 entries' points.json members, `model.history.HostPoints`). The peer is the
 same history in a fresh process without the cache (every capture analysed),
 measured in the same run. Medians are reported; the target is the cached
-history under 1 s.
+history under 1 s. tb_leakfinder's modules are byte-compiled first, as an
+install has them (bench_memory.py's `byte_compile`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_memory import byte_compile, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 1.0
@@ -41,7 +44,13 @@ print(json.dumps({"wall": time.perf_counter() - start, "verdict": history["verdi
 
 def _child(logdir: Path, cache: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(logdir), cache], cwd=ROOT, check=True, capture_output=True, text=True, timeout=3600
+        [sys.executable, "-c", CHILD, str(logdir), cache],
+        cwd=ROOT,
+        env=child_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=3600,
     )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -54,6 +63,8 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from tb_leakfinder.testing.history_runs import slow_leak_run
+
+    byte_compile()
 
     with tempfile.TemporaryDirectory() as tmp:
         logdir, cache = Path(tmp) / "logs", str(Path(tmp) / "cache")
