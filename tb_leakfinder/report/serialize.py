@@ -111,10 +111,8 @@ def _verdict(value: str) -> Verdict:
 
 
 def steps_json(steps: Steps) -> list[Step]:
-    return [
-        {"step": int(n), "start_ps": int(s), "end_ps": int(e)}
-        for n, s, e in zip(steps.step_num, steps.start_ps, steps.end_ps, strict=True)
-    ]
+    columns = (steps.step_num.tolist(), steps.start_ps.tolist(), steps.end_ps.tolist())  # Python ints, made in C
+    return [{"step": n, "start_ps": s, "end_ps": e} for n, s, e in zip(*columns, strict=True)]
 
 
 def step_source_json(source: StepSourceResult) -> StepSource:

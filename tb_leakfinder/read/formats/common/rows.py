@@ -69,18 +69,18 @@ def groups_from_rows(group_id: np.ndarray, start_ps: np.ndarray, end_ps: np.ndar
     return Groups(ids[by_start], start[by_start], end[by_start])
 
 
-def steps_from_markers(rows: list[tuple[int, int, int]], warnings: list[str]) -> Steps:
-    """One interval per step number (the union of its markers), sorted by start."""
-    merged: dict[int, tuple[int, int]] = {}
-    for step, start, end in rows:
-        lo, hi = merged.get(step, (start, end))
-        merged[step] = (min(lo, start), max(hi, end))
-    ordered = sorted(merged.items(), key=lambda item: item[1][0])
-    steps = Steps(
-        np.asarray([s for s, _ in ordered], np.int64),
-        np.asarray([span[0] for _, span in ordered], np.int64),
-        np.asarray([span[1] for _, span in ordered], np.int64),
-    )
+def steps_from_markers(step: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray, warnings: list[str]) -> Steps:
+    """One interval per step number (the union of its markers), sorted by start; steps starting together in the
+    order their first markers came."""
+    if not len(step):
+        return Steps.empty()
+    order = np.argsort(step, kind="stable")
+    numbers = step[order]
+    first = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
+    start = np.minimum.reduceat(start_ps[order], first)
+    end = np.maximum.reduceat(end_ps[order], first)
+    by_start = np.lexsort((order[first], start))  # order[first]: each step's first marker, by the stable sort
+    steps = Steps(numbers[first][by_start], start[by_start], end[by_start])
     if len(steps) > 1 and bool(np.any(steps.start_ps[1:] < steps.end_ps[:-1])):
         warnings.append("step markers overlap; each memory event is given to the latest step that started before it")
     return steps

@@ -316,7 +316,8 @@ def _decode_cpu_plane(plane: Message, warnings: list[str], spans: _SpanRows) -> 
         **{n: a if order is None else a[order] for n, a in arrays.items()}, strings=strings, allocator_names=allocators
     )
     groups = groups_from_rows(*(np.asarray([row[k] for row in group_rows], np.int64) for k in range(3)))
-    return events, steps_from_markers(step_rows, warnings), groups, end_ps, base_ns
+    step, start, end = np.asarray(step_rows, np.int64).reshape(-1, 3).T
+    return events, steps_from_markers(step, start, end, warnings), groups, end_ps, base_ns
 
 
 def _as_int64(value: int) -> int:

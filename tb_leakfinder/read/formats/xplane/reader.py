@@ -110,7 +110,7 @@ def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int |
     strings = [s.decode() for s in scanned["strings"]]
     events = MemoryEvents(**columns, strings=strings, allocator_names=names)
     rows = _column(scanned["steps"], np.int64).reshape(-1, 3)
-    steps = model_rows.steps_from_markers([(int(s), int(a), int(b)) for s, a, b in rows], warnings)
+    steps = model_rows.steps_from_markers(rows[:, 0], rows[:, 1], rows[:, 2], warnings)
     span = _column(scanned["spans"], SPAN_ROW)
     span_names = [s.decode() for s in scanned["span_names"]]
     spans = model_rows.spans_from_rows(
