@@ -59,12 +59,7 @@ def groups_from_rows(group_id: np.ndarray, start_ps: np.ndarray, end_ps: np.ndar
     """One row per group id: its earliest start and latest end, sorted by start (then id)."""
     if not len(group_id):
         return Groups.empty()
-    order = np.argsort(group_id, kind="stable")
-    ids = group_id[order]
-    first = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    start = np.minimum.reduceat(start_ps[order], first)
-    end = np.maximum.reduceat(end_ps[order], first)
-    ids = ids[first]
+    ids, start, end, _ = _union_per_key(group_id, start_ps, end_ps)
     by_start = np.lexsort((ids, start))
     return Groups(ids[by_start], start[by_start], end[by_start])
 
@@ -74,16 +69,24 @@ def steps_from_markers(step: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarra
     order their first markers came."""
     if not len(step):
         return Steps.empty()
-    order = np.argsort(step, kind="stable")
-    numbers = step[order]
-    first = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
-    start = np.minimum.reduceat(start_ps[order], first)
-    end = np.maximum.reduceat(end_ps[order], first)
-    by_start = np.lexsort((order[first], start))  # order[first]: each step's first marker, by the stable sort
-    steps = Steps(numbers[first][by_start], start[by_start], end[by_start])
+    numbers, start, end, first_row = _union_per_key(step, start_ps, end_ps)
+    by_start = np.lexsort((first_row, start))
+    steps = Steps(numbers[by_start], start[by_start], end[by_start])
     if len(steps) > 1 and bool(np.any(steps.start_ps[1:] < steps.end_ps[:-1])):
         warnings.append("step markers overlap; each memory event is given to the latest step that started before it")
     return steps
+
+
+def _union_per_key(
+    key: np.ndarray, start_ps: np.ndarray, end_ps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each distinct key (sorted), the earliest start and latest end of its rows, and the row it first appears in."""
+    order = np.argsort(key, kind="stable")
+    keys = key[order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    start = np.minimum.reduceat(start_ps[order], first)
+    end = np.maximum.reduceat(end_ps[order], first)
+    return keys[first], start, end, order[first]  # the stable sort keeps each key's rows in row order
 
 
 def stack_spans(times: np.ndarray, stacks: list[tuple[int, ...]], names: list[str], max_frames: int) -> Spans:
