@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_leakfinder.model.columns import ascending
 from tb_leakfinder.model.memory import Steps
 
 
@@ -16,7 +17,7 @@ def step_position(time_ps: np.ndarray, steps: Steps) -> np.ndarray:
 
 def containing_step(time_ps: np.ndarray, steps: Steps, dtype: type = np.int64) -> np.ndarray:
     """Ordinal of the step whose marker contains each time, -1 where none does, as `dtype`."""
-    if len(steps) and len(time_ps) and _ascending(time_ps) and _ascending(steps.start_ps):
+    if len(steps) and len(time_ps) and ascending(time_ps) and ascending(steps.start_ps):
         # Times in order fall into each step as one run: step k holds from the first time at or after its start
         # to the last at or before its end or the next step's start, whichever comes first. One column is
         # written, run by run, and no temporary of the times' length.
@@ -38,12 +39,8 @@ def edges_at_or_before(edges: np.ndarray, times: np.ndarray) -> np.ndarray:
     """`np.searchsorted(edges, times, side="right")` as int64: how many of the sorted `edges` lie at or before each
     time. Times in order (a stream of events, buffers by allocation) that outnumber the edges take one search per
     edge, not one per time."""
-    if len(edges) and len(times) > len(edges) and _ascending(times) and _ascending(edges):
+    if len(edges) and len(times) > len(edges) and ascending(times) and ascending(edges):
         enter = np.searchsorted(times, edges, side="left")  # the first time at or after each edge
         return np.repeat(np.arange(len(edges) + 1, dtype=np.int64), np.diff(enter, prepend=0, append=len(times)))
     found: np.ndarray = np.searchsorted(edges, times, side="right").astype(np.int64, copy=False)
     return found
-
-
-def _ascending(values: np.ndarray) -> bool:
-    return bool(np.all(values[1:] >= values[:-1]))

@@ -93,6 +93,11 @@ def packed_argsort(keys: np.ndarray, groups: np.ndarray | None = None, num_group
     return order
 
 
+def ascending(values: np.ndarray) -> bool:
+    """Whether a column of integers never steps back."""
+    return not bool(np.any(values[1:] < values[:-1]))
+
+
 def sorted_distinct(values: np.ndarray) -> np.ndarray:
     """`np.unique(values)` of an integer array: its distinct values, sorted. Without np.unique's check for a
     masked array, which imports numpy.ma (10-20 ms of a cold start) the first time it runs."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_leakfinder.model.columns import packed_argsort, stable_argsort
+from tb_leakfinder.model.columns import ascending, packed_argsort, stable_argsort
 
 ALLOC = 0
 FREE = 1
@@ -112,13 +112,13 @@ def event_order(time_ps: np.ndarray, allocator: np.ndarray, count: int) -> np.nd
 def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray | None = None) -> np.ndarray | None:
     """The permutation that groups events by allocator (`count` of them) in index order, after `order` (None: as
     they are), keeping their order within each allocator: `order` itself when it groups them already."""
-    if count <= 1 or (order is None and _ascending(allocator)):
+    if count <= 1 or (order is None and ascending(allocator)):
         return order
     # A stable sort keeps the order within each allocator; on 16-bit keys numpy's is a radix sort.
     keys = allocator.astype(np.int16) if count <= np.iinfo(np.int16).max else allocator
     if order is not None:
         keys = keys[order]
-        if _ascending(keys):
+        if ascending(keys):
             return order
     grouping = np.argsort(keys, kind="stable")
     del keys
@@ -127,10 +127,6 @@ def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray | None =
     # Composed in the grouping's own memory, not in fresh pages: take reads each index before it writes over it
     # (numpy copies `out` first only where it overlaps the array taken from).
     return np.take(order, grouping, out=grouping, mode="clip")
-
-
-def _ascending(values: np.ndarray) -> bool:
-    return not bool(np.any(values[1:] < values[:-1]))
 
 
 @dataclass
