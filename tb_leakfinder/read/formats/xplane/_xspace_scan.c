@@ -135,7 +135,7 @@ static int grow(void **buf, size_t *cap, size_t need, size_t item) {
 
 /* The columns grow to hundreds of MB, written front to back. On Linux each is its own mapping, grown in place
  * by mremap (no copy) and marked for transparent huge pages, so that where the system allows them filling a
- * column takes one page fault per 2 MiB instead of 512; room made up front (ROW_BYTES) is not committed
+ * column takes one page fault per 2 MiB instead of 512; room made up front (Job.rows) is not committed
  * memory until written (MAP_NORESERVE). Elsewhere, realloc. NULL when out of memory. */
 static void *column_resize(void *old, size_t old_bytes, size_t new_bytes) {
 #if defined(__linux__) && defined(MREMAP_MAYMOVE)
@@ -288,10 +288,12 @@ static void intern_free(Intern *t) {
 
 /* ---- output ---------------------------------------------------------------- */
 
-/* Memory-event columns: col[COL_*] holds COLUMN_SPECS[COL_*].size bytes per row. */
+/* Memory-event columns: col[COL_*] holds COLUMN_SPECS[COL_*].size bytes per row. A borrowed one is a window of
+ * rows in another's storage, which it never resizes or releases: outgrown, it moves to storage of its own. */
 typedef struct {
     void *col[NCOLS];
     size_t len, cap;
+    int borrowed;
 } Columns;
 #define COL(c, k, type) ((type *)(c)->col[k])
 
@@ -303,8 +305,9 @@ typedef struct { int64_t start, end; int32_t name, device; int8_t source, root, 
  * Only /host:CPU lines (host = 1) set the time base and the profile's end. */
 typedef struct { int64_t ts, max_end; size_t ev_first, ev_n, st_first, st_n, sp_first, sp_n, gr_first, gr_n; int host; } LineFix;
 /* A run of one line's event fields [p, end), scanned as a unit by one worker; `line` is the line's position
- * among the /host:CPU plane's lines (its thread), which the spans found in it carry. */
-typedef struct { ptr p, end; int64_t ts; int32_t line; } Chunk;
+ * among the /host:CPU plane's lines (its thread), which the spans found in it carry; `rows` the memory events
+ * among them whose metadata_id comes first, as profilers write it: the rows it gives but in files of other shapes. */
+typedef struct { ptr p, end; int64_t ts; int32_t line; size_t rows; } Chunk;
 
 typedef struct { ptr name; size_t name_len; int role; int32_t str_index, alloc_index; } StatMeta;
 /* An event metadata: its kind (KIND_*) and, once a span used it, its index in Scan.span_names. */
@@ -787,11 +790,28 @@ static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) 
 
 /* ---- events ---------------------------------------------------------------------- */
 
-static int reserve_rows(Scan *s, size_t need) {
-    Columns *c = &s->c;
+/* Columns of its own for a borrowed window's rows, with room for n. */
+static int leave_window(Columns *c, size_t n) {
+    void *own[NCOLS];
+    for (int k = 0; k < NCOLS; k++) {
+        size_t size = COLUMN_SPECS[k].size;
+        if (!(own[k] = column_resize(NULL, 0, n * size))) {
+            while (k-- > 0) column_release(own[k], n * COLUMN_SPECS[k].size);
+            return -1;
+        }
+        if (c->len) memcpy(own[k], c->col[k], c->len * size);
+    }
+    memcpy(c->col, own, sizeof own);
+    c->cap = n;
+    c->borrowed = 0;
+    return 0;
+}
+
+static int columns_reserve(Columns *c, size_t need) {
     if (need <= c->cap) return 0;
     size_t n = c->cap ? c->cap * 2 : 4096;
     if (n < need) n = need;
+    if (c->borrowed) return leave_window(c, n);
     for (int k = 0; k < NCOLS; k++) {
         void *q = column_resize(c->col[k], c->cap * COLUMN_SPECS[k].size, n * COLUMN_SPECS[k].size);
         if (!q) { /* back to one capacity for all, which column_release needs (shrinking does not fail) */
@@ -811,6 +831,8 @@ static int reserve_rows(Scan *s, size_t need) {
     c->cap = n;
     return 0;
 }
+
+static int reserve_rows(Scan *s, size_t need) { return columns_reserve(&s->c, need); }
 
 /* The interned allocator key of an event's memory id, as XProf's converter spells it: a kind byte and the
  * value, turned into the id in Python. An integer id stat (index_on_host, device_ordinal) is its value,
@@ -1138,10 +1160,20 @@ static int check_line(Scan *s, ptr p, ptr end, int depth) {
     return push_line(s, (LineFix){ts, 0, 0, 0, 0, 0, sp_first, s->nspans - sp_first, 0, 0, 0});
 }
 
-static int push_chunk(Scan *s, ptr p, ptr end) {
+static int push_chunk(Scan *s, ptr p, ptr end, size_t rows) {
     if (grow((void **)&s->chunks, &s->capchunks, s->nchunks + 1, sizeof(Chunk)) < 0) NOMEM(s);
-    s->chunks[s->nchunks++] = (Chunk){p, end, 0, 0};
+    s->chunks[s->nchunks++] = (Chunk){p, end, 0, 0, rows};
     return 0;
+}
+
+/* Whether an event's fields [p, end) open with the metadata_id of a memory event. */
+static inline int opens_as_memory(const Scan *s, ptr p, ptr end) {
+    uint64_t mid;
+    if (p >= end || p[0] != (XEVENT_METADATA_ID << 3 | WT_VARINT)) return 0;
+    p++;
+    if (!plain_varint(&p, end, &mid) || mid > INT64_MAX) return 0;
+    int32_t ei = idmap_get(&s->event_ids, (int64_t)mid);
+    return ei >= 0 && (s->events[ei].kind == KIND_ALLOC || s->events[ei].kind == KIND_FREE);
 }
 
 /* Most fields of a line are events under a one-byte tag and a length of one or two bytes: stepped over without
@@ -1162,32 +1194,37 @@ static inline __attribute__((always_inline)) ptr short_event(ptr *pp, ptr end, s
 static int cut_line(Scan *s, ptr p, ptr end, int depth, int32_t line) {
     if (depth > MAX_DEPTH) FAIL(s, p, "nested too deeply");
     int64_t ts = 0; /* the last timestamp_ns, wherever it is among the events */
-    size_t first = s->nchunks;
+    size_t first = s->nchunks, rows = 0;
     ptr at = p, start = NULL, last = NULL;
     Field f = {0};
     int r;
     for (;;) {
         PREFETCH(p);
         size_t len;
-        int event = short_event(&p, end, &len) != NULL;
-        if (!event) {
+        ptr body = short_event(&p, end, &len);
+        if (!body) {
             if ((r = next_field(s, &p, end, depth, &f)) <= 0) break;
             if (f.field == XLINE_TIMESTAMP_NS && f.wt == WT_VARINT) ts = (int64_t)f.v;
             else if ((f.field == XLINE_NAME || f.field == XLINE_DISPLAY_NAME) && check_string(s, &f) < 0) return -1;
-            event = f.field == XLINE_EVENTS && f.wt == WT_LEN;
+            if (f.field == XLINE_EVENTS && f.wt == WT_LEN) {
+                body = f.data;
+                len = f.len;
+            }
         }
-        if (event) {
+        if (body) {
             if (!start) start = at;
             last = p;
+            rows += opens_as_memory(s, body, body + len);
             if ((size_t)(last - start) >= s->chunk_bytes) {
-                if (push_chunk(s, start, last) < 0) return -1;
+                if (push_chunk(s, start, last, rows) < 0) return -1;
                 start = NULL;
+                rows = 0;
             }
         }
         at = p;
     }
     if (r < 0) return -1;
-    if (start && push_chunk(s, start, last) < 0) return -1;
+    if (start && push_chunk(s, start, last, rows) < 0) return -1;
     for (size_t i = first; i < s->nchunks; i++) { s->chunks[i].ts = ts; s->chunks[i].line = line; }
     return 0;
 }
@@ -1234,13 +1271,9 @@ static int scan_chunk(Scan *w, const Chunk *ch, int depth) {
 
 #define MAX_WORKERS 16
 
-/* rows: the rows its columns are made room for up front (see ROW_BYTES). */
-typedef struct { Scan *w; const Chunk *chunks; size_t n; int depth; int rc; size_t rows; } Job;
-
-/* Bytes of events per memory-event row, a guess on the low side (TF's memory events take 100-140): the
- * columns get room for the rows a job's bytes may hold before it starts, so that they are not moved while
- * they grow (a move splits their huge pages). Room never used is address space, not memory. */
-#define ROW_BYTES 64
+/* rows: its chunks' rows, which its columns are made room for up front, so that they are not moved while they
+ * grow (a move splits their huge pages); at: where its window starts in the storage of all jobs' rows. */
+typedef struct { Scan *w; const Chunk *chunks; size_t n; int depth; int rc; size_t rows, at; } Job;
 
 static void *run_job(void *arg) {
     Job *j = arg;
@@ -1252,7 +1285,7 @@ static void *run_job(void *arg) {
 
 /* The outputs and per-metadata caches of a scan or worker (a worker's id maps are the main scan's). */
 static void worker_free(Scan *w) {
-    for (int k = 0; k < NCOLS; k++) column_release(w->c.col[k], w->c.cap * COLUMN_SPECS[k].size);
+    for (int k = 0; k < NCOLS && !w->c.borrowed; k++) column_release(w->c.col[k], w->c.cap * COLUMN_SPECS[k].size);
     free(w->steps); free(w->spans); free(w->groups); free(w->lines); free(w->stats); free(w->events); free(w->scratch);
     intern_free(&w->strings);
     intern_free(&w->allocators);
@@ -1290,13 +1323,16 @@ static int32_t *intern_map(Intern *to, const Intern *from, int tagged) {
     return map;
 }
 
-/* Appends worker w's rows to s, its string, allocator and span-name indices turned into s's. */
-static int merge_worker(Scan *s, Scan *w) {
+/* Appends worker w's rows to s, its string, allocator and span-name indices turned into s's. When both write in
+ * windows of one storage, w's `at` rows into s's, w's rows stay there (moved down only when s's window is not
+ * full) and s's window takes in w's. */
+static int merge_worker(Scan *s, Scan *w, size_t at) {
     size_t base = s->c.len, n = w->c.len;
+    int in_place = s->c.borrowed && w->c.borrowed;
     int32_t *smap = intern_map(&s->strings, &w->strings, 0);
     int32_t *amap = intern_map(&s->allocators, &w->allocators, 1);
     int32_t *nmap = intern_map(&s->span_names, &w->span_names, 0);
-    if (!smap || !amap || !nmap || reserve_rows(s, base + n) < 0 ||
+    if (!smap || !amap || !nmap || (!in_place && reserve_rows(s, base + n) < 0) ||
         grow((void **)&s->steps, &s->capsteps, s->nsteps + w->nsteps, sizeof(StepRow)) < 0 ||
         grow((void **)&s->spans, &s->capspans, s->nspans + w->nspans, sizeof(SpanRow)) < 0 ||
         grow((void **)&s->groups, &s->capgroups, s->ngroups + w->ngroups, sizeof(GroupRow)) < 0 ||
@@ -1305,15 +1341,20 @@ static int merge_worker(Scan *s, Scan *w) {
         NOMEM(s);
     }
     Columns *c = &s->c, *d = &w->c;
+    if (in_place) c->cap = at + d->cap;
     for (int k = 0; k < NCOLS && n; k++) {
-        if (k == COL_ALLOCATOR) {
-            for (size_t r = 0; r < n; r++) COL(c, k, int32_t)[base + r] = amap[COL(d, k, int32_t)[r]];
-        } else if (k >= FIRST_STR_COL && k < FIRST_STR_COL + NSTRS) {
-            for (size_t r = 0; r < n; r++) COL(c, k, int32_t)[base + r] = smap[COL(d, k, int32_t)[r]];
-        } else {
-            memcpy((char *)c->col[k] + base * COLUMN_SPECS[k].size, d->col[k], n * COLUMN_SPECS[k].size);
+        size_t size = COLUMN_SPECS[k].size;
+        char *to = (char *)c->col[k] + base * size;
+        int indices = k == COL_ALLOCATOR || (k >= FIRST_STR_COL && k < FIRST_STR_COL + NSTRS);
+        if (in_place && to != d->col[k]) memmove(to, d->col[k], n * size);
+        if (indices) {
+            const int32_t *map = k == COL_ALLOCATOR ? amap : smap, *from = in_place ? (int32_t *)to : COL(d, k, int32_t);
+            for (size_t r = 0; r < n; r++) ((int32_t *)to)[r] = map[from[r]];
+        } else if (!in_place) {
+            memcpy(to, d->col[k], n * size);
         }
-        column_release(d->col[k], d->cap * COLUMN_SPECS[k].size); /* once copied: the merge never holds both copies of all */
+        /* a copied column goes at once: the merge never holds two copies of all the rows */
+        if (!d->borrowed) column_release(d->col[k], d->cap * size);
         d->col[k] = NULL;
     }
     c->len = base + n;
@@ -1340,11 +1381,13 @@ static int merge_worker(Scan *s, Scan *w) {
     return 0;
 }
 
-/* Scans the chunks: the first run on this thread, the others on their own threads, split by bytes. */
+/* Scans the chunks: the first run on this thread, the others on their own threads, split by bytes. Each job
+ * writes its rows in its own window of one storage, its chunks' rows long, which s's columns then become: where
+ * the counts hold, as in files as profilers write them, the rows are in place when the jobs end. */
 static int scan_chunks(Scan *s, int depth) {
     size_t n = s->nchunks, workers = (size_t)s->threads < n ? (size_t)s->threads : n;
     if (workers > MAX_WORKERS) workers = MAX_WORKERS;
-    size_t total = 0, done = 0, taken = 0, k = 0, from = 0;
+    size_t total = 0, done = 0, k = 0, from = 0;
     for (size_t i = 0; i < n; i++) total += (size_t)(s->chunks[i].end - s->chunks[i].p);
     Job jobs[MAX_WORKERS];
     pthread_t tids[MAX_WORKERS];
@@ -1352,16 +1395,20 @@ static int scan_chunks(Scan *s, int depth) {
     for (size_t i = 0; i < n && k + 1 < workers; i++) {
         done += (size_t)(s->chunks[i].end - s->chunks[i].p);
         if (done * workers >= total * (k + 1)) {
-            jobs[k] = (Job){NULL, s->chunks + from, i + 1 - from, depth, 0, (done - taken) / ROW_BYTES};
-            taken = done;
+            jobs[k] = (Job){NULL, s->chunks + from, i + 1 - from, depth, 0, 0, 0};
             from = i + 1;
             k++;
         }
     }
-    jobs[k] = (Job){NULL, s->chunks + from, n - from, depth, 0, (total - taken) / ROW_BYTES};
+    jobs[k] = (Job){NULL, s->chunks + from, n - from, depth, 0, 0, 0};
     workers = from == n && k ? k : k + 1; /* the last cut may have taken every chunk */
+    size_t rows = 0;
+    for (size_t i = 0; i < workers; i++) {
+        jobs[i].at = rows;
+        for (size_t c = 0; c < jobs[i].n; c++) jobs[i].rows += jobs[i].chunks[c].rows;
+        rows += jobs[i].rows;
+    }
     jobs[0].w = s;
-    jobs[0].rows = total / ROW_BYTES; /* the first job's columns take the others' rows too */
     if (workers == 1) {
         run_job(&jobs[0]);
         return jobs[0].rc;
@@ -1378,6 +1425,15 @@ static int scan_chunks(Scan *s, int depth) {
         free(extra);
         NOMEM(s);
     }
+    /* Without it (no rows counted, or out of memory), each job's columns are its own, copied into s's as merged. */
+    Columns storage = {0};
+    int windows = rows && !s->c.cap && columns_reserve(&storage, rows) == 0;
+    for (size_t i = 0; i < workers && windows; i++) {
+        Columns *c = &jobs[i].w->c;
+        for (int k = 0; k < NCOLS; k++) c->col[k] = (char *)storage.col[k] + jobs[i].at * COLUMN_SPECS[k].size;
+        c->cap = jobs[i].rows;
+        c->borrowed = 1;
+    }
     for (size_t i = 1; i < workers; i++) started[i] = pthread_create(&tids[i], NULL, run_job, &jobs[i]) == 0;
     run_job(&jobs[0]);
     for (size_t i = 1; i < workers; i++) {
@@ -1391,10 +1447,16 @@ static int scan_chunks(Scan *s, int depth) {
         if (i > 0) { s->err = extra[i - 1].err; s->err_at = extra[i - 1].err_at; s->oom = extra[i - 1].oom; }
     }
     for (size_t i = 1; i < workers; i++) {
-        if (rc == 0 && merge_worker(s, &extra[i - 1]) < 0) rc = -1;
+        if (rc == 0 && merge_worker(s, &extra[i - 1], jobs[i].at) < 0) rc = -1;
         worker_free(&extra[i - 1]);
     }
     free(extra);
+    if (s->c.borrowed) { /* its window starts the storage: the storage is its own now */
+        s->c.cap = storage.cap;
+        s->c.borrowed = 0;
+    } else {
+        for (int k = 0; k < NCOLS; k++) column_release(storage.col[k], storage.cap * COLUMN_SPECS[k].size);
+    }
     return rc;
 }
 

@@ -653,6 +653,46 @@ def test_threads_and_chunks_do_not_change_the_scan():
         scanner.scan(seeds[0], threads=0)
 
 
+ODD_SHAPES = ("first", "last", "twice", "other then memory", "other")
+
+
+def _odd_shape_event(rng: random.Random, offset: int, shapes: tuple[str, ...]) -> bytes:
+    """A memory event or not, of one of `shapes`, which the count of each chunk's rows (memory events whose
+    metadata_id comes first) gets right or wrong."""
+    allocator = stat(1, ld(5, rng.choice([b"GPU_0_bfc", b"cpu"])))
+    stats = b"".join(ld(4, s) for s in (allocator, stat(3, vi(4, rng.randrange(1, 1 << 40))), stat(4, ld(5, b"Mul"))))
+    memory = rng.choice([1, 2])
+    shape = rng.choice(shapes)
+    if shape == "first":  # counted, a row
+        return ld(4, vi(1, memory) + vi(2, offset) + stats)
+    if shape == "last":  # not counted, a row: the windows fall short
+        return ld(4, vi(2, offset) + stats + vi(1, memory))
+    if shape == "twice":  # counted, no row (the last id counts): the windows have room left
+        return ld(4, vi(1, memory) + vi(2, offset) + stats + vi(1, 4))
+    if shape == "other then memory":  # not counted, a row
+        return ld(4, vi(1, 4) + vi(2, offset) + stats + vi(1, memory))
+    return ld(4, vi(1, 3) + vi(2, offset) + vi(3, 5))
+
+
+def test_rows_counted_wrong_land_where_one_thread_puts_them(monkeypatch):
+    """Each thread writes its rows in a window sized by the memory events it counted ahead: events of shapes that
+    make the count too high or too low give the same scan, at any thread count, as the reference decoder's."""
+    rng = random.Random(7)
+    # Counts too low and too high mixed (a window outgrown moves to storage of its own); only too high (each
+    # window has room left, and the next one's rows move down); only too low.
+    for case, shapes in enumerate([ODD_SHAPES, ("first", "twice", "other"), ("first", "last", "other")] * 4):
+        lines = []
+        for line in range(3):
+            events = b"".join(_odd_shape_event(rng, i * 10, shapes) for i in range(rng.randrange(50, 400)))
+            lines.append(vi(1, line) + ld(2, f"l{line}".encode()) + vi(3, 1000 * line) + events)
+        data = cpu_plane(*lines)
+        one = _scanned(data)
+        assert isinstance(one, dict)
+        for threads, chunk_bytes in ((2, 1 << 20), (2, 300), (3, 64), (16, 1)):
+            assert _scanned(data, threads=threads, chunk_bytes=chunk_bytes) == one, (case, threads, chunk_bytes)
+        same(data, monkeypatch)
+
+
 def test_planes_past_max_planes_are_counted_not_walked():
     data = _small_profile()
     whole = _scanned(data)
