@@ -790,20 +790,15 @@ static int add_event_metadata(Scan *s, ptr p, ptr end, int depth, int keep_hlo) 
 
 /* ---- events ---------------------------------------------------------------------- */
 
+static int columns_reserve(Columns *c, size_t need);
+
 /* Columns of its own for a borrowed window's rows, with room for n. */
 static int leave_window(Columns *c, size_t n) {
-    void *own[NCOLS];
-    for (int k = 0; k < NCOLS; k++) {
-        size_t size = COLUMN_SPECS[k].size;
-        if (!(own[k] = column_resize(NULL, 0, n * size))) {
-            while (k-- > 0) column_release(own[k], n * COLUMN_SPECS[k].size);
-            return -1;
-        }
-        if (c->len) memcpy(own[k], c->col[k], c->len * size);
-    }
-    memcpy(c->col, own, sizeof own);
-    c->cap = n;
-    c->borrowed = 0;
+    Columns own = {0};
+    if (columns_reserve(&own, n) < 0) return -1;
+    for (int k = 0; k < NCOLS && c->len; k++) memcpy(own.col[k], c->col[k], c->len * COLUMN_SPECS[k].size);
+    own.len = c->len;
+    *c = own;
     return 0;
 }
 
