@@ -135,10 +135,8 @@ def test_every_hostile_companion_is_read_or_refused_and_what_is_read_analyses(tm
     profile = tmp_path / "vm.xplane.pb"
     read = refused = 0
     for n in range(CI_INPUTS):
-        if rng.random() < BYTES_SHARE:
-            data = _mutate_bytes(rng, _serialized(seed))
-        else:
-            data = _serialized(_mutate_json(rng, seed))
+        spoil_bytes = rng.random() < BYTES_SHARE
+        data = _mutate_bytes(rng, _serialized(seed)) if spoil_bytes else _serialized(_mutate_json(rng, seed))
         path = write_companion(profile, data)
         try:
             recordings = registry.read_recordings(str(path))
