@@ -18,6 +18,7 @@ import pytest
 
 from tb_leakfinder import analyze
 from tb_leakfinder.read.discovery import discover
+from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion
 from tests.support import capture_programs, torch_captures
 from tests.support.cli_process import run_cli
 from tests.support.demo import ROOT
@@ -174,3 +175,53 @@ def test_one_workers_traces_copied_without_their_times_keep_their_own_times_rate
     # The truth: the history's rate per step at the job's pace, by the traces' own clocks. (Per step it is less
     # than the kept 128 KiB: the heap a CPU trace records leaves out what the steps between windows kept.)
     assert series["bytes_per_hour"] == pytest.approx(series["bytes_per_step"] * steps_per_hour, rel=0.10)
+
+
+def _never_freed(trace: pathlib.Path) -> dict[int, int]:
+    """address -> bytes of the buffers a trace's [memory] events allocate and never free, paired here in time order."""
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    live: dict[int, int] = {}
+    for e in sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e["ts"]):
+        address, size = int(e["args"]["Addr"]), int(e["args"]["Bytes"])
+        if size > 0:
+            live[address] = size
+        else:
+            live.pop(address, None)
+    return live
+
+
+def test_a_companion_file_beside_a_real_trace_names_the_list_that_keeps_the_leak(captured, tmp_path):
+    logdir, out = captured
+    shutil.copytree(logdir / "kept_every_step", tmp_path / "kept_every_step")
+    (trace,) = (tmp_path / "kept_every_step").iterdir()
+    kept = sorted(a for a, size in _never_freed(trace).items() if size == torch_captures.KEPT_BYTES)
+    assert len(kept) == torch_captures.STEPS
+    source = pathlib.Path(torch_captures.__file__)
+    line = int(out["kept_every_step"]["where"].split(":")[1].split(" ")[0])
+    text = source.read_text().splitlines()[line - 1].strip()
+    document = companion(
+        holders=[holder("kept", kept, kind="frame_local", created=f"{source}:{line - 1} in record")],
+        sources={f"{source}:{line}": text},
+        framework="torch",
+    )
+    write_companion(trace, document)
+    host, allocator = only_allocator({"report": analyze(str(trace.parent))})
+    top = allocator["families"][0]
+    (held,) = top["holders"]
+    assert (held["path"], held["kind"], held["count"], top["count"]) == ("kept", "frame_local", len(kept), len(kept))
+    assert held["requested_bytes"] == len(kept) * torch_captures.KEPT_BYTES
+    assert top["where_text"] == text
+    assert f"Held by `kept`: list, {len(kept)} of {len(kept)} never-freed buffers" in host["reason"]
+
+
+def test_a_companion_file_beside_one_of_a_profilers_cycles_is_that_captures_only(captured, tmp_path):
+    logdir, _ = captured
+    folder = tmp_path / torch_captures.PERIODIC
+    shutil.copytree(logdir / torch_captures.PERIODIC, folder)
+    traces = sorted(folder.iterdir())
+    assert len(traces) == 3
+    kept = [a for a, size in _never_freed(traces[1]).items() if size == torch_captures.KEPT_BYTES]
+    write_companion(traces[1], companion(holders=[holder("kept", kept, kind="list")], framework="torch"))
+    report = analyze(str(folder))
+    found = [[h["count"] for h in run["hosts"][0]["allocators"][0]["families"][0]["holders"]] for run in report["runs"]]
+    assert found == [[], [len(kept)], []]
