@@ -59,8 +59,14 @@ class Run:
                 beside = files.identity(recorded)
                 stamp = (recorded, beside.size, beside.mtime_ns)
             except LeakfinderError:
-                stamp = None
+                # Still there but no stat (a looping link, no permission): read, it is the warning that names it.
+                stamp = (recorded, -1, -1) if _still_there(recorded) else None
         return dataclasses.replace(found, companions=self.companions, recordings=stamp)
+
+
+def _still_there(path: str) -> bool:
+    """Whether a name is still in its folder, even as a link to nothing."""
+    return os.path.lexists(path) if files.is_local(path) else files.exists(path)
 
 
 def _session(name: str, session_dir: str, host: str | None = None) -> Run:

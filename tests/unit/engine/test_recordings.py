@@ -104,6 +104,14 @@ def test_a_bad_companion_never_hides_the_profile_and_names_itself_in_a_warning(t
     assert (host["recordings_file"], host["holder_search"]) == ("", None)
 
 
+def test_a_companion_that_cannot_even_be_stated_is_a_warning_too(tf_leak):
+    path = companion_path(tf_leak)
+    path.symlink_to(path.name)  # a link to itself: ELOOP
+    (host,) = tb_leakfinder.analyze(str(tf_leak))["runs"][0]["hosts"]
+    (warning,) = host["warnings"]
+    assert warning.startswith(f"{path}: cannot read the file") and host["verdict"] == "leak"
+
+
 def _rewrite(path: Path, document: dict) -> None:
     """The file rewritten with new content and a later mtime (as a capture's next window would)."""
     stat = path.stat()
