@@ -13,6 +13,7 @@ from tb_leakfinder.analyses.suspects import Family
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
 from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
+from tb_leakfinder.model.memory import AllocatorInfo
 from tb_leakfinder.model.sites import NO_SITE
 
 
@@ -28,11 +29,11 @@ def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints
         first_step=int(min(steps)) if steps else None,
         last_step=int(max(steps)) if steps else None,
         program=", ".join(sorted({module_base_name(m.name) for m in modules})),
-        allocators=[_allocator_point(a) for a in h.allocators],
+        allocators=[_allocator_point(a, profile.allocators.get(a.memory_id)) for a in h.allocators],
     )
 
 
-def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
+def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None) -> AllocatorPoint:
     s = a.summary
     return AllocatorPoint(
         memory_id=a.memory_id,
@@ -45,6 +46,8 @@ def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
         capacity_bytes=known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use)),
         verdict=a.verdict.verdict,
         families=[_family(a, g) for g in a.suspects.families],
+        heap_growth_bytes_per_step=float(round(s.growth_bytes_per_step, 1)),
+        profiled_heap=info is not None and info.profiled_heap,
     )
 
 

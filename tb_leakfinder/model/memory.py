@@ -274,6 +274,9 @@ class AllocatorInfo:
     out_of_memory: str = ""
     reserved_bytes: int = 0  # the memory its pools held from the device at the capture's end, 0 when not known
     guessed_pairs: str | None = None  # how its frees were paired with allocations by a guess, when they were
+    # Its heap counts only what was allocated while a profiler recorded (PyTorch's CPU `Total Allocated`): what is
+    # freed while none records is never taken off, so one capture's heap does not continue the last one's.
+    profiled_heap: bool = False
 
 
 @dataclass(frozen=True)

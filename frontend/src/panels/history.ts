@@ -210,7 +210,9 @@ export class HistoryPanel {
     const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
       `${formatCount(s.captures.length)} captures of ${s.allocator} on ${s.host}${span}: ` +
-      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). ` +
+      (s.rate_basis === 'within_captures'
+        ? `each point is what that capture kept within its window: its heap counts only what the capture saw allocated, so the captures are not chained (${rates.join(', ')}). `
+        : `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). `) +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;

@@ -60,6 +60,9 @@ def test_the_points_state_what_the_report_states(path):
                 known_capacity(stated),
                 stated["verdict"],
             )
+            assert a.heap_growth_bytes_per_step == pytest.approx(stated["growth_bytes_per_step"], abs=0.05)
+            # Only PyTorch's CPU heap counts what a profiler saw allocated, not what its allocator holds.
+            assert a.profiled_heap == (body["format"] == "torch_trace" and a.label == "CPU")
             families = [(f.label, f.where, f.stack, f.kind, f.bytes, f.bytes_per_step, f.count) for f in a.families]
             groups = stated["families"]
             assert families == [

@@ -364,7 +364,10 @@ def _times(values: array[float], earliest: float) -> np.ndarray:
 
 def _allocator(name: str, unaddressed: bool) -> AllocatorInfo:
     guess = "its frees are paired with allocations by size, having no address" if unaddressed else None
-    return AllocatorInfo("CPU" if name == DEVICE_TYPES[CPU_TYPE] else name, name == DEVICE_TYPES[CPU_TYPE], guessed_pairs=guess)
+    cpu = name == DEVICE_TYPES[CPU_TYPE]
+    # PyTorch's CPU allocator counts a buffer only when it is made while a profiler records memory, and takes it
+    # off only when it is freed while one does; a CUDA device's Total Allocated is its allocator's own count.
+    return AllocatorInfo("CPU" if cpu else name, cpu, guessed_pairs=guess, profiled_heap=cpu)
 
 
 def _unaddressed(memory: _Memory) -> set[str]:
