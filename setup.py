@@ -22,6 +22,7 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:  # noqa: BLE001
             print(f"tb_leakfinder: not building {ext.name} ({exc}); using the pure-Python decoder")
 
+
 # The process's memory beside a capture (model/recordings.py's process_memory): USS and PSS need psutil 5.x.
 _PSUTIL = "psutil>=5.8"
 

@@ -127,9 +127,10 @@ def kept_within(point: CapturePoint) -> int:
     return point.heap_end_bytes - point.heap_start_bytes
 
 
-def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | None = None) -> History:
+def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | None = None, record_events: str = "") -> History:
     """The history of a run's captures (each allocator of each host its own series); `num_captures` counts those
-    without any allocator too (no memory events), which give no point."""
+    without any allocator too (no memory events), which give no point; `record_events` says how their format
+    records memory events, when none has any."""
     captures = {p.capture for p in points}
     by_series: dict[tuple[str, str], list[CapturePoint]] = {}
     for p in points:
@@ -142,7 +143,8 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
         note = f"captures come from {len(hosts)} hosts ({', '.join(hosts[:5])}): each host's history is its own"
     if not series:
         total = num_captures if num_captures is not None else len(captures)
-        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures", note, [])
+        advice = f". {record_events}" if record_events else ""
+        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures{advice}", note, [])
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
     return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)

@@ -358,7 +358,10 @@ class Engine:
             elif found is not None and key is not None:
                 points += capture_points(run.name, found, key.mtime_ns)
         unreadable = len({e["run"] for e in errors})
-        return report.history_json(count_unreadable(run_history(tb_run, points, len(sessions)), unreadable), errors)
+        # Captures without memory events are told how their format records them, as each capture's report is.
+        advice = report.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not points else ""
+        history = run_history(tb_run, points, len(sessions), advice)
+        return report.history_json(count_unreadable(history, unreadable), errors)
 
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""

@@ -268,12 +268,16 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
     }
 
 
+def record_events(profile_format: str) -> str:
+    """How a host of this format gets memory events, in plain words: what a host without any is told."""
+    return registry.hints(profile_format).record_events.replace("`", "")
+
+
 def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
     """A host's verdict. With no memory events its reason says how its format records them (a PyTorch trace is
     not told about TensorFlow's allocator), and where its compiled programs are when it has some."""
-    record = registry.hints(h.profile.format).record_events.replace("`", "")
     programs = " Its compiled programs are in the static view." if modules else ""
-    no_events = f"{verdicts.NO_EVENTS_REASON} {record}{programs}"
+    no_events = f"{verdicts.NO_EVENTS_REASON} {record_events(h.profile.format)}{programs}"
     return verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
 
 
