@@ -176,9 +176,15 @@ export interface BreakdownRow {
   site: Site;
 }
 
-/** When the allocator runs out at the measured growth, from its free memory at window end. */
+/** What a forecast runs against, the smallest that applies: `allocator` (its own limit: BFC's memory limit), `device` (the device's memory: a CUDA device's `totalGlobalMem` in a PyTorch trace), `machine` (for host memory, the machine's physical memory: its host's when the profile records it, else the machine that read the profile). */
+export type ForecastLimit = 'allocator' | 'device' | 'machine';
+
+/** When the allocator runs out at the measured growth, from what is still free at window end of the smallest limit that applies. */
 export interface Forecast {
-  /** free at window end */
+  limit: ForecastLimit;
+  /** the whole of that limit: the allocator's capacity, the device's or the machine's memory */
+  limit_bytes: number;
+  /** free at window end, of that limit */
   bytes_available: number;
   /** the leak rate it extrapolates */
   growth_bytes_per_step: number;

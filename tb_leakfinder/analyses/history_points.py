@@ -13,7 +13,7 @@ from tb_leakfinder.analyses.suspects import Family
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
 from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
-from tb_leakfinder.model.memory import AllocatorInfo
+from tb_leakfinder.model.memory import LIMIT_MACHINE, AllocatorInfo
 from tb_leakfinder.model.sites import NO_SITE
 
 
@@ -43,12 +43,21 @@ def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None) -> Alloca
         heap_end_bytes=int(s.heap_end_bytes),
         heap_floor_bytes=int(s.heap_floor_bytes),
         never_freed_bytes=int(s.never_freed_bytes),
-        capacity_bytes=known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use)),
+        capacity_bytes=_capacity(a),
         verdict=a.verdict.verdict,
         families=[_family(a, g) for g in a.suspects.families],
         heap_growth_bytes_per_step=float(round(s.growth_bytes_per_step, 1)),
         profiled_heap=info is not None and info.profiled_heap,
     )
+
+
+def _capacity(a: AllocatorAnalysis) -> int:
+    """The memory the allocator can hold at most: its own capacity, or its machine's memory when that is less (a CPU
+    allocator's limit may be more than the machine has); 0 when neither is known."""
+    s = a.summary
+    known = [known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use))]
+    known += [m.limit_bytes for m in a.limits if m.source == LIMIT_MACHINE]
+    return min((k for k in known if k > 0), default=0)
 
 
 def _family(a: AllocatorAnalysis, g: Family) -> FamilyPoint:

@@ -19,6 +19,7 @@ from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.model.history import HostPoints
+from tb_leakfinder.model.memory import MACHINE_READER
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
@@ -83,11 +84,22 @@ class HostResult:
         return HostSide(host, report.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
 
 
+def machine_memory_bytes() -> int:
+    """This machine's physical memory, 0 when the system does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
     """Everything tb_leakfinder derives from one host's profile."""
     profile_format = format_of(path)
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
+    if not reading.profile.machine_memory_bytes:
+        # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
+        reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)
     return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)

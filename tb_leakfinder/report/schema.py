@@ -156,10 +156,19 @@ class BreakdownRow(TypedDict):
     site: Site
 
 
-class Forecast(TypedDict):
-    """When the allocator runs out at the measured growth, from its free memory at window end."""
+ForecastLimit = Literal["allocator", "device", "machine"]
+"""What a forecast runs against, the smallest that applies: `allocator` (its own limit: BFC's memory limit),
+`device` (the device's memory: a CUDA device's `totalGlobalMem` in a PyTorch trace), `machine` (for host memory, the
+machine's physical memory: its host's when the profile records it, else the machine that read the profile)."""
 
-    bytes_available: Annotated[int, "free at window end"]
+
+class Forecast(TypedDict):
+    """When the allocator runs out at the measured growth, from what is still free at window end of the smallest
+    limit that applies."""
+
+    limit: ForecastLimit
+    limit_bytes: Annotated[int, "the whole of that limit: the allocator's capacity, the device's or the machine's memory"]
+    bytes_available: Annotated[int, "free at window end, of that limit"]
     growth_bytes_per_step: Annotated[float, "the leak rate it extrapolates"]
     steps_to_oom: int
     step_duration_ps: Annotated[int, "the median from one step's start to the next; 0 when unknown"]

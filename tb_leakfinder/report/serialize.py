@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         FamilyDiff,
         FamilyStatus,
         Forecast,
+        ForecastLimit,
         FormatHints,
         FormatListing,
         HistoryAnswer,
@@ -126,6 +127,8 @@ def forecast_json(forecast: ForecastResult | None) -> Forecast | None:
     if forecast is None:
         return None
     return {
+        "limit": cast("ForecastLimit", forecast.limit),
+        "limit_bytes": forecast.limit_bytes,
         "bytes_available": forecast.bytes_available,
         "growth_bytes_per_step": round(forecast.growth_bytes_per_step, 1),
         "steps_to_oom": forecast.steps_to_oom,
