@@ -124,7 +124,7 @@ def test_the_windows_are_captures_of_one_run_whose_history_leaks(captured):
     assert (history["num_captures"], history["verdict"]) == (3, "leak")
     (series,) = history["series"]
     assert [c["capture"] for c in series["captures"]] == runs
-    assert series["hours_to_oom"] is None  # a CPU reports no free memory: no forecast
+    assert series["hours_to_oom"] is None  # within captures of a profiled heap, its level is not known: no forecast
 
 
 def test_discovery_finds_each_case_as_a_run(captured):

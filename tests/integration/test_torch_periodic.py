@@ -63,4 +63,4 @@ def test_a_periodic_capture_gives_the_rate_of_one_long_capture_and_names_its_cul
     assert captures[-1]["heap_start_bytes"] > captures[0]["heap_start_bytes"]
     for c in captures:
         assert c["measure_bytes"] == pytest.approx(truth * torch_periodic.WINDOW, rel=0.05)
-    assert series["hours_to_oom"] is None  # a CPU trace records neither free memory nor the heap's level
+    assert series["hours_to_oom"] is None  # within captures of a profiled heap, its level is not known: no forecast
