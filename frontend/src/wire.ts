@@ -207,7 +207,7 @@ export interface Family {
   /** that line's text, from the companion file (or, in the CLI, the local file); "" unknown */
   where_text: string;
   site: Site;
-  /** the references that keep its never-freed buffers, most buffers first; [] unknown */
+  /** the references that keep its never-freed buffers, most first, at most 20; [] unknown */
   holders: Holder[];
 }
 
