@@ -125,6 +125,15 @@ _ITERATE: dict[int, Any] = {
     DEQUE: collections.deque.__iter__,
 }
 _CONTAINERS = frozenset({DICT, LIST, TUPLE, SET, FROZENSET, DEQUE})
+# The builtin containers' own sizes (a subclass's __len__ never runs), and the size past which one is read last.
+_SIZED: dict[int, Any] = {
+    DICT: dict.__len__,
+    LIST: list.__len__,
+    TUPLE: tuple.__len__,
+    SET: set.__len__,
+    DEQUE: collections.deque.__len__,
+}
+LARGE = 10_000
 _EXACT: dict[int, int] = {
     id(t): p
     for t, p in (
@@ -159,6 +168,7 @@ class Root:
     value: Any
     function: str  # the frame's function, or the module's name
     where: str  # "train.py:40 in train": the frame's function's first line; "" for a module's global
+    file: str = ""  # the running frame's file; "" for a module's global
 
 
 class Walk:
@@ -181,6 +191,7 @@ class Walk:
         self.skipped = 0  # objects whose references could not be read
         self.stopped = ""  # why the walk stopped before it reached every object it could: "" when it did not
         self._seen: set[int] = set()
+        self._put_off: set[int] = set()  # the large containers read last
         self._plans: dict[int, int] = dict(_EXACT)
         self._plan_keep: list[type] = []  # the types planned, alive while their ids are keys
         self._instance: dict[int, tuple[Any, tuple[Any, ...]]] = {}
@@ -218,8 +229,12 @@ class Walk:
         )
         visited, limit, wanted = self.visited, self.max_objects, len(targets)
         children: Iterable[tuple[Any, Any]]
+        deferred: collections.deque[int] = collections.deque()
         try:
-            while queue and len(found) < wanted:
+            while (queue or deferred) and len(found) < wanted:
+                if not queue:  # the large containers put off, now that everything else was read
+                    queue, deferred = deferred, queue
+                    pop, push = queue.popleft, queue.append
                 if visited >= limit:
                     self.stopped = f"the walk stopped after {visited} objects (max_objects={limit})"
                     return
@@ -230,6 +245,13 @@ class Walk:
                 visited += 1
                 obj = objects[index]
                 plan = plans.get(id(type(obj))) or plan_of(type(obj))
+                if plan in _SIZED and index not in self._put_off and _SIZED[plan](obj) > LARGE:
+                    # A container of many (a million small objects) is read after the rest: a leak's holder is rarely
+                    # the largest container, and its items would otherwise come before every deeper object.
+                    self._put_off.add(index)
+                    deferred.append(index)
+                    visited -= 1
+                    continue
                 try:
                     if plan in (LIST, TUPLE):
                         edge, children = ITEM, enumerate(_ITERATE[plan](obj))
@@ -419,9 +441,10 @@ def frame_roots() -> Iterator[Root]:
         while frame is not None:
             if not own_frame(frame):
                 code = frame.f_code
-                edge = ROOT_GLOBAL if code.co_name == "<module>" else ROOT_LOCAL
+                # A module-level frame's locals are its globals: made anywhere in the module.
+                edge, made = (ROOT_GLOBAL, "") if code.co_name == "<module>" else (ROOT_LOCAL, where(code))
                 for name, value in frame_locals(frame):
-                    yield Root(edge, name, value, code.co_name, where(code))
+                    yield Root(edge, name, value, code.co_name, made, code.co_filename)
             frame = frame.f_back
 
 
@@ -435,7 +458,7 @@ def roots() -> Iterator[Root]:
     locals of the libraries' frames around them (a Keras fit() loop's)."""
     later = []
     for root in frame_roots():
-        if program_file(root.where.rsplit(":", 1)[0]):
+        if program_file(root.file):
             yield root
         else:
             later.append(root)

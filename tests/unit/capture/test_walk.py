@@ -52,7 +52,7 @@ def addresses(*groups: Any) -> list[int]:
     return [Buffer.addr.__get__(b) for group in groups for b in group]  # type: ignore[attr-defined]
 
 
-def search(targets: list[int], max_objects: int = 1_000_000, time_limit_s: float = 10.0) -> tuple[Walk, dict]:
+def search(targets: list[int], max_objects: int = 5_000_000, time_limit_s: float = 60.0) -> tuple[Walk, dict]:
     """The holders of the buffers at `targets`, walked from this process's frames and the program's modules (no
     frame holds the buffers themselves but the program's): path -> record."""
     by_address = {a: NeverFreed(a, 100, "", "", "") for a in targets}
@@ -249,16 +249,27 @@ def test_the_walk_runs_none_of_the_programs_code():
 
 
 def test_the_walk_is_bounded_in_objects_and_time():
-    small = [[i] for i in range(1_000_000)]  # a million small objects, each a container the walk must read
+    small = [[[i] for i in range(1000)] for _ in range(1000)]  # a million small objects, read before `kept`'s items
     kept = [Buffer() for _ in range(3)]
-    walk, holders = search(addresses(kept), max_objects=10_000)  # `small` comes first: a frame's local
+    deep = [[kept]]
+    del kept
+    walk, holders = search(addresses(deep[0][0]), max_objects=10_000)
     assert walk.stopped == "the walk stopped after 10000 objects (max_objects=10000)"
-    assert walk.visited == 10_000
-    walk, holders = search(addresses(kept), time_limit_s=0.0)
+    assert walk.visited == 10_000 and holders == {}
+    walk, holders = search(addresses(deep[0][0]), time_limit_s=0.0)
     assert walk.stopped.startswith("the walk stopped after 0 s (time_limit_s)")
-    del small
-    whole, holders = search(addresses(kept))
-    assert not whole.stopped and holders["kept"]["count"] == 3
+    whole, holders = search(addresses(deep[0][0]))
+    assert not whole.stopped and whole.visited > 1_000_000
+    check(holders, "deep[0][0]", "list", "list", 3)
+    assert len(small) == 1000
+
+
+def test_a_container_of_a_million_is_read_after_the_rest():
+    crowd = [[i] for i in range(1_000_000)]
+    kept = [Buffer() for _ in range(3)]
+    walk, holders = search(addresses(kept))
+    check(holders, "kept", "frame_local", "list", 3)
+    assert walk.visited < 10_000 < len(crowd)
 
 
 def test_a_self_containing_list_reached_from_a_global_is_walked_once(monkeypatch):
