@@ -214,9 +214,10 @@ class Walk:
             if index is not None:
                 self.root_of[index] = root
                 queue.append(index)
+                self._match(index)
         # The loop every object goes through, its names local: a plain list's or dict's items cost a few lookups each.
         objects, parents, edges, keys, seen = self.objects, self.parent, self.edge, self.key, self._seen
-        plans, plan_of, is_tracked, targets, found = self._plans, self.plan, gc.is_tracked, self.targets, self.found
+        plans, plan_of, is_tracked, found = self._plans, self.plan, gc.is_tracked, self.found
         pop, push, now, add_object, add_parent, add_edge, add_key, see = (
             queue.popleft,
             queue.append,
@@ -227,7 +228,7 @@ class Walk:
             keys.append,
             seen.add,
         )
-        visited, limit, wanted = self.visited, self.max_objects, len(targets)
+        visited, limit, wanted = self.visited, self.max_objects, len(self.targets)
         children: Iterable[tuple[Any, Any]]
         deferred: collections.deque[int] = collections.deque()
         try:
@@ -239,7 +240,7 @@ class Walk:
                     self.stopped = f"the walk stopped after {visited} objects (max_objects={limit})"
                     return
                 if not visited & 1023 and now() > self.deadline:
-                    self.stopped = f"the walk stopped after {self.time_limit_s:g} s (time_limit_s), {visited} objects visited"
+                    self.stopped = self._timed_out(visited)
                     return
                 index = pop()
                 visited += 1
@@ -258,10 +259,6 @@ class Walk:
                     elif plan == DICT:
                         edge, children = KEY, dict.items(obj)
                     else:
-                        if plan >= MATCHER_PLANS:
-                            for address in self.matcher.addresses(obj, plan):
-                                if address in targets and address not in found:
-                                    found[address] = index
                         self._expand(index, obj, plan, queue)
                         continue
                     for key, child in children:
@@ -276,10 +273,18 @@ class Walk:
                         add_edge(edge)
                         add_key(key)
                         push(len(objects) - 1)
+                        if child_plan >= MATCHER_PLANS:
+                            self._match(len(objects) - 1)
+                        if not len(objects) & 4095 and now() > self.deadline:  # within a container of thousands too
+                            self.stopped = self._timed_out(visited)
+                            return
                 except Exception:  # noqa: BLE001 - an object that changed under the walk (another thread's dict): skipped
                     self.skipped += 1
         finally:
             self.visited = visited
+
+    def _timed_out(self, visited: int) -> str:
+        return f"the walk stopped after {self.time_limit_s:g} s (time_limit_s), {visited} objects visited"
 
     def _expand(self, index: int, obj: Any, plan: int, queue: collections.deque[int]) -> None:
         """The children of an object that is not a plain list, tuple or dict."""
@@ -293,6 +298,18 @@ class Walk:
             added = self._add(index, edge, key, child)
             if added is not None:
                 queue.append(added)
+                if child_plan >= MATCHER_PLANS:
+                    self._match(added)
+
+    def _match(self, index: int) -> None:
+        """A framework object's buffers, matched as it is reached (not when read): a target one level down is found
+        before the level's other objects are read."""
+        obj = self.objects[index]
+        plan = self.plan(type(obj))
+        if plan >= MATCHER_PLANS:
+            for address in self.matcher.addresses(obj, plan):
+                if address in self.targets and address not in self.found:
+                    self.found[address] = index
 
     def container(self, node: int) -> bool:
         """Whether a node gathers objects of a kind, as the lists, dicts and ModuleLists that leaks grow do."""
