@@ -7,9 +7,11 @@ The walk on real PyTorch, TensorFlow and JAX captures is tests/integration/test_
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import sys
+import tracemalloc
 from typing import Any, ClassVar
 
 import pytest
@@ -128,6 +130,17 @@ def test_each_holder_gets_its_path_and_kind():
     assert holders["kept"]["addresses"] == sorted(addresses(kept))
     Model.cache.clear()
     GLOBAL_HISTORY.clear()
+
+
+def test_a_holder_is_created_where_tracemalloc_saw_it_made():
+    tracemalloc.start()
+    try:
+        made_at = sys._getframe().f_lineno + 1
+        kept = collections.deque([Buffer(), Buffer()])  # a list, a dict come from free lists, which it does not see
+        _, holders = search(addresses(kept))
+    finally:
+        tracemalloc.stop()
+    assert holders["kept"]["created"] == f"{__file__}:{made_at}"
 
 
 def suspended(count: int):
