@@ -11,6 +11,7 @@ median of `--repeat` runs:
   2 s bound (TIME_LIMIT_S) cuts, and objects read per second;
 - the peer, `gc.get_referrers` of one object: one pass of the collector over every tracked object, the step an
   objgraph-style search repeats per level; the ratios are against it.
+Each is given in wall seconds and CPU seconds (the machine is shared; the CPU times carry no one else's load).
 Then one real capture (5 steps, the same process) gives the holder section's own `elapsed_s` (reading the profile
 back and pairing it included).
 """
@@ -39,13 +40,16 @@ class Record:
         self.label = "x"
 
 
-def _median(run: Any, repeat: int) -> tuple[float, Any]:
-    times, result = [], None
+def _median(run: Any, repeat: int) -> tuple[float, float, Any]:
+    """The median wall and CPU seconds of `repeat` runs (this machine is shared: its wall times carry the others'
+    load, the CPU times do not), and the last run's result."""
+    walls, cpus, result = [], [], None
     for _ in range(repeat):
-        began = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         result = run()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times), result
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus), result
 
 
 def main() -> None:
@@ -76,10 +80,10 @@ def main() -> None:
             w.run(roots())
         return w
 
-    found_s, found = _median(lambda: walk(leak, 60.0), args.repeat)
-    whole_s, whole = _median(lambda: walk({1}, 600.0), args.repeat)
-    bounded_s, bounded = _median(lambda: walk({1}, 2.0), args.repeat)
-    peer_s, _ = _median(lambda: gc.get_referrers(kept), args.repeat)
+    found_s, found_cpu, found = _median(lambda: walk(leak, 60.0), args.repeat)
+    whole_s, whole_cpu, whole = _median(lambda: walk({1}, 600.0), args.repeat)
+    bounded_s, _, bounded = _median(lambda: walk({1}, 2.0), args.repeat)
+    peer_s, peer_cpu, _ = _median(lambda: gc.get_referrers(kept), args.repeat)
     assert len(found.found) == len(leak) and not found.stopped, found.stopped
 
     with tempfile.TemporaryDirectory() as logdir:
@@ -92,15 +96,19 @@ def main() -> None:
         "gc_tracked_objects": tracked,
         "tensors": args.tensors + len(kept),
         "found_s": round(found_s, 4),
+        "found_cpu_s": round(found_cpu, 4),
         "found_objects": found.visited,
         "whole_heap_s": round(whole_s, 3),
+        "whole_heap_cpu_s": round(whole_cpu, 3),
         "whole_heap_objects": whole.visited,
-        "whole_heap_objects_per_s": round(whole.visited / whole_s),
+        "whole_heap_objects_per_cpu_s": round(whole.visited / whole_cpu),
         "bounded_s": round(bounded_s, 3),
         "bounded_status": "partial" if bounded.stopped else "complete",
+        "bounded_objects": bounded.visited,
         "peer_gc_get_referrers_s": round(peer_s, 4),
-        "found_vs_peer": round(found_s / peer_s, 2),
-        "whole_heap_vs_peer": round(whole_s / peer_s, 1),
+        "peer_gc_get_referrers_cpu_s": round(peer_cpu, 4),
+        "found_vs_peer_cpu": round(found_cpu / peer_cpu, 3),
+        "whole_heap_vs_peer_cpu": round(whole_cpu / peer_cpu, 1),
         "capture_section_elapsed_s": section["elapsed_s"],
         "capture_section_status": section["status"],
         "capture_section_holders": [(h["path"], h["count"]) for h in section["holders"]],

@@ -228,7 +228,8 @@ class Walk:
             keys.append,
             seen.add,
         )
-        visited, limit, wanted = self.visited, self.max_objects, len(self.targets)
+        visited, limit, wanted, deadline = self.visited, self.max_objects, len(self.targets), self.deadline
+        put_off, instance_fields, fields_of, plans_get = self._put_off, self._instance, self._fields, plans.get
         children: Iterable[tuple[Any, Any]]
         deferred: collections.deque[int] = collections.deque()
         try:
@@ -239,17 +240,19 @@ class Walk:
                 if visited >= limit:
                     self.stopped = f"the walk stopped after {visited} objects (max_objects={limit})"
                     return
-                if not visited & 1023 and now() > self.deadline:
+                if not visited & 1023 and now() > deadline:
                     self.stopped = self._timed_out(visited)
                     return
                 index = pop()
                 visited += 1
                 obj = objects[index]
-                plan = plans.get(id(type(obj))) or plan_of(type(obj))
-                if plan in _SIZED and index not in self._put_off and _SIZED[plan](obj) > LARGE:
+                cls = type(obj)
+                plan = plans_get(id(cls)) or plan_of(cls)
+                sized = _SIZED.get(plan)
+                if sized is not None and sized(obj) > LARGE and index not in put_off:
                     # A container of many (a million small objects) is read after the rest: a leak's holder is rarely
                     # the largest container, and its items would otherwise come before every deeper object.
-                    self._put_off.add(index)
+                    put_off.add(index)
                     deferred.append(index)
                     visited -= 1
                     continue
@@ -258,24 +261,34 @@ class Walk:
                         edge, children = ITEM, enumerate(_ITERATE[plan](obj))
                     elif plan == DICT:
                         edge, children = KEY, dict.items(obj)
+                    elif plan == INSTANCE and not (instance_fields.get(id(cls)) or fields_of(cls))[1]:
+                        # An instance without __slots__, the most common: its __dict__ read as a dict is.
+                        attributes = instance_fields[id(cls)][0].__get__(obj, cls)
+                        if type(attributes) is not dict:
+                            continue
+                        edge, children = ATTR, dict.items(attributes)
                     else:
                         self._expand(index, obj, plan, queue)
                         continue
                     for key, child in children:
-                        child_plan = plans.get(id(type(child))) or plan_of(type(child))
-                        if child_plan == SKIP or (child_plan < MATCHER_PLANS and child_plan != CLASS and not is_tracked(child)):
+                        child_plan = plans_get(id(type(child))) or plan_of(type(child))
+                        if child_plan == SKIP:
                             continue
-                        if id(child) in seen:
+                        if child_plan < MATCHER_PLANS and child_plan != CLASS and not is_tracked(child):
+                            continue  # an object that can hold no other (a tuple of numbers)
+                        child_id = id(child)
+                        if child_id in seen:
                             continue
-                        see(id(child))
+                        see(child_id)
+                        added = len(objects)
                         add_object(child)
                         add_parent(index)
                         add_edge(edge)
                         add_key(key)
-                        push(len(objects) - 1)
+                        push(added)
                         if child_plan >= MATCHER_PLANS:
-                            self._match(len(objects) - 1)
-                        if not len(objects) & 4095 and now() > self.deadline:  # within a container of thousands too
+                            self._match(added)
+                        elif not added & 4095 and now() > deadline:  # within a container of thousands too
                             self.stopped = self._timed_out(visited)
                             return
                 except Exception:  # noqa: BLE001 - an object that changed under the walk (another thread's dict): skipped
