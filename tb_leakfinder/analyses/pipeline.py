@@ -11,7 +11,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
-from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory, forecast, fragmentation_note, held_at_oom
+from tb_leakfinder.analyses.capacity import Forecast, Limit, OutOfMemory, forecast, fragmentation_note, held_at_oom, limits
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
@@ -58,6 +58,7 @@ class AllocatorAnalysis:
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
     sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
     out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
+    limits: list[Limit] = field(default_factory=list)  # what bounds it at window end: its own, its device's, its machine's
 
 
 @dataclass
@@ -187,7 +188,8 @@ def analyze_allocator(
     if pairing.unmatched_frees:
         warnings.append(f"{label}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
     growth = sum(g.bytes_per_step for g in leak_families(suspects.families, source)) if verdict.verdict == LEAK else 0.0
-    outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
+    bounds = limits(events, info, profile.machine_memory_bytes, profile.machine_memory_of)
+    outlook = forecast(bounds, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(
         memory_id,
         label,
@@ -204,6 +206,7 @@ def analyze_allocator(
         growth,
         attribution.sites,
         held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
+        bounds,
     )
 
 
