@@ -43,7 +43,6 @@ from tb_leakfinder.capture.holders.walk import (
     ROOT_LOCAL,
     SAVED,
     SUBMODULE,
-    VALUE,
     Walk,
     roots,
     type_name,
@@ -62,7 +61,6 @@ _KINDS = {
     ATTR: "attribute",
     GRAD: "attribute",
     BASE: "attribute",
-    VALUE: "attribute",
     REFERENT: "attribute",
     CLASS_ATTR: "class_attribute",
     ITEM: "list",
@@ -131,7 +129,8 @@ class HolderFinder:
                 walk.run(roots())
         groups = holders(walk, by_address)
         unmatched = [b for b in buffers if b.addr not in walk.found]
-        status = PARTIAL if walk.stopped else COMPLETE
+        # Objects another thread changed while they were read were skipped: what lay behind them was not reached.
+        status = PARTIAL if walk.stopped or walk.skipped else COMPLETE
         warning = walk.stopped + (f"; {walk.skipped} object(s) changed while read and were skipped" if walk.skipped else "")
         records = [record for record, _ in groups]
         value = _search(status, warning.lstrip("; "), walk.visited, time.perf_counter() - began, records, unmatched)
@@ -275,7 +274,6 @@ def _step(edge: int, key: object) -> str:
         GRAD_FN: ".grad_fn",
         NEXT_FUNCTION: f".next_functions[{key}][0]",
         MEMBER: "[*]",
-        VALUE: ".value()",
     }.get(edge, "[?]")
 
 

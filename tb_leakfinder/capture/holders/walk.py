@@ -44,7 +44,6 @@ DEFAULT = 14  # a function's default argument (key: the parameter)
 CLOSURE = 15  # a function's closure cell (key: the free variable)
 GENERATOR_LOCAL = 16  # a suspended generator's or coroutine's local (key: name)
 REFERENT = 17  # a referent of an object of C that has no names for them
-VALUE = 18  # a framework object's value (a tf.Variable's read value)
 
 AUTOGRAD = frozenset({GRAD_FN, NEXT_FUNCTION, SAVED})
 _NO_KEY = object()
