@@ -11,6 +11,7 @@ import collections
 import contextlib
 import itertools
 import sys
+import threading
 import tracemalloc
 from typing import Any, ClassVar
 
@@ -141,6 +142,27 @@ def test_a_holder_is_created_where_tracemalloc_saw_it_made():
     finally:
         tracemalloc.stop()
     assert holders["kept"]["created"] == f"{__file__}:{made_at}"
+
+
+def loader(ready: threading.Event, done: threading.Event, found: list[int]) -> None:
+    prefetched = [Buffer() for _ in range(3)]  # a local of another thread's running function
+    found += addresses(prefetched)
+    ready.set()
+    done.wait(60)
+
+
+def test_another_threads_running_frames_are_roots():
+    ready, done, found = threading.Event(), threading.Event(), []
+    thread = threading.Thread(target=loader, args=(ready, done, found))
+    thread.start()
+    try:
+        ready.wait(60)
+        _, holders = search(list(found))
+    finally:
+        done.set()
+        thread.join()
+    check(holders, "prefetched", "frame_local", "list", 3)
+    assert holders["prefetched"]["created"] == f"{__file__}:{loader.__code__.co_firstlineno} in loader"
 
 
 def suspended(count: int):
