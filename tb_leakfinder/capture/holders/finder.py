@@ -142,10 +142,10 @@ class HolderFinder:
         """JAX's arrays alive now whose buffers were not when the window began (a CPU profile records none)."""
         found = []
         for array in self.module.live_arrays():
-            for pointer in matchers.buffer_pointers(array):
+            shape = "[" + ",".join(str(d) for d in array.shape) + "]"
+            for pointer, size in matchers.shard_buffers(array):
                 if pointer not in self._live_at_start:
-                    shape = "[" + ",".join(str(d) for d in array.shape) + "]"
-                    found.append(Buffer(pointer, int(array.nbytes), shape, str(array.dtype), ""))
+                    found.append(Buffer(pointer, size, shape, str(array.dtype), ""))
         return found
 
 
