@@ -546,6 +546,11 @@ def _jitted_program(call: str) -> str:
 class Attribution:
     site: np.ndarray  # int32 per event: index into `sites` (0 for frees and what the profile does not tell)
     sites: list[Site]
+    # Every host call around each event, the frameworks' too, for what the user's frames alone cannot tell (an
+    # optimizer's step, a module's __init__): `stack` per event indexes `stacks` (-1: none), each one's call names
+    # innermost first ("$torch/optim/adam.py:139 _init_group", "$class Linear").
+    stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    stacks: list[tuple[str, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -568,7 +573,7 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     site = np.zeros(len(events), np.int32)
     allocs = np.flatnonzero(events.kind == ALLOC)
     if not len(allocs) or not (index.calls or index.has_programs):
-        return Attribution(site, sites)
+        return Attribution(site, sites, np.full(len(events), -1, np.int32))
     times = events.time_ps[allocs]
     lines = events.line[allocs]
     found = _executions(index, events, allocs)
@@ -630,7 +635,10 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
         column = getattr(events, name).copy()
         column[allocs] = np.where(given >= 0, given, column[allocs])
         setattr(events, name, column)
-    return Attribution(site, sites)
+    stack = np.full(len(events), -1, np.int32)
+    stack[allocs] = np.where(chains[chain_of] >= 0, chain_of, -1).reshape(-1)
+    stacks = [tuple(index.spans.names[i] for i in index.chains.names(int(c))) for c in chains.tolist()]
+    return Attribution(site, sites, stack, stacks)
 
 
 def _with_frames(site: Site, frames: tuple[str, ...], model: str) -> Site:

@@ -1,0 +1,294 @@
+"""The likely cause of a leaking family, from the profile alone: what the ops and the calls around its never-freed
+buffers show, and the change that usually fixes it.
+
+A cause is given only to a family that grows on an allocator whose verdict is a leak, and only when its evidence
+is in the profile: the op that made the buffers, the shape of their growth, and the host calls around their
+allocations (the Python tracer's frames, the frameworks' as well as the user's; PyTorch's module calls). Each
+rule reads one kind of evidence:
+
+- `regrown`: the family grows by freeing one buffer and making it again larger (a `torch.cat` / `tf.concat` of
+  itself): `Family.regrown`.
+- `variable_per_step`: TensorFlow makes a resource handle (a `VarHandleOp` buffer) for every `tf.Variable`; a
+  family of them that grows is a variable made each step. A family kept in step with it (as many buffers in the
+  same steps) is likely those variables' values: eager `tf.Variable(t)` keeps `t`'s buffer as its value.
+- `optimizer_per_step`: the buffers were made inside an optimizer (a frame of `torch/optim/`, Keras' or optax's
+  optimizers, or an `Optimizer.step`'s `_init_group`): its state, which an optimizer makes on its first step only.
+- `modules_per_step`: made inside a module's `__init__` or `reset_parameters` (torch.nn's modules, Keras layers'
+  `build` / `add_weight`, Flax's `init`); a family kept by backward in the same allocator is their gradients.
+- `cache_per_step`: made under a function whose name says it memoizes (`cache`, `memo`, `cached_property`'s
+  `__get__`) or under a `__getitem__` / `__missing__`.
+- `graph_kept`: two families or more of a module's forward (PyTorch's module calls around them), each keeping as
+  many buffers per step: the forward's saved activations, kept together by an autograd graph that outlives the step.
+
+What no rule can see: `functools.lru_cache` and a dict used as a memo run no Python frame of their own (a cache is
+seen only by its function's name); a forward's activations kept by two lists of detached tensors look like a
+graph; a graph of one saved activation is one family; a `tf.Variable` made in a `tf.function` is made once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tb_leakfinder.analyses.attribution import Attribution
+from tb_leakfinder.analyses.frames import base_name, frame_text, parse_frame
+from tb_leakfinder.analyses.suspects import Cause, Family, Suspects
+from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.model.lifetimes import Buffers
+from tb_leakfinder.model.memory import MODULE_CALL_PREFIX
+from tb_leakfinder.model.sites import NO_SITE
+
+GRAPH_KEPT = "graph_kept"
+REGROWN = "regrown"
+OPTIMIZER_PER_STEP = "optimizer_per_step"
+MODULES_PER_STEP = "modules_per_step"
+CACHE_PER_STEP = "cache_per_step"
+VARIABLE_PER_STEP = "variable_per_step"
+CAUSE_IDS = (GRAPH_KEPT, REGROWN, OPTIMIZER_PER_STEP, MODULES_PER_STEP, CACHE_PER_STEP, VARIABLE_PER_STEP)
+# Where each cause's page is, from the repository's root: the views link it.
+CAUSES_PAGE = "docs/causes.md"
+
+FIXES = {
+    GRAPH_KEPT: "keep `loss.item()` or `.detach()` of what outlives the step, drop `retain_graph=True`, and evaluate "
+    "under `torch.no_grad()`",
+    REGROWN: "preallocate the buffer at its final size and write into it, or bound it (a fixed window, a ring buffer)",
+    OPTIMIZER_PER_STEP: "create the optimizer once, before the training loop",
+    MODULES_PER_STEP: "create modules (and their parameters) once, outside the training loop",
+    CACHE_PER_STEP: "bound the cache (`functools.lru_cache(maxsize=...)`), key it by something that repeats, or hold "
+    "its values weakly",
+    VARIABLE_PER_STEP: "create each `tf.Variable` once and `.assign()` to it in the loop",
+}
+
+# TensorFlow's op that makes a tf.Variable's resource handle: one small buffer per variable.
+VARIABLE_HANDLE_OP = "VarHandleOp"
+# A frame of an optimizer: a file of a package or folder of optimizers, or torch's lazy state init.
+_OPTIMIZER_DIRS = frozenset({"optim", "optimizers", "optax"})
+_OPTIMIZER_FILES = frozenset({"optimizer.py", "optimizers.py"})
+_OPTIMIZER_FUNCTIONS = frozenset({"_init_group"})
+# A module's parameters being made: its constructor, its weights' (re)initialisation, Keras' lazy build.
+_INIT_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "build", "add_weight", "init"})
+# The frameworks' code of modules and layers, as the Python tracer names their files (a path relative to an import
+# root, or a site-packages path): torch.nn's modules, Keras' layers, Flax's and Haiku's modules.
+_MODULE_DIRS = (("torch", "nn"), ("keras",), ("tf_keras",), ("flax",), ("haiku",), ("equinox",))
+# Backward: PyTorch's autograd engine runs under these calls.
+_BACKWARD_DIRS = (("torch", "autograd"),)
+_BACKWARD_CALLS = frozenset({"backward", "_engine_run_backward", "run_backward"})
+_MEMO_NAME = re.compile(r"cache|memo", re.IGNORECASE)
+_MEMO_FUNCTIONS = frozenset({"__getitem__", "__missing__"})
+_STDLIB_MEMO_FILES = frozenset({"functools.py"})  # cached_property's __get__, the pure-Python lru_cache wrapper
+_SEPARATORS = re.compile(r"[/\\]")
+# A forward: torch.nn's module calls, or the function a model library frame names.
+_FORWARD = "forward"
+
+
+@dataclass(frozen=True)
+class FamilyEvidence:
+    """What the rules read of one leaking family."""
+
+    op: str
+    shape: str
+    count: int  # never-freed buffers
+    steps: int  # distinct steps they were made in
+    first_step: int | None
+    regrown: bool
+    bytes_per_step: float
+    model_frame: str  # of its newest never-freed buffer's site: "Tanh.forward (activation.py:428)"
+    stacks: tuple[tuple[str, ...], ...]  # the host calls around its never-freed buffers' allocations, innermost first
+
+
+def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
+    """Each leaking family's likely cause (None: its evidence shows none), the families of one allocator together:
+    some causes are read across families (the gradients of new parameters, a forward's activations)."""
+    found: list[Cause | None] = [_own_cause(f) for f in families]
+    modules = [k for k, c in enumerate(found) if c is not None and c.id == MODULES_PER_STEP]
+    variables = [k for k, c in enumerate(found) if c is not None and c.id == VARIABLE_PER_STEP]
+    for k, family in enumerate(families):
+        if found[k] is not None:
+            continue
+        if modules and _under_backward(family):
+            new = families[modules[0]]
+            found[k] = Cause(
+                MODULES_PER_STEP,
+                f"{_buffers(family)} made by backward while {_buffers(new)} of new parameters were made in "
+                f"{_init_frame(new)}: likely those parameters' gradients",
+                FIXES[MODULES_PER_STEP],
+            )
+        elif (twin := next((families[v] for v in variables if _in_step(families[v], family)), None)) is not None:
+            found[k] = Cause(
+                VARIABLE_PER_STEP,
+                f"{_buffers(family)} kept in step with {twin.count} tf.Variable handles ({VARIABLE_HANDLE_OP}), one "
+                "per step: likely those variables' values",
+                FIXES[VARIABLE_PER_STEP],
+            )
+    forward = [k for k, f in enumerate(families) if found[k] is None and _forward_frame(f)]
+    together = [k for k in forward if any(j != k and _in_step(families[j], families[k]) for j in forward)]
+    if together:
+        ops = ", ".join(f"{families[k].op} in {_forward_frame(families[k])}" for k in together[:3])
+        more = f" and {len(together) - 3} more" if len(together) > 3 else ""
+        for k in together:
+            found[k] = Cause(
+                GRAPH_KEPT,
+                f"{len(together)} families of a module's forward ({ops}{more}) each keep "
+                f"{_per_step(families[k])} per step: likely activations saved by an autograd graph that outlives "
+                "the step (a loss or output kept with its graph, or retain_graph=True)",
+                FIXES[GRAPH_KEPT],
+            )
+    return found
+
+
+def _own_cause(family: FamilyEvidence) -> Cause | None:
+    """The cause a family's own evidence shows."""
+    if family.regrown:
+        return Cause(
+            REGROWN,
+            f"one {family.op} buffer is freed and made again {format_bytes(family.bytes_per_step)} larger every step",
+            FIXES[REGROWN],
+        )
+    if family.op == VARIABLE_HANDLE_OP:
+        return Cause(
+            VARIABLE_PER_STEP,
+            f"{_buffers(family)}: a tf.Variable's resource handle ({VARIABLE_HANDLE_OP}) made {_per_step(family)} per step",
+            FIXES[VARIABLE_PER_STEP],
+        )
+    frames = _frames(family)
+    optimizer = next((f for f in frames if _optimizer_frame(*f)), None)
+    if optimizer is not None:
+        return Cause(
+            OPTIMIZER_PER_STEP,
+            f"{_buffers(family)} made in {frame_text(*optimizer)}: an optimizer's state, made again each step",
+            FIXES[OPTIMIZER_PER_STEP],
+        )
+    init = _init_frame(family)
+    if init:
+        return Cause(
+            MODULES_PER_STEP,
+            f"{_buffers(family)} made in {init}: new parameters each step",
+            FIXES[MODULES_PER_STEP],
+        )
+    memo = next((f for f in frames if _memo_frame(*f)), None)
+    if memo is not None:
+        return Cause(
+            CACHE_PER_STEP,
+            f"{_buffers(family)}, {_per_step(family)} per step, made under {frame_text(*memo)}: likely a cache that "
+            "gains an entry each step",
+            FIXES[CACHE_PER_STEP],
+        )
+    return None
+
+
+def _frames(family: FamilyEvidence) -> list[tuple[str, int, str]]:
+    """The Python frames around the family's buffers, innermost first, each once."""
+    seen: dict[tuple[str, int, str], None] = {}
+    for stack in family.stacks:
+        for name in stack:
+            frame = parse_frame(name)
+            if frame is not None:
+                seen.setdefault(frame)
+    return list(seen)
+
+
+def _parts(file: str) -> list[str]:
+    return _SEPARATORS.split(file)
+
+
+def _under(file: str, prefixes: Sequence[tuple[str, ...]]) -> bool:
+    """Whether a file lies in one of the folder paths `prefixes` (relative to an import root, or anywhere in a
+    whole path)."""
+    parts = _parts(file)[:-1]
+    return any(tuple(parts[k : k + len(prefix)]) == prefix for prefix in prefixes for k in range(len(parts) - len(prefix) + 1))
+
+
+def _optimizer_frame(file: str, line: int, function: str) -> bool:
+    del line
+    return (
+        any(part in _OPTIMIZER_DIRS for part in _parts(file)[:-1])
+        or base_name(file) in _OPTIMIZER_FILES
+        or function in _OPTIMIZER_FUNCTIONS
+    )
+
+
+def _init_frame(family: FamilyEvidence) -> str:
+    """The module code that made the family's buffers as parameters ("linear.py:96 in __init__"); "" when none."""
+    for file, line, function in _frames(family):
+        if function in _INIT_FUNCTIONS and _under(file, _MODULE_DIRS):
+            return frame_text(file, line, function)
+    return ""
+
+
+def _memo_frame(file: str, line: int, function: str) -> bool:
+    del line
+    return bool(_MEMO_NAME.search(function)) or function in _MEMO_FUNCTIONS or base_name(file) in _STDLIB_MEMO_FILES
+
+
+def _under_backward(family: FamilyEvidence) -> bool:
+    return any(_under(file, _BACKWARD_DIRS) or function in _BACKWARD_CALLS for file, _, function in _frames(family))
+
+
+def _forward_frame(family: FamilyEvidence) -> str:
+    """The module forward that made the family's buffers ("Tanh.forward (activation.py:428)"), when a module call
+    encloses them; "" otherwise."""
+    inside_module = any(name.startswith(MODULE_CALL_PREFIX) for stack in family.stacks for name in stack)
+    function = family.model_frame.split(" (", 1)[0].rsplit(".", 1)[-1]
+    return family.model_frame if inside_module and function == _FORWARD else ""
+
+
+def _in_step(a: FamilyEvidence, b: FamilyEvidence) -> bool:
+    """Whether two families kept as many buffers in the same steps."""
+    return a.count == b.count and a.steps == b.steps and a.first_step == b.first_step
+
+
+def _buffers(family: FamilyEvidence) -> str:
+    return f"{family.count} {family.op} buffer{'s' if family.count != 1 else ''}"
+
+
+def _per_step(family: FamilyEvidence) -> str:
+    rate = family.count / max(family.steps, 1)
+    return f"{rate:.0f}" if rate == round(rate) else f"{rate:.1f}"
+
+
+def with_causes(
+    suspects: Suspects,
+    leaking: Sequence[Family],
+    buffers: Buffers,
+    strings: Sequence[str],
+    attribution: Attribution,
+) -> list[Family]:
+    """The allocator's families, each of `leaking` with its likely cause (when its evidence shows one)."""
+    position = {id(f): k for k, f in enumerate(suspects.families)}
+    chosen = [position[id(f)] for f in leaking]
+    evidence = [_evidence(suspects, k, buffers, strings, attribution) for k in chosen]
+    result = list(suspects.families)
+    for k, cause in zip(chosen, family_causes(evidence), strict=True):
+        if cause is not None:
+            result[k] = replace(result[k], cause=cause)
+    return result
+
+
+def _evidence(
+    suspects: Suspects,
+    k: int,
+    buffers: Buffers,
+    strings: Sequence[str],
+    attribution: Attribution,
+) -> FamilyEvidence:
+    """What the rules read of family `k`: the host calls around its never-freed buffers, by their allocation events."""
+    family = suspects.families[k]
+    events = buffers.alloc_event[suspects.never_freed_family == k]
+    events = events[events >= 0]
+    stack, stacks, sites = attribution.stack, attribution.stacks, attribution.sites
+    distinct = np.unique(stack[events]) if len(stack) and len(events) else np.zeros(0, np.int32)
+    site = sites[family.site] if 0 <= family.site < len(sites) else NO_SITE
+    return FamilyEvidence(
+        strings[family.op],
+        family.shape,
+        family.count,
+        family.steps,
+        family.first_step,
+        family.regrown,
+        family.bytes_per_step,
+        site.model_frame,
+        tuple(stacks[int(s)] for s in distinct.tolist() if s >= 0),
+    )
