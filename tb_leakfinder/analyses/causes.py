@@ -112,28 +112,25 @@ def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
             new = families[modules[0]]
             found[k] = Cause(
                 MODULES_PER_STEP,
-                f"{_buffers(family)} made by backward while {_buffers(new)} of new parameters were made in "
-                f"{_init_frame(new)}: likely those parameters' gradients",
+                f"{_buffers(family)} made in backward, beside new parameters made in {_init_frame(new)}: their gradients",
                 FIXES[MODULES_PER_STEP],
             )
         elif (twin := next((families[v] for v in variables if _in_step(families[v], family)), None)) is not None:
             found[k] = Cause(
                 VARIABLE_PER_STEP,
-                f"{_buffers(family)} kept in step with {twin.count} tf.Variable handles ({VARIABLE_HANDLE_OP}), one "
-                "per step: likely those variables' values",
+                f"{_buffers(family)} kept in step with {twin.count} tf.Variable handles ({VARIABLE_HANDLE_OP}): their values",
                 FIXES[VARIABLE_PER_STEP],
             )
     forward = [k for k, f in enumerate(families) if found[k] is None and _forward_frame(f)]
     together = [k for k in forward if any(j != k and _in_step(families[j], families[k]) for j in forward)]
     if together:
-        ops = ", ".join(f"{families[k].op} in {_forward_frame(families[k])}" for k in together[:3])
+        ops = ", ".join(f"{families[k].op} in {_forward_frame(families[k]).split(' (', 1)[0]}" for k in together[:3])
         more = f" and {len(together) - 3} more" if len(together) > 3 else ""
         for k in together:
             found[k] = Cause(
                 GRAPH_KEPT,
-                f"{len(together)} families of a module's forward ({ops}{more}) each keep "
-                f"{_per_step(families[k])} per step: likely activations saved by an autograd graph that outlives "
-                "the step (a loss or output kept with its graph, or retain_graph=True)",
+                f"{ops}{more}: outputs of module forwards kept together, {_per_step(families[k])} each per step, as "
+                "an autograd graph keeps the activations it saved",
                 FIXES[GRAPH_KEPT],
             )
     return found
@@ -144,13 +141,13 @@ def _own_cause(family: FamilyEvidence) -> Cause | None:
     if family.regrown:
         return Cause(
             REGROWN,
-            f"one {family.op} buffer is freed and made again {format_bytes(family.bytes_per_step)} larger every step",
+            f"one {family.op} buffer freed and made again {format_bytes(family.bytes_per_step)} larger every step",
             FIXES[REGROWN],
         )
     if family.op == VARIABLE_HANDLE_OP:
         return Cause(
             VARIABLE_PER_STEP,
-            f"{_buffers(family)}: a tf.Variable's resource handle ({VARIABLE_HANDLE_OP}) made {_per_step(family)} per step",
+            f"{_buffers(family)} (tf.Variable resource handles), {_per_step(family)} per step",
             FIXES[VARIABLE_PER_STEP],
         )
     frames = _frames(family)
@@ -158,22 +155,21 @@ def _own_cause(family: FamilyEvidence) -> Cause | None:
     if optimizer is not None:
         return Cause(
             OPTIMIZER_PER_STEP,
-            f"{_buffers(family)} made in {frame_text(*optimizer)}: an optimizer's state, made again each step",
+            f"{_buffers(family)}, {_per_step(family)} per step, made in {frame_text(*optimizer)}: optimizer state",
             FIXES[OPTIMIZER_PER_STEP],
         )
     init = _init_frame(family)
     if init:
         return Cause(
             MODULES_PER_STEP,
-            f"{_buffers(family)} made in {init}: new parameters each step",
+            f"{_buffers(family)}, {_per_step(family)} per step, made in {init}: new parameters",
             FIXES[MODULES_PER_STEP],
         )
     memo = next((f for f in frames if _memo_frame(*f)), None)
     if memo is not None:
         return Cause(
             CACHE_PER_STEP,
-            f"{_buffers(family)}, {_per_step(family)} per step, made under {frame_text(*memo)}: likely a cache that "
-            "gains an entry each step",
+            f"{_buffers(family)}, {_per_step(family)} per step, made under {frame_text(*memo)}",
             FIXES[CACHE_PER_STEP],
         )
     return None
