@@ -8,21 +8,23 @@ rule reads one kind of evidence:
 
 - `regrown`: the family grows by freeing one buffer and making it again larger (a `torch.cat` / `tf.concat` of
   itself): `Family.regrown`.
+- `optimizer_per_step`: the buffers were made inside an optimizer (a frame of `torch/optim/`, of Keras' optimizer
+  files, or torch's `_init_group`): its state, which an optimizer makes on its first step only.
+- `modules_per_step`: made inside a module's `__init__` or `reset_parameters` (torch.nn's, Flax's, Haiku's
+  modules) or Keras' `add_weight`; a family made by backward in the same allocator is their gradients.
+- `cache_per_step`: made under a user's function whose name says it memoizes (`cache`, `memo`), under the user's
+  `__getitem__` / `__missing__`, or under functools' `cached_property`.
 - `variable_per_step`: TensorFlow makes a resource handle (a `VarHandleOp` buffer) for every `tf.Variable`; a
-  family of them that grows is a variable made each step. A family kept in step with it (as many buffers in the
-  same steps) is likely those variables' values: eager `tf.Variable(t)` keeps `t`'s buffer as its value.
-- `optimizer_per_step`: the buffers were made inside an optimizer (a frame of `torch/optim/`, Keras' or optax's
-  optimizers, or an `Optimizer.step`'s `_init_group`): its state, which an optimizer makes on its first step only.
-- `modules_per_step`: made inside a module's `__init__` or `reset_parameters` (torch.nn's modules, Keras layers'
-  `build` / `add_weight`, Flax's `init`); a family kept by backward in the same allocator is their gradients.
-- `cache_per_step`: made under a function whose name says it memoizes (`cache`, `memo`, `cached_property`'s
-  `__get__`) or under a `__getitem__` / `__missing__`.
+  family of them that grows, not made by an optimizer's or a layer's code, is a variable made each step. A family
+  kept in the same steps, at most as many per step as the handles, is likely their values: eager `tf.Variable(t)`
+  keeps `t`'s buffer as its value.
 - `graph_kept`: two families or more of a module's forward (PyTorch's module calls around them), each keeping as
   many buffers per step: the forward's saved activations, kept together by an autograd graph that outlives the step.
 
 What no rule can see: `functools.lru_cache` and a dict used as a memo run no Python frame of their own (a cache is
 seen only by its function's name); a forward's activations kept by two lists of detached tensors look like a
-graph; a graph of one saved activation is one family; a `tf.Variable` made in a `tf.function` is made once.
+graph; a graph of one saved activation is one family; without the Python tracer, TensorFlow's optimizers and layers
+show only the variables they make (`variable_per_step`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tb_leakfinder.analyses.attribution import Attribution
-from tb_leakfinder.analyses.frames import base_name, frame_text, parse_frame
+from tb_leakfinder.analyses.frames import base_name, frame_text, python_frames
 from tb_leakfinder.analyses.suspects import Cause, Family, Suspects
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.lifetimes import Buffers
@@ -66,10 +68,12 @@ FIXES = {
 VARIABLE_HANDLE_OP = "VarHandleOp"
 # A frame of an optimizer: a file of a package or folder of optimizers, or torch's lazy state init.
 _OPTIMIZER_DIRS = frozenset({"optim", "optimizers", "optax"})
-_OPTIMIZER_FILES = frozenset({"optimizer.py", "optimizers.py"})
+_OPTIMIZER_FILES = frozenset({"optimizer.py", "optimizers.py", "base_optimizer.py"})
 _OPTIMIZER_FUNCTIONS = frozenset({"_init_group"})
 # A module's parameters being made: its constructor, its weights' (re)initialisation, Keras' lazy build.
-_INIT_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "build", "add_weight", "init"})
+_INIT_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "build", "init"})
+# Keras' one way to make a layer's weight, wherever its file is (TensorFlow's tracer names files by base name).
+_ADD_WEIGHT = "add_weight"
 # The frameworks' code of modules and layers, as the Python tracer names their files (a path relative to an import
 # root, or a site-packages path): torch.nn's modules, Keras' layers, Flax's and Haiku's modules.
 _MODULE_DIRS = (("torch", "nn"), ("keras",), ("tf_keras",), ("flax",), ("haiku",), ("equinox",))
@@ -115,7 +119,7 @@ def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
                 f"{_buffers(family)} made in backward, beside new parameters made in {_init_frame(new)}: their gradients",
                 FIXES[MODULES_PER_STEP],
             )
-        elif (twin := next((families[v] for v in variables if _in_step(families[v], family)), None)) is not None:
+        elif (twin := next((families[v] for v in variables if _values_of(families[v], family)), None)) is not None:
             found[k] = Cause(
                 VARIABLE_PER_STEP,
                 f"{_buffers(family)} kept in step with {twin.count} tf.Variable handles ({VARIABLE_HANDLE_OP}): their values",
@@ -137,52 +141,42 @@ def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
 
 
 def _own_cause(family: FamilyEvidence) -> Cause | None:
-    """The cause a family's own evidence shows."""
+    """The cause a family's own evidence shows: its growth, then the calls around it (an optimizer's or a module's
+    code says more than the variables they make), then its op."""
     if family.regrown:
         return Cause(
             REGROWN,
             f"one {family.op} buffer freed and made again {format_bytes(family.bytes_per_step)} larger every step",
             FIXES[REGROWN],
         )
+    frames = _frames(family)
+    made = f"{_buffers(family)}, {_per_step(family)} per step, made"
+    optimizer = next((f for f in frames if _optimizer_frame(f)), None)
+    if optimizer is not None:
+        return Cause(OPTIMIZER_PER_STEP, f"{made} in {frame_text(*optimizer[:3])}: optimizer state", FIXES[OPTIMIZER_PER_STEP])
+    init = _init_frame(family)
+    if init:
+        return Cause(MODULES_PER_STEP, f"{made} in {init}: new parameters", FIXES[MODULES_PER_STEP])
+    memo = next((f for f in frames if _memo_frame(f)), None)
+    if memo is not None:
+        return Cause(CACHE_PER_STEP, f"{made} under {frame_text(*memo[:3])}", FIXES[CACHE_PER_STEP])
     if family.op == VARIABLE_HANDLE_OP:
         return Cause(
             VARIABLE_PER_STEP,
             f"{_buffers(family)} (tf.Variable resource handles), {_per_step(family)} per step",
             FIXES[VARIABLE_PER_STEP],
         )
-    frames = _frames(family)
-    optimizer = next((f for f in frames if _optimizer_frame(*f)), None)
-    if optimizer is not None:
-        return Cause(
-            OPTIMIZER_PER_STEP,
-            f"{_buffers(family)}, {_per_step(family)} per step, made in {frame_text(*optimizer)}: optimizer state",
-            FIXES[OPTIMIZER_PER_STEP],
-        )
-    init = _init_frame(family)
-    if init:
-        return Cause(
-            MODULES_PER_STEP,
-            f"{_buffers(family)}, {_per_step(family)} per step, made in {init}: new parameters",
-            FIXES[MODULES_PER_STEP],
-        )
-    memo = next((f for f in frames if _memo_frame(*f)), None)
-    if memo is not None:
-        return Cause(
-            CACHE_PER_STEP,
-            f"{_buffers(family)}, {_per_step(family)} per step, made under {frame_text(*memo)}",
-            FIXES[CACHE_PER_STEP],
-        )
     return None
 
 
-def _frames(family: FamilyEvidence) -> list[tuple[str, int, str]]:
+_Frame = tuple[str, int, str, bool]  # file, line, function, whether it is the user's
+
+
+def _frames(family: FamilyEvidence) -> list[_Frame]:
     """The Python frames around the family's buffers, innermost first, each once."""
-    seen: dict[tuple[str, int, str], None] = {}
+    seen: dict[_Frame, None] = {}
     for stack in family.stacks:
-        for name in stack:
-            frame = parse_frame(name)
-            if frame is not None:
-                seen.setdefault(frame)
+        seen.update(dict.fromkeys(python_frames(stack)))
     return list(seen)
 
 
@@ -197,8 +191,8 @@ def _under(file: str, prefixes: Sequence[tuple[str, ...]]) -> bool:
     return any(tuple(parts[k : k + len(prefix)]) == prefix for prefix in prefixes for k in range(len(parts) - len(prefix) + 1))
 
 
-def _optimizer_frame(file: str, line: int, function: str) -> bool:
-    del line
+def _optimizer_frame(frame: _Frame) -> bool:
+    file, _, function, _ = frame
     return (
         any(part in _OPTIMIZER_DIRS for part in _parts(file)[:-1])
         or base_name(file) in _OPTIMIZER_FILES
@@ -208,19 +202,25 @@ def _optimizer_frame(file: str, line: int, function: str) -> bool:
 
 def _init_frame(family: FamilyEvidence) -> str:
     """The module code that made the family's buffers as parameters ("linear.py:96 in __init__"); "" when none."""
-    for file, line, function in _frames(family):
-        if function in _INIT_FUNCTIONS and _under(file, _MODULE_DIRS):
+    for file, line, function, _ in _frames(family):
+        if function == _ADD_WEIGHT or (function in _INIT_FUNCTIONS and _under(file, _MODULE_DIRS)):
             return frame_text(file, line, function)
     return ""
 
 
-def _memo_frame(file: str, line: int, function: str) -> bool:
-    del line
-    return bool(_MEMO_NAME.search(function)) or function in _MEMO_FUNCTIONS or base_name(file) in _STDLIB_MEMO_FILES
+def _memo_frame(frame: _Frame) -> bool:
+    """A user's function that says it memoizes, or the standard library's (cached_property): a framework's own
+    `__getitem__` (TensorFlow's slicing) or caches say nothing of the user's."""
+    file, _, function, users = frame
+    named = bool(_MEMO_NAME.search(function)) or function in _MEMO_FUNCTIONS
+    return (users and named) or base_name(file) in _STDLIB_MEMO_FILES
 
 
 def _under_backward(family: FamilyEvidence) -> bool:
-    return any(_under(file, _BACKWARD_DIRS) or function in _BACKWARD_CALLS for file, _, function in _frames(family))
+    return any(
+        not users and (_under(file, _BACKWARD_DIRS) or function in _BACKWARD_CALLS)
+        for file, _, function, users in _frames(family)
+    )
 
 
 def _forward_frame(family: FamilyEvidence) -> str:
@@ -234,6 +234,14 @@ def _forward_frame(family: FamilyEvidence) -> str:
 def _in_step(a: FamilyEvidence, b: FamilyEvidence) -> bool:
     """Whether two families kept as many buffers in the same steps."""
     return a.count == b.count and a.steps == b.steps and a.first_step == b.first_step
+
+
+def _values_of(handles: FamilyEvidence, family: FamilyEvidence) -> bool:
+    """Whether a family may be the values of a family of variable handles: kept in the same steps, at most as many
+    per step as the handles (a variable's value is made with it; a layer's kernel and bias, two handles, are two
+    families of values)."""
+    same_steps = handles.steps == family.steps and handles.first_step == family.first_step
+    return same_steps and 0 < family.count <= handles.count and family.count % max(family.steps, 1) == 0
 
 
 def _buffers(family: FamilyEvidence) -> str:

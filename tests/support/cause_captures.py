@@ -33,6 +33,7 @@ class Case:
     description: str
     cause: str | None  # the cause every leaking family must get; None: a look-alike, which must not leak
     ops: tuple[str, ...] = ()  # leaking families that must be there, by op
+    tracer: bool = False  # TensorFlow: captured with the Python tracer (python_tracer=True)
 
 
 CASES = {
@@ -57,6 +58,12 @@ CASES = {
         "tf", "a new tf.Variable of the hidden layer every step", "variable_per_step", ("VarHandleOp", "Relu")
     ),
     "tf_regrown": Case("tf", "tf.concat of a buffer with new rows every step", "regrown", ("ConcatV2",)),
+    # With the Python tracer: Keras' Adam makes its variables (iterations, learning rate, a momentum and a velocity
+    # per weight) in its __init__ and build, under apply_gradients; a Dense layer its kernel and bias in add_weight.
+    "keras_optimizer_per_step": Case(
+        "tf", "a new keras.optimizers.Adam every step", "optimizer_per_step", ("VarHandleOp", "Fill"), tracer=True
+    ),
+    "keras_layer_per_step": Case("tf", "a new keras.layers.Dense every step", "modules_per_step", ("VarHandleOp",), tracer=True),
     "variable_assigned": Case("tf", "one tf.Variable, assigned the hidden layer every step", None),
 }
 
@@ -161,18 +168,32 @@ def record_tf(logdir: pathlib.Path, name: str) -> dict[str, Any]:
     x = tf.random.normal([BATCH, FEATURES])
     w = tf.Variable(tf.random.normal([FEATURES, HIDDEN], stddev=0.05))
     value = tf.Variable(tf.zeros([BATCH, HIDDEN]))
-    snapshots: list[Any] = []
+    layer = tf.keras.layers.Dense(HIDDEN)
+    layer(x)
+    kept: list[Any] = []
     grown = tf.zeros([0, HIDDEN])
-    with tb_leakfinder.capture(logdir / name, start=WARM_UP, count=STEPS) as cap:
+    tracer = CASES[name].tracer
+    with tb_leakfinder.capture(logdir / name, start=WARM_UP, count=STEPS, python_tracer=tracer) as cap:
         for step in range(WARM_UP + STEPS):
             with cap.step(step):
                 hidden = tf.nn.relu(tf.matmul(x, w))
                 if name == "variable_per_step":
-                    snapshots.append(tf.Variable(hidden))
+                    kept.append(tf.Variable(hidden))
                 elif name == "tf_regrown":
                     grown = tf.concat([grown, hidden[:ROWS_PER_STEP]], 0)
                 elif name == "variable_assigned":
                     value.assign(hidden)
+                elif name == "keras_optimizer_per_step":
+                    optimizer = tf.keras.optimizers.Adam()
+                    with tf.GradientTape() as tape:
+                        loss = tf.reduce_mean(layer(x))
+                    weights = layer.trainable_variables
+                    optimizer.apply_gradients(zip(tape.gradient(loss, weights), weights, strict=True))
+                    kept.append(optimizer)
+                elif name == "keras_layer_per_step":
+                    dense = tf.keras.layers.Dense(FEATURES)
+                    dense(x)
+                    kept.append(dense)
     return {"report": cap.report()}
 
 

@@ -197,3 +197,33 @@ def test_a_buffer_made_again_larger_every_step_is_regrown():
 
 def loop_of(steps: int, each: Callable[[Loop, int], None]) -> AllocatorAnalysis:
     return Loop().run(steps, each)
+
+
+def test_a_frameworks_own_getitem_is_no_cache_of_the_users():
+    # TensorFlow's tracer names its slicing `tensor_getitem_override.py:… __getitem__`: a slice the user keeps.
+    calls = ("$train.py:20 keep", "$tensor_getitem_override.py:134 __getitem__")
+    allocator = loop_of(8, lambda loop, step: loop.made(step, 4 * KIB, "StridedSlice", calls))
+    assert allocator.verdict.verdict == "leak"
+    assert ids(allocator) == {"StridedSlice": None}
+
+
+def test_keras_variables_by_base_names_are_a_layer_or_an_optimizer_not_bare_variables():
+    layer = ("$layer.py:872 __call__", "$dense.py:124 build", "$layer.py:524 add_weight", "$variables.py:94 __init__")
+    optimizer = ("$base_optimizer.py:460 apply_gradients", "$adam.py:81 build", "$base_optimizer.py:241 add_variable")
+    for calls, expected in ((layer, MODULES_PER_STEP), (optimizer, OPTIMIZER_PER_STEP), ((), VARIABLE_PER_STEP)):
+
+        def each(loop: Loop, step: int, calls: Sequence[str] = calls) -> None:
+            loop.made(step, 256, "VarHandleOp", calls)
+            loop.made(step, 256, "VarHandleOp", calls)
+            loop.made(step, 4 * KIB, "Fill", calls)
+
+        assert ids(loop_of(8, each)) == {"VarHandleOp": expected, "Fill": expected}, expected
+
+
+def test_values_of_variables_are_at_most_as_many_per_step_as_their_handles():
+    def each(loop: Loop, step: int) -> None:
+        loop.made(step, 256, "VarHandleOp")
+        loop.made(step, 4 * KIB, "Relu")
+        loop.made(step, 4 * KIB, "Relu")  # two values a step for one handle: not its values
+
+    assert ids(loop_of(8, each)) == {"VarHandleOp": VARIABLE_PER_STEP, "Relu": None}
