@@ -12,7 +12,7 @@ from tests.support import capture_programs, cause_captures
 from tests.support.demo import ROOT
 
 PROGRAM = ROOT / "tests" / "support" / "cause_captures.py"
-MODULES = {"torch": "torch", "tf": "tensorflow"}
+MODULES = {"torch": "torch", "tf": "tensorflow", "jax": "jax"}
 
 
 def _record(framework: str, tmp_path_factory) -> dict:
@@ -32,9 +32,13 @@ def tf_out(tmp_path_factory) -> dict:
     return _record("tf", tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def jax_out(tmp_path_factory) -> dict:
+    return _record("jax", tmp_path_factory)
+
+
 def _allocators(out: dict, name: str) -> list[dict]:
-    (run,) = out[name]["report"]["runs"]
-    return [a for host in run["hosts"] for a in host["allocators"]]
+    return [a for run in out[name]["report"]["runs"] for host in run["hosts"] for a in host["allocators"]]
 
 
 def _cases(framework: str) -> list[str]:
@@ -69,6 +73,15 @@ def test_pytorch_causes_and_their_look_alikes(torch_out, name):
 @pytest.mark.parametrize("name", _cases("tf"))
 def test_tensorflow_causes_and_their_look_alikes(tf_out, name):
     _check(tf_out, name)
+
+
+def test_jax_device_memory_profiles_are_one_moment_each_and_get_no_cause(jax_out):
+    report = jax_out["jax_regrown_recompiled"]["report"]
+    profiles = [run for run in report["runs"] if "memory_profiles" in run["run"]]
+    assert len(profiles) >= cause_captures.STEPS
+    allocators = _allocators(jax_out, "jax_regrown_recompiled")
+    assert allocators and {a["verdict"] for a in allocators} <= {"inconclusive", "no_leak"}
+    assert all(f["cause"] is None for a in allocators for f in a["families"])
 
 
 def test_the_evidence_names_what_the_program_did(torch_out, tf_out):

@@ -65,6 +65,10 @@ CASES = {
     ),
     "keras_layer_per_step": Case("tf", "a new keras.layers.Dense every step", "modules_per_step", ("VarHandleOp",), tracer=True),
     "variable_assigned": Case("tf", "one tf.Variable, assigned the hidden layer every step", None),
+    # JAX on CPU: its XSpace has no memory events, and each device memory profile is one moment (inconclusive on
+    # its own; growth shows in the run's history), so a buffer regrown by jnp.concatenate and a function compiled
+    # again each step (a static argument that changes) get no cause.
+    "jax_regrown_recompiled": Case("jax", "jnp.concatenate of a buffer, and a recompile, every step", None),
 }
 
 
@@ -197,9 +201,32 @@ def record_tf(logdir: pathlib.Path, name: str) -> dict[str, Any]:
     return {"report": cap.report()}
 
 
+def _scaled_tanh(a: Any, k: int) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.tanh(a) * k
+
+
+def record_jax(logdir: pathlib.Path, name: str) -> dict[str, Any]:
+    import jax
+    import jax.numpy as jnp
+
+    import tb_leakfinder
+
+    step_fn = jax.jit(_scaled_tanh, static_argnums=1)
+    x = jnp.ones((BATCH, HIDDEN))
+    grown = jnp.zeros((0, HIDDEN))
+    with tb_leakfinder.capture(logdir / name, start=WARM_UP, count=STEPS, memory_profile_every=1) as cap:
+        for step in range(WARM_UP + STEPS):
+            with cap.step(step):
+                grown = jnp.concatenate([grown, step_fn(x, step)[:ROWS_PER_STEP]]).block_until_ready()
+    # Every capture of the run: the XSpace session and each device memory profile.
+    return {"report": tb_leakfinder.analyze(str(logdir / name), cache=False)}
+
+
 def main() -> None:
     framework, logdir = sys.argv[1], pathlib.Path(sys.argv[2])
-    record = record_torch if framework == "torch" else record_tf
+    record = {"torch": record_torch, "tf": record_tf, "jax": record_jax}[framework]
     out = {name: record(logdir, name) for name, case in CASES.items() if case.framework == framework}
     print(json.dumps(out))
 
