@@ -49,10 +49,7 @@ OPTIMIZER_PER_STEP = "optimizer_per_step"
 MODULES_PER_STEP = "modules_per_step"
 CACHE_PER_STEP = "cache_per_step"
 VARIABLE_PER_STEP = "variable_per_step"
-CAUSE_IDS = (GRAPH_KEPT, REGROWN, OPTIMIZER_PER_STEP, MODULES_PER_STEP, CACHE_PER_STEP, VARIABLE_PER_STEP)
-# Where each cause's page is, from the repository's root: the views link it.
-CAUSES_PAGE = "docs/causes.md"
-
+# Each cause's fix, one sentence; docs/causes.md has a section per cause (the schema's CauseId) with an example.
 FIXES = {
     GRAPH_KEPT: "keep `loss.item()` or `.detach()` of what outlives the step, drop `retain_graph=True`, and evaluate "
     "under `torch.no_grad()`",
@@ -93,7 +90,6 @@ class FamilyEvidence:
     """What the rules read of one leaking family."""
 
     op: str
-    shape: str
     count: int  # never-freed buffers
     steps: int  # distinct steps they were made in
     first_step: int | None
@@ -287,7 +283,6 @@ def _evidence(
     site = sites[family.site] if 0 <= family.site < len(sites) else NO_SITE
     return FamilyEvidence(
         strings[family.op],
-        family.shape,
         family.count,
         family.steps,
         family.first_step,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import typing
 from collections.abc import Callable, Sequence
 
 from tb_leakfinder.analyses.causes import (
     CACHE_PER_STEP,
+    FIXES,
     GRAPH_KEPT,
     MODULES_PER_STEP,
     OPTIMIZER_PER_STEP,
@@ -15,7 +17,10 @@ from tb_leakfinder.analyses.causes import (
 )
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.report import schema
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
+from tb_leakfinder.views import text
+from tests.support.demo import ROOT
 from tests.support.training_loops import analyze
 
 STEP_PS = 1_000_000
@@ -227,3 +232,10 @@ def test_values_of_variables_are_at_most_as_many_per_step_as_their_handles():
         loop.made(step, 4 * KIB, "Relu")  # two values a step for one handle: not its values
 
     assert ids(loop_of(8, each)) == {"VarHandleOp": VARIABLE_PER_STEP, "Relu": None}
+
+
+def test_every_cause_has_its_fix_its_words_its_schema_literal_and_its_docs_section():
+    ids_ = set(FIXES)
+    assert ids_ == set(typing.get_args(schema.CauseId)) == set(text.CAUSE_TITLES)
+    page = (ROOT / text.CAUSES_PAGE).read_text(encoding="utf-8")
+    assert {line[3:].strip() for line in page.splitlines() if line.startswith("## ")} >= ids_
