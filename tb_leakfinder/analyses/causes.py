@@ -259,7 +259,14 @@ def with_causes(
     """The allocator's families, each of `leaking` with its likely cause (when its evidence shows one)."""
     position = {id(f): k for k, f in enumerate(suspects.families)}
     chosen = [position[id(f)] for f in leaking]
-    evidence = [_evidence(suspects, k, buffers, strings, attribution) for k in chosen]
+    stacks = _stacks_of(suspects.never_freed_family, chosen, buffers, attribution)
+    sites = attribution.sites
+    evidence = []
+    for k in chosen:
+        family = suspects.families[k]
+        site = sites[family.site] if 0 <= family.site < len(sites) else NO_SITE
+        figures = (family.count, family.steps, family.first_step, family.regrown, family.bytes_per_step)
+        evidence.append(FamilyEvidence(strings[family.op], *figures, site.model_frame, stacks.get(k, ())))
     result = list(suspects.families)
     for k, cause in zip(chosen, family_causes(evidence), strict=True):
         if cause is not None:
@@ -267,27 +274,21 @@ def with_causes(
     return result
 
 
-def _evidence(
-    suspects: Suspects,
-    k: int,
-    buffers: Buffers,
-    strings: Sequence[str],
-    attribution: Attribution,
-) -> FamilyEvidence:
-    """What the rules read of family `k`: the host calls around its never-freed buffers, by their allocation events."""
-    family = suspects.families[k]
-    events = buffers.alloc_event[suspects.never_freed_family == k]
-    events = events[events >= 0]
-    stack, stacks, sites = attribution.stack, attribution.stacks, attribution.sites
-    distinct = np.unique(stack[events]) if len(stack) and len(events) else np.zeros(0, np.int32)
-    site = sites[family.site] if 0 <= family.site < len(sites) else NO_SITE
-    return FamilyEvidence(
-        strings[family.op],
-        family.count,
-        family.steps,
-        family.first_step,
-        family.regrown,
-        family.bytes_per_step,
-        site.model_frame,
-        tuple(stacks[int(s)] for s in distinct.tolist() if s >= 0),
-    )
+def _stacks_of(
+    never_freed_family: np.ndarray, chosen: Sequence[int], buffers: Buffers, attribution: Attribution
+) -> dict[int, tuple[tuple[str, ...], ...]]:
+    """The distinct host call stacks around the never-freed buffers of each family of `chosen`, by their
+    allocation events: one pass over the buffers for them all."""
+    if not chosen or not len(attribution.stack):
+        return {}
+    rows = np.flatnonzero(np.isin(never_freed_family, np.asarray(chosen, never_freed_family.dtype)))
+    events = buffers.alloc_event[rows]
+    inside = events >= 0
+    stack = attribution.stack[events[inside]]
+    family = never_freed_family[rows[inside]]
+    known = stack >= 0
+    pairs = np.unique(np.stack([family[known].astype(np.int64), stack[known].astype(np.int64)], axis=1), axis=0)
+    found: dict[int, tuple[tuple[str, ...], ...]] = {}
+    for k, s in pairs.tolist():
+        found[k] = (*found.get(k, ()), attribution.stacks[s])
+    return found
