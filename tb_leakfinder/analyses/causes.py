@@ -49,6 +49,8 @@ OPTIMIZER_PER_STEP = "optimizer_per_step"
 MODULES_PER_STEP = "modules_per_step"
 CACHE_PER_STEP = "cache_per_step"
 VARIABLE_PER_STEP = "variable_per_step"
+# A family's stacks the rules read, its commonest: a leak made on thousands of threads is judged by a sample.
+MAX_STACKS = 32
 # Each cause's fix, one sentence; docs/causes.md has a section per cause (the schema's CauseId) with an example.
 FIXES = {
     GRAPH_KEPT: "keep `loss.item()` or `.detach()` of what outlives the step, drop `retain_graph=True`, and evaluate "
@@ -277,18 +279,21 @@ def with_causes(
 def _stacks_of(
     never_freed_family: np.ndarray, chosen: Sequence[int], buffers: Buffers, attribution: Attribution
 ) -> dict[int, tuple[tuple[str, ...], ...]]:
-    """The distinct host call stacks around the never-freed buffers of each family of `chosen`, by their
-    allocation events: one pass over the buffers for them all."""
+    """The host call stacks around the never-freed buffers of each family of `chosen` (its MAX_STACKS commonest),
+    by their allocation events: one pass over the buffers for them all."""
     if not chosen or not len(attribution.stack):
         return {}
     rows = np.flatnonzero(np.isin(never_freed_family, np.asarray(chosen, never_freed_family.dtype)))
     events = buffers.alloc_event[rows]
     inside = events >= 0
-    stack = attribution.stack[events[inside]]
-    family = never_freed_family[rows[inside]]
+    stack = attribution.stack[events[inside]].astype(np.int64)
+    family = never_freed_family[rows[inside]].astype(np.int64)
     known = stack >= 0
-    pairs = np.unique(np.stack([family[known].astype(np.int64), stack[known].astype(np.int64)], axis=1), axis=0)
-    found: dict[int, tuple[tuple[str, ...], ...]] = {}
-    for k, s in pairs.tolist():
-        found[k] = (*found.get(k, ()), attribution.stacks[s])
-    return found
+    pairs, counts = np.unique(np.stack([family[known], stack[known]], axis=1), axis=0, return_counts=True)
+    ranked = pairs[np.lexsort((-counts, pairs[:, 0]))]
+    # Each pair's rank within its family, commonest first: a family's pairs follow one another.
+    rank = np.arange(len(ranked)) - np.searchsorted(ranked[:, 0], ranked[:, 0], side="left")
+    found: dict[int, list[tuple[str, ...]]] = {}
+    for k, s in ranked[rank < MAX_STACKS].tolist():
+        found.setdefault(k, []).append(attribution.calls(s))
+    return {k: tuple(v) for k, v in found.items()}
