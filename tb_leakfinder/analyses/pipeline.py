@@ -11,7 +11,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
-from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory, forecast, fragmentation_note, held_at_oom
+from tb_leakfinder.analyses.capacity import Forecast, Limit, OutOfMemory, forecast, fragmentation_note, held_at_oom, limits
 from tb_leakfinder.analyses.causes import with_causes
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
@@ -59,6 +59,7 @@ class AllocatorAnalysis:
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
     sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
     out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
+    limits: list[Limit] = field(default_factory=list)  # what bounds it at window end: its own, its device's, its machine's
 
 
 @dataclass
@@ -192,7 +193,8 @@ def analyze_allocator(
         # Causes only where the verdict is a leak, and only on the families that make it.
         leaking = leak_families(suspects.families, source)
         suspects = replace(suspects, families=with_causes(suspects, leaking, buffers, events.strings, attribution))
-    outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
+    bounds = limits(events, info, profile.machine_memory_bytes, profile.machine_memory_of)
+    outlook = forecast(bounds, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(
         memory_id,
         label,
@@ -209,6 +211,7 @@ def analyze_allocator(
         growth,
         attribution.sites,
         held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
+        bounds,
     )
 
 
