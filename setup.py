@@ -70,7 +70,9 @@ setup(
         "msgspec>=0.19",
     ],
     extras_require={
-        "capture": ["tensorflow-cpu", "jax"],
+        # psutil: the capture's process-memory recorder (RSS, USS, PSS of the training process and its DataLoader
+        # workers); without it the recorder reads /proc on Linux.
+        "capture": ["tensorflow-cpu", "jax", "psutil>=5.9"],
         # A progress bar for precompute and long reports on a terminal; without it they run silently.
         "progress": ["tqdm>=4.62"],
         # `tb-leakfinder precompute --engine ray`: analyse a pod's hosts over a Ray cluster.
@@ -92,6 +94,7 @@ setup(
             "torch==2.13.0",
             "ray>=2.9",
             "tqdm>=4.62",
+            "psutil>=5.9",
         ],
     },
     ext_modules=ext_modules,
