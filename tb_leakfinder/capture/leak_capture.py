@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from tb_leakfinder.capture.companion import companion_path, write_companion
 from tb_leakfinder.capture.framework_profiler import (
     ALLOCATOR_WARNINGS,
     JAX,
@@ -40,9 +41,12 @@ from tb_leakfinder.capture.framework_profiler import (
     late_note,
     recorded_allocators,
 )
+from tb_leakfinder.capture.process_memory import ProcessMemoryRecorder
 from tb_leakfinder.capture.server_session import PYTHON_TRACER_MAX_MS
 from tb_leakfinder.capture.sessions import Staging
+from tb_leakfinder.capture.torch_profiler import TRACE_SUFFIX
 from tb_leakfinder.errors import CaptureError
+from tb_leakfinder.read.formats.xplane.names import XPLANE_SUFFIX
 
 # JAX's device memory profiles: <logdir>/MEMORY_PROFILES/step_<step>.prof
 MEMORY_PROFILES = "memory_profiles"
@@ -81,6 +85,7 @@ class Capture:
         python_tracer: bool = False,
         every: int | None = None,
         memory_profile_every: int | None = None,
+        process_memory: bool = True,
     ) -> None:
         if count is not None and count < 1:
             raise CaptureError(f"count must be at least 1 (or None for every step from start), not {count}")
@@ -110,6 +115,7 @@ class Capture:
         self.sessions: list[Session] = []
         self.memory_profiles: list[pathlib.Path] = []
         self._profiler = FrameworkProfiler(self.framework, python_tracer)
+        self._process_memory = ProcessMemoryRecorder() if process_memory else None
         self._allocator: str | None = None
         self._staging: Staging | None = None
         self._window: int | None = None  # the window being recorded: session k of the docstring
@@ -172,6 +178,8 @@ class Capture:
                 self._start(window)
             with self._profiler.step(step_num):
                 yield
+            if self._process_memory is not None:
+                self._process_memory.sample(step_num)
             self.steps.append(step_num)
             self._window_steps.append(step_num)
             last = self._last_step(window)
@@ -193,6 +201,8 @@ class Capture:
                 " profile can be captured at a time: is another running (e.g. a TensorBoard callback's profile_batch)?"
             ) from exc
         self._staging, self._window, self._window_steps = staging, window, []
+        if self._process_memory is not None:
+            self._process_memory.start(str(staging.path))
 
     def _stop(self) -> None:
         if self._window is None or self._staging is None:
@@ -201,6 +211,8 @@ class Capture:
         self._done.add(self._window)
         self._window = self._staging = None
         try:
+            if self._process_memory is not None:
+                self._process_memory.stop()
             self._profiler.stop()
             if self._profiler.server is not None and self._profiler.server.ended_early:
                 self._warn(
@@ -209,6 +221,7 @@ class Capture:
                     " with python_tracer=True",
                     stacklevel=4,
                 )
+            self._write_companions(staging)
             session_dir = staging.publish_file() if self._profiler.torch is not None else staging.publish()
         finally:
             staging.remove()
@@ -220,6 +233,25 @@ class Capture:
             # oneDNN is on and the variable is set, but it came after TensorFlow made its CPU device.
             self._allocator = MKLCPU
             self._warn(MKLCPU_WARNING + late_note(), stacklevel=4)
+
+    def _write_companions(self, staging: Staging) -> None:
+        """What the recorders found, beside each profile file of the window; written before the profile is published,
+        so that a reader finds it with the profile. A recorder's warning is the capture's."""
+        recorder = self._process_memory
+        if recorder is None:
+            return
+        record = recorder.record
+        if record is not None and record.warning:
+            self._warn(f"process memory: {record.warning}", stacklevel=5)
+        sections = {"process_memory": recorder.section()}
+        if self._profiler.torch is not None:
+            # The trace is published into the logdir under its own name: its companion goes there first.
+            for trace in staging.path.glob(f"*{TRACE_SUFFIX}"):
+                host = trace.name[: -len(TRACE_SUFFIX)].rsplit(".", 1)[0]
+                write_companion(companion_path(self.logdir / trace.name, TRACE_SUFFIX), host, self.framework, sections)
+            return
+        for profile in staging.path.glob(f"plugins/profile/*/*{XPLANE_SUFFIX}"):
+            write_companion(companion_path(profile, XPLANE_SUFFIX), profile.name[: -len(XPLANE_SUFFIX)], self.framework, sections)
 
     def _save_memory_profile(self, step_num: int) -> None:
         """JAX's device memory profile after `step_num`, when memory profiles are due then; written whole, by a rename."""
@@ -267,6 +299,7 @@ def capture(
     python_tracer: bool = False,
     every: int | None = None,
     memory_profile_every: int | None = None,
+    process_memory: bool = True,
 ) -> Capture:
     """A `Capture` of steps `start .. start+count-1` into `logdir` (a TensorBoard logdir: the Leaks tab finds it).
 
@@ -275,5 +308,8 @@ def capture(
     device memory profile every M steps from `start` on, as `<logdir>/memory_profiles/step_<step>.prof`.
     `python_tracer=True` records Python function events too (`$<file>.py:<line> <function>`, the function's first
     line, on the thread that ran it); on TensorFlow it takes XProf's client and grpcio (see server_session.ServerSession).
+    `process_memory` (on by default) records the training process's memory and its DataLoader workers' at each step's
+    end, into a companion file beside the profile (`<host>.leakfinder.json`, see docs/recordings.md): the report judges
+    what grows outside the framework's allocator.
     """
-    return Capture(logdir, start, count, framework, python_tracer, every, memory_profile_every)
+    return Capture(logdir, start, count, framework, python_tracer, every, memory_profile_every, process_memory)

@@ -32,6 +32,9 @@ PSUTIL = "psutil"
 PROC = "proc"
 # How long the window's end waits for the USS/PSS reading still under way: it is milliseconds per process.
 PRIVATE_WAIT_S = 2.0
+# The companion file stays under its 1 MB: a sample of 8 workers is about 600 bytes.
+MAX_SAMPLES = 1000
+MAX_CHILDREN = 64
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # A child may exit between being listed and being read (a DataLoader's workers at an epoch's end): not a failure.
 _GONE: tuple[type[BaseException], ...] = (FileNotFoundError, ProcessLookupError)
@@ -198,9 +201,14 @@ class ProcessMemoryRecorder:
         record, probe = self.record, self.probe
         if not self._on or record is None or probe is None:
             return
+        if len(record.samples) >= MAX_SAMPLES:
+            self._on = False
+            record.status = PARTIAL
+            record.warning = f"the first {MAX_SAMPLES} steps of the window were recorded: capture fewer steps (count)"
+            return
         try:
             sample = ProcessSample(step_num, time.time_ns(), ProcessReading(self.pid, probe.rss(self.pid), None, None))
-            for child in probe.children(self.pid):
+            for child in probe.children(self.pid)[:MAX_CHILDREN]:
                 try:
                     sample.children.append(ProcessReading(child, probe.rss(child), None, None))
                 except probe.gone:

@@ -23,6 +23,7 @@ from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
 from tb_leakfinder.read.formats.registry import format_of, read_host
+from tb_leakfinder.read.recordings import read_recordings
 from tb_leakfinder.store.consistency import check_consistent
 from tb_leakfinder.store.memory_cache import ComputeCache
 
@@ -88,6 +89,8 @@ def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
     profile_format = format_of(path)
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
+    reading.profile.recordings, unread = read_recordings(path)
+    reading.profile.warnings.extend(unread)
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)
     return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)
