@@ -13,6 +13,7 @@ from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory, forecast, fragmentation_note, held_at_oom
 from tb_leakfinder.analyses.lifetimes import pair_events
+from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis, analyze_process_memory
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
@@ -65,6 +66,8 @@ class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
     allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of label in each
     step_source: StepSource  # where profile.steps came from
+    # What grows outside the allocators, when the capture helper recorded the process's memory beside the profile.
+    process_memory: ProcessMemoryAnalysis | None = None
 
     def largest_device(self) -> AllocatorAnalysis:
         """The allocator a host opens on: the device memory with the largest peak (host memory only when there
@@ -93,7 +96,12 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
         result.append(analyze_allocator(memory_id, mine, profile, source, calls, modules))
     result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, natural_key(a.label), a.memory_id))
-    return HostAnalysis(profile, result, source)
+    recorded = profile.recordings
+    process = None
+    if recorded is not None and recorded.process_memory is not None:
+        host_memory = [(a.label, a.summary.growth_bytes_per_step) for a in result if _info(profile, a.memory_id).host_memory]
+        process = analyze_process_memory(recorded.process_memory, recorded.framework, source.steps, host_memory)
+    return HostAnalysis(profile, result, source, process)
 
 
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
