@@ -10,6 +10,7 @@ since a forked worker's RSS already counts the pages it shares with its parent),
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +19,7 @@ import numpy as np
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.memory import Steps
-from tb_leakfinder.model.recordings import ProcessMemoryRecord, ProcessReading
+from tb_leakfinder.model.recordings import ProcessMemoryRecord, ProcessReading, ProcessSample
 
 # A process grows when its fitted rate reaches this. The clean runs of tests/integration/test_process_memory.py (a
 # 2-worker DataLoader over a preallocated array, PyTorch's profiler recording every op with its stack) stay under
@@ -26,9 +27,9 @@ from tb_leakfinder.model.recordings import ProcessMemoryRecord, ProcessReading
 THRESHOLD_BYTES_PER_STEP = 1 << 20
 # Fewer samples fit no rate worth a verdict (the allocator's verdict needs as many steps).
 MIN_SAMPLES = 4
-# Growth must go on through the window: each half's own rate reaches this share of the whole window's, so that a
-# one-time rise (a buffer made once, an arena grown once) is not read as a leak.
-STEADY_SHARE = 0.4
+# Growth must go on through the window: no rise between two readings makes more than this share of the whole rise,
+# so that a one-time rise (a buffer made once, an arena grown once) is not read as a leak.
+STEADY_SHARE = 0.6
 # The allocators' heap growth is always taken off; a sentence names it from this rate on.
 MENTIONED_BYTES_PER_STEP = 64 << 10
 # Workers whose rates are within this share of their mean are said to grow "each" by that mean.
@@ -100,13 +101,15 @@ class ProcessMemoryAnalysis:
     steps: list[int]  # the step each sample ended
     time_ps: list[int | None]  # each sample's step end, in the profile's clock; None for a step it lacks
     main: ProcessTrend | None
-    rss_bytes_per_step: float  # the training process's RSS rate, before the allocators' heap is taken off
+    rss_bytes_per_step: float  # the training process's RSS rate, before anything is taken off
     allocator_bytes_per_step: float  # the host-memory allocators' heap growth, taken off it
     allocators: list[str]  # their labels
-    outside_bytes_per_step: float  # the training process's rate outside the allocators: the verdict's
+    outside_bytes_per_step: float  # the training process's rate outside the allocators (and malloc's free memory)
     workers: list[ProcessTrend]  # each child process of the window (DataLoader workers), by pid
     workers_bytes_per_step: float  # their rates summed
     workers_bytes: list[int | None]  # their memory summed at each sample (None where one of them was not read)
+    # What glibc's malloc holds free grew by this much a step (fragmentation), also taken off; 0 where not known.
+    malloc_free_bytes_per_step: float = 0.0
     threshold_bytes_per_step: int = THRESHOLD_BYTES_PER_STEP
     causes: list[Cause] = field(default_factory=list)
 
@@ -123,24 +126,22 @@ def fit_rate(steps: Sequence[int], values: Sequence[int | None]) -> tuple[float,
     return float(np.polyfit(x, y, 1)[0]), len(points)
 
 
-def steady(steps: Sequence[int], values: Sequence[int | None], rate: float, floor: float = 0.0) -> bool:
-    """Whether growth at `rate` goes on through the window: each half's own rate, less `floor` (what is taken off
-    the whole), reaches STEADY_SHARE of it."""
-    read = [i for i, v in enumerate(values) if v is not None]
-    half = len(read) // 2
-    if half < 2:
+def steady(steps: Sequence[int], values: Sequence[int | None], floor: float = 0.0) -> bool:
+    """Whether the values, less `floor` bytes a step (what is taken off them), rise through the window rather than at
+    once: no rise between two readings makes more than STEADY_SHARE of the whole rise. A worker's readings are a
+    staircase (it grows by each batch it makes, every other step with two workers) read now and then, so the rates
+    of parts of the window are no test; a one-time rise (a buffer made once, an arena grown once) is one jump."""
+    points = [(step, v - floor * (step - steps[0])) for step, v in zip(steps, values, strict=True) if v is not None]
+    if len(points) < 2:
         return False
-    first, second = read[: half + len(read) % 2], read[half:]
-    for part in (first, second):
-        part_rate, _ = fit_rate([steps[i] for i in part], [values[i] for i in part])
-        if part_rate - floor < STEADY_SHARE * (rate - floor):
-            return False
-    return True
+    rise = points[-1][1] - points[0][1]
+    jumps = [b[1] - a[1] for a, b in itertools.pairwise(points)]
+    return rise > 0 and max(jumps) <= STEADY_SHARE * rise
 
 
 def _trend(pid: int, measure: str, steps: list[int], values: list[int | None], floor: float = 0.0) -> ProcessTrend:
     rate, count = fit_rate(steps, values)
-    grows = count >= MIN_SAMPLES and rate - floor >= THRESHOLD_BYTES_PER_STEP and steady(steps, values, rate, floor)
+    grows = count >= MIN_SAMPLES and rate - floor >= THRESHOLD_BYTES_PER_STEP and steady(steps, values, floor)
     return ProcessTrend(pid, measure, values, rate, count, grows)
 
 
@@ -163,27 +164,29 @@ def analyze_process_memory(
     samples = sorted(record.samples, key=lambda s: s.step)
     numbers = [s.step for s in samples]
     ends = dict(zip(steps.step_num.tolist(), steps.end_ps.tolist(), strict=True))
-    time_ps = [ends.get(n) for n in numbers]
     growing = [(label, rate) for label, rate in host_allocators if rate > 0]
-    floor = sum(rate for _, rate in growing)
+    taken = Taken(sum(rate for _, rate in growing), [label for label, _ in growing])
     main: ProcessTrend | None = None
     workers: list[ProcessTrend] = []
     if samples:
-        main = _trend(samples[0].main.pid, RSS, numbers, [s.main.rss for s in samples], floor)
-        pids = sorted({c.pid for s in samples for c in s.children})
-        for pid in pids:
+        rss: list[int | None] = [s.main.rss for s in samples]
+        taken.rss, _ = fit_rate(numbers, rss)
+        fragmented = _fragmentation(samples)
+        if fragmented is not None:
+            taken.malloc_free, _ = fit_rate(numbers, fragmented)
+            rss = [s.main.rss - (f or 0) for s, f in zip(samples, fragmented, strict=True)]
+        main = _trend(samples[0].main.pid, RSS, numbers, rss, taken.allocators)
+        main.bytes = [s.main.rss for s in samples]
+        for pid in sorted({c.pid for s in samples for c in s.children}):
             readings = [next((c for c in s.children if c.pid == pid), None) for s in samples]
             measure = _measure(readings)
-            values = [None if r is None else getattr(r, measure) for r in readings]
-            workers.append(_trend(pid, measure, numbers, values))
-    rss_rate = main.bytes_per_step if main is not None else 0.0
+            workers.append(_trend(pid, measure, numbers, [None if r is None else getattr(r, measure) for r in readings]))
     judged = [w for w in workers if w.num_samples >= MIN_SAMPLES]
-    summed = [
-        None if any(w.bytes[i] is None for w in judged) else sum(w.bytes[i] or 0 for w in judged) for i in range(len(samples))
-    ]
-    if not judged:
-        summed = []
-    verdict, reason, causes = _verdict(record, framework, len(samples), main, rss_rate, growing, judged)
+    summed: list[int | None] = []
+    if judged:
+        columns = list(zip(*(w.bytes for w in judged), strict=True))
+        summed = [None if None in column else sum(v or 0 for v in column) for column in columns]
+    verdict, reason, causes = _verdict(record, framework, len(samples), main, taken, judged)
     return ProcessMemoryAnalysis(
         verdict,
         reason,
@@ -191,17 +194,54 @@ def analyze_process_memory(
         record.status,
         record.warning,
         numbers,
-        time_ps,
+        [ends.get(n) for n in numbers],
         main,
-        rss_rate,
-        floor,
-        [label for label, _ in growing],
-        rss_rate - floor,
+        taken.rss,
+        taken.allocators,
+        taken.labels,
+        taken.outside(),
         workers,
         sum(w.bytes_per_step for w in judged),
         summed,
+        malloc_free_bytes_per_step=taken.malloc_free,
         causes=causes,
     )
+
+
+def _fragmentation(samples: list[ProcessSample]) -> list[int | None] | None:
+    """At each sample, the RSS growth since the first that malloc's free memory explains: what malloc holds free has
+    grown by, but no more than the RSS growth malloc's bytes in use leave unexplained (a thread's arena holds free
+    memory never touched, which RSS does not count). None where malloc does not say."""
+    base = samples[0]
+    result: list[int | None] = []
+    for s in samples:
+        if s.malloc_free is None or s.malloc_in_use is None or base.malloc_free is None or base.malloc_in_use is None:
+            return None
+        unexplained = (s.main.rss - base.main.rss) - (s.malloc_in_use - base.malloc_in_use)
+        result.append(max(0, min(s.malloc_free - base.malloc_free, unexplained)))
+    return result
+
+
+@dataclass
+class Taken:
+    """The training process's RSS rate and what is taken off it: the allocators' heap growth, malloc's free memory."""
+
+    allocators: float
+    labels: list[str]
+    rss: float = 0.0
+    malloc_free: float = 0.0
+
+    def outside(self) -> float:
+        return self.rss - self.malloc_free - self.allocators
+
+    def explained(self) -> str:
+        """'(RSS +4.2 MiB/step, less the CPU allocator's heap growth +4 MiB/step)', or '' when nothing large is taken."""
+        parts = []
+        if self.allocators >= MENTIONED_BYTES_PER_STEP:
+            parts.append(f"the {', '.join(self.labels)} allocator's heap growth {_rate(self.allocators)}")
+        if abs(self.malloc_free) >= MENTIONED_BYTES_PER_STEP:
+            parts.append(f"the freed memory malloc keeps {_rate(self.malloc_free)}")
+        return f" (RSS {_rate(self.rss)}, less {' and '.join(parts)})" if parts else ""
 
 
 def _rate(value: float) -> str:
@@ -213,8 +253,7 @@ def _verdict(
     framework: str,
     num_samples: int,
     main: ProcessTrend | None,
-    rss_rate: float,
-    growing: list[tuple[str, float]],
+    taken: Taken,
     workers: list[ProcessTrend],
 ) -> tuple[str, str, list[Cause]]:
     whose = f"{FRAMEWORK_WORDS.get(framework, framework)}'s allocator"
@@ -226,31 +265,27 @@ def _verdict(
             f"Process memory: {num_samples} step(s) recorded{why}, too few to fit a rate; capture at least {MIN_SAMPLES} steps.",
             [],
         )
-    threshold = format_bytes(THRESHOLD_BYTES_PER_STEP)
-    floor = sum(rate for _, rate in growing)
-    labels = ", ".join(label for label, _ in growing)
-    said = floor >= MENTIONED_BYTES_PER_STEP
-    explained = f" (RSS {_rate(rss_rate)}, less the {labels} allocator's heap growth {_rate(floor)})" if said else ""
-    outside = rss_rate - floor
+    explained = taken.explained()
     parts: list[str] = []
     causes: list[Cause] = []
+    if main.grows:
+        parts.append(f"{_rate(taken.outside())} in the training process{explained}")
+        causes.append(CAUSES["kept_objects"])
     leaking = [w for w in workers if w.grows]
     if leaking:
         parts.append(_workers_text(leaking, len(workers), children))
-        causes.append(CAUSES["worker_cache"])
-    if main.grows:
-        parts.insert(0, f"{_rate(outside)} in the training process{explained}")
-        causes.append(CAUSES["kept_objects"])
+        causes.insert(0, CAUSES["worker_cache"])
     partial = f" Recorded only in part: {record.warning}." if record.warning else ""
     if parts:
         return LEAK, f"Memory grows outside {whose}: {'; '.join(parts)}.{partial}", [*causes, CAUSES["native"]]
-    flat = [f"the training process {_rate(outside)}{explained or ' (RSS)'}"]
+    flat = [f"the training process {_rate(taken.outside())}{explained or ' (RSS)'}"]
     if workers:
         measure = MEASURE_WORDS[workers[0].measure]
         flat.append(f"{len(workers)} {children} {_rate(sum(w.bytes_per_step for w in workers))} in all ({measure})")
     grown = ""
-    if said and rss_rate >= THRESHOLD_BYTES_PER_STEP:
-        grown = f" The training process's RSS grows {_rate(rss_rate)}, which the {labels} allocator's own growth explains."
+    if explained and taken.rss >= THRESHOLD_BYTES_PER_STEP:
+        grown = f" The training process's RSS grows {_rate(taken.rss)}: what is taken off it explains that."
+    threshold = format_bytes(THRESHOLD_BYTES_PER_STEP)
     return NO_LEAK, f"Nothing grows outside {whose}: {', '.join(flat)}, under {threshold}/step.{grown}{partial}", []
 
 

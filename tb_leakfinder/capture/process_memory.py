@@ -4,8 +4,10 @@ of each step of a capture window, to judge beside the allocator's heap that the 
 At each step's end it reads on the training thread only what is cheap: the training process's RSS and each child's
 (`/proc/<pid>/statm`, psutil's `memory_info`), and the children's pids (`/proc/<pid>/task/*/children` on Linux, else
 psutil). USS and PSS come from `/proc/<pid>/smaps_rollup`, which the kernel makes by walking the process's page tables:
-milliseconds per process, far over what a step can spend. A thread of the recorder's own reads them for the step just
-ended while the next one runs, one reading at a time; a step that ends while it is still busy gets none.
+milliseconds per process, far over what a step can spend. A thread of the recorder's own reads them while the next
+step runs, each process's into the latest step's sample as the reading begins: a reading is at most one step late,
+never put on a step it was not made after. When steps end faster than it reads, it moves on to the latest step,
+starting each round with the next process in turn, so every process is read now and then.
 
 It never raises into the training loop: a failed reading switches it off for the rest of the window, and its
 `warning` says why (the capture warns with it). Without psutil it reads /proc on Linux; elsewhere it is off.
@@ -14,13 +16,13 @@ It never raises into the training loop: a failed reading switches it off for the
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import os
-import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from types import ModuleType
 from typing import Any, Protocol
@@ -144,6 +146,33 @@ class PsutilProbe:
         return (None if uss is None else int(uss)), (None if pss is None else int(pss))
 
 
+class _MallocInfo(ctypes.Structure):
+    """glibc's `struct mallinfo2` (2.33 and later): every field a size_t."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+    ]
+
+
+def malloc_reader() -> Callable[[], tuple[int, int]] | None:
+    """What reads glibc's malloc's bytes in use and held free in this process (mallinfo2: under a microsecond); None
+    without glibc 2.33. Freed memory that malloc keeps (fragmentation: a freed block split by later small ones) is
+    resident, so RSS grows with it though nothing is kept: the analysis takes it off."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (AttributeError, OSError):
+        return None
+    mallinfo2.restype = _MallocInfo
+    mallinfo2.argtypes = []
+
+    def read() -> tuple[int, int]:
+        info = mallinfo2()
+        return int(info.uordblks) + int(info.hblkhd), int(info.fordblks)
+
+    return read
+
+
 def default_probe() -> Probe | None:
     """psutil when it is installed, else /proc on Linux, else None (the recorder is off)."""
     try:
@@ -166,9 +195,11 @@ class ProcessMemoryRecorder:
         self.pid = os.getpid() if pid is None else pid
         self.probe = probe if probe is not None else default_probe()
         self.record: ProcessMemoryRecord | None = None
+        # Only the training process's own malloc can be asked: the recorder runs in it.
+        self.malloc = malloc_reader() if self.pid == os.getpid() else None
         self._on = False
         self._private_ok = True
-        self._queue: queue.Queue[ProcessSample | None] = queue.Queue(maxsize=1)
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def available(self) -> bool:
@@ -186,8 +217,8 @@ class ProcessMemoryRecorder:
             return
         self.record = ProcessMemoryRecord(COMPLETE, "", probe.source, [])
         self._on, self._private_ok = True, True
-        self._queue = queue.Queue(maxsize=1)
-        self._thread = threading.Thread(target=self._read_private, args=(probe, self._queue), daemon=True)
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._read_private, args=(probe, self.record, self._wake), daemon=True)
         self._thread.name = "tb-leakfinder process memory"
         self._thread.start()
 
@@ -207,7 +238,9 @@ class ProcessMemoryRecorder:
             record.warning = f"the first {MAX_SAMPLES} steps of the window were recorded: capture fewer steps (count)"
             return
         try:
-            sample = ProcessSample(step_num, time.time_ns(), ProcessReading(self.pid, probe.rss(self.pid), None, None))
+            main = ProcessReading(self.pid, probe.rss(self.pid), None, None)
+            in_use, held = self.malloc() if self.malloc is not None else (None, None)
+            sample = ProcessSample(step_num, time.time_ns(), main, malloc_in_use=in_use, malloc_free=held)
             for child in probe.children(self.pid)[:MAX_CHILDREN]:
                 try:
                     sample.children.append(ProcessReading(child, probe.rss(child), None, None))
@@ -217,22 +250,34 @@ class ProcessMemoryRecorder:
             self._fail(f"reading the memory of process {self.pid} or its children failed at step {step_num}", exc)
             return
         record.samples.append(sample)
-        if self._private_ok:
-            with contextlib.suppress(queue.Full):  # still reading an earlier step's: this one has RSS only
-                self._queue.put_nowait(sample)
+        self._wake.set()
 
-    def _read_private(self, probe: Probe, requests: queue.Queue[ProcessSample | None]) -> None:
-        while (sample := requests.get()) is not None:
-            for reading in (sample.main, *sample.children):
+    def _read_private(self, probe: Probe, record: ProcessMemoryRecord, wake: threading.Event) -> None:
+        """Reads USS and PSS into the latest sample until the window ends, then once more, whole, into its last."""
+        turn = 0
+        while self._private_ok:
+            if self._on:
+                wake.wait()
+                wake.clear()
+            if not record.samples:
+                return  # stopped before any step
+            latest = record.samples[-1]
+            readings = [latest.main, *latest.children]
+            first, read = turn % len(readings), 0
+            for reading in readings[first:] + readings[:first]:
+                if read and record.samples[-1] is not latest:
+                    break  # a later step ended: read into its sample, from where this round stopped
                 try:
                     reading.uss, reading.pss = probe.private(reading.pid)
                 except probe.gone:
-                    if reading is sample.main:
-                        self._private_off(f"USS and PSS of process {reading.pid} could not be read: it is gone")
-                        return
+                    pass  # a worker gone since the step's end
                 except Exception as exc:  # noqa: BLE001 - a /proc that hides smaps_rollup (hidepid, a container policy)
                     self._private_off(f"USS and PSS could not be read ({_describe(exc)}): RSS only")
                     return
+                read += 1
+            turn += read
+            if not self._on and read == len(readings):
+                return
 
     def _private_off(self, why: str) -> None:
         self._private_ok = False
@@ -248,19 +293,13 @@ class ProcessMemoryRecorder:
         record.warning = f"{what} ({_describe(exc)}): process memory is not recorded for the rest of this window"
 
     def stop(self) -> None:
-        """Ends the window: waits (a bounded time) for the USS/PSS reading under way, then ends the reading thread."""
+        """Ends the window: the reading thread reads the last step's USS/PSS, for at most PRIVATE_WAIT_S, and ends."""
         self._on = False
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        deadline = time.monotonic() + PRIVATE_WAIT_S
-        while thread.is_alive():
-            try:
-                self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
-                break
-            except queue.Full:
-                break
-        thread.join(max(0.0, deadline - time.monotonic()))
+        self._wake.set()
+        thread.join(PRIVATE_WAIT_S)
 
     def section(self) -> dict[str, Any] | None:
         """The companion file's `process_memory` (docs/recordings.md), None when nothing was recorded."""

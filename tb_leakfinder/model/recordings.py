@@ -79,6 +79,11 @@ class ProcessSample:
     time_ns: int  # since the epoch
     main: ProcessReading
     children: list[ProcessReading] = field(default_factory=list)
+    # What glibc's malloc held in the training process (mallinfo2): in use (`uordblks` + `hblkhd`), and free
+    # (`fordblks`: memory the program freed that malloc keeps, which RSS counts once touched). None where malloc does
+    # not say (not glibc 2.33 or later).
+    malloc_in_use: int | None = None
+    malloc_free: int | None = None
 
 
 @dataclass

@@ -84,7 +84,14 @@ def process_memory(data: Any) -> ProcessMemoryRecord:
     if status not in RECORDER_STATUSES:
         raise _BadFileError(f"process_memory's status {status!r} is none of {', '.join(RECORDER_STATUSES)}")
     samples = [
-        ProcessSample(_int(s["step"]), _int(s["time_ns"]), _reading(s["main"]), [_reading(c) for c in _list(s["children"])])
+        ProcessSample(
+            _int(s["step"]),
+            _int(s["time_ns"]),
+            _reading(s["main"]),
+            [_reading(c) for c in _list(s["children"])],
+            _optional_bytes(s.get("malloc_in_use")),
+            _optional_bytes(s.get("malloc_free")),
+        )
         for s in _list(data["samples"])
     ]
     return ProcessMemoryRecord(status, _str(data["warning"]), _str(data["source"]), samples)
@@ -92,9 +99,7 @@ def process_memory(data: Any) -> ProcessMemoryRecord:
 
 def _reading(data: Any) -> ProcessReading:
     uss, pss = data["uss"], data["pss"]
-    return ProcessReading(
-        _int(data["pid"]), _bytes(data["rss"]), None if uss is None else _bytes(uss), None if pss is None else _bytes(pss)
-    )
+    return ProcessReading(_int(data["pid"]), _bytes(data["rss"]), _optional_bytes(uss), _optional_bytes(pss))
 
 
 def _int(value: Any) -> int:
@@ -107,6 +112,10 @@ def _bytes(value: Any) -> int:
     if _int(value) < 0 or value > 1 << 50:
         raise _BadFileError(f"{value!r} is no process's size in bytes")
     return int(value)
+
+
+def _optional_bytes(value: Any) -> int | None:
+    return None if value is None else _bytes(value)
 
 
 def _str(value: Any) -> str:

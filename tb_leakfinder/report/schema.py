@@ -418,11 +418,16 @@ class ProcessMemory(TypedDict):
     warning: Annotated[str, 'why it was recorded only in part, or without USS/PSS; "" when not']
     threshold_bytes_per_step: Annotated[int, "the rate from which a process is said to grow"]
     bytes_per_step: Annotated[
-        float, "the training process's growth outside the host-memory allocators: its RSS rate less their heap growth"
+        float,
+        "the training process's growth outside the host-memory allocators: its RSS rate less their heap growth and"
+        " the growth of malloc's free memory",
     ]
     main_grows: Annotated[bool, "the training process grows outside them: `bytes_per_step` reaches the threshold, steadily"]
     rss_bytes_per_step: Annotated[float, "the training process's RSS rate"]
     allocator_bytes_per_step: Annotated[float, "the host-memory allocators' heap growth, taken off the RSS rate"]
+    malloc_free_bytes_per_step: Annotated[
+        float, "the growth of what glibc's malloc holds free (freed memory RSS still counts), taken off too; 0: not known"
+    ]
     allocators: Annotated[list[str], "those allocators' labels"]
     workers: Annotated[list[WorkerMemory], "each child process, by pid"]
     workers_bytes_per_step: Annotated[float, "the workers' rates summed"]

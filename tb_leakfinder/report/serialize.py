@@ -297,6 +297,7 @@ def process_memory_json(p: ProcessMemoryAnalysis) -> ProcessMemory:
         "main_grows": main is not None and main.grows,
         "rss_bytes_per_step": round(p.rss_bytes_per_step, 1),
         "allocator_bytes_per_step": round(p.allocator_bytes_per_step, 1),
+        "malloc_free_bytes_per_step": round(p.malloc_free_bytes_per_step, 1),
         "allocators": p.allocators,
         "workers": [
             {
