@@ -27,6 +27,18 @@ export type FamilyStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
 /** `profile`: memory events over a window; `one_moment`: a device memory profile's live buffers. */
 export type CaptureKind = 'profile' | 'one_moment';
 
+/** What a process's memory is followed by: `rss` its resident pages, `uss` its private ones, `pss` its share of them. */
+export type ProcessMeasure = 'rss' | 'uss' | 'pss';
+
+/** How a capture helper's recorder ended its window: to its end, switched off part-way, or failed at once. */
+export type RecorderStatus = SearchStatus;
+
+/** Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value (`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph saved, reached from a live tensor's grad_fn; a tf.Variable's value. */
+export type HolderKind = 'list' | 'dict_entry' | 'attribute' | 'class_attribute' | 'default_argument' | 'closure' | 'frame_local' | 'global' | 'module' | 'buffer' | 'autograd_graph' | 'variable';
+
+/** How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found is true but not everything; `failed`, its error is the `warning`. */
+export type SearchStatus = RecorderStatus;
+
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
 
@@ -109,6 +121,46 @@ export interface Site {
   stack: string[];
 }
 
+/** A reference in the training process that keeps some of a family's never-freed buffers alive, found by the capture helper (docs/recordings.md) and matched to the family by the buffers' addresses. */
+export interface Holder {
+  /** the access path in the user's terms: "model.heads", "metrics['loss_map']", "total" */
+  path: string;
+  kind: HolderKind;
+  /** the holder's type: "ModuleList", "list", "Tensor" */
+  type: string;
+  /** how many of the family's never-freed buffers it keeps (of the family's `count`) */
+  count: number;
+  /** their tensor bytes */
+  requested_bytes: number;
+  /** their chunk bytes */
+  chunk_bytes: number;
+  /** false when the companion file listed only some of its buffers: `count` is then a floor */
+  all_listed: boolean;
+  /** where the holder was made: "train.py:40 in train"; "" when not known */
+  created: string;
+  /** that line's text, recorded at capture time; "" when not recorded */
+  created_text: string;
+}
+
+/** How the capture helper's search for holders went on this host, as its companion file says. */
+export interface HolderSearch {
+  status: RecorderStatus;
+  /** why it is partial or failed; "" when complete */
+  warning: string;
+  /** the Python objects it walked */
+  objects_visited: number;
+  /** how long it took, in seconds */
+  elapsed_s: number;
+  /** holders it found, in every family */
+  num_holders: number;
+  /** never-freed buffers of the window it found no holder for */
+  unmatched_count: number;
+  /** their bytes */
+  unmatched_bytes: number;
+  /** addresses its holders list that are no never-freed buffer of this profile */
+  not_in_profile: number;
+}
+
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */
 export interface Family {
   /** its index: the `family` argument of `timeline` and `buffers` */
@@ -151,7 +203,11 @@ export interface Family {
   score: number;
   /** the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown */
   where: string;
+  /** that line's text, from the companion file (or, in the CLI, the local file); "" unknown */
+  where_text: string;
   site: Site;
+  /** the references that keep its never-freed buffers, most buffers first; [] unknown */
+  holders: Holder[];
 }
 
 /** A part of the heap at the peak: a family of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */
@@ -184,8 +240,8 @@ export interface Forecast {
   description: string;
 }
 
-/** Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could not name. */
-export interface Holder {
+/** Where memory held at an out-of-memory error was made: the user's line, else the op, else what the capture could not name. */
+export interface HeldAtError {
   where: string;
   bytes: number;
   /** buffers; 0 for the memory held from before the trace began */
@@ -200,8 +256,8 @@ export interface OutOfMemory {
   held_bytes: number;
   /** what the allocator had reserved from the device (at least held_bytes) */
   capacity_bytes: number;
-  /** largest first, at most 10; a last row folds the rest */
-  holders: Holder[];
+  /** by where it was made, largest first, at most 10; a last row folds the rest */
+  held_at_error: HeldAtError[];
   description: string;
 }
 
@@ -442,6 +498,69 @@ export interface FormatHints {
   xprof_tools: boolean;
 }
 
+/** A likely reason for memory that grows outside the allocator. */
+export interface ProcessCause {
+  /** `worker_cache`, `kept_objects` or `native` */
+  id: string;
+  title: string;
+  /** what to do about it */
+  fix: string;
+  /** the docs/ page that says more */
+  doc: string;
+}
+
+/** One child process of the training process (a DataLoader worker) over the window. */
+export interface WorkerMemory {
+  pid: number;
+  measure: ProcessMeasure;
+  /** its fitted rate */
+  bytes_per_step: number;
+  /** its rate reaches the threshold and it grows through the window */
+  grows: boolean;
+  /** its memory at each of `steps`; null where it was not read */
+  bytes: (number | null)[];
+}
+
+/** What grows outside the allocators: the training process's memory and its DataLoader workers', as the capture helper recorded them at the end of each step (its companion file). */
+export interface ProcessMemory {
+  /** `leak`: memory grows outside the allocators; judged apart from them */
+  verdict: Verdict;
+  reason: string;
+  /** "psutil" or "proc" (Linux's /proc, without psutil) */
+  source: string;
+  status: RecorderStatus;
+  /** why it was recorded only in part, or without USS/PSS; "" when not */
+  warning: string;
+  /** the rate from which a process is said to grow */
+  threshold_bytes_per_step: number;
+  /** the training process's growth outside the host-memory allocators: its RSS rate less their heap growth and the growth of malloc's free memory */
+  bytes_per_step: number;
+  /** the training process grows outside them: `bytes_per_step` reaches the threshold, steadily */
+  main_grows: boolean;
+  /** the training process's RSS rate */
+  rss_bytes_per_step: number;
+  /** the host-memory allocators' heap growth, taken off the RSS rate */
+  allocator_bytes_per_step: number;
+  /** the growth of what glibc's malloc holds free (freed memory RSS still counts), taken off too; 0: not known */
+  malloc_free_bytes_per_step: number;
+  /** those allocators' labels */
+  allocators: string[];
+  /** each child process, by pid */
+  workers: WorkerMemory[];
+  /** the workers' rates summed */
+  workers_bytes_per_step: number;
+  /** with a leak: its likely causes, the likeliest first */
+  causes: ProcessCause[];
+  /** the step whose end each sample was read at; the lists below have one value per step */
+  steps: number[];
+  /** each step's end in the profile's clock; null for a step the profile lacks */
+  time_ps: (number | null)[];
+  /** the training process's RSS */
+  main_bytes: number[];
+  /** the workers' memory summed; null where one of them was not read */
+  workers_bytes: (number | null)[];
+}
+
 export interface HostReport {
   /** the host, as its profile file names it */
   host: string;
@@ -470,6 +589,12 @@ export interface HostReport {
   allocators: AllocatorReport[];
   /** the compiled XLA programs of an XProf profile; [] for other formats */
   modules: ModuleSummary[];
+  /** the companion file read with the profile (docs/recordings.md); "" when none was */
+  recordings_file: string;
+  /** how the search for holders went; null when none was recorded */
+  holder_search: HolderSearch | null;
+  /** when the capture helper recorded the process's memory beside the profile */
+  process_memory?: ProcessMemory;
   /** set, with no allocators, when its profile could not be analysed */
   error?: string;
   /** with `error`: the path of the file that could not be read */

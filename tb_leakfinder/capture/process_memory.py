@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import importlib
 import os
+import pathlib
 import sys
 import threading
 import time
@@ -27,6 +28,7 @@ from dataclasses import asdict
 from types import ModuleType
 from typing import Any, Protocol
 
+from tb_leakfinder.capture.recorder import Section, Window
 from tb_leakfinder.model.recordings import COMPLETE, FAILED, PARTIAL, ProcessMemoryRecord, ProcessReading, ProcessSample
 
 NAME = "process_memory"
@@ -208,7 +210,7 @@ class ProcessMemoryRecorder:
     def unavailable_reason(self) -> str:
         return "" if self.available() else "install psutil (`pip install tb-leakfinder[capture]`) to record process memory"
 
-    def start(self, directory: str | None = None) -> None:
+    def start(self, directory: pathlib.Path | None = None) -> None:
         """A new window (`directory`, where the profiler writes, is not needed: what it records goes in the companion)."""
         self.stop()
         probe = self.probe
@@ -301,9 +303,11 @@ class ProcessMemoryRecorder:
         self._wake.set()
         thread.join(PRIVATE_WAIT_S)
 
-    def section(self) -> dict[str, Any] | None:
+    def section(self, window: Window | None = None) -> Section | None:
         """The companion file's `process_memory` (docs/recordings.md), None when nothing was recorded."""
-        return None if self.record is None else asdict(self.record)
+        if self.record is None:
+            return None
+        return Section(asdict(self.record), self.record.warning)
 
 
 def _describe(exc: BaseException) -> str:
