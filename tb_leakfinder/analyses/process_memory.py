@@ -293,8 +293,10 @@ def _workers_text(leaking: list[ProcessTrend], count: int, children: str) -> str
     """'+2.0 MiB/step in each of 2 DataLoader workers', or each one's rate when they differ."""
     rates = [w.bytes_per_step for w in leaking]
     mean = sum(rates) / len(rates)
-    if all(abs(r - mean) <= ALIKE_SHARE * mean for r in rates):
+    if count == 1:
+        return f"{_rate(mean)} in its one {children[:-1]}"
+    if len(leaking) > 1 and all(abs(r - mean) <= ALIKE_SHARE * mean for r in rates):
         which = f"each of {count}" if len(leaking) == count else f"each of {len(leaking)} of {count}"
-        return f"{_rate(mean)} in {which} {children}" if count > 1 else f"{_rate(mean)} in its one {children[:-1]}"
+        return f"{_rate(mean)} in {which} {children}"
     listed = ", ".join(f"pid {w.pid} {_rate(w.bytes_per_step)}" for w in leaking)
     return f"{_rate(sum(rates))} in {len(leaking)} of {count} {children} ({listed})"

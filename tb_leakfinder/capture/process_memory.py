@@ -207,9 +207,6 @@ class ProcessMemoryRecorder:
     def available(self) -> bool:
         return self.probe is not None
 
-    def unavailable_reason(self) -> str:
-        return "" if self.available() else "install psutil (`pip install tb-leakfinder[capture]`) to record process memory"
-
     def start(self, directory: pathlib.Path | None = None) -> None:
         """A new window (`directory`, where the profiler writes, is not needed: what it records goes in the companion)."""
         self.stop()
