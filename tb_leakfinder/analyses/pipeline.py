@@ -25,7 +25,16 @@ from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis, analyze
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_families
+from tb_leakfinder.analyses.verdict import (
+    INCONCLUSIVE,
+    LEAK,
+    NO_LEAK,
+    Verdict,
+    cannot_tell,
+    decide,
+    leak_families,
+    whose,
+)
 from tb_leakfinder.analyses.words import format_bytes, held_by
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
@@ -212,7 +221,9 @@ def analyze_allocator(
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    verdict = decide(summary, suspects.families, source, events.strings, attribution.sites, _freed_in_one_step(buffers, source))
+    judged = whose(label, profile.format)
+    freed = _freed_in_one_step(buffers, source)
+    verdict = decide(summary, suspects.families, source, events.strings, attribution.sites, freed, judged)
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
+from tb_leakfinder.analyses.verdict import FRAMEWORK_NAMES, INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.memory import Steps
 from tb_leakfinder.model.recordings import ProcessMemoryRecord, ProcessReading, ProcessSample
@@ -36,7 +36,6 @@ MENTIONED_BYTES_PER_STEP = 64 << 10
 ALIKE_SHARE = 0.25
 RSS, USS, PSS = "rss", "uss", "pss"
 MEASURE_WORDS = {RSS: "RSS", USS: "USS", PSS: "PSS"}
-FRAMEWORK_WORDS = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX"}
 NOT_RECORDED = (
     "Process memory was not recorded: record it with tb_leakfinder.capture(...), which writes the training process's"
     " and its DataLoader workers' memory beside the profile (psutil, or /proc on Linux)."
@@ -256,7 +255,7 @@ def _verdict(
     taken: Taken,
     workers: list[ProcessTrend],
 ) -> tuple[str, str, list[Cause]]:
-    whose = f"{FRAMEWORK_WORDS.get(framework, framework)}'s allocator"
+    whose = f"{FRAMEWORK_NAMES.get(framework, framework)}'s allocator"
     children = "DataLoader workers" if framework == "torch" else "child processes"
     if main is None or main.num_samples < MIN_SAMPLES:
         why = f" ({record.warning})" if record.warning else ""
