@@ -12,6 +12,8 @@ and the workers stay out of the test process). The truth is each case's constant
 - numpy_copies (PyTorch): the loop keeps `weight.detach().numpy().copy()` of a [1024,1024] float32 weight, 4 MiB;
 - numpy_copies_tf (TensorFlow): the loop keeps `variable.numpy().copy()` of a [1024,1024] float32 variable, 4 MiB;
 - clean (PyTorch): a WORKERS-worker DataLoader over a preallocated numpy array, nothing kept;
+- numpy_copies_periodic (PyTorch): numpy_copies captured in PERIODIC windows of 4 steps every 6, each a trace of its
+  own: the run's history follows the training process across them;
 - allocator_leak (PyTorch): the loop keeps `torch.ones(1024, 1024)`, 4 MiB, which PyTorch's CPU allocator hands out:
   its leak, which the process's RSS shows too and which must not be counted again outside the allocator.
 """
@@ -37,7 +39,10 @@ CASES = {
     "numpy_copies_tf": ("tensorflow", KEPT_BYTES, 0, 0),
     "clean": ("torch", 0, 0, 0),
     "allocator_leak": ("torch", 0, 0, KEPT_BYTES),
+    "numpy_copies_periodic": ("torch", KEPT_BYTES, 0, 0),
 }
+PERIODIC = {"start": 2, "count": 4, "every": 6}
+PERIODIC_STEPS = 20  # three windows: steps 2-5, 8-11, 14-17
 
 
 def _torch_loop(case: str, logdir: str) -> list[int]:
@@ -86,15 +91,17 @@ def _torch_loop(case: str, logdir: str) -> list[int]:
         batches = iter(loader)
     else:
         batches = iter(lambda: torch.randn(BATCH, 64), None)
-    with tb_leakfinder.capture(logdir, start=WARMUP, count=STEPS) as cap:
-        for step in range(WARMUP + STEPS):
+    periodic = case == "numpy_copies_periodic"
+    window = PERIODIC if periodic else {"start": WARMUP, "count": STEPS}
+    with tb_leakfinder.capture(logdir, **window) as cap:
+        for step in range(PERIODIC_STEPS if periodic else WARMUP + STEPS):
             with cap.step(step):
                 x = next(batches)
                 loss = model(x).square().mean()
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                if case == "numpy_copies":
+                if case in ("numpy_copies", "numpy_copies_periodic"):
                     kept.append(weight.detach().numpy().copy())
                 elif case == "allocator_leak":
                     kept.append(torch.ones(1024, 1024))
@@ -126,10 +133,10 @@ def main() -> None:
     from tb_leakfinder import analyze
 
     report = analyze(logdir)
-    (run,) = report["runs"]
-    (host,) = run["hosts"]
     companions = sorted(p.name for p in pathlib.Path(logdir).rglob("*.leakfinder.json"))
-    print(json.dumps({"host": host, "worker_pids": pids, "companions": companions, "pid": os.getpid()}))
+    out = {"worker_pids": pids, "companions": companions, "pid": os.getpid(), "histories": report["histories"]}
+    out["host"] = report["runs"][-1]["hosts"][0]
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
