@@ -30,14 +30,11 @@ export type CaptureKind = 'profile' | 'one_moment';
 /** What a process's memory is followed by: `rss` its resident pages, `uss` its private ones, `pss` its share of them. */
 export type ProcessMeasure = 'rss' | 'uss' | 'pss';
 
-/** How a capture helper's recorder ended its window: to its end, switched off part-way, or failed at once. */
-export type RecorderStatus = SearchStatus;
-
 /** Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value (`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph saved, reached from a live tensor's grad_fn; a tf.Variable's value. */
 export type HolderKind = 'list' | 'dict_entry' | 'attribute' | 'class_attribute' | 'default_argument' | 'closure' | 'frame_local' | 'global' | 'module' | 'buffer' | 'autograd_graph' | 'variable';
 
 /** How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found is true but not everything; `failed`, its error is the `warning`. */
-export type SearchStatus = RecorderStatus;
+export type SearchStatus = 'complete' | 'partial' | 'failed';
 
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
@@ -144,7 +141,7 @@ export interface Holder {
 
 /** How the capture helper's search for holders went on this host, as its companion file says. */
 export interface HolderSearch {
-  status: RecorderStatus;
+  status: SearchStatus;
   /** why it is partial or failed; "" when complete */
   warning: string;
   /** the Python objects it walked */
@@ -528,7 +525,8 @@ export interface ProcessMemory {
   reason: string;
   /** "psutil" or "proc" (Linux's /proc, without psutil) */
   source: string;
-  status: RecorderStatus;
+  /** as a holder search's: `partial` when it was switched off part-way */
+  status: SearchStatus;
   /** why it was recorded only in part, or without USS/PSS; "" when not */
   warning: string;
   /** the rate from which a process is said to grow */

@@ -39,8 +39,6 @@ CaptureKind = Literal["profile", "one_moment"]
 """`profile`: memory events over a window; `one_moment`: a device memory profile's live buffers."""
 ProcessMeasure = Literal["rss", "uss", "pss"]
 """What a process's memory is followed by: `rss` its resident pages, `uss` its private ones, `pss` its share of them."""
-RecorderStatus = Literal["complete", "partial", "failed"]
-"""How a capture helper's recorder ended its window: to its end, switched off part-way, or failed at once."""
 HolderKind = Literal[
     "list",
     "dict_entry",
@@ -466,7 +464,7 @@ class ProcessMemory(TypedDict):
     verdict: Annotated[Verdict, "`leak`: memory grows outside the allocators; judged apart from them"]
     reason: str
     source: Annotated[str, '"psutil" or "proc" (Linux\'s /proc, without psutil)']
-    status: RecorderStatus
+    status: Annotated[SearchStatus, "as a holder search's: `partial` when it was switched off part-way"]
     warning: Annotated[str, 'why it was recorded only in part, or without USS/PSS; "" when not']
     threshold_bytes_per_step: Annotated[int, "the rate from which a process is said to grow"]
     bytes_per_step: Annotated[
