@@ -15,6 +15,9 @@ export type SiteContext = 'program' | 'transfer' | 'outside' | '';
 /** How an allocation made in a program was tied to one of the program's buffers: `exact` (one buffer has its size, or allocation order and lifetime settle it), `ambiguous` (several do: `candidates` names them, `buffer` is the one taken in order), `near` (none has it exactly and a temporaries block a few KiB off is taken, or the program was found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside a program. */
 export type SiteMatch = 'exact' | 'ambiguous' | 'near' | 'none' | 'no_hlo' | '';
 
+/** The evidence a `near` match rests on: `time` (the program was found by time alone: the one running on the allocation's own device then), `size` (the program is known from its execution, but none of its buffers has the allocation's size: a temporaries block a few KiB off is taken), `time_and_size` (both); "" for any other match. */
+export type NearBy = 'time' | 'size' | 'time_and_size' | '';
+
 /** `buffers`: a family of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer of the window explains. */
 export type BreakdownCategory = 'buffers' | 'stack' | 'before_window';
 
@@ -38,6 +41,9 @@ export type SearchStatus = 'complete' | 'partial' | 'failed';
 
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
+
+/** What a history's rates are fitted to: `between_captures`, its measure from one capture to the next; `within_captures`, what each capture kept within its own window, for a heap that counts only what a capture saw allocated (PyTorch's CPU heap), whose captures never continue one another. */
+export type RateBasis = 'between_captures' | 'within_captures';
 
 /** What a route answers with an error status: 4xx for bad input, 503 while still analysing, 500 (a generic message) for a failure of its own. */
 export interface ErrorAnswer {
@@ -110,6 +116,7 @@ export interface Site {
   /** the instruction's source file and line, the full path */
   source: string;
   match: SiteMatch;
+  near_by: NearBy;
   /** the innermost frame of a model library below the user's line; "" when none */
   model_frame: string;
   /** the program buffers it could be, when more than one has its size */
@@ -203,7 +210,7 @@ export interface Family {
   /** that line's text, from the companion file (or, in the CLI, the local file); "" unknown */
   where_text: string;
   site: Site;
-  /** the references that keep its never-freed buffers, most buffers first; [] unknown */
+  /** the references that keep its never-freed buffers, most first, at most 20; [] unknown */
   holders: Holder[];
 }
 
@@ -222,9 +229,15 @@ export interface BreakdownRow {
   site: Site;
 }
 
-/** When the allocator runs out at the measured growth, from its free memory at window end. */
+/** What a forecast runs against, the smallest that applies: `allocator` (its own limit: BFC's memory limit), `device` (the device's memory: a CUDA device's `totalGlobalMem` in a PyTorch trace), `machine` (for host memory, the machine's physical memory: its host's when the profile records it, else the machine that read the profile). */
+export type ForecastLimit = 'allocator' | 'device' | 'machine';
+
+/** When the allocator runs out at the measured growth, from what is still free at window end of the smallest limit that applies. */
 export interface Forecast {
-  /** free at window end */
+  limit: ForecastLimit;
+  /** the whole of that limit: the allocator's capacity, the device's or the machine's memory */
+  limit_bytes: number;
+  /** free at window end, of that limit */
   bytes_available: number;
   /** the leak rate it extrapolates */
   growth_bytes_per_step: number;
@@ -629,7 +642,7 @@ export interface HistoryCapture {
   peak_heap_bytes: number;
   heap_end_bytes: number;
   heap_floor_bytes: number;
-  /** what the trend follows: a profile's heap floor, a snapshot's live bytes */
+  /** what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window */
   measure_bytes: number;
   never_freed_bytes: number;
   first_step: number | null;
@@ -665,8 +678,10 @@ export interface HistorySeries {
   allocator: string;
   verdict: Verdict;
   reason: string;
+  rate_basis: RateBasis;
+  /** the measure's last less its first; within captures, the rate per step over the steps they span */
   rise_bytes: number;
-  /** null when the captures' times say nothing of the job's pace */
+  /** null when the captures' times (within captures: steps) say nothing of the job's pace */
   bytes_per_hour: number | null;
   bytes_per_step: number | null;
   bytes_per_capture: number;

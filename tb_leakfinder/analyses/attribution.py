@@ -66,6 +66,9 @@ from tb_leakfinder.model.sites import (
     MATCH_NEAR,
     MATCH_NO_HLO,
     MATCH_NONE,
+    NEAR_BY_SIZE,
+    NEAR_BY_TIME,
+    NEAR_BY_TIME_AND_SIZE,
     NO_SITE,
     Site,
 )
@@ -967,13 +970,23 @@ def _match(sizes: list[int], freed: list[bool] | None, program: _Program, index:
         if others:
             how = MATCH_AMBIGUOUS
             candidates = [f"{buffer.label} of {module.key}", *others] if not candidates else [*candidates, *others]
+        near_by = _near_by(by_time=program.near, by_size=how == MATCH_NEAR)
         if program.near and how in (MATCH_EXACT, MATCH_AMBIGUOUS):
             how = MATCH_NEAR  # the program was found by time alone
-        out.append(_program_site(module, buffer, how, tuple(candidates)))
+        out.append(_program_site(module, buffer, how, tuple(candidates), near_by))
     return out
 
 
-def _program_site(module: HloModule, buffer: _ProgramBuffer, how: str, candidates: tuple[str, ...]) -> tuple[Site, str, str, str]:
+def _near_by(by_time: bool, by_size: bool) -> str:
+    """The evidence a near match rests on: the program found by time alone, a buffer's size a few KiB off, or both."""
+    if by_time and by_size:
+        return NEAR_BY_TIME_AND_SIZE
+    return NEAR_BY_TIME if by_time else NEAR_BY_SIZE if by_size else ""
+
+
+def _program_site(
+    module: HloModule, buffer: _ProgramBuffer, how: str, candidates: tuple[str, ...], near_by: str = ""
+) -> tuple[Site, str, str, str]:
     b = module.buffers
     rows = np.flatnonzero(b.allocation == buffer.allocation)
     hlo_op = op_name = hlo_shape = source = ""
@@ -999,6 +1012,7 @@ def _program_site(module: HloModule, buffer: _ProgramBuffer, how: str, candidate
         hlo_shape=hlo_shape,
         source=source,
         match=how,
+        near_by=near_by,
         candidates=candidates,
     )
     shape = _SHAPE.match(hlo_shape)

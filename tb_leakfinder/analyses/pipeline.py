@@ -11,7 +11,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
-from tb_leakfinder.analyses.capacity import Forecast, OutOfMemory, forecast, fragmentation_note, held_at_oom
+from tb_leakfinder.analyses.capacity import Forecast, Limit, OutOfMemory, forecast, fragmentation_note, held_at_oom, limits
 from tb_leakfinder.analyses.holders import (
     Holder,
     HolderStatus,
@@ -77,6 +77,7 @@ class AllocatorAnalysis:
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
     sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
     out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
+    limits: list[Limit] = field(default_factory=list)  # what bounds it at window end: its own, its device's, its machine's
     # From the companion file (analyses/holders.py), one entry per family when it has one, else []: each family's
     # holders, and the text of its line of code ("" when not recorded).
     holders: list[list[Holder]] = field(default_factory=list)
@@ -246,7 +247,8 @@ def analyze_allocator(
     if pairing.unmatched_frees:
         warnings.append(f"{label}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
     growth = sum(g.bytes_per_step for g in leak_families(suspects.families, source)) if verdict.verdict == LEAK else 0.0
-    outlook = forecast(events, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
+    bounds = limits(events, info, profile.machine_memory_bytes, profile.machine_memory_of)
+    outlook = forecast(bounds, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(
         memory_id,
         label,
@@ -263,6 +265,7 @@ def analyze_allocator(
         growth,
         attribution.sites,
         held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
+        bounds,
     )
 
 

@@ -29,6 +29,10 @@ or allocation order and lifetime settle it), `ambiguous` (several do: `candidate
 taken in order), `near` (none has it exactly and a temporaries block a few KiB off is taken, or the program was
 found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside
 a program."""
+NearBy = Literal["time", "size", "time_and_size", ""]
+"""The evidence a `near` match rests on: `time` (the program was found by time alone: the one running on the
+allocation's own device then), `size` (the program is known from its execution, but none of its buffers has the
+allocation's size: a temporaries block a few KiB off is taken), `time_and_size` (both); "" for any other match."""
 BreakdownCategory = Literal["buffers", "stack", "before_window"]
 """`buffers`: a family of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer
 of the window explains."""
@@ -63,6 +67,10 @@ SearchStatus = Literal["complete", "partial", "failed"]
 is true but not everything; `failed`, its error is the `warning`."""
 TimeSource = Literal["profile", "session_name", "file_mtime"]
 """Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime."""
+RateBasis = Literal["between_captures", "within_captures"]
+"""What a history's rates are fitted to: `between_captures`, its measure from one capture to the next;
+`within_captures`, what each capture kept within its own window, for a heap that counts only what a capture saw
+allocated (PyTorch's CPU heap), whose captures never continue one another."""
 
 
 class ErrorAnswer(TypedDict):
@@ -121,6 +129,7 @@ class Site(TypedDict):
     hlo_shape: Annotated[str, 'the HLO instruction\'s shape ("f32[1024,1024]")']
     source: Annotated[str, "the instruction's source file and line, the full path"]
     match: SiteMatch
+    near_by: NearBy
     model_frame: Annotated[str, 'the innermost frame of a model library below the user\'s line; "" when none']
     candidates: Annotated[list[str], "the program buffers it could be, when more than one has its size"]
     stack: Annotated[list[str], 'the user\'s Python frames, innermost first: "train.py:42 in train_step"']
@@ -183,7 +192,7 @@ class Family(TypedDict):
     where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
     where_text: Annotated[str, 'that line\'s text, from the companion file (or, in the CLI, the local file); "" unknown']
     site: Site
-    holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most buffers first; [] unknown"]
+    holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most first, at most 20; [] unknown"]
 
 
 class BreakdownRow(TypedDict):
@@ -201,10 +210,19 @@ class BreakdownRow(TypedDict):
     site: Site
 
 
-class Forecast(TypedDict):
-    """When the allocator runs out at the measured growth, from its free memory at window end."""
+ForecastLimit = Literal["allocator", "device", "machine"]
+"""What a forecast runs against, the smallest that applies: `allocator` (its own limit: BFC's memory limit),
+`device` (the device's memory: a CUDA device's `totalGlobalMem` in a PyTorch trace), `machine` (for host memory, the
+machine's physical memory: its host's when the profile records it, else the machine that read the profile)."""
 
-    bytes_available: Annotated[int, "free at window end"]
+
+class Forecast(TypedDict):
+    """When the allocator runs out at the measured growth, from what is still free at window end of the smallest
+    limit that applies."""
+
+    limit: ForecastLimit
+    limit_bytes: Annotated[int, "the whole of that limit: the allocator's capacity, the device's or the machine's memory"]
+    bytes_available: Annotated[int, "free at window end, of that limit"]
     growth_bytes_per_step: Annotated[float, "the leak rate it extrapolates"]
     steps_to_oom: int
     step_duration_ps: Annotated[int, "the median from one step's start to the next; 0 when unknown"]
@@ -545,7 +563,10 @@ class HistoryCapture(TypedDict):
     peak_heap_bytes: int
     heap_end_bytes: int
     heap_floor_bytes: int
-    measure_bytes: Annotated[int, "what the trend follows: a profile's heap floor, a snapshot's live bytes"]
+    measure_bytes: Annotated[
+        int,
+        "what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window",
+    ]
     never_freed_bytes: int
     first_step: int | None
     last_step: int | None
@@ -578,8 +599,11 @@ class HistorySeries(TypedDict):
     allocator: str
     verdict: Verdict
     reason: str
-    rise_bytes: int
-    bytes_per_hour: Annotated[float | None, "null when the captures' times say nothing of the job's pace"]
+    rate_basis: RateBasis
+    rise_bytes: Annotated[int, "the measure's last less its first; within captures, the rate per step over the steps they span"]
+    bytes_per_hour: Annotated[
+        float | None, "null when the captures' times (within captures: steps) say nothing of the job's pace"
+    ]
     bytes_per_step: float | None
     bytes_per_capture: float
     hours_to_oom: float | None

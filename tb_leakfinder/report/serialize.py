@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         FamilyDiff,
         FamilyStatus,
         Forecast,
+        ForecastLimit,
         FormatHints,
         FormatListing,
         HistoryAnswer,
@@ -84,11 +85,13 @@ if TYPE_CHECKING:
         ModuleDetailBody,
         ModuleDiff,
         ModuleSummary,
+        NearBy,
         OutOfMemory,
         OverviewAnswer,
         OverviewRow,
         ProcessMeasure,
         ProcessMemory,
+        RateBasis,
         ReportAnswer,
         RunReport,
         SearchStatus,
@@ -133,6 +136,8 @@ def forecast_json(forecast: ForecastResult | None) -> Forecast | None:
     if forecast is None:
         return None
     return {
+        "limit": cast("ForecastLimit", forecast.limit),
+        "limit_bytes": forecast.limit_bytes,
         "bytes_available": forecast.bytes_available,
         "growth_bytes_per_step": round(forecast.growth_bytes_per_step, 1),
         "steps_to_oom": forecast.steps_to_oom,
@@ -154,6 +159,7 @@ def site_json(site: SiteResult) -> Site:
         "hlo_shape": site.hlo_shape,
         "source": site.source,
         "match": cast("SiteMatch", site.match),
+        "near_by": cast("NearBy", site.near_by),
         "model_frame": site.model_frame,
         "candidates": list(site.candidates),
         "stack": list(site.stack),
@@ -297,13 +303,17 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
     }
 
 
+def record_events(profile_format: str) -> str:
+    """How a host of this format gets memory events, in plain words: what a host without any is told."""
+    return registry.hints(profile_format).record_events.replace("`", "")
+
+
 def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
     """A host's verdict. With no memory events its reason says how its format records them (a PyTorch trace is
     not told about TensorFlow's allocator), and where its compiled programs are when it has some. The process's
     memory, when recorded, is judged beside its allocators': the worse of the two, both reasons said."""
-    record = registry.hints(h.profile.format).record_events.replace("`", "")
     programs = " Its compiled programs are in the static view." if modules else ""
-    no_events = f"{verdicts.NO_EVENTS_REASON} {record}{programs}"
+    no_events = f"{verdicts.NO_EVENTS_REASON} {record_events(h.profile.format)}{programs}"
     verdict = verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
     process = h.process_memory
     if process is None:
@@ -481,6 +491,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
             "allocator": s.label,
             "verdict": _verdict(s.verdict),
             "reason": s.reason,
+            "rate_basis": cast("RateBasis", s.rate_basis),
             "rise_bytes": s.rise_bytes,
             "bytes_per_hour": _rounded(s.bytes_per_hour, 1),
             "bytes_per_step": _rounded(s.bytes_per_step, 1),

@@ -381,6 +381,8 @@ def render_history(history: Json) -> list[str]:
             lines.append(f"   times: {s['time_note']}")
         if s["unexplained"]:
             lines.append(f"   {s['unexplained']}")
+        # Within captures, a capture's heap at its start is what earlier ones left uncounted-for: not shown.
+        within = s["rate_basis"] == "within_captures"
         rows = [
             [
                 _when(c["time_s"]),
@@ -388,13 +390,14 @@ def render_history(history: Json) -> list[str]:
                 TIME_SOURCES.get(c["time_source"], c["time_source"]),
                 "-" if c["first_step"] is None else f"{c['first_step']}..{c['last_step']}",
                 format_bytes(c["measure_bytes"]),
-                format_bytes(c["heap_start_bytes"]),
+                *([] if within else [format_bytes(c["heap_start_bytes"])]),
                 format_bytes(c["peak_heap_bytes"]),
                 VERDICT_WORDS[c["verdict"]],
             ]
             for c in s["captures"]
         ]
-        headers = ["when", "capture", "time from", "steps", "outlives steps", "held at start", "peak heap", "its own verdict"]
+        measured = ["kept within"] if within else ["outlives steps", "held at start"]
+        headers = ["when", "capture", "time from", "steps", *measured, "peak heap", "its own verdict"]
         lines += _table(headers, rows)
         if s["families"]:
             grew = [
