@@ -4,6 +4,7 @@ psutil and through /proc, and that a failed reading switches it off with a warni
 from __future__ import annotations
 
 import json
+import mmap
 import multiprocessing
 import os
 import sys
@@ -58,7 +59,9 @@ def test_it_reads_this_process_and_its_children_at_each_step_end(probe, children
     kept = []
     for step in range(3, 8):
         with recorder.step(step):
-            kept.append(np.ones(MiB // 2))  # 4 MiB written each step
+            # 4 MiB of fresh pages each step (an anonymous map: never memory malloc freed before), all written.
+            kept.append(mmap.mmap(-1, 4 * MiB))
+            kept[-1].write(b"x" * (4 * MiB))
         time.sleep(0.02)  # the reading thread's USS/PSS
     recorder.stop()
     record = recorder.record
