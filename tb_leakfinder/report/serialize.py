@@ -319,7 +319,8 @@ def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdict
     if process is None:
         return verdict
     worst = verdicts.worst([verdict.verdict, process.verdict]) if process.verdict == verdicts.LEAK else verdict.verdict
-    return verdicts.Verdict(worst, f"{verdict.reason.rstrip()} {process.reason}")
+    reason = verdict.reason.rstrip()
+    return verdicts.Verdict(worst, f"{reason}{'' if reason.endswith('.') else '.'} {process.reason}")
 
 
 def process_memory_json(p: ProcessMemoryAnalysis) -> ProcessMemory:
