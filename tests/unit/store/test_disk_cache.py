@@ -26,6 +26,7 @@ from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store import disk_cache, folder_index, location
+from tb_leakfinder.store.codec import CodecError
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
@@ -246,6 +247,7 @@ def test_writers_sharing_a_folder_keep_it_bounded(tmp_path, monkeypatch):
 _CONCURRENT_WRITER = """
 import sys
 from tb_leakfinder.read import files
+from tb_leakfinder.store.codec import CodecError
 from tb_leakfinder.store.disk_cache import DiskCache
 cache = DiskCache(sys.argv[1], max_bytes=int(sys.argv[2]))
 for k in range(int(sys.argv[3]), int(sys.argv[4])):
@@ -502,10 +504,11 @@ def _shorter_column(layout: dict, entry: Path) -> None:
 
 
 def _string_out_of_range(entry: Path) -> None:
-    offset, _, _ = _meta(entry, "tree.json")["layout"][_array_key(entry, "analysis", "allocators", "0", "buffers", "op")]
+    offset, stored, *_ = _meta(entry, "tree.json")["layout"][_array_key(entry, "analysis", "allocators", "0", "buffers", "op")]
     data = bytearray(_members(entry)["data.npy"])
     header = len(_npy_header((len(data),)))  # the same header length for any size of this order
-    data[header + offset : header + offset + 4] = (10**6).to_bytes(4, "little")
+    largest = np.array([np.iinfo(stored).max], stored)  # stored narrower, or not: past the few strings either way
+    data[header + offset : header + offset + largest.itemsize] = largest.tobytes()
     _rewrite(entry, {"data.npy": bytes(data)})
 
 
@@ -667,3 +670,46 @@ def test_every_report_the_analyses_write_has_the_shape_an_entry_is_checked_for(t
         assert conforms(host, report.HOST_SHAPE), host["host"]
         assert conforms(report.overview_host_rows(host), report.OVERVIEW_ROWS_SHAPE)
         assert not conforms({k: v for k, v in host.items() if k != "steps"}, report.HOST_SHAPE)
+
+
+def test_integer_columns_are_stored_narrower_and_read_back_as_they_were():
+    """Each integer array as its distance from its smallest value, in the narrowest type that holds it: a constant
+    column takes no bytes, addresses near 2**64 and negative numbers come back exact, in their own type."""
+    n = 1000
+    arrays = {
+        "constant": np.full(n, 7, np.int32),
+        "allocator": np.zeros(n, np.int64),
+        "small": np.arange(n, dtype=np.int64) % 200 - 100,
+        "bytes": np.arange(n, dtype=np.int64) * 4096,
+        "addresses": np.uint64(2**64 - 2**40) + np.arange(n, dtype=np.uint64) * np.uint64(256),
+        "times": np.arange(n, dtype=np.int64) * 10**10,  # a range past 2**32: stored as it is
+        "floats": np.linspace(0, 1, n),
+        "flags": np.arange(n) % 2 == 0,
+        "short": np.array([2**40, -(2**40)], np.int64),  # too few to be worth it
+    }
+    layout, data = disk_cache._pack(arrays)
+    back = disk_cache._unpack(data, layout)
+    for key, array in arrays.items():
+        assert back[key].dtype == array.dtype and np.array_equal(back[key], array), key
+    stored = {key: item[1] for key, item in layout.items()}
+    assert stored["constant"] == stored["allocator"] == disk_cache.CONSTANT
+    assert (stored["small"], stored["bytes"], stored["addresses"]) == ("|u1", "<u4", "<u4")
+    assert stored["times"] == "<i8" and stored["short"] == "<i8"
+    assert data.nbytes < sum(a.nbytes for a in arrays.values()) / 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda item: item.__setitem__(4, 2**70),  # a base its type cannot hold
+        lambda item: item.__setitem__(4, "0"),
+        lambda item: item.__setitem__(1, "<f8"),  # stored as what no narrowing makes
+        lambda item: item.__setitem__(3, "<f8"),
+        lambda item: item.__setitem__(2, [10**6]),  # more items than the data member holds
+    ],
+)
+def test_a_crafted_narrowed_layout_is_refused(change):
+    layout, data = disk_cache._pack({"bytes": np.arange(1000, dtype=np.int64) * 4096})
+    change(layout["bytes"])
+    with pytest.raises(CodecError):
+        disk_cache._unpack(data, layout)
