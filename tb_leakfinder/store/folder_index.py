@@ -43,6 +43,9 @@ _LINES = re.compile(rb"(?:[0-9a-f]{40}\n)*")
 MAX_UNREAD_BYTES = 8 << 20
 MIN_COMPACT_LINES = 4096
 RESCAN_WRITES = 64  # the fewest own writes between two scans
+# A write reads the index when another process appended to it since it was last read, when the folder is past its
+# bound, and at least every this many writes (another process may have started a new generation of the index).
+SYNC_WRITES = 16
 RESCAN_S = 60.0
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
 _OK, _OTHER, _BAD = range(3)  # what reading the index found: its new lines, another generation, no index to use
@@ -70,8 +73,10 @@ class FolderIndex:
         self._scanned = False
         self._indexed = False  # whether this process reads and appends to the index
         self._writes_since_scan = 0
+        self._writes_since_sync = 0
         self._entries_at_scan = 0
         self._scanned_at = 0.0
+        self._append_fd: int | None = None  # the index, open for appending, while its generation is the one read
 
     # What a cache does --------------------------------------------------------------------------------------
 
@@ -81,16 +86,16 @@ class FolderIndex:
         with self._lock:
             if not self._scanned:
                 self._scan()
-            else:
-                self._sync()
             self._set(name, size, mtime_ns)
-            self._announce(name)
+            others = self._announce(name)
             self._writes_since_scan += 1
+            self._writes_since_sync += 1
             due = self._writes_since_scan >= max(RESCAN_WRITES, self._entries_at_scan)
             if due or time.monotonic() - self._scanned_at >= RESCAN_S:
                 self._scan()
-            if self.total > max_bytes:
+            elif others or self._writes_since_sync >= SYNC_WRITES or self.total > max_bytes:
                 self._sync()
+            if self.total > max_bytes:
                 self._evict(max_bytes, keep=name)
             if self._lines > max(MIN_COMPACT_LINES, 2 * len(self.entries)):
                 self._start_index()
@@ -165,7 +170,7 @@ class FolderIndex:
         index is read from its end on (what it announced is in the folder already), or started afresh when bad."""
         self._scanned = True
         self.scans += 1
-        self._writes_since_scan = 0
+        self._writes_since_scan = self._writes_since_sync = 0
         self._scanned_at = time.monotonic()
         if self._adopt_index() == _BAD:
             self._start_index()
@@ -199,6 +204,7 @@ class FolderIndex:
     def _sync(self) -> None:
         """What the other processes announced since the last read; a scan when the index cannot say (another
         generation, or too far ahead), after starting a fresh one when it is bad."""
+        self._writes_since_sync = 0
         if not self._indexed:
             return  # none this process can use: its scans count for the others' writes
         status = self._read_new()
@@ -231,6 +237,8 @@ class FolderIndex:
         f, st, header = opened
         f.close()
         self._lines = (st.st_size - _HEADER_BYTES) // _LINE  # a line being appended is read next time
+        if header != self._header:
+            self._close_append()
         self._header, self._offset, self._indexed = header, _HEADER_BYTES + self._lines * _LINE, True
         return _OK
 
@@ -257,25 +265,31 @@ class FolderIndex:
         self._lines += whole // _LINE
         return _OK
 
-    def _announce(self, name: str) -> None:
-        """One line, appended in one write; when no other line came in between, it needs no reading back."""
+    def _announce(self, name: str) -> bool:
+        """One line, appended in one write; whether other lines came in since the index was last read (when none
+        did, the new line needs no reading back)."""
         if not self._indexed:
-            return
+            return False
         line = name.encode() + b"\n"
         try:
-            fd = os.open(self.index_path, _APPEND_FLAGS)
+            if self._append_fd is None:
+                self._append_fd = os.open(self.index_path, _APPEND_FLAGS)
+            os.write(self._append_fd, line)
+            end = os.lseek(self._append_fd, 0, os.SEEK_CUR)
         except OSError:
-            return  # a read-only folder, or no index yet: the scans count for it
-        try:
-            os.write(fd, line)
-            st = os.fstat(fd)
-        except OSError:
-            return
-        finally:
-            os.close(fd)
-        if st.st_size == self._offset + len(line):
-            self._offset = st.st_size
-            self._lines += 1
+            self._close_append()
+            return False  # a read-only folder, or no index any more: the scans count for it
+        if end != self._offset + len(line):
+            return True
+        self._offset = end
+        self._lines += 1
+        return False
+
+    def _close_append(self) -> None:
+        if self._append_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._append_fd)
+            self._append_fd = None
 
     def _start_index(self) -> None:
         """A fresh index of a new generation in place of whatever is there (renamed into place: whole or absent)."""
@@ -290,4 +304,5 @@ class FolderIndex:
                 os.unlink(tmp)
             self._indexed = False  # the scans alone count, until one finds an index to use
             return
+        self._close_append()
         self._header, self._offset, self._lines, self._indexed = header, len(header), 0, True
