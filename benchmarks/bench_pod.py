@@ -100,7 +100,7 @@ print(json.dumps({"first_s": times[0], "next_s": times[1:], "num_hosts": body["n
 TIMINGS_ENV = "BENCH_POD_TIMINGS"
 SCALE_CHILD = """
 import json, sys, time
-sys.path.insert(0, sys.argv[4])
+sys.path[:0] = [sys.argv[6], sys.argv[4]]  # the tree measured, then this folder (for the workers too)
 import bench_pod
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.engine.precompute import precompute, tasks_for
@@ -150,7 +150,6 @@ def scale(workdir: Path, hosts: int, events: int, distinct: int, workers: int, t
     logdir, profile_bytes = pod(workdir, hosts, events, distinct)
     cache, timings = workdir / f"cache_scale_{hosts}", workdir / f"timings_{hosts}"
     env = {**child_env(), TIMINGS_ENV: str(timings)}
-    env["PYTHONPATH"] = str(tree) + os.pathsep + env["PYTHONPATH"]
     entry_bytes = 0
     for bound in ("default", "quarter"):
         shutil.rmtree(cache, ignore_errors=True)
@@ -158,7 +157,8 @@ def scale(workdir: Path, hosts: int, events: int, distinct: int, workers: int, t
         timings.mkdir(parents=True)
         max_bytes = 20 << 30 if bound == "default" else max(1, entry_bytes // 4)
         load = os.getloadavg()[0]
-        measure = run_child(SCALE_CHILD, str(logdir), str(cache), str(max_bytes), str(Path(__file__).parent), str(workers), env=env)
+        here = str(Path(__file__).parent)
+        measure = run_child(SCALE_CHILD, str(logdir), str(cache), str(max_bytes), here, str(workers), str(tree), env=env)
         body = json.loads(measure.stdout)
         assert not body["errors"] and body["hosts"] == hosts, body
         timed = [json.loads(p.read_text()) for p in timings.glob("*.json")]
