@@ -145,17 +145,18 @@ def timed_task(folder: str, max_bytes: int, task: object) -> str | None:
     return error
 
 
-def scale(workdir: Path, hosts: int, events: int, distinct: int, workers: int, tree: Path) -> None:
-    """Cold precompute of `hosts` small hosts, unbounded then bounded to a quarter of its entries' bytes."""
+def scale(workdir: Path, hosts: int, events: int, distinct: int, workers: int, tree: Path, bound_mb: float = 0) -> None:
+    """Cold precompute of `hosts` small hosts, unbounded then bounded to a quarter of its entries' bytes (only bounded
+    to `bound_mb` when given)."""
     logdir, profile_bytes = pod(workdir, hosts, events, distinct)
     cache, timings = workdir / f"cache_scale_{hosts}", workdir / f"timings_{hosts}"
     env = {**child_env(), TIMINGS_ENV: str(timings)}
     entry_bytes = 0
-    for bound in ("default", "quarter"):
+    for bound in ("default", "quarter") if not bound_mb else (f"{bound_mb:g} MB",):
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(timings, ignore_errors=True)
         timings.mkdir(parents=True)
-        max_bytes = 20 << 30 if bound == "default" else max(1, entry_bytes // 4)
+        max_bytes = 20 << 30 if bound == "default" else int(bound_mb * 1e6) or max(1, entry_bytes // 4)
         load = os.getloadavg()[0]
         here = str(Path(__file__).parent)
         measure = run_child(SCALE_CHILD, str(logdir), str(cache), str(max_bytes), here, str(workers), str(tree), env=env)
@@ -230,9 +231,10 @@ def main() -> int:
     parser.add_argument("--scale-events", type=int, default=2_000, help="memory events per host with --scale")
     parser.add_argument("--no-pod", action="store_true", help="only the --scale measures")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the tb_leakfinder tree --scale measures")
+    parser.add_argument("--scale-bound-mb", type=float, default=0, help="--scale: one run bounded to this")
     args = parser.parse_args()
     for hosts in [int(n) for n in args.scale.split(",") if n]:
-        scale(args.workdir, hosts, args.scale_events, args.distinct, args.workers, args.tree)
+        scale(args.workdir, hosts, args.scale_events, args.distinct, args.workers, args.tree, args.scale_bound_mb)
     if args.no_pod:
         return 0
 
