@@ -44,8 +44,9 @@ _LINES = re.compile(rb"(?:[0-9a-f]{40}\n)*")
 MAX_UNREAD_BYTES = 8 << 20
 MIN_COMPACT_LINES = 4096
 RESCAN_WRITES = 64  # the fewest own writes between two scans
-# A write reads the index when another process appended to it since it was last read, when the folder is past its
-# bound, and at least every this many writes (another process may have started a new generation of the index).
+# A write reads the index when another process appended to it since it was last read (its own line did not land
+# where the last read ended), and at least every this many writes (another process may have started a new
+# generation of the index, whose lines this one's appends would not see).
 SYNC_WRITES = 16
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
 _OK, _OTHER, _BAD = range(3)  # what reading the index found: its new lines, another generation, no index to use
@@ -91,7 +92,7 @@ class FolderIndex:
             self._writes_since_sync += 1
             if self._writes_since_scan >= max(RESCAN_WRITES, self._entries_at_scan):
                 self._scan()
-            elif others or self._writes_since_sync >= SYNC_WRITES or self.total > max_bytes:
+            elif others or self._writes_since_sync >= SYNC_WRITES:
                 self._sync()
             if self.total > max_bytes:
                 self._evict(max_bytes, keep=name)
