@@ -47,7 +47,10 @@ ext_modules = (
         ["tb_leakfinder/read/formats/torch_trace/_kineto_scan.c"],
         # -O3: a fifth less time than -O2 on a trace (benchmarks/RESULTS.md, issue #32's fifth pass).
         extra_compile_args=["-O3"],
-    )
+    ),
+    # A file cut short while mapped reads as zeros past its end, not SIGBUS (read/files.py's read_private): POSIX only;
+    # without it, local profiles are copied rather than mapped.
+    Extension("tb_leakfinder.read._map_guard", ["tb_leakfinder/read/_map_guard.c"], extra_compile_args=["-O2"]),
 ]
 
 setup(

@@ -5,6 +5,10 @@
     python benchmarks/bench_memory.py --ten-million    # also a 10M-event (~1.25 GB) profile's peak RSS
     python benchmarks/bench_memory.py --ci [--record]  # CI's small run: 100k events, ratios against ci_ratios.json
 
+With the shared generator (`--synth-tool`, ../shared/tools/synth_xspace.py by default), the cold analysis is also
+measured on a 1M-event file another tool made (100 steps, six ops, five shapes, one planted leak, its truth in
+`OUT.truth.json`; issue 43): XProf's converter is relatively faster on it, so our fixed costs weigh more.
+
 It ends with the three figures of issue #12: the compiled scanner's MB/s per
 core on the 1M-event file, the cold analysis's wall time as a ratio of XProf's
 (same run, alternating), and the peak RSS of the 10M-event analysis. The cold
@@ -250,6 +254,41 @@ def profile(
     return session, planted
 
 
+def synth_profile(workdir: Path, tool: Path, events: int, steps: int) -> tuple[Path, dict] | None:
+    """The session folder of `tool`'s profile (made once, then reused) and its truth as `profile` plants it; None
+    without the tool."""
+    if not tool.exists():
+        print(f"  (no {tool}: the other generator's file is not measured)")
+        return None
+    session = workdir / f"synth_{events}ev_{steps}st" / "bench" / "plugins" / "profile" / "session"
+    path = session / "host0.xplane.pb"
+    truth_path = session / "host0.xplane.pb.truth.json"
+    if not truth_path.exists():
+        session.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, str(tool), str(path), str(events), str(steps)], check=True, capture_output=True)
+        seconds = time.perf_counter() - start
+        print(f"  synthesised {path.name} with {tool.name}: {path.stat().st_size / 1e6:.0f} MB in {seconds:.0f} s")
+    truth = json.loads(truth_path.read_text())
+    leak = truth["leak"]
+    planted = {
+        "num_events": truth["events"],
+        "steps": truth["steps"],
+        "allocators": ["GPU_0_bfc"],
+        "file_bytes": path.stat().st_size,
+        # What the generator plants: an AddV2 output allocated every step and never freed, in its one allocator.
+        "leak": {
+            "allocator": "GPU_0_bfc",
+            "op": leak["op"],
+            "shape": leak["shape"],
+            "region": "output",
+            "count": leak["count"],
+            "bytes": leak["count"] * leak["bytes_per_step"],
+        },
+    }
+    return session, planted
+
+
 def leak_found(report: dict, planted: dict) -> bool:
     """The planted leak is the top `growing` suspect of its allocator, with every leaked buffer, and the verdict is leak."""
     leak = planted["leak"]
@@ -465,6 +504,11 @@ def main() -> int:
     parser.add_argument("--skip-compare", action="store_true", help="only the --hosts / --ten-million checks")
     parser.add_argument("--ci", action="store_true", help="CI's small run: 100k events, CPU ratios against ci_ratios.json")
     parser.add_argument("--record", action="store_true", help="with --ci: record its ratios instead")
+    parser.add_argument(
+        "--synth-tool", type=Path, default=ROOT.parent / "shared" / "tools" / "synth_xspace.py", help="another generator"
+    )
+    parser.add_argument("--only-synth", action="store_true", help="only the other generator's file")
+    parser.add_argument("--skip-spread", action="store_true", help="not the file spread over host lines")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from tb_leakfinder.read.formats.xplane import reader
@@ -480,11 +524,16 @@ def main() -> int:
     ok = True
     if not args.skip_compare:
         print(f"synthesising {args.events:,} events (once; reused from {args.workdir})", flush=True)
-        session, planted = profile(args.workdir, args.events, args.steps)
-        ok &= scan_rate(session, args.repeats)
-        ok &= compare(session, planted[0], args.repeats)
-        session, planted = profile(args.workdir, args.events, args.steps, spread=True)
-        ok &= compare(session, planted[0], args.repeats, what=" spread over 8 host lines and 5 allocators")
+        if not args.only_synth:
+            session, planted = profile(args.workdir, args.events, args.steps)
+            ok &= scan_rate(session, args.repeats)
+            ok &= compare(session, planted[0], args.repeats)
+            if not args.skip_spread:
+                session, planted = profile(args.workdir, args.events, args.steps, spread=True)
+                ok &= compare(session, planted[0], args.repeats, what=" spread over 8 host lines and 5 allocators")
+        synth = synth_profile(args.workdir, args.synth_tool, args.events, args.steps)
+        if synth is not None:
+            ok &= compare(*synth, args.repeats, what=f" made by {args.synth_tool.name}")
     if args.hosts:
         ok &= multihost(args.workdir, args.hosts, args.host_events, args.steps, max(3, args.repeats // 2))
     if args.ten_million:

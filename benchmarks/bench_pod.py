@@ -2,6 +2,7 @@
 
     python benchmarks/bench_pod.py                                  # 64 hosts x 1M events, 2 workers (~10 GB of cache)
     python benchmarks/bench_pod.py --hosts 8 --events 100000        # a quick run
+    python benchmarks/bench_pod.py --scale 1000,10000 --no-pod      # the disk cache at 1,000 and 10,000 small hosts
 
 Each host is a synthesised profile (tb_leakfinder.testing.xspace_builder: three allocators, one
 planted leak). To keep the disk small, `--distinct` profiles are made and
@@ -19,6 +20,12 @@ runs it; the Ray figure includes starting its local cluster):
 - the pod overview (`GET overview`) of `--overview-hosts` hosts from the
   cache, in a restarted plugin: the first answer and the median of the next
   ones (target: under 1 s for 256 hosts).
+
+With `--scale N,...` (issue 43): a cold local precompute of N small hosts (`--scale-events` events each) into an
+empty cache, once with the default bound and once bounded to a quarter of what the entries take (so a write
+evicts), each reporting the whole time, the time the workers spent keeping the folder under its bound (the disk
+cache's index: `FolderIndex.written`; `DiskCache.evict` in a tree without it, `--tree`), and the entries' bytes
+against the profiles' (target: under 2 s of eviction in all for 10,000 entries).
 """
 
 from __future__ import annotations
@@ -88,6 +95,91 @@ print(json.dumps({"first_s": times[0], "next_s": times[1:], "num_hosts": body["n
 """
 
 
+# A precompute whose workers time the disk cache's bookkeeping of its bound: each worker adds its seconds to a file
+# of its own in the folder named by TIMINGS_ENV.
+TIMINGS_ENV = "BENCH_POD_TIMINGS"
+SCALE_CHILD = """
+import json, sys, time
+sys.path[:0] = [sys.argv[6], sys.argv[4]]  # the tree measured, then this folder (for the workers too)
+import bench_pod
+from tb_leakfinder.store.disk_cache import DiskCache
+from tb_leakfinder.engine.precompute import precompute, tasks_for
+from tb_leakfinder.read import discovery
+logdir, cache, max_bytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tasks = tasks_for(discovery.runs_for_path(logdir))
+start = time.perf_counter()
+outcomes = precompute(tasks, DiskCache(cache, max_bytes), "local", int(sys.argv[5]), task_fn=bench_pod.timed_task)
+print(json.dumps({"work_s": time.perf_counter() - start, "hosts": len(outcomes),
+                  "errors": [o.error for o in outcomes if o.error is not None][:3]}))
+"""
+
+_timed: list[float] = []  # wall and CPU seconds of this worker's bookkeeping
+
+
+def timed_task(folder: str, max_bytes: int, task: object) -> str | None:
+    """`precompute.analyze_task`, in a worker whose disk cache bookkeeping is timed (see SCALE_CHILD)."""
+    from tb_leakfinder.engine import precompute as engine_precompute
+    from tb_leakfinder.store import disk_cache
+
+    if not _timed:
+        _timed.extend([0.0, 0.0])
+        try:
+            from tb_leakfinder.store.folder_index import FolderIndex
+
+            owner, name = FolderIndex, "written"
+        except ImportError:  # a tree before the index: its scans
+            owner, name = disk_cache.DiskCache, "evict"
+        plain = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return plain(*args, **kwargs)
+            finally:
+                _timed[0] += time.perf_counter() - start
+                _timed[1] += time.thread_time() - cpu
+
+        setattr(owner, name, timed)
+    error = engine_precompute.analyze_task(folder, max_bytes, task)  # type: ignore[arg-type]
+    Path(os.environ[TIMINGS_ENV], f"{os.getpid()}.json").write_text(json.dumps(_timed))
+    return error
+
+
+def scale(workdir: Path, hosts: int, events: int, distinct: int, workers: int, tree: Path, bound_mb: float = 0) -> None:
+    """Cold precompute of `hosts` small hosts, unbounded then bounded to a quarter of its entries' bytes (only bounded
+    to `bound_mb` when given)."""
+    logdir, profile_bytes = pod(workdir, hosts, events, distinct)
+    cache, timings = workdir / f"cache_scale_{hosts}", workdir / f"timings_{hosts}"
+    env = {**child_env(), TIMINGS_ENV: str(timings)}
+    entry_bytes = 0
+    for bound in ("default", "quarter") if not bound_mb else (f"{bound_mb:g} MB",):
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(timings, ignore_errors=True)
+        timings.mkdir(parents=True)
+        max_bytes = 20 << 30 if bound == "default" else int(bound_mb * 1e6) or max(1, entry_bytes // 4)
+        load = os.getloadavg()[0]
+        here = str(Path(__file__).parent)
+        measure = run_child(SCALE_CHILD, str(logdir), str(cache), str(max_bytes), here, str(workers), str(tree), env=env)
+        body = json.loads(measure.stdout)
+        assert not body["errors"] and body["hosts"] == hosts, body
+        timed = [json.loads(p.read_text()) for p in timings.glob("*.json")]
+        evict_s, evict_cpu_s = sum(t[0] for t in timed), sum(t[1] for t in timed)
+        entries = list(cache.glob("*.npz"))
+        folder_bytes = sum(p.stat().st_size for p in entries)
+        if bound == "default":
+            entry_bytes = folder_bytes
+        print(
+            f"  {hosts:,} hosts x {events:,} events, bound {bound} ({max_bytes / 1e6:,.0f} MB): precompute "
+            f"{body['work_s']:.1f} s ({measure.wall_s:.1f} s with the process), keeping the bound {evict_s:.2f} s in all"
+            f" ({evict_s / hosts * 1e6:.0f} us a write; CPU {evict_cpu_s:.2f} s); {len(entries):,} entries,"
+            f" {folder_bytes / 1e6:,.1f} MB"
+            f" for {profile_bytes / 1e6:,.1f} MB of profiles ({folder_bytes / profile_bytes:.2f}x); load {load:.1f}",
+            flush=True,
+        )
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(timings, ignore_errors=True)
+
+
 def pod(workdir: Path, hosts: int, events: int, distinct: int) -> tuple[Path, int]:
     """The session folder of `hosts` hard links to `distinct` synthesised profiles, and the profiles' total bytes."""
     sys.path.insert(0, str(ROOT))  # this tree's tb_leakfinder.testing
@@ -108,7 +200,7 @@ def pod(workdir: Path, hosts: int, events: int, distinct: int) -> tuple[Path, in
     session.mkdir(parents=True, exist_ok=True)
     total = 0
     for h in range(hosts):
-        link = session / f"host{h:03d}.xplane.pb"
+        link = session / f"host{h:05d}.xplane.pb"
         if not link.exists():
             os.link(sources / f"p{h % min(distinct, hosts)}.xplane.pb", link)
         total += link.stat().st_size
@@ -135,7 +227,16 @@ def main() -> int:
     parser.add_argument("--overview-events", type=int, default=20_000)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/tb_leakfinder_pod"))
     parser.add_argument("--no-ray", action="store_true", help="measure the local engine only")
+    parser.add_argument("--scale", default="", help="comma-separated host counts: the disk cache at that many hosts")
+    parser.add_argument("--scale-events", type=int, default=2_000, help="memory events per host with --scale")
+    parser.add_argument("--no-pod", action="store_true", help="only the --scale measures")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the tb_leakfinder tree --scale measures")
+    parser.add_argument("--scale-bound-mb", type=float, default=0, help="--scale: one run bounded to this")
     args = parser.parse_args()
+    for hosts in [int(n) for n in args.scale.split(",") if n]:
+        scale(args.workdir, hosts, args.scale_events, args.distinct, args.workers, args.tree, args.scale_bound_mb)
+    if args.no_pod:
+        return 0
 
     print(f"pod: {args.hosts} hosts x {args.events:,} events, {args.workers} workers, load {os.getloadavg()[0]:.1f}")
     logdir, total_bytes = pod(args.workdir, args.hosts, args.events, args.distinct)

@@ -49,7 +49,7 @@ class LeakfinderLoader(base_plugin.TBLoader):
         except Exception:
             logger.exception("tb_leakfinder could not be imported; the Leaks tab is disabled")
             return None
-        # TensorBoard outlives the files it serves: one truncated in place while mapped (a `cp` over it) would take
-        # it down with SIGBUS, where a copy just reads what is left.
+        # TensorBoard outlives the files it serves: it copies them rather than map them, so that no SIGBUS handler
+        # of ours (read/_map_guard.c) is needed in its process; a file cut short while copied is refused all the same.
         files.ALLOW_MAP = False
         return LeakfinderPlugin(context)

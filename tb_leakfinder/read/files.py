@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read.formats.common import compiled
 
 # A remote file is read in blocks of this size: one block, not the whole file, is held twice.
 REMOTE_BLOCK_BYTES = 16 << 20
@@ -31,6 +32,8 @@ STREAM_BLOCK_BYTES = 1 << 20
 # Off, read_private copies a local file too (see there): TensorBoard's plugin turns it off (plugin_loader.py).
 ALLOW_MAP = True
 GZIP_MAGIC = b"\x1f\x8b"
+# Mapped files read zeros where they were cut short, instead of dying of SIGBUS (see read_private); None: not built.
+_map_guard = compiled.built("tb_leakfinder.read._map_guard")
 
 
 class _RemoteFiles:
@@ -250,29 +253,55 @@ def read_private(path: str, limit: int | None = None) -> Iterator[memoryview]:
     The view is writable and its pages may be given back to the system (madvise) as they are used, so that
     a large profile is not held whole while it is decoded. A local regular file is mapped copy-on-write
     (MAP_PRIVATE): its pages come from the page cache, not through a copy; a remote file comes through gfile in
-    blocks into anonymous memory. A mapped file truncated while it is read kills the process (SIGBUS) when a
-    page past its new end is touched: profiles are written once, and `ALLOW_MAP` off copies instead. The memory
-    goes on exit; `limit` is as read_bytes'.
+    blocks into anonymous memory. A file cut short while it is read (still being written, or copied over) is
+    refused with the error `changed_while_read` gives, when the block leaves: a mapped page past the file's new
+    end would raise SIGBUS, which the compiled guard (`_map_guard.c`) turns into zeros read and a mark; without
+    the guard, or with `ALLOW_MAP` off, the file is copied instead. The memory goes on exit; `limit` is as
+    read_bytes'.
     """
-    if ALLOW_MAP and is_local(path):
+    if ALLOW_MAP and is_local(path) and _map_guard is not None:
         mapped = _map_local(path, limit)  # checks the limit on the open file itself
         if mapped is None:  # an empty file
             yield memoryview(bytearray())
             return
-        try:
-            with memoryview(mapped) as data:
-                yield data
-        finally:
-            mapped.close()
-        return
+        token = _map_guard.guard(mapped)
+        if token >= 0:
+            try:
+                with memoryview(mapped) as data:
+                    try:
+                        yield data
+                    except Exception as exc:  # what reading zeros made the reader raise: the cut is the cause
+                        if _map_guard.was_cut(token):
+                            raise changed_while_read(path) from exc
+                        raise
+            finally:
+                cut = _map_guard.release(token)  # before the mapping goes: its addresses may be reused
+                mapped.close()
+            if cut:
+                raise changed_while_read(path)
+            return
+        mapped.close()  # every guard in use: copied
     size = _size_within(path, limit)
     memory = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE)  # an empty mapping cannot be made
     _huge_pages(memory)
     try:
-        with memoryview(memory) as whole, whole[: _read_into(path, whole[:size])] as data:
-            yield data
+        with memoryview(memory) as whole:
+            filled = _read_into(path, whole, size)
+            if filled < size:
+                raise changed_while_read(path, filled)
+            with whole[:size] as data:
+                yield data
     finally:
         memory.close()
+
+
+def changed_while_read(path: str, size: int | None = None) -> LeakfinderError:
+    """The error for a file cut short while it was read: `size` bytes long at its end (now, when not given)."""
+    if size is None:
+        with contextlib.suppress(OSError):
+            size = os.stat(path).st_size
+    now = "" if size is None else f": truncated to {size} bytes"
+    return LeakfinderError(f"{path}: the file changed while it was read{now}", source=path)
 
 
 def _map_local(path: str, limit: int | None) -> mmap.mmap | None:
@@ -298,10 +327,10 @@ def _huge_pages(memory: mmap.mmap) -> None:
             memory.madvise(mmap.MADV_HUGEPAGE)
 
 
-def _read_into(path: str, view: memoryview) -> int:
-    """Bytes read into `view` (and released): fewer than its length if the file got shorter meanwhile."""
+def _read_into(path: str, whole: memoryview, size: int) -> int:
+    """Bytes read into the first `size` of `whole`: fewer if the file got shorter meanwhile."""
     filled = 0
-    with view:
+    with whole[:size] as view:
         if is_local(path):
             # Apart from the remote case: an error passing an except clause that names tf.errors loads TensorFlow.
             try:

@@ -19,8 +19,9 @@ directory this module writes and uncompressed members, is read, and what it
 holds must have the shape the views expect. Anything else is a miss, logged
 once, and the entry is rewritten. Entries are written to a temporary file and
 renamed into place. The folder is kept under a size bound, least recently used
-first out; a writer counts its own writes and scans the folder when it passes the
-bound or every RESCAN_WRITES writes, so other writers' entries are counted too.
+first out, in amortised O(1) per write: each process keeps the folder's entry sizes
+and times, built by one scan and kept current through the folder's index file, which
+every writer appends to (`folder_index.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import os
 import stat
 import struct
 import tempfile
+import threading
 import time
 import typing
 import zipfile
@@ -50,6 +52,7 @@ from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.report.shape import Shape, conforms
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
+from tb_leakfinder.store.folder_index import TEMP_PREFIX, FolderIndex
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir
 from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
 
@@ -67,12 +70,6 @@ SUFFIX = ".npz"
 MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
 MAX_IDENTITY_BYTES = 1024
 READ_BLOCK_BYTES = 16 << 20
-STALE_TEMP_S = 3600.0  # a temporary file this old was left by a writer that died
-# A write scans the folder (a stat per entry) only when its running total passes the bound, or after this many writes
-# or seconds since the last scan: other processes sharing the folder write too. A scan per write made filling the
-# folder quadratic (2,000 entries: 7.6 s of stat).
-RESCAN_WRITES = 64
-RESCAN_S = 60.0
 # Not a FIFO's writer to wait for, nor a link to follow (to /dev/zero, or out of the folder).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 # The zip format's end of central directory record, and zip64's locator and record before it (APPNOTE 4.3.14-16).
@@ -113,10 +110,7 @@ class DiskCache:
         self.hits = 0
         self.writes = 0
         self.rejected: set[str] = set()  # entries found untrusted: a miss, unread, until this process rewrites them
-        # The folder's entry bytes as of the last scan plus this process's writes since; None before any scan.
-        self.estimate: int | None = None
-        self._scanned_writes = 0
-        self._scanned_at = 0.0
+        self.index = _folder_index(self.folder)
 
     @classmethod
     def for_logdir(cls, folder: str | None, max_bytes: int, logdir: str | None) -> DiskCache:
@@ -192,8 +186,11 @@ class DiskCache:
             return None
 
     def _used(self, identity: files.FileIdentity) -> None:
+        path = self.path_for(identity)
+        now = time.time_ns()
         with contextlib.suppress(OSError):  # least recently used = oldest mtime; a read-only cache still serves
-            os.utime(self.path_for(identity))
+            os.utime(path, ns=(now, now))
+            self.index.used(_name(path), now)
 
     # Writing -------------------------------------------------------------------------------
 
@@ -210,11 +207,12 @@ class DiskCache:
         path = self.path_for(identity)
         try:
             os.makedirs(self.folder, exist_ok=True)
-            replaced = _size_of(path)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.folder)
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=SUFFIX, dir=self.folder)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
+                    f.flush()
+                    st = os.fstat(f.fileno())  # its size and mtime, which the rename keeps
                 os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -224,49 +222,34 @@ class DiskCache:
             return
         self.rejected.discard(path)
         self.writes += 1
-        if self.estimate is not None:
-            self.estimate += len(data) - replaced
-        due = self.writes - self._scanned_writes >= RESCAN_WRITES or time.monotonic() - self._scanned_at >= RESCAN_S
-        if self.estimate is None or self.estimate > self.max_bytes or due:
-            self.evict(keep=path)
+        self.index.written(_name(path), st.st_size, st.st_mtime_ns, self.max_bytes)
 
-    def evict(self, keep: str | None = None) -> None:
-        """Remove least recently used entries past `max_bytes`, and temporary files of dead writers."""
-        now = time.time()
-        entries: list[tuple[float, int, str]] = []
-        try:
-            scan = list(os.scandir(self.folder))
-        except OSError:
-            return
-        for item in scan:
-            try:
-                st = item.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if item.name.startswith(".tmp-"):
-                if now - st.st_mtime > STALE_TEMP_S:
-                    with contextlib.suppress(OSError):
-                        os.unlink(item.path)
-            elif item.name.endswith(SUFFIX) and item.is_file(follow_symlinks=False):
-                entries.append((st.st_mtime, st.st_size, item.path))
-        total = sum(size for _, size, _ in entries)
-        for _, size, path in sorted(entries):
-            if total <= self.max_bytes:
-                break
-            if path == keep:
-                continue
-            with contextlib.suppress(OSError):  # another process may have evicted it already
-                os.unlink(path)
-            total -= size
-        self.estimate, self._scanned_writes, self._scanned_at = total, self.writes, time.monotonic()
+    def evict(self) -> None:
+        """Scan the folder afresh and remove least recently used entries past `max_bytes`."""
+        self.index.evict(self.max_bytes)
+
+    @property
+    def estimate(self) -> int:
+        """The folder's entry bytes as this process knows them."""
+        return self.index.total
 
 
-def _size_of(path: str) -> int:
-    """The bytes of the entry a write replaces (0 when there is none)."""
-    try:
-        return os.stat(path, follow_symlinks=False).st_size
-    except OSError:
-        return 0
+_INDEXES: dict[str, FolderIndex] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def _folder_index(folder: str) -> FolderIndex:
+    """The process's one index of `folder`, shared by every DiskCache of it (a precompute worker makes one per host)."""
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(folder)
+        if index is None:
+            index = _INDEXES[folder] = FolderIndex(folder, SUFFIX)
+        return index
+
+
+def _name(path: str) -> str:
+    """An entry's name in the index: its file name without the suffix."""
+    return os.path.basename(path)[: -len(SUFFIX)]
 
 
 def encode_entry(
@@ -298,37 +281,95 @@ def encode_entry(
 
 
 def _pack(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], np.ndarray]:
-    """Every array's bytes in one buffer, each aligned; the layout says where: key -> [offset, dtype, shape]."""
+    """Every array's bytes in one buffer, each aligned; the layout says where: key -> [offset, dtype, shape], or for
+    an integer array stored narrower, [offset, stored dtype, shape, dtype, base] (see `_narrow`)."""
     layout: dict[str, Any] = {}
+    stored: dict[str, np.ndarray] = {}
     offset = 0
     for key, array in arrays.items():
-        layout[key] = [offset, array.dtype.str, list(array.shape)]
-        offset += -(-array.nbytes // ALIGN) * ALIGN
+        narrow = _narrow(array)
+        if narrow is None:
+            stored[key] = array
+            layout[key] = [offset, array.dtype.str, list(array.shape)]
+        else:
+            stored[key], base = narrow
+            layout[key] = [offset, stored[key].dtype.str if stored[key].size else CONSTANT, list(array.shape)]
+            layout[key] += [array.dtype.str, base]
+        offset += -(-stored[key].nbytes // ALIGN) * ALIGN
     data = np.zeros(offset, np.uint8)
-    for key, array in arrays.items():
+    for key, array in stored.items():
         start = layout[key][0]
         data[start : start + array.nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
     return layout, data
 
 
+# The model's and the analyses' integer columns are 64-bit, most of them for their largest values only: one
+# allocator's index, small table indexes, byte counts under 4 GiB, addresses within one address space. Each is stored
+# as its distance from its smallest value, in the narrowest unsigned type that holds them (none at all when they are
+# equal), which takes an entry of small events from ~1.4 to ~0.6 times its profile's columns.
+CONSTANT = "const"
+_NARROWER = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
+_NARROW_MIN_ITEMS = 64
+
+
+def _narrow(array: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """An integer array as (distances from its smallest value, in the narrowest type that holds them; no items at
+    all for equal values, and that value); None when that is not narrower."""
+    if array.dtype.kind not in "iu" or array.size < _NARROW_MIN_ITEMS:
+        return None
+    low, high = int(array.min()), int(array.max())
+    if low == high:
+        return np.zeros(0, np.uint8), low
+    for kind in _NARROWER:
+        if kind.itemsize < array.dtype.itemsize and high - low <= np.iinfo(kind).max:
+            # In the array's own type: high - low fits in it, and in `kind`.
+            return (array - array.dtype.type(low)).astype(kind), low
+    return None
+
+
 def _unpack(data: np.ndarray, layout: Any) -> dict[str, np.ndarray]:
-    """Views into `data` (no copy), every one checked to lie inside it and hold plain numbers."""
+    """Views into `data` (a copy for an array stored narrower), every one checked to lie inside it and hold plain
+    numbers."""
     if not isinstance(layout, dict):
         raise CodecError("the layout is not an object")
     arrays = {}
     for key, item in layout.items():
-        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[2], list)):
+        if not (isinstance(item, list) and len(item) in (3, 5) and isinstance(item[0], int) and isinstance(item[2], list)):
             raise CodecError(f"array {key!r}: bad layout {str(item)[:80]}")
-        offset, dtype_str, shape = item
-        dtype = np.dtype(str(dtype_str))
-        if dtype.kind not in "biufc" or not all(isinstance(n, int) and n >= 0 for n in [offset, *shape]):
+        offset, dtype_str, shape = item[:3]
+        if not all(isinstance(n, int) and n >= 0 for n in [offset, *shape]):
             raise CodecError(f"array {key!r}: bad layout {str(item)[:80]}")
         count = int(np.prod(shape, dtype=object))  # exact: a product past int64 must not wrap into range
-        end = offset + count * dtype.itemsize
-        if end > data.shape[0] or offset % ALIGN:
-            raise CodecError(f"array {key!r} lies outside the data member")
-        arrays[key] = data[offset:end].view(dtype).reshape(shape)
+        if len(item) == 5:
+            arrays[key] = _widen(key, data, item, count)
+            continue
+        dtype = np.dtype(str(dtype_str))
+        if dtype.kind not in "biufc":
+            raise CodecError(f"array {key!r}: bad layout {str(item)[:80]}")
+        arrays[key] = _inside(key, data, offset, count * dtype.itemsize).view(dtype).reshape(shape)
     return arrays
+
+
+def _widen(key: str, data: np.ndarray, item: list[Any], count: int) -> np.ndarray:
+    """An array `_narrow` stored (`item` its layout), in its own type again."""
+    offset, stored, shape, kind, base = item
+    dtype = np.dtype(str(kind))
+    if dtype.kind not in "iu" or not isinstance(base, int) or not np.iinfo(dtype).min <= base <= np.iinfo(dtype).max:
+        raise CodecError(f"array {key!r}: bad narrowed layout {kind!r}, {str(base)[:40]}")
+    if stored == CONSTANT:
+        return np.full(shape, base, dtype)
+    narrow = np.dtype(str(stored))
+    if narrow not in _NARROWER:
+        raise CodecError(f"array {key!r}: stored as {narrow}")
+    values = _inside(key, data, offset, count * narrow.itemsize).view(narrow).reshape(shape)
+    widened: np.ndarray = values.astype(dtype) + dtype.type(base)  # wraps as its type's numbers do: checked later
+    return widened
+
+
+def _inside(key: str, data: np.ndarray, offset: int, nbytes: int) -> np.ndarray:
+    if offset + nbytes > data.shape[0] or offset % ALIGN:
+        raise CodecError(f"array {key!r} lies outside the data member")
+    return data[offset : offset + nbytes]
 
 
 def _identity_bytes(identity: files.FileIdentity, version: str) -> bytes:

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 # The layout of a disk cache entry: a new one makes every stored entry a miss.
-ENTRY_FORMAT = 5
+ENTRY_FORMAT = 6
 # Packages whose code only presents what an entry holds: changing them keeps entries valid.
 _VERSIONED_SKIP = ("views", "webapp", "static")
 _version: str | None = None

@@ -166,23 +166,64 @@ def test_a_file_longer_than_its_stat_said_is_read_only_to_its_limit(tmp_path, mo
 
 _TRUNCATE_WHILE_READ = """
 import os, sys
+from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
 files.ALLOW_MAP = sys.argv[2] == "map"
 path = sys.argv[1]
-with files.read_private(path) as data:
-    os.truncate(path, 0)  # `cp` over a profile while it is read
-    print(sum(data[::4096]))
+try:
+    with files.read_private(path) as data:
+        os.truncate(path, 5000)  # `cp` over a profile while it is read
+        print(sum(data[::4096]))
+except LeakfinderError as exc:
+    print(exc.message)
 """
 
 
-@pytest.mark.parametrize(("how", "survives"), [("map", False), ("copy", True)])
-def test_a_file_truncated_while_read_kills_a_mapping_reader_which_is_why_tensorboard_copies(tmp_path, how, survives):
+@pytest.mark.parametrize("how", ["map", "copy"])
+def test_a_file_truncated_while_read_is_refused_and_never_kills_the_reader(tmp_path, how):
+    """A mapped page past the file's new end would raise SIGBUS: it reads zeros, and the read is refused. A copy
+    made before the cut is whole."""
     path = tmp_path / "h.xplane.pb"
     path.write_bytes(b"\x01" * (1 << 20))
     child = subprocess.run([sys.executable, "-c", _TRUNCATE_WHILE_READ, str(path), how], capture_output=True, timeout=60)
-    assert (child.returncode == 0) == survives, child
-    if not survives:
-        assert child.returncode == -signal.SIGBUS
+    assert child.returncode == 0, child  # not -SIGBUS
+    said = child.stdout.decode().strip()
+    if how == "map":
+        # The two pages left read as they were, the rest as zeros; then the read is refused.
+        assert said.splitlines() == ["2", f"{path}: the file changed while it was read: truncated to 5000 bytes"]
+    else:
+        assert said == str(256)
+
+
+def test_a_copy_cut_short_while_it_is_made_is_refused(tmp_path, monkeypatch):
+    """TensorBoard's reads copy: a file shorter than it was when its size was taken is not read as a whole one."""
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(b"0123456789")
+    read_into = files._read_into
+
+    def cut_first(p: str, *args: object) -> int:
+        os.truncate(p, 4)
+        return read_into(p, *args)
+
+    monkeypatch.setattr(files, "ALLOW_MAP", False)
+    monkeypatch.setattr(files, "_read_into", cut_first)
+    with pytest.raises(LeakfinderError) as err, files.read_private(str(path)):
+        pass
+    assert err.value.message == f"{path}: the file changed while it was read: truncated to 4 bytes"
+
+
+def test_a_fault_outside_a_guarded_mapping_still_kills_the_process(tmp_path):
+    """The guard handles its own mappings' faults only; any other SIGBUS does what it did before."""
+    code = (
+        "import mmap, os, sys\n"
+        "from tb_leakfinder.read import files\n"
+        "with files.read_private(sys.argv[1]) as data:\n"
+        "    f = open(sys.argv[2], 'r+b'); m = mmap.mmap(f.fileno(), 1 << 16); os.truncate(sys.argv[2], 0); m[8192]\n"
+    )
+    (tmp_path / "a").write_bytes(b"a" * 100)
+    (tmp_path / "b").write_bytes(b"b" * (1 << 16))
+    child = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a"), str(tmp_path / "b")], capture_output=True)
+    assert child.returncode == -signal.SIGBUS, child
 
 
 def test_tensorboards_plugin_copies_profiles_rather_than_mapping_them(monkeypatch, tmp_path):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import math
 import os
 import shutil
 import stat
@@ -23,7 +25,8 @@ from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.report.shape import conforms
-from tb_leakfinder.store import disk_cache, location
+from tb_leakfinder.store import disk_cache, folder_index, location
+from tb_leakfinder.store.codec import CodecError
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
@@ -169,7 +172,11 @@ def test_a_corrupt_profile_keeps_its_error_entry(write_pod, tmp_path, monkeypatc
 
 
 def _folder_bytes(cache: DiskCache) -> int:
-    return sum(p.stat().st_size for p in Path(cache.folder).iterdir() if p.name.endswith(disk_cache.SUFFIX))
+    total = 0
+    for item in os.scandir(cache.folder):
+        with contextlib.suppress(FileNotFoundError):  # evicted by another process meanwhile
+            total += item.stat().st_size if item.name.endswith(disk_cache.SUFFIX) else 0
+    return total
 
 
 def test_the_folder_is_bounded_least_recently_used_first(write_pod, tmp_path):
@@ -194,30 +201,164 @@ def _identity(k: int) -> files.FileIdentity:
     return files.FileIdentity(f"/profiles/{k}.xplane.pb", f"/profiles/{k}.xplane.pb", 1, 1)
 
 
-def test_filling_the_folder_scans_it_once_in_many_writes(tmp_path, monkeypatch):
-    scans = []
+def test_filling_the_folder_stats_each_entry_a_bounded_number_of_times(tmp_path, monkeypatch):
+    """A scan when the process first writes, then only as many more as doublings of the folder: the stats per write
+    stay bounded however many entries there are (a scan per write made filling the folder quadratic)."""
+    scanned = []
     scandir = os.scandir
-    monkeypatch.setattr(disk_cache.os, "scandir", lambda folder: scans.append(folder) or scandir(folder))
+    monkeypatch.setattr(folder_index.os, "scandir", lambda folder: scanned.append(len(items := list(scandir(folder)))) or items)
     cache = DiskCache(str(tmp_path / "cache"), max_bytes=1 << 30)
-    for k in range(200):
+    writes = 3000
+    for k in range(writes):
         cache.store_bytes(_identity(k), b"x" * 1000)
-    assert len(scans) == 1 + 200 // disk_cache.RESCAN_WRITES
-    assert cache.estimate == _folder_bytes(cache) == 200 * 1000
+    assert len(scanned) <= 2 + math.log2(writes / folder_index.RESCAN_WRITES)
+    assert sum(scanned) < 2 * writes
+    assert cache.estimate == _folder_bytes(cache) == writes * 1000
     cache.store_bytes(_identity(0), b"x" * 10)  # a rewrite replaces its entry's bytes
-    assert cache.estimate == _folder_bytes(cache) == 199 * 1000 + 10
+    assert cache.estimate == _folder_bytes(cache) == (writes - 1) * 1000 + 10
+
+
+def _entries(folder: str) -> list[Path]:
+    return sorted(p for p in Path(folder).iterdir() if p.name.endswith(disk_cache.SUFFIX))
+
+
+def _another_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DiskCaches made from now on know the folders only as another process would: from the folder and its index."""
+    monkeypatch.setattr(disk_cache, "_INDEXES", {})
 
 
 def test_writers_sharing_a_folder_keep_it_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(disk_cache, "RESCAN_WRITES", 4)
     folder = str(tmp_path / "cache")
-    one, other = DiskCache(folder, max_bytes=10_000), DiskCache(folder, max_bytes=10_000)
+    other = DiskCache(folder, max_bytes=10_000)
+    _another_process(monkeypatch)
+    one = DiskCache(folder, max_bytes=10_000)
     for k in range(8):
         other.store_bytes(_identity(k), b"x" * 1000)
-    for k in range(8, 12):  # its first write scans and counts the other's entries; its fourth crosses the bound
+    for k in range(8, 12):  # its first write scans and counts the other's entries; its third crosses the bound
         one.store_bytes(_identity(k), b"x" * 1000)
     assert _folder_bytes(one) <= one.max_bytes
-    one.store_bytes(_identity(12), b"x" * 20_000)  # past the bound on its own: scanned at once, kept
-    assert sorted(Path(folder).iterdir()) == [Path(one.path_for(_identity(12)))]
+    other.store_bytes(_identity(12), b"x" * 1000)  # the other learns of the first's writes and evictions
+    assert other.estimate == _folder_bytes(other) <= other.max_bytes
+    one.store_bytes(_identity(13), b"x" * 20_000)  # past the bound on its own: kept, and everything else evicted
+    assert _entries(folder) == [Path(one.path_for(_identity(13)))]
+    assert one.estimate == _folder_bytes(one) == 20_000
+
+
+_CONCURRENT_WRITER = """
+import sys
+from tb_leakfinder.read import files
+from tb_leakfinder.store.codec import CodecError
+from tb_leakfinder.store.disk_cache import DiskCache
+cache = DiskCache(sys.argv[1], max_bytes=int(sys.argv[2]))
+for k in range(int(sys.argv[3]), int(sys.argv[4])):
+    cache.store_bytes(files.FileIdentity(f"/p/{k}", f"/p/{k}", 1, 1), b"x" * (1000 + k % 7))
+"""
+
+
+def test_the_index_survives_concurrent_writers(tmp_path):
+    """Two processes fill a folder at once, past its bound: it stays bounded, and each knows what the folder holds."""
+    folder, bound = str(tmp_path / "cache"), 150_000
+    writer = subprocess.Popen([sys.executable, "-c", _CONCURRENT_WRITER, folder, str(bound), "0", "600"])
+    cache = DiskCache(folder, max_bytes=bound)
+    for k in range(600, 1200):
+        cache.store_bytes(_identity(k), b"x" * (1000 + k % 5))
+        assert _folder_bytes(cache) <= bound + 2 * 1010  # at most each writer's entry in flight over the bound
+    assert writer.wait(timeout=120) == 0
+    cache.store_bytes(_identity(1200), b"x" * 1000)  # reads what the other announced meanwhile
+    assert cache.estimate == _folder_bytes(cache) <= bound
+    survivors = {p.name for p in _entries(folder)}
+    assert any(cache.path_for(_identity(k)).endswith(n) for k in (1199, 1200) for n in survivors)
+
+
+def test_the_index_is_rebuilt_from_the_folder_on_start(tmp_path, monkeypatch):
+    folder = str(tmp_path / "cache")
+    first = DiskCache(folder)
+    for k in range(5):
+        first.store_bytes(_identity(k), b"x" * 1000)
+    os.unlink(first.path_for(_identity(0)))  # changed behind the index's back: a writer killed before its line
+    Path(first.path_for(_identity(9))).write_bytes(b"y" * 300)
+    (Path(folder) / folder_index.INDEX).write_bytes(b"")
+    _another_process(monkeypatch)
+    restarted = DiskCache(folder)
+    restarted.store_bytes(_identity(5), b"x" * 1000)
+    assert restarted.estimate == _folder_bytes(restarted) == 5 * 1000 + 300
+    assert folder_index.HEADER_PREFIX in (Path(folder) / folder_index.INDEX).read_bytes()  # a fresh index in place
+
+
+def _hex_lines(*names: str) -> bytes:
+    return b"".join(n.encode() + b"\n" for n in names)
+
+
+# Index files another process, a bug or an attacker could leave: each is rebuilt (or set aside) with no error, and
+# deletes nothing but least recently used entries of the folder.
+HOSTILE_INDEXES = {
+    "garbage": lambda folder, names: (folder / ".index").write_bytes(b"\x00\xff" * 999),
+    "lines of another length": lambda folder, names: (folder / ".index").write_bytes(
+        folder_index.HEADER_PREFIX + b"0" * 32 + b"\n" + b"../../victim\n" * 50
+    ),
+    "names of files that are not entries": lambda folder, names: _append(folder, _hex_lines("f" * 40, "e" * 40) * 100),
+    "too long to read": lambda folder, names: _append(folder, _hex_lines(names[0]) * 300_000),
+    "a folder": lambda folder, names: ((folder / ".index").unlink(), (folder / ".index").mkdir()),
+    "a link to /dev/zero": lambda folder, names: ((folder / ".index").unlink(), (folder / ".index").symlink_to("/dev/zero")),
+    "a FIFO": lambda folder, names: ((folder / ".index").unlink(), os.mkfifo(folder / ".index")),
+    "a link to a file outside": lambda folder, names: (
+        (folder / ".index").unlink(),
+        (folder / ".index").symlink_to(folder.parent / "victim"),
+    ),
+}
+
+
+def _append(folder: Path, data: bytes) -> None:
+    with open(folder / ".index", "ab") as f:
+        f.write(data)
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE_INDEXES))
+def test_a_hostile_index_is_never_trusted(tmp_path, monkeypatch, hostile):
+    folder = tmp_path / "cache"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"v" * 100_000)
+    cache = DiskCache(str(folder), max_bytes=10_000)
+    for k in range(6):
+        cache.store_bytes(_identity(k), b"x" * 1000)
+        os.utime(cache.path_for(_identity(k)), ns=(k * 10**9, k * 10**9))
+    (folder / ("f" * 40 + disk_cache.SUFFIX)).symlink_to(victim)  # named like an entry: not one, never deleted
+    (folder / ("e" * 40 + ".keep")).write_bytes(b"k" * 100_000)
+    names = [Path(cache.path_for(_identity(k))).name[:40] for k in range(6)]
+    HOSTILE_INDEXES[hostile](folder, names)
+    for restarted in (False, True):
+        if restarted:
+            _another_process(monkeypatch)
+            cache = DiskCache(str(folder), max_bytes=10_000)
+        for k in range(6, 12):
+            cache.store_bytes(_identity(k + 6 * restarted), b"x" * 1000)
+        regular = sum(p.stat().st_size for p in _entries(str(folder)) if not p.is_symlink())
+        assert cache.estimate == regular <= cache.max_bytes
+    assert victim.read_bytes() == b"v" * 100_000 and (folder / ("e" * 40 + ".keep")).exists()
+    assert (folder / ("f" * 40 + disk_cache.SUFFIX)).is_symlink()
+    assert [p.name for p in _entries(str(folder)) if not p.is_symlink()] == sorted(
+        Path(cache.path_for(_identity(k))).name for k in range(8, 18)
+    )
+
+
+def test_eviction_takes_the_least_recently_used_whoever_used_it(tmp_path, monkeypatch):
+    """An entry another process read since this one last looked is kept: the index's times are checked before a
+    deletion."""
+    folder = str(tmp_path / "cache")
+    cache = DiskCache(folder, max_bytes=5_000)
+    for k in range(5):
+        cache.store_bytes(_identity(k), b"x" * 1000)
+        os.utime(cache.path_for(_identity(k)), ns=(10**9 * (k + 1),) * 2)
+    _another_process(monkeypatch)
+    reader = DiskCache(folder, max_bytes=5_000)
+    assert reader.load_report(_identity(0)) is None  # not an entry of this profile's: a miss, not a use
+    os.utime(cache.path_for(_identity(1)))  # another process read it: now the most recent
+    order = []
+    for k in range(5, 9):
+        cache.store_bytes(_identity(k), b"x" * 1000)
+        order += [j for j in range(5) if j not in order and not os.path.exists(cache.path_for(_identity(j)))]
+    assert order == [0, 2, 3, 4]
+    assert os.path.exists(cache.path_for(_identity(1)))
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
@@ -363,10 +504,11 @@ def _shorter_column(layout: dict, entry: Path) -> None:
 
 
 def _string_out_of_range(entry: Path) -> None:
-    offset, _, _ = _meta(entry, "tree.json")["layout"][_array_key(entry, "analysis", "allocators", "0", "buffers", "op")]
+    offset, stored, *_ = _meta(entry, "tree.json")["layout"][_array_key(entry, "analysis", "allocators", "0", "buffers", "op")]
     data = bytearray(_members(entry)["data.npy"])
     header = len(_npy_header((len(data),)))  # the same header length for any size of this order
-    data[header + offset : header + offset + 4] = (10**6).to_bytes(4, "little")
+    largest = np.array([np.iinfo(stored).max], stored)  # stored narrower, or not: past the few strings either way
+    data[header + offset : header + offset + largest.itemsize] = largest.tobytes()
     _rewrite(entry, {"data.npy": bytes(data)})
 
 
@@ -528,3 +670,46 @@ def test_every_report_the_analyses_write_has_the_shape_an_entry_is_checked_for(t
         assert conforms(host, report.HOST_SHAPE), host["host"]
         assert conforms(report.overview_host_rows(host), report.OVERVIEW_ROWS_SHAPE)
         assert not conforms({k: v for k, v in host.items() if k != "steps"}, report.HOST_SHAPE)
+
+
+def test_integer_columns_are_stored_narrower_and_read_back_as_they_were():
+    """Each integer array as its distance from its smallest value, in the narrowest type that holds it: a constant
+    column takes no bytes, addresses near 2**64 and negative numbers come back exact, in their own type."""
+    n = 1000
+    arrays = {
+        "constant": np.full(n, 7, np.int32),
+        "allocator": np.zeros(n, np.int64),
+        "small": np.arange(n, dtype=np.int64) % 200 - 100,
+        "bytes": np.arange(n, dtype=np.int64) * 4096,
+        "addresses": np.uint64(2**64 - 2**40) + np.arange(n, dtype=np.uint64) * np.uint64(256),
+        "times": np.arange(n, dtype=np.int64) * 10**10,  # a range past 2**32: stored as it is
+        "floats": np.linspace(0, 1, n),
+        "flags": np.arange(n) % 2 == 0,
+        "short": np.array([2**40, -(2**40)], np.int64),  # too few to be worth it
+    }
+    layout, data = disk_cache._pack(arrays)
+    back = disk_cache._unpack(data, layout)
+    for key, array in arrays.items():
+        assert back[key].dtype == array.dtype and np.array_equal(back[key], array), key
+    stored = {key: item[1] for key, item in layout.items()}
+    assert stored["constant"] == stored["allocator"] == disk_cache.CONSTANT
+    assert (stored["small"], stored["bytes"], stored["addresses"]) == ("|u1", "<u4", "<u4")
+    assert stored["times"] == "<i8" and stored["short"] == "<i8"
+    assert data.nbytes < sum(a.nbytes for a in arrays.values()) / 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda item: item.__setitem__(4, 2**70),  # a base its type cannot hold
+        lambda item: item.__setitem__(4, "0"),
+        lambda item: item.__setitem__(1, "<f8"),  # stored as what no narrowing makes
+        lambda item: item.__setitem__(3, "<f8"),
+        lambda item: item.__setitem__(2, [10**6]),  # more items than the data member holds
+    ],
+)
+def test_a_crafted_narrowed_layout_is_refused(change):
+    layout, data = disk_cache._pack({"bytes": np.arange(1000, dtype=np.int64) * 4096})
+    change(layout["bytes"])
+    with pytest.raises(CodecError):
+        disk_cache._unpack(data, layout)

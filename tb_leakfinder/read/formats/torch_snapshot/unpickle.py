@@ -6,8 +6,16 @@ importable callable and have it called while it loads (`os.system`, `exec`):
 the unpickler here refuses every class and every persistent id, so a snapshot
 that needs one is not a snapshot, and nothing in the file is ever called. What
 a hostile or truncated file makes the unpickler raise becomes the project's
-error naming the file. A pickle's memo lets a small file hold one object many
-times over; the reader bounds what it walks, not this module.
+error naming the file.
+
+A pickle's memo lets two bytes list an object again, so that a small file holds
+one record many times over. PyTorch shares only strings, frames (dicts of
+strings and numbers) and frames lists (lists of frames) between the records of
+a snapshot: a memo reference to any other container (an entry or a block,
+which holds its frames list; a trace; a list of records) is refused where it
+is met, before the rest of the file is unpickled, so such a file costs what
+its bytes up to there cost. The reader bounds what it walks of the rest (a
+record listed twice, the frames walked).
 
 It is pickle's pure-Python unpickler (about 0.2 s a MB), not the C one: the C
 unpickler's memo is an array grown to whatever index a PUT opcode names, so ten
@@ -61,22 +69,99 @@ def looks_like_pickle(head: bytes) -> bool:
     return len(head) >= 2 and head[0] == PROTO and LOWEST_PROTOCOL <= head[1] <= HIGHEST_PROTOCOL
 
 
+_SCALARS = (str, bytes, int, float, bool, complex, type(None))
+
+
 def _refuse_bytearray(unpickler: pickle.Unpickler) -> None:
     assert isinstance(unpickler, _BuiltinsOnly)  # installed in its dispatch only
     raise not_readable(unpickler.path, "it holds a bytearray, which a snapshot never does: refused")
 
 
+def _flat(value: object) -> bool:
+    """A frame: a dict of strings and numbers."""
+    return type(value) is dict and all(isinstance(item, _SCALARS) for item in value.values())
+
+
+def _shareable(value: object) -> bool:
+    """What PyTorch lists more than once in a snapshot: a string or number, a frame, or a frames list."""
+    if isinstance(value, _SCALARS) or _flat(value):
+        return True
+    return isinstance(value, (list, tuple)) and all(isinstance(item, _SCALARS) or _flat(item) for item in value)
+
+
+class _Memo(dict[int, Any]):
+    """The unpickler's memo, with the values a reference has found shareable (`checked`), forgotten when their index
+    is written again. What a later opcode adds to a checked container is the reader's to bound."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked: dict[int, object] = {}
+
+    def __setitem__(self, index: int, value: Any) -> None:
+        self.checked.pop(index, None)
+        super().__setitem__(index, value)
+
+
 class _BuiltinsOnly(pickle._Unpickler):
     """An unpickler that builds only what pickle's own opcodes build: it imports and calls nothing."""
 
-    dispatch: ClassVar[dict[int, Callable[[pickle.Unpickler], None]]] = {
+    dispatch: ClassVar[dict[int, Callable[[Any], None]]] = {
         **pickle._Unpickler.dispatch,
         pickle.BYTEARRAY8[0]: _refuse_bytearray,
     }
 
+    # What pickle's unpickler sets when it loads (typeshed leaves them out).
+    read: Callable[[int], bytes]
+    readline: Callable[[], bytes]
+    append: Callable[[object], None]
+
     def __init__(self, data: bytes, path: str) -> None:
-        super().__init__(io.BytesIO(data))
+        self.source = io.BytesIO(data)
+        super().__init__(self.source)
         self.path = path
+        self.memo: _Memo = _Memo()
+        self.checked = self.memo.checked
+
+    # A memo reference pushes again the object it names, once it is one PyTorch shares: checked at its first
+    # reference, then taken from `checked` (a snapshot holds hundreds of thousands of references).
+    def load_binget(self) -> None:
+        index = self.read(1)[0]
+        try:
+            self.append(self.checked[index])
+        except KeyError:
+            self.check_shared(index)
+
+    def load_long_binget(self) -> None:
+        (index,) = struct.unpack("<I", self.read(4))
+        try:
+            self.append(self.checked[index])
+        except KeyError:
+            self.check_shared(index)
+
+    def load_get(self) -> None:
+        index = int(self.readline()[:-1])
+        try:
+            self.append(self.checked[index])
+        except KeyError:
+            self.check_shared(index)
+
+    def check_shared(self, index: int) -> None:
+        try:
+            value = self.memo[index]
+        except KeyError:
+            raise pickle.UnpicklingError(f"Memo value not found at index {index}") from None
+        if not _shareable(value):
+            self.refuse_shared(value)
+        self.checked[index] = value
+        self.append(value)
+
+    def refuse_shared(self, value: object) -> NoReturn:
+        what = "a dict holding containers (a record)" if isinstance(value, dict) else f"a {type(value).__name__} of records"
+        raise not_readable(
+            self.path,
+            f"a pickle memo reference before byte {self.source.tell()} lists {what} again: a snapshot lists each"
+            " record once and shares only strings, frames and frames lists",
+        )
 
     def find_class(self, module: str, name: str) -> NoReturn:
         # The names come from the file: shown as text of bounded length, never looked up.
@@ -85,6 +170,14 @@ class _BuiltinsOnly(pickle._Unpickler):
 
     def persistent_load(self, pid: Any) -> NoReturn:
         raise not_readable(self.path, "it refers to a persistent object, which a snapshot never does: refused")
+
+
+_BuiltinsOnly.dispatch = {
+    **_BuiltinsOnly.dispatch,
+    pickle.BINGET[0]: _BuiltinsOnly.load_binget,
+    pickle.LONG_BINGET[0]: _BuiltinsOnly.load_long_binget,
+    pickle.GET[0]: _BuiltinsOnly.load_get,
+}
 
 
 def load(data: bytes, path: str) -> object:

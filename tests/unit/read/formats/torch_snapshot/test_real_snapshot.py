@@ -154,3 +154,10 @@ def test_rewritten_in_an_older_shape_it_reads_the_same(tmp_path, version):
     new_events, old_events = reader.read_host(str(SNAPSHOT), HOST).events, reader.read_host(str(old), HOST).events
     for column in ("kind", "addr", "requested_bytes", "chunk_bytes", "heap_bytes"):
         assert getattr(old_events, column).tolist() == getattr(new_events, column).tolist(), column
+
+
+def test_its_shared_frames_load_as_pickle_loads_them():
+    """It lists each frame dict up to 16,928 times and frames lists thousands of times through the memo: what the
+    unpickler lets a reference name again, checked at each name's first reference."""
+    data = SNAPSHOT.read_bytes()
+    assert _snapshot() == pickle.loads(data)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pickle
 import pickletools
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,50 @@ def test_broken_pickles_are_the_project_error_naming_the_file(data, says):
 def test_a_memo_index_of_two_billion_costs_nothing():
     """LONG_BINPUT at index 2**31 - 1: C's unpickler would grow its memo array to that; this one keeps a dict."""
     assert unpickle.load(b"\x80\x04K\x01r\xff\xff\xff\x7f.", "x.pickle") == 1
+
+
+def _memo_bomb(tmp_path: Path, repeats: int, record: str) -> Path:
+    """A snapshot whose first trace lists one entry, or a list of 1,000 entries, `repeats` times through the memo."""
+    builder = SnapshotBuilder()
+    for k in range(1000):
+        builder.alloc(0x1000 * (k + 1), 4096, [("/src/a.py", 3, "f")], time_us=k + 1)
+    entries = builder.snapshot["device_traces"][0]
+    if record == "entry":
+        builder.snapshot["device_traces"][0] = entries[:1] * repeats
+    else:
+        builder.snapshot["device_traces"] = [entries] * repeats
+    path = tmp_path / f"{record}_{repeats}.pickle"
+    path.write_bytes(pickle.dumps(builder.snapshot, protocol=4))
+    return path
+
+
+@pytest.mark.parametrize("record", ["entry", "trace"])
+def test_a_memo_bomb_is_refused_at_its_first_repeat_whatever_its_size(tmp_path, record):
+    """The unpickler stops where the file first lists a record again: a file 100 times larger is refused at the same
+    byte, before its expansion (a million entries, or a hundred million) is built."""
+    where, sizes = [], []
+    for repeats in (10_000, 1_000_000):
+        path = _memo_bomb(tmp_path, repeats, record)
+        with pytest.raises(LeakfinderError) as caught:
+            unpickle.load(path.read_bytes(), str(path))
+        found = re.search(r"a pickle memo reference before byte (\d+) lists (.*) again", caught.value.message)
+        assert found, caught.value.message
+        where.append(int(found[1]))
+        sizes.append(path.stat().st_size)
+        assert found[2] == ("a dict holding containers (a record)" if record == "entry" else "a list of records")
+    # Within the pickle frames (64 KiB each) that hold the first repeat, however large the file.
+    assert max(where) < 4 * (64 << 10) < sizes[1] // 4
+
+
+def test_what_pytorch_shares_is_read_as_shared(tmp_path):
+    """Frames, frames lists and strings listed again by PyTorch (a real snapshot lists each frame dict thousands of
+    times) load as one object each, as pickle's own loader makes them."""
+    frame = {"filename": "/src/train.py", "line": 12, "name": "step"}
+    frames = [frame, {"filename": "/src/train.py", "line": 40, "name": "main"}]
+    trace = [{"action": "alloc", "addr": 4096 * k, "size": 4096, "frames": frames if k % 2 else [frame]} for k in range(50)]
+    data = pickle.dumps({"segments": [], "device_traces": [trace]}, protocol=4)
+    assert sum(op.name.endswith("GET") for op, _, _ in pickletools.genops(data)) >= 50
+    loaded = unpickle.load(data, "x.pickle")
+    assert loaded == pickle.loads(data)
+    traced = loaded["device_traces"][0]  # type: ignore[index]
+    assert traced[1]["frames"] is traced[3]["frames"] and traced[0]["frames"][0] is traced[1]["frames"][0]
