@@ -604,6 +604,16 @@ export interface TimelineBody {
   fragmentation: number[];
   /** chunk bytes live at each sample that are never freed */
   never_freed_bytes: number[];
+  /** the chunk bytes of the event each sample is at: + an allocation, - a free */
+  event_bytes: number[];
+  /** the op of that event's buffer; "" when unknown */
+  event_op: string[];
+  /** the line of code that made that event's buffer; "" when unknown */
+  event_where: string[];
+  /** what the charts span, whatever the range asked: the allocator's first event or step */
+  window_start_ps: number;
+  /** its last event, or the end of the last step around its events */
+  window_end_ps: number;
   /** the allocator's peak (`peak_bytes_in_use`), wherever the range is */
   peak: TimelinePeak;
   steps: Step[];

@@ -520,6 +520,11 @@ class _TimelineKeys(TypedDict):
     stack_bytes: list[int]
     fragmentation: list[float]
     never_freed_bytes: Annotated[list[int], "chunk bytes live at each sample that are never freed"]
+    event_bytes: Annotated[list[int], "the chunk bytes of the event each sample is at: + an allocation, - a free"]
+    event_op: Annotated[list[str], 'the op of that event\'s buffer; "" when unknown']
+    event_where: Annotated[list[str], 'the line of code that made that event\'s buffer; "" when unknown']
+    window_start_ps: Annotated[int, "what the charts span, whatever the range asked: the allocator's first event or step"]
+    window_end_ps: Annotated[int, "its last event, or the end of the last step around its events"]
     peak: Annotated[TimelinePeak, "the allocator's peak (`peak_bytes_in_use`), wherever the range is"]
     steps: list[Step]
 
