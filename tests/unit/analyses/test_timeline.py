@@ -12,7 +12,8 @@ KIB = 1024
 
 def _allocator(marks: Steps | None = None, duration_ps: int | None = None) -> AllocatorAnalysis:
     # A 4 KiB buffer made by MatMul at 10 ps and freed at 40; an 8 KiB one by Add at 30, never freed.
-    events = columns.memory_events([10, 30, 40], [ALLOC, ALLOC, FREE], [0x100, 0x200, 0x100], [4 * KIB, 8 * KIB, 4 * KIB], op=["MatMul", "Add", ""])
+    sizes = [4 * KIB, 8 * KIB, 4 * KIB]
+    events = columns.memory_events([10, 30, 40], [ALLOC, ALLOC, FREE], [0x100, 0x200, 0x100], sizes, op=["MatMul", "Add", ""])
     extra = {} if duration_ps is None else {"duration_ps": duration_ps}
     (a,) = analyze_host(columns.host_profile(events, marks, **extra)).allocators
     return a
