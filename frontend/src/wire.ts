@@ -186,10 +186,13 @@ export interface Forecast {
 
 /** Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could not name. */
 export interface Holder {
+  /** the frame that tells its buffers apart (below a helper many share), else their op */
   where: string;
   bytes: number;
   /** buffers; 0 for the memory held from before the trace began */
   count: number;
+  /** the user's frames of its largest buffer, innermost first; [] when none */
+  stack: string[];
 }
 
 /** What held an allocator's memory when the capture was taken at an out-of-memory error. */
@@ -203,6 +206,12 @@ export interface OutOfMemory {
   /** largest first, at most 10; a last row folds the rest */
   holders: Holder[];
   description: string;
+  /** what the failed request asked for; null when the capture does not say */
+  request_bytes: number | null;
+  /** what the device had free at the error; null when not recorded */
+  device_free_bytes: number | null;
+  /** reserved by the allocator but held by no buffer (cached, fragmented) */
+  reserved_free_bytes: number;
 }
 
 export interface AllocatorReport {

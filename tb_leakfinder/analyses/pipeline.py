@@ -203,7 +203,15 @@ def analyze_allocator(
         fragmentation_note(events, summary.peak_event),
         growth,
         attribution.sites,
-        held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
+        held_at_oom(
+            events,
+            buffers,
+            attribution.sites,
+            info.out_of_memory,
+            info.reserved_bytes,
+            info.oom_request_bytes,
+            info.oom_device_free_bytes,
+        ),
     )
 
 

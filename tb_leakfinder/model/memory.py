@@ -273,6 +273,8 @@ class AllocatorInfo:
     # What says the capture was taken at an out-of-memory error ("every segment of its memory is full"), "" if not.
     out_of_memory: str = ""
     reserved_bytes: int = 0  # the memory its pools held from the device at the capture's end, 0 when not known
+    oom_request_bytes: int | None = None  # what the request that failed asked for, when the capture records it
+    oom_device_free_bytes: int | None = None  # what the device had free then, when recorded
     guessed_pairs: str | None = None  # how its frees were paired with allocations by a guess, when they were
 
 

@@ -162,9 +162,10 @@ class Holder(TypedDict):
     """Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could
     not name."""
 
-    where: str
+    where: Annotated[str, "the frame that tells its buffers apart (below a helper many share), else their op"]
     bytes: int
     count: Annotated[int, "buffers; 0 for the memory held from before the trace began"]
+    stack: Annotated[list[str], "the user's frames of its largest buffer, innermost first; [] when none"]
 
 
 class OutOfMemory(TypedDict):
@@ -175,6 +176,9 @@ class OutOfMemory(TypedDict):
     capacity_bytes: Annotated[int, "what the allocator had reserved from the device (at least held_bytes)"]
     holders: Annotated[list[Holder], "largest first, at most 10; a last row folds the rest"]
     description: str
+    request_bytes: Annotated[int | None, "what the failed request asked for; null when the capture does not say"]
+    device_free_bytes: Annotated[int | None, "what the device had free at the error; null when not recorded"]
+    reserved_free_bytes: Annotated[int, "reserved by the allocator but held by no buffer (cached, fragmented)"]
 
 
 class AllocatorReport(TypedDict):

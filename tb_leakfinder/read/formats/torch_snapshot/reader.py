@@ -219,6 +219,7 @@ class _Entry:
     time_us: float | None
     frames: object
     backtrace: object  # PyTorch 2.0's `cpp_frames` text, None in other versions
+    device_free: int | None = None  # an oom entry's: what the device had free
 
 
 @dataclass
@@ -291,11 +292,14 @@ def _entries(snapshot: dict[str, Any], path: str) -> tuple[list[_Entry], int]:
             _once(entry, seen, path, what)
             action = _text(entry.get("action"), path, f"{what}'s action")
             addr = entry.get("addr", 0)
+            # An oom entry names what the device had free in place of an address.
+            free = entry.get("device_free") if action == OOM else None
             addr = 0 if action == OOM else _integer(addr, path, f"{what}'s addr", 0, MAX_ADDRESS)
+            device_free = None if free is None else _integer(free, path, f"{what}'s device_free", 0, MAX_BYTES)
             size = _integer(entry.get("size", 0), path, f"{what}'s size", 0, MAX_BYTES)
             time_us = entry.get("time_us")
             when = None if time_us is None else _time(time_us, path, f"{what}'s time_us")
-            found.append(_Entry(device, k, action, addr, size, when, entry.get("frames"), entry.get("cpp_frames")))
+            found.append(_Entry(device, k, action, addr, size, when, entry.get("frames"), entry.get("cpp_frames"), device_free))
     return found, total
 
 
@@ -427,14 +431,24 @@ def _infos(names: list[str], entries: list[_Entry], segments: _Segments, path: s
     """Each device's allocator, with the memory its segments reserve and whether the snapshot is one of an
     out-of-memory error."""
     ooms: dict[int, int] = {}
+    last: dict[int, _Entry] = {}  # the latest oom entry of each device: the request that failed
     for entry in entries:
         if entry.action == OOM:
             ooms[entry.device] = ooms.get(entry.device, 0) + 1
+            last[entry.device] = entry
     infos = {}
     for name in names:
         device = int(name.split(":", 1)[1])
         cause = out_of_memory_cause(files.basename(path), ooms.get(device, 0), segments.full.get(device, False))
-        infos[name] = AllocatorInfo(name, False, out_of_memory=cause, reserved_bytes=segments.reserved.get(device, 0))
+        failed = last.get(device)
+        infos[name] = AllocatorInfo(
+            name,
+            False,
+            out_of_memory=cause,
+            reserved_bytes=segments.reserved.get(device, 0),
+            oom_request_bytes=failed.size if failed is not None and failed.size else None,
+            oom_device_free_bytes=None if failed is None else failed.device_free,
+        )
     return infos
 
 
