@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {AllocatorReport, ComparisonAnswer, Limits} from './api';
+import type {AllocatorReport, ComparisonAnswer, Limits, OutOfMemory} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
@@ -16,20 +16,50 @@ export interface CompareData {
   allocator: AllocatorReport | null;
   b: Pick<SideSelection, 'run' | 'host'>;
   limits: Limits;
+  /** Each side's allocators, from its report when fetched: their out-of-memory errors lead the comparison. */
+  allocatorsOf?: (side: 'a' | 'b', host: string) => AllocatorReport[];
+}
+
+/**
+ * A red banner when either run was captured at an out-of-memory error ("B ran out of memory"), with what held
+ * the memory then; null when neither was. It stands in place of the green "No regression".
+ */
+function outOfMemoryBanner(ooms: Partial<Record<'a' | 'b', OutOfMemory>>): HTMLElement | null {
+  const sides = (['a', 'b'] as const).filter((side) => ooms[side]);
+  if (!sides.length) return null;
+  const title = sides.length === 2 ? 'A and B both ran out of memory' : `${sides[0].toUpperCase()} ran out of memory`;
+  return el(
+    'div',
+    {class: 'lf-regression', role: 'alert', 'data-out-of-memory': sides.join('')},
+    el('strong', {}, title),
+    el('ul', {}, ...sides.map((side) => el('li', {}, `${side.toUpperCase()}: ${ooms[side]?.description ?? ''}`))),
+  );
 }
 
 export class CompareView {
   readonly element: HTMLElement;
   private timeline: CompareTimeline | null = null;
 
-  constructor({cache, comparison: c, a, allocator, b, limits}: CompareData) {
+  constructor({cache, comparison: c, a, allocator, b, limits, allocatorsOf}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
     // The allocator chosen in the toolbar (A's); else the first pair.
     const chosen = [a.allocator, allocator?.allocator];
     const alloc = host?.allocators.find((x) => x.allocator_a !== null && chosen.includes(x.allocator_a)) ?? host?.allocators[0];
-    this.element.append(renderRegression(c, host), renderVerdicts(c, host, alloc));
+    const ooms: Partial<Record<'a' | 'b', OutOfMemory>> = {};
+    if (host && alloc && allocatorsOf) {
+      const found = (side: 'a' | 'b', hostName: string, label: string | null) => allocatorsOf(side, hostName).find((x) => x.allocator === label)?.out_of_memory;
+      const oa = found('a', host.host_a, alloc.allocator_a);
+      const ob = found('b', host.host_b, alloc.allocator_b);
+      if (oa) ooms.a = oa;
+      if (ob) ooms.b = ob;
+    }
+    const oom = outOfMemoryBanner(ooms);
+    // An out-of-memory error is never "no regression": its banner replaces the green one, and leads a red one.
+    if (oom) this.element.append(oom);
+    if (!oom || c.regression) this.element.append(renderRegression(c, host));
+    this.element.append(renderVerdicts(c, host, alloc));
     if (c.unmatched_hosts.length) {
       this.element.append(notice('empty', `Hosts in one run only, left out: ${c.unmatched_hosts.join(', ')}.`));
     }

@@ -36,7 +36,7 @@ from tb_leakfinder.model.memory import (
 from tb_leakfinder.model.sites import NO_SITE, Site
 
 _NUMBERS = re.compile(r"(\d+)")
-SNAPSHOT_STEPS = "one moment (a device memory profile: the buffers live when it was saved)"
+SNAPSHOT_STEPS = "none: the file holds the buffers live at one moment, with no times"
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
 
