@@ -210,6 +210,9 @@ export class App {
     const runNames = (this.data.runs ?? []).map((r) => r.run);
     this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
     this.fillCompare(runNames);
+    // Nothing was read: no allocator or module to offer (the selectors are hidden, not left empty).
+    this.fillSelect(this.selectors.allocator, [], 'allocator');
+    this.fillSelect(this.selectors.module, [], 'module');
     const {run, host} = side;
     const what = this.data.hostsOf(run).length > 1 ? `host ${host} of run ${run}` : `run ${run}`;
     const shown = notice(
@@ -367,10 +370,9 @@ export class App {
           allocator,
           b: {...state.cmp},
           limits: report.limits,
-          allocatorsOf: (side, hostName) => {
+          hostOf: (side, hostName) => {
             const sel = side === 'a' ? state.a : state.cmp;
-            const hostReport = data.cachedReport(sel)?.runs.find((r) => r.run === sel.run)?.hosts.find((h) => h.host === hostName);
-            return hostReport?.allocators ?? [];
+            return data.cachedReport(sel)?.runs.find((r) => r.run === sel.run)?.hosts.find((h) => h.host === hostName);
           },
         })
       : new RunView({

@@ -330,6 +330,8 @@ export class RectChart<R extends Rect> {
 
   private draw(u: uPlot): void {
     clipped(u, (ctx) => this.paint(u, ctx));
+    // The x range drawn, for the browser tests.
+    this.element.dataset.xRange = `${u.scales.x.min},${u.scales.x.max}`;
   }
 
   private paint(u: uPlot, ctx: CanvasRenderingContext2D): void {

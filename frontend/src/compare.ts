@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {AllocatorReport, ComparisonAnswer, Limits, OutOfMemory} from './api';
+import type {AllocatorReport, ComparisonAnswer, HostReport, Limits, OutOfMemory} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
@@ -16,8 +16,8 @@ export interface CompareData {
   allocator: AllocatorReport | null;
   b: Pick<SideSelection, 'run' | 'host'>;
   limits: Limits;
-  /** Each side's allocators, from its report when fetched: their out-of-memory errors lead the comparison. */
-  allocatorsOf?: (side: 'a' | 'b', host: string) => AllocatorReport[];
+  /** Each side's host, from its report when fetched: its out-of-memory errors lead the comparison, its clock says whether it has a timeline. */
+  hostOf?: (side: 'a' | 'b', host: string) => HostReport | undefined;
 }
 
 /**
@@ -40,7 +40,7 @@ export class CompareView {
   readonly element: HTMLElement;
   private timeline: CompareTimeline | null = null;
 
-  constructor({cache, comparison: c, a, allocator, b, limits, allocatorsOf}: CompareData) {
+  constructor({cache, comparison: c, a, allocator, b, limits, hostOf}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
@@ -48,8 +48,8 @@ export class CompareView {
     const chosen = [a.allocator, allocator?.allocator];
     const alloc = host?.allocators.find((x) => x.allocator_a !== null && chosen.includes(x.allocator_a)) ?? host?.allocators[0];
     const ooms: Partial<Record<'a' | 'b', OutOfMemory>> = {};
-    if (host && alloc && allocatorsOf) {
-      const found = (side: 'a' | 'b', hostName: string, label: string | null) => allocatorsOf(side, hostName).find((x) => x.allocator === label)?.out_of_memory;
+    if (host && alloc && hostOf) {
+      const found = (side: 'a' | 'b', hostName: string, label: string | null) => hostOf(side, hostName)?.allocators.find((x) => x.allocator === label)?.out_of_memory;
       const oa = found('a', host.host_a, alloc.allocator_a);
       const ob = found('b', host.host_b, alloc.allocator_b);
       if (oa) ooms.a = oa;
@@ -68,6 +68,17 @@ export class CompareView {
       return;
     }
     const runs = {run_a: c.run_a, run_b: c.run_b, host_a: host.host_a, host_b: host.host_b};
+    // Times are only comparable when both files record them: one moment, or an order of allocations, has none.
+    const untimed = (['a', 'b'] as const).filter((side) => {
+      const h = hostOf?.(side, side === 'a' ? host.host_a : host.host_b);
+      return h && (h.one_moment || h.event_clock_ps);
+    });
+    if (alloc && untimed.length) {
+      const which = untimed.length === 2 ? 'Neither run records' : `${untimed[0].toUpperCase()} does not record`;
+      const note = notice('empty', `${which} times (one moment, or only the order of its allocations): no timelines to draw on one time axis.`);
+      note.dataset.note = 'untimed';
+      this.element.append(note);
+    }
     if (alloc) {
       const name = alloc.allocator_a === alloc.allocator_b || !alloc.allocator_b ? (alloc.allocator_a ?? '') : `${alloc.allocator_a ?? '—'} / ${alloc.allocator_b}`;
       this.timeline = new CompareTimeline(
@@ -80,7 +91,9 @@ export class CompareView {
       );
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
-        section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
+        ...(untimed.length
+          ? []
+          : [section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element)]),
         section(`Op families, A → B (${alloc.families.length})`, 'compare-families', renderFamilies(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})),
       );
     } else {
@@ -93,7 +106,8 @@ export class CompareView {
 
   /** Starts the timelines' requests; call once the element is in the page. */
   start(): void {
-    void this.timeline?.load();
+    // Not drawn when a side records no times (its section is left out).
+    if (this.timeline?.element.isConnected) void this.timeline.load();
   }
 
   redraw(): void {

@@ -127,8 +127,10 @@ export function timeTicks(values: number[]): string[] {
   const [scale, unit] = TIME_UNITS.find(([s]) => largest >= s) ?? [1, 'ps'];
   const gaps = finite.slice(1).map((v, i) => Math.abs(v - finite[i])).filter((g) => g > 0);
   const step = gaps.length ? Math.min(...gaps) : largest;
-  // Enough decimals that one step changes the last digit shown, and no more than a picosecond's.
-  const decimals = Math.min(Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9)), Math.round(Math.log10(scale)));
+  // Enough decimals to write one step exactly (2.5 ms apart: "2.5 ms", not "3 ms"), and no more than a picosecond's.
+  let exact = Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9));
+  while (exact < 3 && Math.abs(Math.round((step / scale) * 10 ** exact) - (step / scale) * 10 ** exact) > 1e-6) exact++;
+  const decimals = Math.min(exact, Math.round(Math.log10(scale)));
   return values.map((v) => (v === 0 ? '0' : `${(v / scale).toFixed(decimals)} ${unit}`));
 }
 
@@ -171,11 +173,15 @@ export function axisLabel(clock: HostClock): string {
   return clock.eventPs ? 'allocation # (the file records their order, no times)' : 'time';
 }
 
-/** A moment: "12.5 ms", "allocation #98" on an allocation clock, "the moment the file was written" for one moment. */
+/**
+ * A moment: "12.5 ms"; on an allocation clock "allocation #98", or "after allocation #98" for what came between it
+ * and the next (a free); "the moment the file was written" for one moment.
+ */
 export function formatWhen(ps: number | null | undefined, clock: HostClock): string {
   if (clock.moment) return 'the moment the file was written';
   if (!clock.eventPs || ps === null || ps === undefined || !Number.isFinite(ps)) return formatPs(ps);
-  return `allocation #${formatCount(Math.round(ps / clock.eventPs))}`;
+  const n = Math.floor(ps / clock.eventPs);
+  return ps % clock.eventPs === 0 ? `allocation #${formatCount(n)}` : `after allocation #${formatCount(n)}`;
 }
 
 /** Axis ticks: timeTicks, or whole allocation numbers ("#98") on an allocation clock, fractions left blank. */

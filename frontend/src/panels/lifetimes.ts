@@ -295,6 +295,8 @@ export class LifetimesPanel {
     this.window = window;
     this.chart.element.dataset.window = `${window.start_ps},${window.end_ps}`;
     this.draw();
+    // The table's lifetimes of never-freed buffers run to the window's end: drawn again with it.
+    if (tellsTime(this.clock)) void this.table.reset();
   }
 
   private windowStart(): number {
@@ -381,6 +383,9 @@ export class LifetimesPanel {
     el_.dataset.highlighted = String(highlighted);
     el_.dataset.picked = String(pickedIds.size);
     el_.dataset.drawn = String(rects.length);
+    // Where the never-freed bars end: the window's end.
+    const live = rects.filter((r) => r.buffer.status === 'never_freed');
+    el_.dataset.neverFreedEnd = live.length ? String(Math.max(...live.map((r) => r.x1))) : '';
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
     const where = this.range ? ` between ${formatWhen(this.range.start_ps, this.clock)} and ${formatWhen(this.range.end_ps, this.clock)}` : '';
     const picked = this.programBuffer

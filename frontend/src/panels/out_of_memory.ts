@@ -31,7 +31,7 @@ export function renderOutOfMemory(oom: OutOfMemory): HTMLElement {
     'div',
     {class: 'lf-oom', 'data-out-of-memory-holders': String(oom.holders.length)},
     figures(oom),
-    el('p', {class: 'lf-muted'}, `Where the held memory was made, largest first, by the line that tells its buffers apart (below a helper many allocations share). Open a row for its whole stack. (${oom.cause})`),
+    el('p', {class: 'lf-muted'}, `Taken at an out-of-memory error: ${oom.cause}. Where the held memory was made, largest first, by the line that tells its buffers apart (below a helper many allocations share); open a row for its whole stack.`),
     ...rows,
   );
 }

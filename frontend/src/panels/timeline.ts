@@ -274,6 +274,8 @@ export class TimelinePanel {
 
   private drawMarks(u: uPlot): void {
     clipped(u, (ctx, box) => this.paintMarks(u, ctx, box));
+    // The x range drawn, for the browser tests.
+    this.chartBox.dataset.xRange = `${u.scales.x.min},${u.scales.x.max}`;
   }
 
   private paintMarks(u: uPlot, ctx: CanvasRenderingContext2D, {top, height}: uPlot.BBox): void {
