@@ -466,7 +466,7 @@ export interface HostReport {
   duration_ps: number;
   /** when the capture began (ns since the epoch), where its format records it */
   start_time_ns: number | null;
-  /** set when its clock counts events, not time: this many ps an event */
+  /** set when its clock counts allocations, not time: this many ps each */
   event_clock_ps: number | null;
   /** the buffers live at one moment (a device memory profile), not events over a window */
   one_moment: boolean;

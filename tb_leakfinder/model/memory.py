@@ -309,7 +309,8 @@ class HostProfile:
     # When the capture began, in ns since the epoch, when its format records it (a device memory profile's
     # time_nanos); None: the history takes the file's mtime less the duration.
     start_time_ns: int | None = None
-    # The clock is the events' order, not time: this many ps an event (a PyTorch memory snapshot without time_us).
+    # The clock is the allocations' order, not time: this many ps an allocation (a PyTorch memory snapshot without
+    # time_us; its frees lie between the allocations they follow and precede).
     event_clock_ps: int | None = None
     one_moment: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
     compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers

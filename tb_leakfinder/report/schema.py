@@ -401,7 +401,7 @@ class _HostReportKeys(TypedDict):
     warnings: Annotated[list[str], "what limits the analysis of the whole profile"]
     duration_ps: Annotated[int, "the capture window's length"]
     start_time_ns: Annotated[int | None, "when the capture began (ns since the epoch), where its format records it"]
-    event_clock_ps: Annotated[int | None, "set when its clock counts events, not time: this many ps an event"]
+    event_clock_ps: Annotated[int | None, "set when its clock counts allocations, not time: this many ps each"]
     one_moment: Annotated[bool, "the buffers live at one moment (a device memory profile), not events over a window"]
     compiled_programs: Annotated[list[CompiledPrograms], "a device memory profile's compiled executables per device"]
     step_source: StepSource
