@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {AllocatorReport, ComparisonAnswer, HostReport, Limits, OutOfMemory} from './api';
+import type {AllocatorDiff, AllocatorReport, ComparisonAnswer, HostReport, Limits} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
@@ -16,7 +16,7 @@ export interface CompareData {
   allocator: AllocatorReport | null;
   b: Pick<SideSelection, 'run' | 'host'>;
   limits: Limits;
-  /** Each side's host, from its report when fetched: its out-of-memory errors lead the comparison, its clock says whether it has a timeline. */
+  /** Each side's host, from its report when fetched: its clock says whether it has a timeline to draw. */
   hostOf?: (side: 'a' | 'b', host: string) => HostReport | undefined;
 }
 
@@ -24,15 +24,16 @@ export interface CompareData {
  * A red banner when either run was captured at an out-of-memory error ("B ran out of memory"), with what held
  * the memory then; null when neither was. It stands in place of the green "No regression".
  */
-function outOfMemoryBanner(ooms: Partial<Record<'a' | 'b', OutOfMemory>>): HTMLElement | null {
-  const sides = (['a', 'b'] as const).filter((side) => ooms[side]);
+function outOfMemoryBanner(alloc: AllocatorDiff | undefined): HTMLElement | null {
+  const said = {a: alloc?.out_of_memory_a, b: alloc?.out_of_memory_b};
+  const sides = (['a', 'b'] as const).filter((side) => said[side]);
   if (!sides.length) return null;
   const title = sides.length === 2 ? 'A and B both ran out of memory' : `${sides[0].toUpperCase()} ran out of memory`;
   return el(
     'div',
     {class: 'lf-regression', role: 'alert', 'data-out-of-memory': sides.join('')},
     el('strong', {}, title),
-    el('ul', {}, ...sides.map((side) => el('li', {}, `${side.toUpperCase()}: ${ooms[side]?.description ?? ''}`))),
+    el('ul', {}, ...sides.map((side) => el('li', {}, `${side.toUpperCase()}: ${said[side] ?? ''}`))),
   );
 }
 
@@ -47,15 +48,7 @@ export class CompareView {
     // The allocator chosen in the toolbar (A's); else the first pair.
     const chosen = [a.allocator, allocator?.allocator];
     const alloc = host?.allocators.find((x) => x.allocator_a !== null && chosen.includes(x.allocator_a)) ?? host?.allocators[0];
-    const ooms: Partial<Record<'a' | 'b', OutOfMemory>> = {};
-    if (host && alloc && hostOf) {
-      const found = (side: 'a' | 'b', hostName: string, label: string | null) => hostOf(side, hostName)?.allocators.find((x) => x.allocator === label)?.out_of_memory;
-      const oa = found('a', host.host_a, alloc.allocator_a);
-      const ob = found('b', host.host_b, alloc.allocator_b);
-      if (oa) ooms.a = oa;
-      if (ob) ooms.b = ob;
-    }
-    const oom = outOfMemoryBanner(ooms);
+    const oom = outOfMemoryBanner(alloc);
     // An out-of-memory error is never "no regression": its banner replaces the green one, and leads a red one.
     if (oom) this.element.append(oom);
     if (!oom || c.regression) this.element.append(renderRegression(c, host));

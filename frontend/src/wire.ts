@@ -725,6 +725,10 @@ export interface AllocatorDiff {
   verdict_b: Verdict | null;
   reason_a: string | null;
   reason_b: string | null;
+  /** when A was captured at an out-of-memory error: what held the memory then */
+  out_of_memory_a: string | null;
+  /** the same of B */
+  out_of_memory_b: string | null;
   peak_bytes_in_use: Delta;
   never_freed_bytes: Delta;
   growth_bytes_per_step: Delta;

@@ -65,10 +65,12 @@ async function open(run) {
 const text = (frame, selector) => frame.$eval(selector, (e) => e.textContent ?? '');
 const links = (frame) => frame.$$eval('.lf-links a', (as) => as.map((a) => a.textContent));
 
-test('the XProf run links to XProf and offers its module selector', async () => {
+test('the XProf run links to XProf; its module selector, with no compiled program to offer, is hidden', async () => {
   const {frame} = await open(runName(suite.logdir, 'tf_leak'));
   assert.deepEqual(await links(frame), ['Open in XProf Memory Profile']);
-  assert.equal(await frame.$eval('[data-label=module]', (e) => e.hidden), false);
+  // tf_leak's TensorFlow capture holds no XLA program: an empty selector is not shown (display.test.mjs opens one that has).
+  assert.equal(await frame.$$eval('[data-select=module] option', (os) => os.filter((o) => o.value).length), 0);
+  assert.equal(await frame.$eval('[data-label=module]', (e) => e.hidden), true);
   assert.match(await text(frame, '[data-panel=families]'), /Mul \[128,1024\]/);
 });
 

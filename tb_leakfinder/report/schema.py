@@ -618,6 +618,8 @@ class AllocatorDiff(TypedDict):
     verdict_b: Verdict | None
     reason_a: str | None
     reason_b: str | None
+    out_of_memory_a: Annotated[str | None, "when A was captured at an out-of-memory error: what held the memory then"]
+    out_of_memory_b: Annotated[str | None, "the same of B"]
     peak_bytes_in_use: Delta
     never_freed_bytes: Delta
     growth_bytes_per_step: Delta

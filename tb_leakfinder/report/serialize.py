@@ -536,6 +536,8 @@ def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
         "verdict_b": _verdict(b.verdict.verdict) if b else None,
         "reason_a": a.verdict.reason if a else None,
         "reason_b": b.verdict.reason if b else None,
+        "out_of_memory_a": a.out_of_memory.description if a and a.out_of_memory else None,
+        "out_of_memory_b": b.out_of_memory.description if b and b.out_of_memory else None,
         "peak_bytes_in_use": _delta_json(d.peak_bytes_in_use),
         "never_freed_bytes": _delta_json(d.never_freed_bytes),
         "growth_bytes_per_step": _delta_json(d.growth_bytes_per_step, 1),
