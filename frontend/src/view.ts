@@ -96,10 +96,9 @@ export function compiledPrograms(host: HostReport): HTMLElement | null {
 
 /** In place of a timeline for a file of one moment: it records what was live, not when. */
 function oneMoment(a: AllocatorReport): HTMLElement {
-  const count = a.never_freed_count;
   const node = notice(
     'empty',
-    `This file records the ${formatCount(count)} buffer${count === 1 ? '' : 's'} live at one moment (${formatBytes(a.peak_bytes_in_use)}) and no times, so there is no timeline: what they hold is grouped below, by family and in the breakdown.`,
+    `This file records what was live at one moment (${formatBytes(a.peak_bytes_in_use)}) and no times, so there is no timeline: what was live is grouped below, by family and in the breakdown.`,
   );
   node.dataset.note = 'one-moment';
   return node;

@@ -393,7 +393,7 @@ export class LifetimesPanel {
       : '';
     const hl = this.family
       ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.family.family} (${this.family.label}).`
-      : picked || ' Click an op family above to highlight its never-freed buffers.';
+      : picked || (this.clock.moment ? '' : ' Click an op family above to highlight its never-freed buffers.');
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
 

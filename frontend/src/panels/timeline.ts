@@ -143,7 +143,8 @@ export class TimelinePanel {
     // With a stack, the heap's line is stack + heap; its legend still reads the heap alone.
     const inUse = this.hasStack ? [stackSeries, {...heapSeries, label: 'heap in use (above the stack)'}] : [heapSeries];
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
-      cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
+      // The legend and the tooltip read the sample at or before the cursor: memory holds its value until the next event.
+      cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}, dataIdx: (_u, _si, closest, x) => (data.time_ps.length ? Math.max(0, lastAtOrBefore(data.time_ps, x)) : closest)},
       // Headroom above the highest point for the row of step labels, so that the peak's dot sits below it.
       // x spans the window (or the zoomed range), not merely the samples: the lifetimes chart spans the same.
       scales: {x: {time: false, range: (_u, min, max) => this.xRange(min, max)}, bytes: {range: (u, _min, max) => [0, Math.max(1, max) * headroom(u, data.steps.length > 0)]}, frac: {range: [0, 1]}},
