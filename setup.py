@@ -23,6 +23,9 @@ class OptionalBuildExt(build_ext):
             print(f"tb_leakfinder: not building {ext.name} ({exc}); using the pure-Python decoder")
 
 
+# The process's memory beside a capture (model/recordings.py's process_memory): USS and PSS need psutil 5.x.
+_PSUTIL = "psutil>=5.8"
+
 # The scanner reads fixed64 fields with memcpy: little-endian hosts only.
 ext_modules = (
     [
@@ -70,7 +73,13 @@ setup(
         "msgspec>=0.19",
     ],
     extras_require={
-        "capture": ["tensorflow-cpu", "jax"],
+        # What tb_leakfinder.capture needs whatever the framework (psutil: the process's memory beside a profile);
+        # never a framework: the job brings its own. Each framework's extra adds it, and what its capture needs
+        # besides (XProf's profiler client: TensorFlow's Python tracer and `tb-leakfinder watch`).
+        "capture": [_PSUTIL],
+        "torch": [_PSUTIL, "torch"],
+        "tensorflow": [_PSUTIL, "tensorflow", "xprof"],
+        "jax": [_PSUTIL, "jax"],
         # A progress bar for precompute and long reports on a terminal; without it they run silently.
         "progress": ["tqdm>=4.62"],
         # `tb-leakfinder precompute --engine ray`: analyse a pod's hosts over a Ray cluster.
@@ -92,6 +101,7 @@ setup(
             "torch==2.13.0",
             "ray>=2.9",
             "tqdm>=4.62",
+            _PSUTIL,
         ],
     },
     ext_modules=ext_modules,

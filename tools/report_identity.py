@@ -70,7 +70,7 @@ def changed(value, parent=""):
     if isinstance(value, dict):
         if ROLE == "base":
             return {new(k, parent): changed(v, k) for k, v in value.items()}
-        return {k: changed(v, k) for k, v in value.items() if k not in ADDED}
+        return {k: changed(v, k) for k, v in value.items() if k not in ADDED and f"{parent}.{k}" not in ADDED}
     if isinstance(value, list):
         return [changed(v, parent) for v in value]
     if ROLE == "base" and isinstance(value, (str, int)) and not isinstance(value, bool):
@@ -170,7 +170,7 @@ def main() -> int:
         "--changes",
         type=pathlib.Path,
         help="a JSON file of a version change: {keys: {old: new}, route_keys: {route: {old: new}}, values: {key: "
-        "{old: new}}, added: [key], args: {route: {old: new}}}; the "
+        "{old: new}}, added: [key or parent.key], args: {route: {old: new}}}; the "
         "answers are then compared modulo it (re-serialized alike on both sides) rather than byte for byte",
     )
     args = parser.parse_args()

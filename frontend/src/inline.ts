@@ -108,6 +108,13 @@ function pythonRepr(text: string): string {
   return quote + (quote === "'" ? escaped.replace(/'/g, "\\'") : escaped) + quote;
 }
 
+/** The route's 404 for a family the allocator does not have (buffer_query.check_family), else null. */
+function familyRefused(all: InlineBuffers, family: number | null): Answer | null {
+  const families = all.families;
+  if (family === null || families === undefined || (family >= 0 && family < families)) return null;
+  return refused(`allocator ${pythonRepr(all.allocator)} has no never-freed family ${family}; it has ${families}`, 404);
+}
+
 /** One page of the inlined buffers, as analyses/buffer_query.py cuts it (tests/cases/buffer_query.json holds both to it). */
 export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   const sort = present(params.sort) ? String(params.sort) : 'bytes';
@@ -118,10 +125,8 @@ export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   if (order !== 'asc' && order !== 'desc') return refused(`order must be asc or desc, not '${order}'`);
   if (offset < 0 || !(limit >= 1 && limit <= MAX_PAGE)) return refused(`offset must be >= 0 and limit between 1 and ${MAX_PAGE}`);
   const family = num(params, 'family');
-  const families = all.families;
-  if (family !== null && families !== undefined && !(family >= 0 && family < families)) {
-    return refused(`allocator ${pythonRepr(all.allocator)} has no never-freed family ${family}; it has ${families}`, 404);
-  }
+  const noFamily = familyRefused(all, family);
+  if (noFamily) return noFamily;
   const status = present(params.status) ? String(params.status) : null;
   if (status !== null && !STATUSES.includes(status)) return refused(`status must be one of ${STATUSES.join(', ')}, not '${status}'`);
   const start = num(params, 'start_ps');
@@ -185,6 +190,14 @@ class InlineSource implements DataSource {
     const refused = this.data.errors[key];
     if (refused) return {status: refused.status, body: {error: refused.error}};
     const body = this.data.answers[key];
+    if (body === undefined && route === 'timeline' && present(params.family)) {
+      // A family out of range is the server's 404, not a timeline the page lacks: the allocator's inlined buffers
+      // know how many families it has.
+      const where = answerKey('buffers', {run: params.run, host: params.host, allocator: params.allocator});
+      const buffers = this.data.answers[this.data.aliases[where] ?? where] as InlineBuffers | undefined;
+      const noFamily = buffers ? familyRefused(buffers, num(params, 'family')) : null;
+      if (noFamily) return noFamily;
+    }
     if (body === undefined) {
       const what = Object.values(params).filter(present).join(', ');
       return {status: 404, body: {error: `This standalone report does not hold ${route} (${what}).`}};

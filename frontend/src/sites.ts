@@ -21,6 +21,7 @@ export const NO_SITE: Readonly<Site> = {
   hlo_shape: '',
   source: '',
   match: '',
+  near_by: '',
   candidates: [],
   stack: [],
   model_frame: '',

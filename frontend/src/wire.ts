@@ -7,6 +7,9 @@ export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 /** growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent: made early and kept; window_end: made in the last step. */
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 
+/** Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made each step. */
+export type CauseId = 'graph_kept' | 'regrown' | 'optimizer_per_step' | 'modules_per_step' | 'cache_per_step' | 'variable_per_step';
+
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 
 /** What the host was doing when buffers were made: running a compiled program, copying host data to the device, or neither; "" when the profile tells only the framework's op or frames. */
@@ -14,6 +17,9 @@ export type SiteContext = 'program' | 'transfer' | 'outside' | '';
 
 /** How an allocation made in a program was tied to one of the program's buffers: `exact` (one buffer has its size, or allocation order and lifetime settle it), `ambiguous` (several do: `candidates` names them, `buffer` is the one taken in order), `near` (none has it exactly and a temporaries block a few KiB off is taken, or the program was found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside a program. */
 export type SiteMatch = 'exact' | 'ambiguous' | 'near' | 'none' | 'no_hlo' | '';
+
+/** The evidence a `near` match rests on: `time` (the program was found by time alone: the one running on the allocation's own device then), `size` (the program is known from its execution, but none of its buffers has the allocation's size: a temporaries block a few KiB off is taken), `time_and_size` (both); "" for any other match. */
+export type NearBy = 'time' | 'size' | 'time_and_size' | '';
 
 /** `buffers`: a family of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer of the window explains. */
 export type BreakdownCategory = 'buffers' | 'stack' | 'before_window';
@@ -27,8 +33,17 @@ export type FamilyStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
 /** `profile`: memory events over a window; `one_moment`: a device memory profile's live buffers. */
 export type CaptureKind = 'profile' | 'one_moment';
 
+/** Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value (`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph saved, reached from a live tensor's grad_fn; a tf.Variable's value. */
+export type HolderKind = 'list' | 'dict_entry' | 'attribute' | 'class_attribute' | 'default_argument' | 'closure' | 'frame_local' | 'global' | 'module' | 'buffer' | 'autograd_graph' | 'variable';
+
+/** How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found is true but not everything; `failed`, its error is the `warning`. */
+export type SearchStatus = 'complete' | 'partial' | 'failed';
+
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
+
+/** What a history's rates are fitted to: `between_captures`, its measure from one capture to the next; `within_captures`, what each capture kept within its own window, for a heap that counts only what a capture saw allocated (PyTorch's CPU heap), whose captures never continue one another. */
+export type RateBasis = 'between_captures' | 'within_captures';
 
 /** What a route answers with an error status: 4xx for bad input, 503 while still analysing, 500 (a generic message) for a failure of its own. */
 export interface ErrorAnswer {
@@ -101,12 +116,63 @@ export interface Site {
   /** the instruction's source file and line, the full path */
   source: string;
   match: SiteMatch;
+  near_by: NearBy;
   /** the innermost frame of a model library below the user's line; "" when none */
   model_frame: string;
   /** the program buffers it could be, when more than one has its size */
   candidates: string[];
   /** the user's Python frames, innermost first: "train.py:42 in train_step" */
   stack: string[];
+}
+
+/** A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py). */
+export interface Cause {
+  /** its section of docs/causes.md: `docs/causes.md#<id>` */
+  id: CauseId;
+  /** what in the profile shows it, in words */
+  evidence: string;
+  /** the change that usually fixes it, in one sentence */
+  fix: string;
+}
+
+/** A reference in the training process that keeps some of a family's never-freed buffers alive, found by the capture helper (docs/recordings.md) and matched to the family by the buffers' addresses. */
+export interface Holder {
+  /** the access path in the user's terms: "model.heads", "metrics['loss_map']", "total" */
+  path: string;
+  kind: HolderKind;
+  /** the holder's type: "ModuleList", "list", "Tensor" */
+  type: string;
+  /** how many of the family's never-freed buffers it keeps (of the family's `count`) */
+  count: number;
+  /** their tensor bytes */
+  requested_bytes: number;
+  /** their chunk bytes */
+  chunk_bytes: number;
+  /** false when the companion file listed only some of its buffers: `count` is then a floor */
+  all_listed: boolean;
+  /** where the holder was made: "train.py:40 in train"; "" when not known */
+  created: string;
+  /** that line's text, recorded at capture time; "" when not recorded */
+  created_text: string;
+}
+
+/** How the capture helper's search for holders went on this host, as its companion file says. */
+export interface HolderSearch {
+  status: SearchStatus;
+  /** why it is partial or failed; "" when complete */
+  warning: string;
+  /** the Python objects it walked */
+  objects_visited: number;
+  /** how long it took, in seconds */
+  elapsed_s: number;
+  /** holders it found, in every family */
+  num_holders: number;
+  /** never-freed buffers of the window it found no holder for */
+  unmatched_count: number;
+  /** their bytes */
+  unmatched_bytes: number;
+  /** addresses its holders list that are no never-freed buffer of this profile */
+  not_in_profile: number;
 }
 
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */
@@ -151,7 +217,13 @@ export interface Family {
   score: number;
   /** the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown */
   where: string;
+  /** that line's text, from the companion file (or, in the CLI, the local file); "" unknown */
+  where_text: string;
   site: Site;
+  /** the references that keep its never-freed buffers, most first, at most 20; [] unknown */
+  holders: Holder[];
+  /** its likely cause; null unless it grows on a leaking allocator and the profile shows one */
+  cause: Cause | null;
 }
 
 /** A part of the heap at the peak: a family of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */
@@ -169,9 +241,15 @@ export interface BreakdownRow {
   site: Site;
 }
 
-/** When the allocator runs out at the measured growth, from its free memory at window end. */
+/** What a forecast runs against, the smallest that applies: `allocator` (its own limit: BFC's memory limit), `device` (the device's memory: a CUDA device's `totalGlobalMem` in a PyTorch trace), `machine` (for host memory, the machine's physical memory: its host's when the profile records it, else the machine that read the profile). */
+export type ForecastLimit = 'allocator' | 'device' | 'machine';
+
+/** When the allocator runs out at the measured growth, from what is still free at window end of the smallest limit that applies. */
 export interface Forecast {
-  /** free at window end */
+  limit: ForecastLimit;
+  /** the whole of that limit: the allocator's capacity, the device's or the machine's memory */
+  limit_bytes: number;
+  /** free at window end, of that limit */
   bytes_available: number;
   /** the leak rate it extrapolates */
   growth_bytes_per_step: number;
@@ -184,8 +262,8 @@ export interface Forecast {
   description: string;
 }
 
-/** Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could not name. */
-export interface Holder {
+/** Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op, else what the capture could not name. */
+export interface HeldAtError {
   /** the frame that tells its buffers apart (below a helper many share), else their op */
   where: string;
   bytes: number;
@@ -203,8 +281,8 @@ export interface OutOfMemory {
   held_bytes: number;
   /** what the allocator had reserved from the device (at least held_bytes) */
   capacity_bytes: number;
-  /** largest first, at most 10; a last row folds the rest */
-  holders: Holder[];
+  /** by where it was made, largest first, at most 10; a last row folds the rest */
+  held_at_error: HeldAtError[];
   description: string;
   /** what the failed request asked for; null when the capture does not say */
   request_bytes: number | null;
@@ -479,6 +557,10 @@ export interface HostReport {
   allocators: AllocatorReport[];
   /** the compiled XLA programs of an XProf profile; [] for other formats */
   modules: ModuleSummary[];
+  /** the companion file read with the profile (docs/recordings.md); "" when none was */
+  recordings_file: string;
+  /** how the search for holders went; null when none was recorded */
+  holder_search: HolderSearch | null;
   /** set, with no allocators, when its profile could not be analysed */
   error?: string;
   /** with `error`: the path of the file that could not be read */
@@ -515,7 +597,7 @@ export interface HistoryCapture {
   peak_heap_bytes: number;
   heap_end_bytes: number;
   heap_floor_bytes: number;
-  /** what the trend follows: a profile's heap floor, a snapshot's live bytes */
+  /** what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window */
   measure_bytes: number;
   never_freed_bytes: number;
   first_step: number | null;
@@ -551,8 +633,10 @@ export interface HistorySeries {
   allocator: string;
   verdict: Verdict;
   reason: string;
+  rate_basis: RateBasis;
+  /** the measure's last less its first; within captures, the rate per step over the steps they span */
   rise_bytes: number;
-  /** null when the captures' times say nothing of the job's pace */
+  /** null when the captures' times (within captures: steps) say nothing of the job's pace */
   bytes_per_hour: number | null;
   bytes_per_step: number | null;
   bytes_per_capture: number;

@@ -250,6 +250,47 @@ test('the inlined source answers what the page holds, the errors it kept, and sa
   assert.match(missing.body.error, /does not hold module \(r, h, jit_f\(1\)\)/);
 });
 
+test("a family out of range is the server's 404 on the page too, by the allocator's name or its memory id", async () => {
+  // The server's own refusals (the timeline and buffers routes' query) and the page's data, on the demo leak.
+  const code = `
+import json
+from tb_leakfinder.read.discovery import runs_for_path
+from tb_leakfinder.engine import queries as answers
+from tb_leakfinder.engine.engine import Engine
+from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.views.standalone_page import StandalonePage
+(run,) = runs_for_path("demo_logs/tf_leak")
+engine = Engine(lambda: [run])
+snap = StandalonePage([run], engine)
+snap.gather()
+host = answers.report(engine, run)["runs"][0]["hosts"][0]
+allocator = host["allocators"][0]
+at = answers.allocator(answers.host(engine, run, host["host"]), allocator["allocator"])
+families = len(allocator["families"])
+refusals = []
+for family in (families, families + 7, -1):
+    for route, query in (("timeline", lambda: answers.timeline(at, 100, family=family)), ("buffers", lambda: answers.buffers(at, family=family))):
+        try:
+            query()
+        except LeakfinderError as exc:
+            refusals.append({"route": route, "family": family, "status": exc.status, "error": exc.message})
+where = {"run": run.name, "host": host["host"], "allocator": allocator["allocator"], "memory_id": allocator["memory_id"]}
+print(json.dumps({"data": json.loads(snap.script_data("")), "where": where, "families": families, "refusals": refusals}))
+`;
+  const {data, where, families, refusals} = python(code, '');
+  assert.equal(refusals.length, 6, 'the server refuses every family out of range');
+  const source = m.sourceOf(data);
+  for (const allocator of [where.allocator, where.memory_id]) {
+    const at = {run: where.run, host: where.host, allocator};
+    for (const {route, family, status, error} of refusals) {
+      const args = route === 'timeline' ? {...at, family, points: 900} : {...at, family};
+      assert.deepEqual(await source.get(route, args), {status, body: {error}}, `${route} family ${family} of ${allocator}`);
+    }
+    // A family the allocator has is answered.
+    assert.equal((await source.get('timeline', {...at, family: families - 1, points: 900})).status, 200);
+  }
+});
+
 test('a zoomed timeline is the inlined points of its window and one on each side', () => {
   const timeline = {allocator: '0', time_ps: [0, 10, 20, 30, 40, 50], heap_bytes: [1, 2, 3, 4, 5, 6], family_bytes: [0, 0, 1, 1, 2, 2], steps: [{step: 0}, {step: 1}, {step: 2}, {step: 3}, {step: 4}, {step: 5}]};
   const zoomed = m.timelineWindow(timeline, {start_ps: 15, end_ps: 35, points: 100});

@@ -84,6 +84,9 @@ test('a session belongs to the TensorBoard run before its last slash; its captur
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'profile'}]), 'heap floor (outlives every step)');
   assert.equal(m.measureLabel([{kind: 'one_moment'}]), 'live bytes (one moment)');
   assert.equal(m.measureLabel([{kind: 'profile'}, {kind: 'one_moment'}]), 'outlives every step');
+  // A profiled heap's captures are not chained: each point is what that capture kept.
+  assert.equal(m.measureLabel([{kind: 'profile'}], 'within_captures'), 'kept within its window');
+  assert.equal(m.measureLabel([{kind: 'profile'}], 'between_captures'), 'heap floor (outlives every step)');
 });
 
 test('addresses: hex parsed, unused gaps between ranges shrunk', () => {

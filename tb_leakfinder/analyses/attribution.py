@@ -66,6 +66,9 @@ from tb_leakfinder.model.sites import (
     MATCH_NEAR,
     MATCH_NO_HLO,
     MATCH_NONE,
+    NEAR_BY_SIZE,
+    NEAR_BY_TIME,
+    NEAR_BY_TIME_AND_SIZE,
     NO_SITE,
     Site,
 )
@@ -546,6 +549,19 @@ def _jitted_program(call: str) -> str:
 class Attribution:
     site: np.ndarray  # int32 per event: index into `sites` (0 for frees and what the profile does not tell)
     sites: list[Site]
+    # Every host call around each event, the frameworks' too, for what the user's frames alone cannot tell (an
+    # optimizer's step, a module's __init__): `stack` per event is a stack's index (-1: none), `calls` its call
+    # names, innermost first ("$torch/optim/adam.py:139 _init_group", "$class Linear"), found when asked.
+    stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    _chains: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    _index: CallIndex | None = None
+
+    def calls(self, stack: int) -> tuple[str, ...]:
+        """The host call names of stack `stack` (an index `stack` holds), innermost first."""
+        if self._index is None:
+            return ()
+        index = self._index
+        return tuple(index.spans.names[i] for i in index.chains.names(int(self._chains[stack])))
 
 
 @dataclass
@@ -568,7 +584,7 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     site = np.zeros(len(events), np.int32)
     allocs = np.flatnonzero(events.kind == ALLOC)
     if not len(allocs) or not (index.calls or index.has_programs):
-        return Attribution(site, sites)
+        return Attribution(site, sites, np.full(len(events), -1, np.int32))
     times = events.time_ps[allocs]
     lines = events.line[allocs]
     found = _executions(index, events, allocs)
@@ -630,7 +646,9 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
         column = getattr(events, name).copy()
         column[allocs] = np.where(given >= 0, given, column[allocs])
         setattr(events, name, column)
-    return Attribution(site, sites)
+    stack = np.full(len(events), -1, np.int32)
+    stack[allocs] = np.where(chains[chain_of] >= 0, chain_of, -1).reshape(-1)
+    return Attribution(site, sites, stack, chains, index)
 
 
 def _with_frames(site: Site, frames: tuple[str, ...], model: str) -> Site:
@@ -967,13 +985,23 @@ def _match(sizes: list[int], freed: list[bool] | None, program: _Program, index:
         if others:
             how = MATCH_AMBIGUOUS
             candidates = [f"{buffer.label} of {module.key}", *others] if not candidates else [*candidates, *others]
+        near_by = _near_by(by_time=program.near, by_size=how == MATCH_NEAR)
         if program.near and how in (MATCH_EXACT, MATCH_AMBIGUOUS):
             how = MATCH_NEAR  # the program was found by time alone
-        out.append(_program_site(module, buffer, how, tuple(candidates)))
+        out.append(_program_site(module, buffer, how, tuple(candidates), near_by))
     return out
 
 
-def _program_site(module: HloModule, buffer: _ProgramBuffer, how: str, candidates: tuple[str, ...]) -> tuple[Site, str, str, str]:
+def _near_by(by_time: bool, by_size: bool) -> str:
+    """The evidence a near match rests on: the program found by time alone, a buffer's size a few KiB off, or both."""
+    if by_time and by_size:
+        return NEAR_BY_TIME_AND_SIZE
+    return NEAR_BY_TIME if by_time else NEAR_BY_SIZE if by_size else ""
+
+
+def _program_site(
+    module: HloModule, buffer: _ProgramBuffer, how: str, candidates: tuple[str, ...], near_by: str = ""
+) -> tuple[Site, str, str, str]:
     b = module.buffers
     rows = np.flatnonzero(b.allocation == buffer.allocation)
     hlo_op = op_name = hlo_shape = source = ""
@@ -999,6 +1027,7 @@ def _program_site(module: HloModule, buffer: _ProgramBuffer, how: str, candidate
         hlo_shape=hlo_shape,
         source=source,
         match=how,
+        near_by=near_by,
         candidates=candidates,
     )
     shape = _SHAPE.match(hlo_shape)

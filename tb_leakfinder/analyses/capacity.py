@@ -11,7 +11,15 @@ import numpy as np
 
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
-from tb_leakfinder.model.memory import ALLOC, MemoryEvents
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    LIMIT_ALLOCATOR,
+    LIMIT_DEVICE,
+    LIMIT_MACHINE,
+    MACHINE_PROFILED,
+    AllocatorInfo,
+    MemoryEvents,
+)
 from tb_leakfinder.model.sites import Site
 
 # Below this share of free memory outside the largest free block, fragmentation is not worth a note.
@@ -19,13 +27,25 @@ HIGH_FRAGMENTATION = 0.25
 
 
 @dataclass
+class Limit:
+    """One bound on what an allocator can still take: its own, its device's, or its machine's memory."""
+
+    source: str  # LIMIT_*
+    bytes_available: int  # what is still free of it at window end
+    limit_bytes: int  # the whole of it: the allocator's capacity, the device's or the machine's memory
+    words: str  # how the forecast names it: "its allocator's limit (64.0 GiB)"
+
+
+@dataclass
 class Forecast:
-    bytes_available: int  # free at window end
+    bytes_available: int  # free at window end, of the smallest limit
     growth_bytes_per_step: float
     steps_to_oom: int
     step_duration_ps: int
     seconds_to_oom: float | None  # None when the step duration is unknown
-    description: str  # "At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)."
+    description: str  # "At +512 KiB/step the 15.2 GiB still free of its allocator's limit (16.0 GiB) runs out in …"
+    limit: str = LIMIT_ALLOCATOR  # which limit it ran against (LIMIT_*): the smallest that applies
+    limit_bytes: int = 0  # the whole of that limit
 
 
 def known_capacity(capacity_bytes: int, peak_bytes_in_use: int) -> int:
@@ -35,21 +55,41 @@ def known_capacity(capacity_bytes: int, peak_bytes_in_use: int) -> int:
     return capacity_bytes if capacity_bytes > peak_bytes_in_use else 0
 
 
-def forecast(events: MemoryEvents, growth_bytes_per_step: float, step_duration_ps: float, unit: str = "step") -> Forecast | None:
-    """When the allocator runs out at this growth, from what is free at window end; None without growth or capacity."""
-    if growth_bytes_per_step <= 0 or len(events) == 0:
+def limits(events: MemoryEvents, info: AllocatorInfo, machine_memory_bytes: int, machine_memory_of: str) -> list[Limit]:
+    """What bounds an allocator at window end: the free bytes its events report (its own limit, or its device's,
+    as its format says), and for host memory the machine's physical memory less what the allocator holds."""
+    if len(events) == 0:
+        return []
+    found = []
+    free, held = int(events.free_bytes[-1]), int(events.heap_bytes[-1]) + int(events.stack_bytes[-1])
+    if free > 0:
+        whose = "its device's memory" if info.free_bytes_of == LIMIT_DEVICE else "its allocator's limit"
+        found.append(Limit(info.free_bytes_of, free, free + held, f"{whose} ({format_bytes(free + held)})"))
+    if info.host_memory and machine_memory_bytes > held:
+        whose = "its host's" if machine_memory_of == MACHINE_PROFILED else "this machine's"
+        why = "" if machine_memory_of == MACHINE_PROFILED else "; the profile does not record its host's"
+        words = f"{whose} memory ({format_bytes(machine_memory_bytes)}{why})"
+        found.append(Limit(LIMIT_MACHINE, machine_memory_bytes - held, machine_memory_bytes, words))
+    return found
+
+
+def forecast(limits: list[Limit], growth_bytes_per_step: float, step_duration_ps: float, unit: str = "step") -> Forecast | None:
+    """When the allocator runs out at this growth, against the smallest of its limits (the one with the least still
+    free at window end); None without growth or a limit."""
+    if growth_bytes_per_step <= 0 or not limits:
         return None
-    available = int(events.free_bytes[-1])
-    if available <= 0:
-        return None
+    limit = min(limits, key=lambda m: m.bytes_available)
+    available = limit.bytes_available
     steps = int(available // growth_bytes_per_step)
     duration = round(step_duration_ps)
     seconds = steps * duration / 1e12 if duration > 0 else None
-    text = f"At +{format_bytes(growth_bytes_per_step)}/{unit} the {format_bytes(available)} still free runs out in about "
-    text += f"{about(steps)} {unit}s"
+    text = f"At +{format_bytes(growth_bytes_per_step)}/{unit} the {format_bytes(available)} still free of {limit.words} "
+    text += f"runs out in about {about(steps)} {unit}s"
     if seconds is not None:
         text += f" (about {format_duration_ps(seconds * 1e12)} at {format_duration_ps(duration)}/{unit})"
-    return Forecast(available, float(growth_bytes_per_step), steps, duration, seconds, text + ".")
+    return Forecast(
+        available, float(growth_bytes_per_step), steps, duration, seconds, text + ".", limit.source, limit.limit_bytes
+    )
 
 
 def about(n: int) -> str:
@@ -89,8 +129,11 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
 
 
 @dataclass
-class Holder:
-    where: str  # the frame that tells the buffers apart (see telling_frame), else their op, else BEFORE_TRACE or NOT_NAMED
+class HeldAtError:
+    """Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op
+    (what keeps buffers alive is a holder, analyses/holders.py)."""
+
+    where: str  # the frame that tells the buffers apart (telling_frames), else their op, else BEFORE_TRACE or NOT_NAMED
     bytes: int  # chunk bytes held at the error
     count: int  # buffers; 0 for the memory held from before the trace, whose buffers it does not list
     stack: list[str] = field(default_factory=list)  # the user's frames of its largest buffer, innermost first
@@ -101,7 +144,7 @@ class OutOfMemory:
     cause: str  # what says the capture was taken at the error: "its trace records 1 oom entry"
     held_bytes: int  # in use at the error: the heap at the capture's end
     capacity_bytes: int  # what the allocator had reserved from the device, at least what it held
-    holders: list[Holder]  # largest first, at most MAX_HOLDERS, the rest in one last row
+    held_at_error: list[HeldAtError]  # largest first, at most MAX_HELD_ROWS, the rest in one last row
     description: str  # "At the out-of-memory error 11.8 GiB of 11.8 GiB was held by: …"
     request_bytes: int | None = None  # what the failed request asked for, when the capture records it
     device_free_bytes: int | None = None  # what the device had free then, when recorded
@@ -110,8 +153,8 @@ class OutOfMemory:
 
 BEFORE_TRACE = "allocated before the trace began"
 NOT_NAMED = "(no frames or op recorded)"
-MAX_HOLDERS = 10
-HOLDERS_IN_SENTENCE = 5
+MAX_HELD_ROWS = 10
+HELD_IN_SENTENCE = 5
 
 
 def held_at_oom(
@@ -133,12 +176,12 @@ def held_at_oom(
     live = np.flatnonzero(buffers.status == NEVER_FREED)
     stacks = [sites[s].stack if 0 <= s < len(sites) else () for s in buffers.site[live].tolist()]
     depth = telling_frames(stacks)
-    by_where: dict[str, Holder] = {}
+    by_where: dict[str, HeldAtError] = {}
     largest: dict[str, int] = {}
     for b, stack in zip(live.tolist(), stacks, strict=True):
         where = stack[depth[stack]] if stack else events.strings[int(buffers.op[b])] or NOT_NAMED
         size = int(buffers.chunk_bytes[b])
-        row = by_where.setdefault(where, Holder(where, 0, 0))
+        row = by_where.setdefault(where, HeldAtError(where, 0, 0))
         row.bytes += size
         row.count += 1
         if size > largest.get(where, -1):
@@ -147,12 +190,12 @@ def held_at_oom(
     rows = list(by_where.values())
     earlier = held - sum(r.bytes for r in rows)
     if earlier > 0:
-        rows.append(Holder(BEFORE_TRACE, earlier, 0))
+        rows.append(HeldAtError(BEFORE_TRACE, earlier, 0))
     rows.sort(key=lambda r: (-r.bytes, r.where))
-    if len(rows) > MAX_HOLDERS:
-        rest = rows[MAX_HOLDERS - 1 :]
-        folded = Holder(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
-        rows = [*rows[: MAX_HOLDERS - 1], folded]
+    if len(rows) > MAX_HELD_ROWS:
+        rest = rows[MAX_HELD_ROWS - 1 :]
+        folded = HeldAtError(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
+        rows = [*rows[: MAX_HELD_ROWS - 1], folded]
     capacity = max(reserved_bytes, held)
     text = _held_sentence(cause, held, capacity, rows, request_bytes, device_free_bytes)
     return OutOfMemory(cause, held, capacity, rows, text, request_bytes, device_free_bytes, capacity - held)
@@ -185,10 +228,10 @@ def _common_prefix(stacks: set[tuple[str, ...]]) -> int:
 
 
 def _held_sentence(
-    cause: str, held: int, capacity: int, rows: list[Holder], request_bytes: int | None, device_free_bytes: int | None
+    cause: str, held: int, capacity: int, rows: list[HeldAtError], request_bytes: int | None, device_free_bytes: int | None
 ) -> str:
     parts = [f"{r.where} {format_bytes(r.bytes)}" + (f" ({r.count:,} buffers)" if r.count > 1 else "") for r in rows]
-    shown = parts[:HOLDERS_IN_SENTENCE]
+    shown = parts[:HELD_IN_SENTENCE]
     more = f" and {len(parts) - len(shown)} more" if len(parts) > len(shown) else ""
     asked = ""
     if request_bytes:

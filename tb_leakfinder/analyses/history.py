@@ -13,11 +13,19 @@ per hour of wall-clock time unless the captures' times are their files'
 modification times within COPIED_WITHIN_S of each other (files copied
 together, whose times say nothing of the job's pace).
 
+A profile whose heap counts only what a profiler saw allocated (PyTorch's CPU
+`Total Allocated`: `AllocatorPoint.profiled_heap`) never sees what the steps
+between captures freed, nor what they kept: each capture's heap starts where
+the last one's ended, with the temporaries freed in between still in it. Such
+a series is never chained from one capture to the next: its measure is what
+each capture kept within its own window (its heap's rate at its steps' ends
+times its steps), and its rates are those windows' rates (WITHIN_CAPTURES).
+
 The culprit is a family whose bytes kept within the windows agree with the
-growth between captures: one that grew in the profiles, or one made and kept
-in every window (a slow leak, too slow for one window to show it growing);
-across snapshots, the one that held more after most of them. When no family
-agrees, the growth is unexplained: it was allocated before each window.
+growth: one that grew in the profiles, or one made and kept in every window
+(a slow leak, too slow for one window to show it growing); across snapshots,
+the one that held more after most of them. When no family agrees, the growth
+is unexplained: it was allocated before each window.
 
 Captures of different programs, or of different hosts, are never merged into
 one series: the history says so.
@@ -48,6 +56,9 @@ COPIED_WITHIN_S = 10.0
 # A family's buffers kept within the windows agree with the growth between captures when their number is within
 # NOISE_SIGMAS standard deviations (of a count: its square root) and one buffer of what that growth predicts.
 NOISE_SIGMAS = 2.0
+# Series.rate_basis: what the rates are fitted to.
+BETWEEN_CAPTURES = "between_captures"  # the measure from one capture to the next
+WITHIN_CAPTURES = "within_captures"  # what each capture kept within its window (a profiled heap)
 
 
 @dataclass
@@ -84,6 +95,7 @@ class Series:
     families: list[FamilyTrend]  # those that grew, the culprit first
     time_note: str | None  # where the captures' times came from, when not from the captures themselves
     unexplained: str | None  # a leak no family accounts for: what grew before each window
+    rate_basis: str = BETWEEN_CAPTURES
 
 
 @dataclass
@@ -97,13 +109,28 @@ class History:
 
 
 def measure(point: CapturePoint) -> int:
-    """What a capture says outlives every step: a snapshot's live bytes, a profile's heap floor."""
-    return point.heap_end_bytes if point.kind == ONE_MOMENT else point.heap_floor_bytes
+    """What a capture says outlives every step: a snapshot's live bytes, a profile's heap floor; of a profile whose
+    heap counts only what profilers saw allocated, what it kept within its own window."""
+    if point.kind == ONE_MOMENT:
+        return point.heap_end_bytes
+    if point.profiled_heap:
+        return kept_within(point)
+    return point.heap_floor_bytes
 
 
-def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | None = None) -> History:
+def kept_within(point: CapturePoint) -> int:
+    """What a profile kept within its window: its heap's rate at its steps' ends times its steps (the temporaries
+    still live at its end are not kept), else, with fewer than two steps known, its heap's end less its start."""
+    steps = _window_steps(point)
+    if steps is not None and steps > 1:
+        return round(point.heap_growth_bytes_per_step * steps)
+    return point.heap_end_bytes - point.heap_start_bytes
+
+
+def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | None = None, record_events: str = "") -> History:
     """The history of a run's captures (each allocator of each host its own series); `num_captures` counts those
-    without any allocator too (no memory events), which give no point."""
+    without any allocator too (no memory events), which give no point; `record_events` says how their format
+    records memory events, when none has any."""
     captures = {p.capture for p in points}
     by_series: dict[tuple[str, str], list[CapturePoint]] = {}
     for p in points:
@@ -116,7 +143,8 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
         note = f"captures come from {len(hosts)} hosts ({', '.join(hosts[:5])}): each host's history is its own"
     if not series:
         total = num_captures if num_captures is not None else len(captures)
-        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures", note, [])
+        advice = f". {record_events}" if record_events else ""
+        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures{advice}", note, [])
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
     return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
@@ -173,23 +201,44 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     times = np.asarray([p.time_s for p in points], np.float64)
     steps = [_step(p) for p in points]
     timed, time_note = _clock(points)
-    rise = int(values[-1] - values[0]) if len(values) else 0
     several = len(points) > 1
-    per_hour = _slope(times, values) * 3600.0 if several and timed else (0.0 if timed else None)
-    per_step = _slope(np.asarray(steps, np.float64), values) if several and None not in steps else None
-    per_capture = _slope(np.arange(len(points), dtype=np.float64), values)
+    # The job's pace, where the captures' step numbers and times tell it: what turns a rate per step into one per hour.
+    firsts = [p.first_step for p in points]
+    paced = None not in firsts and several and timed
+    steps_per_hour = _slope(times, np.asarray(firsts, np.float64)) * 3600.0 if paced else None
+    within = points[0].kind != ONE_MOMENT and any(p.profiled_heap for p in points)
+    if within:
+        rise, per_step, per_capture, per_hour = _within_rates(points, values, steps_per_hour)
+    else:
+        rise = int(values[-1] - values[0]) if len(values) else 0
+        per_hour = _slope(times, values) * 3600.0 if several and timed else (0.0 if timed else None)
+        per_step = _slope(np.asarray(steps, np.float64), values) if several and None not in steps else None
+        per_capture = _slope(np.arange(len(points), dtype=np.float64), values)
     capacity = max((p.capacity_bytes for p in points), default=0)
-    families = _families(points, per_step, timed)
+    families = _families(points, per_step, timed, steps_per_hour)
     # In step order the times need not rise: the span is theirs all the same.
     span = f" over {format_duration_ps(float(np.ptp(times)) * 1e12)}" if timed and several else ""
     programs = sorted({p.program for p in points if p.program})
+    basis = WITHIN_CAPTURES if within else BETWEEN_CAPTURES
     common = (host, memory_id, label, points)
 
     def made(verdict: str, why: str, hours: float | None = None, unexplained: str | None = None) -> Series:
         if time_note is not None and not timed:
             why += f"; {time_note}"
         return Series(
-            *common, verdict, why, rise, per_hour, per_step, per_capture, hours, capacity, families, time_note, unexplained
+            *common,
+            verdict,
+            why,
+            rise,
+            per_hour,
+            per_step,
+            per_capture,
+            hours,
+            capacity,
+            families,
+            time_note,
+            unexplained,
+            basis,
         )
 
     if len(programs) > 1:
@@ -201,18 +250,21 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
             f"Inconclusive: {len(points)} capture(s){span} ({_signed(rise)}); "
             f"a history needs at least {MIN_CAPTURES} to tell growth from noise",
         )
-    rising = int(np.count_nonzero(np.diff(values) > 0))
     peak = max(p.peak_heap_bytes for p in points)
     enough = rise > max(MIN_RISE_BYTES, MIN_RISE_SHARE * peak)
     trend = per_hour if per_hour is not None else per_capture
-    if rising < math.ceil(RISING_SHARE * (len(points) - 1)) or not enough or trend <= 0:
-        return made(
-            NO_LEAK,
-            f"No leak: what outlives each step moved {_signed(rise)}{span} across {len(points)} captures, "
-            f"rising between {rising} of {len(points) - 1} of them",
-        )
+    if within:
+        rising, of = int(np.count_nonzero(values > 0)), len(points)
+        moved = f"its captures kept {_signed(float(values.sum()))} within their windows{span}, growing in {rising} of {of}"
+    else:
+        rising, of = int(np.count_nonzero(np.diff(values) > 0)), len(points) - 1
+        moved = f"what outlives each step moved {_signed(rise)}{span} across {len(points)} captures"
+        moved += f", rising between {rising} of {of} of them"
+    if rising < math.ceil(RISING_SHARE * of) or not enough or trend <= 0:
+        return made(NO_LEAK, f"No leak: {moved}" + (f"; {PROFILED_HEAP}" if within else ""))
     left = capacity - values[-1]
-    hours = float(left / per_hour) if per_hour is not None and per_hour > 0 and capacity and left > 0 else None
+    # A profiled heap's level is not known, only what the windows kept: no time to out-of-memory from it.
+    hours = float(left / per_hour) if per_hour is not None and per_hour > 0 and capacity and left > 0 and not within else None
     rate = f", {_signed(per_step)} per step" if per_step is not None else ""
     if not timed:
         rate += f", {_signed(per_capture)} per capture"
@@ -224,10 +276,36 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     if culprit is not None:
         named = f", from {_family_text(culprit)}"
     else:
-        unexplained = _unexplained(points, per_step)
+        unexplained = _unexplained(points, per_step, within)
         named = f"; {unexplained}"
-    why = f"Leak: {_signed(rise)}{span} across {len(points)} captures{rate}{named}{oom}"
+    if within:
+        pace = f"{_signed(per_step)} per step" if per_step is not None else f"{_signed(per_capture)} per capture"
+        at = f"about {_signed(rise)} over steps {points[0].first_step}..{points[-1].last_step}; " if per_step is not None else ""
+        why = f"Leak: {pace} kept within the windows of {len(points)} captures{span} ({at}{PROFILED_HEAP}){named}"
+    else:
+        why = f"Leak: {_signed(rise)}{span} across {len(points)} captures{rate}{named}{oom}"
     return made(LEAK, why, hours, unexplained)
+
+
+# Why a profiled heap's history is not chained from one capture to the next.
+PROFILED_HEAP = "its heap counts only what each capture saw allocated, so the steps between captures are not measured"
+
+
+def _within_rates(
+    points: list[CapturePoint], kept: np.ndarray, steps_per_hour: float | None
+) -> tuple[int, float | None, float, float | None]:
+    """A profiled heap's rise, and rates per step, capture and hour, from what each capture kept within its window:
+    the bytes kept over the steps of the windows, at the job's pace between captures."""
+    windows = [_window_steps(p) for p in points]
+    firsts, lasts = points[0].first_step, points[-1].last_step
+    if None in windows or firsts is None or lasts is None:
+        per_capture = float(kept.mean()) if len(kept) else 0.0
+        return int(kept.sum()), None, per_capture, None
+    per_step = float(kept.sum()) / sum(w for w in windows if w is not None)
+    starts = np.asarray([p.first_step for p in points], np.float64)
+    gap = float(np.diff(starts).mean()) if len(points) > 1 else float(windows[0] or 0)
+    per_hour = per_step * steps_per_hour if steps_per_hour is not None else None
+    return round(per_step * (lasts - firsts + 1)), per_step, per_step * gap, per_hour
 
 
 def _family_text(f: FamilyTrend) -> str:
@@ -241,27 +319,24 @@ def _captures_text(captures: list[str]) -> str:
     return f"{len(names)} captures ({shown})" if len(names) > 1 else f"capture {shown}"
 
 
-def _unexplained(points: list[CapturePoint], per_step: float | None) -> str:
-    held = ", ".join(format_bytes(p.heap_start_bytes) for p in points[:6]) + (", ..." if len(points) > 6 else "")
+def _unexplained(points: list[CapturePoint], per_step: float | None, within: bool) -> str:
     rate = f" ({_signed(per_step)} per step)" if per_step is not None else ""
+    if within:
+        return f"the growth is unexplained: no family made within the windows keeps bytes at the rate they kept{rate}"
+    held = ", ".join(format_bytes(p.heap_start_bytes) for p in points[:6]) + (", ..." if len(points) > 6 else "")
     return (
         f"the growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew{rate};"
         f" it was allocated before the windows (held when each began: {held})"
     )
 
 
-def _families(points: list[CapturePoint], per_step: float | None, timed: bool) -> list[FamilyTrend]:
+def _families(points: list[CapturePoint], per_step: float | None, timed: bool, steps_per_hour: float | None) -> list[FamilyTrend]:
     """The families that grew: within the profiles that saw them grow, kept new in every window, or from snapshot
-    to snapshot."""
+    to snapshot; `steps_per_hour`: the job's pace, when the captures' steps and times tell it."""
     seen: dict[str, list[tuple[int, FamilyPoint]]] = {}
     for k, p in enumerate(points):
         for f in p.families:
             seen.setdefault(f.key, []).append((k, f))
-    # The job's pace, where the captures' step numbers and times tell it: what turns a rate per step into one per hour.
-    steps = [p.first_step for p in points]
-    times = np.asarray([p.time_s for p in points], np.float64)
-    known = None not in steps and len(points) > 1 and timed
-    steps_per_hour = _slope(times, np.asarray(steps, np.float64)) * 3600.0 if known else None
     trends = []
     for key, found in seen.items():
         first, last = found[0][1], found[-1][1]

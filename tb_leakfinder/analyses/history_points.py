@@ -13,6 +13,7 @@ from tb_leakfinder.analyses.suspects import Family
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
 from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
+from tb_leakfinder.model.memory import LIMIT_MACHINE, AllocatorInfo
 from tb_leakfinder.model.sites import NO_SITE
 
 
@@ -28,11 +29,11 @@ def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints
         first_step=int(min(steps)) if steps else None,
         last_step=int(max(steps)) if steps else None,
         program=", ".join(sorted({module_base_name(m.name) for m in modules})),
-        allocators=[_allocator_point(a) for a in h.allocators],
+        allocators=[_allocator_point(a, profile.allocators.get(a.memory_id)) for a in h.allocators],
     )
 
 
-def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
+def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None) -> AllocatorPoint:
     s = a.summary
     return AllocatorPoint(
         memory_id=a.memory_id,
@@ -42,10 +43,21 @@ def _allocator_point(a: AllocatorAnalysis) -> AllocatorPoint:
         heap_end_bytes=int(s.heap_end_bytes),
         heap_floor_bytes=int(s.heap_floor_bytes),
         never_freed_bytes=int(s.never_freed_bytes),
-        capacity_bytes=known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use)),
+        capacity_bytes=_capacity(a),
         verdict=a.verdict.verdict,
         families=[_family(a, g) for g in a.suspects.families],
+        heap_growth_bytes_per_step=float(round(s.growth_bytes_per_step, 1)),
+        profiled_heap=info is not None and info.profiled_heap,
     )
+
+
+def _capacity(a: AllocatorAnalysis) -> int:
+    """The memory the allocator can hold at most: its own capacity, or its machine's memory when that is less (a CPU
+    allocator's limit may be more than the machine has); 0 when neither is known."""
+    s = a.summary
+    known = [known_capacity(int(s.memory_capacity_bytes), int(s.peak_bytes_in_use))]
+    known += [m.limit_bytes for m in a.limits if m.source == LIMIT_MACHINE]
+    return min((k for k in known if k > 0), default=0)
 
 
 def _family(a: AllocatorAnalysis, g: Family) -> FamilyPoint:

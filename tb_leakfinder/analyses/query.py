@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.errors import NotFoundError
 
@@ -19,10 +18,12 @@ def allocator_choices(allocators: Iterable[tuple[str, str]]) -> str:
     return ", ".join(label if label == memory_id else f"{label} (memory id {memory_id!r})" for label, memory_id in allocators)
 
 
-def find_allocator(h: HostAnalysis, allocator: str | None) -> AllocatorAnalysis:
-    """The allocator whose label or memory id is `allocator`; the device memory with the largest peak when None."""
+def find_allocator(h: HostAnalysis, allocator: str | None, record_events: str = "") -> AllocatorAnalysis:
+    """The allocator whose label or memory id is `allocator`; the device memory with the largest peak when None.
+    `record_events`: how the host's format records memory events, said when it has none."""
     if not h.allocators:
-        raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events. {verdicts.NO_EVENTS_REASON}")
+        advice = f" {record_events}" if record_events else ""
+        raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events.{advice}")
     if allocator is None:
         return h.largest_device()
     for a in h.allocators:

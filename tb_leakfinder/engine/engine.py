@@ -19,10 +19,11 @@ from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.model.history import HostPoints
+from tb_leakfinder.model.memory import MACHINE_READER
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
-from tb_leakfinder.read.formats.registry import format_of, read_host
+from tb_leakfinder.read.formats.registry import format_of, read_host, read_recordings
 from tb_leakfinder.store.consistency import check_consistent
 from tb_leakfinder.store.memory_cache import ComputeCache
 
@@ -83,11 +84,29 @@ class HostResult:
         return HostSide(host, report.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
 
 
-def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
-    """Everything tb_leakfinder derives from one host's profile."""
+def machine_memory_bytes() -> int:
+    """This machine's physical memory, 0 when the system does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def analyze_file(path: str, host: str, session_dir: str, recordings: str | None = None) -> HostResult:
+    """Everything tb_leakfinder derives from one host's profile, and from the file recorded beside it (`recordings`:
+    its path), which never hides the profile: one that cannot be read is a warning, the host analysed without it."""
     profile_format = format_of(path)
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
+    if not reading.profile.machine_memory_bytes:
+        # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
+        reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER
+    if recordings is not None:
+        try:
+            reading.profile.recordings = read_recordings(recordings)
+            reading.profile.recordings_file = recordings
+        except LeakfinderError as exc:
+            reading.profile.warnings.append(f"{exc.message}; the profile is reported without it")
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)
     return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)
@@ -108,10 +127,12 @@ def _weight(result: HostResult) -> int:
     return total + 1024
 
 
-def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, report.HostReport | None]:
+def analyze_result(
+    path: str, host: str, session_dir: str, recordings: str | None = None
+) -> tuple[HostResult, report.HostReport | None]:
     """`analyze_file` with its error kept as the result, and the host's report JSON (None on an error)."""
     try:
-        result = analyze_file(path, host, session_dir)
+        result = analyze_file(path, host, session_dir, recordings)
         return result, result.json()
     except LeakfinderError as exc:
         return HostResult(None, exc), None
@@ -119,10 +140,15 @@ def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, 
 
 def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_dir: str) -> HostResult:
     """`analyze_result`, stored on disk."""
-    result, body = analyze_result(key.path, host, session_dir)
+    result, body = analyze_result(key.path, host, session_dir, recorded_path(key))
     if disk is not None:
         disk.store(key, result, body, overview_rows(host, key.path, body, result.error), result.points())
     return result
+
+
+def recorded_path(key: FileIdentity) -> str | None:
+    """The path of the file recorded beside a host's profile that its identity holds, None without one."""
+    return None if key.recordings is None else key.recordings[0]
 
 
 def host_json(host: str, path: str, body: report.HostReport | None, error: LeakfinderError | None) -> report.HostReport:
@@ -358,7 +384,10 @@ class Engine:
             elif found is not None and key is not None:
                 points += capture_points(run.name, found, key.mtime_ns)
         unreadable = len({e["run"] for e in errors})
-        return report.history_json(count_unreadable(run_history(tb_run, points, len(sessions)), unreadable), errors)
+        # Captures without memory events are told how their format records them, as each capture's report is.
+        advice = report.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not points else ""
+        history = run_history(tb_run, points, len(sessions), advice)
+        return report.history_json(count_unreadable(history, unreadable), errors)
 
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""

@@ -102,7 +102,8 @@ def host(engine: Engine, run: Run, name: str | None) -> HostAt:
 
 def allocator(at: HostAt, name: str | None) -> AllocatorAt:
     """The host's allocator whose label or memory id is `name`; the device memory with the largest peak when None."""
-    return AllocatorAt(at.run, at.host, at.analysis, query.find_allocator(at.analysis, name))
+    advice = reports.record_events(at.analysis.profile.format)
+    return AllocatorAt(at.run, at.host, at.analysis, query.find_allocator(at.analysis, name, advice))
 
 
 def timeline(

@@ -42,6 +42,8 @@ class AllocatorPoint:
     capacity_bytes: int  # the allocator's memory at its peak (0: not known)
     verdict: str
     families: list[FamilyPoint] = field(default_factory=list)
+    heap_growth_bytes_per_step: float = 0.0  # the slope of the heap at its steps' ends, within the window
+    profiled_heap: bool = False  # its heap counts only what profilers saw allocated (`AllocatorInfo.profiled_heap`)
 
 
 @dataclass

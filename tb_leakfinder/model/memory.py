@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tb_leakfinder.model.columns import ascending, packed_argsort, stable_argsort
+from tb_leakfinder.model.recordings import Recordings
 
 ALLOC = 0
 FREE = 1
@@ -259,6 +260,14 @@ class Groups:
         return cls(z, z.copy(), z.copy())
 
 
+# AllocatorInfo.free_bytes_of, and which limit a forecast ran against (Forecast.limit).
+LIMIT_ALLOCATOR = "allocator"  # the allocator's own limit (BFC's memory limit)
+LIMIT_DEVICE = "device"  # the device's memory
+LIMIT_MACHINE = "machine"  # the physical memory of the machine, for an allocator of host memory
+# HostProfile.machine_memory_of: whose physical memory machine_memory_bytes is.
+MACHINE_PROFILED = "profiled_host"  # the profile records its host's
+MACHINE_READER = "reader"  # the profile does not: the machine that read it (the CLI's, TensorBoard's)
+
 # How an allocator whose events carry no key for it is named.
 NO_ALLOCATOR_KEY = "(no memory id)"
 
@@ -276,6 +285,12 @@ class AllocatorInfo:
     oom_request_bytes: int | None = None  # what the request that failed asked for, when the capture records it
     oom_device_free_bytes: int | None = None  # what the device had free then, when recorded
     guessed_pairs: str | None = None  # how its frees were paired with allocations by a guess, when they were
+    # Whose memory its events' free bytes are: the allocator's own limit (a BFC allocator's bytes_available) or the
+    # device's (a CUDA device's totalGlobalMem less what PyTorch's allocator holds): LIMIT_*.
+    free_bytes_of: str = "allocator"
+    # Its heap counts only what was allocated while a profiler recorded (PyTorch's CPU `Total Allocated`): what is
+    # freed while none records is never taken off, so one capture's heap does not continue the last one's.
+    profiled_heap: bool = False
 
 
 @dataclass(frozen=True)
@@ -316,6 +331,14 @@ class HostProfile:
     compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"
+    # The physical memory of the machine whose host memory its host-memory allocators hand out, 0 when not known,
+    # and whose it is (MACHINE_*): the profile's own record of its host, else the machine that read it.
+    machine_memory_bytes: int = 0
+    machine_memory_of: str = ""
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
     # views that offer what only one format has (XProf's tools, its capture advice).
     format: str = ""
+    # What the capture helper recorded beside the profile (docs/recordings.md), and that file's path: the engine
+    # reads it with the host; None and "" without one, or when it could not be read (a warning then says why).
+    recordings: Recordings | None = None
+    recordings_file: str = ""

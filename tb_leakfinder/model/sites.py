@@ -14,6 +14,10 @@ MATCH_AMBIGUOUS = "ambiguous"  # several have it: Site.candidates names them, Si
 MATCH_NEAR = "near"  # none has it exactly; its temporaries are within a few KiB of it
 MATCH_NONE = "none"  # no buffer of the program comes close
 MATCH_NO_HLO = "no_hlo"  # the program's HLO is not in the profile
+# Site.near_by: the evidence a MATCH_NEAR rests on.
+NEAR_BY_TIME = "time"  # the program was found by time alone: the one running on the allocation's device then
+NEAR_BY_SIZE = "size"  # the program is known, but none of its buffers has the size: its temporaries are a few KiB off
+NEAR_BY_TIME_AND_SIZE = "time_and_size"  # both
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Site:
     hlo_shape: str = ""  # "f32[1024,1024]"
     source: str = ""  # the instruction's source file and line, "/src/model.py:57"
     match: str = ""  # MATCH_*, "" outside a program
+    near_by: str = ""  # NEAR_BY_* when the match is MATCH_NEAR, else ""
     candidates: tuple[str, ...] = ()  # the program buffers of this size, when more than one could be it
     stack: tuple[str, ...] = ()  # the user's Python frames around the allocation, innermost first: "train.py:42 in step"
     # The innermost frame of a model library below the user's line: "Owlv2Attention.forward (modeling_owlv2.py:410)".

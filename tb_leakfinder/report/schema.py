@@ -19,6 +19,12 @@ Verdict = Literal["leak", "no_leak", "inconclusive"]
 LeakKind = Literal["growing", "persistent", "bounded", "window_end"]
 """growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent:
 made early and kept; window_end: made in the last step."""
+CauseId = Literal["graph_kept", "regrown", "optimizer_per_step", "modules_per_step", "cache_per_step", "variable_per_step"]
+"""Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's
+activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every
+step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their
+gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made
+each step."""
 BufferStatus = Literal["freed", "never_freed", "before_window"]
 SiteContext = Literal["program", "transfer", "outside", ""]
 """What the host was doing when buffers were made: running a compiled program, copying host data to the device, or
@@ -29,6 +35,10 @@ or allocation order and lifetime settle it), `ambiguous` (several do: `candidate
 taken in order), `near` (none has it exactly and a temporaries block a few KiB off is taken, or the program was
 found by time alone), `none` (no buffer comes close), `no_hlo` (the program's HLO is not in the profile); "" outside
 a program."""
+NearBy = Literal["time", "size", "time_and_size", ""]
+"""The evidence a `near` match rests on: `time` (the program was found by time alone: the one running on the
+allocation's own device then), `size` (the program is known from its execution, but none of its buffers has the
+allocation's size: a temporaries block a few KiB off is taken), `time_and_size` (both); "" for any other match."""
 BreakdownCategory = Literal["buffers", "stack", "before_window"]
 """`buffers`: a family of buffers live at the peak; `stack`: the stack reservation; `before_window`: heap no buffer
 of the window explains."""
@@ -37,8 +47,34 @@ WholeProgramReason = Literal["parameter", "live_out", "constant", "thread_local"
 FamilyStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]
 CaptureKind = Literal["profile", "one_moment"]
 """`profile`: memory events over a window; `one_moment`: a device memory profile's live buffers."""
+HolderKind = Literal[
+    "list",
+    "dict_entry",
+    "attribute",
+    "class_attribute",
+    "default_argument",
+    "closure",
+    "frame_local",
+    "global",
+    "module",
+    "buffer",
+    "autograd_graph",
+    "variable",
+]
+"""Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value
+(`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a
+function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a
+module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph
+saved, reached from a live tensor's grad_fn; a tf.Variable's value."""
+SearchStatus = Literal["complete", "partial", "failed"]
+"""How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found
+is true but not everything; `failed`, its error is the `warning`."""
 TimeSource = Literal["profile", "session_name", "file_mtime"]
 """Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime."""
+RateBasis = Literal["between_captures", "within_captures"]
+"""What a history's rates are fitted to: `between_captures`, its measure from one capture to the next;
+`within_captures`, what each capture kept within its own window, for a heap that counts only what a capture saw
+allocated (PyTorch's CPU heap), whose captures never continue one another."""
 
 
 class ErrorAnswer(TypedDict):
@@ -97,9 +133,47 @@ class Site(TypedDict):
     hlo_shape: Annotated[str, 'the HLO instruction\'s shape ("f32[1024,1024]")']
     source: Annotated[str, "the instruction's source file and line, the full path"]
     match: SiteMatch
+    near_by: NearBy
     model_frame: Annotated[str, 'the innermost frame of a model library below the user\'s line; "" when none']
     candidates: Annotated[list[str], "the program buffers it could be, when more than one has its size"]
     stack: Annotated[list[str], 'the user\'s Python frames, innermost first: "train.py:42 in train_step"']
+
+
+class Cause(TypedDict):
+    """A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed
+    buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py)."""
+
+    id: Annotated[CauseId, "its section of docs/causes.md: `docs/causes.md#<id>`"]
+    evidence: Annotated[str, "what in the profile shows it, in words"]
+    fix: Annotated[str, "the change that usually fixes it, in one sentence"]
+
+
+class Holder(TypedDict):
+    """A reference in the training process that keeps some of a family's never-freed buffers alive, found by the
+    capture helper (docs/recordings.md) and matched to the family by the buffers' addresses."""
+
+    path: Annotated[str, 'the access path in the user\'s terms: "model.heads", "metrics[\'loss_map\']", "total"']
+    kind: HolderKind
+    type: Annotated[str, 'the holder\'s type: "ModuleList", "list", "Tensor"']
+    count: Annotated[int, "how many of the family's never-freed buffers it keeps (of the family's `count`)"]
+    requested_bytes: Annotated[int, "their tensor bytes"]
+    chunk_bytes: Annotated[int, "their chunk bytes"]
+    all_listed: Annotated[bool, "false when the companion file listed only some of its buffers: `count` is then a floor"]
+    created: Annotated[str, 'where the holder was made: "train.py:40 in train"; "" when not known']
+    created_text: Annotated[str, 'that line\'s text, recorded at capture time; "" when not recorded']
+
+
+class HolderSearch(TypedDict):
+    """How the capture helper's search for holders went on this host, as its companion file says."""
+
+    status: SearchStatus
+    warning: Annotated[str, 'why it is partial or failed; "" when complete']
+    objects_visited: Annotated[int, "the Python objects it walked"]
+    elapsed_s: Annotated[float, "how long it took, in seconds"]
+    num_holders: Annotated[int, "holders it found, in every family"]
+    unmatched_count: Annotated[int, "never-freed buffers of the window it found no holder for"]
+    unmatched_bytes: Annotated[int, "their bytes"]
+    not_in_profile: Annotated[int, "addresses its holders list that are no never-freed buffer of this profile"]
 
 
 class Family(TypedDict):
@@ -129,7 +203,10 @@ class Family(TypedDict):
     chunk_bytes_per_step: Annotated[float, "the same in the allocator's chunk bytes"]
     score: Annotated[float, "how strongly it looks like the leak, 0 to 1: families are listed highest first"]
     where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
+    where_text: Annotated[str, 'that line\'s text, from the companion file (or, in the CLI, the local file); "" unknown']
     site: Site
+    holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most first, at most 20; [] unknown"]
+    cause: Annotated[Cause | None, "its likely cause; null unless it grows on a leaking allocator and the profile shows one"]
 
 
 class BreakdownRow(TypedDict):
@@ -147,10 +224,19 @@ class BreakdownRow(TypedDict):
     site: Site
 
 
-class Forecast(TypedDict):
-    """When the allocator runs out at the measured growth, from its free memory at window end."""
+ForecastLimit = Literal["allocator", "device", "machine"]
+"""What a forecast runs against, the smallest that applies: `allocator` (its own limit: BFC's memory limit),
+`device` (the device's memory: a CUDA device's `totalGlobalMem` in a PyTorch trace), `machine` (for host memory, the
+machine's physical memory: its host's when the profile records it, else the machine that read the profile)."""
 
-    bytes_available: Annotated[int, "free at window end"]
+
+class Forecast(TypedDict):
+    """When the allocator runs out at the measured growth, from what is still free at window end of the smallest
+    limit that applies."""
+
+    limit: ForecastLimit
+    limit_bytes: Annotated[int, "the whole of that limit: the allocator's capacity, the device's or the machine's memory"]
+    bytes_available: Annotated[int, "free at window end, of that limit"]
     growth_bytes_per_step: Annotated[float, "the leak rate it extrapolates"]
     steps_to_oom: int
     step_duration_ps: Annotated[int, "the median from one step's start to the next; 0 when unknown"]
@@ -158,9 +244,9 @@ class Forecast(TypedDict):
     description: Annotated[str, '"At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)."']
 
 
-class Holder(TypedDict):
-    """Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could
-    not name."""
+class HeldAtError(TypedDict):
+    """Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op,
+    else what the capture could not name."""
 
     where: Annotated[str, "the frame that tells its buffers apart (below a helper many share), else their op"]
     bytes: int
@@ -174,7 +260,7 @@ class OutOfMemory(TypedDict):
     cause: Annotated[str, 'what says the capture was taken at one: "its trace records 1 oom entry"']
     held_bytes: Annotated[int, "in use at the error: the heap at the capture's end"]
     capacity_bytes: Annotated[int, "what the allocator had reserved from the device (at least held_bytes)"]
-    holders: Annotated[list[Holder], "largest first, at most 10; a last row folds the rest"]
+    held_at_error: Annotated[list[HeldAtError], "by where it was made, largest first, at most 10; a last row folds the rest"]
     description: str
     request_bytes: Annotated[int | None, "what the failed request asked for; null when the capture does not say"]
     device_free_bytes: Annotated[int | None, "what the device had free at the error; null when not recorded"]
@@ -409,6 +495,8 @@ class _HostReportKeys(TypedDict):
     steps: list[Step]
     allocators: Annotated[list[AllocatorReport], "one per allocator (XProf memory id) with memory events"]
     modules: Annotated[list[ModuleSummary], "the compiled XLA programs of an XProf profile; [] for other formats"]
+    recordings_file: Annotated[str, 'the companion file read with the profile (docs/recordings.md); "" when none was']
+    holder_search: Annotated[HolderSearch | None, "how the search for holders went; null when none was recorded"]
 
 
 class HostReport(_HostReportKeys, total=False):
@@ -442,7 +530,10 @@ class HistoryCapture(TypedDict):
     peak_heap_bytes: int
     heap_end_bytes: int
     heap_floor_bytes: int
-    measure_bytes: Annotated[int, "what the trend follows: a profile's heap floor, a snapshot's live bytes"]
+    measure_bytes: Annotated[
+        int,
+        "what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window",
+    ]
     never_freed_bytes: int
     first_step: int | None
     last_step: int | None
@@ -475,8 +566,11 @@ class HistorySeries(TypedDict):
     allocator: str
     verdict: Verdict
     reason: str
-    rise_bytes: int
-    bytes_per_hour: Annotated[float | None, "null when the captures' times say nothing of the job's pace"]
+    rate_basis: RateBasis
+    rise_bytes: Annotated[int, "the measure's last less its first; within captures, the rate per step over the steps they span"]
+    bytes_per_hour: Annotated[
+        float | None, "null when the captures' times (within captures: steps) say nothing of the job's pace"
+    ]
     bytes_per_step: float | None
     bytes_per_capture: float
     hours_to_oom: float | None

@@ -23,6 +23,8 @@ from tb_leakfinder.analyses.capacity import Forecast as ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
 from tb_leakfinder.analyses.history import measure as history_measure
+from tb_leakfinder.analyses.holders import Holder as HolderResult
+from tb_leakfinder.analyses.holders import HolderStatus
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
@@ -30,6 +32,7 @@ from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailRe
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import NONE
 from tb_leakfinder.analyses.step_sources import StepSource as StepSourceResult
+from tb_leakfinder.analyses.suspects import Cause as FamilyCause
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
@@ -58,18 +61,24 @@ if TYPE_CHECKING:
         BufferPage,
         BufferStatus,
         CaptureKind,
+        Cause,
+        CauseId,
         ComparisonAnswer,
         Delta,
         Family,
         FamilyDiff,
         FamilyStatus,
         Forecast,
+        ForecastLimit,
         FormatHints,
         FormatListing,
         HistoryAnswer,
         HistoryCapture,
         HistoryFamily,
         HistorySeries,
+        Holder,
+        HolderKind,
+        HolderSearch,
         HostDiff,
         HostReport,
         LeakKind,
@@ -78,11 +87,14 @@ if TYPE_CHECKING:
         ModuleDetailBody,
         ModuleDiff,
         ModuleSummary,
+        NearBy,
         OutOfMemory,
         OverviewAnswer,
         OverviewRow,
+        RateBasis,
         ReportAnswer,
         RunReport,
+        SearchStatus,
         Site,
         SiteContext,
         SiteMatch,
@@ -96,7 +108,7 @@ if TYPE_CHECKING:
         Verdict,
     )
 
-REPORT_VERSION = 2
+REPORT_VERSION = 3
 # A JSON object read back (from the disk cache, where the shape check vouched for its keys) or not yet typed.
 Json = Mapping[str, Any]
 
@@ -124,6 +136,8 @@ def forecast_json(forecast: ForecastResult | None) -> Forecast | None:
     if forecast is None:
         return None
     return {
+        "limit": cast("ForecastLimit", forecast.limit),
+        "limit_bytes": forecast.limit_bytes,
         "bytes_available": forecast.bytes_available,
         "growth_bytes_per_step": round(forecast.growth_bytes_per_step, 1),
         "steps_to_oom": forecast.steps_to_oom,
@@ -145,6 +159,7 @@ def site_json(site: SiteResult) -> Site:
         "hlo_shape": site.hlo_shape,
         "source": site.source,
         "match": cast("SiteMatch", site.match),
+        "near_by": cast("NearBy", site.near_by),
         "model_frame": site.model_frame,
         "candidates": list(site.candidates),
         "stack": list(site.stack),
@@ -179,11 +194,32 @@ def format_listings() -> list[FormatListing]:
     return [{"name": f.hints.name, "capture": f.hints.capture, "layout": f.hints.layout} for f in registry.FORMATS]
 
 
+def holder_json(h: HolderResult) -> Holder:
+    return {
+        "path": h.path,
+        "kind": cast("HolderKind", h.kind),
+        "type": h.type_name,
+        "count": h.count,
+        "requested_bytes": h.requested_bytes,
+        "chunk_bytes": h.chunk_bytes,
+        "all_listed": h.all_listed,
+        "created": h.created,
+        "created_text": h.created_text,
+    }
+
+
+def holder_search_json(s: HolderStatus | None) -> HolderSearch | None:
+    if s is None:
+        return None
+    return {**cast("HolderSearch", asdict(s)), "status": cast("SearchStatus", s.status), "elapsed_s": round(s.elapsed_s, 3)}
+
+
 def _groups_json(a: AllocatorAnalysis) -> list[Family]:
     strings = a.events.strings
     families: list[Family] = []
     for i, g in enumerate(a.suspects.families):
         site = _site_at(a.sites, g.site)
+        holders = a.holders[i] if i < len(a.holders) else []
         families.append(
             {
                 "family": i,
@@ -208,10 +244,19 @@ def _groups_json(a: AllocatorAnalysis) -> list[Family]:
                 "chunk_bytes_per_step": round(g.chunk_bytes_per_step, 1),
                 "score": g.score,
                 "where": site.where,
+                "where_text": a.where_texts[i] if i < len(a.where_texts) else "",
                 "site": site_json(site),
+                "holders": [holder_json(h) for h in holders],
+                "cause": _cause_json(g.cause),
             }
         )
     return families
+
+
+def _cause_json(cause: FamilyCause | None) -> Cause | None:
+    if cause is None:
+        return None
+    return {"id": cast("CauseId", cause.id), "evidence": cause.evidence, "fix": cause.fix}
 
 
 def _breakdown_json(a: AllocatorAnalysis, r: Breakdown) -> BreakdownRow:
@@ -265,12 +310,16 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
     }
 
 
+def record_events(profile_format: str) -> str:
+    """How a host of this format gets memory events, in plain words: what a host without any is told."""
+    return registry.hints(profile_format).record_events.replace("`", "")
+
+
 def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
     """A host's verdict. With no memory events its reason says how its format records them (a PyTorch trace is
     not told about TensorFlow's allocator), and where its compiled programs are when it has some."""
-    record = registry.hints(h.profile.format).record_events.replace("`", "")
     programs = " Its compiled programs are in the static view." if modules else ""
-    no_events = f"{verdicts.NO_EVENTS_REASON} {record}{programs}"
+    no_events = f"{verdicts.NO_EVENTS_REASON} {record_events(h.profile.format)}{programs}"
     return verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
 
 
@@ -294,6 +343,8 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "steps": steps_json(h.profile.steps),
         "allocators": allocators,
         "modules": [module_summary_json(m) for m in modules],
+        "recordings_file": h.profile.recordings_file,
+        "holder_search": holder_search_json(h.holder_status),
     }
 
 
@@ -319,6 +370,8 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "steps": [],
         "allocators": [],
         "modules": [],
+        "recordings_file": "",
+        "holder_search": None,
     }
 
 
@@ -402,6 +455,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
             "allocator": s.label,
             "verdict": _verdict(s.verdict),
             "reason": s.reason,
+            "rate_basis": cast("RateBasis", s.rate_basis),
             "rise_bytes": s.rise_bytes,
             "bytes_per_hour": _rounded(s.bytes_per_hour, 1),
             "bytes_per_step": _rounded(s.bytes_per_step, 1),

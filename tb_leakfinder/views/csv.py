@@ -28,11 +28,13 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _FORMULA_FIRST = frozenset(FORMULA_STARTS)
 
 FAMILIES = "families"
+HOLDERS = "holders"
 PEAK_BREAKDOWN = "peak_breakdown"
 BUFFERS = "buffers"
 STATIC_BUFFERS = "static_buffers"
 COMPARE_GROUPS = "compare_families"
 SITE = "site"
+CAUSE = "cause"
 
 
 def neutralise(value: Any) -> str:
@@ -141,6 +143,20 @@ def _with_site(row: Json, columns: Json) -> Json:
     return out
 
 
+def cause_columns(row: Json) -> Json:
+    """A family row with its `cause` as three columns, in its place: `cause` (its id, "" when none),
+    `cause_evidence` and `cause_fix`."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if key == CAUSE:
+            out.update(
+                {CAUSE: value and value["id"], "cause_evidence": value and value["evidence"], "cause_fix": value and value["fix"]}
+            )
+        else:
+            out[key] = value
+    return out
+
+
 def site_rows(rows: Iterable[Json]) -> list[Json]:
     """Groups or peak breakdown rows, each with its own site as columns."""
     return [_with_site(row, site_columns(row[SITE])) for row in rows]
@@ -158,17 +174,19 @@ BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator
 
 
 def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str, Table]:
-    """The tables of a report: suspect families, peak breakdown, buffers (when `buffers` gives their pages), and
-    the static view's whole-program buffers."""
+    """The tables of a report: suspect families, their holders (one row each, by the family's index), peak breakdown,
+    buffers (when `buffers` gives their pages), and the static view's whole-program buffers."""
     where = ("run", "host", "allocator")
-    tables = {FAMILIES: Table(where), PEAK_BREAKDOWN: Table(where)}
+    tables = {FAMILIES: Table(where), HOLDERS: Table((*where, "family")), PEAK_BREAKDOWN: Table(where)}
     if buffers is not None:
         tables[BUFFERS] = Table(where)
     for run in report["runs"]:
         for host in run["hosts"]:
             for allocator in host["allocators"]:
                 at = (run["run"], host["host"], allocator["allocator"])
-                tables[FAMILIES].add(at, site_rows(allocator["families"]))
+                tables[FAMILIES].add(at, map(cause_columns, site_rows(allocator["families"])))
+                for family in allocator["families"]:
+                    tables[HOLDERS].add((*at, family["family"]), family["holders"])
                 tables[PEAK_BREAKDOWN].add(at, site_rows(allocator["peak_breakdown"]))
                 if buffers is not None:
                     tables[BUFFERS].add(at, buffer_rows(buffers(*at)))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, short_program_ids
+from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, held_by, short_program_ids
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
@@ -13,6 +14,21 @@ VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclu
 TOP_ROWS = 10
 CALLED_FROM = " ← "  # between a line of code and the Python frame that led to it
 TEXT_FRAMES = 2  # the Python frames a text row shows after its line of code
+# A holder's kind (report/schema.HolderKind) in words.
+HOLDER_KIND_WORDS = {
+    "list": "an element of a list",
+    "dict_entry": "a dict entry",
+    "attribute": "an attribute",
+    "class_attribute": "a class attribute",
+    "default_argument": "a mutable default argument",
+    "closure": "a closure cell",
+    "frame_local": "a local of a running function",
+    "global": "a module-level name",
+    "module": "a module's parameter or submodule",
+    "buffer": "a module's registered buffer",
+    "autograd_graph": "tensors an autograd graph saved",
+    "variable": "a tf.Variable",
+}
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -22,6 +38,38 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated before the window"}
+# Each cause in a few words, as the views lead its sentence; its page's section is CAUSES_PAGE#<id>.
+CAUSE_TITLES = {
+    "graph_kept": "the autograd graph is kept",
+    "regrown": "one buffer regrown every step",
+    "optimizer_per_step": "an optimizer made every step",
+    "modules_per_step": "modules made every step",
+    "cache_per_step": "a cache that gains an entry every step",
+    "variable_per_step": "a tf.Variable made every step",
+}
+CAUSES_PAGE = "docs/causes.md"
+
+
+def distinct_causes(families: list[Json]) -> list[tuple[str, str, str]]:
+    """(id, evidence, fix) of each likely cause of `families`, in the families' order: one per id, its families'
+    distinct evidence joined by "; " (the families of one graph share theirs)."""
+    evidence: dict[str, dict[str, None]] = {}
+    fixes: dict[str, str] = {}
+    for family in families:
+        cause = family["cause"]
+        if cause is not None:
+            evidence.setdefault(cause["id"], {})[cause["evidence"]] = None
+            fixes[cause["id"]] = cause["fix"]
+    return [(cause, "; ".join(said), fixes[cause]) for cause, said in evidence.items()]
+
+
+def cause_texts(families: list[Json]) -> list[str]:
+    """Each distinct likely cause of `families` in one sentence: "likely cause: the autograd graph is kept
+    (evidence) — fix: ..., see docs/causes.md#graph_kept"."""
+    return [
+        f"likely cause: {CAUSE_TITLES.get(cause, cause)} ({evidence}) — fix: {fix}, see {CAUSES_PAGE}#{cause}"
+        for cause, evidence, fix in distinct_causes(families)
+    ]
 
 
 def peak_text(a: Json, unit: str = "step") -> str:
@@ -76,6 +124,49 @@ def hint_for(a: Json, *tables: list[Json]) -> str | None:
     return str(a["stack_hint"]) if empty else None
 
 
+def holder_text(h: Json, family: Json, quote: Callable[[str], str] = lambda path: f"`{path}`") -> str:
+    """A family's holder: "held by `model.heads`: ModuleList, 24 of 24 never-freed buffers, 6.0 MiB (an attribute,
+    made at train.py:40 in train: self.heads = nn.ModuleList())"; `quote` puts its path (and line) as the view quotes
+    code."""
+    said = held_by(quote(h["path"]), h["type"], h["count"], family["count"], h["chunk_bytes"], at_least=not h["all_listed"])
+    details = [HOLDER_KIND_WORDS.get(h["kind"]) or str(h["kind"])]
+    if h["created"]:
+        details.append(f"made at {quote(h['created'])}" + (f": {quote(h['created_text'])}" if h["created_text"] else ""))
+    return f"{said} ({', '.join(details)})"
+
+
+def search_text(host: Json) -> str | None:
+    """How the search for the holders went on a host, when the capture helper searched: "holders: complete, 183,204
+    objects in 0.41 s; 2 never-freed buffers (1.0 MiB) held by nothing it found"."""
+    search = host["holder_search"]
+    if search is None:
+        return None
+    status = search["status"]
+    if status == "failed":
+        return f"holders: the search failed ({search['warning'] or 'no reason given'}); no holder is known"
+    text = f"holders: {status}, {search['objects_visited']:,} objects in {search['elapsed_s']:.2f} s"
+    if status == "partial":
+        text += f" ({search['warning'] or 'a bound was hit'}): the holders named are true, but there may be more"
+    if search["unmatched_count"]:
+        text += f"; {search['unmatched_count']:,} never-freed buffer(s) ({format_bytes(search['unmatched_bytes'])}) held by no"
+        text += " reference it found"
+    if search["not_in_profile"]:
+        text += f"; {search['not_in_profile']:,} address(es) its holders list are no never-freed buffer of this profile"
+    return text
+
+
+def family_notes(families: list[Json]) -> list[tuple[Json, list[str]]]:
+    """Each family shown that has holders or its line's text, with what to say of it: its holders, then its line."""
+    notes = []
+    for g in families:
+        said = [holder_text(h, g) for h in g["holders"]]
+        if g["where_text"]:
+            said.append(f"{g['where']}: {g['where_text']}")
+        if said:
+            notes.append((g, said))
+    return notes
+
+
 def compiled_programs_text(host: Json) -> str | None:
     """A device memory profile's compiled programs, per device, apart from its buffers; None when it has none."""
     programs = host["compiled_programs"]
@@ -127,6 +218,10 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"], rows)
         if len(a["families"]) > TOP_ROWS:
             lines.append(f"    … and {len(a['families']) - TOP_ROWS} more groups (see --json)")
+        for g, said in family_notes(families):
+            lines.append(f"    {g['label']}:")
+            lines += [f"      {line}" for line in said]
+        lines += [f"    {text}" for text in cause_texts(a["families"])]
     if breakdown:
         lines.append("    at the peak:")
         rows = [
@@ -230,6 +325,9 @@ def render_report(report: Json) -> str:
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['step_source']['description']}")
             lines += [f"  warning: {w}" for w in once_each(host["warnings"])]
+            searched = search_text(host)
+            if searched:
+                lines.append(f"  {searched}")
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
@@ -286,6 +384,8 @@ def render_history(history: Json) -> list[str]:
             lines.append(f"   times: {s['time_note']}")
         if s["unexplained"]:
             lines.append(f"   {s['unexplained']}")
+        # Within captures, a capture's heap at its start is what earlier ones left uncounted-for: not shown.
+        within = s["rate_basis"] == "within_captures"
         rows = [
             [
                 _when(c["time_s"]),
@@ -293,13 +393,14 @@ def render_history(history: Json) -> list[str]:
                 TIME_SOURCES.get(c["time_source"], c["time_source"]),
                 "-" if c["first_step"] is None else f"{c['first_step']}..{c['last_step']}",
                 format_bytes(c["measure_bytes"]),
-                format_bytes(c["heap_start_bytes"]),
+                *([] if within else [format_bytes(c["heap_start_bytes"])]),
                 format_bytes(c["peak_heap_bytes"]),
                 VERDICT_WORDS[c["verdict"]],
             ]
             for c in s["captures"]
         ]
-        headers = ["when", "capture", "time from", "steps", "outlives steps", "held at start", "peak heap", "its own verdict"]
+        measured = ["kept within"] if within else ["outlives steps", "held at start"]
+        headers = ["when", "capture", "time from", "steps", *measured, "peak heap", "its own verdict"]
         lines += _table(headers, rows)
         if s["families"]:
             grew = [

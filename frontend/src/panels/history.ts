@@ -40,8 +40,9 @@ export function captureCount(runs: readonly {run: string}[], name: string): numb
   return runs.filter((r) => tensorboardRun(r.run) === tbRun).length;
 }
 
-/** The label of what the trend follows, by the captures' kinds. */
-export function measureLabel(captures: readonly Pick<HistoryCapture, 'kind'>[]): string {
+/** The label of what the trend follows, by the captures' kinds and what the series' rates are fitted to. */
+export function measureLabel(captures: readonly Pick<HistoryCapture, 'kind'>[], basis: HistorySeries['rate_basis'] = 'between_captures'): string {
+  if (basis === 'within_captures') return 'kept within its window';
   const kinds = new Set(captures.map((c) => c.kind));
   if (kinds.size === 1 && kinds.has('profile')) return 'heap floor (outlives every step)';
   if (kinds.size === 1 && kinds.has('one_moment')) return 'live bytes (one moment)';
@@ -210,7 +211,9 @@ export class HistoryPanel {
     const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
       `${formatCount(s.captures.length)} captures of ${s.allocator} on ${s.host}${span}: ` +
-      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). ` +
+      (s.rate_basis === 'within_captures'
+        ? `each point is what that capture kept within its window: its heap counts only what the capture saw allocated, so the captures are not chained (${rates.join(', ')}). `
+        : `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). `) +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;
@@ -241,7 +244,7 @@ export class HistoryPanel {
       ],
       series: [
         {label: kind === 'time' ? 'time' : kind, value: (_u, v) => (kind === 'time' ? formatDateTime(v) : formatCount(v))},
-        {label: measureLabel(captures), scale: 'bytes', stroke: measure, width: 2, points: {show: true, size: 9, stroke: measure, fill: measure}, value: bytes},
+        {label: measureLabel(captures, s.rate_basis), scale: 'bytes', stroke: measure, width: 2, points: {show: true, size: 9, stroke: measure, fill: measure}, value: bytes},
         {label: 'heap peak', scale: 'bytes', stroke: peak, width: 1.5, dash: [5, 4], points: {show: true, size: 7, stroke: peak}, value: bytes},
       ],
       hooks: {
@@ -320,7 +323,7 @@ export class HistoryPanel {
     const rows: [string, string][] = [
       ['when', formatDateTime(c.time_s) + TIME_SOURCE[c.time_source]],
       ['steps', stepsText(c)],
-      [measureLabel([c]), formatBytes(c.measure_bytes)],
+      [measureLabel([c], this.series?.rate_basis), formatBytes(c.measure_bytes)],
       ['heap peak', formatBytes(c.peak_heap_bytes)],
       ['never freed', formatBytes(c.never_freed_bytes)],
       ['verdict', VERDICT_LABEL[c.verdict] ?? c.verdict],

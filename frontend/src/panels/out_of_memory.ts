@@ -17,7 +17,7 @@ function figures(oom: OutOfMemory): HTMLElement {
 }
 
 export function renderOutOfMemory(oom: OutOfMemory): HTMLElement {
-  const rows = oom.holders.map((h) => {
+  const rows = oom.held_at_error.map((h) => {
     const share = oom.held_bytes ? formatFraction(h.bytes / oom.held_bytes) : '—';
     const what = h.count ? `${formatCount(h.count)} buffer${h.count === 1 ? '' : 's'}` : 'not listed';
     const head = el('summary', {}, el('span', {class: 'lf-oom-where'}, h.where), el('span', {class: 'lf-oom-bytes'}, `${formatBytes(h.bytes)} · ${share} · ${what}`));
@@ -29,7 +29,7 @@ export function renderOutOfMemory(oom: OutOfMemory): HTMLElement {
   });
   return el(
     'div',
-    {class: 'lf-oom', 'data-out-of-memory-holders': String(oom.holders.length)},
+    {class: 'lf-oom', 'data-out-of-memory-rows': String(oom.held_at_error.length)},
     figures(oom),
     el('p', {class: 'lf-muted'}, `Taken at an out-of-memory error: ${oom.cause}. Where the held memory was made, largest first, by the line that tells its buffers apart (below a helper many allocations share); open a row for its whole stack.`),
     ...rows,

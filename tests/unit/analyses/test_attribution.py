@@ -177,6 +177,10 @@ def test_near_sizes_none_missing_hlo_and_outside_any_program(tmp_path, decoder):
         ("outside any program", "", ()),
         ("temporaries of jit_g(4)", "near", ()),
     ]
+    (gpu,) = analysed(tmp_path, b)["allocators"]
+    near_by = {g["op"]: g["site"]["near_by"] for g in gpu["families"]}
+    assert near_by["temporaries of jit_g(4)"] == "size"  # its execution is known: only the size is off
+    assert {by for op, by in near_by.items() if op != "temporaries of jit_g(4)"} == {""}
 
 
 def test_an_allocation_on_another_thread_gets_the_frames_of_the_call_that_launched_it(tmp_path, decoder):
@@ -309,6 +313,19 @@ def test_time_alone_names_only_a_program_of_the_allocations_own_device_and_says_
     host = analysed(tmp_path, b)
     named = {a["memory_id"]: [(g["op"], g["site"]["match"]) for g in a["families"]] for a in host["allocators"]}
     assert named == {"1": [("output 0 of jit_b(2)", "near")], "2": [("outside any program", "")]}
+    evidence = {a["memory_id"]: [g["site"]["near_by"] for g in a["families"]] for a in host["allocators"]}
+    assert evidence == {"1": ["time"], "2": [""]}
+
+
+def test_a_program_found_by_time_alone_whose_temporaries_are_a_few_kib_off_is_near_by_time_and_size(tmp_path, decoder):
+    temp = Buffer("t", "fusion", F32, (1024,), kind="temp")
+    b = _builder_with({"jit_a(1)": [Buffer("a", "add", F32, (256,)), temp], "jit_b(2)": [Buffer("b", "add", F32, (256,))]})
+    b.xla_module("/device:TPU:0", "jit_b(2)", 0, 10_000, run_id=0)
+    b.xla_module("/device:TPU:1", "jit_a(1)", 0, 10_000, run_id=1)
+    b.alloc(5_000, 0x1000, temp.size + 256, allocator="1", id_stat="index_on_host", op=None, shape=None, region=None, dtype=0)
+    (tpu,) = analysed(tmp_path, b)["allocators"]
+    ((op, site),) = [(g["op"], g["site"]) for g in tpu["families"]]
+    assert (op, site["match"], site["near_by"]) == ("temporaries of jit_a(1)", "near", "time_and_size")
 
 
 def test_a_transfer_no_call_takes_stays_outside_any_program(tmp_path, decoder):

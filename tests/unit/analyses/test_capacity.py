@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note, known_capacity
-from tb_leakfinder.model.memory import ALLOC, MemoryEvents
+from tb_leakfinder.analyses.capacity import about, forecast, fragmentation_note, known_capacity, limits
+from tb_leakfinder.model.memory import (
+    ALLOC,
+    LIMIT_DEVICE,
+    LIMIT_MACHINE,
+    MACHINE_PROFILED,
+    MACHINE_READER,
+    AllocatorInfo,
+    MemoryEvents,
+)
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.support.columns import memory_events
 from tests.support.training_loops import KIB, Loop, analyze
@@ -27,12 +35,14 @@ def test_forecast_from_free_memory_growth_and_step_duration(source):
     (a,) = analyze(_leaking_loop(source).b).allocators
     f = a.forecast
     assert f is not None and a.verdict.verdict == "leak"
+    assert (f.limit, f.limit_bytes) == ("allocator", FREE_AT_END + 20 * 512 * KIB)
     assert (f.bytes_available, f.growth_bytes_per_step) == (FREE_AT_END, 512 * KIB)
     assert f.steps_to_oom == FREE_AT_END // (512 * KIB) == 31129
     assert f.step_duration_ps == 100_000_000_000
     assert f.seconds_to_oom == pytest.approx(3112.9)
     assert f.description == (
-        "At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (about 52 min at 100 ms/step)."
+        "At +512 KiB/step the 15.2 GiB still free of its allocator's limit (15.2 GiB) runs out in about 31,000 steps"
+        " (about 52 min at 100 ms/step)."
     )
 
 
@@ -58,16 +68,66 @@ def test_no_forecast_without_growth_or_capacity():
 
     leaking = _leaking_loop("step_num")
     events = analyze(leaking.b).allocators[0].events
-    assert forecast(events, 0.0, 1e11) is None
+    gpu = AllocatorInfo("GPU:0", False)
+    assert forecast(limits(events, gpu, 0, ""), 0.0, 1e11) is None
     no_capacity = MemoryEvents(**{**vars(events), "free_bytes": np.zeros(len(events), np.int64)})
-    assert forecast(no_capacity, 512 * KIB, 1e11) is None
+    assert limits(no_capacity, gpu, 24 << 30, MACHINE_READER) == []  # a device's memory is not the machine's
+    assert forecast(limits(no_capacity, gpu, 24 << 30, MACHINE_READER), 512 * KIB, 1e11) is None
 
 
 def test_forecast_without_a_step_duration_leaves_the_time_out():
     events = analyze(_leaking_loop("step_num").b).allocators[0].events
-    f = forecast(events, 512 * KIB, 0.0)
+    f = forecast(limits(events, AllocatorInfo("GPU:0", False), 0, ""), 512 * KIB, 0.0)
     assert f is not None and f.seconds_to_oom is None
-    assert f.description == "At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps."
+    assert (
+        f.description
+        == "At +512 KiB/step the 15.2 GiB still free of its allocator's limit (15.2 GiB) runs out in about 31,000 steps."
+    )
+
+
+def _host_memory_events(held: int, free: int) -> MemoryEvents:
+    """One allocation of host memory leaving `held` in use and, by its allocator's word, `free` free."""
+    return memory_events([0], ALLOC, [0x10], [held], allocator="cpu", heap_bytes=[held], free_bytes=[free])
+
+
+def test_a_cpu_forecast_never_runs_past_the_machines_memory():
+    # TensorFlow's CPU BFC allocator reports a 64 GiB limit; the machine has 24 GiB.
+    events = _host_memory_events(held=1 << 30, free=63 << 30)
+    cpu = AllocatorInfo("cpu", True)
+    found = limits(events, cpu, 24 << 30, MACHINE_READER)
+    assert [(m.source, m.bytes_available, m.limit_bytes) for m in found] == [
+        ("allocator", 63 << 30, 64 << 30),
+        ("machine", 23 << 30, 24 << 30),
+    ]
+    f = forecast(found, 1 << 20, 1e11)
+    assert f is not None and (f.limit, f.limit_bytes, f.bytes_available) == ("machine", 24 << 30, 23 << 30)
+    assert f.steps_to_oom == 23 * 1024
+    assert f.description.startswith(
+        "At +1 MiB/step the 23 GiB still free of this machine's memory (24 GiB; the profile does not record its"
+        " host's) runs out in about 24,000 steps"
+    )
+    # Recorded by the profile, it is its host's; a machine with more memory than the allocator's limit leaves it be.
+    (host,) = [m for m in limits(events, cpu, 24 << 30, MACHINE_PROFILED) if m.source == LIMIT_MACHINE]
+    assert host.words == "its host's memory (24 GiB)"
+    roomy = forecast(limits(events, cpu, 256 << 30, MACHINE_READER), 1 << 20, 1e11)
+    assert roomy is not None and (roomy.limit, roomy.bytes_available) == ("allocator", 63 << 30)
+
+
+def test_host_memory_whose_allocator_reports_nothing_free_runs_against_the_machine():
+    # PyTorch's CPU allocator records no free memory at all.
+    events = _host_memory_events(held=4 << 20, free=0)
+    f = forecast(limits(events, AllocatorInfo("CPU", True), 24 << 30, MACHINE_READER), 128 * KIB, 0.0)
+    assert f is not None and (f.limit, f.bytes_available) == ("machine", (24 << 30) - (4 << 20))
+
+
+def test_a_devices_memory_is_named_as_the_devices():
+    # A PyTorch trace's CUDA device: its free bytes are totalGlobalMem less Total Allocated.
+    events = _host_memory_events(held=2 << 30, free=14 << 30)
+    f = forecast(
+        limits(events, AllocatorInfo("cuda:0", False, free_bytes_of=LIMIT_DEVICE), 24 << 30, MACHINE_READER), 1 << 20, 0.0
+    )
+    assert f is not None and (f.limit, f.limit_bytes) == ("device", 16 << 30)
+    assert "still free of its device's memory (16 GiB)" in f.description
 
 
 @pytest.mark.parametrize(("n", "text"), [(7, "7"), (99, "99"), (31129, "31,000"), (131043, "130,000"), (1_250_000, "1,300,000")])

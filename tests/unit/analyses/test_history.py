@@ -6,7 +6,15 @@ import dataclasses
 
 import pytest
 
-from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK, NO_LEAK, count_unreadable, run_history
+from tb_leakfinder.analyses.history import (
+    INCONCLUSIVE,
+    LEAK,
+    NO_LEAK,
+    WITHIN_CAPTURES,
+    count_unreadable,
+    measure,
+    run_history,
+)
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROFILE, CapturePoint, FamilyPoint
 
 MIB = 1 << 20
@@ -190,3 +198,76 @@ def test_growth_no_family_accounts_for_is_unexplained_with_what_each_window_bega
     assert s.unexplained is not None and s.unexplained in h.reason
     assert "no family made within the windows keeps bytes at the rate the captures grew (+4.1 KiB per step)" in s.unexplained
     assert s.unexplained.endswith("(held when each began: 101 MiB, 105 MiB, 109 MiB, 113 MiB)")
+
+
+def profiled(k: int, kept_per_step: int, stuck: int, families=()) -> CapturePoint:
+    """A PyTorch CPU capture of steps 12k+2..12k+5 keeping `kept_per_step` a step, whose heap began with what
+    every earlier capture kept and the `stuck` temporaries each left live at its end (freed unseen after it)."""
+    start = k * (4 * kept_per_step + stuck)
+    p = point(k, start, families=families)
+    return dataclasses.replace(
+        p,
+        first_step=12 * k + 2,
+        last_step=12 * k + 5,
+        heap_start_bytes=start,
+        heap_floor_bytes=start,
+        heap_end_bytes=start + 4 * kept_per_step + stuck,
+        peak_heap_bytes=start + 4 * kept_per_step + stuck + MIB,
+        heap_growth_bytes_per_step=float(kept_per_step),
+        profiled_heap=True,
+        capacity_bytes=0,
+    )
+
+
+def clone_family(kept_per_step: int) -> FamilyPoint:
+    return FamilyPoint(
+        "aten::clone float[32,1024]",
+        "aten::clone float[32,1024]",
+        "job.py:9 in step",
+        [],
+        "growing",
+        4 * kept_per_step,
+        float(kept_per_step),
+        4,
+    )
+
+
+def randn_family(stuck: int) -> FamilyPoint:
+    return FamilyPoint("aten::randn", "aten::randn", "job.py:7 in step", [], "window_end", stuck, 0.0, 1)
+
+
+def test_a_profiled_heap_is_never_chained_its_rate_is_what_each_window_kept():
+    # capture(start=2, count=4, every=12) of a job keeping 128 KiB a step, whose last step's 3 MiB of temporaries
+    # outlive each window: chained, the heap's floor would rise by 3.5 MiB a capture (+299 KiB a step).
+    kept, stuck = 128 << 10, 3 * MIB
+    points = [profiled(k, kept, stuck, [clone_family(kept), randn_family(stuck)]) for k in range(5)]
+    assert [measure(p) for p in points] == [4 * kept] * 5
+    h = run_history("job", points)
+    (s,) = h.series
+    assert (s.verdict, s.rate_basis, s.unexplained) == (LEAK, WITHIN_CAPTURES, None)
+    assert s.bytes_per_step == pytest.approx(kept) and s.bytes_per_capture == pytest.approx(12 * kept)
+    assert s.rise_bytes == kept * (53 - 2 + 1)  # steps 2..53 at that rate
+    assert s.bytes_per_hour == pytest.approx(kept * 12)  # 12 steps an hour between the captures' starts
+    assert s.hours_to_oom is None  # the heap's level is not known
+    assert [f.label for f in s.families] == ["aten::clone float[32,1024]"] and s.families[0].agrees
+    assert s.families[0].bytes_per_step == pytest.approx(kept)
+    assert h.reason.startswith(
+        "Leak: +128 KiB per step kept within the windows of 5 captures over 4 h (about +6.5 MiB over steps 2..53; its heap"
+        " counts only what each capture saw allocated, so the steps between captures are not measured), from aten::clone"
+    )
+
+
+def test_a_profiled_heap_that_keeps_nothing_within_its_windows_is_no_leak_whatever_its_start():
+    points = [profiled(k, 0, 3 * MIB, [randn_family(3 * MIB)]) for k in range(5)]
+    h = run_history("job", points)
+    assert h.verdict == NO_LEAK and h.series[0].bytes_per_step == 0
+    assert h.reason.startswith("No leak: its captures kept +0 B within their windows over 4 h, growing in 0 of 5")
+
+
+def test_a_profiled_heap_whose_growth_no_family_keeps_is_unexplained_without_blaming_before_the_windows():
+    points = [profiled(k, 128 << 10, 0, [randn_family(4096)]) for k in range(4)]
+    (s,) = run_history("job", points).series
+    assert s.verdict == LEAK and s.unexplained is not None
+    assert s.unexplained == (
+        "the growth is unexplained: no family made within the windows keeps bytes at the rate they kept (+128 KiB per step)"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -100,6 +102,11 @@ def test_leak_run_steps_come_from_the_markers_with_a_forecast():
     assert min(period) <= f["step_duration_ps"] <= max(period)
     assert f["seconds_to_oom"] == pytest.approx(f["steps_to_oom"] * f["step_duration_ps"] / 1e12, rel=1e-6)
     assert f["description"].startswith("At +512 KiB/step the ")
+    # A CPU allocator (BFC's limit is 64 GiB) never runs past this machine's memory, which the profile does not record.
+    machine = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    capacity = a["heap_end_bytes"] + a["peak_stack_reserved_bytes"] + f["bytes_available"] if f["limit"] == "allocator" else None
+    assert (f["limit"], f["limit_bytes"]) == (("machine", machine) if machine < 64 << 30 else ("allocator", capacity))
+    assert f["bytes_available"] == f["limit_bytes"] - a["heap_end_bytes"]
 
 
 def test_fixed_run_has_no_forecast():

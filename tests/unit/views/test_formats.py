@@ -99,6 +99,24 @@ def test_a_host_without_memory_events_is_told_how_its_own_format_records_them(tm
     assert "static view" not in torch["reason"]
 
 
+def test_routes_and_the_history_of_hosts_without_memory_events_give_their_own_formats_advice(tmp_path):
+    # Two captures of one TensorBoard run, PyTorch traces recorded without profile_memory.
+    (tmp_path / "job").mkdir()
+    for k in range(2):
+        write(tmp_path / "job" / f"worker0.{k}.pt.trace.json", [complete("aten::add", 1.0 + k, 2.0)])
+    client, _ = make_client(str(tmp_path))
+    runs = [r["run"] for r in json.loads(client.get(f"{PREFIX}/runs").get_data())["runs"]]
+    assert len(runs) == 2
+    record = registry.hints("torch_trace").record_events.replace("`", "")
+    for route in ("timeline", "buffers"):
+        answer = client.get(f"{PREFIX}/{route}", query_string={"run": runs[0]})
+        error = json.loads(answer.get_data())["error"]
+        assert answer.status_code == 404 and error.endswith(f"has no memory events. {record}")
+        assert "TF_CPU_ALLOCATOR_USE_BFC" not in error and "JAX" not in error
+    history = json.loads(client.get(f"{PREFIX}/history", query_string={"tb_run": "job"}).get_data())
+    assert history["verdict"] == "inconclusive" and history["reason"] == f"job: no memory events in its 2 captures. {record}"
+
+
 def test_an_empty_logdir_is_told_how_to_record_each_format(tmp_path):
     client, _ = make_client(str(tmp_path))
     body = json.loads(client.get(f"{PREFIX}/runs").get_data())

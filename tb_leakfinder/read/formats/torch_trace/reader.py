@@ -46,6 +46,7 @@ from tb_leakfinder.model.memory import (
     ALLOC,
     EVENT_COLUMNS,
     FREE,
+    LIMIT_DEVICE,
     SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
     AllocatorInfo,
@@ -364,7 +365,11 @@ def _times(values: array[float], earliest: float) -> np.ndarray:
 
 def _allocator(name: str, unaddressed: bool) -> AllocatorInfo:
     guess = "its frees are paired with allocations by size, having no address" if unaddressed else None
-    return AllocatorInfo("CPU" if name == DEVICE_TYPES[CPU_TYPE] else name, name == DEVICE_TYPES[CPU_TYPE], guessed_pairs=guess)
+    cpu = name == DEVICE_TYPES[CPU_TYPE]
+    # PyTorch's CPU allocator counts a buffer only when it is made while a profiler records memory, and takes it
+    # off only when it is freed while one does; a CUDA device's Total Allocated is its allocator's own count.
+    # A device's free bytes are its totalGlobalMem less Total Allocated (see `_events`): the device's memory.
+    return AllocatorInfo("CPU" if cpu else name, cpu, guessed_pairs=guess, profiled_heap=cpu, free_bytes_of=LIMIT_DEVICE)
 
 
 def _unaddressed(memory: _Memory) -> set[str]:
