@@ -32,6 +32,7 @@ from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailRe
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import NONE
 from tb_leakfinder.analyses.step_sources import StepSource as StepSourceResult
+from tb_leakfinder.analyses.suspects import Cause as FamilyCause
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
         BufferPage,
         BufferStatus,
         CaptureKind,
+        Cause,
+        CauseId,
         ComparisonAnswer,
         Delta,
         Family,
@@ -462,6 +465,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
                 )
                 for f in s.families
             ],
+            "cause": _cause_json(s.cause),
         }
         for s in h.series
     ]
@@ -474,6 +478,12 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
         "errors": errors or [],
         "series": series,
     }
+
+
+def _cause_json(cause: FamilyCause | None) -> Cause | None:
+    if cause is None:
+        return None
+    return {"id": cast("CauseId", cause.id), "evidence": cause.evidence, "fix": cause.fix}
 
 
 def _rounded(value: float | None, digits: int) -> float | None:

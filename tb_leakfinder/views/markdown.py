@@ -8,6 +8,8 @@ from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
 from tb_leakfinder.views.text import (
     CALLED_FROM,
+    CAUSE_TITLES,
+    CAUSES_PAGE,
     TOP_ROWS,
     breakdown_label,
     compiled_programs_text,
@@ -153,6 +155,13 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     return lines
 
 
+def _series_cause(series: Json) -> str:
+    cause = series["cause"]
+    title, page = CAUSE_TITLES.get(cause["id"], cause["id"]), f"{CAUSES_PAGE}#{cause['id']}"
+    where = f"{_cell(series['allocator'])} on {_cell(series['host'])}"
+    return f"- {where}: **likely cause: {title}** ({_cell(cause['evidence'])}) — fix: {cause['fix']}, see [{page}]({page})"
+
+
 def render_report(report: Json) -> str:
     """Each host's allocators of each run, under their verdicts; a run of several captures leads with its history,
     and each capture's verdict reads as its own."""
@@ -163,6 +172,8 @@ def render_report(report: Json) -> str:
         name = _cell(h["tb_run"]) or "(the logdir top)"
         lines += [f"## tb-leakfinder: history of `{name}` ({h['num_captures']} captures): {VERDICT[h['verdict']]}", ""]
         lines += [_cell(h["reason"]), ""]
+        causes = [_series_cause(s) for s in h["series"] if s["cause"] is not None]
+        lines += [*causes, ""] if causes else []
     for run in report["runs"]:
         what = "capture" if tensorboard_run(run["run"]) in histories else "tb-leakfinder:"
         own = " (on its own)" if what == "capture" else ""

@@ -38,6 +38,24 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated before the window"}
+# Each cause in a few words, as the views lead its sentence; its page's section is CAUSES_PAGE#<id>.
+CAUSE_TITLES = {
+    "graph_kept": "the autograd graph is kept",
+    "regrown": "one buffer regrown every step",
+    "optimizer_per_step": "an optimizer made every step",
+    "modules_per_step": "modules made every step",
+    "cache_per_step": "a cache that gains an entry every step",
+    "variable_per_step": "a tf.Variable made every step",
+    "recompile_per_step": "a function compiled again every step",
+}
+CAUSES_PAGE = "docs/causes.md"
+
+
+def cause_text(cause: Json) -> str:
+    """A likely cause in one sentence: "likely cause: a function compiled again every step (evidence) — fix: ...,
+    see docs/causes.md#recompile_per_step"."""
+    title = CAUSE_TITLES.get(cause["id"], cause["id"])
+    return f"likely cause: {title} ({cause['evidence']}) — fix: {cause['fix']}, see {CAUSES_PAGE}#{cause['id']}"
 
 
 def peak_text(a: Json, unit: str = "step") -> str:
@@ -351,6 +369,8 @@ def render_history(history: Json) -> list[str]:
             lines.append(f"   times: {s['time_note']}")
         if s["unexplained"]:
             lines.append(f"   {s['unexplained']}")
+        if s["cause"] is not None:
+            lines.append(f"   {cause_text(s['cause'])}")
         # Within captures, a capture's heap at its start is what earlier ones left uncounted-for: not shown.
         within = s["rate_basis"] == "within_captures"
         rows = [
