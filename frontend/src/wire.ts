@@ -550,6 +550,8 @@ export interface HostReport {
   recordings_file: string;
   /** how the search for holders went; null when none was recorded */
   holder_search: HolderSearch | null;
+  /** the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids as the capture has steps; else null */
+  cause: Cause | null;
   /** set, with no allocators, when its profile could not be analysed */
   error?: string;
   /** with `error`: the path of the file that could not be read */

@@ -29,10 +29,9 @@ is unexplained: it was allocated before each window.
 
 A series whose device memory profiles count more compiled programs capture
 after capture (RISING_SHARE of them, MIN_NEW_PROGRAMS at least) has the
-likely cause `recompile_per_step`: a function compiled again each step (a
-static argument that changes, a new `jax.jit` kept each step). Its programs are
-the evidence, whatever its bytes do: on CPU a program's code is not in the
-profile's bytes.
+likely cause `recompile_per_step` (analyses/recompiles.py; recompile_cause): a function
+compiled again each step. Its programs are the evidence, whatever its bytes
+do: on CPU a program's code is not in the profile's bytes.
 
 Captures of different programs, or of different hosts, are never merged into
 one series: the history says so.
@@ -46,6 +45,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
 from tb_leakfinder.analyses.suspects import Cause
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, SESSION_NAME, CapturePoint, FamilyPoint
@@ -61,16 +61,11 @@ MIN_RISE_SHARE = 0.01
 GROWING = "growing"
 MAX_FAMILIES = 10
 COPIED_WITHIN_S = 10.0
+# A series' compiled programs multiply when at least this many more were counted at its last capture than its first.
+MIN_NEW_PROGRAMS = 2
 # A family's buffers kept within the windows agree with the growth between captures when their number is within
 # NOISE_SIGMAS standard deviations (of a count: its square root) and one buffer of what that growth predicts.
 NOISE_SIGMAS = 2.0
-# A series' compiled programs multiply when at least this many more were counted at its last capture than its first.
-MIN_NEW_PROGRAMS = 2
-RECOMPILE_PER_STEP = "recompile_per_step"
-RECOMPILE_FIX = (
-    "make the argument that changes every step a traced value, not a static one (`static_argnums`), or create the"
-    " jitted function once, outside the loop"
-)
 # Series.rate_basis: what the rates are fitted to.
 BETWEEN_CAPTURES = "between_captures"  # the measure from one capture to the next
 WITHIN_CAPTURES = "within_captures"  # what each capture kept within its window (a profiled heap)

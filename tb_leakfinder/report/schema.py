@@ -500,6 +500,11 @@ class _HostReportKeys(TypedDict):
     modules: Annotated[list[ModuleSummary], "the compiled XLA programs of an XProf profile; [] for other formats"]
     recordings_file: Annotated[str, 'the companion file read with the profile (docs/recordings.md); "" when none was']
     holder_search: Annotated[HolderSearch | None, "how the search for holders went; null when none was recorded"]
+    cause: Annotated[
+        Cause | None,
+        "the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids"
+        " as the capture has steps; else null",
+    ]
 
 
 class HostReport(_HostReportKeys, total=False):

@@ -27,6 +27,7 @@ from tb_leakfinder.analyses.holders import Holder as HolderResult
 from tb_leakfinder.analyses.holders import HolderStatus
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
+from tb_leakfinder.analyses.recompiles import modules_cause
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailResult
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
@@ -338,6 +339,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "modules": [module_summary_json(m) for m in modules],
         "recordings_file": h.profile.recordings_file,
         "holder_search": holder_search_json(h.holder_status),
+        "cause": _cause_json(modules_cause(modules, len(h.profile.steps))),
     }
 
 
@@ -365,6 +367,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "modules": [],
         "recordings_file": "",
         "holder_search": None,
+        "cause": None,
     }
 
 

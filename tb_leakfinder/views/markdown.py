@@ -155,11 +155,11 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     return lines
 
 
-def _series_cause(series: Json) -> str:
-    cause = series["cause"]
+def _cause_line(cause: Json, where: str = "") -> str:
+    """A likely cause as a list item, `where` (a history's series) leading it."""
     title, page = CAUSE_TITLES.get(cause["id"], cause["id"]), f"{CAUSES_PAGE}#{cause['id']}"
-    where = f"{_cell(series['allocator'])} on {_cell(series['host'])}"
-    return f"- {where}: **likely cause: {title}** ({_cell(cause['evidence'])}) — fix: {cause['fix']}, see [{page}]({page})"
+    lead = f"{where}: " if where else ""
+    return f"- {lead}**likely cause: {title}** ({_cell(cause['evidence'])}) — fix: {cause['fix']}, see [{page}]({page})"
 
 
 def render_report(report: Json) -> str:
@@ -172,7 +172,7 @@ def render_report(report: Json) -> str:
         name = _cell(h["tb_run"]) or "(the logdir top)"
         lines += [f"## tb-leakfinder: history of `{name}` ({h['num_captures']} captures): {VERDICT[h['verdict']]}", ""]
         lines += [_cell(h["reason"]), ""]
-        causes = [_series_cause(s) for s in h["series"] if s["cause"] is not None]
+        causes = [_cause_line(s["cause"], f"{_cell(s['allocator'])} on {_cell(s['host'])}") for s in h["series"] if s["cause"]]
         lines += [*causes, ""] if causes else []
     for run in report["runs"]:
         what = "capture" if tensorboard_run(run["run"]) in histories else "tb-leakfinder:"
@@ -192,5 +192,7 @@ def render_report(report: Json) -> str:
             programs = compiled_programs_text(host)
             if programs:
                 lines += ["", _cell(programs)]
+            if host["cause"] is not None:
+                lines += ["", _cause_line(host["cause"])]
             lines.append("")
     return "\n".join(lines)

@@ -324,6 +324,8 @@ def render_report(report: Json) -> str:
             if host["modules"]:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
+            if host["cause"] is not None:
+                lines.append(f"  {cause_text(host['cause'])}")
         lines.append("")
     if report["errors"]:
         lines += [f"could not read {_files(len(report['errors']))}:", *render_errors(report["errors"]), ""]

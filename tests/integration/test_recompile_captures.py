@@ -1,7 +1,9 @@
 """recompile_per_step on real JAX CPU captures: loops whose compiled programs multiply (a static argument that is
 the step number; a new `jax.jit` kept each step) and their look-alikes (the same jitted function called with a
 constant; a new `jax.jit` each step that is not kept, whose programs go with it), each saving a device memory
-profile after every step (tests/support/recompile_programs.py, in a process of its own)."""
+profile after every step and profiling 4 steps in one XSpace session (tests/support/recompile_programs.py, in a
+process of its own). The history of the profiles sees the programs that are kept multiply; the XSpace session lists
+every program compiled per step, kept or not."""
 
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import re
 
 import pytest
 
+import tb_leakfinder
 from tb_leakfinder.views import cli
 from tests.support import capture_programs, recompile_programs
 from tests.support.capture_programs import ROOT
 
 
-def _history(mode: str, logdir, capsys) -> tuple[dict, dict]:
+def _history(mode: str, logdir, capsys) -> tuple[dict, dict, dict]:
+    """What the program wrote, the history of its device memory profiles and its XSpace session's host."""
     capture_programs.need("jax")
     script = ROOT / "tests" / "support" / "recompile_programs.py"
     written = capture_programs.run_script(script, [mode, str(logdir)])
@@ -23,12 +27,16 @@ def _history(mode: str, logdir, capsys) -> tuple[dict, dict]:
     assert cli.main(["history", str(logdir), "--tb-run", "memory_profiles", "--no-cache", "--json"]) == cli.EXIT_OK
     (series,) = json.loads(capsys.readouterr().out)["series"]
     assert len(series["captures"]) == recompile_programs.STEPS
-    return written, series
+    (session,) = written["sessions"]
+    (run,) = tb_leakfinder.analyze(session, cache=False)["runs"]
+    (host,) = run["hosts"]
+    assert host["num_steps"] == recompile_programs.CAPTURED
+    return written, series, host
 
 
 @pytest.mark.parametrize("mode", ["static_step", "new_jit_kept"])
 def test_a_program_compiled_every_step_is_the_likely_cause(mode, tmp_path, capsys):
-    written, series = _history(mode, tmp_path, capsys)
+    written, series, _ = _history(mode, tmp_path, capsys)
     cause = series["cause"]
     assert cause is not None and cause["id"] == "recompile_per_step"
     found = re.fullmatch(
@@ -47,5 +55,26 @@ def test_a_program_compiled_every_step_is_the_likely_cause(mode, tmp_path, capsy
 
 @pytest.mark.parametrize("mode", ["static_constant", "new_jit_dropped"])
 def test_a_program_compiled_once_or_dropped_with_its_function_gives_no_cause(mode, tmp_path, capsys):
-    _, series = _history(mode, tmp_path, capsys)
+    _, series, _ = _history(mode, tmp_path, capsys)
     assert series["cause"] is None
+
+
+@pytest.mark.parametrize(
+    ("mode", "per_step"), [("static_step", True), ("new_jit_kept", True), ("new_jit_dropped", True), ("static_constant", False)]
+)
+def test_one_xspace_capture_lists_a_program_compiled_per_step(mode, per_step, tmp_path, capsys):
+    written, _, host = _history(mode, tmp_path, capsys)
+    named = sorted(m["program_id"] for m in host["modules"] if m["module"] == written["program"])
+    if not per_step:
+        assert len(named) == 1 and host["cause"] is None
+        return
+    # The program of every step the session profiled, and of those before it whose programs JAX still holds.
+    assert len(named) >= recompile_programs.CAPTURED
+    cause = host["cause"]
+    assert cause["id"] == "recompile_per_step"
+    steps = recompile_programs.CAPTURED
+    listed = ", ".join(map(str, named))
+    assert cause["evidence"] == (
+        f"{len(named)} compiled programs named {written['program']} in a capture of {steps} steps, one or more per"
+        f" step: program ids {listed}"
+    )

@@ -1,6 +1,7 @@
 """JAX loops that compile a program per step, and their look-alike that compiles once, each saving a device memory
-profile after every step (`capture(memory_profile_every=1)`); run as `python recompile_programs.py MODE LOGDIR`, it
-prints one JSON object: the profiles it saved and the line of the call that compiled the step's program.
+profile after every step (`capture(memory_profile_every=1)`) and profiling steps 1..CAPTURED in one XSpace session;
+run as `python recompile_programs.py MODE LOGDIR`, it prints one JSON object: the profiles it saved, the line of
+the call that compiled the step's program and the name JAX gives that program.
 
 MODE: `static_step` (a jitted function whose static argument is the step number), `new_jit_kept` (a new
 `jax.jit(lambda ...)` each step, kept in a list), `new_jit_dropped` (the same, not kept), `static_constant`
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 
 STEPS = 5
+CAPTURED = 4  # the XSpace session's steps
 MODES = ("static_step", "new_jit_kept", "new_jit_dropped", "static_constant")
 
 
@@ -30,7 +33,8 @@ def main(mode: str, logdir: str) -> dict:
     x = jnp.ones((32, 32))
     kept = []
     lines: set[int] = set()
-    with tb_leakfinder.capture(logdir, start=1, count=1, framework="jax", memory_profile_every=1) as cap:
+    names: set[str] = set()
+    with tb_leakfinder.capture(logdir, start=1, count=CAPTURED, framework="jax", memory_profile_every=1) as cap:
         for step in range(STEPS + 1):
             with cap.step(step):
                 here = inspect.currentframe()
@@ -48,11 +52,17 @@ def main(mode: str, logdir: str) -> dict:
                     lines.add(here.f_lineno + 1)
                     y = fresh(x)
                 y.block_until_ready()
+                if not names:  # JAX's name of the step's program, as it lowers it (lowering compiles nothing)
+                    lowered = jitted.lower(x, step) if mode.startswith("static") else fresh.lower(x)
+                    names.add(re.search(r"module @(\S+)", lowered.as_text())[1])
     (line,) = lines
+    (name,) = names
     return {
         "memory_profiles": [str(p) for p in cap.memory_profiles],
         "steps": [int(p.stem.rpartition("_")[2]) for p in cap.memory_profiles],
         "compiled_at": f"recompile_programs.py:{line} in main",
+        "program": name,  # "jit_scaled", "jit__lambda"
+        "sessions": [str(s.path) for s in cap.sessions],
     }
 
 
