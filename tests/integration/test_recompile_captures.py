@@ -78,3 +78,9 @@ def test_one_xspace_capture_lists_a_program_compiled_per_step(mode, per_step, tm
         f"{len(named)} compiled programs named {written['program']} in a capture of {steps} steps, one or more per"
         f" step: program ids {listed}"
     )
+    (session,) = written["sessions"]
+    page = tmp_path / "report.md"
+    assert cli.main(["report", session, "--no-cache", "--markdown", str(page)]) == cli.EXIT_OK
+    said = f"likely cause: a function compiled again every step ({cause['evidence']}) — fix: {cause['fix']}"
+    assert f"  {said}, see docs/causes.md#recompile_per_step" in capsys.readouterr().out
+    assert f"**likely cause: a function compiled again every step** ({cause['evidence']})" in page.read_text()
