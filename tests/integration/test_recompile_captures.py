@@ -18,13 +18,27 @@ from tests.support import capture_programs, recompile_programs
 from tests.support.capture_programs import ROOT
 
 
-def _history(mode: str, logdir, capsys) -> tuple[dict, dict, dict]:
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """Each mode's program run once (in a process of its own), its logdir kept for the module's tests."""
+    made: dict[str, dict] = {}
+
+    def run(mode: str) -> tuple[dict, str]:
+        if mode not in made:
+            capture_programs.need("jax")
+            logdir = tmp_path_factory.mktemp(mode)
+            script = ROOT / "tests" / "support" / "recompile_programs.py"
+            made[mode] = {"written": capture_programs.run_script(script, [mode, str(logdir)]), "logdir": str(logdir)}
+        return made[mode]["written"], made[mode]["logdir"]
+
+    return run
+
+
+def _history(mode: str, captured, capsys) -> tuple[dict, dict, dict]:
     """What the program wrote, the history of its device memory profiles and its XSpace session's host."""
-    capture_programs.need("jax")
-    script = ROOT / "tests" / "support" / "recompile_programs.py"
-    written = capture_programs.run_script(script, [mode, str(logdir)])
+    written, logdir = captured(mode)
     assert written["steps"] == list(range(1, recompile_programs.STEPS + 1))
-    assert cli.main(["history", str(logdir), "--tb-run", "memory_profiles", "--no-cache", "--json"]) == cli.EXIT_OK
+    assert cli.main(["history", logdir, "--tb-run", "memory_profiles", "--no-cache", "--json"]) == cli.EXIT_OK
     (series,) = json.loads(capsys.readouterr().out)["series"]
     assert len(series["captures"]) == recompile_programs.STEPS
     (session,) = written["sessions"]
@@ -35,8 +49,8 @@ def _history(mode: str, logdir, capsys) -> tuple[dict, dict, dict]:
 
 
 @pytest.mark.parametrize("mode", ["static_step", "new_jit_kept"])
-def test_a_program_compiled_every_step_is_the_likely_cause(mode, tmp_path, capsys):
-    written, series, _ = _history(mode, tmp_path, capsys)
+def test_a_program_compiled_every_step_is_the_likely_cause(mode, captured, capsys):
+    written, series, _ = _history(mode, captured, capsys)
     cause = series["cause"]
     assert cause is not None and cause["id"] == "recompile_per_step"
     found = re.fullmatch(
@@ -54,16 +68,16 @@ def test_a_program_compiled_every_step_is_the_likely_cause(mode, tmp_path, capsy
 
 
 @pytest.mark.parametrize("mode", ["static_constant", "new_jit_dropped"])
-def test_a_program_compiled_once_or_dropped_with_its_function_gives_no_cause(mode, tmp_path, capsys):
-    _, series, _ = _history(mode, tmp_path, capsys)
+def test_a_program_compiled_once_or_dropped_with_its_function_gives_no_cause(mode, captured, capsys):
+    _, series, _ = _history(mode, captured, capsys)
     assert series["cause"] is None
 
 
 @pytest.mark.parametrize(
     ("mode", "per_step"), [("static_step", True), ("new_jit_kept", True), ("new_jit_dropped", True), ("static_constant", False)]
 )
-def test_one_xspace_capture_lists_a_program_compiled_per_step(mode, per_step, tmp_path, capsys):
-    written, _, host = _history(mode, tmp_path, capsys)
+def test_one_xspace_capture_lists_a_program_compiled_per_step(mode, per_step, captured, tmp_path, capsys):
+    written, _, host = _history(mode, captured, capsys)
     named = sorted(m["program_id"] for m in host["modules"] if m["module"] == written["program"])
     if not per_step:
         assert len(named) == 1 and host["cause"] is None
