@@ -158,7 +158,11 @@ def compiled_programs_text(host: Json) -> str | None:
     programs = host["compiled_programs"]
     if not programs:
         return None
-    each = "; ".join(f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" for c in programs)
+    # On CPU a program's code is host memory: the profile gives it 0 bytes, and only its count says anything.
+    each = "; ".join(
+        f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" if c["bytes"] else f"{c['count']} on {c['device']} (0 B)"
+        for c in programs
+    )
     return f"compiled programs (their code and constants, not buffers): {each}"
 
 
