@@ -15,6 +15,7 @@ import {StaticPanel} from './panels/static';
 import {renderSummary} from './panels/summary';
 import {TimelinePanel, type TimeRange} from './panels/timeline';
 import {renderVerdict} from './panels/verdict';
+import {processBanner} from './panels/process_memory';
 import type {SiteLinks} from './sites';
 
 export interface ViewData {
@@ -112,12 +113,14 @@ export class RunView {
     }
     const capture = data.history ? `This capture (${sel.run}), on its own:` : undefined;
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture));
+    const process = processBanner(host);
+    if (process) this.element.append(process);
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.allocator};
       const clock = hostClock(host);
       this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.one_moment));
-      this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock);
+      this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock, host.process_memory);
       this.lifetimes = new LifetimesPanel(
         cache,
         sel,

@@ -48,7 +48,7 @@ import numpy as np
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
 from tb_leakfinder.analyses.suspects import Cause
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
-from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, SESSION_NAME, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -287,6 +287,8 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     unexplained = None
     if culprit is not None:
         named = f", from {_family_text(culprit)}"
+    elif memory_id.startswith(PROCESS_PREFIX):
+        named = ""  # the process's memory outside the allocators: no family could explain it
     else:
         unexplained = _unexplained(points, per_step, within)
         named = f"; {unexplained}"

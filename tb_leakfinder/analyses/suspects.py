@@ -77,6 +77,7 @@ class Family:
     bytes_per_step: float  # tensor bytes, fitted from the onset on (growing families; else 0)
     chunk_bytes_per_step: float
     score: float
+    cause: Cause | None = None  # likely cause, growing families of a leaking allocator only (analyses/causes.py)
 
 
 @dataclass

@@ -13,10 +13,12 @@ from tb_leakfinder.views.text import (
     TOP_ROWS,
     breakdown_label,
     compiled_programs_text,
+    distinct_causes,
     family_notes,
     hint_for,
     holder_text,
     peak_text,
+    process_memory_lines,
     search_text,
     where_parts,
 )
@@ -141,6 +143,12 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
         notes = family_notes_markdown(families)
         if notes:
             lines += ["", *notes]
+        causes = [
+            f"- **likely cause: {CAUSE_TITLES.get(cause, cause)}** ({_cell(evidence)}) — fix: {fix}, see "
+            f"[{CAUSES_PAGE}#{cause}]({CAUSES_PAGE}#{cause})"
+            for cause, evidence, fix in distinct_causes(a["families"])
+        ]
+        lines += ["", *causes] if causes else []
     if breakdown:
         lines += ["", "At the peak:", "", "| op shape region | dtype | count | bytes | where |", "|---|---|---:|---:|---|"]
         lines += [
@@ -160,6 +168,22 @@ def _cause_line(cause: Json, where: str = "") -> str:
     title, page = CAUSE_TITLES.get(cause["id"], cause["id"]), f"{CAUSES_PAGE}#{cause['id']}"
     lead = f"{where}: " if where else ""
     return f"- {lead}**likely cause: {title}** ({_cell(cause['evidence'])}) — fix: {cause['fix']}, see [{page}]({page})"
+
+
+def _process_memory(host: Json) -> list[str]:
+    p = host.get("process_memory")
+    if p is None:
+        return [] if host.get("error") else ["", f"_{_cell(process_memory_lines(host)[0])}_"]
+    lines = ["", f"#### {_cell(host['host'])} · process memory: {VERDICT[p['verdict']]}", "", _cell(p["reason"]), ""]
+    lines += ["| process | measure | rate per step | grows |", "|---|---|---:|---|"]
+    grows = "yes" if p["main_grows"] else ""
+    lines.append(f"| training process | RSS | {_signed(p['bytes_per_step'])} outside the allocators | {grows} |")
+    lines += [
+        f"| worker pid {w['pid']} | {w['measure'].upper()} | {_signed(w['bytes_per_step'])} | {'yes' if w['grows'] else ''} |"
+        for w in p["workers"]
+    ]
+    lines += [f"- likely: {_cell(c['title'])}. Fix: {_cell(c['fix'])} ([{c['doc']}]({c['doc']}))" for c in p["causes"]]
+    return lines
 
 
 def render_report(report: Json) -> str:
@@ -189,6 +213,7 @@ def render_report(report: Json) -> str:
             for a in host["allocators"]:
                 lines += ["", f"#### {_cell(host['host'])} · {_cell(a['allocator'])}: {VERDICT[a['verdict']]}", ""]
                 lines += render_allocator(a, unit)
+            lines += _process_memory(host)
             programs = compiled_programs_text(host)
             if programs:
                 lines += ["", _cell(programs)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tb_leakfinder.analyses.process_memory import NOT_RECORDED
 from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, held_by, short_program_ids
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
@@ -56,6 +57,28 @@ def cause_text(cause: Json) -> str:
     see docs/causes.md#recompile_per_step"."""
     title = CAUSE_TITLES.get(cause["id"], cause["id"])
     return f"likely cause: {title} ({cause['evidence']}) — fix: {cause['fix']}, see {CAUSES_PAGE}#{cause['id']}"
+
+
+def distinct_causes(families: list[Json]) -> list[tuple[str, str, str]]:
+    """(id, evidence, fix) of each likely cause of `families`, in the families' order: one per id, its families'
+    distinct evidence joined by "; " (the families of one graph share theirs)."""
+    evidence: dict[str, dict[str, None]] = {}
+    fixes: dict[str, str] = {}
+    for family in families:
+        cause = family["cause"]
+        if cause is not None:
+            evidence.setdefault(cause["id"], {})[cause["evidence"]] = None
+            fixes[cause["id"]] = cause["fix"]
+    return [(cause, "; ".join(said), fixes[cause]) for cause, said in evidence.items()]
+
+
+def cause_texts(families: list[Json]) -> list[str]:
+    """Each distinct likely cause of `families` in one sentence: "likely cause: the autograd graph is kept
+    (evidence) — fix: ..., see docs/causes.md#graph_kept"."""
+    return [
+        f"likely cause: {CAUSE_TITLES.get(cause, cause)} ({evidence}) — fix: {fix}, see {CAUSES_PAGE}#{cause}"
+        for cause, evidence, fix in distinct_causes(families)
+    ]
 
 
 def peak_text(a: Json, unit: str = "step") -> str:
@@ -211,6 +234,7 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         for g, said in family_notes(families):
             lines.append(f"    {g['label']}:")
             lines += [f"      {line}" for line in said]
+        lines += [f"    {text}" for text in cause_texts(a["families"])]
     if breakdown:
         lines.append("    at the peak:")
         rows = [
@@ -322,6 +346,7 @@ def render_report(report: Json) -> str:
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
                 lines += render_allocator(a, unit, host["one_moment"])
+            lines += [f"  {line}" for line in process_memory_lines(host)]
             programs = compiled_programs_text(host)
             if programs:
                 lines.append(f"  {programs}")
@@ -334,6 +359,34 @@ def render_report(report: Json) -> str:
     if report["errors"]:
         lines += [f"could not read {_files(len(report['errors']))}:", *render_errors(report["errors"]), ""]
     return "\n".join(lines)
+
+
+def _signed(n: float) -> str:
+    return f"{'+' if n >= 0 else '-'}{format_bytes(abs(n))}"
+
+
+def process_memory_lines(host: Json) -> list[str]:
+    """What grows outside the allocators (the training process's and its workers' memory), beside their verdicts;
+    for a host analysed without a recording of it, the one line that says how to record it."""
+    p = host.get("process_memory")
+    if p is None:
+        return [] if host.get("error") else [NOT_RECORDED]
+    lines = [f"process memory ({p['source']}, {len(p['steps'])} steps): {VERDICT_WORDS[p['verdict']]}", f"  {p['reason']}"]
+    if p["steps"]:
+        rows = [["training process", "RSS", f"{_signed(p['bytes_per_step'])}/step", "yes" if p["main_grows"] else ""]]
+        for w in p["workers"]:
+            rows.append(
+                [
+                    f"worker pid {w['pid']}",
+                    w["measure"].upper(),
+                    f"{_signed(w['bytes_per_step'])}/step",
+                    "yes" if w["grows"] else "",
+                ]
+            )
+        lines += ["  " + row for row in _table(["process", "measure", "outside the allocators", "grows"], rows)]
+    for c in p["causes"]:
+        lines.append(f"  likely: {c['title']}. Fix: {c['fix']} ({c['doc']})")
+    return lines
 
 
 def _files(n: int) -> str:

@@ -7,11 +7,12 @@
 // draws the points it is given.
 
 import uPlot from 'uplot';
-import type {Limits, Selection, TimelineAnswer} from '../api';
+import type {Limits, ProcessMemory, Selection, TimelineAnswer} from '../api';
 import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
+import {processSeries} from './process_memory';
 
 export interface TimeRange {
   start_ps: number;
@@ -42,6 +43,8 @@ export class TimelinePanel {
     private readonly limits: Limits,
     private readonly onRange: (range: TimeRange | null) => void,
     private readonly clock: HostClock,
+    /** The capture helper's recording of the process's memory, drawn beside the heap when there is one. */
+    private readonly process?: ProcessMemory,
   ) {
     this.chartBox = el('div', {
       class: 'lf-chart',
@@ -102,7 +105,7 @@ export class TimelinePanel {
   /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected family. */
   private aligned(data: TimelineAnswer): uPlot.AlignedData {
     const held = data.family_bytes ?? data.time_ps.map(() => null);
-    const rest = [data.never_freed_bytes, data.fragmentation, held];
+    const rest = [data.never_freed_bytes, data.fragmentation, held, ...processSeries(this.process, data.time_ps).columns];
     if (!this.hasStack) return [data.time_ps, data.heap_bytes, ...rest];
     const inUse = data.heap_bytes.map((h, i) => h + (data.stack_bytes[i] ?? 0));
     return [data.time_ps, data.stack_bytes, inUse, ...rest];
@@ -145,6 +148,7 @@ export class TimelinePanel {
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
         {label: 'selected family (live bytes)', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
+        ...processSeries(this.process, data.time_ps).series,
       ],
       hooks: {
         drawClear: [(u) => this.drawSteps(u)],

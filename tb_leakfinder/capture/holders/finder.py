@@ -43,7 +43,6 @@ from tb_leakfinder.capture.holders.walk import (
     ROOT_LOCAL,
     SAVED,
     SUBMODULE,
-    VALUE,
     Walk,
     roots,
     type_name,
@@ -62,7 +61,6 @@ _KINDS = {
     ATTR: "attribute",
     GRAD: "attribute",
     BASE: "attribute",
-    VALUE: "attribute",
     REFERENT: "attribute",
     CLASS_ATTR: "class_attribute",
     ITEM: "list",
@@ -131,7 +129,8 @@ class HolderFinder:
                 walk.run(roots())
         groups = holders(walk, by_address)
         unmatched = [b for b in buffers if b.addr not in walk.found]
-        status = PARTIAL if walk.stopped else COMPLETE
+        # Objects another thread changed while they were read were skipped: what lay behind them was not reached.
+        status = PARTIAL if walk.stopped or walk.skipped else COMPLETE
         warning = walk.stopped + (f"; {walk.skipped} object(s) changed while read and were skipped" if walk.skipped else "")
         records = [record for record, _ in groups]
         value = _search(status, warning.lstrip("; "), walk.visited, time.perf_counter() - began, records, unmatched)
@@ -143,10 +142,10 @@ class HolderFinder:
         """JAX's arrays alive now whose buffers were not when the window began (a CPU profile records none)."""
         found = []
         for array in self.module.live_arrays():
-            for pointer in matchers.buffer_pointers(array):
+            shape = "[" + ",".join(str(d) for d in array.shape) + "]"
+            for pointer, size in matchers.shard_buffers(array):
                 if pointer not in self._live_at_start:
-                    shape = "[" + ",".join(str(d) for d in array.shape) + "]"
-                    found.append(Buffer(pointer, int(array.nbytes), shape, str(array.dtype), ""))
+                    found.append(Buffer(pointer, size, shape, str(array.dtype), ""))
         return found
 
 
@@ -275,7 +274,6 @@ def _step(edge: int, key: object) -> str:
         GRAD_FN: ".grad_fn",
         NEXT_FUNCTION: f".next_functions[{key}][0]",
         MEMBER: "[*]",
-        VALUE: ".value()",
     }.get(edge, "[?]")
 
 

@@ -44,7 +44,6 @@ DEFAULT = 14  # a function's default argument (key: the parameter)
 CLOSURE = 15  # a function's closure cell (key: the free variable)
 GENERATOR_LOCAL = 16  # a suspended generator's or coroutine's local (key: name)
 REFERENT = 17  # a referent of an object of C that has no names for them
-VALUE = 18  # a framework object's value (a tf.Variable's read value)
 
 AUTOGRAD = frozenset({GRAD_FN, NEXT_FUNCTION, SAVED})
 _NO_KEY = object()
@@ -187,7 +186,7 @@ class Walk:
         self.roots: list[Root] = []  # by the root's index in `objects`: root_of[index]
         self.root_of: dict[int, Root] = {}
         self.found: dict[int, int] = {}  # target address -> the node that owns it
-        self.visited = 0
+        self._read = 0  # objects whose references were read: the clock is looked at every 1024
         self.skipped = 0  # objects whose references could not be read
         self.stopped = ""  # why the walk stopped before it reached every object it could: "" when it did not
         self._seen: set[int] = set()
@@ -228,7 +227,7 @@ class Walk:
             keys.append,
             seen.add,
         )
-        visited, limit, wanted, deadline = self.visited, self.max_objects, len(self.targets), self.deadline
+        read, limit, wanted, deadline = self._read, self.max_objects, len(self.targets), self.deadline
         put_off, instance_fields, fields_of, plans_get = self._put_off, self._instance, self._fields, plans.get
         children: Iterable[tuple[Any, Any]]
         deferred: collections.deque[int] = collections.deque()
@@ -237,14 +236,14 @@ class Walk:
                 if not queue:  # the large containers put off, now that everything else was read
                     queue, deferred = deferred, queue
                     pop, push = queue.popleft, queue.append
-                if visited >= limit:
-                    self.stopped = f"the walk stopped after {visited} objects (max_objects={limit})"
+                if len(objects) >= limit:
+                    self.stopped = f"the walk stopped after {len(objects)} objects (max_objects={limit})"
                     return
-                if not visited & 1023 and now() > deadline:
-                    self.stopped = self._timed_out(visited)
+                if not read & 1023 and now() > deadline:
+                    self.stopped = self._timed_out()
                     return
                 index = pop()
-                visited += 1
+                read += 1
                 obj = objects[index]
                 cls = type(obj)
                 plan = plans_get(id(cls)) or plan_of(cls)
@@ -254,7 +253,7 @@ class Walk:
                     # the largest container, and its items would otherwise come before every deeper object.
                     put_off.add(index)
                     deferred.append(index)
-                    visited -= 1
+                    read -= 1
                     continue
                 try:
                     if plan in (LIST, TUPLE):
@@ -289,15 +288,20 @@ class Walk:
                         if child_plan >= MATCHER_PLANS:
                             self._match(added)
                         elif not added & 4095 and now() > deadline:  # within a container of thousands too
-                            self.stopped = self._timed_out(visited)
+                            self.stopped = self._timed_out()
                             return
                 except Exception:  # noqa: BLE001 - an object that changed under the walk (another thread's dict): skipped
                     self.skipped += 1
         finally:
-            self.visited = visited
+            self._read = read
 
-    def _timed_out(self, visited: int) -> str:
-        return f"the walk stopped after {self.time_limit_s:g} s (time_limit_s), {visited} objects visited"
+    @property
+    def visited(self) -> int:
+        """The objects the walk reached (each kept alive, with its path, until the walk is dropped)."""
+        return len(self.objects)
+
+    def _timed_out(self) -> str:
+        return f"the walk stopped after {self.time_limit_s:g} s (time_limit_s), {self.visited} objects visited"
 
     def _expand(self, index: int, obj: Any, plan: int, queue: collections.deque[int]) -> None:
         """The children of an object that is not a plain list, tuple or dict."""
