@@ -7,8 +7,8 @@ export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 /** growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent: made early and kept; window_end: made in the last step. */
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 
-/** Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made each step. */
-export type CauseId = 'graph_kept' | 'regrown' | 'optimizer_per_step' | 'modules_per_step' | 'cache_per_step' | 'variable_per_step';
+/** Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made each step; recompile_per_step: a function compiled again each step (a history series' compiled programs multiply). */
+export type CauseId = 'graph_kept' | 'regrown' | 'optimizer_per_step' | 'modules_per_step' | 'cache_per_step' | 'variable_per_step' | 'recompile_per_step';
 
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 
@@ -628,6 +628,8 @@ export interface HostReport {
   recordings_file: string;
   /** how the search for holders went; null when none was recorded */
   holder_search: HolderSearch | null;
+  /** the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids as the capture has steps; else null */
+  cause: Cause | null;
   /** when the capture helper recorded the process's memory beside the profile */
   process_memory?: ProcessMemory;
   /** set, with no allocators, when its profile could not be analysed */
@@ -719,6 +721,8 @@ export interface HistorySeries {
   captures: HistoryCapture[];
   /** the culprit first */
   families: HistoryFamily[];
+  /** its likely cause: recompile_per_step when its compiled programs multiply capture after capture, whatever its bytes do; else null */
+  cause: Cause | null;
 }
 
 /** `GET history`: a TensorBoard run's captures as one history (also each of the report's `histories`). */

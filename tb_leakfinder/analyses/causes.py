@@ -37,6 +37,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.attribution import Attribution
 from tb_leakfinder.analyses.frames import base_name, frame_text, python_frames
+from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
 from tb_leakfinder.analyses.suspects import Cause, Family, Suspects
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.lifetimes import Buffers
@@ -61,6 +62,7 @@ FIXES = {
     CACHE_PER_STEP: "bound the cache (`functools.lru_cache(maxsize=...)`), key it by something that repeats, or hold "
     "its values weakly",
     VARIABLE_PER_STEP: "create each `tf.Variable` once and `.assign()` to it in the loop",
+    RECOMPILE_PER_STEP: RECOMPILE_FIX,  # a history series' or a host's cause (analyses/recompiles.py), not a family's
 }
 
 # TensorFlow's op that makes a tf.Variable's resource handle: one small buffer per variable.

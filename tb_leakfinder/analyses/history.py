@@ -27,6 +27,12 @@ growth: one that grew in the profiles, or one made and kept in every window
 the one that held more after most of them. When no family agrees, the growth
 is unexplained: it was allocated before each window.
 
+A series whose device memory profiles count more compiled programs capture
+after capture (RISING_SHARE of them, MIN_NEW_PROGRAMS at least) has the
+likely cause `recompile_per_step` (analyses/recompiles.py; recompile_cause): a function
+compiled again each step. Its programs are the evidence, whatever its bytes
+do: on CPU a program's code is not in the profile's bytes.
+
 Captures of different programs, or of different hosts, are never merged into
 one series: the history says so.
 """
@@ -39,6 +45,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
+from tb_leakfinder.analyses.suspects import Cause
 from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
@@ -53,6 +61,8 @@ MIN_RISE_SHARE = 0.01
 GROWING = "growing"
 MAX_FAMILIES = 10
 COPIED_WITHIN_S = 10.0
+# A series' compiled programs multiply when at least this many more were counted at its last capture than its first.
+MIN_NEW_PROGRAMS = 2
 # A family's buffers kept within the windows agree with the growth between captures when their number is within
 # NOISE_SIGMAS standard deviations (of a count: its square root) and one buffer of what that growth predicts.
 NOISE_SIGMAS = 2.0
@@ -96,6 +106,7 @@ class Series:
     time_note: str | None  # where the captures' times came from, when not from the captures themselves
     unexplained: str | None  # a leak no family accounts for: what grew before each window
     rate_basis: str = BETWEEN_CAPTURES
+    cause: Cause | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
 
 
 @dataclass
@@ -239,6 +250,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
             time_note,
             unexplained,
             basis,
+            recompile_cause(points),
         )
 
     if len(programs) > 1:
@@ -287,6 +299,38 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     else:
         why = f"Leak: {_signed(rise)}{span} across {len(points)} captures{rate}{named}{oom}"
     return made(LEAK, why, hours, unexplained)
+
+
+def recompile_cause(points: list[CapturePoint]) -> Cause | None:
+    """`recompile_per_step` when the captures (in order) count more compiled programs between most consecutive ones,
+    MIN_NEW_PROGRAMS more in all; None otherwise, or with fewer than MIN_CAPTURES of them."""
+    totals = [sum(p.count for p in c.programs) for c in points]
+    if len(points) < MIN_CAPTURES or totals[-1] - totals[0] < MIN_NEW_PROGRAMS:
+        return None
+    rising = sum(1 for a, b in itertools.pairwise(totals) if b > a)
+    if rising < math.ceil(RISING_SHARE * (len(points) - 1)):
+        return None
+    kind = "device memory profiles" if points[0].kind == ONE_MOMENT else "captures"
+    evidence = f"compiled programs grew from {totals[0]} to {totals[-1]} over {len(points)} {kind}"
+    steps = [_step(p) for p in points]
+    numbered = [s for s in steps if s is not None]
+    if len(numbered) == len(steps) and len(set(numbered)) > 1:
+        per_step = _slope(np.asarray(numbered, np.float64), np.asarray(totals, np.float64))
+        evidence += f" of steps {min(numbered)}..{max(numbered)}, {_programs_per_step(per_step)}"
+    first = {p.where: p.count for p in points[0].programs}
+    grown = [(p.count - first.get(p.where, 0), p.where) for p in points[-1].programs if p.where]
+    new, where = max(grown, default=(0, ""))
+    if new > 0:
+        evidence += f": {new} more compiled from {where}"
+    return Cause(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)
+
+
+def _programs_per_step(rate: float) -> str:
+    if abs(rate - 1.0) < 0.05:
+        return "one per step"
+    if rate >= 1.0:
+        return f"{rate:.1f} per step"
+    return f"one every {1 / rate:.0f} steps" if rate > 0 else "none per step"
 
 
 # Why a profiled heap's history is not chained from one capture to the next.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tb_leakfinder.analyses.capacity import known_capacity
+from tb_leakfinder.analyses.frames import user_frames
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.process_memory import MEASURE_WORDS, ProcessMemoryAnalysis
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
@@ -13,8 +14,8 @@ from tb_leakfinder.analyses.step_sources import STEP_NUM
 from tb_leakfinder.analyses.suspects import Family
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
-from tb_leakfinder.model.history import ONE_MOMENT, PROCESS_PREFIX, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
-from tb_leakfinder.model.memory import LIMIT_MACHINE, AllocatorInfo
+from tb_leakfinder.model.history import ONE_MOMENT, PROCESS_PREFIX, PROFILE, AllocatorPoint, FamilyPoint, HostPoints, ProgramPoint
+from tb_leakfinder.model.memory import DEVICE_UNKNOWN, LIMIT_MACHINE, AllocatorInfo, ProgramSite
 from tb_leakfinder.model.sites import NO_SITE
 
 
@@ -30,7 +31,10 @@ def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints
         first_step=int(min(steps)) if steps else None,
         last_step=int(max(steps)) if steps else None,
         program=", ".join(sorted({module_base_name(m.name) for m in modules})),
-        allocators=[_allocator_point(a, profile.allocators.get(a.memory_id)) for a in h.allocators]
+        allocators=[
+            _allocator_point(a, profile.allocators.get(a.memory_id), _programs(profile.program_sites, a.memory_id, k == 0))
+            for k, a in enumerate(h.allocators)
+        ]
         + _process_points(h.process_memory),
     )
 
@@ -68,7 +72,19 @@ def _series_point(key: str, label: str, values: list[int], p: ProcessMemoryAnaly
     )
 
 
-def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None) -> AllocatorPoint:
+def _programs(sites: Sequence[ProgramSite], memory_id: str, first: bool) -> list[ProgramPoint]:
+    """A device's compiled programs by the user's line that compiled them, most first: the same line reached by
+    different stacks of the framework's is one place to the user. Programs of no device (JAX's on CPU carry no
+    device label) are the host's: counted with its `first` allocator's."""
+    counts: dict[str, int] = {}
+    for site in sites:
+        if site.device == memory_id or (first and site.device == DEVICE_UNKNOWN):
+            where = next(iter(user_frames(site.stack)), "")
+            counts[where] = counts.get(where, 0) + site.count
+    return [ProgramPoint(where, n) for where, n in sorted(counts.items(), key=lambda wn: (-wn[1], wn[0]))]
+
+
+def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None, programs: list[ProgramPoint]) -> AllocatorPoint:
     s = a.summary
     return AllocatorPoint(
         memory_id=a.memory_id,
@@ -83,6 +99,7 @@ def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None) -> Alloca
         families=[_family(a, g) for g in a.suspects.families],
         heap_growth_bytes_per_step=float(round(s.growth_bytes_per_step, 1)),
         profiled_heap=info is not None and info.profiled_heap,
+        programs=programs,
     )
 
 

@@ -33,6 +33,14 @@ class FamilyPoint:
 
 
 @dataclass
+class ProgramPoint:
+    """A device's compiled programs made at one line of the user's, as one capture counts them."""
+
+    where: str  # the user's innermost frame of where they were compiled ("train.py:12 in main"); "" not known
+    count: int
+
+
+@dataclass
 class AllocatorPoint:
     """What one analysis of a host file says of one of its allocators, whichever capture the file turns out to be."""
 
@@ -48,6 +56,8 @@ class AllocatorPoint:
     families: list[FamilyPoint] = field(default_factory=list)
     heap_growth_bytes_per_step: float = 0.0  # the slope of the heap at its steps' ends, within the window
     profiled_heap: bool = False  # its heap counts only what profilers saw allocated (`AllocatorInfo.profiled_heap`)
+    # Its device's compiled programs by where they were compiled, most first (a device memory profile's); [] none seen.
+    programs: list[ProgramPoint] = field(default_factory=list)
 
 
 @dataclass

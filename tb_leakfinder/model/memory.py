@@ -302,6 +302,17 @@ class CompiledPrograms:
     bytes: int
 
 
+@dataclass(frozen=True)
+class ProgramSite:
+    """The compiled programs of one device made at one Python stack (where `jax.jit` compiled them), as a device
+    memory profile counts them: a program compiled again each step from one line makes its count grow."""
+
+    device: str  # its allocator's key, as CompiledPrograms'
+    stack: tuple[str, ...]  # host call names (`python_call_name`), innermost first
+    count: int
+    bytes: int  # 0 on CPU: there a program's code is not device memory
+
+
 # How a device memory profile's sample without a device label (older JAX) names its device.
 DEVICE_UNKNOWN = "device unknown"
 
@@ -329,6 +340,7 @@ class HostProfile:
     event_clock_ps: int | None = None
     one_moment: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
     compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers
+    program_sites: list[ProgramSite] = field(default_factory=list)  # the same programs by where they were compiled
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"
     # The physical memory of the machine whose host memory its host-memory allocators hand out, 0 when not known,

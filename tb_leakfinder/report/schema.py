@@ -19,12 +19,20 @@ Verdict = Literal["leak", "no_leak", "inconclusive"]
 LeakKind = Literal["growing", "persistent", "bounded", "window_end"]
 """growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent:
 made early and kept; window_end: made in the last step."""
-CauseId = Literal["graph_kept", "regrown", "optimizer_per_step", "modules_per_step", "cache_per_step", "variable_per_step"]
+CauseId = Literal[
+    "graph_kept",
+    "regrown",
+    "optimizer_per_step",
+    "modules_per_step",
+    "cache_per_step",
+    "variable_per_step",
+    "recompile_per_step",
+]
 """Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's
 activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every
 step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their
 gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made
-each step."""
+each step; recompile_per_step: a function compiled again each step (a history series' compiled programs multiply)."""
 BufferStatus = Literal["freed", "never_freed", "before_window"]
 SiteContext = Literal["program", "transfer", "outside", ""]
 """What the host was doing when buffers were made: running a compiled program, copying host data to the device, or
@@ -549,6 +557,11 @@ class _HostReportKeys(TypedDict):
     modules: Annotated[list[ModuleSummary], "the compiled XLA programs of an XProf profile; [] for other formats"]
     recordings_file: Annotated[str, 'the companion file read with the profile (docs/recordings.md); "" when none was']
     holder_search: Annotated[HolderSearch | None, "how the search for holders went; null when none was recorded"]
+    cause: Annotated[
+        Cause | None,
+        "the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids"
+        " as the capture has steps; else null",
+    ]
 
 
 class HostReport(_HostReportKeys, total=False):
@@ -632,6 +645,11 @@ class HistorySeries(TypedDict):
     unexplained: Annotated[str | None, "a leak no family accounts for: that it grew before each window"]
     captures: Annotated[list[HistoryCapture], "in time order (step order when some carry only a file's mtime)"]
     families: Annotated[list[HistoryFamily], "the culprit first"]
+    cause: Annotated[
+        Cause | None,
+        "its likely cause: recompile_per_step when its compiled programs multiply capture after capture, whatever its"
+        " bytes do; else null",
+    ]
 
 
 class HistoryAnswer(TypedDict):

@@ -28,6 +28,7 @@ from tb_leakfinder.analyses.holders import HolderStatus
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
+from tb_leakfinder.analyses.recompiles import modules_cause
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailResult
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
@@ -389,6 +390,7 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "modules": [module_summary_json(m) for m in modules],
         "recordings_file": h.profile.recordings_file,
         "holder_search": holder_search_json(h.holder_status),
+        "cause": _cause_json(modules_cause(modules, len(h.profile.steps))),
     }
     if h.process_memory is not None:
         body["process_memory"] = process_memory_json(h.process_memory)
@@ -419,6 +421,7 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "modules": [],
         "recordings_file": "",
         "holder_search": None,
+        "cause": None,
     }
 
 
@@ -519,6 +522,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
                 )
                 for f in s.families
             ],
+            "cause": _cause_json(s.cause),
         }
         for s in h.series
     ]

@@ -171,6 +171,13 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     return lines
 
 
+def _cause_line(cause: Json, where: str = "") -> str:
+    """A likely cause as a list item, `where` (a history's series) leading it."""
+    title, page = CAUSE_TITLES.get(cause["id"], cause["id"]), f"{CAUSES_PAGE}#{cause['id']}"
+    lead = f"{where}: " if where else ""
+    return f"- {lead}**likely cause: {title}** ({_cell(cause['evidence'])}) — fix: {cause['fix']}, see [{page}]({page})"
+
+
 def _process_memory(host: Json) -> list[str]:
     p = host.get("process_memory")
     if p is None:
@@ -197,6 +204,8 @@ def render_report(report: Json) -> str:
         name = _cell(h["tb_run"]) or "(the logdir top)"
         lines += [f"## tb-leakfinder: history of `{name}` ({h['num_captures']} captures): {VERDICT[h['verdict']]}", ""]
         lines += [_cell(h["reason"]), ""]
+        causes = [_cause_line(s["cause"], f"{_cell(s['allocator'])} on {_cell(s['host'])}") for s in h["series"] if s["cause"]]
+        lines += [*causes, ""] if causes else []
     for run in report["runs"]:
         what = "capture" if tensorboard_run(run["run"]) in histories else "tb-leakfinder:"
         own = " (on its own)" if what == "capture" else ""
@@ -216,5 +225,7 @@ def render_report(report: Json) -> str:
             programs = compiled_programs_text(host)
             if programs:
                 lines += ["", _cell(programs)]
+            if host["cause"] is not None:
+                lines += ["", _cause_line(host["cause"])]
             lines.append("")
     return "\n".join(lines)

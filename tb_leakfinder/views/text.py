@@ -47,8 +47,16 @@ CAUSE_TITLES = {
     "modules_per_step": "modules made every step",
     "cache_per_step": "a cache that gains an entry every step",
     "variable_per_step": "a tf.Variable made every step",
+    "recompile_per_step": "a function compiled again every step",
 }
 CAUSES_PAGE = "docs/causes.md"
+
+
+def cause_text(cause: Json) -> str:
+    """A likely cause in one sentence: "likely cause: a function compiled again every step (evidence) — fix: ...,
+    see docs/causes.md#recompile_per_step"."""
+    title = CAUSE_TITLES.get(cause["id"], cause["id"])
+    return f"likely cause: {title} ({cause['evidence']}) — fix: {cause['fix']}, see {CAUSES_PAGE}#{cause['id']}"
 
 
 def distinct_causes(families: list[Json]) -> list[tuple[str, str, str]]:
@@ -173,7 +181,11 @@ def compiled_programs_text(host: Json) -> str | None:
     programs = host["compiled_programs"]
     if not programs:
         return None
-    each = "; ".join(f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" for c in programs)
+    # On CPU a program's code is host memory: the profile gives it 0 bytes, and only its count says anything.
+    each = "; ".join(
+        f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" if c["bytes"] else f"{c['count']} on {c['device']} (0 B)"
+        for c in programs
+    )
     return f"compiled programs (their code and constants, not buffers): {each}"
 
 
@@ -341,6 +353,8 @@ def render_report(report: Json) -> str:
             if host["modules"]:
                 lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
+            if host["cause"] is not None:
+                lines.append(f"  {cause_text(host['cause'])}")
         lines.append("")
     if report["errors"]:
         lines += [f"could not read {_files(len(report['errors']))}:", *render_errors(report["errors"]), ""]
@@ -414,6 +428,8 @@ def render_history(history: Json) -> list[str]:
             lines.append(f"   times: {s['time_note']}")
         if s["unexplained"]:
             lines.append(f"   {s['unexplained']}")
+        if s["cause"] is not None:
+            lines.append(f"   {cause_text(s['cause'])}")
         # Within captures, a capture's heap at its start is what earlier ones left uncounted-for: not shown.
         within = s["rate_basis"] == "within_captures"
         rows = [

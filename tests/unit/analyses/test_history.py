@@ -10,12 +10,15 @@ from tb_leakfinder.analyses.history import (
     INCONCLUSIVE,
     LEAK,
     NO_LEAK,
+    RECOMPILE_FIX,
+    RECOMPILE_PER_STEP,
     WITHIN_CAPTURES,
     count_unreadable,
     measure,
     run_history,
 )
-from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROFILE, CapturePoint, FamilyPoint
+from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROFILE, CapturePoint, FamilyPoint, ProgramPoint
 
 MIB = 1 << 20
 HOUR = 3600.0
@@ -271,3 +274,52 @@ def test_a_profiled_heap_whose_growth_no_family_keeps_is_unexplained_without_bla
     assert s.unexplained == (
         "the growth is unexplained: no family made within the windows keeps bytes at the rate they kept (+128 KiB per step)"
     )
+
+
+def programs_at(k: int, counts: dict[str, int], floor: int = 8 * MIB) -> CapturePoint:
+    """A device memory profile at step k whose device's compiled programs were made at `counts`' lines."""
+    p = point(k, 0, kind=ONE_MOMENT)
+    listed = [ProgramPoint(where, n) for where, n in counts.items()]
+    return dataclasses.replace(p, heap_end_bytes=floor, first_step=k, last_step=k, programs=listed)
+
+
+def test_compiled_programs_that_multiply_capture_after_capture_are_a_recompile_per_step():
+    # Two programs compiled once (the data's), and one more each step from line 12: 4, 5, ... 9.
+    points = [programs_at(k, {"data.py:3 in load": 2, "train.py:12 in main": 2 + k}) for k in range(1, 7)]
+    s = run_history("job", points).series[0]
+    assert s.verdict == "no_leak"  # its bytes are flat: on CPU a program holds none of the profile's
+    assert s.cause == Cause(
+        RECOMPILE_PER_STEP,
+        "compiled programs grew from 5 to 10 over 6 device memory profiles of steps 1..6, one per step: 5 more"
+        " compiled from train.py:12 in main",
+        RECOMPILE_FIX,
+    )
+    # A step in three: one program every 3 steps.
+    sparse = [dataclasses.replace(p, first_step=3 * k, last_step=3 * k) for k, p in enumerate(points)]
+    assert (
+        run_history("job", sparse)
+        .series[0]
+        .cause.evidence.startswith(
+            "compiled programs grew from 5 to 10 over 6 device memory profiles of steps 0..15, one every 3 steps:"
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [4, 4, 4, 4, 4],  # compiled once, before the captures
+        [2, 6, 6, 6, 6],  # compiled in the first steps (warm-up, an evaluation's program), then no more
+        [4, 5, 4, 5, 4],  # up and down: a cache that evicts
+        [4, 5],  # too few captures to tell
+    ],
+)
+def test_compiled_programs_that_do_not_keep_multiplying_give_no_cause(counts):
+    points = [programs_at(k, {"train.py:12 in main": n}) for k, n in enumerate(counts)]
+    assert run_history("job", points).series[0].cause is None
+
+
+def test_a_series_of_growing_bytes_without_programs_gives_no_recompile():
+    points = [point(k, k * MIB) for k in range(5)]
+    s = run_history("job", points).series[0]
+    assert s.verdict == "leak" and s.cause is None

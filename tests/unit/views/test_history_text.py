@@ -7,6 +7,7 @@ import re
 
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.standalone_page import answer_key
 
@@ -85,3 +86,52 @@ def test_check_leads_with_the_history_and_fails_on_it_though_each_capture_alone_
     slow_leak_run(tmp_path / "two", "job", captures=2)
     assert cli.main(["check", str(tmp_path / "two"), "--no-cache"]) == cli.EXIT_LEAK
     assert capsys.readouterr().out.splitlines()[0].split()[:2] == ["inconclusive", "job:"]
+
+
+def _memory_profiles(logs, programs_per_step: int, steps: int = 5):
+    """JAX's device memory profiles of steps 1..steps, as `capture(memory_profile_every=1)` names them: a live
+    buffer, two programs compiled once at load time, and `programs_per_step` more each step from train.py:12."""
+    folder = logs / "memory_profiles"
+    folder.mkdir(parents=True)
+    compile_frames = [("/site-packages/jax/_src/compiler.py", "backend_compile_and_load", 340, 353)]
+    for step in range(1, steps + 1):
+        b = PprofBuilder()
+        b.sample(1 << 20, [("/src/train.py", "<module>", 1, 8)], device="cpu:0")
+        b.sample(0, [*compile_frames, ("/src/data.py", "load", 1, 3)], kind="executable", count=2, device="")
+        made = 1 + programs_per_step * step
+        b.sample(0, [*compile_frames, ("/src/train.py", "<module>", 1, 12)], kind="executable", count=made, device="")
+        b.write(folder / f"step_{step}.prof")
+
+
+def test_the_history_of_programs_compiled_every_step_names_the_likely_cause_in_text_json_and_markdown(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    _memory_profiles(logs, programs_per_step=1)
+    assert cli.main(["history", str(logs), "--no-cache", "--json"]) == cli.EXIT_OK  # its bytes do not grow
+    (series,) = json.loads(capsys.readouterr().out)["series"]
+    assert series["cause"]["id"] == "recompile_per_step"
+    evidence = (
+        "compiled programs grew from 4 to 8 over 5 device memory profiles of steps 1..5, one per step:"
+        " 4 more compiled from train.py:12 in <module>"
+    )
+    assert series["cause"]["evidence"] == evidence
+    assert cli.main(["history", str(logs), "--no-cache"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert f"   likely cause: a function compiled again every step ({evidence}) — fix: make the argument" in out
+    assert out.rstrip().count("see docs/causes.md#recompile_per_step") == 1
+    page = tmp_path / "report.md"
+    assert cli.main(["report", str(logs), "--no-cache", "--markdown", str(page)]) == cli.EXIT_OK
+    markdown = page.read_text(encoding="utf-8")
+    assert f"- cpu:0 on memory_profile: **likely cause: a function compiled again every step** ({evidence})" in markdown
+    assert "[docs/causes.md#recompile_per_step](docs/causes.md#recompile_per_step)" in markdown
+    # Each capture's own programs, 0 bytes on CPU: the two of load time and the step's, 1 + step of them.
+    assert "compiled programs (their code and constants, not buffers): 8 on device unknown (0 B)" in markdown
+
+
+def test_programs_compiled_once_give_no_cause(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    _memory_profiles(logs, programs_per_step=0)
+    assert cli.main(["history", str(logs), "--no-cache", "--json"]) == cli.EXIT_OK
+    (series,) = json.loads(capsys.readouterr().out)["series"]
+    assert series["cause"] is None
+    assert cli.main(["history", str(logs), "--no-cache"]) == cli.EXIT_OK
+    assert "likely cause" not in capsys.readouterr().out

@@ -8,9 +8,12 @@ first, of lines of functions). A snapshot has no time axis and frees nothing,
 so each buffer sample that holds bytes becomes one allocation of them all,
 live at the end, at a time of its own: the k-th such sample at 1000 * (k + 1)
 ps, in the `device` label's allocator, its region the `kind` label, its op
-unnamed. An executable's samples are a compiled program's code and constants,
-not buffers: they are counted per device in `compiled_programs`, apart from
-the allocators. Samples of 0 bytes (JAX's executables on CPU) are left out. A stack becomes nested host calls around its sample's
+unnamed. An executable's samples are compiled programs' code and constants,
+not buffers: each counts its first value's programs (JAX's `allocations`; one
+when it has no other value), 0 bytes included (JAX's executables on CPU), per
+device in `compiled_programs` and per device and stack in `program_sites`,
+apart from the allocators. Buffer samples of 0 bytes hold nothing and are left
+out. A stack becomes nested host calls around its sample's
 time on line 0, the outermost widest, named as the profiler's Python tracer
 names functions: `$<filename>:<first line> <function>` (pprof's whole path,
 the function's first line), so that the attribution gives each allocation
@@ -34,6 +37,7 @@ from tb_leakfinder.model.memory import (
     CompiledPrograms,
     HostProfile,
     MemoryEvents,
+    ProgramSite,
     Spans,
     Steps,
     python_call_name,
@@ -52,6 +56,7 @@ DEVICE_LABEL = "device"
 KIND_LABEL = "kind"
 EXECUTABLE_KIND = "executable"
 BYTES_UNIT = "bytes"
+COUNT_UNIT = "count"
 SPACE_TYPE = "space"
 # Sample k is allocated at (k + 1) * SAMPLE_PS; its stack's calls end within half of that on either side.
 SAMPLE_PS = 1000
@@ -131,6 +136,12 @@ def _bytes_value(profile: Message, string: _Strings, path: str) -> int:
     return next((k for k in in_bytes if types[k][0] == SPACE_TYPE), in_bytes[0])
 
 
+def _count_value(profile: Message, string: _Strings) -> int | None:
+    """Which of a sample's values counts what it holds (JAX's `allocations/count`); None when none does."""
+    units = [string(t.unit) for t in profile.sample_type]
+    return next((k for k, unit in enumerate(units) if unit == COUNT_UNIT), None)
+
+
 class _Frames:
     """Each location's frames as host call names (innermost first), interned in `names`."""
 
@@ -176,28 +187,34 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     profile = parse_profile(data, path)
     string = _Strings(list(profile.string_table), path)
     value_at = _bytes_value(profile, string, path)
+    count_at = _count_value(profile, string)
     frames = _Frames(profile, string, path)
     warnings: list[str] = []
     sizes: list[int] = []
     devices: list[str] = []
     kinds: list[str] = []
     stacks: list[tuple[int, ...]] = []
-    programs: dict[str, tuple[int, int]] = {}  # device -> (count, bytes) of its executables
+    programs: dict[tuple[str, tuple[int, ...]], tuple[int, int]] = {}  # (device, stack) -> its executables' count, bytes
     no_bytes = negative = 0
     for sample in profile.sample:
         if len(sample.value) <= value_at:
             no_bytes += 1
             continue
         size = sample.value[value_at]
-        if size <= 0:  # JAX's executables on CPU hold 0 bytes: nothing to allocate
-            negative += size < 0
+        if size < 0:
+            negative += 1
             continue
         labels = {string(label.key): label.str for label in sample.label}
         device = string(labels.get(DEVICE_LABEL, 0)) or DEVICE_UNKNOWN
         kind = string(labels.get(KIND_LABEL, 0))
         if kind == EXECUTABLE_KIND:
-            count, total = programs.get(device, (0, 0))
-            programs[device] = (count + 1, total + size)
+            # JAX writes one sample per stack, however many programs were compiled there: its count value says.
+            count = sample.value[count_at] if count_at is not None and len(sample.value) > count_at else 1
+            where = (device, frames.stack(tuple(sample.location_id)))
+            had, total = programs.get(where, (0, 0))
+            programs[where] = (had + max(count, 0), total + size)
+            continue
+        if size == 0:  # holds nothing: no allocation to make
             continue
         sizes.append(size)
         devices.append(device)
@@ -224,8 +241,20 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         allocators={d: _allocator(d) for d in events.allocator_names},
         start_time_ns=int(profile.time_nanos) if profile.time_nanos > 0 else None,
         one_moment=True,
-        compiled_programs=[CompiledPrograms(d, count, total) for d, (count, total) in sorted(programs.items())],
+        compiled_programs=_per_device(programs),
+        program_sites=[
+            ProgramSite(device, tuple(frames.names[f] for f in stack), count, total)
+            for (device, stack), (count, total) in programs.items()
+        ],
     )
+
+
+def _per_device(programs: dict[tuple[str, tuple[int, ...]], tuple[int, int]]) -> list[CompiledPrograms]:
+    by_device: dict[str, tuple[int, int]] = {}
+    for (device, _), (count, total) in programs.items():
+        had, held = by_device.get(device, (0, 0))
+        by_device[device] = (had + count, held + total)
+    return [CompiledPrograms(d, count, total) for d, (count, total) in sorted(by_device.items())]
 
 
 def _allocator(device: str) -> AllocatorInfo:

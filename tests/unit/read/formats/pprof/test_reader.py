@@ -31,7 +31,7 @@ def test_each_sample_is_a_live_allocation_of_its_device(tmp_path):
     b = PprofBuilder(time_nanos=1_764_000_000_123_456_789)
     b.sample(MIB, STACK)
     b.sample(3 * MIB, STACK[1:], count=3, device="cpu:1")
-    b.sample(0, STACK, kind="executable")  # what JAX's executables on CPU hold: left out
+    b.sample(0, STACK, kind="executable")  # what JAX's executables on CPU hold: a program, but no allocation
     b.sample(2 * MIB, STACK, kind="executable")  # a compiled program: no buffer
     b.sample(4 * MIB, STACK[1:])
     profile = _read(tmp_path, b)
@@ -44,13 +44,36 @@ def test_each_sample_is_a_live_allocation_of_its_device(tmp_path):
     assert [e.allocator_names[a] for a in e.allocator] == ["cpu:0", "cpu:1", "cpu:0"]
     assert list(e.heap_bytes) == [MIB, 3 * MIB, 5 * MIB]  # each allocator's running sum
     assert [e.strings[r] for r in e.region] == ["buffer", "buffer", "buffer"]
-    assert profile.compiled_programs == [CompiledPrograms("cpu:0", 1, 2 * MIB)]
+    assert profile.compiled_programs == [CompiledPrograms("cpu:0", 2, 2 * MIB)]
     assert set(e.op.tolist()) == set(e.shape.tolist()) == set(e.dtype.tolist()) == set(e.line.tolist()) == {0}
     assert set(e.group_id.tolist()) == {-1}
     assert {name: getattr(e, name).dtype for name in EVENT_COLUMNS} == {n: np.dtype(t) for n, t in EVENT_COLUMNS.items()}
     assert profile.allocators == {"cpu:0": AllocatorInfo("cpu:0", True), "cpu:1": AllocatorInfo("cpu:1", True)}
     assert profile.start_time_ns == 1_764_000_000_123_456_789 and profile.one_moment
     assert len(profile.steps) == 0 and profile.warnings == []
+
+
+def test_an_executable_sample_counts_its_programs_by_where_they_were_compiled(tmp_path):
+    # JAX writes one executable sample per stack, its programs' number in `allocations`: 0 bytes each on CPU,
+    # where they carry no device label.
+    compiled_at = [(SITE, "backend_compile_and_load", 340, 353), (USER, "<module>", 1, 15)]
+    b = PprofBuilder()
+    b.sample(MIB, STACK)
+    b.sample(0, compiled_at, kind="executable", count=6, device="")
+    b.sample(0, STACK, kind="executable", count=1, device="")
+    b.sample(0, STACK, kind="executable", count=2, device="")  # the same stack again: its programs add up
+    b.sample(4 * MIB, compiled_at, kind="executable", count=3, device="gpu:0")
+    profile = _read(tmp_path, b)
+    assert profile.compiled_programs == [CompiledPrograms(DEVICE_UNKNOWN, 9, 0), CompiledPrograms("gpu:0", 3, 4 * MIB)]
+    sites = {(s.device, s.stack[-1], s.count, s.bytes) for s in profile.program_sites}
+    assert sites == {
+        (DEVICE_UNKNOWN, f"${USER}:15 <module>", 6, 0),
+        (DEVICE_UNKNOWN, f"${USER}:30 <module>", 3, 0),
+        ("gpu:0", f"${USER}:15 <module>", 3, 4 * MIB),
+    }
+    (innermost,) = {s.stack[0] for s in profile.program_sites if s.stack[-1].endswith(":15 <module>")}
+    assert innermost == f"${SITE}:353 backend_compile_and_load"
+    assert list(profile.events.requested_bytes) == [MIB]  # no program is an allocation
 
 
 def test_stacks_are_nested_host_calls_around_each_sample(tmp_path):
