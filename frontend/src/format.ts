@@ -95,6 +95,21 @@ export function formatCount(n: number | null | undefined): string {
   return n.toLocaleString('en-US');
 }
 
+/** English plural of a noun, as the server's words.plural: "family" -> "families", "process" -> "processes". */
+export function plural(word: string): string {
+  if (word.length > 1 && word.endsWith('y') && !'aeiou'.includes(word[word.length - 2])) return `${word.slice(0, -1)}ies`;
+  if (/(s|x|z|ch|sh)$/.test(word)) return `${word}es`;
+  return `${word}s`;
+}
+
+/**
+ * A count and its noun, singular for exactly one: "1 buffer", "1,024 buffers", "0 families"; `many` for a plural
+ * the rule does not make. The one way the tab words a count (the server's words.count_of).
+ */
+export function countOf(n: number, word: string, many?: string): string {
+  return `${formatCount(n)} ${n === 1 ? word : (many ?? plural(word))}`;
+}
+
 /** A change in a count, always signed: "+25", "0", "-3". */
 export function formatCountDelta(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—';

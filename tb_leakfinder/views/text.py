@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, short_program_ids
+from tb_leakfinder.analyses.words import count_of, format_bytes, format_fraction, group_label, short_program_ids
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
@@ -85,16 +85,38 @@ def compiled_programs_text(host: Json) -> str | None:
     return f"compiled programs (their code and constants, not buffers): {each}"
 
 
+def tensor_and_chunks(tensor: int, chunks: int) -> str:
+    """Tensor bytes, the basis, with the allocator's chunks beside them where they differ: '12.5 MiB (12.6 MiB in
+    chunks)'."""
+    shown, allocated = format_bytes(tensor), format_bytes(chunks)
+    return shown if shown == allocated else f"{shown} ({allocated} in chunks)"
+
+
+def balance_text(a: Json) -> str:
+    """'balance +26: 27 never freed, less 1 free of a buffer from before the window', or 'balance 0' where the
+    balance and the never-freed count agree."""
+    balance, kept, before = a["balance"], a["never_freed_count"], a["freed_before_window_count"]
+    text = f"balance {balance:+,d}"
+    if balance == kept:
+        return text
+    if balance == kept - before:
+        whose = "a buffer" if before == 1 else "buffers"
+        return f"{text}: {kept:,} never freed, less {count_of(before, 'free')} of {whose} from before the window"
+    return f"{text}; {kept:,} never freed"
+
+
 def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> list[str]:
     """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps). A
     `one_moment`'s buffers are live at one moment: it has no allocations, frees or step ends to count."""
     memory_id = "" if a["memory_id"] == a["allocator"] else f" (memory id {a['memory_id']})"
+    kept = tensor_and_chunks(a["never_freed_requested_bytes"], a["never_freed_bytes"])
     counts = (
-        f"live at this moment: {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffer group(s)"
+        f"live at this moment: {kept} in {count_of(a['never_freed_count'], 'buffer group')}"
         if one_moment
-        else f"allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
-        f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
-        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)"
+        else f"allocations {a['num_allocations']:,}, deallocations {a['num_deallocations']:,} ({balance_text(a)}); "
+        f"never freed {kept} in {count_of(a['never_freed_count'], 'buffer')}; "
+        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations in allocator chunks, "
+        "fitted: not the leak rate)"
     )
     lines = [
         f"  allocator {a['allocator']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
@@ -108,14 +130,14 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
     families, breakdown = a["families"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
     if families:
         counted = "live" if one_moment else "never-freed"
-        lines.append(f"    groups (op families; count and bytes: their {counted} buffers):")
+        lines.append(f"    families (count and bytes: their {counted} buffers, in tensor bytes):")
         rows = [
             [
-                g["kind"],
+                g["kind"].replace("_", " "),
                 g["label"],
                 g["dtype"],
                 str(g["count"]),
-                format_bytes(g["chunk_bytes"]),
+                tensor_and_chunks(g["requested_bytes"], g["chunk_bytes"]),
                 f"{g['steps']}",
                 "" if g["onset_step"] is None else str(g["onset_step"]),
                 format_bytes(g["bytes_per_step"]) + f"/{unit}",
@@ -126,7 +148,7 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         ]
         lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"], rows)
         if len(a["families"]) > TOP_ROWS:
-            lines.append(f"    … and {len(a['families']) - TOP_ROWS} more groups (see --json)")
+            lines.append(f"    … and {count_of(len(a['families']) - TOP_ROWS, 'more family', 'more families')} (see --json)")
     if breakdown:
         lines.append("    at the peak:")
         rows = [
@@ -141,7 +163,7 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         ]
         lines += _table(["op shape region", "dtype", "count", "bytes", "where"], rows)
         if len(a["peak_breakdown"]) > TOP_ROWS:
-            lines.append(f"    … and {len(a['peak_breakdown']) - TOP_ROWS} more groups (see --json)")
+            lines.append(f"    … and {count_of(len(a['peak_breakdown']) - TOP_ROWS, 'more row')} (see --json)")
     hint = hint_for(a, families, breakdown)
     if hint:
         lines.append(f"    where: {hint}")
@@ -175,7 +197,7 @@ def render_modules(summaries: list[Json], detailed: int = 3) -> str:
     rest = [s for s in summaries if not any(s is t for t in shown)]
     parts = [render_module(s) for s in shown]
     if rest:
-        lines = [f"{len(rest)} more module(s), nothing to check:"]
+        lines = [f"{count_of(len(rest), 'more module')}, nothing to check:"]
         lines.extend(f"  {format_bytes(s['peak_heap_bytes']):>10}  {s['name']} (memory space {s['memory_space']})" for s in rest)
         parts.append("\n".join(lines))
     return short_program_ids("\n\n".join(parts))
@@ -232,6 +254,7 @@ def render_report(report: Json) -> str:
             lines += [f"  warning: {w}" for w in once_each(host["warnings"])]
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
+                lines.append(f"  {host['format_hints']['record_events'].replace('`', '')}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
                 lines += render_allocator(a, unit, host["one_moment"])
