@@ -442,6 +442,8 @@ export interface FormatHints {
   static_modules: boolean;
   /** XProf's own tools (Memory Profile, Memory Viewer) open its files */
   xprof_tools: boolean;
+  /** what a buffer's shape is: "shape", or "input shapes" (of the op that made it) */
+  shape_label: string;
 }
 
 export interface HostReport {

@@ -383,6 +383,7 @@ class FormatHints(TypedDict):
     memory_id_note: Annotated[str, 'what follows "memory id <id>": where the format\'s memory ids come from']
     static_modules: Annotated[bool, "its sessions hold compiled programs: the module selector and the static view"]
     xprof_tools: Annotated[bool, "XProf's own tools (Memory Profile, Memory Viewer) open its files"]
+    shape_label: Annotated[str, 'what a buffer\'s shape is: "shape", or "input shapes" (of the op that made it)']
 
 
 class _HostReportKeys(TypedDict):

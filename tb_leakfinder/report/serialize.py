@@ -171,6 +171,7 @@ def format_hints_json(profile_format: str) -> FormatHints:
         "memory_id_note": hints.memory_id_note,
         "static_modules": registry.has_modules(profile_format),
         "xprof_tools": hints.xprof_tools,
+        "shape_label": hints.shape_label,
     }
 
 

@@ -52,10 +52,9 @@ def breakdown_label(row: Json) -> str:
 
 
 def where_text(row: Json) -> str:
-    """A row's line of code with the model library frame below it: "run.py:28 in main, in Owlv2Attention.forward
-    (modeling_owlv2.py:410)"; "" when the profile tells neither."""
-    model = row["site"]["model_frame"]
-    return ", ".join(part for part in (row["where"], f"in {model}" if model else "") if part)
+    """A row's innermost frame of the model's or the user's code first, then the user's line that called it:
+    "Owlv2Attention.forward (modeling_owlv2.py:410) ← run.py:28 in main"; "" when the profile tells neither."""
+    return CALLED_FROM.join(part for part in (row["site"]["model_frame"], row["where"]) if part)
 
 
 def where_parts(row: Json, frames: int | None = None) -> list[str]:

@@ -235,11 +235,11 @@ def test_discovery_and_the_routes_serve_both_formats_of_a_mixed_logdir(mixed):
 
 
 @pytest.mark.skipif(not QWEN.exists(), reason="the shared real traces are absent")
-def test_the_cli_and_csv_show_the_model_layer_after_the_users_line(tmp_path, capsys):
+def test_the_cli_and_csv_show_the_model_layer_before_the_users_line(tmp_path, capsys):
     assert cli.main(["report", str(QWEN), "--no-cache"]) == cli.EXIT_OK
     out = capsys.readouterr().out
     mlp = next(line for line in out.splitlines() if "aten::mul BFloat16[16,559,2816]" in line)
-    assert "  text_base_model.py:28 in run_on_input, in Qwen2MLP.forward (modeling_qwen2.py:56) ← entry_point.py" in mlp
+    assert "  Qwen2MLP.forward (modeling_qwen2.py:56) ← text_base_model.py:28 in run_on_input ← entry_point.py" in mlp
     csv_dir = tmp_path / "csv"
     assert cli.main(["report", str(QWEN), "--csv", str(csv_dir)]) == cli.EXIT_OK
     with (csv_dir / "peak_breakdown.csv").open(newline="") as f:

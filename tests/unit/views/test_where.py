@@ -78,11 +78,12 @@ def test_text_shows_at_most_two_frames_after_the_line():
     framed = {"where": "a.py:1 in f", "site": {"stack": stack[:3], "model_frame": ""}}
     assert text.where_parts(framed, 2) == ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h"]
     assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": ""}}, 2) == []
-    # The model library frame below the line follows it; alone when the profile has no user frame.
+    # The model library's frame below the line comes first, the user's line that called it after; alone when the
+    # profile has no user frame.
     model = "Owlv2Attention.forward (modeling_owlv2.py:410)"
     layered = {"where": "a.py:1 in f", "site": {"stack": stack[:2], "model_frame": model}}
-    assert text.where_parts(layered) == [f"a.py:1 in f, in {model}", "b.py:2 in g"]
-    assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": model}}) == [f"in {model}"]
+    assert text.where_parts(layered) == [f"{model} ← a.py:1 in f", "b.py:2 in g"]
+    assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": model}}) == [model]
 
 
 def test_markdown_shows_the_line_and_every_frame(gemm, tmp_path):
