@@ -24,7 +24,7 @@ HEAP_TREND_SHARE = 0.05
 KIND_WORDS = {
     PERSISTENT: "made once and kept (persistent)",
     BOUNDED: "a cache that stopped growing (bounded)",
-    WINDOW_END: "made in the last step (window_end)",
+    WINDOW_END: "made in the last step (window end)",
 }
 
 # Followed, in a host's verdict, by how its format records memory events (the report adds the format's hint).

@@ -67,12 +67,15 @@ def where_parts(row: Json, frames: int | None = None) -> list[str]:
 
 
 def hint_for(a: Json, *tables: list[Json]) -> str | None:
-    """The allocator's `stack_hint`, when one of the rows shown could name its line of code and does not."""
+    """The allocator's `stack_hint`, when a row shown could name its line of code and none does: beside rows that
+    show lines (from a program's source, a model's frame) "no Python frames" would read as a contradiction."""
     if not a["stack_hint"]:
         return None
+    rows = [row for rows in tables for row in rows]
+    if any(row["where"] or row["site"].get("model_frame") for row in rows):
+        return None
     # The stack reservation and the memory allocated before the window have no line to name.
-    empty = any(not row["where"] and row.get("category", "buffers") == "buffers" for rows in tables for row in rows)
-    return str(a["stack_hint"]) if empty else None
+    return str(a["stack_hint"]) if any(row.get("category", "buffers") == "buffers" for row in rows) else None
 
 
 def compiled_programs_text(host: Json) -> str | None:

@@ -173,6 +173,15 @@ def test_the_hint_is_not_said_for_rows_that_have_no_line_to_name():
     assert text.hint_for({"stack_hint": None}, [{**empty}], []) is None
 
 
+def test_the_hint_is_not_said_beside_rows_that_show_a_line():
+    """A program's source line names a row even without Python frames: "no Python frames" there reads as wrong."""
+    empty = {"where": "", "site": {"stack": [], "model_frame": ""}}
+    lined = {"where": "jax_conv_profiling.py:77", "site": {"stack": [], "model_frame": ""}}
+    assert text.hint_for({"stack_hint": STACK_HINT}, [{**empty}], [{**lined, "category": "buffers"}]) is None
+    modelled = {"where": "", "site": {"stack": [], "model_frame": "Linear.forward (linear.py:124)"}}
+    assert text.hint_for({"stack_hint": STACK_HINT}, [modelled, {**empty}], []) is None
+
+
 HOSTILE = 'a,b "quoted"\r\nnext line;=SUM(A1)'
 SITE = {
     "context": "program",
