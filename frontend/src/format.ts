@@ -37,6 +37,16 @@ export function formatBytesOf(bytes: number | null | undefined, capacity: number
   return `${formatBytes(bytes)} of ${formatBytes(capacity)} (${formatFraction(bytes / capacity)})`;
 }
 
+/**
+ * Tensor bytes, the basis of every byte figure, and the allocator's chunks when they read differently:
+ * ["12.5 MiB", "12.6 MiB"], or ["512 KiB", null] when the chunks say the same.
+ */
+export function tensorAndChunks(tensor: number, chunks: number): [string, string | null] {
+  const shown = formatBytes(tensor);
+  const allocated = formatBytes(chunks);
+  return [shown, allocated === shown ? null : allocated];
+}
+
 /** A change in bytes, always signed: "+512 KiB". */
 export function formatBytesDelta(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—';

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
+from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, SESSION_NAME, CapturePoint, FamilyPoint
 
 LEAK = "leak"
@@ -198,7 +198,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     if len(points) < MIN_CAPTURES:
         return made(
             INCONCLUSIVE,
-            f"Inconclusive: {len(points)} capture(s){span} ({_signed(rise)}); "
+            f"Inconclusive: {count_of(len(points), 'capture')}{span} ({_signed(rise)}); "
             f"a history needs at least {MIN_CAPTURES} to tell growth from noise",
         )
     rising = int(np.count_nonzero(np.diff(values) > 0))
@@ -222,7 +222,8 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
         culprit = families[0]  # without step numbers nothing can be checked against the growth: the one that grew most
     unexplained = None
     if culprit is not None:
-        named = f", from {_family_text(culprit)}"
+        # One rate in the sentence: the family's own is the history's families table's, beside the growth it explains.
+        named = f", from {_family_text(culprit, with_rate=per_step is None and timed)}"
     else:
         unexplained = _unexplained(points, per_step)
         named = f"; {unexplained}"
@@ -230,9 +231,12 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     return made(LEAK, why, hours, unexplained)
 
 
-def _family_text(f: FamilyTrend) -> str:
+def _family_text(f: FamilyTrend, with_rate: bool = True) -> str:
+    """'Mul [4] output at train.py:42: +512 KiB per step in 3 captures (…)'; without `with_rate` when the sentence
+    already has its rate."""
     where = f" at {f.where}" if f.where and f.where not in f.label else ""
-    return f"{f.label}{where}: {_signed(f.bytes_per_step)} per step in {_captures_text(f.captures)}"
+    rate = f": {_signed(f.bytes_per_step)} per step" if with_rate else ","
+    return f"{f.label}{where}{rate} in {_captures_text(f.captures)}"
 
 
 def _captures_text(captures: list[str]) -> str:

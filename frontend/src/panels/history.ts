@@ -12,7 +12,7 @@ import type {HistoryAnswer, HistoryCapture, HistoryFamily, HistorySeries, Select
 import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
-import {clockTicks, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
+import {clockTicks, countOf, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
 import {NO_SITE, whereCell} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {VERDICT_LABEL, verdictBanner} from './verdict';
@@ -55,7 +55,7 @@ function stepsText(c: HistoryCapture): string {
 
 /** The captures' files that could not be read, each with its capture, host and reason: the history is the others'. */
 function unreadableList(errors: UnreadableFile[]): HTMLElement {
-  const files = errors.length === 1 ? '1 file' : `${formatCount(errors.length)} files`;
+  const files = countOf(errors.length, 'file');
   return el(
     'div',
     {class: 'lf-unreadable', 'data-unreadable': 'history'},
@@ -135,8 +135,8 @@ export class HistoryPanel {
     this.chartNote = el('div', {class: 'lf-chart-note', role: 'status'});
     this.seriesBox = el('div');
     const name = tbRun || '(the logdir’s top)';
-    this.body = el('div', {}, notice('loading', `Loading the history of ${name} (${formatCount(captures)} captures; each is analysed once)…`));
-    this.element = section(`Run history: ${name}, ${formatCount(captures)} captures`, 'history', this.body);
+    this.body = el('div', {}, notice('loading', `Loading the history of ${name} (${countOf(captures, 'capture')}; each is analysed once)…`));
+    this.element = section(`Run history: ${name}, ${countOf(captures, 'capture')}`, 'history', this.body);
   }
 
   start(): void {
@@ -200,17 +200,19 @@ export class HistoryPanel {
     this.chartBox.dataset.allocator = s.memory_id;
     this.chartBox.dataset.axis = this.axis.kind;
     this.drawChart(s);
-    const rates = [
-      ...(s.bytes_per_hour === null ? [] : [`${formatBytesDelta(s.bytes_per_hour)} per hour`]),
-      ...(s.bytes_per_step === null ? [] : [`${formatBytesDelta(s.bytes_per_step)} per step`]),
-      `${formatBytesDelta(s.bytes_per_capture)} per capture`,
-    ];
+    // One rate, in the chart's own unit along x: the others are in the points' tooltips' figures.
+    const rate =
+      this.axis.kind === 'time' && s.bytes_per_hour !== null
+        ? `${formatBytesDelta(s.bytes_per_hour)} per hour`
+        : this.axis.kind !== 'capture' && s.bytes_per_step !== null
+          ? `${formatBytesDelta(s.bytes_per_step)} per step`
+          : `${formatBytesDelta(s.bytes_per_capture)} per capture`;
     const first = s.captures[0];
     const last = s.captures[s.captures.length - 1];
     const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
-      `${formatCount(s.captures.length)} captures of ${s.allocator} on ${s.host}${span}: ` +
-      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). ` +
+      `${countOf(s.captures.length, 'capture')} of ${s.allocator} on ${s.host}${span}: ` +
+      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rate}). ` +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;
