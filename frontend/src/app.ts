@@ -266,8 +266,7 @@ export class App {
       const own = captureCount(this.data.runs ?? [], run) > 1 ? 'on its own: ' : '';
       // A run that cannot be judged over time but whose static view flags a buffer is told apart from a clean one.
       const found = findings.get(run) ?? 0;
-      const word = verdict !== 'leak' && found ? `${countOf(found, 'finding')} in the static view` : VERDICT_LABEL[verdict].toLowerCase();
-      labels.set(run, `${run} (${own}${word})`);
+      labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()}${found ? `, ${countOf(found, 'finding')}` : ''})`);
     }
     for (const {run, hosts} of this.data.runs ?? []) {
       const unreadable = this.data.unreadableHosts(run).length;

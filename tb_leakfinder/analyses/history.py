@@ -155,7 +155,7 @@ def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
         close = f"lie within {format_duration_ps(spread * 1e12)} of each other" if spread > 0 else "are all the same"
         return False, (
             f"no rate per hour and no forecast: the captures carry no time of their own, and their files' modification"
-            f" times {close} (copied, not captured, then); the rates are per step and per capture"
+            f" times {close} (copied, not captured, then); the rate is per step, or per capture without step numbers"
         )
     if mtimes:
         return True, (
@@ -213,9 +213,11 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
         )
     left = capacity - values[-1]
     hours = float(left / per_hour) if per_hour is not None and per_hour > 0 and capacity and left > 0 else None
+    # One rate: per step where the captures' steps are known, else per capture when they carry no time (a timed
+    # history's rate is its forecast's, per hour).
     rate = f", {_signed(per_step)} per step" if per_step is not None else ""
-    if not timed:
-        rate += f", {_signed(per_capture)} per capture"
+    if not timed and per_step is None:
+        rate = f", {_signed(per_capture)} per capture"
     oom = f"; out of memory in about {format_duration_ps(hours * 3600e12)}" if hours is not None else ""
     culprit = next((f for f in families if f.agrees), None)
     if culprit is None and per_step is None and families:

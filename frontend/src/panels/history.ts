@@ -200,19 +200,13 @@ export class HistoryPanel {
     this.chartBox.dataset.allocator = s.memory_id;
     this.chartBox.dataset.axis = this.axis.kind;
     this.drawChart(s);
-    // One rate, in the chart's own unit along x: the others are in the points' tooltips' figures.
-    const rate =
-      this.axis.kind === 'time' && s.bytes_per_hour !== null
-        ? `${formatBytesDelta(s.bytes_per_hour)} per hour`
-        : this.axis.kind !== 'capture' && s.bytes_per_step !== null
-          ? `${formatBytesDelta(s.bytes_per_step)} per step`
-          : `${formatBytesDelta(s.bytes_per_capture)} per capture`;
     const first = s.captures[0];
     const last = s.captures[s.captures.length - 1];
     const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
       `${countOf(s.captures.length, 'capture')} of ${s.allocator} on ${s.host}${span}: ` +
-      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rate}). ` +
+      // No rate here: the verdict above gives the one rate, a second sentence with another would contradict it.
+      `what outlives every step moved ${formatBytesDelta(s.rise_bytes)}. ` +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;

@@ -17,7 +17,7 @@ export const XPROF_TIMELINE_EVENTS = 1000;
 
 /** An ⓘ that says `text` on hover and on focus (a tooltip in place of a paragraph). */
 export function info(text: string): HTMLElement {
-  return el('span', {class: 'lf-info', tabindex: 0, role: 'img', 'aria-label': text, title: text, 'data-info': 'true'}, 'ⓘ');
+  return el('span', {class: 'lf-info', tabindex: 0, role: 'img', 'aria-label': text, title: text, 'data-info': 'true'}, 'i');
 }
 
 /** A figure with its label and detail; `tone` colours the value (a leak's figures are bad); `help` goes in an ⓘ. */
