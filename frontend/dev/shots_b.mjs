@@ -12,7 +12,13 @@ try {
   for (const [i, run] of runs.entries()) {
     const page = await browser.context.newPage();
     page.on('pageerror', (e) => console.log('pageerror:', e.message));
-    const frame = await openLeaks(page, tb.base, run);
+    const [a, b] = run.split('|');
+    let frame;
+    if (b) {
+      await page.goto(`${tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(a)}&p.leakfinder.compare=${encodeURIComponent(b)}`);
+      frame = await (await page.waitForSelector('iframe[src*="plugin_entry.html?name=leakfinder"]', {timeout: 60_000})).contentFrame();
+      await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 90_000});
+    } else frame = await openLeaks(page, tb.base, run);
     await page.waitForTimeout(2500);
     const h = await frame.evaluate(() => document.documentElement.scrollHeight);
     await page.setViewportSize({width: 1400, height: Math.min(h + 80, 6000)});

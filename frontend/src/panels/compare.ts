@@ -88,15 +88,18 @@ function deltaCard(label: string, d: Delta, value: (n: number) => string, delta:
 
 export function renderDeltas(a: AllocatorDiff): HTMLElement {
   const perStep = (n: number) => `${formatBytesDelta(n)} / step`;
-  // Beside B's "No leak" a rise is not red. The heap's trend is no leak rate: never judged, its meaning in the ⓘ.
+  // Beside B's "No leak" a rise is not red. The heap's trend is no leak rate: beside the verdicts' rates it would be a
+  // second one, so it is the peak's tooltip, not a figure of its own.
   const rise = a.verdict_b === 'leak' ? 'bad' : null;
-  const trend = deltaCard('Heap trend at step ends', a.growth_bytes_per_step, perStep, perStep, false, `The heap’s trend: ${HEAP_TREND}`, rise);
+  const g = a.growth_bytes_per_step;
+  const trend = `The heap’s trend at step ends: A ${perStep(g.a)}, B ${perStep(g.b)}; ${HEAP_TREND}`;
+  const peak = deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta, true, trend, rise);
+  peak.dataset.trend = String(g.delta);
   return el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Changes from A to B'},
-    deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta, true, undefined, rise),
+    peak,
     deltaCard('Never freed', a.never_freed_requested_bytes, formatBytes, formatBytesDelta, true, 'tensor bytes of the buffers never freed', rise),
-    trend,
     deltaCard('Allocations', a.num_allocations, formatCount, formatCountDelta, false),
   );
 }
@@ -123,7 +126,7 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
     sort: 'rank',
     order: 'asc',
     filterLabel: 'Filter by op, shape, status…',
-    emptyText: 'Neither run has an op family that outlives a step.',
+    emptyText: 'Neither run has a family that outlives a step.',
     rowKey: (g) => [g.op, g.shape, g.dtype, g.region].join('\u0000'),
     rowClass: (g) => `lf-status-row lf-status-row-${g.status}`,
     where,

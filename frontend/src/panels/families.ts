@@ -1,4 +1,4 @@
-// Op families: the buffers of one (op, dtype, region) that outlive a step or
+// Families: the buffers of one (op, dtype, region) that outlive a step or
 // are never freed, most suspicious first. A family's kind follows its live
 // bytes at step boundaries; its never-freed buffers are the evidence, and the
 // byte columns count them. Selecting a row highlights that family elsewhere.

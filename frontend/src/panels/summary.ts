@@ -15,9 +15,12 @@ export const HEAP_TREND =
 /** How many events XProf's Memory Profile samples for its timeline chart, and counts its #Allocation / #Deallocation over. */
 export const XPROF_TIMELINE_EVENTS = 1000;
 
-/** An ⓘ that says `text` on hover and on focus (a tooltip in place of a paragraph). */
+/**
+ * An ⓘ that says `text` on hover and on focus (a tooltip in place of a paragraph); drawn by styles.css, so that the
+ * text around it reads the same (a card's label is "Peak", not "Peaki").
+ */
 export function info(text: string): HTMLElement {
-  return el('span', {class: 'lf-info', tabindex: 0, role: 'img', 'aria-label': text, title: text, 'data-info': 'true'}, 'i');
+  return el('span', {class: 'lf-info', tabindex: 0, role: 'img', 'aria-label': text, title: text, 'data-info': 'true'});
 }
 
 /** A figure with its label and detail; `tone` colours the value (a leak's figures are bad); `help` goes in an ⓘ. */
