@@ -255,7 +255,7 @@ test('captures copied without their times: charted in step order, no rate per ho
   assert.match(note, /^5 captures of GPU_0_bfc on host0, in step order: what outlives every step moved \+15\.6 MiB\. /);
   // One rate on the page, the verdict's: the chart's note has none.
   assert.doesNotMatch(note, /per (hour|step|capture)/);
-  assert.equal(banner.reason.match(/ per (hour|step|capture)\b/g)?.length, 1);
+  assert.equal(banner.reason.match(/[+-][\d.]+ [KMG]?i?B per (hour|step|capture)\b/g)?.length, 1);
   assert.match(await frame.$eval(`${HISTORY} [data-time-note]`, (e) => e.textContent), /^Times: no rate per hour and no forecast/);
 });
 

@@ -9,7 +9,7 @@ import {type Child, el} from '../dom';
 import {countOf, formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
 import {byField, DataTable, memorySource} from '../table';
 import {REASON_LABEL} from './static';
-import {card, HEAP_TREND} from './summary';
+import {card, HEAP_TREND, info} from './summary';
 import {familyCell, kindPill, onsetText} from './families';
 import {verdictBanner} from './verdict';
 
@@ -157,8 +157,10 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
     el(
       'p',
       {class: 'lf-muted'},
-      'Families of each run, matched by op (numeric suffixes such as Mul_1 removed), shape pattern, dtype and region. ',
-      'Growing families compare the growth of their live bytes per step, others the bytes of their never-freed buffers; changes within 5% count as unchanged.',
+      'Families of each run, matched by op, shape pattern, dtype and region. ',
+      info(
+        'Numeric suffixes such as Mul_1 are removed from ops before matching. Growing families compare the growth of their live bytes per step, others the tensor bytes of their never-freed buffers; changes within 5% count as unchanged.',
+      ),
     ),
     table.element,
   );

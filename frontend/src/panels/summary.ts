@@ -28,7 +28,7 @@ export function card(label: string, value: Child, detail: Child, tone: 'bad' | '
   return el(
     'div',
     {class: `lf-card${tone ? ` lf-card-${tone}` : ''}`},
-    el('div', {class: 'lf-card-label'}, label, help ? ' ' : null, help ? info(help) : null),
+    el('div', {class: 'lf-card-label'}, label, help ? info(help) : null),
     el('div', {class: 'lf-card-value'}, value),
     el('div', {class: 'lf-card-detail'}, detail),
   );
