@@ -227,7 +227,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
         # One rate in the sentence: the family's own is the history's families table's, beside the growth it explains.
         named = f", from {_family_text(culprit, with_rate=per_step is None and timed)}"
     else:
-        unexplained = _unexplained(points, per_step)
+        unexplained = _unexplained(points)
         named = f"; {unexplained}"
     why = f"Leak: {_signed(rise)}{span} across {len(points)} captures{rate}{named}{oom}"
     return made(LEAK, why, hours, unexplained)
@@ -247,11 +247,11 @@ def _captures_text(captures: list[str]) -> str:
     return f"{len(names)} captures ({shown})" if len(names) > 1 else f"capture {shown}"
 
 
-def _unexplained(points: list[CapturePoint], per_step: float | None) -> str:
+def _unexplained(points: list[CapturePoint]) -> str:
+    """Why no family explains the growth; the sentence it ends has the rate already."""
     held = ", ".join(format_bytes(p.heap_start_bytes) for p in points[:6]) + (", ..." if len(points) > 6 else "")
-    rate = f" ({_signed(per_step)} per step)" if per_step is not None else ""
     return (
-        f"the growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew{rate};"
+        "the growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew;"
         f" it was allocated before the windows (held when each began: {held})"
     )
 

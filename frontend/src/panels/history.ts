@@ -210,7 +210,9 @@ export class HistoryPanel {
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;
-    const unexplained = s.unexplained ? el('p', {'data-unexplained': 'true'}, `${s.unexplained[0].toUpperCase()}${s.unexplained.slice(1)}.`) : null;
+    // Said once: the history's banner ends with it when this series is the one it judges.
+    const said = this.history?.reason.includes(s.unexplained ?? '\u0000') ?? false;
+    const unexplained = s.unexplained && !said ? el('p', {'data-unexplained': 'true'}, `${s.unexplained[0].toUpperCase()}${s.unexplained.slice(1)}.`) : null;
     const heading = s.verdict === 'leak' && s.families[0]?.agrees ? `Growing families (${formatCount(s.families.length)}; the first accounts for the growth)` : `Growing families (${formatCount(s.families.length)})`;
     const notes: HTMLElement[] = [reason, times, unexplained].filter((p): p is HTMLParagraphElement => p !== null);
     this.seriesBox.replaceChildren(...notes, el('h3', {}, heading), this.familiesTable(s));
