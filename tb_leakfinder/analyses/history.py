@@ -276,8 +276,9 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
         culprit = families[0]  # without step numbers nothing can be checked against the growth: the one that grew most
     unexplained = None
     if culprit is not None:
-        # One rate in the sentence: the family's own is the history's families table's, beside the growth it explains.
-        named = f", from {_family_text(culprit, with_rate=per_step is None and timed)}"
+        # One rate in the sentence: the family's own is the history's families table's, beside the growth it explains
+        # (a within-captures sentence always has its pace).
+        named = f", from {_family_text(culprit, with_rate=per_step is None and timed and not within)}"
     else:
         unexplained = _unexplained(points, within)
         named = f"; {unexplained}"

@@ -260,6 +260,7 @@ def test_a_profiled_heap_is_never_chained_its_rate_is_what_each_window_kept():
         "Leak: +128 KiB per step kept within the windows of 5 captures over 4 h (about +6.5 MiB over steps 2..53; its heap"
         " counts only what each capture saw allocated, so the steps between captures are not measured), from aten::clone"
     )
+    assert h.reason.count("per step") == 1  # one rate: the family's is the families table's
 
 
 def test_a_profiled_heap_that_keeps_nothing_within_its_windows_is_no_leak_whatever_its_start():
@@ -271,8 +272,21 @@ def test_a_profiled_heap_that_keeps_nothing_within_its_windows_is_no_leak_whatev
 
 def test_a_profiled_heap_whose_growth_no_family_keeps_is_unexplained_without_blaming_before_the_windows():
     points = [profiled(k, 128 << 10, 0, [randn_family(4096)]) for k in range(4)]
-    (s,) = run_history("job", points).series
+    h = run_history("job", points)
+    (s,) = h.series
     assert s.verdict == LEAK and s.unexplained is not None
-    assert s.unexplained == (
-        "the growth is unexplained: no family made within the windows keeps bytes at the rate they kept (+128 KiB per step)"
-    )
+    assert s.unexplained == "the growth is unexplained: no family made within the windows keeps bytes at the rate they kept"
+    assert h.reason.count("+128 KiB per step") == 1  # one rate, said once
+
+
+def test_a_profiled_heap_without_step_numbers_says_one_rate_per_capture():
+    # Captures that carry times but no step numbers: the pace is per capture, and the family that grew most is named
+    # without its own per-step rate beside it.
+    kept = 128 << 10
+    points = [dataclasses.replace(profiled(k, kept, 0, [clone_family(kept)]), first_step=None, last_step=None) for k in range(5)]
+    h = run_history("job", points)
+    (s,) = h.series
+    assert (s.verdict, s.rate_basis, s.bytes_per_step) == (LEAK, WITHIN_CAPTURES, None)
+    assert h.reason.startswith("Leak: +512 KiB per capture kept within the windows of 5 captures over 4 h")
+    assert ", from aten::clone float[32,1024] at job.py:9 in step, in 5 captures" in h.reason
+    assert "per step" not in h.reason and h.reason.count("per capture") == 1
