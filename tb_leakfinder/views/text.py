@@ -118,10 +118,12 @@ def search_text(host: Json) -> str | None:
     if status == "partial":
         text += f" ({search['warning'] or 'a bound was hit'}): the holders named are true, but there may be more"
     if search["unmatched_count"]:
-        text += f"; {search['unmatched_count']:,} never-freed buffer(s) ({format_bytes(search['unmatched_bytes'])}) held by no"
-        text += " reference it found"
+        unmatched = count_of(search["unmatched_count"], "never-freed buffer")
+        text += f"; {unmatched} ({format_bytes(search['unmatched_bytes'])}) held by no reference it found"
     if search["not_in_profile"]:
-        text += f"; {search['not_in_profile']:,} address(es) its holders list are no never-freed buffer of this profile"
+        listed = count_of(search["not_in_profile"], "address", "addresses")
+        are = "is" if search["not_in_profile"] == 1 else "are"
+        text += f"; {listed} its holders list {are} no never-freed buffer of this profile"
     return text
 
 
