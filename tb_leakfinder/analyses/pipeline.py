@@ -131,7 +131,8 @@ def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSource) 
     if not a.holders[top]:
         return
     h = a.holders[top][0]
-    said = held_by(f"`{h.path}`", h.type_name, h.count, a.suspects.families[top].count, h.chunk_bytes, at_least=not h.all_listed)
+    of = a.suspects.families[top].count
+    said = held_by(f"`{h.path}`", h.type_name, h.count, of, h.requested_bytes, h.chunk_bytes, at_least=not h.all_listed)
     partial = f" (the search for holders was partial: {search.warning or 'a bound was hit'})" if search.status == PARTIAL else ""
     reason = a.verdict.reason.rstrip()
     a.verdict = Verdict(a.verdict.verdict, f"{reason}{'' if reason.endswith('.') else '.'} {said[0].upper()}{said[1:]}{partial}.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import format_bytes, tensor_and_chunks
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
@@ -16,7 +16,6 @@ from tb_leakfinder.views.text import (
     holder_text,
     peak_text,
     search_text,
-    tensor_and_chunks,
     where_parts,
 )
 

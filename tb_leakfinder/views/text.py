@@ -5,7 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tb_leakfinder.analyses.words import count_of, format_bytes, format_fraction, group_label, held_by, short_program_ids
+from tb_leakfinder.analyses.words import (
+    count_of,
+    format_bytes,
+    format_fraction,
+    group_label,
+    held_by,
+    short_program_ids,
+    tensor_and_chunks,
+)
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
@@ -95,10 +103,18 @@ def hint_for(a: Json, *tables: list[Json]) -> str | None:
 
 
 def holder_text(h: Json, family: Json, quote: Callable[[str], str] = lambda path: f"`{path}`") -> str:
-    """A family's holder: "held by `model.heads`: ModuleList, 24 of 24 never-freed buffers, 6.0 MiB (an attribute,
+    """A family's holder: "held by `model.heads`: ModuleList, 24 of 24 never-freed buffers, 6 MiB (an attribute,
     made at train.py:40 in train: self.heads = nn.ModuleList())"; `quote` puts its path (and line) as the view quotes
     code."""
-    said = held_by(quote(h["path"]), h["type"], h["count"], family["count"], h["chunk_bytes"], at_least=not h["all_listed"])
+    said = held_by(
+        quote(h["path"]),
+        h["type"],
+        h["count"],
+        family["count"],
+        h["requested_bytes"],
+        h["chunk_bytes"],
+        at_least=not h["all_listed"],
+    )
     details = [HOLDER_KIND_WORDS.get(h["kind"]) or str(h["kind"])]
     if h["created"]:
         details.append(f"made at {quote(h['created'])}" + (f": {quote(h['created_text'])}" if h["created_text"] else ""))
@@ -146,13 +162,6 @@ def compiled_programs_text(host: Json) -> str | None:
         return None
     each = "; ".join(f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" for c in programs)
     return f"compiled programs (their code and constants, not buffers): {each}"
-
-
-def tensor_and_chunks(tensor: int, chunks: int) -> str:
-    """Tensor bytes, the basis, with the allocator's chunks beside them where they differ: '12.5 MiB (12.6 MiB in
-    chunks)'."""
-    shown, allocated = format_bytes(tensor), format_bytes(chunks)
-    return shown if shown == allocated else f"{shown} ({allocated} in chunks)"
 
 
 def balance_text(a: Json) -> str:
