@@ -7,7 +7,7 @@ import {ApiError, type HostReport, moduleKey, type ModuleSummary, type Selection
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
-import {shortProgram} from './format';
+import {countOf, shortProgram} from './format';
 import {captureCount, tensorboardRun} from './panels/history';
 import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
@@ -250,12 +250,14 @@ export class App {
 
   /**
    * With no run asked for, opens the first run that ran out of memory, else
-   * the first that leaks: reports are fetched in order for a few seconds at
-   * most, else the first run is shown.
+   * the first that leaks, else the first with a finding of the static view:
+   * reports are fetched in order for a few seconds at most, else the first
+   * run is shown.
    */
   private async pickDefaultRun(runs: string[], stale: () => boolean): Promise<string> {
     const deadline = Date.now() + PICK_BUDGET_MS;
     let leaking = '';
+    let found: string | undefined;
     for (const [i, run] of runs.entries()) {
       if (Date.now() > deadline) break;
       this.content.replaceChildren(notice('loading', `Looking for a run that ran out of memory or leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
@@ -265,21 +267,25 @@ export class App {
         // A run that died out of memory is the one to look at first: what held the memory then.
         if (this.data.outOfMemory().has(run)) return run;
         if (!leaking && report.runs.some((r) => r.verdict === 'leak')) leaking = run;
+        if (!found && this.data.findings().get(run)) found = run;
       } catch {
         // shown when that run is opened
       }
     }
-    return leaking || runs[0];
+    return leaking || found || runs[0];
   }
 
   private runLabels(): Map<string, string> {
     const labels = new Map<string, string>();
+    const findings = this.data.findings();
     for (const [run, verdict] of this.data.verdicts()) {
       // With several hosts, a verdict is only the run's when every host was analysed.
       if (this.data.hostsOf(run).length > 1) continue;
       // A capture of a run with a history: its verdict is its own, not the run's (the history's banner has that).
       const own = captureCount(this.data.runs ?? [], run) > 1 ? 'on its own: ' : '';
-      labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()})`);
+      // A run that cannot be judged over time but whose static view flags a buffer is told apart from a clean one.
+      const found = findings.get(run) ?? 0;
+      labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()}${found ? `, ${countOf(found, 'finding')}` : ''})`);
     }
     for (const run of this.data.outOfMemory()) {
       if (this.data.hostsOf(run).length <= 1) labels.set(run, `${run} (ran out of memory)`);

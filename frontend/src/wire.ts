@@ -326,6 +326,8 @@ export interface AllocatorReport {
   never_freed_count: number;
   /** their chunk bytes */
   never_freed_bytes: number;
+  /** their tensor bytes: the figure shown, chunks beside it where they differ */
+  never_freed_requested_bytes: number;
   /** buffers allocated before the window began and freed in it */
   freed_before_window_count: number;
   /** slope of the heap in use at step ends, over all steps: not a leak rate */
@@ -530,6 +532,8 @@ export interface FormatHints {
   static_modules: boolean;
   /** XProf's own tools (Memory Profile, Memory Viewer) open its files */
   xprof_tools: boolean;
+  /** what a buffer's shape is: "shape", or "input shapes" (of the op that made it) */
+  shape_label: string;
 }
 
 /** A likely reason for memory that grows outside the allocator. */
@@ -670,6 +674,7 @@ export interface HistoryCapture {
   heap_floor_bytes: number;
   /** what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window */
   measure_bytes: number;
+  /** tensor bytes never freed in the capture, its report's `never_freed_requested_bytes` */
   never_freed_bytes: number;
   first_step: number | null;
   last_step: number | null;
@@ -863,8 +868,12 @@ export interface FamilyDiff {
   kind_b: LeakKind | null;
   count_a: number;
   count_b: number;
+  /** the chunk bytes of its never-freed buffers in A */
   chunk_bytes_a: number;
   chunk_bytes_b: number;
+  /** their tensor bytes in A: the figure shown */
+  requested_bytes_a: number;
+  requested_bytes_b: number;
   bytes_per_step_a: number;
   bytes_per_step_b: number;
   /** the earliest onset of the side's growing families; null when none grows */
@@ -887,7 +896,10 @@ export interface AllocatorDiff {
   /** the same of B */
   out_of_memory_b: string | null;
   peak_bytes_in_use: Delta;
+  /** chunk bytes */
   never_freed_bytes: Delta;
+  /** tensor bytes: the figure shown */
+  never_freed_requested_bytes: Delta;
   growth_bytes_per_step: Delta;
   num_allocations: Delta;
   num_deallocations: Delta;

@@ -28,6 +28,21 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(word: str) -> str:
+    """English plural of a noun: 'family' -> 'families', 'process' -> 'processes', 'buffer' -> 'buffers'."""
+    if len(word) > 1 and word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def count_of(n: int, word: str, many: str | None = None) -> str:
+    """A count and its noun, singular for exactly one: '1 buffer', '1,024 buffers', '0 families'; `many` for a plural
+    the rule does not make ('1 memory event was', or 'child'/'children')."""
+    return f"{n:,} {word if n == 1 else many or plural(word)}"
+
+
 def short_program_ids(text: str) -> str:
     """A label with each long program id cut to its last digits: 'output 0 of jit_f(…8113)'."""
     return _LONG_PROGRAM_ID.sub(lambda m: f"(…{m.group(1)[-SHORT_ID_DIGITS:]})", text)
@@ -72,9 +87,17 @@ def group_label(op: str, shape: str, region: str) -> str:
     return " ".join(part for part in (op or "(unknown op)", shape, region) if part)
 
 
-def held_by(path: str, type_name: str, count: int, of: int, size: int, *, at_least: bool = False) -> str:
+def tensor_and_chunks(tensor: int, chunks: int) -> str:
+    """Tensor bytes, the basis, with the allocator's chunks beside them where they differ: '12.5 MiB (12.6 MiB in
+    chunks)'."""
+    shown, allocated = format_bytes(tensor), format_bytes(chunks)
+    return shown if shown == allocated else f"{shown} ({allocated} in chunks)"
+
+
+def held_by(path: str, type_name: str, count: int, of: int, tensor: int, chunks: int, *, at_least: bool = False) -> str:
     """A family's holder in words, as every view puts it: "held by `model.heads`: ModuleList, 24 of 24 never-freed
-    buffers, 6.0 MiB" (`path` as the view quotes it; `count` of the family's `of` never-freed buffers, `size` their
-    bytes; `at_least` when not all of the buffers it keeps were listed)."""
+    buffers, 6.0 MiB" (`path` as the view quotes it; `count` of the family's `of` never-freed buffers, their `tensor`
+    bytes with their `chunks` beside them where they differ, as the family's own figure; `at_least` when not all of the
+    buffers it keeps were listed)."""
     kept = f"{'at least ' if at_least else ''}{count:,} of {of:,} never-freed buffer{'' if of == 1 else 's'}"
-    return f"held by {path}: {type_name + ', ' if type_name else ''}{kept}, {format_bytes(size)}"
+    return f"held by {path}: {type_name + ', ' if type_name else ''}{kept}, {tensor_and_chunks(tensor, chunks)}"

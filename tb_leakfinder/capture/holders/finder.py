@@ -21,6 +21,7 @@ import tracemalloc
 import types
 from typing import Any
 
+from tb_leakfinder.analyses.words import count_of
 from tb_leakfinder.capture.holders import matchers
 from tb_leakfinder.capture.holders.never_freed import Buffer, never_freed
 from tb_leakfinder.capture.holders.walk import (
@@ -131,7 +132,9 @@ class HolderFinder:
         unmatched = [b for b in buffers if b.addr not in walk.found]
         # Objects another thread changed while they were read were skipped: what lay behind them was not reached.
         status = PARTIAL if walk.stopped or walk.skipped else COMPLETE
-        warning = walk.stopped + (f"; {walk.skipped} object(s) changed while read and were skipped" if walk.skipped else "")
+        were = "was" if walk.skipped == 1 else "were"
+        skipped = f"; {count_of(walk.skipped, 'object')} changed while read and {were} skipped" if walk.skipped else ""
+        warning = walk.stopped + skipped
         records = [record for record, _ in groups]
         value = _search(status, warning.lstrip("; "), walk.visited, time.perf_counter() - began, records, unmatched)
         files = _files_by_name()

@@ -71,7 +71,9 @@ def test_a_slow_rise_across_captures_is_a_leak_with_its_rates_culprit_and_foreca
     assert s.families[0].bytes_per_hour == pytest.approx(1000 * 4096)
     assert s.hours_to_oom == pytest.approx(((16 << 30) - (100 * MIB + 5 * 1000 * 4096)) / (1000 * 4096))
     assert h.reason.startswith("Leak: +19.5 MiB over 5 h across 6 captures, +4.0 KiB per step, from Mul [256] output")
-    assert "at train.py:42 in step: +4 KiB per step in 6 captures (s0, s1, s2, s3 and 2 more); out of memory in about" in h.reason
+    assert "at train.py:42 in step, in 6 captures (s0, s1, s2, s3 and 2 more); out of memory in about" in h.reason
+    # One rate in one sentence: the family's own is in the families table.
+    assert h.reason.count(" per step") == 1
 
 
 def test_a_flat_or_noisy_history_is_no_leak():
@@ -139,7 +141,7 @@ def copied(p: CapturePoint, at: float = 1_800_000_000.0) -> CapturePoint:
     return dataclasses.replace(p, time_s=at, time_source=FILE_MTIME)
 
 
-def test_captures_copied_within_seconds_give_no_rate_per_hour_but_per_step_and_per_capture_in_step_order():
+def test_captures_copied_within_seconds_give_no_rate_per_hour_but_one_per_step_in_step_order():
     points = [
         copied(point(k, 100 * MIB + k * 1000 * 4096, families=[kept(k)]), 1_800_000_000.0 + (5 - k) * 0.001) for k in range(5)
     ]
@@ -152,7 +154,8 @@ def test_captures_copied_within_seconds_give_no_rate_per_hour_but_per_step_and_p
     assert s.families[0].bytes_per_hour is None and s.families[0].agrees
     assert "no rate per hour and no forecast: the captures carry no time of their own" in s.time_note
     assert "within 4.0 ms of each other" in s.time_note and s.time_note in h.reason
-    assert "+4.0 KiB per step, +3.9 MiB per capture" in h.reason and "out of memory" not in h.reason
+    assert "+4.0 KiB per step, from" in h.reason and "out of memory" not in h.reason
+    assert "per capture," not in h.reason  # one rate: per step, the steps being known
 
 
 def test_mtimes_hours_apart_still_time_the_history_and_it_says_where_they_came_from():
@@ -189,7 +192,8 @@ def test_a_family_kept_once_in_every_window_at_the_rate_the_captures_grow_is_the
     assert (culprit.label, culprit.growing_captures, culprit.agrees) == ("Fill [1024] output", 4, True)
     assert culprit.bytes_per_step == pytest.approx(5 * size / 240)
     assert culprit.captures == [f"job/s{k}" for k in range(4)]
-    assert "from Fill [1024] output at job.py:12 in step: +85 B per step in 4 captures (s0, s1, s2, s3)" in h.reason
+    assert "from Fill [1024] output at job.py:12 in step, in 4 captures (s0, s1, s2, s3)" in h.reason
+    assert h.reason.count(" per step") == 1
     assert not any(f.label == "VarHandleOp persist" for f in s.families)  # one 256 B buffer a window is not that growth
 
 
@@ -199,7 +203,8 @@ def test_growth_no_family_accounts_for_is_unexplained_with_what_each_window_bega
     (s,) = h.series
     assert s.verdict == LEAK and not s.families[0].agrees
     assert s.unexplained is not None and s.unexplained in h.reason
-    assert "no family made within the windows keeps bytes at the rate the captures grew (+4.1 KiB per step)" in s.unexplained
+    assert "no family made within the windows keeps bytes at the rate the captures grew;" in s.unexplained
+    assert h.reason.count("+4.1 KiB per step") == 1  # one rate, said once
     assert s.unexplained.endswith("(held when each began: 101 MiB, 105 MiB, 109 MiB, 113 MiB)")
 
 
@@ -258,6 +263,7 @@ def test_a_profiled_heap_is_never_chained_its_rate_is_what_each_window_kept():
         "Leak: +128 KiB per step kept within the windows of 5 captures over 4 h (about +6.5 MiB over steps 2..53; its heap"
         " counts only what each capture saw allocated, so the steps between captures are not measured), from aten::clone"
     )
+    assert h.reason.count("per step") == 1  # one rate: the family's is the families table's
 
 
 def test_a_profiled_heap_that_keeps_nothing_within_its_windows_is_no_leak_whatever_its_start():
@@ -269,11 +275,24 @@ def test_a_profiled_heap_that_keeps_nothing_within_its_windows_is_no_leak_whatev
 
 def test_a_profiled_heap_whose_growth_no_family_keeps_is_unexplained_without_blaming_before_the_windows():
     points = [profiled(k, 128 << 10, 0, [randn_family(4096)]) for k in range(4)]
-    (s,) = run_history("job", points).series
+    h = run_history("job", points)
+    (s,) = h.series
     assert s.verdict == LEAK and s.unexplained is not None
-    assert s.unexplained == (
-        "the growth is unexplained: no family made within the windows keeps bytes at the rate they kept (+128 KiB per step)"
-    )
+    assert s.unexplained == "the growth is unexplained: no family made within the windows keeps bytes at the rate they kept"
+    assert h.reason.count("+128 KiB per step") == 1  # one rate, said once
+
+
+def test_a_profiled_heap_without_step_numbers_says_one_rate_per_capture():
+    # Captures that carry times but no step numbers: the pace is per capture, and the family that grew most is named
+    # without its own per-step rate beside it.
+    kept = 128 << 10
+    points = [dataclasses.replace(profiled(k, kept, 0, [clone_family(kept)]), first_step=None, last_step=None) for k in range(5)]
+    h = run_history("job", points)
+    (s,) = h.series
+    assert (s.verdict, s.rate_basis, s.bytes_per_step) == (LEAK, WITHIN_CAPTURES, None)
+    assert h.reason.startswith("Leak: +512 KiB per capture kept within the windows of 5 captures over 4 h")
+    assert ", from aten::clone float[32,1024] at job.py:9 in step, in 5 captures" in h.reason
+    assert "per step" not in h.reason and h.reason.count("per capture") == 1
 
 
 def programs_at(k: int, counts: dict[str, int], floor: int = 8 * MIB) -> CapturePoint:

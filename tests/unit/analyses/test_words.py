@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.words import format_duration_ps, format_fraction, module_base_name, normalize_name, short_program_ids
+from tb_leakfinder.analyses.words import (
+    format_duration_ps,
+    format_fraction,
+    held_by,
+    module_base_name,
+    normalize_name,
+    short_program_ids,
+)
 
 
 @pytest.mark.parametrize(
@@ -54,3 +61,13 @@ def test_normalize_name(name, normal):
 def test_module_base_name():
     assert module_base_name("jit_train_step(10)") == "jit_train_step"
     assert module_base_name("jit_f") == "jit_f"
+
+
+def test_a_holder_is_said_in_tensor_bytes_as_its_family_with_chunks_beside_only_where_they_differ():
+    # Three of a BFC allocator's 1 MiB tensors, each in a chunk rounded up to 1.125 MiB.
+    tensor, chunks = 3 * (1 << 20), 3 * 1179648
+    assert held_by("`kept`", "list", 3, 4, tensor, chunks) == (
+        "held by `kept`: list, 3 of 4 never-freed buffers, 3 MiB (3.4 MiB in chunks)"
+    )
+    one = held_by("`kept`", "", 1, 1, tensor, tensor, at_least=True)
+    assert one == "held by `kept`: at least 1 of 1 never-freed buffer, 3 MiB"

@@ -22,6 +22,7 @@ from tb_leakfinder.testing.recordings_builder import companion, holder, write_co
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.source_lines import MAX_SOURCE_BYTES, fill_where_texts
 from tb_leakfinder.views.standalone_page import answer_key
+from tb_leakfinder.views.text import search_text
 from tests.support.demo import demo_run_dir
 from tests.support.never_freed import never_freed
 from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
@@ -60,7 +61,7 @@ def test_the_text_report_says_who_holds_the_leak_and_that_the_search_was_partial
     assert f"      {held} (a local of a running function, made at `{CREATED}`: `history = []`)\n" in out
     assert (
         f"  holders: partial, 1,000 objects in 0.05 s ({WARNING}): the holders named are true, but there may be more; "
-        f"5 never-freed buffer(s) ({format_bytes(rest)}) held by no reference it found\n"
+        f"5 never-freed buffers ({format_bytes(rest)}) held by no reference it found\n"
     ) in out
 
 
@@ -167,3 +168,16 @@ def test_a_local_source_that_cannot_give_the_line_leaves_it_empty(tmp_path, kind
     report = {"runs": [{"hosts": [{"recordings_file": "", "allocators": [{"families": [family]}]}]}]}
     fill_where_texts(report, str(tmp_path))
     assert family["where_text"] == ("\ufffd\ufffd kept" if kind == "not UTF-8" else "")
+
+
+@pytest.mark.parametrize(
+    ("count", "said"),
+    [
+        (1, "1 never-freed buffer (4 KiB) held by no reference it found; 1 address its holders list is no never-freed"),
+        (3, "3 never-freed buffers (4 KiB) held by no reference it found; 3 addresses its holders list are no never-freed"),
+    ],
+)
+def test_the_search_line_counts_in_words(count, said):
+    search = {"status": "complete", "objects_visited": 10, "elapsed_s": 0.5, "warning": ""}
+    search |= {"unmatched_count": count, "unmatched_bytes": 4096, "not_in_profile": count}
+    assert said in str(search_text({"holder_search": search}))

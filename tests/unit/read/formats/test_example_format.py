@@ -56,6 +56,7 @@ def test_a_registered_format_gets_a_full_report_with_its_own_hints(registered, t
         "memory_id_note": ", the device its profile names",
         "static_modules": False,
         "xprof_tools": False,
+        "shape_label": "shape",  # the default: its shapes are the buffers' own
     }
 
 
