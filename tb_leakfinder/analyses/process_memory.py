@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tb_leakfinder.analyses.verdict import FRAMEWORK_NAMES, INCONCLUSIVE, LEAK, NO_LEAK
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import count_of, format_bytes
 from tb_leakfinder.model.memory import Steps
 from tb_leakfinder.model.recordings import ProcessMemoryRecord, ProcessReading, ProcessSample
 
@@ -261,7 +261,7 @@ def _verdict(
         why = f" ({record.warning})" if record.warning else ""
         return (
             INCONCLUSIVE,
-            f"Process memory: {num_samples} step(s) recorded{why}, too few to fit a rate; capture at least {MIN_SAMPLES} steps.",
+            f"Process memory: {count_of(num_samples, 'step')} recorded{why}, too few to fit a rate; capture at least {MIN_SAMPLES} steps.",
             [],
         )
     explained = taken.explained()

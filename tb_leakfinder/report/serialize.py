@@ -325,16 +325,16 @@ def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdict
     """A host's verdict. With no memory events its reason says so, and where its compiled programs are when it has
     some; how its format records them is the host's `format_hints.record_events`, which the tab and the CLI show
     once beside it (a PyTorch trace is not told about TensorFlow's allocator). The process's memory, when recorded,
-    is judged beside its allocators': the worse of the two, both reasons said."""
+    is judged beside its allocators' (its own `process_memory.reason` says how): when it leaks, the host leaks and
+    says why, after its allocators' reason."""
     programs = " Its compiled programs are in the static view." if modules else ""
     no_events = f"{verdicts.NO_EVENTS_REASON}{programs}"
     verdict = verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
     process = h.process_memory
-    if process is None:
+    if process is None or process.verdict != verdicts.LEAK:
         return verdict
-    worst = verdicts.worst([verdict.verdict, process.verdict]) if process.verdict == verdicts.LEAK else verdict.verdict
     reason = verdict.reason.rstrip()
-    return verdicts.Verdict(worst, f"{reason}{'' if reason.endswith('.') else '.'} {process.reason}")
+    return verdicts.Verdict(verdicts.LEAK, f"{reason}{'' if reason.endswith('.') else '.'} {process.reason}")
 
 
 def process_memory_json(p: ProcessMemoryAnalysis) -> ProcessMemory:
