@@ -261,7 +261,8 @@ def _verdict(
         why = f" ({record.warning})" if record.warning else ""
         return (
             INCONCLUSIVE,
-            f"Process memory: {count_of(num_samples, 'step')} recorded{why}, too few to fit a rate; capture at least {MIN_SAMPLES} steps.",
+            f"Process memory: {count_of(num_samples, 'step')} recorded{why}, too few to fit a rate; capture at least"
+            f" {MIN_SAMPLES} steps.",
             [],
         )
     explained = taken.explained()
