@@ -34,6 +34,11 @@ HOLDER_KINDS = (
     "variable",  # a tf.Variable's value
 )
 
+# HolderRecord.match: how its never-freed buffers were matched to the objects it holds.
+ADDRESS = "address"  # an object's buffer address is the buffer's (PyTorch; TensorFlow and JAX on CPU)
+SHAPE = "shape"  # no address matched: by (shape, dtype) and count, where no more objects are alike than buffers
+HOLDER_MATCHES = (ADDRESS, SHAPE)
+
 
 @dataclass
 class HolderRecord:
@@ -46,6 +51,9 @@ class HolderRecord:
     addresses: list[int]  # the never-freed buffers' addresses it keeps (at most MAX_ADDRESSES listed)
     count: int  # how many never-freed buffers it keeps (may exceed len(addresses))
     bytes: int  # their bytes
+    # How its buffers were matched to the objects it holds: ADDRESS, or SHAPE when no address did and its objects
+    # were matched by their (shape, dtype) and count (its count and bytes are exact; which addresses are not known).
+    match: str = ADDRESS
 
 
 @dataclass
@@ -59,6 +67,9 @@ class HolderSearch:
     holders: list[HolderRecord] = field(default_factory=list)
     unmatched_count: int = 0  # never-freed buffers of the window no holder was found for
     unmatched_bytes: int = 0
+    # Of those, the ones whose (shape, dtype) more live objects have than there are such buffers: no holder named.
+    ambiguous_count: int = 0
+    ambiguous_bytes: int = 0
 
 
 @dataclass

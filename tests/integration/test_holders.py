@@ -15,7 +15,13 @@ from tb_leakfinder.model.recordings import HOLDER_KINDS, RECORDINGS_FORMAT
 from tests.support import capture_programs, holder_programs
 from tests.support.demo import ROOT
 
-FRAMEWORK = {"torch_holders": "torch", "torch_hostile": "torch", "tensorflow_holders": "tensorflow", "jax_holders": "jax"}
+FRAMEWORK = {
+    "torch_holders": "torch",
+    "torch_hostile": "torch",
+    "tensorflow_holders": "tensorflow",
+    "jax_holders": "jax",
+    **{f"{framework}_{case}": framework for framework in ("tensorflow", "jax") for case in ("by_shape", "lookalike")},
+}
 CASES = [(program, holder) for program, holders in holder_programs.HOLDERS.items() for holder in holders]
 
 
@@ -53,6 +59,34 @@ def test_each_holder_is_named_with_its_kind_count_and_bytes(captures, program, e
     assert (holder["kind"], holder["type"]) == (expected.kind, expected.type)
     assert holder["count"] == expected.count == len(holder["addresses"])
     assert holder["bytes"] == expected.bytes
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_with_no_address_a_holder_is_matched_by_shape_and_count(captures, framework):
+    out = captures(f"{framework}_by_shape")
+    assert out["warnings"] == []
+    search = out["doc"]["holders"]
+    assert search["status"] == "complete", search["warning"]
+    kept = holder_programs.KEPT
+    (holder,) = [h for h in search["holders"] if h["path"] == kept.path]
+    assert (holder["kind"], holder["type"], holder["match"]) == (kept.kind, kept.type, "shape")
+    assert (holder["count"], holder["bytes"]) == (kept.count, kept.bytes)
+    assert search["ambiguous_count"] == 0
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_more_live_look_alikes_than_leaked_buffers_name_no_holder(captures, framework):
+    search = captures(f"{framework}_lookalike")["doc"]["holders"]
+    assert search["status"] == "complete", search["warning"]
+    assert search["holders"] == []
+    kept = holder_programs.KEPT
+    assert (search["ambiguous_count"], search["ambiguous_bytes"]) == (kept.count, kept.bytes)
+    assert search["unmatched_count"] >= kept.count
+
+
+def test_address_matches_stay_marked_so(captures):
+    search = captures("tensorflow_holders")["doc"]["holders"]
+    assert {h["match"] for h in search["holders"]} == {"address"}
 
 
 def test_every_holder_kind_but_a_variables_is_made_by_some_program():

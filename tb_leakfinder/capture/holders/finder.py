@@ -19,6 +19,7 @@ import sys
 import time
 import tracemalloc
 import types
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from tb_leakfinder.analyses.words import count_of
@@ -50,7 +51,7 @@ from tb_leakfinder.capture.holders.walk import (
     where,
 )
 from tb_leakfinder.capture.recorder import Section, Window
-from tb_leakfinder.model.recordings import COMPLETE, FAILED, MAX_ADDRESSES, PARTIAL
+from tb_leakfinder.model.recordings import ADDRESS, COMPLETE, FAILED, MAX_ADDRESSES, PARTIAL, SHAPE
 
 TIME_LIMIT_S = 2.0
 MAX_OBJECTS = 5_000_000
@@ -80,14 +81,21 @@ _KINDS = {
 
 class HolderFinder:
     """The `holders` companion recorder. `time_limit_s` and `max_objects` bound the walk: past either, what it found
-    is written with status `partial`."""
+    is written with status `partial`. `by_address=False` matches every buffer by shape and dtype, the fallback for
+    those no address matches (as on a device whose objects give none)."""
 
     name = "holders"
 
     def __init__(
-        self, framework: str, module: types.ModuleType, time_limit_s: float = TIME_LIMIT_S, max_objects: int = MAX_OBJECTS
+        self,
+        framework: str,
+        module: types.ModuleType,
+        time_limit_s: float = TIME_LIMIT_S,
+        max_objects: int = MAX_OBJECTS,
+        by_address: bool = True,
     ) -> None:
         self.framework = framework
+        self.by_address = by_address
         self.module = module
         self.time_limit_s = time_limit_s
         self.max_objects = max_objects
@@ -124,11 +132,21 @@ class HolderFinder:
             buffers = self._new_arrays()
         self._live_at_start = set()
         by_address = {b.addr: b for b in buffers}
-        walk = Walk(matcher, set(by_address), self.max_objects, self.time_limit_s)
-        if by_address:
+        targets = set(by_address) if self.by_address else set()
+        walk = Walk(matcher, targets, self.max_objects, self.time_limit_s)
+        if targets:
             with matcher.session():
                 walk.run(roots())
-        groups = holders(walk, by_address)
+        # The fallback: a second walk, of every object, for the buffers no address matched, when some object gave no
+        # address (on CPU every one does, and the first walk's answer stands); see by_shape.
+        pending = [b for b in buffers if b.addr not in walk.found and b.shape and b.dtype]
+        signatures = frozenset((b.shape, b.dtype) for b in pending)
+        if signatures and (walk.addressless or not targets) and not isinstance(matcher, matchers.TorchMatcher):
+            walk = Walk(matcher, targets, self.max_objects, self.time_limit_s, signatures)
+            with matcher.session():
+                walk.run(roots())
+        shaped, ambiguous = by_shape(walk, buffers)
+        groups = holders(walk, by_address, shaped)
         unmatched = [b for b in buffers if b.addr not in walk.found]
         # Objects another thread changed while they were read were skipped: what lay behind them was not reached.
         status = PARTIAL if walk.stopped or walk.skipped else COMPLETE
@@ -137,6 +155,8 @@ class HolderFinder:
         warning = walk.stopped + skipped
         records = [record for record, _ in groups]
         value = _search(status, warning.lstrip("; "), walk.visited, time.perf_counter() - began, records, unmatched)
+        value["ambiguous_count"] = len(ambiguous)
+        value["ambiguous_bytes"] = sum(b.bytes for b in ambiguous)
         files = _files_by_name()
         lines = {where_of(w, files) for w in {b.where for b in buffers if b.where}} | {line for _, line in groups}
         return Section(value, lines=tuple(sorted(line for line in lines if line)))
@@ -145,11 +165,35 @@ class HolderFinder:
         """JAX's arrays alive now whose buffers were not when the window began (a CPU profile records none)."""
         found = []
         for array in self.module.live_arrays():
-            shape = "[" + ",".join(str(d) for d in array.shape) + "]"
+            shape, dtype = matchers.array_signature(array) or ("", "")
             for pointer, size in matchers.shard_buffers(array):
                 if pointer not in self._live_at_start:
-                    found.append(Buffer(pointer, size, shape, str(array.dtype), ""))
+                    found.append(Buffer(pointer, size, shape, dtype, ""))
         return found
+
+
+def by_shape(walk: Walk, buffers: list[Buffer]) -> tuple[set[int], list[Buffer]]:
+    """The fallback match, by (shape, dtype) and by count: for each (shape, dtype), the never-freed buffers no address
+    matched and the objects alike the walk reached whose address is not known. When the objects are no more than the
+    buffers, each is taken to own one (which one is not known: they are paired in order, so that a holder's count and
+    bytes are exact, not its addresses); when they outnumber the buffers, which of them are the leak's is not known,
+    and none is named. Records the pairs in `walk.found`; returns the addresses matched so, and the ambiguous
+    buffers."""
+    pending: dict[tuple[str, str], list[Buffer]] = {}
+    for b in buffers:
+        if b.addr not in walk.found and (b.shape, b.dtype) in walk.signatures:
+            pending.setdefault((b.shape, b.dtype), []).append(b)
+    shaped: set[int] = set()
+    ambiguous: list[Buffer] = []
+    for signature, waiting in pending.items():
+        alike = walk.alike.get(signature, [])
+        if len(alike) > len(waiting):
+            ambiguous.extend(waiting)
+            continue
+        for b, node in zip(waiting, alike, strict=False):
+            walk.found[b.addr] = node
+            shaped.add(b.addr)
+    return shaped, ambiguous
 
 
 def _search(
@@ -173,7 +217,9 @@ class _Holder:
     bytes: int = 0
 
 
-def holders(walk: Walk, by_address: dict[int, Buffer]) -> list[tuple[dict[str, Any], str]]:
+def holders(
+    walk: Walk, by_address: dict[int, Buffer], shaped: AbstractSet[int] = frozenset()
+) -> list[tuple[dict[str, Any], str]]:
     """Each holder's record (its JSON) and its line ("path:line", "" when not known), the largest first."""
     paths = {address: _path(walk, node) for address, node in walk.found.items()}
     branches: dict[int, set[int]] = {}
@@ -187,7 +233,7 @@ def holders(walk: Walk, by_address: dict[int, Buffer]) -> list[tuple[dict[str, A
         holder.addresses.append(address)
         holder.bytes += by_address[address].bytes
     ranked = sorted(chosen.values(), key=lambda h: (-h.bytes, h.node))[:MAX_HOLDERS]
-    return [_record(walk, h) for h in ranked]
+    return [_record(walk, h, ADDRESS if shaped.isdisjoint(h.addresses) else SHAPE) for h in ranked]
 
 
 def _path(walk: Walk, node: int) -> list[int]:
@@ -214,7 +260,7 @@ def _holder_node(walk: Walk, path: list[int], branches: dict[int, set[int]]) -> 
     return path[position]
 
 
-def _record(walk: Walk, holder: _Holder) -> tuple[dict[str, Any], str]:
+def _record(walk: Walk, holder: _Holder, match: str) -> tuple[dict[str, Any], str]:
     node = holder.node
     obj = walk.objects[node]
     created = _created(walk, node)
@@ -227,6 +273,7 @@ def _record(walk: Walk, holder: _Holder) -> tuple[dict[str, Any], str]:
         "addresses": addresses[:MAX_ADDRESSES],
         "count": len(addresses),
         "bytes": holder.bytes,
+        "match": match,
     }
     return record, created.split(" in ")[0]
 

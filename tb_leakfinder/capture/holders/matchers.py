@@ -8,6 +8,8 @@ records it) and what they lead to that Python's references do not show.
 - TensorFlow (eager, on CPU): an EagerTensor owns `_numpy().ctypes.data` and a tf.Variable its read value's, the
   `addr` of the MemoryAllocation that made the buffer (the BFC allocator's).
 - JAX: an Array owns its shards' `unsafe_buffer_pointer()`.
+TensorFlow's and JAX's objects also give their buffer's (shape, dtype) as the profile names them, what matches them
+when no address does (a device without such a handle, an array without a pointer): see finder.py.
 Everything is read through the frameworks' own C descriptors and methods, never a user subclass's override.
 """
 
@@ -35,6 +37,7 @@ from tb_leakfinder.capture.holders.walk import (
     descriptor,
     mro,
 )
+from tb_leakfinder.read.formats.xplane.labels import dtype_name
 
 if TYPE_CHECKING:
     from tb_leakfinder.capture.holders.walk import Walk
@@ -87,6 +90,9 @@ class TorchMatcher:
             return (int(self._storage(obj).data_ptr()),)
         except Exception:  # noqa: BLE001 - a tensor without storage (sparse, meta, a wrapper subclass)
             return ()
+
+    def signature(self, obj: Any, plan: int) -> tuple[str, str] | None:
+        return None  # every tensor has its storage's address
 
     def children(self, obj: Any, plan: int, walk: Walk) -> Iterator[tuple[int, object, Any]]:
         if plan == TENSOR:
@@ -142,6 +148,9 @@ class TensorflowMatcher:
         self._variable = variables.BaseResourceVariable
         self._numpy = ops._EagerTensorBase._numpy
         self._value = variables.BaseResourceVariable.value
+        # The C type's own methods: a memory event's shape and its DataType's number.
+        self._shape = ops.EagerTensor.__dict__["_shape_tuple"]
+        self._datatype = ops.EagerTensor.__dict__["_datatype_enum"]
 
     def session(self) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()
@@ -160,6 +169,13 @@ class TensorflowMatcher:
             return (int(self._numpy(tensor).ctypes.data),)
         except Exception:  # noqa: BLE001 - a string or resource tensor, an uninitialized variable
             return ()
+
+    def signature(self, obj: Any, plan: int) -> tuple[str, str] | None:
+        try:
+            tensor = self._value(obj) if plan == VARIABLE else obj
+            return _shape_text(self._shape(tensor)), dtype_name(int(self._datatype(tensor)))
+        except Exception:  # noqa: BLE001 - an uninitialized variable, a tensor of unknown shape
+            return None
 
     def children(self, obj: Any, plan: int, walk: Walk) -> Iterator[tuple[int, object, Any]]:
         return iter(())
@@ -181,6 +197,9 @@ class JaxMatcher:
     def addresses(self, obj: Any, plan: int) -> Iterable[int]:
         return buffer_pointers(obj)
 
+    def signature(self, obj: Any, plan: int) -> tuple[str, str] | None:
+        return array_signature(obj)
+
     def children(self, obj: Any, plan: int, walk: Walk) -> Iterator[tuple[int, object, Any]]:
         return iter(())
 
@@ -195,6 +214,18 @@ def shard_buffers(array: Any) -> list[tuple[int, int]]:
         return [(int(s.data.unsafe_buffer_pointer()), int(s.data.nbytes)) for s in array.addressable_shards]
     except Exception:  # noqa: BLE001 - deleted, donated, or on a backend without pointers
         return []
+
+
+def array_signature(array: Any) -> tuple[str, str] | None:
+    """A JAX array's (shape, dtype): "[8,64]", "float32"."""
+    try:
+        return _shape_text(array.shape), str(array.dtype)
+    except Exception:  # noqa: BLE001 - a deleted array
+        return None
+
+
+def _shape_text(dims: Iterable[int]) -> str:
+    return "[" + ",".join(str(int(d)) for d in dims) + "]"
 
 
 def buffer_pointers(array: Any) -> list[int]:

@@ -98,6 +98,12 @@ class Matcher(Protocol):
         """The buffer addresses an object of that plan owns (none for a container)."""
         ...
 
+    def signature(self, obj: Any, plan: int) -> tuple[str, str] | None:
+        """The (shape, dtype) of the buffer an object of that plan owns, as the profile names them ("[8,64]",
+        "float"): what matches it when no address does; None when the framework's buffers are matched by address
+        only, or for a container."""
+        ...
+
     def children(self, obj: Any, plan: int, walk: Walk) -> Iterable[tuple[int, object, Any]]:
         """(edge, key, child) of an object of that plan (`walk.instance_children` reads its attributes)."""
         ...
@@ -173,9 +179,21 @@ class Root:
 class Walk:
     """The walk's tree: every object reached (kept alive until the walk is dropped), its parent and how it was reached."""
 
-    def __init__(self, matcher: Matcher, targets: set[int], max_objects: int, time_limit_s: float) -> None:
+    def __init__(
+        self,
+        matcher: Matcher,
+        targets: set[int],
+        max_objects: int,
+        time_limit_s: float,
+        signatures: frozenset[tuple[str, str]] = frozenset(),
+    ) -> None:
         self.matcher = matcher
         self.targets = targets
+        # The (shape, dtype)s of buffers no address matches: with any, the walk reaches every object it can, since
+        # whether the objects alike outnumber the buffers is known only at the end.
+        self.signatures = signatures
+        self.alike: dict[tuple[str, str], list[int]] = {}  # a signature -> the nodes alike that own no known address
+        self.addressless = 0  # the framework's objects reached that gave no address
         self.max_objects = max_objects
         self.deadline = time.perf_counter() + time_limit_s
         self.time_limit_s = time_limit_s
@@ -227,7 +245,8 @@ class Walk:
             keys.append,
             seen.add,
         )
-        read, limit, wanted, deadline = self._read, self.max_objects, len(self.targets), self.deadline
+        read, limit, deadline = self._read, self.max_objects, self.deadline
+        wanted = sys.maxsize if self.signatures else len(self.targets)
         put_off, instance_fields, fields_of, plans_get = self._put_off, self._instance, self._fields, plans.get
         children: Iterable[tuple[Any, Any]]
         deferred: collections.deque[int] = collections.deque()
@@ -324,9 +343,17 @@ class Walk:
         obj = self.objects[index]
         plan = self.plan(type(obj))
         if plan >= MATCHER_PLANS:
-            for address in self.matcher.addresses(obj, plan):
+            addresses = tuple(self.matcher.addresses(obj, plan)) if self.targets else ()
+            for address in addresses:
                 if address in self.targets and address not in self.found:
                     self.found[address] = index
+            if not addresses:
+                self.addressless += 1
+            # An object whose address is known and is no target's owns none of them, whatever its shape.
+            if self.signatures and not addresses:
+                signature = self.matcher.signature(obj, plan)
+                if signature in self.signatures:
+                    self.alike.setdefault(signature, []).append(index)
 
     def container(self, node: int) -> bool:
         """Whether a node gathers objects of a kind, as the lists, dicts and ModuleLists that leaks grow do."""

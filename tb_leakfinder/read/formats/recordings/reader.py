@@ -11,9 +11,11 @@ from typing import Any, TypeVar
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.recordings import (
+    ADDRESS,
     COMPLETE,
     FAILED,
     HOLDER_KINDS,
+    HOLDER_MATCHES,
     MAX_ADDRESSES,
     MAX_COMPANION_BYTES,
     PARTIAL,
@@ -96,6 +98,8 @@ def _holder_search(section: dict[str, Any]) -> HolderSearch:
         holders=[_holder(_object(h, f"holders.holders[{i}]"), f"holders.holders[{i}]") for i, h in enumerate(listed)],
         unmatched_count=_int(section, "unmatched_count", where, 0),
         unmatched_bytes=_int(section, "unmatched_bytes", where, 0),
+        ambiguous_count=_int(section, "ambiguous_count", where, 0),
+        ambiguous_bytes=_int(section, "ambiguous_bytes", where, 0),
     )
 
 
@@ -115,6 +119,7 @@ def _holder(h: dict[str, Any], where: str) -> HolderRecord:
         addresses=listed,
         count=count,
         bytes=_int(h, "bytes", where),
+        match=_choice(h, "match", where, HOLDER_MATCHES, ADDRESS),
     )
 
 
@@ -188,7 +193,9 @@ def _text(d: dict[str, Any], key: str, where: str, default: str | object = _MISS
     return _cut(_string(d.get(key), f"{where}.{key}"))
 
 
-def _choice(d: dict[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
+def _choice(d: dict[str, Any], key: str, where: str, choices: tuple[str, ...], default: str | None = None) -> str:
+    if key not in d and default is not None:
+        return default
     value = _string(d.get(key), f"{where}.{key}")
     if value not in choices:
         raise _RefusedError(f"{where}.{key} is {value[:80]!r}, not one of {', '.join(choices)}")
