@@ -45,8 +45,16 @@ def test_the_contracts_example_is_read_whole(tmp_path):
     (h,) = search.holders
     wanted = example["holders"]["holders"][0]
     assert h == HolderRecord(
-        wanted["path"], wanted["kind"], wanted["type"], wanted["created"], wanted["addresses"], wanted["count"], wanted["bytes"]
+        wanted["path"],
+        wanted["kind"],
+        wanted["type"],
+        wanted["created"],
+        wanted["addresses"],
+        wanted["count"],
+        wanted["bytes"],
+        wanted["match"],
     )
+    assert (search.ambiguous_count, search.ambiguous_bytes) == (0, 0)
     memory = found.process_memory
     assert memory is not None
     assert (memory.status, memory.source) == ("complete", "psutil")
@@ -67,6 +75,19 @@ def test_sections_left_out_are_none_and_nulls_are_kept(tmp_path):
     assert memory is not None
     assert memory.samples[0].main == ProcessReading(3, 4, None, None)
     assert memory.samples[0].children == []
+
+
+def test_a_holder_matched_by_shape_and_the_ambiguous_buffers_are_read_and_older_files_default(tmp_path):
+    document = companion(holders=[holder("a", [4096]), holder("b", [8192])])
+    document["holders"]["holders"][1]["match"] = "shape"
+    document["holders"].update(ambiguous_count=3, ambiguous_bytes=3072)
+    search = read_recordings(_write(tmp_path, document)).holders
+    assert search is not None
+    assert [h.match for h in search.holders] == ["address", "shape"]  # the first says nothing: an older file's
+    assert (search.ambiguous_count, search.ambiguous_bytes) == (3, 3072)
+    older = read_recordings(_write(tmp_path, companion(holders=[holder("a", [4096])]))).holders
+    assert older is not None
+    assert (older.ambiguous_count, older.ambiguous_bytes) == (0, 0)
 
 
 def test_long_texts_are_cut(tmp_path):
@@ -98,6 +119,8 @@ SPOILED = {
     "an infinite time": lambda d: d["holders"].update(elapsed_s=float("inf")),
     "a negative time": lambda d: d["holders"].update(elapsed_s=-1.0),
     "an unknown kind": lambda d: d["holders"]["holders"][0].update(kind="pointer"),
+    "an unknown match": lambda d: d["holders"]["holders"][0].update(match="guess"),
+    "a negative ambiguous count": lambda d: d["holders"].update(ambiguous_count=-1),
     "a path not text": lambda d: d["holders"]["holders"][0].update(path=["model"]),
     "an address past 64 bits": lambda d: d["holders"]["holders"][0].update(addresses=[1 << 64]),
     "an address as a float": lambda d: d["holders"]["holders"][0].update(addresses=[4096.0]),
