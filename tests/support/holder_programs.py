@@ -193,51 +193,56 @@ def jax_holders(logdir: str) -> dict[str, Any]:
     return companion(cap)
 
 
-# The fallback match, forced (HolderFinder(by_address=False)): each captured step keeps one tensor of a shape nothing
-# else has in `kept` (the warm-up step none: one kept from before the window would be alike too); the look-alike also
-# keeps, from before the window, DECOYS tensors of that shape and dtype, more than the window leaks, so which are the
-# leak's is not known.
+# The fallback match, forced (HolderFinder(by_address=False)): each step keeps one tensor of a shape nothing else has
+# made in the window in `kept`; the warm-up step's and DECOYS more made before the window are alike but were alive when
+# it began, so they own none of its buffers. The look-alike also keeps, in `aliases`, a second object on each kept
+# tensor's buffer (tf.identity, jax.device_put: one buffer, two objects): twice as many objects alike as buffers, so
+# which hold the leak is not known.
 KEPT_SHAPE = (3, 48)
 DECOYS = STEPS + 1
 KEPT = Holder("kept", "frame_local", "list", STEPS, STEPS * KEPT_SHAPE[0] * KEPT_SHAPE[1] * F32)
 
 
-def _by_shape(framework: str, logdir: str, decoys: int) -> dict[str, Any]:
+def _by_shape(framework: str, logdir: str, aliased: bool) -> dict[str, Any]:
     import importlib
 
     import tb_leakfinder
     from tb_leakfinder.capture.holders.finder import HolderFinder
 
     module = importlib.import_module(framework)
-    ones = module.ones if framework == "tensorflow" else importlib.import_module("jax.numpy").ones
+    if framework == "tensorflow":
+        ones, alias = module.ones, module.identity
+    else:
+        ones = importlib.import_module("jax.numpy").ones
+        alias = lambda x: module.device_put(x, x.sharding)  # noqa: E731 - a new array on the same buffer
     kept: list[Any] = []
-    decoy_list = [ones(KEPT_SHAPE) * -i for i in range(decoys)]
+    aliases: list[Any] = []
+    decoys = [ones(KEPT_SHAPE) * -float(i) for i in range(DECOYS)]
     finder = HolderFinder(framework, module, by_address=False)
     with tb_leakfinder.capture(logdir, start=1, count=STEPS, framework=framework, recorders=[finder]) as cap:
         for step in range(1 + STEPS):
             with cap.step(step):
-                made = ones(KEPT_SHAPE) * float(step + 1)
-                if step:
-                    kept.append(made)
-                del made
-    del decoy_list
+                kept.append(ones(KEPT_SHAPE) * float(step + 1))
+                if aliased:
+                    aliases.append(alias(kept[-1]))
+    del decoys
     return companion(cap)
 
 
 def tensorflow_by_shape(logdir: str) -> dict[str, Any]:
-    return _by_shape("tensorflow", logdir, 0)
+    return _by_shape("tensorflow", logdir, aliased=False)
 
 
 def tensorflow_lookalike(logdir: str) -> dict[str, Any]:
-    return _by_shape("tensorflow", logdir, DECOYS)
+    return _by_shape("tensorflow", logdir, aliased=True)
 
 
 def jax_by_shape(logdir: str) -> dict[str, Any]:
-    return _by_shape("jax", logdir, 0)
+    return _by_shape("jax", logdir, aliased=False)
 
 
 def jax_lookalike(logdir: str) -> dict[str, Any]:
-    return _by_shape("jax", logdir, DECOYS)
+    return _by_shape("jax", logdir, aliased=True)
 
 
 CALLED: list[str] = []  # the hostile methods something called

@@ -19,6 +19,7 @@ import sys
 import time
 import tracemalloc
 import types
+import weakref
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -101,13 +102,23 @@ class HolderFinder:
         self.max_objects = max_objects
         self._matcher = matchers.matcher(framework, module)
         self._live_at_start: set[int] = set()
+        # The framework's immutable objects (EagerTensors, JAX arrays) alive when the window began, by id: none owns a
+        # buffer the window made, whatever its shape.
+        self._before: dict[int, weakref.ref[Any]] = {}
 
     def available(self) -> bool:
         return self._matcher is not None
 
     def start(self, directory: pathlib.Path) -> None:
         if isinstance(self._matcher, matchers.JaxMatcher):
-            self._live_at_start = {p for array in self.module.live_arrays() for p in matchers.buffer_pointers(array)}
+            arrays = self.module.live_arrays()
+            self._live_at_start = {p for array in arrays for p in matchers.buffer_pointers(array)}
+            self._before = _refs(arrays)
+        elif isinstance(self._matcher, matchers.TensorflowMatcher) and (
+            not self.by_address or self.module.config.list_logical_devices("GPU")
+        ):
+            # Only where the match by shape is likely: finding them costs a pass over every object.
+            self._before = _refs(self._matcher.live_tensors())
 
     def step(self, step_num: int) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()
@@ -131,6 +142,7 @@ class HolderFinder:
         if not buffers and isinstance(matcher, matchers.JaxMatcher):
             buffers = self._new_arrays()
         self._live_at_start = set()
+        before, self._before = self._before, {}
         by_address = {b.addr: b for b in buffers}
         targets = set(by_address) if self.by_address else set()
         walk = Walk(matcher, targets, self.max_objects, self.time_limit_s)
@@ -145,7 +157,7 @@ class HolderFinder:
             walk = Walk(matcher, targets, self.max_objects, self.time_limit_s, signatures)
             with matcher.session():
                 walk.run(roots())
-        shaped, ambiguous = by_shape(walk, buffers)
+        shaped, ambiguous = by_shape(walk, buffers, before)
         groups = holders(walk, by_address, shaped)
         unmatched = [b for b in buffers if b.addr not in walk.found]
         # Objects another thread changed while they were read were skipped: what lay behind them was not reached.
@@ -163,18 +175,29 @@ class HolderFinder:
 
     def _new_arrays(self) -> list[Buffer]:
         """JAX's arrays alive now whose buffers were not when the window began (a CPU profile records none)."""
-        found = []
+        found: dict[int, Buffer] = {}  # by pointer: arrays on one buffer (jax.device_put's) are one buffer
         for array in self.module.live_arrays():
             shape, dtype = matchers.array_signature(array) or ("", "")
             for pointer, size in matchers.shard_buffers(array):
-                if pointer not in self._live_at_start:
-                    found.append(Buffer(pointer, size, shape, dtype, ""))
-        return found
+                if pointer not in self._live_at_start and pointer not in found:
+                    found[pointer] = Buffer(pointer, size, shape, dtype, "")
+        return list(found.values())
 
 
-def by_shape(walk: Walk, buffers: list[Buffer]) -> tuple[set[int], list[Buffer]]:
+def _refs(objects: list[Any]) -> dict[int, weakref.ref[Any]]:
+    refs = {}
+    for obj in objects:
+        with contextlib.suppress(TypeError):  # a type without weak references: it stays a candidate
+            refs[id(obj)] = weakref.ref(obj)
+    return refs
+
+
+def by_shape(
+    walk: Walk, buffers: list[Buffer], before: dict[int, weakref.ref[Any]] | None = None
+) -> tuple[set[int], list[Buffer]]:
     """The fallback match, by (shape, dtype) and by count: for each (shape, dtype), the never-freed buffers no address
-    matched and the objects alike the walk reached whose address is not known. When the objects are no more than the
+    matched and the objects alike the walk reached whose address is not known, but those alive when the window began
+    (`before`: an EagerTensor's or array's buffer is its own from its making). When the objects are no more than the
     buffers, each is taken to own one (which one is not known: they are paired in order, so that a holder's count and
     bytes are exact, not its addresses); when they outnumber the buffers, which of them are the leak's is not known,
     and none is named. Records the pairs in `walk.found`; returns the addresses matched so, and the ambiguous
@@ -186,7 +209,7 @@ def by_shape(walk: Walk, buffers: list[Buffer]) -> tuple[set[int], list[Buffer]]
     shaped: set[int] = set()
     ambiguous: list[Buffer] = []
     for signature, waiting in pending.items():
-        alike = walk.alike.get(signature, [])
+        alike = [n for n in walk.alike.get(signature, []) if not _existed(walk.objects[n], before or {})]
         if len(alike) > len(waiting):
             ambiguous.extend(waiting)
             continue
@@ -215,6 +238,11 @@ class _Holder:
     node: int
     addresses: list[int] = dataclasses.field(default_factory=list)
     bytes: int = 0
+
+
+def _existed(obj: Any, before: dict[int, weakref.ref[Any]]) -> bool:
+    ref = before.get(id(obj))
+    return ref is not None and ref() is obj
 
 
 def holders(

@@ -16,6 +16,7 @@ Everything is read through the frameworks' own C descriptors and methods, never 
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 import types
 import warnings
@@ -169,6 +170,19 @@ class TensorflowMatcher:
             return (int(self._numpy(tensor).ctypes.data),)
         except Exception:  # noqa: BLE001 - a string or resource tensor, an uninitialized variable
             return ()
+
+    def live_tensors(self) -> list[Any]:
+        """Every EagerTensor alive now (gc tracks them), each type told by its own MRO, never by isinstance."""
+        kinds: dict[int, bool] = {}
+        found = []
+        for obj in gc.get_objects():
+            cls = type(obj)
+            eager = kinds.get(id(cls))
+            if eager is None:
+                eager = kinds[id(cls)] = derives(cls, self._eager)
+            if eager:
+                found.append(obj)
+        return found
 
     def signature(self, obj: Any, plan: int) -> tuple[str, str] | None:
         try:
