@@ -6,7 +6,7 @@ records it) and what they lead to that Python's references do not show.
   tensors each node saved (`_saved_self`, a custom Function's `saved_tensors` and `ctx` attributes). An
   nn.Module leads to its submodules, parameters and buffers by their names, not through its `_modules` dicts.
 - TensorFlow (eager, on CPU): an EagerTensor owns `_numpy().ctypes.data` and a tf.Variable its read value's, the
-  `addr` of the MemoryAllocation that made the buffer (the BFC allocator's).
+  `addr` of the MemoryAllocation that made the buffer (the BFC allocator's); on another device it gives none.
 - JAX: an Array owns its shards' `unsafe_buffer_pointer()`.
 TensorFlow's and JAX's objects also give their buffer's (shape, dtype) as the profile names them, what matches them
 when no address does (a device without such a handle, an array without a pointer): see finder.py.
@@ -152,6 +152,7 @@ class TensorflowMatcher:
         # The C type's own methods: a memory event's shape and its DataType's number.
         self._shape = ops.EagerTensor.__dict__["_shape_tuple"]
         self._datatype = ops.EagerTensor.__dict__["_datatype_enum"]
+        self._device = ops.EagerTensor.__dict__["backing_device"].__get__
 
     def session(self) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()
@@ -166,6 +167,9 @@ class TensorflowMatcher:
     def addresses(self, obj: Any, plan: int) -> Iterable[int]:
         try:
             tensor = self._value(obj) if plan == VARIABLE else obj
+            if "device:CPU:" not in self._device(tensor):
+                # Elsewhere _numpy() would copy to the host: that copy's address is no allocation's.
+                return ()
             # On CPU, _numpy() hands the tensor's own buffer (no copy): its address is the allocation's.
             return (int(self._numpy(tensor).ctypes.data),)
         except Exception:  # noqa: BLE001 - a string or resource tensor, an uninitialized variable
