@@ -12,7 +12,7 @@ program whose memory the case's constants say. Each case writes
 
 `truth.json` holds the truth from those constants, never from the analysis: besides the keys of the other cases,
 `verdict` (a snapshot of one moment or one step is inconclusive), `num_steps`, `growing` (false: no family may
-grow), `reason_contains` and `out_of_memory` (the held bytes and the largest holders, by where). Its `capture`
+grow), `reason_contains` and `out_of_memory` (the held bytes and where the largest parts of it were made). Its `capture`
 object holds facts read back from the pickle as a sanity check.
 """
 
@@ -197,7 +197,7 @@ CASES: dict[str, Case] = {
             "out_of_memory": {
                 "held_bytes": 4 * GIB + 4 * 256 * MIB + 512 * MIB,
                 "capacity_bytes": 4 * GIB + 4 * 256 * MIB + 512 * MIB,
-                "holders": [
+                "held_at_error": [
                     ["train.py:40 in train_step", 4 * GIB],
                     ["BmmBackward0 (backward of bmm)", GIB],
                     ["(no frames or op recorded)", 512 * MIB],
@@ -217,7 +217,7 @@ CASES: dict[str, Case] = {
             "out_of_memory": {
                 "held_bytes": STEPS * 2 * MIB,
                 "capacity_bytes": STEPS * 2 * MIB,
-                "holders": [["BmmBackward0 (backward of bmm)", STEPS * 2 * MIB]],
+                "held_at_error": [["BmmBackward0 (backward of bmm)", STEPS * 2 * MIB]],
             },
         },
     ),

@@ -27,7 +27,7 @@ beside the truth's and never fails a case. The built PyTorch snapshot cases
 - `growing: false`: no family may grow;
 - `reason_contains`: words the allocator's reason must hold;
 - `out_of_memory`: a capture taken at an out-of-memory error: its held and
-  capacity bytes, and its largest holders (where, bytes) in order.
+  capacity bytes, and the largest places it was held by (where, bytes) in order.
 
 Exits 1 when any case fails, 2 when there is nothing to score.
 """
@@ -195,7 +195,7 @@ def score_case(case_dir: pathlib.Path, analyze: Any) -> Row:
 
 def _out_of_memory_failures(truth: dict[str, Any] | None, found: dict[str, Any] | None) -> list[str]:
     """How an allocator's `out_of_memory` differs from the truth's: the capture is at an error or not, what it
-    held and could hold, and its largest holders in order."""
+    held and could hold, and the largest places it was held by, in order."""
     if truth is None:
         return [] if found is None else ["an out-of-memory capture, truth none"]
     if found is None:
@@ -203,9 +203,9 @@ def _out_of_memory_failures(truth: dict[str, Any] | None, found: dict[str, Any] 
     failures = [
         f"{key} {found[key]:,}, truth {truth[key]:,}" for key in ("held_bytes", "capacity_bytes") if found[key] != truth[key]
     ]
-    holders = [[h["where"], h["bytes"]] for h in found["holders"][: len(truth["holders"])]]
-    if holders != truth["holders"]:
-        failures.append(f"holders {holders}, truth {truth['holders']}")
+    held = [[h["where"], h["bytes"]] for h in found["held_at_error"][: len(truth["held_at_error"])]]
+    if held != truth["held_at_error"]:
+        failures.append(f"held at the error {held}, truth {truth['held_at_error']}")
     return failures
 
 

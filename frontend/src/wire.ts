@@ -30,6 +30,12 @@ export type FamilyStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
 /** `profile`: memory events over a window; `one_moment`: a device memory profile's live buffers. */
 export type CaptureKind = 'profile' | 'one_moment';
 
+/** Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value (`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph saved, reached from a live tensor's grad_fn; a tf.Variable's value. */
+export type HolderKind = 'list' | 'dict_entry' | 'attribute' | 'class_attribute' | 'default_argument' | 'closure' | 'frame_local' | 'global' | 'module' | 'buffer' | 'autograd_graph' | 'variable';
+
+/** How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found is true but not everything; `failed`, its error is the `warning`. */
+export type SearchStatus = 'complete' | 'partial' | 'failed';
+
 /** Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime. */
 export type TimeSource = 'profile' | 'session_name' | 'file_mtime';
 
@@ -116,6 +122,46 @@ export interface Site {
   stack: string[];
 }
 
+/** A reference in the training process that keeps some of a family's never-freed buffers alive, found by the capture helper (docs/recordings.md) and matched to the family by the buffers' addresses. */
+export interface Holder {
+  /** the access path in the user's terms: "model.heads", "metrics['loss_map']", "total" */
+  path: string;
+  kind: HolderKind;
+  /** the holder's type: "ModuleList", "list", "Tensor" */
+  type: string;
+  /** how many of the family's never-freed buffers it keeps (of the family's `count`) */
+  count: number;
+  /** their tensor bytes */
+  requested_bytes: number;
+  /** their chunk bytes */
+  chunk_bytes: number;
+  /** false when the companion file listed only some of its buffers: `count` is then a floor */
+  all_listed: boolean;
+  /** where the holder was made: "train.py:40 in train"; "" when not known */
+  created: string;
+  /** that line's text, recorded at capture time; "" when not recorded */
+  created_text: string;
+}
+
+/** How the capture helper's search for holders went on this host, as its companion file says. */
+export interface HolderSearch {
+  status: SearchStatus;
+  /** why it is partial or failed; "" when complete */
+  warning: string;
+  /** the Python objects it walked */
+  objects_visited: number;
+  /** how long it took, in seconds */
+  elapsed_s: number;
+  /** holders it found, in every family */
+  num_holders: number;
+  /** never-freed buffers of the window it found no holder for */
+  unmatched_count: number;
+  /** their bytes */
+  unmatched_bytes: number;
+  /** addresses its holders list that are no never-freed buffer of this profile */
+  not_in_profile: number;
+}
+
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */
 export interface Family {
   /** its index: the `family` argument of `timeline` and `buffers` */
@@ -158,7 +204,11 @@ export interface Family {
   score: number;
   /** the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown */
   where: string;
+  /** that line's text, from the companion file (or, in the CLI, the local file); "" unknown */
+  where_text: string;
   site: Site;
+  /** the references that keep its never-freed buffers, most buffers first; [] unknown */
+  holders: Holder[];
 }
 
 /** A part of the heap at the peak: a family of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */
@@ -197,8 +247,8 @@ export interface Forecast {
   description: string;
 }
 
-/** Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could not name. */
-export interface Holder {
+/** Where memory held at an out-of-memory error was made: the user's line, else the op, else what the capture could not name. */
+export interface HeldAtError {
   where: string;
   bytes: number;
   /** buffers; 0 for the memory held from before the trace began */
@@ -213,8 +263,8 @@ export interface OutOfMemory {
   held_bytes: number;
   /** what the allocator had reserved from the device (at least held_bytes) */
   capacity_bytes: number;
-  /** largest first, at most 10; a last row folds the rest */
-  holders: Holder[];
+  /** by where it was made, largest first, at most 10; a last row folds the rest */
+  held_at_error: HeldAtError[];
   description: string;
 }
 
@@ -483,6 +533,10 @@ export interface HostReport {
   allocators: AllocatorReport[];
   /** the compiled XLA programs of an XProf profile; [] for other formats */
   modules: ModuleSummary[];
+  /** the companion file read with the profile (docs/recordings.md); "" when none was */
+  recordings_file: string;
+  /** how the search for holders went; null when none was recorded */
+  holder_search: HolderSearch | null;
   /** set, with no allocators, when its profile could not be analysed */
   error?: string;
   /** with `error`: the path of the file that could not be read */

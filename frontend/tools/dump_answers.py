@@ -7,8 +7,9 @@ Each line of OUT.jsonl is {"route", "request", "body"} for one answer of the plu
 prints the same JSON as report and compare). The first line is {"routes": [...]}: every
 JSON route the plugin serves, so that a route the checker maps to no interface fails it.
 Besides the given logdirs, a pod is made of their first profiles (one host each, and one
-cut short), so that a host's `error`, the report's `errors` and the overview's error rows are
-checked too, and a logdir of runs of several captures (tb_leakfinder.testing.history_runs: one
+cut short; each with a companion file naming its never-freed buffers, so that families'
+`holders` and the host's `holder_search` are), so that a host's `error`, the report's `errors`
+and the overview's error rows are checked too, and a logdir of runs of several captures (tb_leakfinder.testing.history_runs: one
 leaking, one clean, two of two hosts, one host's file of one capture cut short), so that `history`, its
 `errors` and the CLI report's `histories` are. `history` is asked for every TensorBoard run
 (the part of a session's name before its last "/"); `runs` again after every report, when it
@@ -31,9 +32,12 @@ from typing import Any, TextIO
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tb_leakfinder.engine.engine import analyze_file  # noqa: E402
 from tb_leakfinder.engine.history import tensorboard_run  # noqa: E402
+from tb_leakfinder.model.lifetimes import NEVER_FREED  # noqa: E402
 from tb_leakfinder.testing.history_runs import slow_leak_run, strip_times  # noqa: E402
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client  # noqa: E402
+from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion  # noqa: E402
 
 # Enough for the charts' answers to hold every kind of value; not the tab's page size.
 POINTS = 1000
@@ -112,9 +116,30 @@ def pod(folder: pathlib.Path, logdirs: list[pathlib.Path]) -> pathlib.Path:
     session.mkdir(parents=True)
     for i, profile in enumerate(profiles):
         (session / f"host{i}.xplane.pb").write_bytes(profile.read_bytes())
+        recorded(session / f"host{i}.xplane.pb")
+    # And one whose families keep buffers, so that their holders are not all empty.
+    kept = next(p for d in logdirs for p in sorted(d.glob("**/plugins/profile/*/*.xplane.pb")) if _keeps(p))
+    (session / "host_held.xplane.pb").write_bytes(kept.read_bytes())
+    recorded(session / "host_held.xplane.pb")
     data = profiles[0].read_bytes()
     (session / "host_cut.xplane.pb").write_bytes(data[: len(data) // 2])
     return folder / "pod"
+
+
+def _keeps(profile: pathlib.Path) -> bool:
+    result = analyze_file(str(profile), profile.name, str(profile.parent))
+    return result.error is None and any(f.count for a in result.unwrap().allocators for f in a.suspects.families)
+
+
+def recorded(profile: pathlib.Path) -> None:
+    """A companion file beside `profile` whose one holder keeps every never-freed buffer of each of its allocators."""
+    result = analyze_file(str(profile), profile.name, str(profile.parent))
+    holders = []
+    for a in result.unwrap().allocators:
+        kept = a.buffers.addr[a.buffers.status == NEVER_FREED].tolist()[:4096]
+        holders.append(holder(f"kept[{a.label!r}]", kept, kind="dict_entry", type_name="dict", created="/src/job.py:12 in main"))
+    sources = {"/src/job.py:12": "kept = {}"}
+    write_companion(profile, companion(holders=holders, status="partial", warning="a bound was hit", sources=sources))
 
 
 def history_runs(folder: pathlib.Path) -> pathlib.Path:

@@ -129,7 +129,10 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
 
 
 @dataclass
-class Holder:
+class HeldAtError:
+    """Where memory held at an out-of-memory error was made: the user's line, else the op (what keeps buffers alive is
+    a holder, analyses/holders.py)."""
+
     where: str  # the user's line that made the buffers, else their op, else BEFORE_TRACE or NOT_NAMED
     bytes: int  # chunk bytes held at the error
     count: int  # buffers; 0 for the memory held from before the trace, whose buffers it does not list
@@ -140,14 +143,14 @@ class OutOfMemory:
     cause: str  # what says the capture was taken at the error: "its trace records 1 oom entry"
     held_bytes: int  # in use at the error: the heap at the capture's end
     capacity_bytes: int  # what the allocator had reserved from the device, at least what it held
-    holders: list[Holder]  # largest first, at most MAX_HOLDERS, the rest in one last row
+    held_at_error: list[HeldAtError]  # largest first, at most MAX_HELD_ROWS, the rest in one last row
     description: str  # "At the out-of-memory error 11.8 GiB of 11.8 GiB was held by: …"
 
 
 BEFORE_TRACE = "allocated before the trace began"
 NOT_NAMED = "(no frames or op recorded)"
-MAX_HOLDERS = 10
-HOLDERS_IN_SENTENCE = 5
+MAX_HELD_ROWS = 10
+HELD_IN_SENTENCE = 5
 
 
 def held_at_oom(
@@ -170,22 +173,22 @@ def held_at_oom(
         total = by_where.setdefault(where, [0, 0])
         total[0] += int(size)
         total[1] += int(count)
-    rows = [Holder(where, size, count) for where, (size, count) in by_where.items()]
+    rows = [HeldAtError(where, size, count) for where, (size, count) in by_where.items()]
     earlier = held - sum(r.bytes for r in rows)
     if earlier > 0:
-        rows.append(Holder(BEFORE_TRACE, earlier, 0))
+        rows.append(HeldAtError(BEFORE_TRACE, earlier, 0))
     rows.sort(key=lambda r: (-r.bytes, r.where))
-    if len(rows) > MAX_HOLDERS:
-        rest = rows[MAX_HOLDERS - 1 :]
-        folded = Holder(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
-        rows = [*rows[: MAX_HOLDERS - 1], folded]
+    if len(rows) > MAX_HELD_ROWS:
+        rest = rows[MAX_HELD_ROWS - 1 :]
+        folded = HeldAtError(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
+        rows = [*rows[: MAX_HELD_ROWS - 1], folded]
     capacity = max(reserved_bytes, held)
     return OutOfMemory(cause, held, capacity, rows, _held_sentence(cause, held, capacity, rows))
 
 
-def _held_sentence(cause: str, held: int, capacity: int, rows: list[Holder]) -> str:
+def _held_sentence(cause: str, held: int, capacity: int, rows: list[HeldAtError]) -> str:
     parts = [f"{r.where} {format_bytes(r.bytes)}" + (f" ({r.count:,} buffers)" if r.count > 1 else "") for r in rows]
-    shown = parts[:HOLDERS_IN_SENTENCE]
+    shown = parts[:HELD_IN_SENTENCE]
     more = f" and {len(parts) - len(shown)} more" if len(parts) > len(shown) else ""
     return (
         f"At the out-of-memory error {format_bytes(held)} of {format_bytes(capacity)} was held by: "

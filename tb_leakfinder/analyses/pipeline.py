@@ -12,12 +12,20 @@ import numpy as np
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, Limit, OutOfMemory, forecast, fragmentation_note, held_at_oom, limits
+from tb_leakfinder.analyses.holders import (
+    Holder,
+    HolderStatus,
+    family_holders,
+    family_where_texts,
+    holder_status,
+    never_freed_addresses,
+)
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_families
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import format_bytes, held_by
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
@@ -33,6 +41,7 @@ from tb_leakfinder.model.memory import (
     Steps,
     grouping_order,
 )
+from tb_leakfinder.model.recordings import PARTIAL, Recordings
 from tb_leakfinder.model.sites import NO_SITE, Site
 
 _NUMBERS = re.compile(r"(\d+)")
@@ -59,6 +68,10 @@ class AllocatorAnalysis:
     sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
     out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
     limits: list[Limit] = field(default_factory=list)  # what bounds it at window end: its own, its device's, its machine's
+    # From the companion file (analyses/holders.py), one entry per family when it has one, else []: each family's
+    # holders, and the text of its line of code ("" when not recorded).
+    holders: list[list[Holder]] = field(default_factory=list)
+    where_texts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -66,6 +79,7 @@ class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
     allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of label in each
     step_source: StepSource  # where profile.steps came from
+    holder_status: HolderStatus | None = None  # how the search for holders went; None without one (no companion file)
 
     def largest_device(self) -> AllocatorAnalysis:
         """The allocator a host opens on: the device memory with the largest peak (host memory only when there
@@ -94,7 +108,33 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     for memory_id, mine in zip(events.allocator_names, _by_allocator(events), strict=True):
         result.append(analyze_allocator(memory_id, mine, profile, source, calls, modules))
     result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, natural_key(a.label), a.memory_id))
-    return HostAnalysis(profile, result, source)
+    status = None
+    if profile.recordings is not None:
+        for a in result:
+            _recorded(a, profile.recordings, source)
+        status = holder_status(profile.recordings, [never_freed_addresses(a.buffers) for a in result])
+    return HostAnalysis(profile, result, source, status)
+
+
+def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSource) -> None:
+    """What the companion file adds to an allocator: its families' holders and lines' text; a leak's verdict names
+    the holder of its top family."""
+    a.where_texts = family_where_texts(a.suspects, a.sites, recordings.sources)
+    search = recordings.holders
+    if search is None:
+        return
+    a.holders = family_holders(a.buffers, a.suspects, search, recordings.sources)
+    leaking = leak_families(a.suspects.families, source) if a.verdict.verdict == LEAK else []
+    if not leaking:
+        return
+    top = next(i for i, g in enumerate(a.suspects.families) if g is leaking[0])
+    if not a.holders[top]:
+        return
+    h = a.holders[top][0]
+    said = held_by(f"`{h.path}`", h.type_name, h.count, a.suspects.families[top].count, h.chunk_bytes, at_least=not h.all_listed)
+    partial = f" (the search for holders was partial: {search.warning or 'a bound was hit'})" if search.status == PARTIAL else ""
+    reason = a.verdict.reason.rstrip()
+    a.verdict = Verdict(a.verdict.verdict, f"{reason}{'' if reason.endswith('.') else '.'} {said[0].upper()}{said[1:]}{partial}.")
 
 
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:

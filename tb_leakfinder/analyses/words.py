@@ -70,3 +70,11 @@ def _figure(value: float, unit: str) -> str:
 def group_label(op: str, shape: str, region: str) -> str:
     """'Mul [128,1024] output', leaving out what the profile did not record."""
     return " ".join(part for part in (op or "(unknown op)", shape, region) if part)
+
+
+def held_by(path: str, type_name: str, count: int, of: int, size: int, *, at_least: bool = False) -> str:
+    """A family's holder in words, as every view puts it: "held by `model.heads`: ModuleList, 24 of 24 never-freed
+    buffers, 6.0 MiB" (`path` as the view quotes it; `count` of the family's `of` never-freed buffers, `size` their
+    bytes; `at_least` when not all of the buffers it keeps were listed)."""
+    kept = f"{'at least ' if at_least else ''}{count:,} of {of:,} never-freed buffer{'' if of == 1 else 's'}"
+    return f"held by {path}: {type_name + ', ' if type_name else ''}{kept}, {format_bytes(size)}"

@@ -1,5 +1,6 @@
 """The framework a capture profiles: which one the program imported, TensorFlow's CPU allocator (whose choice decides
-what a profile records), and each framework's profiler driven the same way (start, stop, a step marker)."""
+what a profile records), and TensorFlow's and JAX's profilers as recorders (recorders.Profiler: start, stop, a step
+marker, the files written); PyTorch's is torch_profiler.py's."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from tb_leakfinder.capture.server_session import HOST_TRACER_LEVEL, PYTHON_TRACER_LEVEL, ServerSession
-from tb_leakfinder.capture.torch_profiler import TORCH, TorchProfiler
+from tb_leakfinder.capture.server_session import HOST_TRACER_LEVEL, PYTHON_TRACER_LEVEL, PYTHON_TRACER_MAX_MS, ServerSession
+from tb_leakfinder.capture.sessions import Staging, profile_dir
+from tb_leakfinder.capture.torch_profiler import TORCH
 from tb_leakfinder.errors import CaptureError, LeakfinderError
 from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID, XPLANE_SUFFIX
 
@@ -120,70 +122,114 @@ def recorded_allocators(session_dir: pathlib.Path) -> set[str]:
     return names
 
 
-class FrameworkProfiler:
-    """One framework's profiler: start, stop and a step marker."""
+class _XSpaceProfiler:
+    """What TensorFlow's and JAX's profilers share: a session folder `plugins/profile/<session>/` of XSpace files."""
 
-    def __init__(self, framework: str, python_tracer: bool = False) -> None:
-        self.framework = framework
-        self.module = sys.modules[framework]
-        self.python_tracer = python_tracer
-        # TensorFlow records Python events only through its profiler server; JAX's own options take them.
-        self.server = ServerSession(self.module) if python_tracer and framework == TENSORFLOW else None
-        self.torch = TorchProfiler(self.module) if framework == TORCH else None
-        if python_tracer and framework == JAX and not _jax_has_python_tracer(self.module):
-            version = getattr(self.module, "__version__", "?")
-            raise CaptureError(
-                f"python_tracer=True needs jax.profiler.ProfileOptions.python_tracer_level, which JAX {version}"
-                " lacks: upgrade jax, or capture without python_tracer"
-            )
+    name: str
+    module: ModuleType
+
+    def available(self) -> bool:
+        return self.name in sys.modules
 
     def cpu_allocator(self) -> str | None:
-        """The TensorFlow CPU allocator a profile records (see tensorflow_cpu_allocator); None for JAX or a GPU."""
-        if self.framework != TENSORFLOW:
-            return None
+        return None
+
+    def written(self, staging: pathlib.Path) -> list[pathlib.Path]:
+        return sorted(profile_dir(staging).glob(f"*/*{XPLANE_SUFFIX}"))
+
+    def notes(self) -> list[str]:
+        return []
+
+    def publish(self, staging: Staging) -> pathlib.Path | None:
+        return staging.publish()
+
+    def destination(self, logdir: pathlib.Path) -> pathlib.Path:
+        return profile_dir(logdir)
+
+
+class TensorflowProfiler(_XSpaceProfiler):
+    """TensorFlow's profiler, started in this process: memory events, no Python events."""
+
+    name = TENSORFLOW
+
+    def __init__(self, tf: ModuleType) -> None:
+        self.module = tf
+
+    def cpu_allocator(self) -> str | None:
+        """The TensorFlow CPU allocator a profile records (see tensorflow_cpu_allocator); None on a GPU."""
         tf = self.module
         if tf.config.list_physical_devices("GPU"):
             return None  # TF's GPU allocator is BFC whatever the variable says
         return tensorflow_cpu_allocator(tf)
 
-    def start(self, logdir: str) -> None:
-        if self.torch is not None:
-            self.torch.start(logdir)
-        elif self.server is not None:
-            self.server.start(pathlib.Path(logdir))
-        elif self.framework == TENSORFLOW:
-            tf = self.module
-            options = tf.profiler.experimental.ProfilerOptions(
-                host_tracer_level=HOST_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=1
-            )
-            tf.profiler.experimental.start(logdir, options=options)
-        else:
-            profiler = jax_profiler(self.module)
-            options = profiler.ProfileOptions()
-            options.host_tracer_level = HOST_TRACER_LEVEL
-            # Off unless asked for, which keeps the file small: the memory events and HLO are what count.
-            options.python_tracer_level = PYTHON_TRACER_LEVEL if self.python_tracer else 0
-            profiler.start_trace(logdir, profiler_options=options)
+    def start(self, directory: pathlib.Path) -> None:
+        options = self.module.profiler.experimental.ProfilerOptions(
+            host_tracer_level=HOST_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=1
+        )
+        self.module.profiler.experimental.start(str(directory), options=options)
 
     def stop(self) -> None:
-        if self.torch is not None:
-            self.torch.stop()
-        elif self.server is not None:
-            self.server.stop()
-        elif self.framework == TENSORFLOW:
-            self.module.profiler.experimental.stop()
-        else:
-            jax_profiler(self.module).stop_trace()
+        self.module.profiler.experimental.stop()
 
     def step(self, step_num: int) -> contextlib.AbstractContextManager[Any]:
-        if self.torch is not None:
-            return self.torch.step(step_num)
-        # Both put `step_num` and `_r=1` on a `train` event: XProf's step marker and group root.
-        if self.framework == TENSORFLOW:
-            trace: contextlib.AbstractContextManager[Any] = self.module.profiler.experimental.Trace(
-                STEP_NAME, step_num=step_num, _r=1
+        # `step_num` and `_r=1` on a `train` event: XProf's step marker and group root.
+        trace: contextlib.AbstractContextManager[Any] = self.module.profiler.experimental.Trace(
+            STEP_NAME, step_num=step_num, _r=1
+        )
+        return trace
+
+
+class TensorflowServerProfiler(TensorflowProfiler):
+    """TensorFlow with the Python tracer: Python events are recorded only through its profiler server."""
+
+    def __init__(self, tf: ModuleType) -> None:
+        super().__init__(tf)
+        self.server = ServerSession(tf)
+
+    def start(self, directory: pathlib.Path) -> None:
+        self.server.start(directory)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def notes(self) -> list[str]:
+        if not self.server.ended_early:
+            return []
+        return [
+            f"the profiler server ended its session by itself after {PYTHON_TRACER_MAX_MS // 60000} min, before"
+            " the last captured step: the steps after that are not in the profile; capture fewer steps (count)"
+            " with python_tracer=True"
+        ]
+
+
+class JaxProfiler(_XSpaceProfiler):
+    """JAX's profiler: memory events and HLO, Python events when asked for."""
+
+    name = JAX
+
+    def __init__(self, jax: ModuleType, python_tracer: bool = False) -> None:
+        self.module = jax
+        self.python_tracer = python_tracer
+        if python_tracer and not _jax_has_python_tracer(jax):
+            version = getattr(jax, "__version__", "?")
+            raise CaptureError(
+                f"python_tracer=True needs jax.profiler.ProfileOptions.python_tracer_level, which JAX {version}"
+                " lacks: upgrade jax, or capture without python_tracer"
             )
-            return trace
+
+    def start(self, directory: pathlib.Path) -> None:
+        profiler = jax_profiler(self.module)
+        options = profiler.ProfileOptions()
+        options.host_tracer_level = HOST_TRACER_LEVEL
+        # Off unless asked for, which keeps the file small: the memory events and HLO are what count.
+        options.python_tracer_level = PYTHON_TRACER_LEVEL if self.python_tracer else 0
+        profiler.start_trace(str(directory), profiler_options=options)
+
+    def stop(self) -> None:
+        jax_profiler(self.module).stop_trace()
+
+    def step(self, step_num: int) -> contextlib.AbstractContextManager[Any]:
+        # As TensorFlow's: `step_num` on a `train` event.
         annotation: contextlib.AbstractContextManager[Any] = jax_profiler(self.module).StepTraceAnnotation(
             STEP_NAME, step_num=step_num
         )

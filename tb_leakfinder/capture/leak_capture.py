@@ -13,34 +13,40 @@ always records them (`with_stack=True`), with shapes and memory, and writes `<lo
 of their own; with `memory_profile_every=M` (JAX), a device memory profile is saved every M steps from `start` on,
 as `<logdir>/memory_profiles/step_<step>.prof`.
 
-This module is the capture's state machine (which step starts and ends which session, what it warns); each
-framework's profiler and its detection are framework_profiler.py's, TensorFlow's profiler-server session (the
-Python tracer) server_session.py's.
+When a window closes, the companion recorders (recorders.py: the holder finder, by default) write what they found
+inside the process to `<host>.leakfinder.json` beside its profile (docs/recordings.md); `recorders=()` turns them off.
+
+This module is the capture's state machine (which step starts and ends which session, what it warns); the recorders
+are recorders.py's, each framework's profiler and its detection framework_profiler.py's and torch_profiler.py's,
+TensorFlow's profiler-server session (the Python tracer) server_session.py's, the companion file companion.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import pathlib
+import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from tb_leakfinder.capture import companion
 from tb_leakfinder.capture.framework_profiler import (
     ALLOCATOR_WARNINGS,
     JAX,
     MKLCPU,
     MKLCPU_WARNING,
     UNKNOWN,
-    FrameworkProfiler,
     detect_framework,
     jax_profiler,
     late_note,
     recorded_allocators,
 )
-from tb_leakfinder.capture.server_session import PYTHON_TRACER_MAX_MS
+from tb_leakfinder.capture.recorder import CompanionRecorder, Section, Window
+from tb_leakfinder.capture.recorders import Context, companion_recorders, profiler
 from tb_leakfinder.capture.sessions import Staging
 from tb_leakfinder.errors import CaptureError
 
@@ -59,6 +65,7 @@ class Session:
 
     path: pathlib.Path
     steps: tuple[int, ...]
+    recordings: pathlib.Path | None = None  # its companion file, when a companion recorder wrote one
 
 
 class Capture:
@@ -69,7 +76,8 @@ class Capture:
     With `every`, it does so every `every` steps, each window a session of its own: session k covers
     steps `start + k*every .. start + k*every + count - 1`. With `python_tracer`, Python function events
     are recorded too. With `memory_profile_every` (JAX), a device memory profile is saved after steps
-    `start`, `start + memory_profile_every`, ... as `<logdir>/memory_profiles/step_<step>.prof`.
+    `start`, `start + memory_profile_every`, ... as `<logdir>/memory_profiles/step_<step>.prof`. `recorders`
+    chooses the companion recorders by name (or as recorder objects); None runs every default one available.
     """
 
     def __init__(
@@ -81,6 +89,7 @@ class Capture:
         python_tracer: bool = False,
         every: int | None = None,
         memory_profile_every: int | None = None,
+        recorders: Sequence[str | CompanionRecorder] | None = None,
     ) -> None:
         if count is not None and count < 1:
             raise CaptureError(f"count must be at least 1 (or None for every step from start), not {count}")
@@ -109,7 +118,9 @@ class Capture:
         self.steps: list[int] = []  # every captured step, of all sessions
         self.sessions: list[Session] = []
         self.memory_profiles: list[pathlib.Path] = []
-        self._profiler = FrameworkProfiler(self.framework, python_tracer)
+        context = Context(self.framework, sys.modules[self.framework], python_tracer)
+        self._profiler = profiler(context)
+        self._recorders, self._recorder_notes = companion_recorders(context, recorders)
         self._allocator: str | None = None
         self._staging: Staging | None = None
         self._window: int | None = None  # the window being recorded: session k of the docstring
@@ -123,6 +134,8 @@ class Capture:
 
     def __enter__(self) -> Capture:
         self.warnings = []
+        for note in self._recorder_notes:
+            self._warn(note, stacklevel=3)
         self._allocator = self._profiler.cpu_allocator()
         if self._allocator in ALLOCATOR_WARNINGS:
             self._warn(ALLOCATOR_WARNINGS[self._allocator] + late_note(), stacklevel=3)
@@ -170,7 +183,9 @@ class Capture:
             if self._window != window:
                 self._stop()  # a step of the next window: the session of the last one ends before it
                 self._start(window)
-            with self._profiler.step(step_num):
+            with self._profiler.step(step_num), contextlib.ExitStack() as marks:
+                for recorder in self._recorders:
+                    marks.enter_context(_Guarded(self, recorder, step_num))
                 yield
             self.steps.append(step_num)
             self._window_steps.append(step_num)
@@ -183,7 +198,7 @@ class Capture:
         self.logdir.mkdir(parents=True, exist_ok=True)
         staging = Staging(self.logdir)
         try:
-            self._profiler.start(str(staging.path))
+            self._profiler.start(staging.path)
         except Exception as exc:  # each framework raises its own kind
             staging.remove()
             if isinstance(exc, CaptureError):
@@ -193,6 +208,8 @@ class Capture:
                 " profile can be captured at a time: is another running (e.g. a TensorBoard callback's profile_batch)?"
             ) from exc
         self._staging, self._window, self._window_steps = staging, window, []
+        for recorder in self._recorders:
+            self._guard(recorder, "start", functools.partial(recorder.start, staging.path))
 
     def _stop(self) -> None:
         if self._window is None or self._staging is None:
@@ -200,26 +217,61 @@ class Capture:
         staging = self._staging
         self._done.add(self._window)
         self._window = self._staging = None
+        recordings = None
         try:
             self._profiler.stop()
-            if self._profiler.server is not None and self._profiler.server.ended_early:
-                self._warn(
-                    f"the profiler server ended its session by itself after {PYTHON_TRACER_MAX_MS // 60000} min, before"
-                    " the last captured step: the steps after that are not in the profile; capture fewer steps (count)"
-                    " with python_tracer=True",
-                    stacklevel=4,
-                )
-            session_dir = staging.publish_file() if self._profiler.torch is not None else staging.publish()
+            for note in self._profiler.notes():
+                self._warn(note, stacklevel=4)
+            for recorder in self._recorders:
+                self._guard(recorder, "stop", recorder.stop)
+            written = self._profiler.written(staging.path)
+            if written and self._recorders:
+                window = Window(self.framework, tuple(self._window_steps), written[0], _host(written[0]))
+                recordings = self._write_recordings(window)
+            session_dir = self._profiler.publish(staging)
         finally:
             staging.remove()
         if session_dir is None:
-            where = self.logdir if self._profiler.torch is not None else self.logdir / "plugins" / "profile"
-            raise CaptureError(f"the {self.framework} profiler wrote no session for {where}")
-        self.sessions.append(Session(session_dir, tuple(self._window_steps)))
+            raise CaptureError(f"the {self.framework} profiler wrote no session for {self._profiler.destination(self.logdir)}")
+        if recordings is not None:
+            recordings = (session_dir if session_dir.is_dir() else session_dir.parent) / recordings.name
+        self.sessions.append(Session(session_dir, tuple(self._window_steps), recordings))
         if self._allocator == UNKNOWN and MKLCPU in recorded_allocators(session_dir):
             # oneDNN is on and the variable is set, but it came after TensorFlow made its CPU device.
             self._allocator = MKLCPU
             self._warn(MKLCPU_WARNING + late_note(), stacklevel=4)
+
+    def _guard(self, recorder: CompanionRecorder, what: str, call: Callable[[], object]) -> object:
+        """`call` of a companion recorder, whose error becomes a warning: it never stops the training loop."""
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - a recorder's own failure, whatever it is, never stops the loop
+            failure = f"{type(exc).__name__}: {exc}"
+            self._warn(f"the {recorder.name} recorder failed in {what} ({failure}); the capture goes on", stacklevel=5)
+            return None
+
+    def _write_recordings(self, window: Window) -> pathlib.Path | None:
+        """The window's companion file, beside its profile in the staging folder; None when no recorder wrote."""
+        sections: dict[str, dict[str, Any]] = {}
+        lines: list[str] = []
+        for recorder in self._recorders:
+            section = self._guard(recorder, "section", functools.partial(recorder.section, window))
+            if not isinstance(section, Section):
+                continue
+            sections[recorder.name] = section.value
+            lines += section.lines
+            if section.warning:
+                self._warn(f"{recorder.name}: {section.warning}", stacklevel=5)
+        if not sections:
+            return None
+        path = companion.companion_path(window.profile)
+        try:
+            doc = companion.document(window.host, self.framework, sections, companion.source_lines(lines))
+            companion.write(path, companion.encode(doc))
+        except Exception as exc:  # noqa: BLE001 - the disk's errors, or a value JSON cannot hold: the profile stands
+            self._warn(f"the companion file {path.name} could not be written ({type(exc).__name__}: {exc})", stacklevel=5)
+            return None
+        return path
 
     def _save_memory_profile(self, step_num: int) -> None:
         """JAX's device memory profile after `step_num`, when memory profiles are due then; written whole, by a rename."""
@@ -253,6 +305,46 @@ class Capture:
         return self.sessions
 
 
+class _Guarded:
+    """A companion recorder's `step` around a step: what it raises becomes a warning, the step's own errors pass."""
+
+    def __init__(self, capture: Capture, recorder: CompanionRecorder, step_num: int) -> None:
+        self.capture, self.recorder, self.step_num = capture, recorder, step_num
+        self.inner: contextlib.AbstractContextManager[object] | None = None
+
+    def __enter__(self) -> None:
+        def enter() -> None:
+            inner = self.recorder.step(self.step_num)
+            inner.__enter__()
+            self.inner = inner
+
+        self.capture._guard(self.recorder, f"step {self.step_num}", enter)
+
+    def __exit__(self, *exc: Any) -> None:
+        inner = self.inner
+        if inner is not None:
+            try:
+                inner.__exit__(*exc)
+            except Exception as raised:  # noqa: BLE001 - judged by _guard, below
+                if raised is not exc[1]:  # the step's own exception coming back through the recorder is no failure
+                    self.capture._guard(self.recorder, f"step {self.step_num}", _raise(raised))
+
+
+def _raise(exc: Exception) -> Callable[[], None]:
+    def again() -> None:
+        raise exc
+
+    return again
+
+
+def _host(profile: pathlib.Path) -> str:
+    """A profile file's host as the readers name it."""
+    from tb_leakfinder.read.formats.registry import FORMATS  # not at the top: `import tb_leakfinder` loads no reader
+
+    names = (f.host_name(profile.name) for f in FORMATS)
+    return next((name for name in names if name), profile.name)
+
+
 def _analyze(session: Session) -> dict[str, Any]:
     from tb_leakfinder.api import analyze  # loaded by the first report, not with the capture
 
@@ -267,6 +359,7 @@ def capture(
     python_tracer: bool = False,
     every: int | None = None,
     memory_profile_every: int | None = None,
+    recorders: Sequence[str | CompanionRecorder] | None = None,
 ) -> Capture:
     """A `Capture` of steps `start .. start+count-1` into `logdir` (a TensorBoard logdir: the Leaks tab finds it).
 
@@ -275,5 +368,10 @@ def capture(
     device memory profile every M steps from `start` on, as `<logdir>/memory_profiles/step_<step>.prof`.
     `python_tracer=True` records Python function events too (`$<file>.py:<line> <function>`, the function's first
     line, on the thread that ran it); on TensorFlow it takes XProf's client and grpcio (see server_session.ServerSession).
+
+    When a window closes, the companion recorders write what they found inside the process beside its profile, in
+    `<host>.leakfinder.json` (`cap.sessions[i].recordings`; docs/recordings.md): by default the holder finder, which
+    names the references that keep the window's never-freed buffers alive. `recorders=()` turns them off;
+    `recorders=["holders"]` names the ones to run; a recorder object (`HolderFinder(..., time_limit_s=5)`) runs as given.
     """
-    return Capture(logdir, start, count, framework, python_tracer, every, memory_profile_every)
+    return Capture(logdir, start, count, framework, python_tracer, every, memory_profile_every, recorders)

@@ -74,15 +74,18 @@ class Staging:
                 continue  # another writer took that name in between: the next one
             return target
 
-    def publish_file(self) -> pathlib.Path | None:
-        """Moves the one file written here (a PyTorch trace) into the logdir itself, keeping its name; None when
-        nothing was written. Its name holds the time in ns, so it does not meet another's."""
+    def publish_file(self, suffix: str) -> pathlib.Path | None:
+        """Moves the profile written here (a PyTorch trace: the last file whose name ends with `suffix`) into the
+        logdir itself, keeping its name, its companion files first; None when nothing was written. Its name holds
+        the time in ns, so it does not meet another's."""
         written = sorted(p for p in self.path.iterdir() if p.is_file())
-        if not written:
+        profiles = [p for p in written if p.name.endswith(suffix)]
+        if not profiles:
             return None
-        target = self.logdir / written[-1].name
-        os.rename(written[-1], target)
-        return target
+        # A reader takes a companion without its profile for nothing: the profile is moved last.
+        for path in [p for p in written if p not in profiles] + profiles:
+            os.rename(path, self.logdir / path.name)
+        return self.logdir / profiles[-1].name
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import sys
 import time
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
+
+from tb_leakfinder.capture.sessions import Staging
 
 TORCH = "torch"
 TRACE_SUFFIX = ".pt.trace.json.gz"
@@ -33,10 +36,13 @@ def trace_file_name() -> str:
 
 
 class TorchProfiler:
-    """One `torch.profiler.profile` per capture window: begun at the window's first step, exported when it ends."""
+    """One `torch.profiler.profile` per capture window: begun at the window's first step, exported when it ends.
+    A recorders.Profiler: its trace is published into the logdir itself, not into a session folder."""
+
+    name = TORCH
 
     def __init__(self, torch: ModuleType) -> None:
-        self.torch = torch
+        self.torch = self.module = torch
         self._profile: Any = None
         self._staging: pathlib.Path | None = None
         self._started = False
@@ -55,9 +61,15 @@ class TorchProfiler:
             with_stack=True,
         )
 
-    def start(self, staging: str) -> None:
+    def available(self) -> bool:
+        return TORCH in sys.modules
+
+    def cpu_allocator(self) -> str | None:
+        return None
+
+    def start(self, directory: pathlib.Path) -> None:
         # The profile begins with the window's first step (see step), as TensorFlow's and JAX's begin just before it.
-        self._staging = pathlib.Path(staging)
+        self._staging = directory
         self._profile = self._new_profile()
         self._started = False
 
@@ -82,3 +94,15 @@ class TorchProfiler:
             return  # no step of the window ran
         profile.stop()
         profile.export_chrome_trace(str(staging / trace_file_name()))
+
+    def written(self, staging: pathlib.Path) -> list[pathlib.Path]:
+        return sorted(p for p in staging.iterdir() if p.name.endswith(TRACE_SUFFIX))
+
+    def notes(self) -> list[str]:
+        return []
+
+    def publish(self, staging: Staging) -> pathlib.Path | None:
+        return staging.publish_file(TRACE_SUFFIX)
+
+    def destination(self, logdir: pathlib.Path) -> pathlib.Path:
+        return logdir

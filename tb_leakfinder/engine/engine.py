@@ -23,7 +23,7 @@ from tb_leakfinder.model.memory import MACHINE_READER
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
-from tb_leakfinder.read.formats.registry import format_of, read_host
+from tb_leakfinder.read.formats.registry import format_of, read_host, read_recordings
 from tb_leakfinder.store.consistency import check_consistent
 from tb_leakfinder.store.memory_cache import ComputeCache
 
@@ -92,11 +92,18 @@ def machine_memory_bytes() -> int:
         return 0
 
 
-def analyze_file(path: str, host: str, session_dir: str) -> HostResult:
-    """Everything tb_leakfinder derives from one host's profile."""
+def analyze_file(path: str, host: str, session_dir: str, recordings: str | None = None) -> HostResult:
+    """Everything tb_leakfinder derives from one host's profile, and from the file recorded beside it (`recordings`:
+    its path), which never hides the profile: one that cannot be read is a warning, the host analysed without it."""
     profile_format = format_of(path)
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
+    if recordings is not None:
+        try:
+            reading.profile.recordings = read_recordings(recordings)
+            reading.profile.recordings_file = recordings
+        except LeakfinderError as exc:
+            reading.profile.warnings.append(f"{exc.message}; the profile is reported without it")
     if not reading.profile.machine_memory_bytes:
         # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
         reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER
@@ -120,10 +127,12 @@ def _weight(result: HostResult) -> int:
     return total + 1024
 
 
-def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, report.HostReport | None]:
+def analyze_result(
+    path: str, host: str, session_dir: str, recordings: str | None = None
+) -> tuple[HostResult, report.HostReport | None]:
     """`analyze_file` with its error kept as the result, and the host's report JSON (None on an error)."""
     try:
-        result = analyze_file(path, host, session_dir)
+        result = analyze_file(path, host, session_dir, recordings)
         return result, result.json()
     except LeakfinderError as exc:
         return HostResult(None, exc), None
@@ -131,10 +140,15 @@ def analyze_result(path: str, host: str, session_dir: str) -> tuple[HostResult, 
 
 def analyze_into(disk: DiskCache | None, key: FileIdentity, host: str, session_dir: str) -> HostResult:
     """`analyze_result`, stored on disk."""
-    result, body = analyze_result(key.path, host, session_dir)
+    result, body = analyze_result(key.path, host, session_dir, recorded_path(key))
     if disk is not None:
         disk.store(key, result, body, overview_rows(host, key.path, body, result.error), result.points())
     return result
+
+
+def recorded_path(key: FileIdentity) -> str | None:
+    """The path of the file recorded beside a host's profile that its identity holds, None without one."""
+    return None if key.recordings is None else key.recordings[0]
 
 
 def host_json(host: str, path: str, body: report.HostReport | None, error: LeakfinderError | None) -> report.HostReport:

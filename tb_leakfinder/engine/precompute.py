@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tb_leakfinder.engine.engine import HostResult, analyze_into, analyze_result, overview_rows
+from tb_leakfinder.engine.engine import HostResult, analyze_into, analyze_result, overview_rows, recorded_path
 from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.files import FileIdentity
@@ -187,7 +187,7 @@ def ray_task(task: HostTask, version: str) -> tuple[str, bytes | None, str | Non
     mine = analysis_version()
     if mine != version:
         return mine, None, None
-    result, body = analyze_result(task.identity.path, task.host, task.session_dir)
+    result, body = analyze_result(task.identity.path, task.host, task.session_dir, recorded_path(task.identity))
     error = None if result.error is None else result.error.message
     rows = overview_rows(task.host, task.identity.path, body, result.error)
     return mine, encode_entry(task.identity, result, body, rows, result.points()), error

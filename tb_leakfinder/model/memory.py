@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from tb_leakfinder.model.columns import ascending, packed_argsort, stable_argsort
+from tb_leakfinder.model.recordings import Recordings
 
 ALLOC = 0
 FREE = 1
@@ -334,3 +335,7 @@ class HostProfile:
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
     # views that offer what only one format has (XProf's tools, its capture advice).
     format: str = ""
+    # What the capture helper recorded beside the profile (docs/recordings.md), and that file's path: the engine
+    # reads it with the host; None and "" without one, or when it could not be read (a warning then says why).
+    recordings: Recordings | None = None
+    recordings_file: str = ""

@@ -95,3 +95,11 @@ class Recordings:
     holders: HolderSearch | None = None
     process_memory: ProcessMemoryRecord | None = None
     sources: dict[str, str] = field(default_factory=dict)  # "path/to/train.py:134" -> that line's text, stripped
+
+
+# The companion file: its name beside a profile's, what it says it is, and the bounds a reader holds it to.
+RECORDINGS_SUFFIX = ".leakfinder.json"  # replaces the profile file's own suffix: <host>.xplane.pb -> <host>.leakfinder.json
+RECORDINGS_FORMAT = "tb_leakfinder.recordings"
+RECORDINGS_VERSION = 1  # the newest version a reader knows
+MAX_COMPANION_BYTES = 1 << 20
+MAX_ADDRESSES = 4096  # addresses listed per holder

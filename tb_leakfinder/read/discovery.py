@@ -34,6 +34,8 @@ class Run:
     session_dir: str
     hosts: dict[str, str] = field(default_factory=dict)  # host -> its file's path
     companions: tuple[str, ...] = ()  # the session's files its hosts' analyses depend on (formats say which)
+    # host -> the path of the file recorded beside its profile (registry.RECORDINGS), for the hosts that have one
+    recordings: dict[str, str] = field(default_factory=dict)
 
     def host_path(self, host: str | None) -> tuple[str, str]:
         """(host, path) for `host`, or the only/first host when None."""
@@ -45,10 +47,26 @@ class Run:
         return host, self.hosts[host]
 
     def identity(self, host: str) -> files.FileIdentity:
-        """What a host's cached analysis is valid for: its file (one stat, a remote call on gs://) and the
-        session's companion files as discovered."""
+        """What a host's cached analysis is valid for: its file (one stat, a remote call on gs://), the session's
+        companion files as discovered, and the file recorded beside it (a second stat, only when discovery found one;
+        gone since, the host is analysed without it)."""
         path = self.host_path(host)[1]
-        return dataclasses.replace(files.identity(path), companions=self.companions)
+        found = files.identity(path)
+        recorded = self.recordings.get(host)
+        stamp = None
+        if recorded is not None:
+            try:
+                beside = files.identity(recorded)
+                stamp = (recorded, beside.size, beside.mtime_ns)
+            except LeakfinderError:
+                # Still there but no stat (a looping link, no permission): read, it is the warning that names it.
+                stamp = (recorded, -1, -1) if _still_there(recorded) else None
+        return dataclasses.replace(found, companions=self.companions, recordings=stamp)
+
+
+def _still_there(path: str) -> bool:
+    """Whether a name is still in its folder, even as a link to nothing."""
+    return os.path.lexists(path) if files.is_local(path) else files.exists(path)
 
 
 def _session(name: str, session_dir: str, host: str | None = None) -> Run:
@@ -60,14 +78,24 @@ def _session(name: str, session_dir: str, host: str | None = None) -> Run:
         found = next((h for h in (f.host_name(n) for f in formats) if h is not None), None)
         if found is not None and (host is None or found == host):
             hosts[found] = files.join(session_dir, n)
-    return Run(name, session_dir, hosts, registry.companions(names))
+    return _recorded(Run(name, session_dir, hosts, registry.companions(names)), names)
 
 
-def _snapshot(name: str, path: str, snapshots: FileSessionFormat) -> Run:
-    """The run of one snapshot file: a session of its own, with one host."""
+def _recorded(run: Run, names: list[str]) -> Run:
+    """The run with the files recorded beside its hosts' profiles, among its folder's `names`."""
+    present = set(names)
+    for host, path in run.hosts.items():
+        found = registry.recordings_name(files.basename(path), present)
+        if found is not None:
+            run.recordings[host] = files.join(files.dirname(path), found)
+    return run
+
+
+def _snapshot(name: str, path: str, snapshots: FileSessionFormat, names: list[str]) -> Run:
+    """The run of one snapshot file: a session of its own, with one host; `names` its folder's files."""
     host = snapshots.host_name(files.basename(path))
     assert host is not None  # the format sniffed it
-    return Run(name, files.dirname(path), {host: path})
+    return _recorded(Run(name, files.dirname(path), {host: path}), names)
 
 
 def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[str, int], Run]]:
@@ -77,7 +105,7 @@ def _snapshot_runs(folder: str, names: list[str], rel: str) -> list[tuple[tuple[
         mine = [p for p in (files.join(folder, n) for n in names) if snapshots.sniff(p)]
         for rank, path in enumerate(snapshots.session_order(mine), start=1):
             stem = _stem(files.basename(path))
-            found.append(((f"{rel}/" if rel else "", rank), _snapshot(f"{rel}/{stem}" if rel else stem, path, snapshots)))
+            found.append(((f"{rel}/" if rel else "", rank), _snapshot(f"{rel}/{stem}" if rel else stem, path, snapshots, names)))
     return found
 
 
@@ -87,9 +115,12 @@ def _folder_runs(name: str, tb_run: str, folder: str, names: list[str]) -> list[
     recorded."""
     sessions = [found for folder_format in registry.folder_formats() for found in folder_format.folder_sessions(folder, names)]
     if len(sessions) == 1:
-        return [((name, 0), Run(name, folder, sessions[0][1]))]
+        return [((name, 0), _recorded(Run(name, folder, sessions[0][1]), names))]
     prefix = f"{tb_run}/" if tb_run else ""
-    return [((prefix, k), Run(prefix + session, folder, hosts)) for k, (session, hosts) in enumerate(sessions, start=1)]
+    return [
+        ((prefix, k), _recorded(Run(prefix + session, folder, hosts), names))
+        for k, (session, hosts) in enumerate(sessions, start=1)
+    ]
 
 
 def _stem(file_name: str) -> str:
@@ -161,14 +192,15 @@ def runs_for_path(path: str) -> list[Run]:
         found = in_folder.folder_sessions(session_dir, [files.basename(path)])
         if not found:
             raise LeakfinderError(f"{path}: no such profile file", source=path)
-        return [Run(files.basename(session_dir) or session_dir, session_dir, found[0][1])]
+        run = Run(files.basename(session_dir) or session_dir, session_dir, found[0][1])
+        return [_recorded(run, files.listdir(session_dir or "."))]
     snapshots = next((f for f in registry.file_session_formats() if f.sniff(path)), None)
     host = next((f.host_name(files.basename(path)) for f in registry.session_formats() if f.sniff(path)), None)
     if host is not None or snapshots is not None:
         if not files.exists(path) or files.isdir(path):
             raise LeakfinderError(f"{path}: no such profile file", source=path)
         if snapshots is not None:
-            return [_snapshot(_stem(files.basename(path)), path, snapshots)]
+            return [_snapshot(_stem(files.basename(path)), path, snapshots, files.listdir(files.dirname(path) or "."))]
         session_dir = files.dirname(path)
         return [_session(files.basename(session_dir) or session_dir, session_dir, host)]
     if not files.isdir(path):

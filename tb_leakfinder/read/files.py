@@ -115,6 +115,8 @@ class FileIdentity:
     # Names of the session's other files the analysis reads (XProf's `.hlo_proto.pb`, written when the
     # Profile tab first opens the session): one appearing makes the analysis stale too.
     companions: tuple[str, ...] = ()
+    # The file recorded beside it (docs/recordings.md), read with it: its path, size and mtime_ns; None without one.
+    recordings: tuple[str, int, int] | None = None
 
 
 def _cannot_read(path: str, exc: BaseException) -> LeakfinderError:

@@ -41,6 +41,28 @@ WholeProgramReason = Literal["parameter", "live_out", "constant", "thread_local"
 FamilyStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]
 CaptureKind = Literal["profile", "one_moment"]
 """`profile`: memory events over a window; `one_moment`: a device memory profile's live buffers."""
+HolderKind = Literal[
+    "list",
+    "dict_entry",
+    "attribute",
+    "class_attribute",
+    "default_argument",
+    "closure",
+    "frame_local",
+    "global",
+    "module",
+    "buffer",
+    "autograd_graph",
+    "variable",
+]
+"""Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value
+(`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a
+function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a
+module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph
+saved, reached from a live tensor's grad_fn; a tf.Variable's value."""
+SearchStatus = Literal["complete", "partial", "failed"]
+"""How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found
+is true but not everything; `failed`, its error is the `warning`."""
 TimeSource = Literal["profile", "session_name", "file_mtime"]
 """Where a capture's time came from: the capture itself, its session folder's name, or its file's mtime."""
 RateBasis = Literal["between_captures", "within_captures"]
@@ -111,6 +133,34 @@ class Site(TypedDict):
     stack: Annotated[list[str], 'the user\'s Python frames, innermost first: "train.py:42 in train_step"']
 
 
+class Holder(TypedDict):
+    """A reference in the training process that keeps some of a family's never-freed buffers alive, found by the
+    capture helper (docs/recordings.md) and matched to the family by the buffers' addresses."""
+
+    path: Annotated[str, 'the access path in the user\'s terms: "model.heads", "metrics[\'loss_map\']", "total"']
+    kind: HolderKind
+    type: Annotated[str, 'the holder\'s type: "ModuleList", "list", "Tensor"']
+    count: Annotated[int, "how many of the family's never-freed buffers it keeps (of the family's `count`)"]
+    requested_bytes: Annotated[int, "their tensor bytes"]
+    chunk_bytes: Annotated[int, "their chunk bytes"]
+    all_listed: Annotated[bool, "false when the companion file listed only some of its buffers: `count` is then a floor"]
+    created: Annotated[str, 'where the holder was made: "train.py:40 in train"; "" when not known']
+    created_text: Annotated[str, 'that line\'s text, recorded at capture time; "" when not recorded']
+
+
+class HolderSearch(TypedDict):
+    """How the capture helper's search for holders went on this host, as its companion file says."""
+
+    status: SearchStatus
+    warning: Annotated[str, 'why it is partial or failed; "" when complete']
+    objects_visited: Annotated[int, "the Python objects it walked"]
+    elapsed_s: Annotated[float, "how long it took, in seconds"]
+    num_holders: Annotated[int, "holders it found, in every family"]
+    unmatched_count: Annotated[int, "never-freed buffers of the window it found no holder for"]
+    unmatched_bytes: Annotated[int, "their bytes"]
+    not_in_profile: Annotated[int, "addresses its holders list that are no never-freed buffer of this profile"]
+
+
 class Family(TypedDict):
     """One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never
     freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures
@@ -138,7 +188,9 @@ class Family(TypedDict):
     chunk_bytes_per_step: Annotated[float, "the same in the allocator's chunk bytes"]
     score: Annotated[float, "how strongly it looks like the leak, 0 to 1: families are listed highest first"]
     where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
+    where_text: Annotated[str, 'that line\'s text, from the companion file (or, in the CLI, the local file); "" unknown']
     site: Site
+    holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most buffers first; [] unknown"]
 
 
 class BreakdownRow(TypedDict):
@@ -176,9 +228,9 @@ class Forecast(TypedDict):
     description: Annotated[str, '"At +512 KiB/step the 15.2 GiB still free runs out in about 31,000 steps (…)."']
 
 
-class Holder(TypedDict):
-    """Where memory was held at an out-of-memory error: the user's line, else the op, else what the capture could
-    not name."""
+class HeldAtError(TypedDict):
+    """Where memory held at an out-of-memory error was made: the user's line, else the op, else what the capture
+    could not name."""
 
     where: str
     bytes: int
@@ -191,7 +243,7 @@ class OutOfMemory(TypedDict):
     cause: Annotated[str, 'what says the capture was taken at one: "its trace records 1 oom entry"']
     held_bytes: Annotated[int, "in use at the error: the heap at the capture's end"]
     capacity_bytes: Annotated[int, "what the allocator had reserved from the device (at least held_bytes)"]
-    holders: Annotated[list[Holder], "largest first, at most 10; a last row folds the rest"]
+    held_at_error: Annotated[list[HeldAtError], "by where it was made, largest first, at most 10; a last row folds the rest"]
     description: str
 
 
@@ -423,6 +475,8 @@ class _HostReportKeys(TypedDict):
     steps: list[Step]
     allocators: Annotated[list[AllocatorReport], "one per allocator (XProf memory id) with memory events"]
     modules: Annotated[list[ModuleSummary], "the compiled XLA programs of an XProf profile; [] for other formats"]
+    recordings_file: Annotated[str, 'the companion file read with the profile (docs/recordings.md); "" when none was']
+    holder_search: Annotated[HolderSearch | None, "how the search for holders went; null when none was recorded"]
 
 
 class HostReport(_HostReportKeys, total=False):

@@ -23,6 +23,8 @@ from tb_leakfinder.analyses.capacity import Forecast as ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
 from tb_leakfinder.analyses.history import measure as history_measure
+from tb_leakfinder.analyses.holders import Holder as HolderResult
+from tb_leakfinder.analyses.holders import HolderStatus
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
@@ -71,6 +73,9 @@ if TYPE_CHECKING:
         HistoryCapture,
         HistoryFamily,
         HistorySeries,
+        Holder,
+        HolderKind,
+        HolderSearch,
         HostDiff,
         HostReport,
         LeakKind,
@@ -86,6 +91,7 @@ if TYPE_CHECKING:
         RateBasis,
         ReportAnswer,
         RunReport,
+        SearchStatus,
         Site,
         SiteContext,
         SiteMatch,
@@ -99,7 +105,7 @@ if TYPE_CHECKING:
         Verdict,
     )
 
-REPORT_VERSION = 2
+REPORT_VERSION = 3
 # A JSON object read back (from the disk cache, where the shape check vouched for its keys) or not yet typed.
 Json = Mapping[str, Any]
 
@@ -185,11 +191,32 @@ def format_listings() -> list[FormatListing]:
     return [{"name": f.hints.name, "capture": f.hints.capture, "layout": f.hints.layout} for f in registry.FORMATS]
 
 
+def holder_json(h: HolderResult) -> Holder:
+    return {
+        "path": h.path,
+        "kind": cast("HolderKind", h.kind),
+        "type": h.type_name,
+        "count": h.count,
+        "requested_bytes": h.requested_bytes,
+        "chunk_bytes": h.chunk_bytes,
+        "all_listed": h.all_listed,
+        "created": h.created,
+        "created_text": h.created_text,
+    }
+
+
+def holder_search_json(s: HolderStatus | None) -> HolderSearch | None:
+    if s is None:
+        return None
+    return {**cast("HolderSearch", asdict(s)), "status": cast("SearchStatus", s.status), "elapsed_s": round(s.elapsed_s, 3)}
+
+
 def _groups_json(a: AllocatorAnalysis) -> list[Family]:
     strings = a.events.strings
     families: list[Family] = []
     for i, g in enumerate(a.suspects.families):
         site = _site_at(a.sites, g.site)
+        holders = a.holders[i] if i < len(a.holders) else []
         families.append(
             {
                 "family": i,
@@ -214,7 +241,9 @@ def _groups_json(a: AllocatorAnalysis) -> list[Family]:
                 "chunk_bytes_per_step": round(g.chunk_bytes_per_step, 1),
                 "score": g.score,
                 "where": site.where,
+                "where_text": a.where_texts[i] if i < len(a.where_texts) else "",
                 "site": site_json(site),
+                "holders": [holder_json(h) for h in holders],
             }
         )
     return families
@@ -304,6 +333,8 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "steps": steps_json(h.profile.steps),
         "allocators": allocators,
         "modules": [module_summary_json(m) for m in modules],
+        "recordings_file": h.profile.recordings_file,
+        "holder_search": holder_search_json(h.holder_status),
     }
 
 
@@ -329,6 +360,8 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "steps": [],
         "allocators": [],
         "modules": [],
+        "recordings_file": "",
+        "holder_search": None,
     }
 
 

@@ -333,7 +333,9 @@ def _unpack(data: np.ndarray, layout: Any) -> dict[str, np.ndarray]:
 
 def _identity_bytes(identity: files.FileIdentity, version: str) -> bytes:
     """What an entry is valid for: this analysis version, of the profile in this state (a hash: fixed size)."""
-    state = [identity.real_path, identity.size, identity.mtime_ns, list(identity.companions)]
+    state: list[Any] = [identity.real_path, identity.size, identity.mtime_ns, list(identity.companions)]
+    if identity.recordings is not None:  # the file recorded beside it, read with it: rewritten, the entry is stale
+        state.append(list(identity.recordings))
     digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()
     return _json_bytes({"format": ENTRY_FORMAT, "version": version, "file": digest})
 

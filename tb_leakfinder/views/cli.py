@@ -324,6 +324,9 @@ def _report(args: argparse.Namespace) -> int:
         if args.allocator is not None:
             result = select_allocator(result, args.allocator)
         if args.command == "report":
+            from tb_leakfinder.views.source_lines import fill_where_texts
+
+            fill_where_texts(result)
             export.export_report(args, engine, result)
             if args.markdown:  # rendered only when asked for: its module and the rendering are ~4 ms of a report
                 from tb_leakfinder.views.markdown import render_report as render_markdown_report

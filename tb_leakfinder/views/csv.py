@@ -28,6 +28,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _FORMULA_FIRST = frozenset(FORMULA_STARTS)
 
 FAMILIES = "families"
+HOLDERS = "holders"
 PEAK_BREAKDOWN = "peak_breakdown"
 BUFFERS = "buffers"
 STATIC_BUFFERS = "static_buffers"
@@ -158,10 +159,10 @@ BufferPages = Callable[[str, str, str], Iterable[Json]]  # (run, host, allocator
 
 
 def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str, Table]:
-    """The tables of a report: suspect families, peak breakdown, buffers (when `buffers` gives their pages), and
-    the static view's whole-program buffers."""
+    """The tables of a report: suspect families, their holders (one row each, by the family's index), peak breakdown,
+    buffers (when `buffers` gives their pages), and the static view's whole-program buffers."""
     where = ("run", "host", "allocator")
-    tables = {FAMILIES: Table(where), PEAK_BREAKDOWN: Table(where)}
+    tables = {FAMILIES: Table(where), HOLDERS: Table((*where, "family")), PEAK_BREAKDOWN: Table(where)}
     if buffers is not None:
         tables[BUFFERS] = Table(where)
     for run in report["runs"]:
@@ -169,6 +170,8 @@ def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str,
             for allocator in host["allocators"]:
                 at = (run["run"], host["host"], allocator["allocator"])
                 tables[FAMILIES].add(at, site_rows(allocator["families"]))
+                for family in allocator["families"]:
+                    tables[HOLDERS].add((*at, family["family"]), family["holders"])
                 tables[PEAK_BREAKDOWN].add(at, site_rows(allocator["peak_breakdown"]))
                 if buffers is not None:
                     tables[BUFFERS].add(at, buffer_rows(buffers(*at)))

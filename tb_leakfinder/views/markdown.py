@@ -11,8 +11,11 @@ from tb_leakfinder.views.text import (
     TOP_ROWS,
     breakdown_label,
     compiled_programs_text,
+    family_notes,
     hint_for,
+    holder_text,
     peak_text,
+    search_text,
     where_parts,
 )
 
@@ -104,6 +107,17 @@ def _more(rows: list[Json]) -> list[str]:
     return ["", f"… and {len(rows) - TOP_ROWS} more (see --json)"] if len(rows) > TOP_ROWS else []
 
 
+def family_notes_markdown(families: list[Json]) -> list[str]:
+    """A bullet per family shown with holders or its line's text: who keeps its buffers, and the line's code."""
+    lines = []
+    for g, _ in family_notes(families):
+        said = [holder_text(h, g, _code) for h in g["holders"]]
+        if g["where_text"]:
+            said.append(f"{_code(g['where'])}: {_code(g['where_text'])}")
+        lines.append(f"- {_code(g['label'])}: " + "; ".join(said))
+    return lines
+
+
 def render_allocator(a: Json, unit: str = "step") -> list[str]:
     """One allocator: its verdict, its op families and what was live at the peak, each row with its line of code."""
     families, breakdown = a["families"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
@@ -122,6 +136,9 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
             for g in families
         ]
         lines += _more(a["families"])
+        notes = family_notes_markdown(families)
+        if notes:
+            lines += ["", *notes]
     if breakdown:
         lines += ["", "At the peak:", "", "| op shape region | dtype | count | bytes | where |", "|---|---|---:|---:|---|"]
         lines += [
@@ -153,6 +170,9 @@ def render_report(report: Json) -> str:
         for host in run["hosts"]:
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             lines += [f"### {_cell(host['host'])}: {VERDICT[host['verdict']]}", "", _cell(host["step_source"]["description"])]
+            searched = search_text(host)
+            if searched:
+                lines += ["", _cell(searched)]
             if not host["allocators"]:
                 lines += ["", _cell(host["reason"])]
             for a in host["allocators"]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, short_program_ids
+from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, held_by, short_program_ids
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
@@ -13,6 +14,21 @@ VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclu
 TOP_ROWS = 10
 CALLED_FROM = " ← "  # between a line of code and the Python frame that led to it
 TEXT_FRAMES = 2  # the Python frames a text row shows after its line of code
+# A holder's kind (report/schema.HolderKind) in words.
+HOLDER_KIND_WORDS = {
+    "list": "an element of a list",
+    "dict_entry": "a dict entry",
+    "attribute": "an attribute",
+    "class_attribute": "a class attribute",
+    "default_argument": "a mutable default argument",
+    "closure": "a closure cell",
+    "frame_local": "a local of a running function",
+    "global": "a module-level name",
+    "module": "a module's parameter or submodule",
+    "buffer": "a module's registered buffer",
+    "autograd_graph": "tensors an autograd graph saved",
+    "variable": "a tf.Variable",
+}
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -76,6 +92,49 @@ def hint_for(a: Json, *tables: list[Json]) -> str | None:
     return str(a["stack_hint"]) if empty else None
 
 
+def holder_text(h: Json, family: Json, quote: Callable[[str], str] = lambda path: f"`{path}`") -> str:
+    """A family's holder: "held by `model.heads`: ModuleList, 24 of 24 never-freed buffers, 6.0 MiB (an attribute,
+    made at train.py:40 in train: self.heads = nn.ModuleList())"; `quote` puts its path (and line) as the view quotes
+    code."""
+    said = held_by(quote(h["path"]), h["type"], h["count"], family["count"], h["chunk_bytes"], at_least=not h["all_listed"])
+    details = [HOLDER_KIND_WORDS.get(h["kind"]) or str(h["kind"])]
+    if h["created"]:
+        details.append(f"made at {quote(h['created'])}" + (f": {quote(h['created_text'])}" if h["created_text"] else ""))
+    return f"{said} ({', '.join(details)})"
+
+
+def search_text(host: Json) -> str | None:
+    """How the search for the holders went on a host, when the capture helper searched: "holders: complete, 183,204
+    objects in 0.41 s; 2 never-freed buffers (1.0 MiB) held by nothing it found"."""
+    search = host["holder_search"]
+    if search is None:
+        return None
+    status = search["status"]
+    if status == "failed":
+        return f"holders: the search failed ({search['warning'] or 'no reason given'}); no holder is known"
+    text = f"holders: {status}, {search['objects_visited']:,} objects in {search['elapsed_s']:.2f} s"
+    if status == "partial":
+        text += f" ({search['warning'] or 'a bound was hit'}): the holders named are true, but there may be more"
+    if search["unmatched_count"]:
+        text += f"; {search['unmatched_count']:,} never-freed buffer(s) ({format_bytes(search['unmatched_bytes'])}) held by no"
+        text += " reference it found"
+    if search["not_in_profile"]:
+        text += f"; {search['not_in_profile']:,} address(es) its holders list are no never-freed buffer of this profile"
+    return text
+
+
+def family_notes(families: list[Json]) -> list[tuple[Json, list[str]]]:
+    """Each family shown that has holders or its line's text, with what to say of it: its holders, then its line."""
+    notes = []
+    for g in families:
+        said = [holder_text(h, g) for h in g["holders"]]
+        if g["where_text"]:
+            said.append(f"{g['where']}: {g['where_text']}")
+        if said:
+            notes.append((g, said))
+    return notes
+
+
 def compiled_programs_text(host: Json) -> str | None:
     """A device memory profile's compiled programs, per device, apart from its buffers; None when it has none."""
     programs = host["compiled_programs"]
@@ -127,6 +186,9 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"], rows)
         if len(a["families"]) > TOP_ROWS:
             lines.append(f"    … and {len(a['families']) - TOP_ROWS} more groups (see --json)")
+        for g, said in family_notes(families):
+            lines.append(f"    {g['label']}:")
+            lines += [f"      {line}" for line in said]
     if breakdown:
         lines.append("    at the peak:")
         rows = [
@@ -230,6 +292,9 @@ def render_report(report: Json) -> str:
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['step_source']['description']}")
             lines += [f"  warning: {w}" for w in once_each(host["warnings"])]
+            searched = search_text(host)
+            if searched:
+                lines.append(f"  {searched}")
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"

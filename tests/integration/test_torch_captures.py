@@ -18,6 +18,7 @@ import pytest
 
 from tb_leakfinder import analyze
 from tb_leakfinder.read.discovery import discover
+from tb_leakfinder.testing.recordings_builder import companion, companion_path, holder, write_companion
 from tests.support import capture_programs, torch_captures
 from tests.support.cli_process import run_cli
 from tests.support.demo import ROOT
@@ -95,7 +96,8 @@ def test_the_trace_is_named_and_recorded_as_tensorboard_trace_handler_would(capt
     trace = pathlib.Path(out["kept_every_step"]["trace"])
     assert trace.parent == logdir / "kept_every_step"
     assert re.fullmatch(rf"{re.escape(socket.gethostname())}_\d+\.\d+\.pt\.trace\.json\.gz", trace.name)
-    assert sorted(p.name for p in trace.parent.iterdir()) == [trace.name]  # no staging left behind
+    # No staging left behind: the trace and the companion file the holder finder wrote beside it.
+    assert sorted(p.name for p in trace.parent.iterdir()) == sorted([trace.name, companion_path(trace).name])
     content = json.loads(gzip.decompress(trace.read_bytes()))
     assert (content["profile_memory"], content["record_shapes"], content["with_stack"]) == (1, 1, 1)
     assert any(e.get("cat") == "python_function" for e in content["traceEvents"])
@@ -105,7 +107,7 @@ def test_every_writes_one_trace_per_window(captured):
     logdir, out = captured
     sessions = out[torch_captures.PERIODIC]["sessions"]
     assert [s["steps"] for s in sessions] == [[1, 2, 3], [6, 7, 8], [11, 12, 13]]
-    traces = sorted(p.name for p in (logdir / torch_captures.PERIODIC).iterdir())
+    traces = sorted(p.name for p in (logdir / torch_captures.PERIODIC).glob("*.pt.trace.json.gz"))
     assert traces == sorted(pathlib.Path(s["trace"]).name for s in sessions)
     for session in sessions:
         (run,) = analyze(session["trace"])["runs"]
@@ -175,3 +177,69 @@ def test_one_workers_traces_copied_without_their_times_keep_their_own_times_rate
     # traces' own clocks.
     assert series["bytes_per_step"] == pytest.approx(torch_captures.KEPT_BYTES, rel=0.05)
     assert series["bytes_per_hour"] == pytest.approx(torch_captures.KEPT_BYTES * steps_per_hour, rel=0.10)
+
+
+def _never_freed(trace: pathlib.Path) -> dict[int, int]:
+    """address -> bytes of the buffers a trace's [memory] events allocate and never free, paired here in time order."""
+    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    live: dict[int, int] = {}
+    for e in sorted((e for e in events if e.get("name") == "[memory]"), key=lambda e: e["ts"]):
+        address, size = int(e["args"]["Addr"]), int(e["args"]["Bytes"])
+        if size > 0:
+            live[address] = size
+        else:
+            live.pop(address, None)
+    return live
+
+
+def test_a_companion_file_beside_a_real_trace_names_the_list_that_keeps_the_leak(captured, tmp_path):
+    logdir, out = captured
+    shutil.copytree(logdir / "kept_every_step", tmp_path / "kept_every_step")
+    (trace,) = (tmp_path / "kept_every_step").glob("*.pt.trace.json.gz")
+    kept = sorted(a for a, size in _never_freed(trace).items() if size == torch_captures.KEPT_BYTES)
+    assert len(kept) == torch_captures.STEPS
+    source = pathlib.Path(torch_captures.__file__)
+    line = int(out["kept_every_step"]["where"].split(":")[1].split(" ")[0])
+    text = source.read_text().splitlines()[line - 1].strip()
+    document = companion(
+        holders=[holder("kept", kept, kind="frame_local", created=f"{source}:{line - 1} in record")],
+        sources={f"{source}:{line}": text},
+        framework="torch",
+    )
+    write_companion(trace, document)
+    host, allocator = only_allocator({"report": analyze(str(trace.parent))})
+    top = allocator["families"][0]
+    (held,) = top["holders"]
+    assert (held["path"], held["kind"], held["count"], top["count"]) == ("kept", "frame_local", len(kept), len(kept))
+    assert held["requested_bytes"] == len(kept) * torch_captures.KEPT_BYTES
+    assert top["where_text"] == text
+    assert f"Held by `kept`: list, {len(kept)} of {len(kept)} never-freed buffers" in host["reason"]
+
+
+def test_a_companion_file_beside_one_of_a_profilers_cycles_is_that_captures_only(captured, tmp_path):
+    logdir, _ = captured
+    folder = tmp_path / torch_captures.PERIODIC
+    shutil.copytree(logdir / torch_captures.PERIODIC, folder)
+    traces = sorted(folder.glob("*.pt.trace.json.gz"))
+    for beside in folder.glob("*.leakfinder.json"):  # the capture's own: this test writes one for one cycle only
+        beside.unlink()
+    assert len(traces) == 3
+    kept = [a for a, size in _never_freed(traces[1]).items() if size == torch_captures.KEPT_BYTES]
+    write_companion(traces[1], companion(holders=[holder("kept", kept, kind="list")], framework="torch"))
+    report = analyze(str(folder))
+    found = [[h["count"] for h in run["hosts"][0]["allocators"][0]["families"][0]["holders"]] for run in report["runs"]]
+    assert found == [[], [len(kept)], []]
+
+
+def test_the_capture_helper_names_the_list_that_keeps_the_leak_end_to_end(captured):
+    """Real capture, real holder finder, real reader: `record` keeps each step's product in its local `kept`."""
+    _, out = captured
+    host, allocator = only_allocator(out["kept_every_step"])
+    search = host["holder_search"]
+    assert search is not None and search["status"] == "complete"
+    top = allocator["families"][0]
+    held = top["holders"][0]
+    assert (held["path"], held["kind"], held["type"]) == ("kept", "frame_local", "list")
+    assert held["count"] == top["count"] == torch_captures.STEPS
+    assert held["created"].endswith(" in record")
+    assert "Held by `kept`: list" in host["reason"]

@@ -44,7 +44,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "report": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
     "store": frozenset({"model", "analyses", "read", "report", "errors"}),
     "engine": ALL - {TOP, "api", "engine", "views", "plugin_loader", "plugin_flags", "testing"},  # everything but the views
-    "capture": frozenset({"read", "analyses", "api", "errors"}),
+    "capture": frozenset({"read", "model", "analyses", "api", "errors"}),
     "keras": frozenset({"capture"}),
     "views": ALL - {"views", "testing"},  # everything (but what only tests, benchmarks and tools import)
     "plugin_loader": frozenset({"read", "views", "plugin_flags"}),

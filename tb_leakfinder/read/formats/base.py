@@ -4,6 +4,9 @@ Every format implements `ProfileFormat`. What only some formats have is a small 
 registry and discovery check with `isinstance`: compiled programs to look up (`StaticModules`), files besides a
 host's own in its cache key (`Companions`), files that sit in a TensorBoard run's own folder (`FolderSessions`),
 files that are each a capture of their own (`FileSessions`).
+
+Beside the formats of profiles, `RecordingsFormat`: a file that something other than a profiler recorded beside a
+host's profile (the capture helper's companion file, docs/recordings.md), read with that host.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from tb_leakfinder.model.hlo import HloModule
     from tb_leakfinder.model.memory import HostProfile
+    from tb_leakfinder.model.recordings import Recordings
 
 
 @dataclass
@@ -66,6 +70,11 @@ class ProfileFormat(Protocol):
         """The host a file of a session folder holds, or None when it is not one of this format's hosts."""
         ...
 
+    def stem(self, file_name: str) -> str | None:
+        """A file name without this format's suffix (`w.123.pt.trace.json.gz`: `w.123`), None when it does not end in
+        one: what the files recorded beside the profile are named after (`RecordingsFormat.accompanies`)."""
+        ...
+
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
         """One host's file into the model; raises LeakfinderError naming the file."""
         ...
@@ -110,4 +119,25 @@ class FolderSessions(Protocol):
     def folder_sessions(self, folder: str, names: list[str]) -> list[tuple[str, dict[str, str]]]:
         """The sessions among a folder's file names (not its subfolders'), in the order recorded: (name, host -> path)
         each, several when a host has several files (a profiler's cycles); may read their first bytes."""
+        ...
+
+
+class RecordingsFormat(Protocol):
+    """A file recorded beside a host's profile by something other than its profiler (the capture helper's companion
+    file, docs/recordings.md): no host of its own, but read with the host it accompanies, in that host's cache key.
+    Its entry, like a format's, imports its reader only in `read`."""
+
+    name: str  # its registry name: "leakfinder"
+    max_file_bytes: int  # the largest file it reads; a larger one is refused
+
+    def accompanies(self, stem: str) -> str:
+        """The name of its file beside a profile file of that stem (`ProfileFormat.stem`), in the same folder."""
+        ...
+
+    def sniff(self, path: str) -> bool:
+        """Whether a path is one of its files, by its name."""
+        ...
+
+    def read(self, path: str) -> Recordings:
+        """The file into the model; raises LeakfinderError naming the file."""
         ...

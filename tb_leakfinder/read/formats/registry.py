@@ -16,18 +16,25 @@ from tb_leakfinder.read.formats.base import (
     FormatHints,
     HostReading,
     ProfileFormat,
+    RecordingsFormat,
     StaticModules,
 )
 from tb_leakfinder.read.formats.pprof.format import PPROF
+from tb_leakfinder.read.formats.recordings.format import LEAKFINDER_RECORDINGS
 from tb_leakfinder.read.formats.torch_snapshot.format import TORCH_SNAPSHOT
 from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE
 from tb_leakfinder.read.formats.xplane.format import XPLANE
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from tb_leakfinder.model.hlo import HloModule
+    from tb_leakfinder.model.recordings import Recordings
 
 # In the order a file is sniffed, and the formats are listed to users.
 FORMATS: tuple[ProfileFormat, ...] = (XPLANE, TORCH_TRACE, PPROF, TORCH_SNAPSHOT)
+# What is recorded beside a profile and read with its host (the capture helper's companion file).
+RECORDINGS: tuple[RecordingsFormat, ...] = (LEAKFINDER_RECORDINGS,)
 
 
 class FileSessionFormat(ProfileFormat, FileSessions, Protocol):
@@ -131,3 +138,25 @@ def read_host(profile_format: ProfileFormat, path: str, host: str, session_dir: 
     except PARSER_ERRORS as exc:
         detail = f"{type(exc).__name__}: {str(exc)[:200]}"
         raise LeakfinderError(f"{path}: not a readable {profile_format.name} profile ({detail})", source=path) from exc
+
+
+def recordings_name(file_name: str, names: Collection[str]) -> str | None:
+    """The name, among a folder's `names`, of the file recorded beside its profile file `file_name`; None when
+    there is none. The profile's stem is each format's that names it (the first, in FORMATS' order, whose file is
+    there)."""
+    stems = [s for s in (f.stem(file_name) for f in FORMATS) if s]
+    return next((name for stem in stems for r in RECORDINGS if (name := r.accompanies(stem)) in names), None)
+
+
+def read_recordings(path: str) -> Recordings:
+    """A file recorded beside a profile, every error a parser raises on a hostile file being the project's."""
+    recorded = next((r for r in RECORDINGS if r.sniff(path)), None)
+    if recorded is None:
+        raise LeakfinderError(f"{path}: not a file recorded beside a profile", source=path)
+    try:
+        return recorded.read(path)
+    except LeakfinderError:
+        raise
+    except PARSER_ERRORS as exc:
+        detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+        raise LeakfinderError(f"{path}: not a readable {recorded.name} recordings file ({detail})", source=path) from exc

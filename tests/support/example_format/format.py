@@ -32,6 +32,9 @@ class AllocationLogFormat:
     def host_name(self, file_name: str) -> str | None:
         return file_name[: -len(SUFFIX)] if file_name.endswith(SUFFIX) and len(file_name) > len(SUFFIX) else None
 
+    def stem(self, file_name: str) -> str | None:
+        return self.host_name(file_name)
+
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
         from tests.support.example_format import reader
 

@@ -7,10 +7,10 @@ import typing
 import pytest
 
 from tb_leakfinder import report
-from tb_leakfinder.analyses import breakdown, capacity, diff, history, static_buffers, step_sources, suspects
+from tb_leakfinder.analyses import breakdown, capacity, diff, history, holders, static_buffers, step_sources, suspects
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.model import history as history_points
-from tb_leakfinder.model import sites
+from tb_leakfinder.model import recordings, sites
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledPrograms
 from tb_leakfinder.report import schema
@@ -35,6 +35,8 @@ def test_each_choice_is_the_set_of_the_analyses_constants():
     assert _choices(schema.FamilyStatus) == set(diff.STATUS_ORDER)
     assert _choices(schema.CaptureKind) == {history_points.PROFILE, history_points.ONE_MOMENT}
     assert _choices(schema.TimeSource) == {history_points.OWN_CLOCK, history_points.SESSION_NAME, history_points.FILE_MTIME}
+    assert _choices(schema.HolderKind) == set(recordings.HOLDER_KINDS)
+    assert _choices(schema.SearchStatus) == {recordings.COMPLETE, recordings.PARTIAL, recordings.FAILED}
 
 
 def _keys(cls: type) -> set[str]:
@@ -49,7 +51,8 @@ def _fields(cls: type) -> set[str]:
     ("declared", "dataclass", "added"),
     [
         (schema.OutOfMemory, capacity.OutOfMemory, set()),
-        (schema.Holder, capacity.Holder, set()),
+        (schema.HeldAtError, capacity.HeldAtError, set()),
+        (schema.HolderSearch, holders.HolderStatus, set()),
         (schema.Forecast, capacity.Forecast, set()),
         (schema.HistoryFamily, history.FamilyTrend, set()),
         (schema.WholeProgramBuffer, static_buffers.WholeProgramBuffer, set()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ import pytest
 
 from tb_leakfinder.engine.engine import HostResult, analyze_file
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
+from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tests.support.demo import DEMO_LOGS
+from tests.support.never_freed import never_freed
 from tests.support.trees import assert_same
 
 
@@ -46,6 +49,24 @@ def test_every_field_of_real_host_results_round_trips(tmp_path):
         back = round_trip(result, HostResult)
         assert_same(result, back)
         assert back.json() == result.json()  # the report is rebuilt identically from the decoded analysis
+
+
+def test_a_host_read_with_its_companion_file_round_trips_with_its_holders_and_recordings(tmp_path):
+    """The companion file's model (every section) and the holders it gives families, as the disk cache stores them."""
+    shutil.copytree(DEMO_LOGS / "tf_leak", tmp_path / "tf_leak")
+    (profile,) = (tmp_path / "tf_leak").glob("plugins/profile/*/*.xplane.pb")
+    kept = [a for a, (op, _) in never_freed(profile).items() if op == "Mul"]
+    sample = {"step": 1, "time_ns": 5, "main": {"pid": 7, "rss": 10, "uss": None, "pss": 8}, "children": []}
+    memory = {"status": "complete", "warning": "", "source": "proc", "samples": [sample]}
+    document = companion(holders=[holder("history", kept)], sources={"/x/a.py:1": "a = []"}, process_memory=memory)
+    path = write_companion(profile, document)
+    result = analyze_file(str(profile), "vm", str(profile.parent), str(path))
+    analysis = result.unwrap()
+    assert analysis.profile.recordings is not None and analysis.profile.recordings.process_memory is not None
+    assert analysis.holder_status is not None and analysis.allocators[0].holders[0]
+    back = round_trip(result, HostResult)
+    assert_same(result, back)
+    assert back.json() == result.json()
 
 
 def test_shared_objects_are_stored_once_and_come_back_shared(tmp_path):

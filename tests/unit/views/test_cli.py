@@ -475,4 +475,4 @@ def test_a_command_imports_only_what_it_needs(argv, loaded, tmp_path):
     out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(out.stdout) == loaded
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert len(written) == ("--html" in argv) + 4 * ("--csv" in argv) and all(p.stat().st_size for p in written)
+    assert len(written) == ("--html" in argv) + 5 * ("--csv" in argv) and all(p.stat().st_size for p in written)

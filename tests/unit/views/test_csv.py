@@ -55,7 +55,8 @@ def test_table_header_is_context_then_every_key_in_order_met():
 def test_report_csv_writes_every_table_whole(tmp_path):
     out = tmp_path / "csv"
     assert cli.main(["report", str(DEMO / "tf_leak"), "--csv", str(out)]) == cli.EXIT_OK
-    assert sorted(p.name for p in out.iterdir()) == ["buffers.csv", "families.csv", "peak_breakdown.csv", "static_buffers.csv"]
+    tables = ["buffers.csv", "families.csv", "holders.csv", "peak_breakdown.csv", "static_buffers.csv"]
+    assert sorted(p.name for p in out.iterdir()) == tables
     report = tb_leakfinder.analyze(str(DEMO / "tf_leak"))
     (host,) = report["runs"][0]["hosts"]
     (allocator,) = host["allocators"]

@@ -98,6 +98,9 @@ class PprofFormat:
     def host_name(self, file_name: str) -> str | None:
         return HOST if is_snapshot_name(file_name) else None
 
+    def stem(self, file_name: str) -> str | None:
+        return snapshot_stem(file_name) if is_snapshot_name(file_name) else None
+
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
         from tb_leakfinder.read.formats.pprof import reader
 

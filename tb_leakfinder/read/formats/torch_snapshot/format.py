@@ -66,6 +66,9 @@ class TorchSnapshotFormat:
     def host_name(self, file_name: str) -> str | None:
         return HOST if is_snapshot_name(file_name) else None
 
+    def stem(self, file_name: str) -> str | None:
+        return snapshot_stem(file_name) if is_snapshot_name(file_name) else None
+
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
         # Here, not at the top: the registry imports every format to sniff files, and a command that reads no
         # snapshot should not pay for the reader (~15 ms of a cold start).

@@ -101,6 +101,10 @@ class TorchTraceFormat:
         # By name only: XProf's session folders hold `<host>.trace.json.gz` and other JSON that are no hosts.
         return trace_host(file_name) if is_trace_name(file_name) else None
 
+    def stem(self, file_name: str) -> str | None:
+        found = stem(file_name)
+        return None if found == file_name else found
+
     def folder_sessions(self, folder: str, names: list[str]) -> list[tuple[str, dict[str, str]]]:
         """The traces among a folder's file names (by name, or by content for other JSON) as its sessions, in the
         order the profiler's cycles wrote them: (name, host -> path) each."""

@@ -54,6 +54,9 @@ class XplaneFormat:
             return file_name[: -len(XPLANE_SUFFIX)]
         return None
 
+    def stem(self, file_name: str) -> str | None:
+        return self.host_name(file_name)
+
     def companions(self, names: list[str]) -> tuple[str, ...]:
         # XProf writes one per module when the Profile tab first opens a session: a stored analysis goes stale.
         return tuple(sorted(n for n in names if n.endswith(HLO_SUFFIX)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.capacity import BEFORE_TRACE, MAX_HOLDERS
+from tb_leakfinder.analyses.capacity import BEFORE_TRACE, MAX_HELD_ROWS
 from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.read.formats.torch_snapshot.format import HOST
 from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder, dying_job
@@ -28,7 +28,7 @@ def test_an_oom_snapshot_leads_with_what_held_the_memory(tmp_path, version):
     assert oom["cause"] == "its trace records 1 oom entry"
     assert oom["held_bytes"] == 4 * GIB + 4 * 256 * MIB + 512 * MIB
     assert oom["capacity_bytes"] == oom["held_bytes"]  # every segment full: all reserved is held
-    assert [(h["where"], h["bytes"], h["count"]) for h in oom["holders"]] == [
+    assert [(h["where"], h["bytes"], h["count"]) for h in oom["held_at_error"]] == [
         ("train.py:40 in train_step", 4 * GIB, 4),
         ("BmmBackward0 (backward of bmm)", GIB, 4),
         (BEFORE_TRACE, 512 * MIB, 0),
@@ -59,14 +59,14 @@ def test_a_snapshot_not_at_an_error_says_nothing_of_one(tmp_path):
 def test_many_places_fold_into_one_last_row(tmp_path):
     b = SnapshotBuilder()
     blocks = []
-    for k in range(MAX_HOLDERS + 3):
+    for k in range(MAX_HELD_ROWS + 3):
         addr = BASE + k * MIB
         b.alloc(addr, MIB, _kept(100 + k), time_us=k)
         blocks.append((addr, MIB, MIB, "active_allocated", _kept(100 + k)))
     b.segment(BASE, blocks)
     (allocator,) = analyze_file(str(b.write(tmp_path / "oom.pickle")), HOST, str(tmp_path)).json()["allocators"]
-    holders = allocator["out_of_memory"]["holders"]
-    assert len(holders) == MAX_HOLDERS
+    holders = allocator["out_of_memory"]["held_at_error"]
+    assert len(holders) == MAX_HELD_ROWS
     assert holders[-1] == {"where": "4 more places", "bytes": 4 * MIB, "count": 4}
     assert allocator["out_of_memory"]["cause"] == "every segment of its memory is full"
 
@@ -84,7 +84,7 @@ def test_an_oom_capture_that_holds_nothing_says_so(tmp_path):
     b.alloc(BASE, MIB, _kept(40), time_us=1)
     b.free(BASE, MIB, time_us=2)
     (allocator,) = analyze_file(str(b.write(tmp_path / "oom.pickle")), HOST, str(tmp_path)).json()["allocators"]
-    assert allocator["out_of_memory"]["holders"] == []
+    assert allocator["out_of_memory"]["held_at_error"] == []
     assert allocator["out_of_memory"]["description"] == (
         "At the out-of-memory error 0 B of 0 B was held by: nothing the capture names (its file name says so)."
     )

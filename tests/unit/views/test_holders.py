@@ -1,0 +1,169 @@
+"""Holders and the text of the lines named, in every view but the tab: the CLI's text, the Markdown, the CSV files
+and the standalone page's data; and the CLI's local source file when no companion file recorded a line.
+
+On a copy of the TF demo's leak (25 Mul outputs kept) with a companion file naming 20 of them, and on PyTorch traces
+the tests build with a Python frame around the kept allocation."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.engine import queries
+from tb_leakfinder.engine.engine import Engine
+from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion
+from tb_leakfinder.views import cli, html
+from tb_leakfinder.views.source_lines import MAX_SOURCE_BYTES, fill_where_texts
+from tb_leakfinder.views.standalone_page import answer_key
+from tests.support.demo import demo_run_dir
+from tests.support.never_freed import never_freed
+from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
+
+CREATED = "/home/me/capture_tf.py:40 in main"
+WARNING = "the 2 s bound was hit"
+
+
+@pytest.fixture
+def tf_leak(tmp_path) -> tuple[Path, int, int]:
+    """The demo's leak with a companion file naming 20 of its 25 kept Mul outputs: (its logdir, their chunk bytes,
+    the other 5's)."""
+    shutil.copytree(demo_run_dir("tf_leak"), tmp_path / "tf_leak")
+    (profile,) = (tmp_path / "tf_leak").glob("plugins/profile/*/*.xplane.pb")
+    live = never_freed(profile)
+    muls = sorted(a for a, (op, _) in live.items() if op == "Mul")
+    named, rest = sum(live[a][1] for a in muls[:20]), sum(live[a][1] for a in muls[20:])
+    document = companion(
+        holders=[holder("history", muls[:20], kind="frame_local", created=CREATED, count=25)],
+        status="partial",
+        warning=WARNING,
+        unmatched_count=5,
+        unmatched_bytes=rest,
+        sources={"/home/me/capture_tf.py:40": "history = []"},
+    )
+    write_companion(profile, document)
+    return tmp_path / "tf_leak", named, rest
+
+
+def test_the_text_report_says_who_holds_the_leak_and_that_the_search_was_partial(tf_leak, capsys):
+    logdir, named, rest = tf_leak
+    assert cli.main(["report", str(logdir)]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    held = f"held by `history`: list, at least 20 of 25 never-freed buffers, {format_bytes(named)}"
+    assert f"Held by `history`: list, at least 20 of 25 never-freed buffers, {format_bytes(named)} (" in out  # the reason
+    assert f"      {held} (a local of a running function, made at `{CREATED}`: `history = []`)\n" in out
+    assert (
+        f"  holders: partial, 1,000 objects in 0.05 s ({WARNING}): the holders named are true, but there may be more; "
+        f"5 never-freed buffer(s) ({format_bytes(rest)}) held by no reference it found\n"
+    ) in out
+
+
+def test_markdown_and_csv_carry_the_holders(tf_leak, tmp_path):
+    logdir, named, _ = tf_leak
+    md, out = tmp_path / "report.md", tmp_path / "csv"
+    assert cli.main(["report", str(logdir), "--markdown", str(md), "--csv", str(out)]) == cli.EXIT_OK
+    text = md.read_text(encoding="utf-8")
+    assert (
+        f"- `Mul [128,1024] output`: held by `history`: list, at least 20 of 25 never-freed buffers, "
+        f"{format_bytes(named)} (a local of a running function, made at `{CREATED}`: `history = []`)"
+    ) in text
+    assert f"holders: partial, 1,000 objects in 0.05 s ({WARNING})" in text
+    with (out / "holders.csv").open(newline="", encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["family"], row["path"], row["kind"], row["type"], row["count"]) == ("0", "history", "frame_local", "list", "20")
+    assert (row["chunk_bytes"], row["all_listed"], row["created_text"]) == (str(named), "false", "history = []")
+    with (out / "families.csv").open(newline="", encoding="utf-8") as f:
+        top = next(csv.DictReader(f))
+    assert json.loads(top["holders"])[0]["path"] == "history"
+
+
+def test_the_standalone_pages_data_holds_the_holders(tf_leak, tmp_path):
+    logdir, _, _ = tf_leak
+    page = tmp_path / "page.html"
+    assert cli.main(["report", str(logdir), "--html", str(page)]) == cli.EXIT_OK
+    found = re.search(rf'<script type="application/json" id="{html.DATA_ID}">(.*?)</script>', page.read_text(), re.S)
+    assert found is not None
+    answers = json.loads(found.group(1))["answers"]
+    (run,) = answers["runs"]["runs"]
+    (host,) = answers[answer_key("report", {"run": run["run"]})]["runs"][0]["hosts"]
+    assert host["holder_search"]["status"] == "partial"
+    assert host["allocators"][0]["families"][0]["holders"][0]["path"] == "history"
+
+
+def test_a_failed_search_says_no_holder_is_known(tf_leak, capsys):
+    logdir, _, _ = tf_leak
+    (path,) = logdir.glob("plugins/profile/*/*.leakfinder.json")
+    path.write_text(json.dumps(companion(holders=[], status="failed", warning="RuntimeError: gc is disabled")))
+    assert cli.main(["report", str(logdir)]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert "  holders: the search failed (RuntimeError: gc is disabled); no holder is known\n" in out
+    assert "held by" not in out.lower()
+
+
+KEPT_LINE = 3
+SOURCE = "def keep(kept, x):\n    y = x * 2\n    kept.append(y)  # the leak\n"
+
+
+def _traced(folder: Path) -> Path:
+    """A trace of 12 steps whose each keeps a 1 MiB buffer made under `train.py(3): keep`."""
+    events, total = [], 0
+    for n in range(12):
+        start = 1000.0 * n
+        total += 1 << 20
+        events += [
+            complete(f"ProfilerStep#{n}", start, 900.0, cat="user_annotation"),
+            complete(f"train.py({KEPT_LINE}): keep", start + 100.0, 300.0, cat="python_function"),
+            complete("aten::mul", start + 150.0, 100.0),
+            memory(start + 200.0, 1 << 20, Addr=0x10_0000_0000 + n * (1 << 24), **{"Total Allocated": total}),
+        ]
+    folder.mkdir()
+    return write(folder / "w_1.1700000000000.pt.trace.json.gz", events)
+
+
+def test_the_cli_reads_a_local_source_line_when_no_companion_recorded_it_and_the_plugin_never_does(tmp_path, monkeypatch, capsys):
+    trace = _traced(tmp_path / "run")
+    (tmp_path / "train.py").write_text(SOURCE)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", str(trace), "--json"]) == cli.EXIT_OK
+    family = json.loads(capsys.readouterr().out)["runs"][0]["hosts"][0]["allocators"][0]["families"][0]
+    assert family["where"] == f"train.py:{KEPT_LINE} in keep"
+    assert family["where_text"] == "kept.append(y)  # the leak"
+    assert cli.main(["report", str(trace)]) == cli.EXIT_OK
+    assert f"      train.py:{KEPT_LINE} in keep: kept.append(y)  # the leak\n" in capsys.readouterr().out
+    served = queries.report(Engine.for_path(str(trace)), None, None)
+    assert served["runs"][0]["hosts"][0]["allocators"][0]["families"][0]["where_text"] == ""
+
+
+def test_a_companion_files_line_wins_and_a_local_file_is_not_read_then(tmp_path, monkeypatch, capsys):
+    trace = _traced(tmp_path / "run")
+    write_companion(trace, companion(sources={f"/src/train.py:{KEPT_LINE}": "kept.append(y)  # at capture time"}))
+    (tmp_path / "train.py").write_text(SOURCE)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", str(trace), "--json"]) == cli.EXIT_OK
+    family = json.loads(capsys.readouterr().out)["runs"][0]["hosts"][0]["allocators"][0]["families"][0]
+    assert family["where_text"] == "kept.append(y)  # at capture time"
+
+
+@pytest.mark.parametrize("kind", ["missing", "a folder", "a FIFO", "too large", "too short", "not UTF-8"])
+def test_a_local_source_that_cannot_give_the_line_leaves_it_empty(tmp_path, kind):
+    source = tmp_path / "train.py"
+    if kind == "a folder":
+        source.mkdir()
+    elif kind == "a FIFO":
+        os.mkfifo(source)
+    elif kind == "too large":
+        source.write_text(SOURCE + "#" * MAX_SOURCE_BYTES)
+    elif kind == "too short":
+        source.write_text("pass\n")
+    elif kind == "not UTF-8":
+        source.write_bytes(b"\xff\xfe\n\xff\n\xff\xfe kept\n")
+    family = {"where": f"train.py:{KEPT_LINE} in keep", "where_text": "", "site": {"source": ""}}
+    report = {"runs": [{"hosts": [{"recordings_file": "", "allocators": [{"families": [family]}]}]}]}
+    fill_where_texts(report, str(tmp_path))
+    assert family["where_text"] == ("\ufffd\ufffd kept" if kind == "not UTF-8" else "")
