@@ -7,6 +7,9 @@ export type Verdict = 'leak' | 'no_leak' | 'inconclusive';
 /** growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent: made early and kept; window_end: made in the last step. */
 export type LeakKind = 'growing' | 'persistent' | 'bounded' | 'window_end';
 
+/** Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made each step. */
+export type CauseId = 'graph_kept' | 'regrown' | 'optimizer_per_step' | 'modules_per_step' | 'cache_per_step' | 'variable_per_step';
+
 export type BufferStatus = 'freed' | 'never_freed' | 'before_window';
 
 /** What the host was doing when buffers were made: running a compiled program, copying host data to the device, or neither; "" when the profile tells only the framework's op or frames. */
@@ -162,6 +165,16 @@ export interface HolderSearch {
   not_in_profile: number;
 }
 
+/** A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py). */
+export interface Cause {
+  /** its section of docs/causes.md: `docs/causes.md#<id>` */
+  id: CauseId;
+  /** what in the profile shows it, in words */
+  evidence: string;
+  /** the change that usually fixes it, in one sentence */
+  fix: string;
+}
+
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */
 export interface Family {
   /** its index: the `family` argument of `timeline` and `buffers` */
@@ -209,6 +222,8 @@ export interface Family {
   site: Site;
   /** the references that keep its never-freed buffers, most buffers first; [] unknown */
   holders: Holder[];
+  /** its likely cause; null unless it grows on a leaking allocator and the profile shows one */
+  cause: Cause | null;
 }
 
 /** A part of the heap at the peak: a family of live buffers of one (op, shape, dtype, region), the stack reservation, or the heap no buffer of the window explains. */

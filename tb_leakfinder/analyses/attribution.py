@@ -549,6 +549,19 @@ def _jitted_program(call: str) -> str:
 class Attribution:
     site: np.ndarray  # int32 per event: index into `sites` (0 for frees and what the profile does not tell)
     sites: list[Site]
+    # Every host call around each event, the frameworks' too, for what the user's frames alone cannot tell (an
+    # optimizer's step, a module's __init__): `stack` per event is a stack's index (-1: none), `calls` its call
+    # names, innermost first ("$torch/optim/adam.py:139 _init_group", "$class Linear"), found when asked.
+    stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    _chains: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    _index: CallIndex | None = None
+
+    def calls(self, stack: int) -> tuple[str, ...]:
+        """The host call names of stack `stack` (an index `stack` holds), innermost first."""
+        if self._index is None:
+            return ()
+        index = self._index
+        return tuple(index.spans.names[i] for i in index.chains.names(int(self._chains[stack])))
 
 
 @dataclass
@@ -571,7 +584,7 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     site = np.zeros(len(events), np.int32)
     allocs = np.flatnonzero(events.kind == ALLOC)
     if not len(allocs) or not (index.calls or index.has_programs):
-        return Attribution(site, sites)
+        return Attribution(site, sites, np.full(len(events), -1, np.int32))
     times = events.time_ps[allocs]
     lines = events.line[allocs]
     found = _executions(index, events, allocs)
@@ -633,7 +646,9 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
         column = getattr(events, name).copy()
         column[allocs] = np.where(given >= 0, given, column[allocs])
         setattr(events, name, column)
-    return Attribution(site, sites)
+    stack = np.full(len(events), -1, np.int32)
+    stack[allocs] = np.where(chains[chain_of] >= 0, chain_of, -1).reshape(-1)
+    return Attribution(site, sites, stack, chains, index)
 
 
 def _with_frames(site: Site, frames: tuple[str, ...], model: str) -> Site:

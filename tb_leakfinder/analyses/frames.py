@@ -141,6 +141,12 @@ def _frames(names: Sequence[str], user_files: Iterable[str]) -> list[tuple[str, 
     return found
 
 
+def python_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> list[tuple[str, int, str, bool]]:
+    """(file, first line, function, whether it is the user's) of each Python frame of a stack of host call names
+    (innermost first), innermost first."""
+    return [(file, line, function, users) for file, line, function, users, _, _ in reversed(_frames(names, user_files))]
+
+
 def user_frames(names: Sequence[str], user_files: Iterable[str] = ()) -> tuple[str, ...]:
     """The user's frames of a stack of host call names (innermost first), innermost first, at most MAX_FRAMES.
 

@@ -12,6 +12,7 @@ import numpy as np
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
 from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
 from tb_leakfinder.analyses.capacity import Forecast, Limit, OutOfMemory, forecast, fragmentation_note, held_at_oom, limits
+from tb_leakfinder.analyses.causes import with_causes
 from tb_leakfinder.analyses.holders import (
     Holder,
     HolderStatus,
@@ -228,6 +229,10 @@ def analyze_allocator(
     if pairing.unmatched_frees:
         warnings.append(f"{label}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
     growth = sum(g.bytes_per_step for g in leak_families(suspects.families, source)) if verdict.verdict == LEAK else 0.0
+    if verdict.verdict == LEAK:
+        # Causes only where the verdict is a leak, and only on the families that make it.
+        leaking = leak_families(suspects.families, source)
+        suspects = replace(suspects, families=with_causes(suspects, leaking, buffers, events.strings, attribution))
     bounds = limits(events, info, profile.machine_memory_bytes, profile.machine_memory_of)
     outlook = forecast(bounds, growth, step_period_ps(source.steps), source.unit) if verdict.verdict == LEAK else None
     return AllocatorAnalysis(

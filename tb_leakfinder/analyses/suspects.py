@@ -44,6 +44,16 @@ SERIES_BLOCK_CELLS = 1 << 20
 _DIMS = re.compile(r"\[([^\[\]]*)\]")
 
 
+@dataclass(frozen=True)
+class Cause:
+    """Why a leaking family is likely never freed, as its profile shows, and what usually fixes it
+    (analyses/causes.py)."""
+
+    id: str  # a key of causes.FIXES (the schema's CauseId)
+    evidence: str  # what in the profile shows it, in words: "48 aten::zeros_like buffers made in adam.py:139 ..."
+    fix: str  # one sentence; the cause's section of docs/causes.md has an example
+
+
 @dataclass
 class Family:
     op: int
@@ -67,6 +77,7 @@ class Family:
     bytes_per_step: float  # tensor bytes, fitted from the onset on (growing families; else 0)
     chunk_bytes_per_step: float
     score: float
+    cause: Cause | None = None  # likely cause, growing families of a leaking allocator only (analyses/causes.py)
 
 
 @dataclass

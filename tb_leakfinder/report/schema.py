@@ -19,6 +19,12 @@ Verdict = Literal["leak", "no_leak", "inconclusive"]
 LeakKind = Literal["growing", "persistent", "bounded", "window_end"]
 """growing: its live bytes keep rising to the end (a leak); bounded: they stopped rising or fell back; persistent:
 made early and kept; window_end: made in the last step."""
+CauseId = Literal["graph_kept", "regrown", "optimizer_per_step", "modules_per_step", "cache_per_step", "variable_per_step"]
+"""Why a leaking family is likely never freed (docs/causes.md has one section each): graph_kept: a forward's
+activations kept by an autograd graph that outlives the step; regrown: one buffer freed and made again larger every
+step; optimizer_per_step: an optimizer's state made again each step; modules_per_step: new parameters (and their
+gradients) each step; cache_per_step: a cache that gains an entry each step; variable_per_step: a tf.Variable made
+each step."""
 BufferStatus = Literal["freed", "never_freed", "before_window"]
 SiteContext = Literal["program", "transfer", "outside", ""]
 """What the host was doing when buffers were made: running a compiled program, copying host data to the device, or
@@ -161,6 +167,15 @@ class HolderSearch(TypedDict):
     not_in_profile: Annotated[int, "addresses its holders list that are no never-freed buffer of this profile"]
 
 
+class Cause(TypedDict):
+    """A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed
+    buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py)."""
+
+    id: Annotated[CauseId, "its section of docs/causes.md: `docs/causes.md#<id>`"]
+    evidence: Annotated[str, "what in the profile shows it, in words"]
+    fix: Annotated[str, "the change that usually fixes it, in one sentence"]
+
+
 class Family(TypedDict):
     """One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never
     freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures
@@ -191,6 +206,7 @@ class Family(TypedDict):
     where_text: Annotated[str, 'that line\'s text, from the companion file (or, in the CLI, the local file); "" unknown']
     site: Site
     holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most buffers first; [] unknown"]
+    cause: Annotated[Cause | None, "its likely cause; null unless it grows on a leaking allocator and the profile shows one"]
 
 
 class BreakdownRow(TypedDict):

@@ -32,6 +32,7 @@ from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailRe
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import NONE
 from tb_leakfinder.analyses.step_sources import StepSource as StepSourceResult
+from tb_leakfinder.analyses.suspects import Cause as FamilyCause
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
         BufferPage,
         BufferStatus,
         CaptureKind,
+        Cause,
+        CauseId,
         ComparisonAnswer,
         Delta,
         Family,
@@ -244,9 +247,16 @@ def _groups_json(a: AllocatorAnalysis) -> list[Family]:
                 "where_text": a.where_texts[i] if i < len(a.where_texts) else "",
                 "site": site_json(site),
                 "holders": [holder_json(h) for h in holders],
+                "cause": _cause_json(g.cause),
             }
         )
     return families
+
+
+def _cause_json(cause: FamilyCause | None) -> Cause | None:
+    if cause is None:
+        return None
+    return {"id": cast("CauseId", cause.id), "evidence": cause.evidence, "fix": cause.fix}
 
 
 def _breakdown_json(a: AllocatorAnalysis, r: Breakdown) -> BreakdownRow:

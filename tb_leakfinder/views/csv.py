@@ -34,6 +34,7 @@ BUFFERS = "buffers"
 STATIC_BUFFERS = "static_buffers"
 COMPARE_GROUPS = "compare_families"
 SITE = "site"
+CAUSE = "cause"
 
 
 def neutralise(value: Any) -> str:
@@ -142,6 +143,20 @@ def _with_site(row: Json, columns: Json) -> Json:
     return out
 
 
+def cause_columns(row: Json) -> Json:
+    """A family row with its `cause` as three columns, in its place: `cause` (its id, "" when none),
+    `cause_evidence` and `cause_fix`."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if key == CAUSE:
+            out.update(
+                {CAUSE: value and value["id"], "cause_evidence": value and value["evidence"], "cause_fix": value and value["fix"]}
+            )
+        else:
+            out[key] = value
+    return out
+
+
 def site_rows(rows: Iterable[Json]) -> list[Json]:
     """Groups or peak breakdown rows, each with its own site as columns."""
     return [_with_site(row, site_columns(row[SITE])) for row in rows]
@@ -169,7 +184,7 @@ def report_tables(report: Json, buffers: BufferPages | None = None) -> dict[str,
         for host in run["hosts"]:
             for allocator in host["allocators"]:
                 at = (run["run"], host["host"], allocator["allocator"])
-                tables[FAMILIES].add(at, site_rows(allocator["families"]))
+                tables[FAMILIES].add(at, map(cause_columns, site_rows(allocator["families"])))
                 for family in allocator["families"]:
                     tables[HOLDERS].add((*at, family["family"]), family["holders"])
                 tables[PEAK_BREAKDOWN].add(at, site_rows(allocator["peak_breakdown"]))

@@ -8,9 +8,12 @@ from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
 from tb_leakfinder.views.text import (
     CALLED_FROM,
+    CAUSE_TITLES,
+    CAUSES_PAGE,
     TOP_ROWS,
     breakdown_label,
     compiled_programs_text,
+    distinct_causes,
     family_notes,
     hint_for,
     holder_text,
@@ -139,6 +142,12 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
         notes = family_notes_markdown(families)
         if notes:
             lines += ["", *notes]
+        causes = [
+            f"- **likely cause: {CAUSE_TITLES.get(cause, cause)}** ({_cell(evidence)}) — fix: {fix}, see "
+            f"[{CAUSES_PAGE}#{cause}]({CAUSES_PAGE}#{cause})"
+            for cause, evidence, fix in distinct_causes(a["families"])
+        ]
+        lines += ["", *causes] if causes else []
     if breakdown:
         lines += ["", "At the peak:", "", "| op shape region | dtype | count | bytes | where |", "|---|---|---:|---:|---|"]
         lines += [

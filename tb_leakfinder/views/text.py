@@ -38,6 +38,36 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 BREAKDOWN_LABELS = {"stack": "stack (reserved)", "before_window": "allocated before the window"}
+# Each cause in a few words, as the views lead its sentence; its page's section is CAUSES_PAGE#<id>.
+CAUSE_TITLES = {
+    "graph_kept": "the autograd graph is kept",
+    "regrown": "one buffer regrown every step",
+    "optimizer_per_step": "an optimizer made every step",
+    "modules_per_step": "modules made every step",
+    "cache_per_step": "a cache that gains an entry every step",
+    "variable_per_step": "a tf.Variable made every step",
+}
+CAUSES_PAGE = "docs/causes.md"
+
+
+def distinct_causes(families: list[Json]) -> list[tuple[str, str, str]]:
+    """(id, evidence, fix) of each distinct likely cause of `families`, in the families' order (the families of one
+    graph share one)."""
+    seen: dict[tuple[str, str, str], None] = {}
+    for family in families:
+        cause = family["cause"]
+        if cause is not None:
+            seen.setdefault((cause["id"], cause["evidence"], cause["fix"]))
+    return list(seen)
+
+
+def cause_texts(families: list[Json]) -> list[str]:
+    """Each distinct likely cause of `families` in one sentence: "likely cause: the autograd graph is kept
+    (evidence) — fix: ..., see docs/causes.md#graph_kept"."""
+    return [
+        f"likely cause: {CAUSE_TITLES.get(cause, cause)} ({evidence}) — fix: {fix}, see {CAUSES_PAGE}#{cause}"
+        for cause, evidence, fix in distinct_causes(families)
+    ]
 
 
 def peak_text(a: Json, unit: str = "step") -> str:
@@ -189,6 +219,7 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         for g, said in family_notes(families):
             lines.append(f"    {g['label']}:")
             lines += [f"      {line}" for line in said]
+        lines += [f"    {text}" for text in cause_texts(a["families"])]
     if breakdown:
         lines.append("    at the peak:")
         rows = [

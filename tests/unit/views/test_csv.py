@@ -12,7 +12,7 @@ import pytest
 import tb_leakfinder
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
-from tb_leakfinder.views.csv import Table, neutralise
+from tb_leakfinder.views.csv import Table, cause_columns, neutralise
 from tests.support.cli_process import run_cli
 from tests.support.demo import ROOT
 
@@ -64,10 +64,10 @@ def test_report_csv_writes_every_table_whole(tmp_path):
     groups = read_csv(out / "families.csv")
     assert len(groups) == len(allocator["families"])
     assert list(groups[0])[:3] == ["run", "host", "allocator"]
-    # The report's own keys, its site's in the place of `site`.
-    keys = list(allocator["families"][0])
-    site = keys.index("site")
-    assert list(groups[0])[3:] == [*keys[:site], *allocator["families"][0]["site"], *keys[site + 1 :]]
+    # The report's own keys, its site's in the place of `site`, its cause's id, evidence and fix in the place of `cause`.
+    spread = {"site": list(allocator["families"][0]["site"]), "cause": ["cause", "cause_evidence", "cause_fix"]}
+    keys = [column for key in allocator["families"][0] for column in spread.get(key, [key])]
+    assert list(groups[0])[3:] == keys
     top = groups[0]
     assert (top["op"], top["shape"], top["kind"], top["count"]) == ("Mul", "[128,1024]", "growing", "25")
 
@@ -143,3 +143,17 @@ def test_a_failed_write_leaves_the_previous_files_whole(tmp_path):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no file changed, no temporary file left
     assert run_cli("report", str(DEMO / "tf_fixed"), "--csv", str(out), "--no-cache").returncode == 0
     assert {p.name: p.read_bytes() for p in out.iterdir()} != before and sorted(p.name for p in out.iterdir()) == sorted(before)
+
+
+def test_a_family_cause_is_three_columns_in_its_place_and_empty_without_one():
+    family = {"op": "aten::cat", "site": {"stack": []}, "cause": {"id": "regrown", "evidence": "one buffer", "fix": "bound it"}}
+    assert cause_columns(family) == {
+        "op": "aten::cat",
+        "site": {"stack": []},
+        "cause": "regrown",
+        "cause_evidence": "one buffer",
+        "cause_fix": "bound it",
+    }
+    plain = cause_columns({"op": "Mul", "cause": None, "score": 1.0})
+    assert list(plain) == ["op", "cause", "cause_evidence", "cause_fix", "score"]
+    assert [neutralise(plain[k]) for k in ("cause", "cause_evidence", "cause_fix")] == ["", "", ""]
