@@ -7,7 +7,7 @@ import {ApiError, type HostReport, moduleKey, type ModuleSummary, type Selection
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
-import {shortProgram} from './format';
+import {countOf, shortProgram} from './format';
 import {captureCount, tensorboardRun} from './panels/history';
 import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
@@ -258,12 +258,15 @@ export class App {
 
   private runLabels(): Map<string, string> {
     const labels = new Map<string, string>();
+    const findings = this.data.findings();
     for (const [run, verdict] of this.data.verdicts()) {
       // With several hosts, a verdict is only the run's when every host was analysed.
       if (this.data.hostsOf(run).length > 1) continue;
       // A capture of a run with a history: its verdict is its own, not the run's (the history's banner has that).
       const own = captureCount(this.data.runs ?? [], run) > 1 ? 'on its own: ' : '';
-      labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()})`);
+      // A run that cannot be judged over time but whose static view flags a buffer is told apart from a clean one.
+      const found = findings.get(run) ?? 0;
+      labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()}${found ? `, ${countOf(found, 'finding')}` : ''})`);
     }
     for (const {run, hosts} of this.data.runs ?? []) {
       const unreadable = this.data.unreadableHosts(run).length;

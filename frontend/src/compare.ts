@@ -51,7 +51,7 @@ export class CompareView {
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
         section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
-        section(`Op families, A → B (${alloc.families.length})`, 'compare-families', renderFamilies(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})),
+        section(`Families, A → B (${alloc.families.length})`, 'compare-families', renderFamilies(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})),
       );
     } else {
       this.element.append(notice('empty', 'Neither run has memory events (a BFC allocator), so only their compiled programs are compared.'));

@@ -128,6 +128,15 @@ export class DataCache {
     return out;
   }
 
+  /** How many buffers the static view flags in each run analysed so far (its compiled programs' `actionable`). */
+  findings(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const report of this.reports.values()) {
+      for (const r of report.runs) out.set(r.run, r.hosts.reduce((n, h) => n + (h.modules ?? []).reduce((m, s) => m + s.actionable.length, 0), 0));
+    }
+    return out;
+  }
+
   /**
    * Fetches again the run list and what is shown (the report of `a`, and the
    * comparison with `b`), keeping only those. Resolves whether anything

@@ -37,6 +37,16 @@ export function formatBytesOf(bytes: number | null | undefined, capacity: number
   return `${formatBytes(bytes)} of ${formatBytes(capacity)} (${formatFraction(bytes / capacity)})`;
 }
 
+/**
+ * Tensor bytes, the basis of every byte figure, and the allocator's chunks when they read differently:
+ * ["12.5 MiB", "12.6 MiB"], or ["512 KiB", null] when the chunks say the same.
+ */
+export function tensorAndChunks(tensor: number, chunks: number): [string, string | null] {
+  const shown = formatBytes(tensor);
+  const allocated = formatBytes(chunks);
+  return [shown, allocated === shown ? null : allocated];
+}
+
 /** A change in bytes, always signed: "+512 KiB". */
 export function formatBytesDelta(bytes: number | null | undefined): string {
   if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '—';
@@ -93,6 +103,21 @@ export function clockTicks(values: number[]): string[] {
 export function formatCount(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—';
   return n.toLocaleString('en-US');
+}
+
+/** English plural of a noun, as the server's words.plural: "family" -> "families", "process" -> "processes". */
+export function plural(word: string): string {
+  if (word.length > 1 && word.endsWith('y') && !'aeiou'.includes(word[word.length - 2])) return `${word.slice(0, -1)}ies`;
+  if (/(s|x|z|ch|sh)$/.test(word)) return `${word}es`;
+  return `${word}s`;
+}
+
+/**
+ * A count and its noun, singular for exactly one: "1 buffer", "1,024 buffers", "0 families"; `many` for a plural
+ * the rule does not make. The one way the tab words a count (the server's words.count_of).
+ */
+export function countOf(n: number, word: string, many?: string): string {
+  return `${formatCount(n)} ${n === 1 ? word : (many ?? plural(word))}`;
 }
 
 /** A change in a count, always signed: "+25", "0", "-3". */

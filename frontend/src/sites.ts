@@ -60,11 +60,18 @@ function programLine(site: Site): string {
 }
 
 /**
- * The line of code with the model library frame below it, as the CLI shows
- * it: "run.py:28 in main, in Owlv2Attention.forward (modeling_owlv2.py:410)".
+ * The innermost frame of the model's or the user's code first, the user's line that called it after, as the CLI
+ * shows it: "Owlv2Attention.forward (modeling_owlv2.py:410) ← run.py:28 in main".
  */
 export function whereText(where: string, site: Site | undefined): string {
-  return [where, site?.model_frame ? `in ${site.model_frame}` : ''].filter(Boolean).join(', ');
+  return [site?.model_frame ?? '', where].filter(Boolean).join(STACK_SEPARATOR);
+}
+
+/** The Where text as nodes: the innermost frame, then (muted) the user's line that called it. */
+function whereNodes(where: string, site: Site | undefined): (Node | string)[] {
+  const model = site?.model_frame ?? '';
+  if (!model || !where) return [breakable(model || where)];
+  return [breakable(model), el('span', {class: 'lf-where-caller', 'data-caller': where}, breakable(`${STACK_SEPARATOR}${where}`))];
 }
 
 /** The tooltip's lines: the stack, then the program buffer, its HLO op and shape, op name and source, and how sure the match is. */
@@ -97,13 +104,14 @@ export function whereCell(where: string, site: Site | undefined, links: SiteLink
   const lines = siteLines(where, site);
   const href = hasProgramBuffer(site) && links ? links.href(site) : null;
   if (!hasProgramBuffer(site) || !links || href === null) {
-    return el('span', {class: 'lf-where', 'data-where': where, title: lines.length ? lines.join('\n') : null}, breakable(whereText(where, site)));
+    return el('span', {class: 'lf-where', 'data-where': where, title: lines.length ? lines.join('\n') : null}, ...whereNodes(where, site));
   }
   lines.push(`Click to open ${site.program} in the static view, allocation ${site.allocation} selected.`);
   const link = el(
     'a',
     {class: 'lf-site-link', href, target: '_top', 'data-site-link': 'true', 'data-program': site.program, 'data-allocation': String(site.allocation)},
-    breakable(whereText(where, site) || shortProgram(site.program)),
+    // A program's name, when no line names the buffer, reads as a program (code), not as a file.
+    ...(whereText(where, site) ? whereNodes(where, site) : [el('code', {class: 'lf-program'}, breakable(shortProgram(site.program)))]),
   );
   link.addEventListener('click', (event) => {
     // The row under it may be selectable: the link opens the program, it does not select the row.

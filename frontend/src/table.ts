@@ -55,7 +55,8 @@ export interface TableOptions<T> {
 export class DataTable<T> {
   readonly element: HTMLElement;
   private readonly body: HTMLTableSectionElement;
-  private readonly headButtons = new Map<string, HTMLButtonElement>();
+  /** Each sortable header's label, which the sort arrow follows. */
+  private readonly headLabels = new Map<string, HTMLElement>();
   private readonly headCells = new Map<string, HTMLTableCellElement>();
   private readonly status: HTMLElement;
   private readonly prev: HTMLButtonElement;
@@ -71,10 +72,12 @@ export class DataTable<T> {
     const head = el('tr');
     for (const column of options.columns) {
       const th = el('th', {scope: 'col', class: column.numeric ? 'lf-num' : null, title: column.title});
+      // A header with a meaning to tell shows an ⓘ (styles.css): its tooltip, and a sort button's accessible description.
       if (column.sort) {
-        const button = el('button', {type: 'button', 'data-sort': column.sort}, column.label);
+        const label = el('span', {}, column.label);
+        const button = el('button', {type: 'button', 'data-sort': column.sort, 'aria-description': column.title}, label);
         button.addEventListener('click', () => this.sortBy(column.sort as string));
-        this.headButtons.set(column.sort, button);
+        this.headLabels.set(column.sort, label);
         this.headCells.set(column.sort, th);
         th.appendChild(button);
       } else {
@@ -231,9 +234,9 @@ export class DataTable<T> {
     for (const [sort, th] of this.headCells) {
       const active = sort === this.query.sort;
       th.setAttribute('aria-sort', active ? (this.query.order === 'asc' ? 'ascending' : 'descending') : 'none');
-      const button = this.headButtons.get(sort);
+      const label = this.headLabels.get(sort);
       const column = this.options.columns.find((c) => c.sort === sort);
-      if (button && column) button.textContent = column.label + (active ? (this.query.order === 'asc' ? ' ▲' : ' ▼') : '');
+      if (label && column) label.textContent = column.label + (active ? (this.query.order === 'asc' ? ' ▲' : ' ▼') : '');
     }
   }
 

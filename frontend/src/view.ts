@@ -8,7 +8,7 @@ import type {DataCache} from './data';
 import {el, notice, section, withCode} from './dom';
 import {formatBytes, formatCount, hostClock, shortProgram} from './format';
 import {renderBreakdown} from './panels/breakdown';
-import {renderFamilies} from './panels/families';
+import {type FamiliesPanel, renderFamilies} from './panels/families';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
 import {LifetimesPanel} from './panels/lifetimes';
 import {StaticPanel} from './panels/static';
@@ -64,24 +64,26 @@ export function noMemoryEvents(host: HostReport): HTMLElement {
     : host.modules?.length
       ? el('p', {}, 'The static view below shows what the compiled XLA programs of this run allocate.')
       : el('p', {}, 'This run has no compiled XLA programs either, so there is nothing to show.');
+  // How to record them, said once and folded: the banner above leads with what the run does show.
   return el(
     'div',
     {class: 'lf-notice lf-notice-empty', 'data-empty': 'no-memory-events'},
-    el('p', {}, el('strong', {}, 'This run has no memory events.')),
-    howToRecord(host.format_hints),
     programs,
+    el('details', {'data-how': 'record-events'}, el('summary', {}, 'How to record memory events'), howToRecord(host.format_hints)),
   );
 }
 
 /**
  * How to get the line of Python that made each buffer, shown once above the
- * op families when the profile has no Python frames and some family or peak
- * row has no line of code; null otherwise.
+ * families when the profile has no Python frames and no family or peak row
+ * shows a line of code (beside rows that show one, "no Python frames" reads as
+ * wrong: the CLI's text.hint_for); null otherwise.
  */
 export function stackHint(a: AllocatorReport): string | null {
   if (!a.stack_hint) return null;
   const rows = [...a.families, ...a.peak_breakdown.filter((r) => r.category === 'buffers')];
-  return rows.some((r) => !r.where) ? a.stack_hint : null;
+  if (!rows.length || rows.some((r) => r.where || r.site.model_frame)) return null;
+  return a.stack_hint;
 }
 
 /** A device memory profile's compiled programs, apart from its buffers; null when it has none. */
@@ -99,6 +101,7 @@ export class RunView {
   private lifetimes: LifetimesPanel | null = null;
   private staticPanel: StaticPanel | null = null;
   private history: HistoryPanel | null = null;
+  private families: FamiliesPanel | null = null;
   /** The program buffer selected in the static view when the view opens, picked in the dynamic view too. */
   private picked: ProgramBuffer | null = null;
 
@@ -111,7 +114,7 @@ export class RunView {
       this.element.append(this.history.element);
     }
     const capture = data.history ? `This capture (${sel.run}), on its own:` : undefined;
-    this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture));
+    this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture, (family) => this.selectFamily(family, true)));
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.allocator};
@@ -133,12 +136,13 @@ export class RunView {
         clock,
       );
       const growing = allocator.families.filter((g) => g.kind === 'growing').length;
-      const families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment);
+      const shapes = host.format_hints.shape_label;
+      this.families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment, shapes);
       this.element.append(
         section('Memory timeline', 'timeline', this.timeline.element),
-        section(`Op families (${allocator.families.length}; ${growing} growing)`, 'families', families),
+        section(`Families (${formatCount(allocator.families.length)}; ${formatCount(growing)} growing)`, 'families', this.families.element),
         section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
-        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites, clock)),
+        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites, clock, (family) => this.selectFamily(family, true), shapes)),
       );
     } else {
       this.element.append(noMemoryEvents(host));
@@ -189,7 +193,9 @@ export class RunView {
     void this.lifetimes?.setRange(range);
   }
 
-  private selectFamily(family: Family | null): void {
+  /** Selects a family everywhere; `fromElsewhere` (the verdict, the peak breakdown): the families table marks it too. */
+  private selectFamily(family: Family | null, fromElsewhere = false): void {
+    if (fromElsewhere) this.families?.setSelected(family?.family ?? null);
     void this.timeline?.setFamily(family?.family ?? null);
     void this.lifetimes?.setFamily(family);
   }

@@ -314,6 +314,8 @@ export interface AllocatorReport {
   never_freed_count: number;
   /** their chunk bytes */
   never_freed_bytes: number;
+  /** their tensor bytes: the figure shown, chunks beside it where they differ */
+  never_freed_requested_bytes: number;
   /** buffers allocated before the window began and freed in it */
   freed_before_window_count: number;
   /** slope of the heap in use at step ends, over all steps: not a leak rate */
@@ -518,6 +520,8 @@ export interface FormatHints {
   static_modules: boolean;
   /** XProf's own tools (Memory Profile, Memory Viewer) open its files */
   xprof_tools: boolean;
+  /** what a buffer's shape is: "shape", or "input shapes" (of the op that made it) */
+  shape_label: string;
 }
 
 export interface HostReport {
@@ -771,8 +775,12 @@ export interface FamilyDiff {
   kind_b: LeakKind | null;
   count_a: number;
   count_b: number;
+  /** the chunk bytes of its never-freed buffers in A */
   chunk_bytes_a: number;
   chunk_bytes_b: number;
+  /** their tensor bytes in A: the figure shown */
+  requested_bytes_a: number;
+  requested_bytes_b: number;
   bytes_per_step_a: number;
   bytes_per_step_b: number;
   /** the earliest onset of the side's growing families; null when none grows */
@@ -791,7 +799,10 @@ export interface AllocatorDiff {
   reason_a: string | null;
   reason_b: string | null;
   peak_bytes_in_use: Delta;
+  /** chunk bytes */
   never_freed_bytes: Delta;
+  /** tensor bytes: the figure shown */
+  never_freed_requested_bytes: Delta;
   growth_bytes_per_step: Delta;
   num_allocations: Delta;
   num_deallocations: Delta;

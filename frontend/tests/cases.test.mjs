@@ -11,7 +11,7 @@ let m;
 
 before(async () => {
   m = await importSources(`
-    export {formatBytes, formatFraction, shortProgram} from './format';
+    export {countOf, formatBytes, formatFraction, shortProgram} from './format';
     export {captureCount, tensorboardRun} from './panels/history';
     export {answerKey, queryBuffers} from './inline';
     export {neutralise, siteColumns, toCsv, withSite} from './csv';
@@ -34,6 +34,7 @@ test('number formatting answers tests/cases/format.json', () => {
   each(c.bytes, m.formatBytes);
   each(c.fraction, m.formatFraction);
   each(c.short_program, m.shortProgram);
+  each(c.count, ([n, word, many]) => m.countOf(n, word, many));
 });
 
 test('the TensorBoard run of a session answers tests/cases/tensorboard_run.json', () => {

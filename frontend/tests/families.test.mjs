@@ -99,13 +99,15 @@ test('a leak that starts late: the verdict says from when, the family row shows 
   assert.equal(top.Buffers, '20');
   assert.equal(top['Per step'], '+256 KiB');
   assert.equal(top.Steps, '20 (20–39)');
-  assert.match(await text(frame, '[data-panel=families] h2'), /^Op families \(1; 1 growing\)/);
-  assert.match(await text(frame, '[data-panel=families] p.lf-muted'), /Op families: .*never-freed buffers/);
-  // The heap's trend counts every allocation from the first step: about half the family's rate, and it says so.
-  const heap = await frame.$('.lf-card:has(.lf-card-label:text-is("Heap at step ends"))');
-  assert.ok(heap, 'the heap-trend card');
-  assert.match(await heap.$eval('.lf-card-value', (e) => e.textContent), /^\+13\d KiB \/ step$/);
-  assert.match(await heap.$eval('.lf-card-detail', (e) => e.textContent), /heap in use at each step’s end, all allocations, fitted over every step: not a leak rate/);
+  assert.match(await text(frame, '[data-panel=families] h2'), /^Families \(1; 1 growing\)/);
+  assert.match(await frame.$eval('[data-panel=families] p.lf-muted [data-info]', (e) => e.title), /^A family is .*never-freed buffers/);
+  // The heap's trend counts every allocation from the first step: about half the family's rate. It is no second
+  // rate beside the verdict's: the card shows the heap at the window's ends, the trend is in its tooltip, neutral.
+  const heap = await frame.$('[data-card=heap]');
+  assert.ok(heap, 'the heap card');
+  assert.match(await heap.$eval('.lf-card-value', (e) => e.textContent), /^[\d.]+ (B|KiB|MiB) → [\d.]+ (B|KiB|MiB)$/);
+  assert.match(await heap.$eval('[data-info]', (e) => e.title), /fitted over every step: every allocation, in the allocator’s chunks\. Not the leak rate.* Fitted: \+13\d KiB\/step\.$/);
+  assert.equal(await heap.evaluate((e) => e.classList.contains('lf-card-bad')), false, 'not coloured as a leak');
 });
 
 test('one buffer regrown every step: the regrown wording, the marker, and the family line on the timeline', async () => {
@@ -149,7 +151,8 @@ test('a leak of changing shapes is one family with its shape pattern and number 
   // The peak breakdown's rows of exact shapes point at their family.
   await frame.waitForSelector('[data-panel=breakdown] tbody tr');
   const linked = await frame.$$eval('[data-panel=breakdown] tbody tr', (trs) => trs.filter((tr) => tr.cells[0].textContent === 'Mean').map((tr) => tr.cells[8].textContent));
-  assert.ok(linked.length > 1 && linked.every((g) => g === 'growing #0'), JSON.stringify(linked));
+  // The family by its kind and label, as the families table names it (no "#0" the page says nowhere else).
+  assert.ok(linked.length > 1 && linked.every((g) => g === 'growing Mean [32,*] output, 30 shapes'), JSON.stringify(linked));
 });
 
 test('a heap that rose and stopped: no leak, and the heap figure says what it measures', async () => {
@@ -160,8 +163,8 @@ test('a heap that rose and stopped: no leak, and the heap figure says what it me
   assert.deepEqual([top.Kind, top.Family, top.Onset, top['Per step']], ['bounded', 'Lookup [64,1024] output', '', '0 B']);
   const kind = await frame.$eval('[data-panel=families] tbody tr:first-child .lf-kind', (e) => e.title);
   assert.match(kind, /stopped rising or fell back/);
-  const heap = await frame.$('.lf-card:has(.lf-card-label:text-is("Heap at step ends"))');
-  assert.match(await heap.$eval('.lf-card-detail', (e) => e.textContent), /all allocations.*not a leak rate/);
+  const heap = await frame.$('[data-card=heap]');
+  assert.match(await heap.$eval('[data-info]', (e) => e.title), /every allocation.*Not the leak rate/);
   assert.equal(await heap.evaluate((e) => e.classList.contains('lf-card-bad')), false, 'not coloured as a leak');
 });
 
@@ -179,8 +182,8 @@ test('compared with the clean run, the late leak is a new family with its label 
   const row = Object.fromEntries(heads.map((h, i) => [h, cells[i]]));
   assert.deepEqual([row.Status, row.Family, row['Onset B'], row['New leak']], ['new', 'Mul [64,1024] output', 'from step 20', 'new leak']);
   assert.equal(row['Per step B'], '+256 KiB');
-  const heap = await frame.$('[data-delta="Heap at step ends"]');
-  assert.match(await heap.getAttribute('title'), /all allocations/);
+  // The heap's trend, no leak rate, is in the peak card's tooltip: not a second rate beside B's.
+  assert.match(await frame.$eval('[data-delta="Peak heap in use"] [data-info]', (e) => e.title), /^The heap’s trend at step ends: .*every allocation/);
   await frame.waitForSelector('[data-chart=compare-timeline][data-drawn=ab] canvas', {timeout: 60_000});
 });
 

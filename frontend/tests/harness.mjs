@@ -10,8 +10,8 @@ import {fileURLToPath} from 'node:url';
 import {chromium} from 'playwright-core';
 
 export const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-/** Real profiles recorded by others, beside the clone (as tests/integration/test_real_jax_gpu.py finds them). */
-export const SHARED_PROFILES = join(REPO, '..', 'shared', 'profiles');
+/** Real profiles recorded by others, beside the clone (as tests/integration/test_real_jax_gpu.py finds them), or where $SHARED_PROFILES says. */
+export const SHARED_PROFILES = process.env.SHARED_PROFILES || join(REPO, '..', 'shared', 'profiles');
 export const PYTHON = process.env.PYTHON || 'python3';
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const CHROMIUM_ARGS = [

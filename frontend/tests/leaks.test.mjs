@@ -60,8 +60,8 @@ test('the leak run shows the verdict "leak" naming the op and its bytes per step
   const top = await frame.$$eval('[data-panel=families] tbody tr:first-child td', (tds) => tds.map((td) => td.textContent));
   // Where is empty: TensorFlow's capture has no Python frames (the hint above the table says how to get them).
   assert.deepEqual(top.slice(0, 7), ['growing', 'Mul [128,1024] output', 'float', '', '1', 'from step 0', '25']);
-  // Tensor bytes (25 float [128,1024] tensors, 512 KiB each), with the allocator's chunks beside them.
-  assert.deepEqual(top.slice(7, 11), ['12.5 MiB', '12.6 MiB', '+512 KiB', '+517 KiB']);
+  // Tensor bytes (25 float [128,1024] tensors, 512 KiB each), with the allocator's chunks beside them; one rate.
+  assert.deepEqual(top.slice(7, 9), ['12.5 MiB (12.6 MiB)', '+512 KiB']);
   // Charts drew from the server's data.
   await frame.waitForSelector('[data-chart=timeline] canvas');
   assert.match(await text(frame, '[data-panel=timeline] .lf-chart-note'), /memory events, drawn as/);
@@ -115,15 +115,15 @@ test('clicking the top never-freed family highlights its buffers on the lifetime
   await row.press('Enter');
   await frame.waitForSelector('[data-chart=lifetimes][data-highlight-family=""]');
   // Sorting from the keyboard: Enter on a column header.
-  const header = await frame.$('[data-panel=families] th button[data-sort=chunk_bytes]');
+  const header = await frame.$('[data-panel=families] th button[data-sort=requested_bytes]');
   await header.focus();
   await header.press('Enter');
-  assert.equal(await frame.$eval('[data-panel=families] th:has(button[data-sort=chunk_bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
+  assert.equal(await frame.$eval('[data-panel=families] th:has(button[data-sort=requested_bytes])', (th) => th.getAttribute('aria-sort')), 'descending');
   await header.press('Enter');
-  assert.equal(await frame.$eval('[data-panel=families] th:has(button[data-sort=chunk_bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
-  // The "Allocated" column (the allocator's chunks), beside the tensor bytes.
-  const sizes = await frame.$$eval('[data-panel=families] tbody tr td:nth-child(9)', (tds) => tds.map((td) => td.textContent));
-  assert.equal(sizes[sizes.length - 1], '12.6 MiB', `largest last when ascending: ${sizes}`);
+  assert.equal(await frame.$eval('[data-panel=families] th:has(button[data-sort=requested_bytes])', (th) => th.getAttribute('aria-sort')), 'ascending');
+  // The tensor bytes, the allocator's chunks beside them where they differ.
+  const sizes = await frame.$$eval('[data-panel=families] tbody tr td:nth-child(8)', (tds) => tds.map((td) => td.textContent));
+  assert.equal(sizes[sizes.length - 1], '12.5 MiB (12.6 MiB)', `largest last when ascending: ${sizes}`);
 });
 
 test('the static panel shows the live-out activation of the JAX run', async () => {

@@ -64,6 +64,7 @@ class FamilySide:
     kind: str
     count: int
     chunk_bytes: int
+    requested_bytes: int
     bytes_per_step: float
     label: str  # the family's, as its side's report words it
     onset_step: int | None  # the earliest onset of its growing families
@@ -92,6 +93,7 @@ class AllocatorDiff:
     b: AllocatorAnalysis | None
     peak_bytes_in_use: Delta
     never_freed_bytes: Delta
+    never_freed_requested_bytes: Delta
     growth_bytes_per_step: Delta
     num_allocations: Delta
     num_deallocations: Delta
@@ -153,11 +155,19 @@ def _merge(a: AllocatorAnalysis | None) -> dict[FamilyKey, FamilySide]:
         m = merged.get(key)
         if m is None:
             merged[key] = FamilySide(
-                g.kind, g.count, g.chunk_bytes, g.bytes_per_step, family_label(g, strings, a.sites), g.onset_step, g.late_onset
+                g.kind,
+                g.count,
+                g.chunk_bytes,
+                g.requested_bytes,
+                g.bytes_per_step,
+                family_label(g, strings, a.sites),
+                g.onset_step,
+                g.late_onset,
             )
             continue
         m.count += g.count
         m.chunk_bytes += g.chunk_bytes
+        m.requested_bytes += g.requested_bytes
         m.bytes_per_step += g.bytes_per_step
         if g.kind == GROWING:
             m.kind = GROWING
@@ -210,6 +220,7 @@ def diff_allocator(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> 
         b,
         peak_bytes_in_use=delta(lambda x: x.summary.peak_bytes_in_use),
         never_freed_bytes=delta(lambda x: x.summary.never_freed_bytes),
+        never_freed_requested_bytes=delta(lambda x: x.summary.never_freed_requested_bytes),
         growth_bytes_per_step=delta(lambda x: x.summary.growth_bytes_per_step),
         num_allocations=delta(lambda x: x.summary.num_allocations),
         num_deallocations=delta(lambda x: x.summary.num_deallocations),

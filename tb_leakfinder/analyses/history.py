@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tb_leakfinder.analyses.words import format_bytes, format_duration_ps
+from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, SESSION_NAME, CapturePoint, FamilyPoint
 
 LEAK = "leak"
@@ -183,7 +183,7 @@ def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
         close = f"lie within {format_duration_ps(spread * 1e12)} of each other" if spread > 0 else "are all the same"
         return False, (
             f"no rate per hour and no forecast: the captures carry no time of their own, and their files' modification"
-            f" times {close} (copied, not captured, then); the rates are per step and per capture"
+            f" times {close} (copied, not captured, then); the rate is per step, or per capture without step numbers"
         )
     if mtimes:
         return True, (
@@ -247,7 +247,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     if len(points) < MIN_CAPTURES:
         return made(
             INCONCLUSIVE,
-            f"Inconclusive: {len(points)} capture(s){span} ({_signed(rise)}); "
+            f"Inconclusive: {count_of(len(points), 'capture')}{span} ({_signed(rise)}); "
             f"a history needs at least {MIN_CAPTURES} to tell growth from noise",
         )
     peak = max(p.peak_heap_bytes for p in points)
@@ -265,16 +265,19 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     left = capacity - values[-1]
     # A profiled heap's level is not known, only what the windows kept: no time to out-of-memory from it.
     hours = float(left / per_hour) if per_hour is not None and per_hour > 0 and capacity and left > 0 and not within else None
+    # One rate: per step where the captures' steps are known, else per capture when they carry no time (a timed
+    # history's rate is its forecast's, per hour).
     rate = f", {_signed(per_step)} per step" if per_step is not None else ""
-    if not timed:
-        rate += f", {_signed(per_capture)} per capture"
+    if not timed and per_step is None:
+        rate = f", {_signed(per_capture)} per capture"
     oom = f"; out of memory in about {format_duration_ps(hours * 3600e12)}" if hours is not None else ""
     culprit = next((f for f in families if f.agrees), None)
     if culprit is None and per_step is None and families:
         culprit = families[0]  # without step numbers nothing can be checked against the growth: the one that grew most
     unexplained = None
     if culprit is not None:
-        named = f", from {_family_text(culprit)}"
+        # One rate in the sentence: the family's own is the history's families table's, beside the growth it explains.
+        named = f", from {_family_text(culprit, with_rate=per_step is None and timed)}"
     else:
         unexplained = _unexplained(points, per_step, within)
         named = f"; {unexplained}"
@@ -308,9 +311,12 @@ def _within_rates(
     return round(per_step * (lasts - firsts + 1)), per_step, per_step * gap, per_hour
 
 
-def _family_text(f: FamilyTrend) -> str:
+def _family_text(f: FamilyTrend, with_rate: bool = True) -> str:
+    """'Mul [4] output at train.py:42: +512 KiB per step in 3 captures (…)'; without `with_rate` when the sentence
+    already has its rate."""
     where = f" at {f.where}" if f.where and f.where not in f.label else ""
-    return f"{f.label}{where}: {_signed(f.bytes_per_step)} per step in {_captures_text(f.captures)}"
+    rate = f": {_signed(f.bytes_per_step)} per step" if with_rate else ","
+    return f"{f.label}{where}{rate} in {_captures_text(f.captures)}"
 
 
 def _captures_text(captures: list[str]) -> str:
@@ -320,12 +326,14 @@ def _captures_text(captures: list[str]) -> str:
 
 
 def _unexplained(points: list[CapturePoint], per_step: float | None, within: bool) -> str:
-    rate = f" ({_signed(per_step)} per step)" if per_step is not None else ""
+    """Why no family explains the growth; the sentence it ends has the rate already (a profiled heap's says it per
+    step again: its sentence's rate may be per capture)."""
     if within:
+        rate = f" ({_signed(per_step)} per step)" if per_step is not None else ""
         return f"the growth is unexplained: no family made within the windows keeps bytes at the rate they kept{rate}"
     held = ", ".join(format_bytes(p.heap_start_bytes) for p in points[:6]) + (", ..." if len(points) > 6 else "")
     return (
-        f"the growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew{rate};"
+        "the growth is unexplained: no family made within the windows keeps bytes at the rate the captures grew;"
         f" it was allocated before the windows (held when each began: {held})"
     )
 

@@ -27,7 +27,8 @@ class Summary:
     peak_step: int | None  # step number
     peak_fragmentation: float
     never_freed_count: int
-    never_freed_bytes: int
+    never_freed_bytes: int  # their chunk bytes
+    never_freed_requested_bytes: int  # their tensor bytes
     freed_before_window_count: int
     growth_bytes_per_step: float  # slope of the heap at the end of each step
     heap_start_bytes: int = 0  # the heap in use when the window began (before its first event)
@@ -42,6 +43,7 @@ def summarize(events: MemoryEvents, buffers: Buffers, steps: Steps) -> Summary:
         num_deallocations=int(np.count_nonzero(events.kind == FREE)),
         never_freed_count=int(np.count_nonzero(live)),
         never_freed_bytes=int(buffers.chunk_bytes[live].sum()),
+        never_freed_requested_bytes=int(buffers.requested_bytes[live].sum()),
         freed_before_window_count=int(np.count_nonzero(buffers.status == BEFORE_WINDOW)),
     )
     if len(events) == 0:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummary
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, Family
@@ -24,7 +24,7 @@ HEAP_TREND_SHARE = 0.05
 KIND_WORDS = {
     PERSISTENT: "made once and kept (persistent)",
     BOUNDED: "a cache that stopped growing (bounded)",
-    WINDOW_END: "made in the last step (window_end)",
+    WINDOW_END: "made in the last step (window end)",
 }
 
 # Followed, in a host's verdict, by how its format records memory events (the report adds the format's hint).
@@ -145,18 +145,30 @@ def worst(verdicts: list[str]) -> str:
     return max(verdicts, key=SEVERITY.__getitem__, default=INCONCLUSIVE)
 
 
+# What a flagged whole-program buffer is, in a sentence (its `reason` is a key of the JSON, not a word).
+FLAG_WORDS = {"live_out": "returned by", "never_freed": "never freed in"}
+
+
+def flag_text(flag: Flag, module: str) -> str:
+    """'broadcast_maximum_fusion f32[256,3072] at capture_jax.py:48 (3 MiB), returned by jit_step(30)'."""
+    at = f" at {flag.source.rsplit('/', 1)[-1]}" if flag.source else ""
+    what = FLAG_WORDS.get(flag.reason, flag.reason)
+    return f"{flag.instruction or flag.op_name} {flag.shape}{at} ({format_bytes(flag.bytes)}), {what} {module}"
+
+
 def host_verdict(
     allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary], no_events: str = NO_EVENTS_REASON
 ) -> Verdict:
     """A host's verdict: its allocators' (see `combine`; `no_events` is its reason when there are none), naming the
-    buffers the static view flags."""
+    buffers the static view flags; with no memory events, the static view's finding is the first sentence."""
     combined = combine(allocators, no_events)
-    flagged = [
-        f"{f.instruction} {f.shape} ({format_bytes(f.bytes)}, {f.reason}) in {m.name}" for m in modules for f in m.actionable
-    ]
+    flagged = [flag_text(f, m.name) for m in modules for f in m.actionable]
     if not flagged:
         return combined
     more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
+    if not allocators:
+        kept = "XLA keeps it for the whole program" if len(flagged) == 1 else "XLA keeps them for the whole program"
+        return Verdict(combined.verdict, f"Static view: {'; '.join(flagged[:3])}{more}: {kept}. {combined.reason}")
     return Verdict(combined.verdict, f"{combined.reason} Static view: check {'; '.join(flagged[:3])}{more}.")
 
 

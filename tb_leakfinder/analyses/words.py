@@ -28,6 +28,21 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(word: str) -> str:
+    """English plural of a noun: 'family' -> 'families', 'process' -> 'processes', 'buffer' -> 'buffers'."""
+    if len(word) > 1 and word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def count_of(n: int, word: str, many: str | None = None) -> str:
+    """A count and its noun, singular for exactly one: '1 buffer', '1,024 buffers', '0 families'; `many` for a plural
+    the rule does not make ('1 memory event was', or 'child'/'children')."""
+    return f"{n:,} {word if n == 1 else many or plural(word)}"
+
+
 def short_program_ids(text: str) -> str:
     """A label with each long program id cut to its last digits: 'output 0 of jit_f(…8113)'."""
     return _LONG_PROGRAM_ID.sub(lambda m: f"(…{m.group(1)[-SHORT_ID_DIGITS:]})", text)

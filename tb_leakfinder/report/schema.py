@@ -279,6 +279,7 @@ class AllocatorReport(TypedDict):
     peak_before_window_bytes: Annotated[int, "heap at the peak that no buffer allocated in the window explains"]
     never_freed_count: Annotated[int, "buffers allocated in the window and still live at its end"]
     never_freed_bytes: Annotated[int, "their chunk bytes"]
+    never_freed_requested_bytes: Annotated[int, "their tensor bytes: the figure shown, chunks beside it where they differ"]
     freed_before_window_count: Annotated[int, "buffers allocated before the window began and freed in it"]
     growth_bytes_per_step: Annotated[float, "slope of the heap in use at step ends, over all steps: not a leak rate"]
     leak_bytes_per_step: Annotated[float, "the growing families' tensor bytes per step summed; 0 unless it leaks"]
@@ -468,6 +469,7 @@ class FormatHints(TypedDict):
     memory_id_note: Annotated[str, 'what follows "memory id <id>": where the format\'s memory ids come from']
     static_modules: Annotated[bool, "its sessions hold compiled programs: the module selector and the static view"]
     xprof_tools: Annotated[bool, "XProf's own tools (Memory Profile, Memory Viewer) open its files"]
+    shape_label: Annotated[str, 'what a buffer\'s shape is: "shape", or "input shapes" (of the op that made it)']
 
 
 class _HostReportKeys(TypedDict):
@@ -687,8 +689,10 @@ class FamilyDiff(TypedDict):
     kind_b: LeakKind | None
     count_a: int
     count_b: int
-    chunk_bytes_a: int
+    chunk_bytes_a: Annotated[int, "the chunk bytes of its never-freed buffers in A"]
     chunk_bytes_b: int
+    requested_bytes_a: Annotated[int, "their tensor bytes in A: the figure shown"]
+    requested_bytes_b: int
     bytes_per_step_a: float
     bytes_per_step_b: float
     onset_step_a: Annotated[int | None, "the earliest onset of the side's growing families; null when none grows"]
@@ -704,7 +708,8 @@ class AllocatorDiff(TypedDict):
     reason_a: str | None
     reason_b: str | None
     peak_bytes_in_use: Delta
-    never_freed_bytes: Delta
+    never_freed_bytes: Annotated[Delta, "chunk bytes"]
+    never_freed_requested_bytes: Annotated[Delta, "tensor bytes: the figure shown"]
     growth_bytes_per_step: Delta
     num_allocations: Delta
     num_deallocations: Delta

@@ -186,6 +186,7 @@ def format_hints_json(profile_format: str) -> FormatHints:
         "memory_id_note": hints.memory_id_note,
         "static_modules": registry.has_modules(profile_format),
         "xprof_tools": hints.xprof_tools,
+        "shape_label": hints.shape_label,
     }
 
 
@@ -292,6 +293,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
         "peak_before_window_bytes": a.peak_before_window_bytes,
         "never_freed_count": s.never_freed_count,
         "never_freed_bytes": s.never_freed_bytes,
+        "never_freed_requested_bytes": s.never_freed_requested_bytes,
         "freed_before_window_count": s.freed_before_window_count,
         "growth_bytes_per_step": round(s.growth_bytes_per_step, 1),
         "leak_bytes_per_step": round(a.leak_bytes_per_step, 1),
@@ -316,10 +318,11 @@ def record_events(profile_format: str) -> str:
 
 
 def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
-    """A host's verdict. With no memory events its reason says how its format records them (a PyTorch trace is
-    not told about TensorFlow's allocator), and where its compiled programs are when it has some."""
+    """A host's verdict. With no memory events its reason says so, and where its compiled programs are when it has
+    some; how its format records them is the host's `format_hints.record_events`, which the tab and the CLI show
+    once beside it (a PyTorch trace is not told about TensorFlow's allocator)."""
     programs = " Its compiled programs are in the static view." if modules else ""
-    no_events = f"{verdicts.NO_EVENTS_REASON} {record_events(h.profile.format)}{programs}"
+    no_events = f"{verdicts.NO_EVENTS_REASON}{programs}"
     return verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
 
 
@@ -573,6 +576,8 @@ def _family_diff_json(g: GroupChange) -> FamilyDiff:
         "count_b": b.count if b else 0,
         "chunk_bytes_a": a.chunk_bytes if a else 0,
         "chunk_bytes_b": b.chunk_bytes if b else 0,
+        "requested_bytes_a": a.requested_bytes if a else 0,
+        "requested_bytes_b": b.requested_bytes if b else 0,
         "bytes_per_step_a": round(a.bytes_per_step, 1) if a else 0,
         "bytes_per_step_b": round(b.bytes_per_step, 1) if b else 0,
         "onset_step_a": a.onset_step if a else None,
@@ -592,6 +597,7 @@ def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
         "reason_b": b.verdict.reason if b else None,
         "peak_bytes_in_use": _delta_json(d.peak_bytes_in_use),
         "never_freed_bytes": _delta_json(d.never_freed_bytes),
+        "never_freed_requested_bytes": _delta_json(d.never_freed_requested_bytes),
         "growth_bytes_per_step": _delta_json(d.growth_bytes_per_step, 1),
         "num_allocations": _delta_json(d.num_allocations),
         "num_deallocations": _delta_json(d.num_deallocations),

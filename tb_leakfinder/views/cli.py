@@ -357,7 +357,9 @@ def _check(result: Json) -> int:
         for warning in host["warnings"] + [w for a in host.get("allocators", []) for w in a["warnings"]]:
             _print(visible(f"{'warning':>12}  {host['host']}: {warning}"))
     if doubted and not leaking:
-        _print(f"{'cannot tell':>12}  {len(doubted)} host(s): a warning above undermines their verdict")
+        from tb_leakfinder.analyses.words import count_of
+
+        _print(f"{'cannot tell':>12}  {count_of(len(doubted), 'host')}: a warning above undermines their verdict")
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
     return EXIT_LEAK if leaking or doubted else EXIT_OK

@@ -19,6 +19,7 @@ from tb_leakfinder.views.text import (
     holder_text,
     peak_text,
     search_text,
+    tensor_and_chunks,
     where_parts,
 )
 
@@ -65,7 +66,7 @@ def render_comparison(c: Json) -> str:
             ]
             for label, key in (
                 ("peak in use", "peak_bytes_in_use"),
-                ("never freed", "never_freed_bytes"),
+                ("never freed (tensor bytes)", "never_freed_requested_bytes"),
                 ("heap at step ends, per step", "growth_bytes_per_step"),
             ):
                 d = alloc[key]
@@ -79,14 +80,14 @@ def render_comparison(c: Json) -> str:
                 ]
                 lines += [
                     f"| {g['status']} | `{_cell(g['label'])}` | {_cell(g['dtype'])} | "
-                    f"{format_bytes(g['chunk_bytes_a'])} | {format_bytes(g['chunk_bytes_b'])} | "
+                    f"{format_bytes(g['requested_bytes_a'])} | {format_bytes(g['requested_bytes_b'])} | "
                     f"{format_bytes(g['bytes_per_step_a'])} | {format_bytes(g['bytes_per_step_b'])} | "
                     f"{'' if g['onset_step_b'] is None else 'step ' + str(g['onset_step_b'])} |"
                     for g in changed
                 ]
         for m in h["modules"]:
             added = ", ".join(
-                f"`{_cell(w['instruction'])}` ({w['reason']}, {format_bytes(w['bytes'])})"
+                f"`{_cell(w['instruction'])}` ({w['reason'].replace('_', '-')}, {format_bytes(w['bytes'])})"
                 for w in m["whole_program_buffers_added"]
             )
             lines += [
@@ -134,7 +135,8 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
             "|---|---|---|---:|---:|---:|---|",
         ]
         lines += [
-            f"| {g['kind']} | {_code(g['label'])} | {_cell(g['dtype'])} | {g['count']} | {format_bytes(g['chunk_bytes'])} | "
+            f"| {g['kind'].replace('_', ' ')} | {_code(g['label'])} | {_cell(g['dtype'])} | {g['count']} | "
+            f"{tensor_and_chunks(g['requested_bytes'], g['chunk_bytes'])} | "
             f"{format_bytes(g['bytes_per_step'])} | {_where(g)} |"
             for g in families
         ]
@@ -183,7 +185,7 @@ def render_report(report: Json) -> str:
             if searched:
                 lines += ["", _cell(searched)]
             if not host["allocators"]:
-                lines += ["", _cell(host["reason"])]
+                lines += ["", _cell(host["reason"]), "", f"> {_cell(host['format_hints']['record_events'])}"]
             for a in host["allocators"]:
                 lines += ["", f"#### {_cell(host['host'])} · {_cell(a['allocator'])}: {VERDICT[a['verdict']]}", ""]
                 lines += render_allocator(a, unit)

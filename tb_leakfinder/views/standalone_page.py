@@ -22,6 +22,7 @@ from itertools import zip_longest
 from typing import Any
 
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
+from tb_leakfinder.analyses.words import count_of
 from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures
@@ -315,7 +316,7 @@ class StandalonePage:
             )
             pieces.error(answer_key("report", {"run": run.name, "host": host}), LEFT_OUT_STATUS, message)
         names = ", ".join(host for _, host in hosts[:MAX_NAMED]) + (", …" if len(hosts) > MAX_NAMED else "")
-        pieces.note(f"{len(hosts)} host(s) left out to keep the page under {budget}: {names}")
+        pieces.note(f"{count_of(len(hosts), 'host')} left out to keep the page under {budget}: {names}")
         return pieces
 
     def _gather_comparison(self, run_a: Run, run_b: Run) -> None:

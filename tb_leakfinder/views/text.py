@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tb_leakfinder.analyses.words import format_bytes, format_fraction, group_label, held_by, short_program_ids
+from tb_leakfinder.analyses.words import count_of, format_bytes, format_fraction, group_label, held_by, short_program_ids
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
@@ -98,10 +98,9 @@ def breakdown_label(row: Json) -> str:
 
 
 def where_text(row: Json) -> str:
-    """A row's line of code with the model library frame below it: "run.py:28 in main, in Owlv2Attention.forward
-    (modeling_owlv2.py:410)"; "" when the profile tells neither."""
-    model = row["site"]["model_frame"]
-    return ", ".join(part for part in (row["where"], f"in {model}" if model else "") if part)
+    """A row's innermost frame of the model's or the user's code first, then the user's line that called it:
+    "Owlv2Attention.forward (modeling_owlv2.py:410) ← run.py:28 in main"; "" when the profile tells neither."""
+    return CALLED_FROM.join(part for part in (row["site"]["model_frame"], row["where"]) if part)
 
 
 def where_parts(row: Json, frames: int | None = None) -> list[str]:
@@ -114,12 +113,15 @@ def where_parts(row: Json, frames: int | None = None) -> list[str]:
 
 
 def hint_for(a: Json, *tables: list[Json]) -> str | None:
-    """The allocator's `stack_hint`, when one of the rows shown could name its line of code and does not."""
+    """The allocator's `stack_hint`, when a row shown could name its line of code and none does: beside rows that
+    show lines (from a program's source, a model's frame) "no Python frames" would read as a contradiction."""
     if not a["stack_hint"]:
         return None
+    rows = [row for rows in tables for row in rows]
+    if any(row["where"] or row["site"].get("model_frame") for row in rows):
+        return None
     # The stack reservation and the memory allocated before the window have no line to name.
-    empty = any(not row["where"] and row.get("category", "buffers") == "buffers" for rows in tables for row in rows)
-    return str(a["stack_hint"]) if empty else None
+    return str(a["stack_hint"]) if any(row.get("category", "buffers") == "buffers" for row in rows) else None
 
 
 def holder_text(h: Json, family: Json, quote: Callable[[str], str] = lambda path: f"`{path}`") -> str:
@@ -174,16 +176,38 @@ def compiled_programs_text(host: Json) -> str | None:
     return f"compiled programs (their code and constants, not buffers): {each}"
 
 
+def tensor_and_chunks(tensor: int, chunks: int) -> str:
+    """Tensor bytes, the basis, with the allocator's chunks beside them where they differ: '12.5 MiB (12.6 MiB in
+    chunks)'."""
+    shown, allocated = format_bytes(tensor), format_bytes(chunks)
+    return shown if shown == allocated else f"{shown} ({allocated} in chunks)"
+
+
+def balance_text(a: Json) -> str:
+    """'balance +26: 27 never freed, less 1 free of a buffer from before the window', or 'balance 0' where the
+    balance and the never-freed count agree."""
+    balance, kept, before = a["balance"], a["never_freed_count"], a["freed_before_window_count"]
+    text = f"balance {balance:+,d}"
+    if balance == kept:
+        return text
+    if balance == kept - before:
+        whose = "a buffer" if before == 1 else "buffers"
+        return f"{text}: {kept:,} never freed, less {count_of(before, 'free')} of {whose} from before the window"
+    return f"{text}; {kept:,} never freed"
+
+
 def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> list[str]:
     """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps). A
     `one_moment`'s buffers are live at one moment: it has no allocations, frees or step ends to count."""
     memory_id = "" if a["memory_id"] == a["allocator"] else f" (memory id {a['memory_id']})"
+    kept = tensor_and_chunks(a["never_freed_requested_bytes"], a["never_freed_bytes"])
     counts = (
-        f"live at this moment: {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffer group(s)"
+        f"live at this moment: {kept} in {count_of(a['never_freed_count'], 'buffer group')}"
         if one_moment
-        else f"allocations {a['num_allocations']}, deallocations {a['num_deallocations']} (balance {a['balance']:+d}); "
-        f"never freed {format_bytes(a['never_freed_bytes'])} in {a['never_freed_count']} buffers; "
-        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations, fitted)"
+        else f"allocations {a['num_allocations']:,}, deallocations {a['num_deallocations']:,} ({balance_text(a)}); "
+        f"never freed {kept} in {count_of(a['never_freed_count'], 'buffer')}; "
+        f"heap at {unit} ends {_growth_text(a['growth_bytes_per_step'], unit)} (all allocations in allocator chunks, "
+        "fitted: not the leak rate)"
     )
     lines = [
         f"  allocator {a['allocator']}{memory_id}: {VERDICT_WORDS[a['verdict']]}",
@@ -197,14 +221,14 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
     families, breakdown = a["families"][:TOP_ROWS], a["peak_breakdown"][:TOP_ROWS]
     if families:
         counted = "live" if one_moment else "never-freed"
-        lines.append(f"    groups (op families; count and bytes: their {counted} buffers):")
+        lines.append(f"    families (count and bytes: their {counted} buffers, in tensor bytes):")
         rows = [
             [
-                g["kind"],
+                g["kind"].replace("_", " "),
                 g["label"],
                 g["dtype"],
                 str(g["count"]),
-                format_bytes(g["chunk_bytes"]),
+                tensor_and_chunks(g["requested_bytes"], g["chunk_bytes"]),
                 f"{g['steps']}",
                 "" if g["onset_step"] is None else str(g["onset_step"]),
                 format_bytes(g["bytes_per_step"]) + f"/{unit}",
@@ -215,7 +239,7 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         ]
         lines += _table(["kind", "family", "dtype", "count", "bytes", "steps", "onset", "growth", "score", "where"], rows)
         if len(a["families"]) > TOP_ROWS:
-            lines.append(f"    … and {len(a['families']) - TOP_ROWS} more groups (see --json)")
+            lines.append(f"    … and {count_of(len(a['families']) - TOP_ROWS, 'more family', 'more families')} (see --json)")
         for g, said in family_notes(families):
             lines.append(f"    {g['label']}:")
             lines += [f"      {line}" for line in said]
@@ -234,7 +258,7 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> l
         ]
         lines += _table(["op shape region", "dtype", "count", "bytes", "where"], rows)
         if len(a["peak_breakdown"]) > TOP_ROWS:
-            lines.append(f"    … and {len(a['peak_breakdown']) - TOP_ROWS} more groups (see --json)")
+            lines.append(f"    … and {count_of(len(a['peak_breakdown']) - TOP_ROWS, 'more row')} (see --json)")
     hint = hint_for(a, families, breakdown)
     if hint:
         lines.append(f"    where: {hint}")
@@ -268,7 +292,7 @@ def render_modules(summaries: list[Json], detailed: int = 3) -> str:
     rest = [s for s in summaries if not any(s is t for t in shown)]
     parts = [render_module(s) for s in shown]
     if rest:
-        lines = [f"{len(rest)} more module(s), nothing to check:"]
+        lines = [f"{count_of(len(rest), 'more module')}, nothing to check:"]
         lines.extend(f"  {format_bytes(s['peak_heap_bytes']):>10}  {s['name']} (memory space {s['memory_space']})" for s in rest)
         parts.append("\n".join(lines))
     return short_program_ids("\n\n".join(parts))
@@ -328,6 +352,7 @@ def render_report(report: Json) -> str:
                 lines.append(f"  {searched}")
             if not host["allocators"]:
                 lines.append(f"  {host['reason']}")
+                lines.append(f"  {host['format_hints']['record_events'].replace('`', '')}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
                 lines += render_allocator(a, unit, host["one_moment"])

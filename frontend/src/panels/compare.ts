@@ -6,10 +6,10 @@
 import type {AllocatorDiff, ComparisonAnswer, Delta, FamilyDiff, FamilyStatus, HostDiff, LeakKind, ListedWholeProgramBuffer, ModuleDiff, Verdict} from '../api';
 import type {CsvWhere} from '../csv';
 import {type Child, el} from '../dom';
-import {formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
+import {countOf, formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
 import {byField, DataTable, memorySource} from '../table';
 import {REASON_LABEL} from './static';
-import {card, HEAP_TREND} from './summary';
+import {card, HEAP_TREND, info} from './summary';
 import {familyCell, kindPill, onsetText} from './families';
 import {verdictBanner} from './verdict';
 
@@ -50,7 +50,7 @@ export function renderRegression(c: ComparisonAnswer, host: HostDiff | undefined
   const fixed = host?.allocators.flatMap((a) => a.families).filter((g) => g.status === 'fixed' && g.kind_a === 'growing').length ?? 0;
   const text =
     c.verdict_a === 'leak' && c.verdict_b !== 'leak'
-      ? `No regression, and A's leak is gone in B${fixed ? ` (${fixed} growing famil${fixed > 1 ? 'ies' : 'y'} fixed)` : ''}.`
+      ? `No regression, and A's leak is gone in B${fixed ? ` (${countOf(fixed, 'growing family', 'growing families')} fixed)` : ''}.`
       : 'No regression: B has no growing family that A does not, and does not leak where A does not.';
   return el('div', {class: 'lf-compare-ok', role: 'status', 'data-regression': 'false'}, text);
 }
@@ -81,24 +81,25 @@ export function renderVerdicts(c: ComparisonAnswer, host: HostDiff | undefined, 
 /** Down is good for every figure here but the number of allocations, which is neutral; up is bad only when `rise` is. */
 function deltaCard(label: string, d: Delta, value: (n: number) => string, delta: (n: number) => string, judged = true, help?: string, rise: 'bad' | null = 'bad'): HTMLElement {
   const tone = !judged || d.delta === 0 ? null : d.delta > 0 ? rise : 'good';
-  const node = card(label, delta(d.delta), el('span', {}, sideTag('a'), ` ${value(d.a)} → `, sideTag('b'), ` ${value(d.b)}`), tone);
+  const node = card(label, delta(d.delta), el('span', {}, sideTag('a'), ` ${value(d.a)} → `, sideTag('b'), ` ${value(d.b)}`), tone, help);
   node.dataset.delta = label;
-  if (help) node.title = help;
   return node;
 }
 
 export function renderDeltas(a: AllocatorDiff): HTMLElement {
   const perStep = (n: number) => `${formatBytesDelta(n)} / step`;
-  // Beside B's "No leak" a rise is not red, and the heap's trend says it is no leak rate.
+  // Beside B's "No leak" a rise is not red. The heap's trend is no leak rate: beside the verdicts' rates it would be a
+  // second one, so it is the peak's tooltip, not a figure of its own.
   const rise = a.verdict_b === 'leak' ? 'bad' : null;
-  const trend = deltaCard('Heap at step ends', a.growth_bytes_per_step, perStep, perStep, true, HEAP_TREND, rise);
-  if (!rise) trend.append(el('div', {class: 'lf-card-detail', 'data-why': 'true'}, 'all allocations, not a leak rate: B’s verdict is not a leak'));
+  const g = a.growth_bytes_per_step;
+  const trend = `The heap’s trend at step ends: A ${perStep(g.a)}, B ${perStep(g.b)}; ${HEAP_TREND}`;
+  const peak = deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta, true, trend, rise);
+  peak.dataset.trend = String(g.delta);
   return el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Changes from A to B'},
-    deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta, true, undefined, rise),
-    deltaCard('Never freed', a.never_freed_bytes, formatBytes, formatBytesDelta, true, undefined, rise),
-    trend,
+    peak,
+    deltaCard('Never freed', a.never_freed_requested_bytes, formatBytes, formatBytesDelta, true, 'tensor bytes of the buffers never freed', rise),
     deltaCard('Allocations', a.num_allocations, formatCount, formatCountDelta, false),
   );
 }
@@ -120,12 +121,12 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
   const rank = new Map(families.map((g, i) => [g, STATUS_ORDER.indexOf(g.status) * 1e6 + i]));
   const sortValue = (g: FamilyDiff, sort: string) => (sort === 'rank' ? (rank.get(g) ?? null) : byField(g, sort));
   const table = new DataTable<FamilyDiff>({
-    caption: 'Groups (op families) of A and B',
+    caption: 'Families of A and B',
     pageSize: 20,
     sort: 'rank',
     order: 'asc',
     filterLabel: 'Filter by op, shape, status…',
-    emptyText: 'Neither run has an op family that outlives a step.',
+    emptyText: 'Neither run has a family that outlives a step.',
     rowKey: (g) => [g.op, g.shape, g.dtype, g.region].join('\u0000'),
     rowClass: (g) => `lf-status-row lf-status-row-${g.status}`,
     where,
@@ -135,8 +136,8 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (g) => g.dtype},
       {key: 'kind', label: 'Kind A → B', cell: (g) => kinds(g.kind_a, g.kind_b)},
       // "—" where the family is absent from that run.
-      {key: 'chunk_bytes_a', label: 'Never freed A', sort: 'chunk_bytes_a', numeric: true, cell: (g) => (g.kind_a ? formatBytes(g.chunk_bytes_a) : '—')},
-      {key: 'chunk_bytes_b', label: 'Never freed B', sort: 'chunk_bytes_b', numeric: true, cell: (g) => (g.kind_b ? formatBytes(g.chunk_bytes_b) : '—')},
+      {key: 'requested_bytes_a', label: 'Never freed A', sort: 'requested_bytes_a', numeric: true, title: 'tensor bytes of its never-freed buffers in A', cell: (g) => (g.kind_a ? formatBytes(g.requested_bytes_a) : '—')},
+      {key: 'requested_bytes_b', label: 'Never freed B', sort: 'requested_bytes_b', numeric: true, title: 'tensor bytes of its never-freed buffers in B', cell: (g) => (g.kind_b ? formatBytes(g.requested_bytes_b) : '—')},
       {key: 'bytes_per_step_a', label: 'Per step A', sort: 'bytes_per_step_a', numeric: true, cell: (g) => (g.kind_a ? formatBytesDelta(g.bytes_per_step_a) : '—')},
       {key: 'bytes_per_step_b', label: 'Per step B', sort: 'bytes_per_step_b', numeric: true, cell: (g) => (g.kind_b ? formatBytesDelta(g.bytes_per_step_b) : '—')},
       {key: 'onset_step_b', label: 'Onset B', sort: 'onset_step_b', title: 'the step from which the family grows in B', cell: onsetCell},
@@ -156,8 +157,10 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
     el(
       'p',
       {class: 'lf-muted'},
-      'Op families of each run, matched by op (numeric suffixes such as Mul_1 removed), shape pattern, dtype and region. ',
-      'Growing families compare the growth of their live bytes per step, others the bytes of their never-freed buffers; changes within 5% count as unchanged.',
+      'Families of each run, matched by op, shape pattern, dtype and region. ',
+      info(
+        'Numeric suffixes such as Mul_1 are removed from ops before matching. Growing families compare the growth of their live bytes per step, others the tensor bytes of their never-freed buffers; changes within 5% count as unchanged.',
+      ),
     ),
     table.element,
   );

@@ -1,4 +1,4 @@
-// Op families: the buffers of one (op, dtype, region) that outlive a step or
+// Families: the buffers of one (op, dtype, region) that outlive a step or
 // are never freed, most suspicious first. A family's kind follows its live
 // bytes at step boundaries; its never-freed buffers are the evidence, and the
 // byte columns count them. Selecting a row highlights that family elsewhere.
@@ -6,10 +6,11 @@
 
 import type {Family, LeakKind} from '../api';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
-import {breakable, el} from '../dom';
-import {formatBytes, formatBytesDelta, formatCount} from '../format';
+import {breakable, type Child, el} from '../dom';
+import {formatBytesDelta, formatCount, tensorAndChunks} from '../format';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
+import {info} from './summary';
 
 export const KIND_HELP: Record<LeakKind, string> = {
   growing: 'its live bytes keep rising to the end of the window: a leak',
@@ -20,8 +21,31 @@ export const KIND_HELP: Record<LeakKind, string> = {
 
 export const REGROWN_HELP = 'grows by freeing one buffer and making it again larger: only its newest buffer is never freed';
 
+/** A kind in words: "window end", never the JSON's `window_end`. */
+export function kindWord(kind: string): string {
+  return kind.replace(/_/g, ' ');
+}
+
 export function kindPill(kind: LeakKind): HTMLElement {
-  return el('span', {class: `lf-kind lf-kind-${kind}`, title: KIND_HELP[kind] ?? ''}, kind.replace('_', ' '));
+  return el('span', {class: `lf-kind lf-kind-${kind}`, title: KIND_HELP[kind] ?? ''}, kindWord(kind));
+}
+
+/** Tensor bytes, with the allocator's chunks beside them (muted) where they read differently. */
+export function bytesCell(tensor: number, chunks: number): Child {
+  const [shown, allocated] = tensorAndChunks(tensor, chunks);
+  if (!allocated) return shown;
+  return el('span', {title: `${allocated} in the allocator’s chunks`}, shown, el('span', {class: 'lf-chunks', 'data-chunks': allocated}, ` (${allocated})`));
+}
+
+/**
+ * A family's label without the line of code the server's label ends with ("Mul [4] output (train.py:42 in step)",
+ * "output 0 of f(3) (dot f32[4], model.py:57)"): the Where column says it.
+ */
+export function labelWithoutWhere(label: string, where: string): string {
+  if (!where) return label;
+  if (label.endsWith(` (${where})`)) return label.slice(0, -(where.length + 3));
+  if (label.endsWith(`, ${where})`)) return `${label.slice(0, -(where.length + 3))})`;
+  return label;
 }
 
 /** "from step 20" for a family that grows; the verdict's "from step 20 on" names the same step. */
@@ -36,9 +60,9 @@ function kindCell(g: Family): HTMLElement {
 }
 
 /** The label, with the parts it folds together in its tooltip (the regrown wording leaves out the region). */
-export function familyCell(g: Pick<Family, 'op' | 'shape' | 'dtype' | 'region' | 'label'>): HTMLElement {
+export function familyCell(g: Pick<Family, 'op' | 'shape' | 'dtype' | 'region' | 'label'> & {where?: string}): HTMLElement {
   const title = `op ${g.op || '(unknown)'}, shapes ${g.shape}, ${g.dtype}, region ${g.region || '(none)'}`;
-  return el('span', {title, 'data-family': 'true'}, breakable(g.label));
+  return el('span', {title, 'data-family': 'true'}, breakable(labelWithoutWhere(g.label, g.where ?? '')));
 }
 
 function shapesCell(g: Family): HTMLElement {
@@ -50,9 +74,22 @@ function steps(g: Family): string {
   return `${g.steps} (${g.first_step}–${g.last_step})`;
 }
 
+/** The families table, and a way to select a row from elsewhere (the verdict, the peak breakdown). */
+export interface FamiliesPanel {
+  element: HTMLElement;
+  /** Marks `family` (its index) selected, or none; does not call onSelect. */
+  setSelected(family: number | null): void;
+}
+
+export const FAMILIES_HELP =
+  'A family is the buffers of one op, dtype and region that outlive a step or are never freed, whatever their shapes ([32,*] where a dimension varies). ' +
+  'Its kind follows its live bytes from step to step: growing families are the leak. Buffers and bytes count its never-freed buffers in tensor bytes ' +
+  '(the allocator’s chunks in parentheses where they differ); per step is the growth of its live bytes from its onset on.';
+
 /**
- * The op families; `stackHint` (how to get Python frames), when set, is shown
+ * The families; `stackHint` (how to get Python frames), when set, is shown
  * once above them. A `one_moment`'s buffers are live at one moment, not never freed.
+ * `shapeLabel` says what a shape is in this format ("input shapes" of a PyTorch op).
  */
 export function renderFamilies(
   families: Family[],
@@ -61,10 +98,11 @@ export function renderFamilies(
   sites: SiteLinks | null = null,
   stackHint: string | null = null,
   oneMoment = false,
-): HTMLElement {
+  shapeLabel = 'shape',
+): FamiliesPanel {
   const counted = oneMoment ? 'live' : 'never-freed';
   const table = new DataTable<Family>({
-    caption: 'Groups (op families)',
+    caption: 'Families',
     pageSize: 20,
     sort: 'score',
     order: 'desc',
@@ -75,52 +113,40 @@ export function renderFamilies(
     where,
     csvRow: (g) => withSite(g, siteColumns(g.site)),
     columns: [
-      {key: 'kind', label: 'Kind', sort: 'kind', cell: kindCell},
-      {key: 'label', label: 'Family', sort: 'label', wrap: true, title: 'op, shape pattern (* where a dimension varies) and region', cell: familyCell},
+      {key: 'kind', label: 'Kind', sort: 'kind', title: 'growing: a leak; persistent: made early and kept; bounded: stopped growing; window end: made in the last step', cell: kindCell},
+      {key: 'label', label: 'Family', sort: 'label', wrap: true, title: `op, ${shapeLabel} (* where a dimension varies) and region`, cell: familyCell},
       {key: 'dtype', label: 'Dtype', sort: 'dtype', cell: (g) => g.dtype},
       {key: 'where', label: 'Where', sort: 'where', wrap: true, title: whereHelp('its first buffer was'), cell: (g) => whereCell(g.where, g.site, sites)},
-      {key: 'num_shapes', label: 'Shapes', sort: 'num_shapes', numeric: true, title: 'distinct shapes in the family; hover for the newest', cell: shapesCell},
+      {key: 'num_shapes', label: 'Shapes', sort: 'num_shapes', numeric: true, title: `distinct ${shapeLabel} in the family; hover for the newest`, cell: shapesCell},
       {key: 'onset_step', label: 'Onset', sort: 'onset_step', title: 'the step from which a growing family grows', cell: (g) => onsetText(g.onset_step)},
       {key: 'count', label: 'Buffers', sort: 'count', numeric: true, title: `${counted} buffers`, cell: (g) => formatCount(g.count)},
-      {key: 'requested_bytes', label: oneMoment ? 'Live' : 'Never freed', sort: 'requested_bytes', numeric: true, title: `tensor bytes of the ${counted} buffers`, cell: (g) => formatBytes(g.requested_bytes)},
-      {key: 'chunk_bytes', label: 'Allocated', sort: 'chunk_bytes', numeric: true, title: `the allocator's chunks of the ${counted} buffers`, cell: (g) => formatBytes(g.chunk_bytes)},
+      {
+        key: 'requested_bytes',
+        label: oneMoment ? 'Live' : 'Never freed',
+        sort: 'requested_bytes',
+        numeric: true,
+        title: `tensor bytes of the ${counted} buffers; the allocator’s chunks in parentheses where they differ`,
+        cell: (g) => bytesCell(g.requested_bytes, g.chunk_bytes),
+      },
       {
         key: 'bytes_per_step',
         label: 'Per step',
         sort: 'bytes_per_step',
         numeric: true,
-        title: "tensor bytes the family's live bytes grow per step, fitted from its onset on",
-        cell: (g) => formatBytesDelta(g.bytes_per_step),
-      },
-      {
-        key: 'chunk_bytes_per_step',
-        label: 'Allocated per step',
-        sort: 'chunk_bytes_per_step',
-        numeric: true,
-        title: "the same in the allocator's chunk bytes",
-        cell: (g) => formatBytesDelta(g.chunk_bytes_per_step),
+        title: "tensor bytes the family's live bytes grow per step, fitted from its onset on: the verdict's rate",
+        cell: (g) => el('span', {title: `${formatBytesDelta(g.chunk_bytes_per_step)} per step in the allocator’s chunks`}, formatBytesDelta(g.bytes_per_step)),
       },
       {key: 'steps', label: 'Steps', sort: 'steps', numeric: true, title: 'steps that left never-freed buffers behind (first–last)', cell: steps},
-      {key: 'score', label: 'Score', sort: 'score', numeric: true, cell: (g) => g.score.toFixed(2)},
+      {key: 'score', label: 'Score', sort: 'score', numeric: true, title: 'how suspicious, 0 to 1: growth, its steadiness and its share of the memory; the table is sorted by it', cell: (g) => g.score.toFixed(2)},
     ],
-    source: memorySource(families, byField, (g) => [g.kind, g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
+    source: memorySource(families, byField, (g) => [g.kind, kindWord(g.kind), g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
   });
   void table.load();
   const about = oneMoment
-    ? el('p', {class: 'lf-muted'}, 'Op families: the buffers of one op, dtype and region live when the snapshot was saved. Growth shows across snapshots, in the run’s history.')
-    : el(
-        'p',
-        {class: 'lf-muted'},
-        'Op families: the buffers of one op, dtype and region that outlive a step or are never freed, whatever their shapes ([32,*] where a dimension varies). ',
-        "A family's kind follows its live bytes from step to step: growing families are the leak. ",
-        'Buffers and sizes count its never-freed buffers (tensor bytes, with the allocator’s chunks beside them); per step is the growth of its live bytes from its onset on. ',
-        'Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its never-freed buffers in the lifetime chart.',
-      );
-  return el(
-    'div',
-    {},
-    about,
-    stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null,
-    table.element,
-  );
+    ? el('p', {class: 'lf-muted'}, 'The buffers of one op, dtype and region live when the snapshot was saved; growth shows across snapshots, in the run’s history. ', info(FAMILIES_HELP))
+    : el('p', {class: 'lf-muted'}, 'Growing families are the leak. Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its buffers. ', info(FAMILIES_HELP));
+  return {
+    element: el('div', {}, about, stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null, table.element),
+    setSelected: (family) => table.setSelected(family === null ? null : String(family)),
+  };
 }

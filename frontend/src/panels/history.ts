@@ -12,7 +12,7 @@ import type {HistoryAnswer, HistoryCapture, HistoryFamily, HistorySeries, Select
 import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
-import {clockTicks, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
+import {clockTicks, countOf, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
 import {NO_SITE, whereCell} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {VERDICT_LABEL, verdictBanner} from './verdict';
@@ -56,7 +56,7 @@ function stepsText(c: HistoryCapture): string {
 
 /** The captures' files that could not be read, each with its capture, host and reason: the history is the others'. */
 function unreadableList(errors: UnreadableFile[]): HTMLElement {
-  const files = errors.length === 1 ? '1 file' : `${formatCount(errors.length)} files`;
+  const files = countOf(errors.length, 'file');
   return el(
     'div',
     {class: 'lf-unreadable', 'data-unreadable': 'history'},
@@ -136,8 +136,8 @@ export class HistoryPanel {
     this.chartNote = el('div', {class: 'lf-chart-note', role: 'status'});
     this.seriesBox = el('div');
     const name = tbRun || '(the logdir’s top)';
-    this.body = el('div', {}, notice('loading', `Loading the history of ${name} (${formatCount(captures)} captures; each is analysed once)…`));
-    this.element = section(`Run history: ${name}, ${formatCount(captures)} captures`, 'history', this.body);
+    this.body = el('div', {}, notice('loading', `Loading the history of ${name} (${countOf(captures, 'capture')}; each is analysed once)…`));
+    this.element = section(`Run history: ${name}, ${countOf(captures, 'capture')}`, 'history', this.body);
   }
 
   start(): void {
@@ -201,23 +201,21 @@ export class HistoryPanel {
     this.chartBox.dataset.allocator = s.memory_id;
     this.chartBox.dataset.axis = this.axis.kind;
     this.drawChart(s);
-    const rates = [
-      ...(s.bytes_per_hour === null ? [] : [`${formatBytesDelta(s.bytes_per_hour)} per hour`]),
-      ...(s.bytes_per_step === null ? [] : [`${formatBytesDelta(s.bytes_per_step)} per step`]),
-      `${formatBytesDelta(s.bytes_per_capture)} per capture`,
-    ];
     const first = s.captures[0];
     const last = s.captures[s.captures.length - 1];
     const span = this.axis.kind === 'time' ? `, ${formatDateTime(first?.time_s)} to ${formatDateTime(last?.time_s)}` : `, in ${this.axis.kind === 'step' ? 'step' : 'capture'} order`;
     this.chartNote.textContent =
-      `${formatCount(s.captures.length)} captures of ${s.allocator} on ${s.host}${span}: ` +
+      `${countOf(s.captures.length, 'capture')} of ${s.allocator} on ${s.host}${span}: ` +
+      // No rate here: the verdict above gives the one rate, a second sentence with another would contradict it.
       (s.rate_basis === 'within_captures'
-        ? `each point is what that capture kept within its window: its heap counts only what the capture saw allocated, so the captures are not chained (${rates.join(', ')}). `
-        : `what outlives every step moved ${formatBytesDelta(s.rise_bytes)} (${rates.join(', ')}). `) +
+        ? 'each point is what that capture kept within its window: its heap counts only what the capture saw allocated, so the captures are not chained. '
+        : `what outlives every step moved ${formatBytesDelta(s.rise_bytes)}. `) +
       'Click a point (or focus the chart, move with ← → and press Enter) to open that capture.';
     const reason = (this.history?.series.length ?? 0) > 1 ? el('p', {class: 'lf-muted', 'data-series-reason': 'true'}, `${s.allocator} on ${s.host}: ${s.reason}`) : null;
     const times = s.time_note ? el('p', {class: 'lf-muted', 'data-time-note': 'true'}, `Times: ${s.time_note}.`) : null;
-    const unexplained = s.unexplained ? el('p', {'data-unexplained': 'true'}, `${s.unexplained[0].toUpperCase()}${s.unexplained.slice(1)}.`) : null;
+    // Said once: the history's banner ends with it when this series is the one it judges.
+    const said = this.history?.reason.includes(s.unexplained ?? '\u0000') ?? false;
+    const unexplained = s.unexplained && !said ? el('p', {'data-unexplained': 'true'}, `${s.unexplained[0].toUpperCase()}${s.unexplained.slice(1)}.`) : null;
     const heading = s.verdict === 'leak' && s.families[0]?.agrees ? `Growing families (${formatCount(s.families.length)}; the first accounts for the growth)` : `Growing families (${formatCount(s.families.length)})`;
     const notes: HTMLElement[] = [reason, times, unexplained].filter((p): p is HTMLParagraphElement => p !== null);
     this.seriesBox.replaceChildren(...notes, el('h3', {}, heading), this.familiesTable(s));

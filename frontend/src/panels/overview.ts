@@ -20,6 +20,12 @@ function verdictCell(row: OverviewRow): HTMLElement {
   return el('span', {class: `lf-overview-verdict lf-verdict-${row.verdict}`, 'data-verdict': row.verdict, title: row.error ?? null}, row.error ? `${text} (not read)` : text);
 }
 
+/** The leak rate, one figure; the heap's trend (not a leak rate) in its tooltip. */
+function leakCell(row: OverviewRow): HTMLElement {
+  const trend = row.bytes_per_step === null ? null : `Heap trend ${formatBytesDelta(row.bytes_per_step)}/step: ${HEAP_TREND}`;
+  return el('span', {title: trend}, row.verdict === 'leak' && row.leak_bytes_per_step !== null ? `${formatBytesDelta(row.leak_bytes_per_step)}/step` : '—');
+}
+
 function peakCell(row: OverviewRow): string {
   return formatBytesOf(row.peak_bytes_in_use, row.memory_capacity_bytes);
 }
@@ -88,8 +94,7 @@ export class OverviewView {
           {key: 'host', label: 'Host', sort: 'host', cell: (r) => r.host},
           {key: 'name', label: 'Allocator', sort: 'name', cell: (r) => r.allocator ?? '—'},
           {key: 'verdict', label: 'Verdict', sort: 'verdict', cell: verdictCell},
-          {key: 'leak_bytes_per_step', label: 'Leak per step', sort: 'leak_bytes_per_step', numeric: true, title: "the growing families' tensor bytes per step, summed: what the forecast uses", cell: (r) => (r.verdict === 'leak' && r.leak_bytes_per_step !== null ? `${formatBytesDelta(r.leak_bytes_per_step)}/step` : '—')},
-          {key: 'bytes_per_step', label: 'Heap at step ends', sort: 'bytes_per_step', numeric: true, title: HEAP_TREND, cell: (r) => (r.bytes_per_step === null ? '—' : `${formatBytesDelta(r.bytes_per_step)}/step`)},
+          {key: 'leak_bytes_per_step', label: 'Leak per step', sort: 'leak_bytes_per_step', numeric: true, title: "the growing families' tensor bytes per step, summed: what the forecast uses; hover a row for its heap's trend", cell: leakCell},
           {key: 'peak', label: 'Peak', sort: 'peak_fraction', numeric: true, title: 'peak bytes in use, of the memory capacity', cell: peakCell},
           {key: 'step_source', label: 'Steps from', sort: 'step_source', title: 'where the steps came from', cell: (r) => r.step_source?.description ?? '—'},
         ],

@@ -2,10 +2,10 @@
 // where the steps came from, the forecast to out-of-memory, and every
 // allocator of the host that leaks.
 
-import {allocatorKey, allocatorLabel} from '../allocators';
-import type {AllocatorReport, HostReport, Verdict} from '../api';
-import {breakableChild, type Child, el} from '../dom';
-import {formatBytesDelta} from '../format';
+import {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from '../allocators';
+import type {AllocatorReport, Family, HostReport, Verdict} from '../api';
+import {breakable, breakableChild, type Child, el} from '../dom';
+import {countOf, formatBytesDelta, formatBytesOf} from '../format';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
   leak: 'Leak',
@@ -32,29 +32,83 @@ export function verdictBanner(verdict: Verdict, reason: string, warnings: string
   );
 }
 
+/** Why the tab opened on `chosen` (defaultAllocator's rule, in words), for a host of several allocators. */
+export function whyShown(allocators: AllocatorReport[], chosen: AllocatorReport): string {
+  const leaking = allocators.filter((a) => a.verdict === 'leak');
+  const device = memoryRank(chosen) === 0 ? 'device memory' : 'allocator';
+  if (leaking.length === 1) return 'the one that leaks';
+  if (leaking.length > 1) return `the ${device} that leaks fastest`;
+  return `the ${device} with the highest peak`;
+}
+
 /**
- * Every leaking allocator of the host, each a button that shows it: when
- * several leak, or when the one shown is not the one that does.
+ * Every allocator of a host of several: its verdict, peak and leak rate, each a button that shows it; and why the
+ * one shown was opened on, when the tab chose it. Null for a host of one allocator.
  */
-function leakingList(host: HostReport, shown: AllocatorReport | null, onPick: (key: string) => void): HTMLElement | null {
-  const leaking = host.allocators.filter((a) => a.verdict === 'leak');
-  const shownLeaks = shown !== null && leaking.some((a) => allocatorKey(a) === allocatorKey(shown));
-  if (leaking.length === 0 || (leaking.length === 1 && shownLeaks)) return null;
-  const item = (a: AllocatorReport) => {
+export function allocatorsOverview(host: HostReport, shown: AllocatorReport | null, onPick: (key: string) => void): HTMLElement | null {
+  const all = host.allocators;
+  if (all.length < 2) return null;
+  const chosen = defaultAllocator(all);
+  const row = (a: AllocatorReport) => {
     const key = allocatorKey(a);
     const current = shown !== null && allocatorKey(shown) === key;
     const button = el('button', {type: 'button', class: 'lf-link-button', 'data-allocator': key, 'aria-current': current ? 'true' : null}, allocatorLabel(a));
     button.addEventListener('click', () => onPick(key));
-    // The growing families' rate, as the verdict sums it: the heap's trend counts every allocation.
-    const rate = a.families.filter((g) => g.kind === 'growing').reduce((sum, g) => sum + g.bytes_per_step, 0);
-    return el('li', {}, button, rate ? ` ${formatBytesDelta(rate)}/step` : '');
+    return el(
+      'tr',
+      {'data-verdict': a.verdict, class: current ? 'lf-current' : null},
+      el('td', {}, button),
+      el('td', {}, el('span', {class: `lf-verdict-word lf-verdict-word-${a.verdict}`}, VERDICT_LABEL[a.verdict] ?? a.verdict)),
+      // The growing families' rate, as the verdict gives it: the heap's trend counts every allocation.
+      el('td', {class: 'lf-num'}, a.verdict === 'leak' ? `${formatBytesDelta(a.leak_bytes_per_step)}/step` : ''),
+      el('td', {class: 'lf-num'}, formatBytesOf(a.peak_bytes_in_use, a.memory_capacity_bytes)),
+    );
   };
-  const title = leaking.length === 1 ? 'An allocator of this host leaks:' : `${leaking.length} allocators of this host leak:`;
-  return el('div', {class: 'lf-verdict-allocators', 'data-list': 'leaking-allocators'}, title, el('ul', {}, ...leaking.map(item)));
+  const leaking = all.filter((a) => a.verdict === 'leak').length;
+  const why = shown && chosen && allocatorKey(shown) === allocatorKey(chosen) ? `; ${shown.allocator} is shown: ${whyShown(all, chosen)}` : '';
+  return el(
+    'details',
+    {class: 'lf-verdict-allocators', 'data-list': 'allocators', open: leaking > 0 || all.length <= 8 ? true : null},
+    el('summary', {}, `${countOf(all.length, 'allocator')} on this host, ${leaking ? `${formatCountWord(leaking)} leaking` : 'none leaking'}${why}`),
+    el(
+      'table',
+      {class: 'lf-devices'},
+      el('thead', {}, el('tr', {}, ...['Allocator', 'Verdict', 'Leak', 'Peak'].map((h, i) => el('th', {scope: 'col', class: i > 1 ? 'lf-num' : null}, h)))),
+      el('tbody', {}, ...all.map(row)),
+    ),
+  );
 }
 
-/** The banner of one capture; `title` (a capture of a run with a history) says whose verdict it is. */
-export function renderVerdict(host: HostReport, allocator: AllocatorReport | null, onPick: (key: string) => void, title?: string): HTMLElement {
+function formatCountWord(n: number): string {
+  return n === 1 ? 'one' : String(n);
+}
+
+/**
+ * The reason's text with the label of each growing family it names as a button that selects that family (the
+ * families table, the timeline and the lifetime chart follow).
+ */
+export function reasonNodes(text: string, families: Family[], onFamily: ((family: Family) => void) | null): (Node | string)[] {
+  if (!onFamily) return [breakable(text)];
+  const named = families.filter((g) => g.kind === 'growing' && g.label && text.includes(g.label));
+  const g = named[0];
+  if (!g) return [breakable(text)];
+  const at = text.indexOf(g.label);
+  const button = el('button', {type: 'button', class: 'lf-link-button lf-family-link', 'data-select-family': String(g.family), title: 'Select this family: its live bytes on the timeline, its buffers highlighted'}, breakable(g.label));
+  button.addEventListener('click', () => onFamily(g));
+  return [breakable(text.slice(0, at)), button, breakable(text.slice(at + g.label.length))];
+}
+
+/**
+ * The banner of one capture; `title` (a capture of a run with a history) says whose verdict it is, and the banner
+ * is then not coloured: the history's verdict above it is the run's. `onFamily` selects a family the reason names.
+ */
+export function renderVerdict(
+  host: HostReport,
+  allocator: AllocatorReport | null,
+  onPick: (key: string) => void,
+  title?: string,
+  onFamily: ((family: Family) => void) | null = null,
+): HTMLElement {
   const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
   const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
   const source = host.step_source;
@@ -69,8 +123,12 @@ export function renderVerdict(host: HostReport, allocator: AllocatorReport | nul
     oom && title ? el('span', {}, title, oom) : (oom ?? title),
     allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, allocator.forecast.description) : null,
     steps ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${steps}`) : null,
-    leakingList(host, allocator, onPick),
+    allocatorsOverview(host, allocator, onPick),
   );
-  if (title) banner.dataset.capture = 'true';
+  banner.querySelector('.lf-verdict-reason')?.replaceChildren(...reasonNodes(reasonText(verdict, reason), allocator?.families ?? [], onFamily));
+  if (title) {
+    banner.dataset.capture = 'true';
+    banner.classList.add('lf-verdict-capture');
+  }
   return banner;
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_leakfinder.analyses.words import format_bytes, format_fraction, short_program_ids
+from tb_leakfinder.analyses.words import count_of, format_bytes, format_fraction, short_program_ids
 from tests.support.cases import load_cases
 
 CASES = load_cases("format")
@@ -23,3 +23,10 @@ def test_fraction(f: float, text: str) -> None:
 @pytest.mark.parametrize(("label", "text"), CASES["short_program"])
 def test_short_program_ids(label: str, text: str) -> None:
     assert short_program_ids(label) == text
+
+
+@pytest.mark.parametrize(("args", "text"), CASES["count"])
+def test_count_of(args: list[int | str], text: str) -> None:
+    n, *words = args
+    assert isinstance(n, int)
+    assert count_of(n, *(str(w) for w in words)) == text

@@ -62,7 +62,7 @@ def test_check_says_what_undermines_a_no_leak_and_exits_1(tmp_path):
     assert checked.returncode == 1, checked.stderr
     doubt = "its frees are paired with allocations by size, having no address"
     assert f"Cannot tell: {doubt}. Taken at face value: No leak" in lines[0]
-    assert lines[-1] == " cannot tell  1 host(s): a warning above undermines their verdict"
+    assert lines[-1] == " cannot tell  1 host: a warning above undermines their verdict"
     # With addresses, the same trace passes; and so does one without whose every buffer is freed (nothing to misplace).
     write(tmp_path / "a.pt.trace.json", [*training(kept_bytes=0), memory(50.0, 4096, Addr=0x30)])
     assert cli("check", str(tmp_path / "a.pt.trace.json")).returncode == 0

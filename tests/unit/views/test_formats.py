@@ -22,6 +22,7 @@ from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli
+from tb_leakfinder.views.text import render_report
 from tests.support.demo import DEMO_LOGS, demo_xplane
 from tests.unit.read.formats.torch_trace.trace_files import complete, training, write
 from tests.unit.views.test_html_report import page_parts
@@ -92,11 +93,23 @@ def test_a_host_without_memory_events_is_told_how_its_own_format_records_them(tm
     torch = _only_host(Engine.for_path(str(trace)).report())
     jax = _only_host(Engine.for_path(str(demo_xplane("jax_clean"))).report())
     assert torch["verdict"] == jax["verdict"] == "inconclusive"
-    assert torch["reason"].startswith("No memory events in this profile. PyTorch records memory events")
-    assert "profile_memory=True" in torch["reason"] and "TF_CPU_ALLOCATOR_USE_BFC" not in torch["reason"]
-    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in jax["reason"] and "`" not in jax["reason"]
-    assert jax["reason"].endswith("Its compiled programs are in the static view.")
-    assert "static view" not in torch["reason"]
+    # The reason says there are none; how to record them is the format's own hint, given once beside it.
+    assert torch["reason"] == "No memory events in this profile."
+    torch_record, jax_record = torch["format_hints"]["record_events"], jax["format_hints"]["record_events"]
+    assert torch_record.startswith("PyTorch records memory events")
+    assert "profile_memory=True" in torch_record and "TF_CPU_ALLOCATOR_USE_BFC" not in torch_record
+    assert "TF_CPU_ALLOCATOR_USE_BFC=true" in jax_record
+    assert jax["reason"] == "No memory events in this profile. Its compiled programs are in the static view."
+    text = render_report(Engine.for_path(str(trace)).report())
+    assert text.count(torch_record.replace("`", "")) == 1 and "No memory events in this profile." in text
+
+
+def test_without_memory_events_the_static_views_finding_comes_first():
+    # capture_jax.py makes h = relu(x @ w1 + b1) at line 48 and its train_step_liveout returns it (line 63).
+    host = _only_host(Engine.for_path(str(demo_xplane("jax_liveout"))).report())
+    first = host["reason"].split(": XLA keeps")[0]
+    assert first.startswith("Static view: broadcast_maximum_fusion f32[256,3072] at capture_jax.py:48 (3 MiB), returned by")
+    assert "live_out" not in host["reason"] and "TF_CPU_ALLOCATOR_USE_BFC" not in host["reason"]
 
 
 def test_routes_and_the_history_of_hosts_without_memory_events_give_their_own_formats_advice(tmp_path):
@@ -240,11 +253,11 @@ def test_discovery_and_the_routes_serve_both_formats_of_a_mixed_logdir(mixed):
 
 
 @pytest.mark.skipif(not QWEN.exists(), reason="the shared real traces are absent")
-def test_the_cli_and_csv_show_the_model_layer_after_the_users_line(tmp_path, capsys):
+def test_the_cli_and_csv_show_the_model_layer_before_the_users_line(tmp_path, capsys):
     assert cli.main(["report", str(QWEN), "--no-cache"]) == cli.EXIT_OK
     out = capsys.readouterr().out
     mlp = next(line for line in out.splitlines() if "aten::mul BFloat16[16,559,2816]" in line)
-    assert "  text_base_model.py:28 in run_on_input, in Qwen2MLP.forward (modeling_qwen2.py:56) ← entry_point.py" in mlp
+    assert "  Qwen2MLP.forward (modeling_qwen2.py:56) ← text_base_model.py:28 in run_on_input ← entry_point.py" in mlp
     csv_dir = tmp_path / "csv"
     assert cli.main(["report", str(QWEN), "--csv", str(csv_dir)]) == cli.EXIT_OK
     with (csv_dir / "peak_breakdown.csv").open(newline="") as f:

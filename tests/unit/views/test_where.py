@@ -78,11 +78,12 @@ def test_text_shows_at_most_two_frames_after_the_line():
     framed = {"where": "a.py:1 in f", "site": {"stack": stack[:3], "model_frame": ""}}
     assert text.where_parts(framed, 2) == ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h"]
     assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": ""}}, 2) == []
-    # The model library frame below the line follows it; alone when the profile has no user frame.
+    # The model library's frame below the line comes first, the user's line that called it after; alone when the
+    # profile has no user frame.
     model = "Owlv2Attention.forward (modeling_owlv2.py:410)"
     layered = {"where": "a.py:1 in f", "site": {"stack": stack[:2], "model_frame": model}}
-    assert text.where_parts(layered) == [f"a.py:1 in f, in {model}", "b.py:2 in g"]
-    assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": model}}) == [f"in {model}"]
+    assert text.where_parts(layered) == [f"{model} ← a.py:1 in f", "b.py:2 in g"]
+    assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": model}}) == [model]
 
 
 def test_markdown_shows_the_line_and_every_frame(gemm, tmp_path):
@@ -170,6 +171,15 @@ def test_the_hint_is_not_said_for_rows_that_have_no_line_to_name():
     assert text.hint_for(allocator, [], [{**empty, "category": "buffers"}]) == STACK_HINT
     assert text.hint_for(allocator, [{**empty}], []) == STACK_HINT
     assert text.hint_for({"stack_hint": None}, [{**empty}], []) is None
+
+
+def test_the_hint_is_not_said_beside_rows_that_show_a_line():
+    """A program's source line names a row even without Python frames: "no Python frames" there reads as wrong."""
+    empty = {"where": "", "site": {"stack": [], "model_frame": ""}}
+    lined = {"where": "jax_conv_profiling.py:77", "site": {"stack": [], "model_frame": ""}}
+    assert text.hint_for({"stack_hint": STACK_HINT}, [{**empty}], [{**lined, "category": "buffers"}]) is None
+    modelled = {"where": "", "site": {"stack": [], "model_frame": "Linear.forward (linear.py:124)"}}
+    assert text.hint_for({"stack_hint": STACK_HINT}, [modelled, {**empty}], []) is None
 
 
 HOSTILE = 'a,b "quoted"\r\nnext line;=SUM(A1)'

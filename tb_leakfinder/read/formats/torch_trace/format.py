@@ -81,6 +81,8 @@ HINTS = FormatHints(
         "No Python frames in this trace. For the line of Python that made each buffer, profile with "
         "torch.profiler.profile(profile_memory=True, with_stack=True)"
     ),
+    # The trace names no allocation's own shape: the op's `Input Dims` stand for it.
+    shape_label="input shapes",
 )
 
 
