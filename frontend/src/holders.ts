@@ -5,6 +5,7 @@
 import type {Cause, CauseId, Family, Holder, HolderKind, HolderSearch} from './api';
 import {breakable, type Child, el} from './dom';
 import {countOf, formatBytes, formatCount} from './format';
+import {labelWithoutWhere} from './panels/families';
 
 /** A holder's kind in words (text.py's HOLDER_KIND_WORDS). */
 export const HOLDER_KIND_WORDS: Record<HolderKind, string> = {
@@ -145,7 +146,7 @@ export function familyDetail(g: Family, search: HolderSearch | null, families: F
   const cause = g.cause;
   if (cause) {
     const first = families.find((f) => f.cause?.id === cause.id && f.cause.evidence === cause.evidence);
-    const said = first && first !== g ? [el('strong', {}, `Likely cause: ${CAUSE_TITLES[cause.id] ?? cause.id}`), ` (as for ${first.label}).`] : causeNodes(cause);
+    const said = first && first !== g ? [el('strong', {}, `Likely cause: ${CAUSE_TITLES[cause.id] ?? cause.id}`), ` (as for ${labelWithoutWhere(first.label, first.where)}).`] : causeNodes(cause);
     parts.push(el('p', {'data-cause': cause.id}, ...said));
   }
   return el('div', {class: 'lf-family-detail', 'data-family-detail': String(g.family)}, ...parts);
