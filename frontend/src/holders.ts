@@ -137,8 +137,12 @@ export function familyDetail(g: Family, search: HolderSearch | null, families: F
   const parts: Child[] = [];
   if (g.holders.length) parts.push(el('ul', {class: 'lf-holders', 'aria-label': 'Holders'}, ...g.holders.map((h) => holderLine(h, g))));
   if (missed(g, search) && search) {
-    const why = search.status === 'failed' ? 'the search for holders failed' : 'the search for holders was partial and stopped before reaching them';
-    parts.push(el('p', {'data-holder-missed': search.status}, `No holder found for these buffers: ${why} (${search.warning || 'no reason given'}).`));
+    const why = search.warning || 'no reason given';
+    const said =
+      search.status === 'failed'
+        ? `No holder is known for these buffers: the search for holders failed (${why}).`
+        : `No holder found for these buffers, but the search for holders was partial (${why}): a reference it did not reach may keep them.`;
+    parts.push(el('p', {'data-holder-missed': search.status}, said));
   }
   if ((g.holders.length || g.cause) && g.where_text) {
     parts.push(el('p', {'data-where-text': 'true'}, 'Made at ', el('code', {}, breakable(g.where)), ': ', el('code', {class: 'lf-line-text'}, g.where_text)));
