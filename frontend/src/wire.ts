@@ -220,7 +220,7 @@ export interface Family {
   /** that line's text, from the companion file (or, in the CLI, the local file); "" unknown */
   where_text: string;
   site: Site;
-  /** the references that keep its never-freed buffers, most buffers first; [] unknown */
+  /** the references that keep its never-freed buffers, most first, at most 20; [] unknown */
   holders: Holder[];
   /** its likely cause; null unless it grows on a leaking allocator and the profile shows one */
   cause: Cause | null;

@@ -19,6 +19,10 @@ from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 from tb_leakfinder.model.recordings import HolderSearch, Recordings
 from tb_leakfinder.model.sites import Site
 
+# Holders listed per family, most buffers first: a family kept by more references is still read in a glance, and the
+# host's `HolderStatus.num_holders` counts them all.
+MAX_FAMILY_HOLDERS = 20
+
 
 @dataclass
 class Holder:
@@ -50,7 +54,7 @@ class HolderStatus:
 
 
 def family_holders(buffers: Buffers, suspects: Suspects, search: HolderSearch, sources: dict[str, str]) -> list[list[Holder]]:
-    """Each family's holders (in the order of `suspects.families`), most buffers first."""
+    """Each family's holders (in the order of `suspects.families`), most buffers first, at most MAX_FAMILY_HOLDERS."""
     found: list[list[Holder]] = [[] for _ in suspects.families]
     never = np.flatnonzero(buffers.status == NEVER_FREED)
     if len(never) == 0 or not search.holders:
@@ -80,6 +84,7 @@ def family_holders(buffers: Buffers, suspects: Suspects, search: HolderSearch, s
             )
     for holders in found:
         holders.sort(key=lambda h: (-h.count, -h.chunk_bytes, h.path))
+        del holders[MAX_FAMILY_HOLDERS:]
     return found
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from tb_leakfinder.capture.framework_profiler import FRAMEWORKS
@@ -39,7 +40,8 @@ def _make_class() -> type:
 
     class LeakCapture(callback):
         """Profiles training batches `start_batch .. start_batch+num_batches-1` of `fit` into `logdir` (with Python
-        function events when `python_tracer` is true), and again every `every_batches` batches when that is set."""
+        function events when `python_tracer` is true), and again every `every_batches` batches when that is set;
+        `recorders` chooses the companion recorders as `tb_leakfinder.capture` does (`()`: none)."""
 
         def __init__(
             self,
@@ -48,6 +50,7 @@ def _make_class() -> type:
             num_batches: int = 20,
             python_tracer: bool = False,
             every_batches: int | None = None,
+            recorders: Sequence[str] | None = None,
         ) -> None:
             super().__init__()
             framework = _backend_framework(keras)
@@ -55,7 +58,9 @@ def _make_class() -> type:
                 raise CaptureError(
                     f"the Keras backend is {keras.backend.backend()!r}; LeakCapture profiles TensorFlow, JAX or PyTorch only"
                 )
-            self.capture = Capture(logdir, start_batch, num_batches, framework, python_tracer, every=every_batches)
+            self.capture = Capture(
+                logdir, start_batch, num_batches, framework, python_tracer, every=every_batches, recorders=recorders
+            )
             self._batch = 0
             self._step: Any = None
 

@@ -98,15 +98,15 @@ def analyze_file(path: str, host: str, session_dir: str, recordings: str | None 
     profile_format = format_of(path)
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
+    if not reading.profile.machine_memory_bytes:
+        # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
+        reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER
     if recordings is not None:
         try:
             reading.profile.recordings = read_recordings(recordings)
             reading.profile.recordings_file = recordings
         except LeakfinderError as exc:
             reading.profile.warnings.append(f"{exc.message}; the profile is reported without it")
-    if not reading.profile.machine_memory_bytes:
-        # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
-        reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER
     summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
     reading.profile.warnings.extend(summary_warnings)
     return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)

@@ -205,7 +205,7 @@ class Family(TypedDict):
     where: Annotated[str, 'the line of code its first buffer was made at ("train.py:42 in train_step"); "" unknown']
     where_text: Annotated[str, 'that line\'s text, from the companion file (or, in the CLI, the local file); "" unknown']
     site: Site
-    holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most buffers first; [] unknown"]
+    holders: Annotated[list[Holder], "the references that keep its never-freed buffers, most first, at most 20; [] unknown"]
     cause: Annotated[Cause | None, "its likely cause; null unless it grows on a leaking allocator and the profile shows one"]
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from tb_leakfinder import analyze
 from tb_leakfinder.read.discovery import discover
-from tb_leakfinder.testing.recordings_builder import companion, companion_path, holder, write_companion
+from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion
 from tests.support import capture_programs, torch_captures
 from tests.support.cli_process import run_cli
 from tests.support.demo import ROOT
@@ -96,8 +96,9 @@ def test_the_trace_is_named_and_recorded_as_tensorboard_trace_handler_would(capt
     trace = pathlib.Path(out["kept_every_step"]["trace"])
     assert trace.parent == logdir / "kept_every_step"
     assert re.fullmatch(rf"{re.escape(socket.gethostname())}_\d+\.\d+\.pt\.trace\.json\.gz", trace.name)
-    # No staging left behind: the trace and the companion file the holder finder wrote beside it.
-    assert sorted(p.name for p in trace.parent.iterdir()) == sorted([trace.name, companion_path(trace).name])
+    # No staging left behind: the trace and its companion file (the holder finder's, docs/recordings.md).
+    companion = trace.name.replace(".pt.trace.json.gz", ".leakfinder.json")
+    assert sorted(p.name for p in trace.parent.iterdir()) == [companion, trace.name]
     content = json.loads(gzip.decompress(trace.read_bytes()))
     assert (content["profile_memory"], content["record_shapes"], content["with_stack"]) == (1, 1, 1)
     assert any(e.get("cat") == "python_function" for e in content["traceEvents"])
@@ -107,8 +108,9 @@ def test_every_writes_one_trace_per_window(captured):
     logdir, out = captured
     sessions = out[torch_captures.PERIODIC]["sessions"]
     assert [s["steps"] for s in sessions] == [[1, 2, 3], [6, 7, 8], [11, 12, 13]]
-    traces = sorted(p.name for p in (logdir / torch_captures.PERIODIC).glob("*.pt.trace.json.gz"))
+    traces = sorted(p.name for p in (logdir / torch_captures.PERIODIC).iterdir() if p.name.endswith(".pt.trace.json.gz"))
     assert traces == sorted(pathlib.Path(s["trace"]).name for s in sessions)
+    assert len(list((logdir / torch_captures.PERIODIC).glob("*.leakfinder.json"))) == len(sessions)
     for session in sessions:
         (run,) = analyze(session["trace"])["runs"]
         (host,) = run["hosts"]

@@ -3,9 +3,9 @@
 Its never-freed buffers come from the window's profile, read back and paired as the report pairs them
 (never_freed.py); JAX on CPU, whose profiles record no memory events, has them from its live arrays instead: those
 alive when the window ends that were not when it began. The walk (walk.py) then reaches the objects that own them
-from the program's names; each buffer's holder is the object on its path where the buffers it keeps branch the
-most (the list they were appended to, the ModuleList that gained a module per step), or, for a buffer kept alone,
-the object that owns it; inside an autograd graph, the graph itself (`total.grad_fn`). See docs/recordings.md.
+from the program's names; each buffer's holder is the container on its path from which the buffers hang one by one
+(the list they were appended to, the ModuleList that gained a module per step), or, for a buffer kept alone, the
+object that owns it; inside an autograd graph, the graph itself (`total.grad_fn`). See docs/recordings.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import sys
 import time
 import tracemalloc
 import types
-from collections.abc import Iterator
 from typing import Any
 
 from tb_leakfinder.capture.holders import matchers
@@ -44,10 +43,8 @@ from tb_leakfinder.capture.holders.walk import (
     ROOT_LOCAL,
     SAVED,
     SUBMODULE,
-    VALUE,
     Walk,
-    frame_roots,
-    global_roots,
+    roots,
     type_name,
     where,
 )
@@ -64,7 +61,6 @@ _KINDS = {
     ATTR: "attribute",
     GRAD: "attribute",
     BASE: "attribute",
-    VALUE: "attribute",
     REFERENT: "attribute",
     CLASS_ATTR: "class_attribute",
     ITEM: "list",
@@ -130,10 +126,11 @@ class HolderFinder:
         walk = Walk(matcher, set(by_address), self.max_objects, self.time_limit_s)
         if by_address:
             with matcher.session():
-                walk.run(_roots())
+                walk.run(roots())
         groups = holders(walk, by_address)
         unmatched = [b for b in buffers if b.addr not in walk.found]
-        status = PARTIAL if walk.stopped else COMPLETE
+        # Objects another thread changed while they were read were skipped: what lay behind them was not reached.
+        status = PARTIAL if walk.stopped or walk.skipped else COMPLETE
         warning = walk.stopped + (f"; {walk.skipped} object(s) changed while read and were skipped" if walk.skipped else "")
         records = [record for record, _ in groups]
         value = _search(status, warning.lstrip("; "), walk.visited, time.perf_counter() - began, records, unmatched)
@@ -145,16 +142,11 @@ class HolderFinder:
         """JAX's arrays alive now whose buffers were not when the window began (a CPU profile records none)."""
         found = []
         for array in self.module.live_arrays():
-            for pointer in matchers.buffer_pointers(array):
+            shape = "[" + ",".join(str(d) for d in array.shape) + "]"
+            for pointer, size in matchers.shard_buffers(array):
                 if pointer not in self._live_at_start:
-                    shape = "[" + ",".join(str(d) for d in array.shape) + "]"
-                    found.append(Buffer(pointer, int(array.nbytes), shape, str(array.dtype), ""))
+                    found.append(Buffer(pointer, size, shape, str(array.dtype), ""))
         return found
-
-
-def _roots() -> Iterator[Any]:
-    yield from frame_roots()
-    yield from global_roots()
 
 
 def _search(
@@ -204,14 +196,15 @@ def _path(walk: Walk, node: int) -> list[int]:
 
 
 def _holder_node(walk: Walk, path: list[int], branches: dict[int, set[int]]) -> int:
-    """The container on a buffer's path where the buffers branch the most (the shallowest of a tie): the list they
-    were appended to, the ModuleList that gained a module per step, the graph that chains every step's; for a buffer
-    kept alone, its owner. Inside an autograd graph, the graph's first node."""
-    position, most = len(path) - 1, 1
-    for i, node in enumerate(path):
-        fan_out = len(branches.get(node, ()))
-        if fan_out > most and walk.container(node):
-            position, most = i, fan_out
+    """The container on a buffer's path from which its buffers hang one by one: the deepest whose branches are at
+    least half the most of any on the path (the list they were appended to, the ModuleList that gained a module per
+    step, `metrics['loss_map']` rather than `metrics`; a list of small dicts rather than each dict); for a buffer kept
+    alone, its owner. Inside an autograd graph, the graph's first node."""
+    fan_out = [len(branches.get(node, ())) if walk.container(node) else 0 for node in path]
+    most = max(fan_out)
+    position = len(path) - 1
+    if most >= 2:
+        position = max(i for i, n in enumerate(fan_out) if n >= max(2, most / 2))
     for node in path[: position + 1]:
         if walk.edge[node] in AUTOGRAD:
             return node
@@ -273,14 +266,14 @@ def _step(edge: int, key: object) -> str:
         return f"[{key}]"
     if edge == KEY:
         # Only a builtin key's own repr: a user key's would run its code, and may hold data.
-        return f"[{key!r}]" if type(key) in (str, int, bool, float) or key is None else f"[<{type_name(type(key))}>]"
+        plain = key is None or any(type(key) is t for t in (str, int, bool, float))
+        return f"[{key!r}]" if plain else f"[<{type_name(type(key))}>]"
     return {
         GRAD: ".grad",
         BASE: "._base",
         GRAD_FN: ".grad_fn",
         NEXT_FUNCTION: f".next_functions[{key}][0]",
         MEMBER: "[*]",
-        VALUE: ".value()",
     }.get(edge, "[?]")
 
 

@@ -188,12 +188,17 @@ class JaxMatcher:
         return False
 
 
-def buffer_pointers(array: Any) -> list[int]:
-    """A JAX array's device buffers: one per addressable shard; none for a deleted array."""
+def shard_buffers(array: Any) -> list[tuple[int, int]]:
+    """A JAX array's device buffers, one per addressable shard (a replicated array's each hold it whole): (pointer,
+    bytes) each; none for a deleted array."""
     try:
-        return [int(shard.data.unsafe_buffer_pointer()) for shard in array.addressable_shards]
+        return [(int(s.data.unsafe_buffer_pointer()), int(s.data.nbytes)) for s in array.addressable_shards]
     except Exception:  # noqa: BLE001 - deleted, donated, or on a backend without pointers
         return []
+
+
+def buffer_pointers(array: Any) -> list[int]:
+    return [pointer for pointer, _ in shard_buffers(array)]
 
 
 def matcher(framework: str, module: types.ModuleType) -> TorchMatcher | TensorflowMatcher | JaxMatcher | None:

@@ -44,13 +44,13 @@ DEFAULT = 14  # a function's default argument (key: the parameter)
 CLOSURE = 15  # a function's closure cell (key: the free variable)
 GENERATOR_LOCAL = 16  # a suspended generator's or coroutine's local (key: name)
 REFERENT = 17  # a referent of an object of C that has no names for them
-VALUE = 18  # a framework object's value (a tf.Variable's read value)
 
 AUTOGRAD = frozenset({GRAD_FN, NEXT_FUNCTION, SAVED})
 _NO_KEY = object()
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _OWN_FILES = (_PACKAGE_DIR + os.sep, os.path.dirname(os.__file__) + os.sep + "contextlib.py")
 _LIBRARY_DIRS = ("site-packages", "dist-packages")
+_STDLIB = os.path.dirname(os.__file__) + os.sep
 
 # Reading what a class holds through type's own descriptors: a metaclass's properties never run.
 _type_mro: Any = type.__dict__["__mro__"]
@@ -109,7 +109,10 @@ class Matcher(Protocol):
 
 # The walk's generic plans of a type, besides a matcher's (which are >= MATCHER_PLANS).
 MATCHER_PLANS = 100
-SKIP, DICT, LIST, TUPLE, SET, FROZENSET, DEQUE, INSTANCE, FUNCTION, CLASS, GENERATOR, CELL, METHOD, REFERENTS, MODULE = range(15)
+# (from 1: a plan is never falsy)
+SKIP, DICT, LIST, TUPLE, SET, FROZENSET, DEQUE, INSTANCE, FUNCTION, CLASS, GENERATOR, CELL, METHOD, REFERENTS, MODULE = range(
+    1, 16
+)
 # The builtin containers, each read through its own C iterator (a subclass's __iter__ never runs).
 _BASES = ((dict, DICT), (list, LIST), (tuple, TUPLE), (set, SET), (frozenset, FROZENSET), (collections.deque, DEQUE))
 _ITERATE: dict[int, Any] = {
@@ -121,6 +124,15 @@ _ITERATE: dict[int, Any] = {
     DEQUE: collections.deque.__iter__,
 }
 _CONTAINERS = frozenset({DICT, LIST, TUPLE, SET, FROZENSET, DEQUE})
+# The builtin containers' own sizes (a subclass's __len__ never runs), and the size past which one is read last.
+_SIZED: dict[int, Any] = {
+    DICT: dict.__len__,
+    LIST: list.__len__,
+    TUPLE: tuple.__len__,
+    SET: set.__len__,
+    DEQUE: collections.deque.__len__,
+}
+LARGE = 10_000
 _EXACT: dict[int, int] = {
     id(t): p
     for t, p in (
@@ -155,6 +167,7 @@ class Root:
     value: Any
     function: str  # the frame's function, or the module's name
     where: str  # "train.py:40 in train": the frame's function's first line; "" for a module's global
+    file: str = ""  # the running frame's file; "" for a module's global
 
 
 class Walk:
@@ -173,11 +186,12 @@ class Walk:
         self.roots: list[Root] = []  # by the root's index in `objects`: root_of[index]
         self.root_of: dict[int, Root] = {}
         self.found: dict[int, int] = {}  # target address -> the node that owns it
-        self.visited = 0
+        self._read = 0  # objects whose references were read: the clock is looked at every 1024
         self.skipped = 0  # objects whose references could not be read
         self.stopped = ""  # why the walk stopped before it reached every object it could: "" when it did not
         self._seen: set[int] = set()
-        self._plans: dict[int, int] = {}
+        self._put_off: set[int] = set()  # the large containers read last
+        self._plans: dict[int, int] = dict(_EXACT)
         self._plan_keep: list[type] = []  # the types planned, alive while their ids are keys
         self._instance: dict[int, tuple[Any, tuple[Any, ...]]] = {}
         self._user_modules = user_module_names()
@@ -199,29 +213,99 @@ class Walk:
             if index is not None:
                 self.root_of[index] = root
                 queue.append(index)
-        while queue and len(self.found) < len(self.targets):
-            if self.visited >= self.max_objects:
-                self.stopped = f"the walk stopped after {self.visited} objects (max_objects={self.max_objects})"
-                return
-            if not self.visited & 255 and time.perf_counter() > self.deadline:
-                self.stopped = f"the walk stopped after {self.time_limit_s:g} s (time_limit_s), {self.visited} objects visited"
-                return
-            index = queue.popleft()
-            self.visited += 1
-            try:
-                self._expand(index, self.objects[index], queue)
-            except Exception:  # noqa: BLE001 - an object that changed under the walk (another thread's dict): skipped
-                self.skipped += 1
+                self._match(index)
+        # The loop every object goes through, its names local: a plain list's or dict's items cost a few lookups each.
+        objects, parents, edges, keys, seen = self.objects, self.parent, self.edge, self.key, self._seen
+        plans, plan_of, is_tracked, found = self._plans, self.plan, gc.is_tracked, self.found
+        pop, push, now, add_object, add_parent, add_edge, add_key, see = (
+            queue.popleft,
+            queue.append,
+            time.perf_counter,
+            objects.append,
+            parents.append,
+            edges.append,
+            keys.append,
+            seen.add,
+        )
+        read, limit, wanted, deadline = self._read, self.max_objects, len(self.targets), self.deadline
+        put_off, instance_fields, fields_of, plans_get = self._put_off, self._instance, self._fields, plans.get
+        children: Iterable[tuple[Any, Any]]
+        deferred: collections.deque[int] = collections.deque()
+        try:
+            while (queue or deferred) and len(found) < wanted:
+                if not queue:  # the large containers put off, now that everything else was read
+                    queue, deferred = deferred, queue
+                    pop, push = queue.popleft, queue.append
+                if len(objects) >= limit:
+                    self.stopped = f"the walk stopped after {len(objects)} objects (max_objects={limit})"
+                    return
+                if not read & 1023 and now() > deadline:
+                    self.stopped = self._timed_out()
+                    return
+                index = pop()
+                read += 1
+                obj = objects[index]
+                cls = type(obj)
+                plan = plans_get(id(cls)) or plan_of(cls)
+                sized = _SIZED.get(plan)
+                if sized is not None and sized(obj) > LARGE and index not in put_off:
+                    # A container of many (a million small objects) is read after the rest: a leak's holder is rarely
+                    # the largest container, and its items would otherwise come before every deeper object.
+                    put_off.add(index)
+                    deferred.append(index)
+                    read -= 1
+                    continue
+                try:
+                    if plan in (LIST, TUPLE):
+                        edge, children = ITEM, enumerate(_ITERATE[plan](obj))
+                    elif plan == DICT:
+                        edge, children = KEY, dict.items(obj)
+                    elif plan == INSTANCE and not (instance_fields.get(id(cls)) or fields_of(cls))[1]:
+                        # An instance without __slots__, the most common: its __dict__ read as a dict is.
+                        attributes = instance_fields[id(cls)][0].__get__(obj, cls)
+                        if type(attributes) is not dict:
+                            continue
+                        edge, children = ATTR, dict.items(attributes)
+                    else:
+                        self._expand(index, obj, plan, queue)
+                        continue
+                    for key, child in children:
+                        child_plan = plans_get(id(type(child))) or plan_of(type(child))
+                        if child_plan == SKIP:
+                            continue
+                        if child_plan < MATCHER_PLANS and child_plan != CLASS and not is_tracked(child):
+                            continue  # an object that can hold no other (a tuple of numbers)
+                        child_id = id(child)
+                        if child_id in seen:
+                            continue
+                        see(child_id)
+                        added = len(objects)
+                        add_object(child)
+                        add_parent(index)
+                        add_edge(edge)
+                        add_key(key)
+                        push(added)
+                        if child_plan >= MATCHER_PLANS:
+                            self._match(added)
+                        elif not added & 4095 and now() > deadline:  # within a container of thousands too
+                            self.stopped = self._timed_out()
+                            return
+                except Exception:  # noqa: BLE001 - an object that changed under the walk (another thread's dict): skipped
+                    self.skipped += 1
+        finally:
+            self._read = read
 
-    def _expand(self, index: int, obj: Any, queue: collections.deque[int]) -> None:
-        plan = self.plan(type(obj))
-        if plan >= MATCHER_PLANS:
-            for address in self.matcher.addresses(obj, plan):
-                if address in self.targets and address not in self.found:
-                    self.found[address] = index
-            children: Iterable[tuple[int, object, Any]] = self.matcher.children(obj, plan, self)
-        else:
-            children = self._children(obj, plan)
+    @property
+    def visited(self) -> int:
+        """The objects the walk reached (each kept alive, with its path, until the walk is dropped)."""
+        return len(self.objects)
+
+    def _timed_out(self) -> str:
+        return f"the walk stopped after {self.time_limit_s:g} s (time_limit_s), {self.visited} objects visited"
+
+    def _expand(self, index: int, obj: Any, plan: int, queue: collections.deque[int]) -> None:
+        """The children of an object that is not a plain list, tuple or dict."""
+        children = self.matcher.children(obj, plan, self) if plan >= MATCHER_PLANS else self._children(obj, plan)
         for edge, key, child in children:
             if child is None:
                 continue
@@ -231,6 +315,18 @@ class Walk:
             added = self._add(index, edge, key, child)
             if added is not None:
                 queue.append(added)
+                if child_plan >= MATCHER_PLANS:
+                    self._match(added)
+
+    def _match(self, index: int) -> None:
+        """A framework object's buffers, matched as it is reached (not when read): a target one level down is found
+        before the level's other objects are read."""
+        obj = self.objects[index]
+        plan = self.plan(type(obj))
+        if plan >= MATCHER_PLANS:
+            for address in self.matcher.addresses(obj, plan):
+                if address in self.targets and address not in self.found:
+                    self.found[address] = index
 
     def container(self, node: int) -> bool:
         """Whether a node gathers objects of a kind, as the lists, dicts and ModuleLists that leaks grow do."""
@@ -239,9 +335,6 @@ class Walk:
         return plan in _CONTAINERS or (plan >= MATCHER_PLANS and self.matcher.container(cls, plan))
 
     def plan(self, cls: type) -> int:
-        plan = _EXACT.get(id(cls))
-        if plan is not None:
-            return plan
         plan = self._plans.get(id(cls))
         if plan is None:
             plan = self._plan(cls)
@@ -382,10 +475,29 @@ def frame_roots() -> Iterator[Root]:
         while frame is not None:
             if not own_frame(frame):
                 code = frame.f_code
-                edge = ROOT_GLOBAL if code.co_name == "<module>" else ROOT_LOCAL
+                # A module-level frame's locals are its globals: made anywhere in the module.
+                edge, made = (ROOT_GLOBAL, "") if code.co_name == "<module>" else (ROOT_LOCAL, where(code))
                 for name, value in frame_locals(frame):
-                    yield Root(edge, name, value, code.co_name, where(code))
+                    yield Root(edge, name, value, code.co_name, made, code.co_filename)
             frame = frame.f_back
+
+
+def program_file(file: str) -> bool:
+    """Whether a file is the program's own: not an installed package's, not the standard library's."""
+    return not any(part in file for part in _LIBRARY_DIRS) and not file.startswith(_STDLIB)
+
+
+def roots() -> Iterator[Root]:
+    """The walk's roots, the nearest to the program first: its own frames' locals, its modules' globals, then the
+    locals of the libraries' frames around them (a Keras fit() loop's)."""
+    later = []
+    for root in frame_roots():
+        if program_file(root.file):
+            yield root
+        else:
+            later.append(root)
+    yield from global_roots()
+    yield from later
 
 
 def _ident() -> int:
@@ -398,16 +510,13 @@ def user_module_names() -> set[str]:
     """The program's own modules: `__main__` and every loaded module outside the frameworks, the standard library,
     the installed packages and tb_leakfinder."""
     names = set()
-    stdlib = {os.path.dirname(os.__file__)}
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] in FRAMEWORK_PACKAGES or name.startswith("tb_leakfinder") or module is None:
             continue
         if not any(c is types.ModuleType for c in mro(type(module))):
             continue
         file = _module_dict.__get__(module).get("__file__")
-        if name == "__main__" or (
-            type(file) is str and not any(part in file for part in _LIBRARY_DIRS) and os.path.dirname(file) not in stdlib
-        ):
+        if name == "__main__" or (type(file) is str and program_file(file)):
             names.add(name)
     return names
 

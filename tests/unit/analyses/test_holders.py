@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.holders import line_text
+from tb_leakfinder.analyses.holders import MAX_FAMILY_HOLDERS, line_text
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.model.memory import ALLOC, FREE
@@ -103,6 +103,18 @@ def test_without_a_companion_nothing_changes_and_without_the_search_no_status():
     assert after.allocators[0].verdict == before.allocators[0].verdict
     assert after.allocators[0].holders == []
     assert after.allocators[0].where_texts == [""] * len(after.allocators[0].suspects.families)
+
+
+def test_a_family_lists_its_holders_that_keep_the_most_and_the_status_counts_them_all():
+    kept, _, profile = _loop()
+    each = [HolderRecord(f"alias_{n}", "global", "Tensor", "", [kept[n]], 1, KEPT) for n in range(STEPS)]
+    many = [HolderRecord(f"list_{k}", "list", "list", "", kept[:2], 2, 2 * KEPT) for k in range(MAX_FAMILY_HOLDERS)]
+    profile.recordings = _search(*each, *many)
+    analysis = analyze_host(profile)
+    _, families = _by_op(analysis)
+    listed = families["Mul"][1]
+    assert [h.path for h in listed] == sorted(f"list_{k}" for k in range(MAX_FAMILY_HOLDERS))  # 2 buffers each, by path
+    assert analysis.holder_status is not None and analysis.holder_status.num_holders == STEPS + MAX_FAMILY_HOLDERS
 
 
 def test_a_lines_text_by_its_whole_path_or_by_a_base_name_only_one_file_has():

@@ -197,3 +197,19 @@ def test_the_file_is_written_whole(tmp_path):
     companion.write(path, b"new")
     assert path.read_bytes() == b"new"
     assert [p.name for p in tmp_path.iterdir()] == [path.name], "no temporary file is left"
+
+
+def test_a_holder_search_that_fails_is_written_as_failed_and_warned(fake_jax, tmp_path):
+    from tb_leakfinder.capture.holders.finder import HolderFinder
+
+    jax = sys.modules["jax"]
+    jax.Array = type("Array", (), {})  # what the JAX matcher asks of JAX
+    jax.live_arrays = list
+    cap = tb_leakfinder.capture(tmp_path, framework="jax", recorders=[HolderFinder("jax", jax)])
+    with pytest.warns(CaptureWarning, match=r"holders: the holder search failed \(LeakfinderError: .*host.xplane.pb"):
+        run(cap, [0, 1])  # the fake profiler's file is no XSpace: reading it back fails
+    (session,) = cap.sessions
+    assert session.steps == (0, 1)
+    search = json.loads(session.recordings.read_text())["holders"]
+    assert search["status"] == "failed" and search["holders"] == []
+    assert cap.warnings == [f"holders: {search['warning']}"]
