@@ -125,6 +125,16 @@ export interface Site {
   stack: string[];
 }
 
+/** A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py). */
+export interface Cause {
+  /** its section of docs/causes.md: `docs/causes.md#<id>` */
+  id: CauseId;
+  /** what in the profile shows it, in words */
+  evidence: string;
+  /** the change that usually fixes it, in one sentence */
+  fix: string;
+}
+
 /** A reference in the training process that keeps some of a family's never-freed buffers alive, found by the capture helper (docs/recordings.md) and matched to the family by the buffers' addresses. */
 export interface Holder {
   /** the access path in the user's terms: "model.heads", "metrics['loss_map']", "total" */
@@ -163,16 +173,6 @@ export interface HolderSearch {
   unmatched_bytes: number;
   /** addresses its holders list that are no never-freed buffer of this profile */
   not_in_profile: number;
-}
-
-/** A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py). */
-export interface Cause {
-  /** its section of docs/causes.md: `docs/causes.md#<id>` */
-  id: CauseId;
-  /** what in the profile shows it, in words */
-  evidence: string;
-  /** the change that usually fixes it, in one sentence */
-  fix: string;
 }
 
 /** One op family of an allocator: the buffers of one (op, dtype, region) that outlive a step or are never freed. `kind` is judged from the family's live bytes at step boundaries; `count`, the bytes and the step figures describe its never-freed buffers. */

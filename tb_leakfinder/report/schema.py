@@ -139,6 +139,15 @@ class Site(TypedDict):
     stack: Annotated[list[str], 'the user\'s Python frames, innermost first: "train.py:42 in train_step"']
 
 
+class Cause(TypedDict):
+    """A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed
+    buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py)."""
+
+    id: Annotated[CauseId, "its section of docs/causes.md: `docs/causes.md#<id>`"]
+    evidence: Annotated[str, "what in the profile shows it, in words"]
+    fix: Annotated[str, "the change that usually fixes it, in one sentence"]
+
+
 class Holder(TypedDict):
     """A reference in the training process that keeps some of a family's never-freed buffers alive, found by the
     capture helper (docs/recordings.md) and matched to the family by the buffers' addresses."""
@@ -165,15 +174,6 @@ class HolderSearch(TypedDict):
     unmatched_count: Annotated[int, "never-freed buffers of the window it found no holder for"]
     unmatched_bytes: Annotated[int, "their bytes"]
     not_in_profile: Annotated[int, "addresses its holders list that are no never-freed buffer of this profile"]
-
-
-class Cause(TypedDict):
-    """A leaking family's likely cause, read from the profile alone (the ops and calls around its never-freed
-    buffers); given only when that evidence is there (tb_leakfinder/analyses/causes.py)."""
-
-    id: Annotated[CauseId, "its section of docs/causes.md: `docs/causes.md#<id>`"]
-    evidence: Annotated[str, "what in the profile shows it, in words"]
-    fix: Annotated[str, "the change that usually fixes it, in one sentence"]
 
 
 class Family(TypedDict):

@@ -51,14 +51,16 @@ CAUSES_PAGE = "docs/causes.md"
 
 
 def distinct_causes(families: list[Json]) -> list[tuple[str, str, str]]:
-    """(id, evidence, fix) of each distinct likely cause of `families`, in the families' order (the families of one
-    graph share one)."""
-    seen: dict[tuple[str, str, str], None] = {}
+    """(id, evidence, fix) of each likely cause of `families`, in the families' order: one per id, its families'
+    distinct evidence joined by "; " (the families of one graph share theirs)."""
+    evidence: dict[str, dict[str, None]] = {}
+    fixes: dict[str, str] = {}
     for family in families:
         cause = family["cause"]
         if cause is not None:
-            seen.setdefault((cause["id"], cause["evidence"], cause["fix"]))
-    return list(seen)
+            evidence.setdefault(cause["id"], {})[cause["evidence"]] = None
+            fixes[cause["id"]] = cause["fix"]
+    return [(cause, "; ".join(said), fixes[cause]) for cause, said in evidence.items()]
 
 
 def cause_texts(families: list[Json]) -> list[str]:

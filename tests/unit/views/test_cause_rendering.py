@@ -80,3 +80,16 @@ def test_families_of_one_cause_and_evidence_say_it_once_and_none_says_nothing():
         f"likely cause: the autograd graph is kept ({cause['evidence']}) — fix: detach, see docs/causes.md#graph_kept"
     ]
     assert text.cause_texts([{"cause": None}]) == []
+
+
+def test_families_of_one_cause_say_it_once_with_each_evidence():
+    fix = "create modules once"
+    families = [
+        {"cause": {"id": "modules_per_step", "evidence": "12 aten::empty buffers", "fix": fix}},
+        {"cause": {"id": "modules_per_step", "evidence": "6 aten::mm buffers: their gradients", "fix": fix}},
+        {"cause": {"id": "regrown", "evidence": "one aten::cat buffer", "fix": "bound it"}},
+    ]
+    assert text.distinct_causes(families) == [
+        ("modules_per_step", "12 aten::empty buffers; 6 aten::mm buffers: their gradients", fix),
+        ("regrown", "one aten::cat buffer", "bound it"),
+    ]

@@ -65,9 +65,9 @@ def test_report_csv_writes_every_table_whole(tmp_path):
     assert len(groups) == len(allocator["families"])
     assert list(groups[0])[:3] == ["run", "host", "allocator"]
     # The report's own keys, its site's in the place of `site`, its cause's id, evidence and fix in the place of `cause`.
-    spread = {"site": list(allocator["families"][0]["site"]), "cause": ["cause", "cause_evidence", "cause_fix"]}
-    keys = [column for key in allocator["families"][0] for column in spread.get(key, [key])]
-    assert list(groups[0])[3:] == keys
+    columns = {"site": list(allocator["families"][0]["site"]), "cause": ["cause", "cause_evidence", "cause_fix"]}
+    expected = [column for key in allocator["families"][0] for column in columns.get(key, [key])]
+    assert list(groups[0])[3:] == expected
     top = groups[0]
     assert (top["op"], top["shape"], top["kind"], top["count"]) == ("Mul", "[128,1024]", "growing", "25")
 
