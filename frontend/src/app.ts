@@ -238,10 +238,12 @@ export class App {
 
   /**
    * With no run asked for, opens the first run that leaks: reports are
-   * fetched in order for a few seconds at most, else the first run is shown.
+   * fetched in order for a few seconds at most, else the first run with a
+   * finding of the static view, else the first run.
    */
   private async pickDefaultRun(runs: string[], stale: () => boolean): Promise<string> {
     const deadline = Date.now() + PICK_BUDGET_MS;
+    let found: string | undefined;
     for (const [i, run] of runs.entries()) {
       if (Date.now() > deadline) break;
       this.content.replaceChildren(notice('loading', `Looking for a run that leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
@@ -249,11 +251,12 @@ export class App {
         const report = await this.data.report({run, host: this.data.hostsOf(run)[0] ?? ''});
         if (stale()) return '';
         if (report.runs.some((r) => r.verdict === 'leak')) return run;
+        if (!found && this.data.findings().get(run)) found = run;
       } catch {
         // shown when that run is opened
       }
     }
-    return runs[0];
+    return found ?? runs[0];
   }
 
   private runLabels(): Map<string, string> {

@@ -594,6 +594,7 @@ export interface HistoryCapture {
   heap_floor_bytes: number;
   /** what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window */
   measure_bytes: number;
+  /** tensor bytes never freed in the capture, its report's `never_freed_requested_bytes` */
   never_freed_bytes: number;
   first_step: number | null;
   last_step: number | null;

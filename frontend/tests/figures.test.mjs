@@ -187,6 +187,20 @@ test('a Hugging Face trace: the Where column leads with the model’s frame, the
   assert.deepEqual(plurals(await shown(frame)), []);
 });
 
+test('opened without a run and no run leaks: the run with a finding is shown, not the clean one sorted before it', async () => {
+  const other = await startSuite(['jax_clean', 'jax_liveout'], null);
+  try {
+    const page = await other.browser.context.newPage();
+    pages.push(watch(page));
+    const frame = await openLeaks(page, other.tb.base, '');
+    const liveout = runName(other.logdir, 'jax_liveout');
+    assert.equal(await frame.$eval('[data-select=run]', (s) => s.value), liveout);
+    assert.match(await text(frame, '.lf-verdict-reason'), /^Static view: broadcast_maximum_fusion/);
+  } finally {
+    await other.stop();
+  }
+});
+
 test('no request under /data/plugin/leakfinder/ failed, no page error', () => {
   assert.deepEqual(pages.flatMap((p) => p.failures), []);
   assert.deepEqual(pages.flatMap((p) => p.errors), []);

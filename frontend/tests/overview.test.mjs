@@ -69,7 +69,8 @@ test('a run of several hosts opens on the pod overview, worst first', async () =
   const answer = await (await fetch(`${tb.base}data/plugin/leakfinder/overview?run=${encodeURIComponent(runName(logdir, 'pod'))}`)).json();
   assert.equal(answer.num_hosts, 6);
   assert.ok(answer.num_leaking_hosts >= 2);
-  assert.equal(await frame.$eval('[data-summary=hosts]', (e) => e.textContent), `${answer.num_leaking_hosts} of 6 hosts leak`);
+  const n = answer.num_leaking_hosts;
+  assert.equal(await frame.$eval('[data-summary=hosts]', (e) => e.textContent), `${n} of 6 hosts ${n === 1 ? 'leaks' : 'leak'}`);
   const shown = await rows(frame);
   // Every row the server sent, in its order: rank, host, allocator.
   assert.deepEqual(

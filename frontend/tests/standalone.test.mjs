@@ -254,7 +254,7 @@ test(`a page at its budget (${BUDGET_MB} MB) opens, with the overview, the worst
     const ready = Date.now() - started;
     assert.equal(await text(page, '[data-summary=hosts]'), '4 of 8 hosts leak');
     assert.equal((await page.$$('[data-panel=overview] tbody tr')).length, 16); // a row per host and allocator
-    assert.match(await text(page, 'header[data-standalone]'), new RegExp(`${left.length} hosts left out to keep the page under ${BUDGET_MB} MB \\(--html-max-mb\\)`));
+    assert.match(await text(page, 'header[data-standalone]'), new RegExp(`${left.length} ${left.length === 1 ? 'host' : 'hosts'} left out to keep the page under ${BUDGET_MB} MB \\(--html-max-mb\\)`));
     await page.click('[data-panel=overview] tbody tr:first-child'); // the worst host: on the page
     await page.waitForSelector('main.lf-root[data-state="ready"] .lf-verdict[data-verdict=leak]');
     await page.waitForSelector('[data-chart=timeline] canvas');

@@ -42,7 +42,7 @@ def _allocator_point(a: AllocatorAnalysis, info: AllocatorInfo | None) -> Alloca
         peak_heap_bytes=int(s.peak_heap_bytes),
         heap_end_bytes=int(s.heap_end_bytes),
         heap_floor_bytes=int(s.heap_floor_bytes),
-        never_freed_bytes=int(s.never_freed_bytes),
+        never_freed_bytes=int(s.never_freed_requested_bytes),
         capacity_bytes=_capacity(a),
         verdict=a.verdict.verdict,
         families=[_family(a, g) for g in a.suspects.families],

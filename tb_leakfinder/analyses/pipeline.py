@@ -26,7 +26,7 @@ from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, st
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_families
-from tb_leakfinder.analyses.words import format_bytes, held_by
+from tb_leakfinder.analyses.words import count_of, format_bytes, held_by
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
@@ -185,17 +185,18 @@ def analyze_allocator(
     warnings: list[str] = []
     if not memory_id:
         warnings.append(
-            f"{label}: {len(events)} memory event(s) carry no index_on_host, device_ordinal or allocator_name stat; "
+            f"{label}: {count_of(len(events), 'memory event')} carry no index_on_host, device_ordinal or allocator_name stat; "
             "they are shown together as one allocator"
         )
     # Fragmentation is a share of the pool: NaN, infinite or past [0, 1] is corruption (and would break JSON).
     fraction = np.isfinite(events.fragmentation) & (events.fragmentation >= 0) & (events.fragmentation <= 1)
     if not fraction.all():
         events = replace(events, fragmentation=np.where(fraction, events.fragmentation, 0.0))
-        warnings.append(f"{label}: {np.count_nonzero(~fraction)} fragmentation value(s) not a fraction in [0, 1], shown as 0")
+        bad = count_of(int(np.count_nonzero(~fraction)), "fragmentation value")
+        warnings.append(f"{label}: {bad} not a fraction in [0, 1], shown as 0")
     if np.any(events.time_ps < 0):
         warnings.append(
-            f"{label}: {np.count_nonzero(events.time_ps < 0)} memory event(s) before the profile's start: "
+            f"{label}: {count_of(int(np.count_nonzero(events.time_ps < 0)), 'memory event')} before the profile's start: "
             "its clock runs backwards or its timestamps are corrupt"
         )
     problems = _inconsistencies(events)
@@ -214,20 +215,22 @@ def analyze_allocator(
         warnings.append(info.partial)
         verdict = _partial(verdict, info.partial)
     if profile.one_moment:
+        groups = count_of(summary.num_allocations, "live buffer group")
         verdict = Verdict(
             INCONCLUSIVE,
-            f"A snapshot: {summary.num_allocations} live buffer group(s) holding {format_bytes(summary.heap_end_bytes)} at "
-            "one moment; growth shows across snapshots, in the run's history",
+            f"A snapshot: {groups} holding {format_bytes(summary.heap_end_bytes)} at one moment; growth shows across "
+            "snapshots, in the run's history",
         )
     if pairing.double_allocations:
-        reused = f"{pairing.double_allocations} allocation(s) of an address already in use"
+        reused = f"{count_of(pairing.double_allocations, 'allocation')} of an address already in use"
         warnings.append(f"{label}: {reused}; the earlier buffer is taken as freed when the address was reused")
         verdict = cannot_tell(reused, verdict)
     if info.guessed_pairs is not None and summary.never_freed_count:
         # Which allocations a guessed free ends decides which buffers stay live; with none live it decides nothing.
         verdict = cannot_tell(info.guessed_pairs, verdict)
     if pairing.unmatched_frees:
-        warnings.append(f"{label}: {pairing.unmatched_frees} free(s) of an address already freed were ignored")
+        ignored = "was" if pairing.unmatched_frees == 1 else "were"
+        warnings.append(f"{label}: {count_of(pairing.unmatched_frees, 'free')} of an address already freed {ignored} ignored")
     growth = sum(g.bytes_per_step for g in leak_families(suspects.families, source)) if verdict.verdict == LEAK else 0.0
     if verdict.verdict == LEAK:
         # Causes only where the verdict is a leak, and only on the families that make it.
@@ -298,4 +301,6 @@ def _step_warnings(steps: Steps) -> list[str]:
     backwards = steps.end_ps < steps.start_ps
     if not np.any(backwards):
         return []
-    return [f"{np.count_nonzero(backwards)} step marker(s) end before they start; those steps hold no events"]
+    n = int(np.count_nonzero(backwards))
+    ends = "ends before it starts; that step holds" if n == 1 else "end before they start; those steps hold"
+    return [f"{count_of(n, 'step marker')} {ends} no events"]

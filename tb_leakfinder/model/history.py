@@ -38,7 +38,7 @@ class AllocatorPoint:
     peak_heap_bytes: int
     heap_end_bytes: int
     heap_floor_bytes: int  # the least it held at any moment of the window
-    never_freed_bytes: int
+    never_freed_bytes: int  # in tensor bytes, as the capture's own report shows them
     capacity_bytes: int  # the allocator's memory at its peak (0: not known)
     verdict: str
     families: list[FamilyPoint] = field(default_factory=list)

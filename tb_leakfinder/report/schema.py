@@ -532,7 +532,7 @@ class HistoryCapture(TypedDict):
         int,
         "what the trend follows: a profile's heap floor, a snapshot's live bytes; within captures, what it kept in its window",
     ]
-    never_freed_bytes: int
+    never_freed_bytes: Annotated[int, "tensor bytes never freed in the capture, its report's `never_freed_requested_bytes`"]
     first_step: int | None
     last_step: int | None
     program: Annotated[str, 'its programs\' names without ids, joined; "" when it ran none']

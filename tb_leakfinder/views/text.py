@@ -329,7 +329,7 @@ def render_overview(overview: Json) -> list[str]:
         for r in overview["rows"]
     ]
     leaking, total = overview["num_leaking_hosts"], overview["num_hosts"]
-    return [f" {leaking} of {total} hosts leak", *_table(headers, rows)]
+    return [f" {leaking} of {total} hosts {'leaks' if leaking == 1 else 'leak'}", *_table(headers, rows)]
 
 
 def render_report(report: Json) -> str:

@@ -107,7 +107,7 @@ export class OverviewView {
         el(
           'h2',
           {class: `lf-overview-title lf-verdict-${leaking ? 'leak' : 'no_leak'}`, 'data-summary': 'hosts'},
-          `${formatCount(leaking)} of ${formatCount(overview.num_hosts)} hosts leak`,
+          `${formatCount(leaking)} of ${formatCount(overview.num_hosts)} hosts ${leaking === 1 ? 'leaks' : 'leak'}`,
         ),
         el('p', {class: 'lf-muted'}, 'One row per host and allocator, worst first. Select a row (click, or Enter) to open that host.'),
         table.element,

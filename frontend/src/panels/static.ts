@@ -13,7 +13,7 @@ import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlo
 import type {CsvWhere} from '../csv';
 import type {DataCache} from '../data';
 import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {formatBytes, formatCount, shortProgram} from '../format';
+import {countOf, formatBytes, formatCount, shortProgram} from '../format';
 import {byField, type Column, DataTable, memorySource} from '../table';
 
 const HEAP_HEIGHT = 220;
@@ -95,7 +95,7 @@ export function moduleFacts(m: ModuleFigures): HTMLElement {
     {class: 'lf-cards'},
     fact('Peak heap', formatBytes(m.peak_heap_bytes), m.peak_instruction ? `at ${m.peak_instruction} (position ${formatCount(m.peak_position)})` : null),
     fact('Whole-program bytes', formatBytes(m.whole_program_bytes), `live-out ${formatBytes(m.live_out_bytes)}, parameters ${formatBytes(m.parameter_bytes)}, constants ${formatBytes(m.constant_bytes)}`),
-    fact('Temporaries at the peak', formatBytes(m.peak_temporary_bytes), `${formatCount(m.num_positions)} positions, ${formatCount(m.num_instructions)} instructions`),
+    fact('Temporaries at the peak', formatBytes(m.peak_temporary_bytes), `${countOf(m.num_positions, 'position')}, ${countOf(m.num_instructions, 'instruction')}`),
   );
 }
 
@@ -196,7 +196,7 @@ export class StaticPanel {
           (b) => (this.selected !== null && b.allocation === this.selected ? 'lf-selected-buffer' : ''),
         ),
       ),
-      el('h3', {}, `Buffers at the peak (${formatCount(d.peak_buffers.length)} rows, no size cutoff; buffers under ${formatBytes(this.limits.small_buffer_bytes)} folded into one row)`),
+      el('h3', {}, `Buffers at the peak (${countOf(d.peak_buffers.length, 'row')}, no size cutoff; buffers under ${formatBytes(this.limits.small_buffer_bytes)} folded into one row)`),
       el(
         'div',
         {'data-table': 'peak-buffers'},

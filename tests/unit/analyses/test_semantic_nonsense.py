@@ -70,7 +70,7 @@ def test_a_free_of_an_address_already_freed_is_ignored_with_a_warning(tmp_path, 
     builder = leaking()
     builder.add_memory_events([STEPS * STEP_PS + 5], FREE, np.array([0x7000_0000], np.uint64), 4096)
     host = report_of(builder, tmp_path)
-    assert "free(s) of an address already freed were ignored" in all_warnings(host)
+    assert "1 free of an address already freed was ignored" in all_warnings(host)
 
 
 def test_a_double_allocation_of_one_address_is_a_warning(tmp_path, decoder):
@@ -79,7 +79,7 @@ def test_a_double_allocation_of_one_address_is_a_warning(tmp_path, decoder):
         builder.step(step, step * STEP_PS, step * STEP_PS + STEP_PS - 1)
     builder.add_memory_events([10, 20, 30], [ALLOC, ALLOC, FREE], np.array([0x5000] * 3, np.uint64), 4096)
     host = report_of(builder, tmp_path)
-    assert "1 allocation(s) of an address already in use" in all_warnings(host)
+    assert "1 allocation of an address already in use" in all_warnings(host)
     assert only_allocator(host)["never_freed_count"] == 0
 
 
@@ -106,7 +106,7 @@ def test_events_before_the_profile_start_are_a_warning(tmp_path, decoder):
     builder.add_memory_events([-5_000, -4_000], [ALLOC, FREE], np.array([0x10, 0x10], np.uint64), 64, allocator="early")
     leaking(builder, allocator="early")
     host = report_of(builder, tmp_path)
-    assert "2 memory event(s) before the profile's start" in all_warnings(host)
+    assert "2 memory events before the profile's start" in all_warnings(host)
 
 
 def test_events_written_backwards_give_the_same_report_as_forwards(tmp_path, decoder):
@@ -145,7 +145,7 @@ def test_step_markers_that_end_before_they_start(tmp_path, decoder):
     builder = leaking()
     builder.event("train", 10 * STEP_PS, -STEP_PS // 2, stats={"step_num": 99, "_r": 1})
     host = report_of(builder, tmp_path)
-    assert "1 step marker(s) end before they start" in all_warnings(host)
+    assert "1 step marker ends before it starts; that step holds no events" in all_warnings(host)
 
 
 @pytest.mark.parametrize(
@@ -210,7 +210,7 @@ def test_string_stats_where_numbers_belong(tmp_path, decoder):
 def test_fragmentation_that_is_not_a_number(tmp_path, decoder):
     values = np.array([np.nan, np.inf, -1e308] * STEPS)  # round(-1e308, 6) once overflowed to -inf in the timeline
     host = report_of(leaking(overrides={"fragmentation": values}), tmp_path)
-    assert f"{3 * STEPS} fragmentation value(s) not a fraction in [0, 1]" in all_warnings(host)
+    assert f"{3 * STEPS} fragmentation values not a fraction in [0, 1]" in all_warnings(host)
     assert only_allocator(host)["peak_fragmentation"] == 0.0
     assert host["verdict"] == "leak"  # fragmentation does not enter the verdict
 

@@ -150,7 +150,7 @@ def test_cli_text_names_the_activation_and_lists_every_module():
     (flag,) = [f for s in summaries for f in s["actionable"]]
     assert f"CHECK {format_bytes(flag['bytes'])}: {flag['instruction']}" in text
     assert all(s["name"] in text for s in summaries)
-    assert f"{len(summaries) - 1} more module(s), nothing to check:" in text  # the step is the largest and flagged
+    assert f"{len(summaries) - 1} more modules, nothing to check:" in text  # the step is the largest and flagged
     clean, _ = summaries_of(list(demo_modules("jax_clean").values()))
     assert "CHECK" not in render_modules(clean)
 

@@ -197,7 +197,8 @@ def test_a_page_over_its_budget_keeps_the_overview_and_the_worst_hosts(write_pod
         refused = data["errors"][answer_key("report", {"run": run["run"], "host": host})]
         assert refused["status"] == 413 and "--html-max-mb" in refused["error"] and host in refused["error"]
     (note,) = [n for n in data["notes"] if "left out" in n]
-    assert note == f"{len(left)} hosts left out to keep the page under {budget_mb:g} MB (--html-max-mb): {', '.join(left)}"
+    hosts = "1 host" if len(left) == 1 else f"{len(left)} hosts"
+    assert note == f"{hosts} left out to keep the page under {budget_mb:g} MB (--html-max-mb): {', '.join(left)}"
     assert note in text  # above the tab too (it holds nothing HTML escapes)
     # The last host kept may keep only its largest buffers; those of the others are whole.
     for host in kept[:-1]:
