@@ -183,7 +183,16 @@ export class App {
       }
       if (state.comparing && !data.cachedComparison(state.a, state.cmp)) {
         this.content.replaceChildren(notice('loading', `Comparing ${state.sel.run} (A) with ${state.cmp.run} (B)…`));
-        await data.comparison(state.a, state.cmp);
+        try {
+          await data.comparison(state.a, state.cmp);
+        } catch (err) {
+          // A's report was read above: a file the comparison cannot read is B's.
+          if (!stale() && err instanceof ApiError && err.status === 422) return this.showUnreadable(err.message, state.cmp);
+          throw err;
+        }
+        if (stale()) return;
+        // B's own report too (analysed by the comparison already): its out-of-memory error leads the comparison.
+        await data.report(state.cmp).catch(() => undefined);
         if (stale()) return;
         this.fillCompare(runNames);
       }
@@ -197,11 +206,14 @@ export class App {
   }
 
   /** The selected run's (or host's) file could not be read: said in its place; the run list marks it, the others stay open. */
-  private showUnreadable(message: string): void {
+  private showUnreadable(message: string, side: {run: string; host: string} = this.state.sel): void {
     const runNames = (this.data.runs ?? []).map((r) => r.run);
     this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
     this.fillCompare(runNames);
-    const {run, host} = this.state.sel;
+    // Nothing was read: no allocator or module to offer (the selectors are hidden, not left empty).
+    this.fillSelect(this.selectors.allocator, [], 'allocator');
+    this.fillSelect(this.selectors.module, [], 'module');
+    const {run, host} = side;
     const what = this.data.hostsOf(run).length > 1 ? `host ${host} of run ${run}` : `run ${run}`;
     const shown = notice(
       'error',
@@ -237,26 +249,30 @@ export class App {
   }
 
   /**
-   * With no run asked for, opens the first run that leaks: reports are
-   * fetched in order for a few seconds at most, else the first run with a
-   * finding of the static view, else the first run.
+   * With no run asked for, opens the first run that ran out of memory, else
+   * the first that leaks: reports are fetched in order for a few seconds at
+   * most, else the first run with a finding of the static view, else the
+   * first run.
    */
   private async pickDefaultRun(runs: string[], stale: () => boolean): Promise<string> {
     const deadline = Date.now() + PICK_BUDGET_MS;
-    let found: string | undefined;
+    let leaking = '';
+    let found = '';
     for (const [i, run] of runs.entries()) {
       if (Date.now() > deadline) break;
-      this.content.replaceChildren(notice('loading', `Looking for a run that leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
+      this.content.replaceChildren(notice('loading', `Looking for a run that ran out of memory or leaks… (analysing ${i + 1} of ${runs.length}: ${run})`));
       try {
         const report = await this.data.report({run, host: this.data.hostsOf(run)[0] ?? ''});
         if (stale()) return '';
-        if (report.runs.some((r) => r.verdict === 'leak')) return run;
+        // A run that died out of memory is the one to look at first: what held the memory then.
+        if (this.data.outOfMemory().has(run)) return run;
+        if (!leaking && report.runs.some((r) => r.verdict === 'leak')) leaking = run;
         if (!found && this.data.findings().get(run)) found = run;
       } catch {
         // shown when that run is opened
       }
     }
-    return found ?? runs[0];
+    return leaking || found || runs[0];
   }
 
   private runLabels(): Map<string, string> {
@@ -270,6 +286,9 @@ export class App {
       // A run that cannot be judged over time but whose static view flags a buffer is told apart from a clean one.
       const found = findings.get(run) ?? 0;
       labels.set(run, `${run} (${own}${VERDICT_LABEL[verdict].toLowerCase()}${found ? `, ${countOf(found, 'finding')}` : ''})`);
+    }
+    for (const run of this.data.outOfMemory()) {
+      if (this.data.hostsOf(run).length <= 1) labels.set(run, `${run} (ran out of memory)`);
     }
     for (const {run, hosts} of this.data.runs ?? []) {
       const unreadable = this.data.unreadableHosts(run).length;
@@ -287,6 +306,10 @@ export class App {
     select.replaceChildren(...values.map((v) => option(v, labels?.get(v) ?? v, v === value)));
     if (!values.length) select.append(option('', key === 'module' ? 'no modules' : '—', true));
     select.disabled = values.length <= 1;
+    // A selector with nothing to choose from is not shown (its label with it); the module's follows its format too.
+    const label = select.closest('label');
+    if (label && key !== 'module') label.hidden = !values.length;
+    else if (label && !values.length) label.hidden = true;
   }
 
   /**
@@ -297,7 +320,9 @@ export class App {
     const {run: select, host: hostSelect} = this.compareSelectors;
     const {state} = this;
     const labels = this.runLabels();
-    const names = state.comparing && !runNames.includes(state.cmp.run) ? [...runNames, state.cmp.run] : runNames;
+    // A run none of whose hosts can be read has nothing to compare: not offered (unless it is the one chosen).
+    const readable = runNames.filter((r) => r === state.cmp.run || this.data.unreadableHosts(r).length < this.data.hostsOf(r).length);
+    const names = state.comparing && !runNames.includes(state.cmp.run) ? [...readable, state.cmp.run] : readable;
     select.replaceChildren(
       option('', 'none (this run alone)', !state.comparing),
       ...names.map((v) => option(v, runNames.includes(v) ? (labels.get(v) ?? v) : `${v} (not found)`, v === state.cmp.run)),
@@ -335,7 +360,7 @@ export class App {
     this.fillSelect(this.selectors.allocator, host.allocators.map(allocatorKey), 'allocator', labels, opening && allocatorKey(opening));
     const modules = host.modules ?? [];
     this.fillSelect(this.selectors.module, modules.map(moduleKey), 'module', new Map(modules.map((m) => [moduleKey(m), shortProgram(moduleKey(m))])));
-    this.moduleLabel.hidden = !host.format_hints.static_modules;
+    this.moduleLabel.hidden = !host.format_hints.static_modules || !modules.length;
     const allocator = host.allocators.find((a) => allocatorKey(a) === state.sel.allocator) ?? null;
     state.save();
     this.updateLinks();
@@ -344,7 +369,18 @@ export class App {
     // The static view is one run's: its selector waits while comparing.
     if (comparison) this.selectors.module.disabled = true;
     this.view = comparison
-      ? new CompareView({cache: data, comparison, a: {...state.sel}, allocator, b: {...state.cmp}, limits: report.limits})
+      ? new CompareView({
+          cache: data,
+          comparison,
+          a: {...state.sel},
+          allocator,
+          b: {...state.cmp},
+          limits: report.limits,
+          hostOf: (side, hostName) => {
+            const sel = side === 'a' ? state.a : state.cmp;
+            return data.cachedReport(sel)?.runs.find((r) => r.run === sel.run)?.hosts.find((h) => h.host === hostName);
+          },
+        })
       : new RunView({
           cache: data,
           sel: {...state.sel},

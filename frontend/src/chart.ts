@@ -123,6 +123,13 @@ export function axisStyle(): Partial<uPlot.Axis> {
   };
 }
 
+/** Paths of a series that holds its value until its next point: memory changes at events, it does not ramp. */
+export function steppedPath(): uPlot.Series.PathBuilder {
+  // uPlot's bundle always has its path builders; its types mark them optional.
+  const stepped = uPlot.paths.stepped as NonNullable<typeof uPlot.paths.stepped>;
+  return stepped({align: 1});
+}
+
 /** Keeps a chart as wide as its container. Returns a disposer. */
 export function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => void {
   let last = 0;
@@ -323,6 +330,8 @@ export class RectChart<R extends Rect> {
 
   private draw(u: uPlot): void {
     clipped(u, (ctx) => this.paint(u, ctx));
+    // The x range drawn, for the browser tests.
+    this.element.dataset.xRange = `${u.scales.x.min},${u.scales.x.max}`;
   }
 
   private paint(u: uPlot, ctx: CanvasRenderingContext2D): void {

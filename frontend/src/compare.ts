@@ -1,7 +1,7 @@
 // The comparison view: run B (the change) against run A (the base), side by
 // side. Built from one `compare` answer plus both runs' timelines.
 
-import type {AllocatorReport, ComparisonAnswer, Limits} from './api';
+import type {AllocatorDiff, AllocatorReport, ComparisonAnswer, HostReport, Limits} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
 import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
@@ -16,20 +16,43 @@ export interface CompareData {
   allocator: AllocatorReport | null;
   b: Pick<SideSelection, 'run' | 'host'>;
   limits: Limits;
+  /** Each side's host, from its report when fetched: its clock says whether it has a timeline to draw. */
+  hostOf?: (side: 'a' | 'b', host: string) => HostReport | undefined;
+}
+
+/**
+ * A red banner when either run was captured at an out-of-memory error ("B ran out of memory"), with what held
+ * the memory then; null when neither was. It stands in place of the green "No regression".
+ */
+function outOfMemoryBanner(alloc: AllocatorDiff | undefined): HTMLElement | null {
+  const said = {a: alloc?.out_of_memory_a, b: alloc?.out_of_memory_b};
+  const sides = (['a', 'b'] as const).filter((side) => said[side]);
+  if (!sides.length) return null;
+  const title = sides.length === 2 ? 'A and B both ran out of memory' : `${sides[0].toUpperCase()} ran out of memory`;
+  return el(
+    'div',
+    {class: 'lf-regression', role: 'alert', 'data-out-of-memory': sides.join('')},
+    el('strong', {}, title),
+    el('ul', {}, ...sides.map((side) => el('li', {}, `${side.toUpperCase()}: ${said[side] ?? ''}`))),
+  );
 }
 
 export class CompareView {
   readonly element: HTMLElement;
   private timeline: CompareTimeline | null = null;
 
-  constructor({cache, comparison: c, a, allocator, b, limits}: CompareData) {
+  constructor({cache, comparison: c, a, allocator, b, limits, hostOf}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
     // Hosts are asked for by name, so there is one pair at most.
     const host = c.hosts[0];
     // The allocator chosen in the toolbar (A's); else the first pair.
     const chosen = [a.allocator, allocator?.allocator];
     const alloc = host?.allocators.find((x) => x.allocator_a !== null && chosen.includes(x.allocator_a)) ?? host?.allocators[0];
-    this.element.append(renderRegression(c, host), renderVerdicts(c, host, alloc));
+    const oom = outOfMemoryBanner(alloc);
+    // An out-of-memory error is never "no regression": its banner replaces the green one, and leads a red one.
+    if (oom) this.element.append(oom);
+    if (!oom || c.regression) this.element.append(renderRegression(c, host));
+    this.element.append(renderVerdicts(c, host, alloc));
     if (c.unmatched_hosts.length) {
       this.element.append(notice('empty', `Hosts in one run only, left out: ${c.unmatched_hosts.join(', ')}.`));
     }
@@ -38,6 +61,17 @@ export class CompareView {
       return;
     }
     const runs = {run_a: c.run_a, run_b: c.run_b, host_a: host.host_a, host_b: host.host_b};
+    // Times are only comparable when both files record them: one moment, or an order of allocations, has none.
+    const untimed = (['a', 'b'] as const).filter((side) => {
+      const h = hostOf?.(side, side === 'a' ? host.host_a : host.host_b);
+      return h && (h.one_moment || h.event_clock_ps);
+    });
+    if (alloc && untimed.length) {
+      const which = untimed.length === 2 ? 'Neither run records' : `${untimed[0].toUpperCase()} does not record`;
+      const note = notice('empty', `${which} times (one moment, or only the order of its allocations): no timelines to draw on one time axis.`);
+      note.dataset.note = 'untimed';
+      this.element.append(note);
+    }
     if (alloc) {
       const name = alloc.allocator_a === alloc.allocator_b || !alloc.allocator_b ? (alloc.allocator_a ?? '') : `${alloc.allocator_a ?? '—'} / ${alloc.allocator_b}`;
       this.timeline = new CompareTimeline(
@@ -50,7 +84,9 @@ export class CompareView {
       );
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
-        section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element),
+        ...(untimed.length
+          ? []
+          : [section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element)]),
         section(`Families, A → B (${alloc.families.length})`, 'compare-families', renderFamilies(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})),
       );
     } else {
@@ -63,7 +99,8 @@ export class CompareView {
 
   /** Starts the timelines' requests; call once the element is in the page. */
   start(): void {
-    void this.timeline?.load();
+    // Not drawn when a side records no times (its section is left out).
+    if (this.timeline?.element.isConnected) void this.timeline.load();
   }
 
   redraw(): void {

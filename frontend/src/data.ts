@@ -121,6 +121,15 @@ export class DataCache {
   }
 
   /** Every run's verdict known so far, from reports and comparisons. */
+  /** The runs whose report, fetched, holds an allocator taken at an out-of-memory error. */
+  outOfMemory(): Set<string> {
+    const out = new Set<string>();
+    for (const report of this.reports.values()) {
+      for (const run of report.runs) if (run.hosts.some((h) => h.allocators.some((a) => a.out_of_memory))) out.add(run.run);
+    }
+    return out;
+  }
+
   verdicts(): [string, Verdict][] {
     const out: [string, Verdict][] = [];
     for (const report of this.reports.values()) out.push(...report.runs.map((r): [string, Verdict] => [r.run, r.verdict]));

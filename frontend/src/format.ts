@@ -152,8 +152,10 @@ export function timeTicks(values: number[]): string[] {
   const [scale, unit] = TIME_UNITS.find(([s]) => largest >= s) ?? [1, 'ps'];
   const gaps = finite.slice(1).map((v, i) => Math.abs(v - finite[i])).filter((g) => g > 0);
   const step = gaps.length ? Math.min(...gaps) : largest;
-  // Enough decimals that one step changes the last digit shown, and no more than a picosecond's.
-  const decimals = Math.min(Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9)), Math.round(Math.log10(scale)));
+  // Enough decimals to write one step exactly (2.5 ms apart: "2.5 ms", not "3 ms"), and no more than a picosecond's.
+  let exact = Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9));
+  while (exact < 3 && Math.abs(Math.round((step / scale) * 10 ** exact) - (step / scale) * 10 ** exact) > 1e-6) exact++;
+  const decimals = Math.min(exact, Math.round(Math.log10(scale)));
   return values.map((v) => (v === 0 ? '0' : `${(v / scale).toFixed(decimals)} ${unit}`));
 }
 
@@ -170,37 +172,57 @@ export function shortProgram(text: string): string {
 }
 
 /**
- * How one host's times and steps read. `eventPs`: its clock counts events, not time (a PyTorch memory snapshot
- * without time_us), this many ps an event; `steps`: false when its steps are time windows or there are none.
+ * How one host's times and steps read. `eventPs`: its clock counts allocations, not time (a PyTorch memory snapshot
+ * without time_us), this many ps an allocation; `moment`: it holds the buffers live at one moment, no times at all
+ * (a JAX device memory profile, a snapshot without history); `steps`: false when its steps are time windows or
+ * there are none.
  */
 export interface HostClock {
   eventPs: number | null;
   steps: boolean;
+  moment?: boolean;
 }
 
-export function hostClock(host: {event_clock_ps?: number | null; step_source?: {kind: string}} | undefined): HostClock {
+export function hostClock(host: {event_clock_ps?: number | null; step_source?: {kind: string}; one_moment?: boolean} | undefined): HostClock {
   const kind = host?.step_source?.kind;
-  return {eventPs: host?.event_clock_ps || null, steps: kind !== 'time_windows' && kind !== 'none'};
+  return {eventPs: host?.event_clock_ps || null, steps: kind !== 'time_windows' && kind !== 'none', moment: !!host?.one_moment};
 }
 
-/** A moment: "12.5 ms", or "event #98" on an event clock. */
+/** Whether the host's clock tells time: not one moment, not an order of allocations. */
+export function tellsTime(clock: HostClock): boolean {
+  return !clock.moment && !clock.eventPs;
+}
+
+/** What the x axis of a host's charts counts: "time", or "allocation #" when the file records an order, no times. */
+export function axisLabel(clock: HostClock): string {
+  return clock.eventPs ? 'allocation # (the file records their order, no times)' : 'time';
+}
+
+/**
+ * A moment: "12.5 ms"; on an allocation clock "allocation #98", or "after allocation #98" for what came between it
+ * and the next (a free); "the moment the file was written" for one moment.
+ */
 export function formatWhen(ps: number | null | undefined, clock: HostClock): string {
+  if (clock.moment) return 'the moment the file was written';
   if (!clock.eventPs || ps === null || ps === undefined || !Number.isFinite(ps)) return formatPs(ps);
-  return `event #${formatCount(Math.round(ps / clock.eventPs))}`;
+  const n = Math.floor(ps / clock.eventPs);
+  return ps % clock.eventPs === 0 ? `allocation #${formatCount(n)}` : `after allocation #${formatCount(n)}`;
 }
 
-/** A length of time: "5.00 ns", or "5 events" on an event clock. */
-export function formatLength(ps: number | null | undefined, clock: HostClock): string {
-  if (!clock.eventPs || ps === null || ps === undefined || !Number.isFinite(ps)) return formatPs(ps);
-  const n = Math.round(ps / clock.eventPs);
-  return `${formatCount(n)} ${n === 1 ? 'event' : 'events'}`;
-}
-
-/** Axis ticks: timeTicks, or "#98" on an event clock. */
+/** Axis ticks: timeTicks, or whole allocation numbers ("#98") on an allocation clock, fractions left blank. */
 export function whenTicks(values: number[], clock: HostClock): string[] {
   const per = clock.eventPs;
   if (!per) return timeTicks(values);
-  return values.map((v) => (Number.isFinite(v) ? `#${formatCount(Math.round(v / per))}` : ''));
+  return values.map((v) => (Number.isFinite(v) && Math.abs(v / per - Math.round(v / per)) < 1e-6 ? `#${formatCount(Math.round(v / per))}` : ''));
+}
+
+/** Tick steps of an allocation axis: whole allocations, 1, 2, 5, 10, ... of them. */
+export function allocationIncrs(clock: HostClock): number[] | undefined {
+  const per = clock.eventPs;
+  if (!per) return undefined;
+  const steps: number[] = [];
+  for (let scale = 1; scale <= 1e12; scale *= 10) steps.push(per * scale, per * 2 * scale, per * 5 * scale);
+  return steps;
 }
 
 /** A step, or "no steps" when the host's steps are time windows (or none): a window's number is no step. */

@@ -11,6 +11,7 @@ import {renderBreakdown} from './panels/breakdown';
 import {type FamiliesPanel, renderFamilies} from './panels/families';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
 import {LifetimesPanel} from './panels/lifetimes';
+import {renderOutOfMemory} from './panels/out_of_memory';
 import {StaticPanel} from './panels/static';
 import {renderSummary} from './panels/summary';
 import {TimelinePanel, type TimeRange} from './panels/timeline';
@@ -95,6 +96,16 @@ export function compiledPrograms(host: HostReport): HTMLElement | null {
   return node;
 }
 
+/** In place of a timeline for a file of one moment: it records what was live, not when. */
+function oneMoment(a: AllocatorReport): HTMLElement {
+  const node = notice(
+    'empty',
+    `This file records what was live at one moment (${formatBytes(a.peak_bytes_in_use)}) and no times, so there is no timeline: what was live is grouped below, by family and in the breakdown.`,
+  );
+  node.dataset.note = 'one-moment';
+  return node;
+}
+
 export class RunView {
   readonly element: HTMLElement;
   private timeline: TimelinePanel | null = null;
@@ -118,9 +129,11 @@ export class RunView {
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.allocator};
+      if (allocator.out_of_memory) this.element.append(section('Held at the out-of-memory error', 'out-of-memory', renderOutOfMemory(allocator.out_of_memory)));
       const clock = hostClock(host);
       this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.one_moment));
-      this.timeline = new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock);
+      // One moment has no time axis to draw: what was live is grouped in the families and the breakdown.
+      this.timeline = host.one_moment ? null : new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock, (w) => this.lifetimes?.setWindow(w));
       this.lifetimes = new LifetimesPanel(
         cache,
         sel,
@@ -139,9 +152,9 @@ export class RunView {
       const shapes = host.format_hints.shape_label;
       this.families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment, shapes, host.holder_search);
       this.element.append(
-        section('Memory timeline', 'timeline', this.timeline.element),
+        this.timeline ? section('Memory timeline', 'timeline', this.timeline.element) : section('Live buffers', 'timeline', oneMoment(allocator)),
         section(`Families (${formatCount(allocator.families.length)}; ${formatCount(growing)} growing)`, 'families', this.families.element),
-        section('Buffer lifetimes', 'lifetimes', this.lifetimes.element),
+        section(host.one_moment ? 'Buffers live at that moment' : 'Buffer lifetimes', 'lifetimes', this.lifetimes.element),
         section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites, clock, (family) => this.selectFamily(family, true), shapes)),
       );
     } else {

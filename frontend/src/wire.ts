@@ -262,12 +262,15 @@ export interface Forecast {
   description: string;
 }
 
-/** Where memory held at an out-of-memory error was made: the user's line, else the op, else what the capture could not name. */
+/** Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op, else what the capture could not name. */
 export interface HeldAtError {
+  /** the frame that tells its buffers apart (below a helper many share), else their op */
   where: string;
   bytes: number;
   /** buffers; 0 for the memory held from before the trace began */
   count: number;
+  /** the user's frames of its largest buffer, innermost first; [] when none */
+  stack: string[];
 }
 
 /** What held an allocator's memory when the capture was taken at an out-of-memory error. */
@@ -281,6 +284,12 @@ export interface OutOfMemory {
   /** by where it was made, largest first, at most 10; a last row folds the rest */
   held_at_error: HeldAtError[];
   description: string;
+  /** what the failed request asked for; null when the capture does not say */
+  request_bytes: number | null;
+  /** what the device had free at the error; null when not recorded */
+  device_free_bytes: number | null;
+  /** reserved by the allocator but held by no buffer (cached, fragmented) */
+  reserved_free_bytes: number;
 }
 
 export interface AllocatorReport {
@@ -539,7 +548,7 @@ export interface HostReport {
   duration_ps: number;
   /** when the capture began (ns since the epoch), where its format records it */
   start_time_ns: number | null;
-  /** set when its clock counts events, not time: this many ps an event */
+  /** set when its clock counts allocations, not time: this many ps each */
   event_clock_ps: number | null;
   /** the buffers live at one moment (a device memory profile), not events over a window */
   one_moment: boolean;
@@ -693,6 +702,16 @@ export interface TimelineBody {
   fragmentation: number[];
   /** chunk bytes live at each sample that are never freed */
   never_freed_bytes: number[];
+  /** the chunk bytes of the event each sample is at: + an allocation, - a free */
+  event_bytes: number[];
+  /** the op of that event's buffer; "" when unknown */
+  event_op: string[];
+  /** the line of code that made that event's buffer; "" when unknown */
+  event_where: string[];
+  /** what the charts span, whatever the range asked: the allocator's first event or step */
+  window_start_ps: number;
+  /** its last event, or the end of the last step around its events */
+  window_end_ps: number;
   /** the allocator's peak (`peak_bytes_in_use`), wherever the range is */
   peak: TimelinePeak;
   steps: Step[];
@@ -799,6 +818,10 @@ export interface AllocatorDiff {
   verdict_b: Verdict | null;
   reason_a: string | null;
   reason_b: string | null;
+  /** when A was captured at an out-of-memory error: what held the memory then */
+  out_of_memory_a: string | null;
+  /** the same of B */
+  out_of_memory_b: string | null;
   peak_bytes_in_use: Delta;
   /** chunk bytes */
   never_freed_bytes: Delta;

@@ -56,6 +56,8 @@ test('time ticks keep the digits that tell them apart', () => {
   assert.deepEqual(m.timeTicks([0, 0.5e12, 1e12, 1.5e12]), ['0', '0.5 s', '1.0 s', '1.5 s']);
   assert.deepEqual(m.timeTicks([100, 101, 102]), ['100 ps', '101 ps', '102 ps']);
   assert.deepEqual(m.timeTicks([5e9]), ['5.00 ms']);
+  // Ticks 2.5 ms apart keep their half: never "3 ms", "5 ms", "8 ms".
+  assert.deepEqual(m.timeTicks([0, 2.5e9, 5e9, 7.5e9]), ['0', '2.5 ms', '5.0 ms', '7.5 ms']);
 });
 
 test('wall-clock times read in the browser’s time zone, ticks with the date where the day changes', () => {
@@ -198,4 +200,21 @@ test("a standalone page's buffers of one program buffer, as the buffers route fi
   assert.deepEqual(ids({program: 'jit_f(1)'}), [1, 2, 4]);
   assert.deepEqual(ids({program: 'jit_h(9)'}), []);
   assert.equal(m.queryBuffers(all, {allocation: 3}).status, 400);
+});
+
+test('a file without times tells no time: allocation numbers, or the moment it was written', () => {
+  const order = m.hostClock({event_clock_ps: 1000, step_source: {kind: 'time_windows'}});
+  assert.equal(m.tellsTime(order), false);
+  assert.equal(m.formatWhen(40000, order), 'allocation #40');
+  // A free between allocations 40 and 41.
+  assert.equal(m.formatWhen(40002, order), 'after allocation #40');
+  assert.deepEqual(m.whenTicks([0, 1000, 1500, 2000], order), ['#0', '#1', '', '#2']);
+  assert.match(m.axisLabel(order), /^allocation #/);
+  const moment = m.hostClock({one_moment: true, step_source: {kind: 'none'}});
+  assert.equal(m.tellsTime(moment), false);
+  assert.equal(m.formatWhen(1500, moment), 'the moment the file was written');
+  const timed = m.hostClock({event_clock_ps: null, step_source: {kind: 'step_num'}});
+  assert.equal(m.tellsTime(timed), true);
+  assert.equal(m.formatWhen(460420019000, timed), '460 ms');
+  assert.equal(m.axisLabel(timed), 'time');
 });

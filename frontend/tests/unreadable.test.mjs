@@ -2,11 +2,13 @@
 // memory snapshots and a third cut to half its bytes, as a job killed
 // mid-write leaves it (tests/support/unreadable.py), and a TensorBoard run
 // of 4 captures whose first is cut short. The bad file is said in its place
-// and in the run list; every other run opens as usual. Debian chromium
-// (playwright-core) against a real `tensorboard`.
+// (truncated, with its size, and what to do) and in the run list, never
+// offered under Compare; comparing a good run with it names it, not the good
+// one; every other run opens as usual. Debian chromium (playwright-core)
+// against a real `tensorboard`.
 
 import assert from 'node:assert/strict';
-import {readdirSync} from 'node:fs';
+import {readdirSync, statSync} from 'node:fs';
 import {join} from 'node:path';
 import {after, before, test} from 'node:test';
 import {openLeaks, startSuite, watch} from './harness.mjs';
@@ -44,11 +46,20 @@ test('the cut snapshot is said in its place, and the run list marks it', async (
   assert.match(text, /Could not read the profile of run broken\/memory_snapshot/);
   assert.ok(text.includes(join(suite.logdir, 'broken', 'memory_snapshot.pickle')), text);
   assert.match(text, /not a readable PyTorch memory snapshot/);
+  // Cut short: it says so, with its bytes, and what to do.
+  const size = statSync(join(suite.logdir, 'broken', 'memory_snapshot.pickle')).size;
+  assert.ok(text.includes(`truncated (${size.toLocaleString('en-US')} bytes: the pickle ends before its last opcode)`), text);
+  assert.match(text, /wait until it is whole; else capture it again/);
   assert.match(text, /The other runs are analysed as usual/);
+  // Nothing was read: no empty allocator or module selector is shown.
+  assert.deepEqual(await frame.$$eval('[data-select=allocator], [data-select=module]', (ss) => ss.map((s) => s.closest('label').hidden)), [true, true]);
   assert.equal(await frame.$eval('main.lf-root', (e) => e.dataset.state), 'error');
   const options = new Map(await runOptions(frame));
   assert.equal(options.get(BROKEN), `${BROKEN} (not readable)`);
   assert.ok(options.has(LEAK) && options.has('clean/memory_snapshot'), [...options.keys()].join(', '));
+  // Compare offers the readable runs only.
+  const offered = await frame.$$eval('[data-select=compare] option', (os) => os.map((o) => o.value));
+  assert.ok(!offered.includes(BROKEN) && offered.includes(LEAK), offered.join(', '));
   // Another run opens as usual from the same page.
   await frame.selectOption('[data-select=run]', LEAK);
   await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 90_000});
@@ -97,5 +108,31 @@ test('the run history lists the capture it could not read', async () => {
   assert.equal(items[0][0], first);
   assert.match(items[0][1], /host0\.xplane\.pb: incomplete or corrupt profile/);
   assert.deepEqual([seen.failures, seen.errors, seen.dialogs], [[], [], []]);
+  await page.close();
+});
+
+test('comparing a good run with the cut one names the cut one, B', async () => {
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  await page.goto(`${suite.tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(LEAK)}&p.leakfinder.compare=${encodeURIComponent(BROKEN)}`);
+  const frame = await frameOf(page);
+  const shown = await frame.waitForSelector(`[data-unreadable="${BROKEN}"]`, {timeout: 90_000});
+  const text = await shown.textContent();
+  assert.match(text, /^Could not read the profile of run broken\/memory_snapshot: /);
+  assert.doesNotMatch(text, /run leak\/memory_snapshot/);
+  assert.match(text, /truncated \(/);
+  assert.deepEqual([seen.errors, seen.dialogs], [[], []]);
+  await page.close();
+});
+
+test('a cut XSpace capture says how many bytes it has of at least how many', async () => {
+  const [cut] = jobSessions();
+  const page = await suite.browser.context.newPage();
+  await page.goto(`${suite.tb.base}#leakfinder&p.leakfinder.run=${encodeURIComponent(cut)}`);
+  const frame = await frameOf(page);
+  const text = await (await frame.waitForSelector(`[data-unreadable="${cut}"]`, {timeout: 90_000})).textContent();
+  // slow_leak_run's first capture, cut to its first 200 bytes, inside its first plane.
+  assert.match(text, /not a readable XSpace \(truncated \(200 of at least [\d,]+ bytes: its last plane runs past the end of the file\)/);
+  assert.doesNotMatch(text, /length past the end of its message/);
   await page.close();
 });

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -130,12 +130,13 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
 
 @dataclass
 class HeldAtError:
-    """Where memory held at an out-of-memory error was made: the user's line, else the op (what keeps buffers alive is
-    a holder, analyses/holders.py)."""
+    """Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op
+    (what keeps buffers alive is a holder, analyses/holders.py)."""
 
-    where: str  # the user's line that made the buffers, else their op, else BEFORE_TRACE or NOT_NAMED
+    where: str  # the frame that tells the buffers apart (telling_frames), else their op, else BEFORE_TRACE or NOT_NAMED
     bytes: int  # chunk bytes held at the error
     count: int  # buffers; 0 for the memory held from before the trace, whose buffers it does not list
+    stack: list[str] = field(default_factory=list)  # the user's frames of its largest buffer, innermost first
 
 
 @dataclass
@@ -145,6 +146,9 @@ class OutOfMemory:
     capacity_bytes: int  # what the allocator had reserved from the device, at least what it held
     held_at_error: list[HeldAtError]  # largest first, at most MAX_HELD_ROWS, the rest in one last row
     description: str  # "At the out-of-memory error 11.8 GiB of 11.8 GiB was held by: …"
+    request_bytes: int | None = None  # what the failed request asked for, when the capture records it
+    device_free_bytes: int | None = None  # what the device had free then, when recorded
+    reserved_free_bytes: int = 0  # reserved by the allocator but held by no buffer: cached, fragmented
 
 
 BEFORE_TRACE = "allocated before the trace began"
@@ -154,26 +158,36 @@ HELD_IN_SENTENCE = 5
 
 
 def held_at_oom(
-    events: MemoryEvents, buffers: Buffers, sites: Sequence[Site], cause: str, reserved_bytes: int
+    events: MemoryEvents,
+    buffers: Buffers,
+    sites: Sequence[Site],
+    cause: str,
+    reserved_bytes: int,
+    request_bytes: int | None = None,
+    device_free_bytes: int | None = None,
 ) -> OutOfMemory | None:
     """What held the allocator's memory at the out-of-memory error the capture was taken at (`cause` says why it is
-    taken to be one; "" when it is not): its live buffers at the capture's end by where they were made (the user's
-    line, else their op), largest first; what was live before the trace began is one row. None when not at one."""
+    taken to be one; "" when it is not): its live buffers at the capture's end by the frame that tells them apart
+    (`telling_frame`), else their op, largest first; what was live before the trace began is one row. The failed
+    request's size and the device's free bytes come from the capture when it records them. None when not at one."""
     if not cause or len(events) == 0:
         return None
     held = int(events.heap_bytes[-1])
-    live = buffers.status == NEVER_FREED
-    # One row per distinct (site, op) of the live buffers, then by the words they come to.
-    pairs, inverse = np.unique(np.stack([buffers.site[live], buffers.op[live]], 1).astype(np.int64), axis=0, return_inverse=True)
-    sizes = np.bincount(inverse.reshape(-1), buffers.chunk_bytes[live], len(pairs))
-    counts = np.bincount(inverse.reshape(-1), minlength=len(pairs))
-    by_where: dict[str, list[int]] = {}
-    for (site, op), size, count in zip(pairs.tolist(), sizes.tolist(), counts.tolist(), strict=True):
-        where = (sites[site].where if 0 <= site < len(sites) else "") or events.strings[op] or NOT_NAMED
-        total = by_where.setdefault(where, [0, 0])
-        total[0] += int(size)
-        total[1] += int(count)
-    rows = [HeldAtError(where, size, count) for where, (size, count) in by_where.items()]
+    live = np.flatnonzero(buffers.status == NEVER_FREED)
+    stacks = [sites[s].stack if 0 <= s < len(sites) else () for s in buffers.site[live].tolist()]
+    depth = telling_frames(stacks)
+    by_where: dict[str, HeldAtError] = {}
+    largest: dict[str, int] = {}
+    for b, stack in zip(live.tolist(), stacks, strict=True):
+        where = stack[depth[stack]] if stack else events.strings[int(buffers.op[b])] or NOT_NAMED
+        size = int(buffers.chunk_bytes[b])
+        row = by_where.setdefault(where, HeldAtError(where, 0, 0))
+        row.bytes += size
+        row.count += 1
+        if size > largest.get(where, -1):
+            largest[where] = size
+            row.stack = list(stack)
+    rows = list(by_where.values())
     earlier = held - sum(r.bytes for r in rows)
     if earlier > 0:
         rows.append(HeldAtError(BEFORE_TRACE, earlier, 0))
@@ -183,14 +197,50 @@ def held_at_oom(
         folded = HeldAtError(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
         rows = [*rows[: MAX_HELD_ROWS - 1], folded]
     capacity = max(reserved_bytes, held)
-    return OutOfMemory(cause, held, capacity, rows, _held_sentence(cause, held, capacity, rows))
+    text = _held_sentence(cause, held, capacity, rows, request_bytes, device_free_bytes)
+    return OutOfMemory(cause, held, capacity, rows, text, request_bytes, device_free_bytes, capacity - held)
 
 
-def _held_sentence(cause: str, held: int, capacity: int, rows: list[HeldAtError]) -> str:
+def telling_frames(stacks: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+    """Per distinct stack (innermost first), the index of the frame that tells its buffers apart from the others
+    made through the same innermost frame: 0 when every stack through that frame is the same; else the first
+    frame below their common prefix, so that a helper many allocations share (`allocate` of the program's
+    backend) gives way to the line that called it (`init_weight`)."""
+    through: dict[str, set[tuple[str, ...]]] = {}
+    for stack in stacks:
+        if stack:
+            through.setdefault(stack[0], set()).add(stack)
+    depth: dict[tuple[str, ...], int] = {}
+    for group in through.values():
+        common = _common_prefix(group) if len(group) > 1 else 0
+        for stack in group:
+            depth[stack] = min(common, len(stack) - 1) if len(group) > 1 else 0
+    return depth
+
+
+def _common_prefix(stacks: set[tuple[str, ...]]) -> int:
+    first = min(stacks)
+    last = max(stacks)
+    k = 0
+    while k < min(len(first), len(last)) and first[k] == last[k]:
+        k += 1
+    return k
+
+
+def _held_sentence(
+    cause: str, held: int, capacity: int, rows: list[HeldAtError], request_bytes: int | None, device_free_bytes: int | None
+) -> str:
     parts = [f"{r.where} {format_bytes(r.bytes)}" + (f" ({r.count:,} buffers)" if r.count > 1 else "") for r in rows]
     shown = parts[:HELD_IN_SENTENCE]
     more = f" and {len(parts) - len(shown)} more" if len(parts) > len(shown) else ""
+    asked = ""
+    if request_bytes:
+        free = f", with {format_bytes(device_free_bytes)} free on the device" if device_free_bytes is not None else ""
+        asked = f" It failed to allocate {format_bytes(request_bytes)}{free}."
+    cached = capacity - held
+    if cached > 0:
+        asked += f" {format_bytes(cached)} was reserved by the allocator but held by no buffer (cached or fragmented)."
     return (
         f"At the out-of-memory error {format_bytes(held)} of {format_bytes(capacity)} was held by: "
-        f"{'; '.join(shown) or 'nothing the capture names'}{more} ({cause})."
+        f"{'; '.join(shown) or 'nothing the capture names'}{more} ({cause}).{asked}"
     )

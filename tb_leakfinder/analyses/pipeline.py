@@ -46,7 +46,7 @@ from tb_leakfinder.model.recordings import PARTIAL, Recordings
 from tb_leakfinder.model.sites import NO_SITE, Site
 
 _NUMBERS = re.compile(r"(\d+)")
-SNAPSHOT_STEPS = "one moment (a device memory profile: the buffers live when it was saved)"
+SNAPSHOT_STEPS = "none: the file holds the buffers live at one moment, with no times"
 # No device holds a pebibyte: a size or counter above this is corruption, not a measurement.
 MAX_PLAUSIBLE_BYTES = 1 << 50
 
@@ -253,7 +253,15 @@ def analyze_allocator(
         fragmentation_note(events, summary.peak_event),
         growth,
         attribution.sites,
-        held_at_oom(events, buffers, attribution.sites, info.out_of_memory, info.reserved_bytes),
+        held_at_oom(
+            events,
+            buffers,
+            attribution.sites,
+            info.out_of_memory,
+            info.reserved_bytes,
+            info.oom_request_bytes,
+            info.oom_device_free_bytes,
+        ),
         bounds,
     )
 

@@ -101,15 +101,17 @@ def find_steps(profile: HostProfile) -> StepSource:
 
 
 def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS, event_clock_ps: int | None = None) -> StepSource:
-    """`count` equal windows from `start_ps` to `end_ps`, numbered from 0; `event_clock_ps`: the clock counts events."""
+    """`count` equal windows from `start_ps` to `end_ps`, numbered from 0; `event_clock_ps`: the clock counts
+    allocations, this many ps each (a snapshot without times)."""
     # In Python integers: a corrupt profile's far-apart times must not overflow int64.
     bounds = np.array([start_ps + (end_ps - start_ps) * i // count for i in range(count + 1)], np.int64)
     ends = bounds[1:] - 1
     ends[-1] = end_ps
     steps = Steps(np.arange(count, dtype=np.int64), bounds[:-1].copy(), ends)
     if event_clock_ps:
-        events = round((end_ps - start_ps) / count / event_clock_ps)
-        return StepSource(TIME_WINDOWS, None, steps, f"{count} equal windows of {events} events each, no step information")
+        allocations = round((end_ps - start_ps) / count / event_clock_ps)
+        text = f"{count} equal windows of {allocations} allocations each, no step information"
+        return StepSource(TIME_WINDOWS, None, steps, text)
     width = format_duration_ps((end_ps - start_ps) / count)
     return StepSource(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width}, no step information")
 

@@ -10,6 +10,7 @@ from tb_leakfinder.analyses.buffer_query import check_family
 from tb_leakfinder.analyses.downsample import downsample
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
+from tb_leakfinder.model.memory import ALLOC, Steps
 
 
 @dataclass
@@ -22,12 +23,23 @@ class Timeline:
     stack_bytes: np.ndarray
     fragmentation: np.ndarray
     never_freed_bytes: np.ndarray
+    # The event each sample is at: its buffer's chunk bytes (+ an allocation, - a free) and its buffer's row in
+    # the allocator's buffers (-1 when none: an event the pairing kept no buffer of).
+    event_bytes: np.ndarray
+    event_buffer: np.ndarray
+    window_start_ps: int  # what the charts span: the allocator's events and the steps around them
+    window_end_ps: int
     family: int | None = None
     family_bytes: np.ndarray | None = None  # held by the family `family`: its buffers that outlive a step
 
 
 def timeline(
-    a: AllocatorAnalysis, points: int, start_ps: int | None = None, end_ps: int | None = None, family: int | None = None
+    a: AllocatorAnalysis,
+    points: int,
+    start_ps: int | None = None,
+    end_ps: int | None = None,
+    family: int | None = None,
+    steps: Steps | None = None,
 ) -> Timeline:
     """At most `points` samples of the events in [start_ps, end_ps], the peak and every spike kept."""
     if family is not None:
@@ -38,6 +50,8 @@ def timeline(
     # Sampled on stack + heap, so that the peak XProf reports is among the points.
     in_use = e.heap_bytes[lo:hi] + e.stack_bytes[lo:hi]
     at = lo + downsample(e.time_ps[lo:hi], in_use, points)
+    start, end = window(a, steps)
+    signed = np.where(e.kind[at] == ALLOC, e.chunk_bytes[at], -e.chunk_bytes[at])
     return Timeline(
         total_events=len(e),
         time_ps=e.time_ps[at],
@@ -45,9 +59,39 @@ def timeline(
         stack_bytes=e.stack_bytes[at],
         fragmentation=e.fragmentation[at],
         never_freed_bytes=never_freed_bytes(a.buffers, at),
+        event_bytes=signed,
+        event_buffer=buffer_of_events(a.buffers, len(e))[at],
+        window_start_ps=start,
+        window_end_ps=end,
         family=family,
         family_bytes=None if family is None else live_bytes(a.buffers, a.suspects.family_of_buffer == family, at),
     )
+
+
+def window(a: AllocatorAnalysis, steps: Steps | None = None) -> tuple[int, int]:
+    """The span the timeline and the lifetimes are drawn over: from the allocator's first event (or the first step
+    that overlaps its events, when earlier) to its last (or that last step's end); (0, 0) without events."""
+    times = a.events.time_ps
+    if not len(times):
+        return 0, 0
+    first, last = int(times.min()), int(times.max())
+    start, end = first, last
+    if steps is not None and len(steps):
+        overlaps = (steps.end_ps >= first) & (steps.start_ps <= last)
+        if overlaps.any():
+            start = min(start, int(steps.start_ps[overlaps].min()))
+            end = max(end, int(steps.end_ps[overlaps].max()))
+    return start, end
+
+
+def buffer_of_events(buffers: Buffers, events: int) -> np.ndarray:
+    """Per event of the allocator, the row of the buffer it allocates or frees; -1 when none."""
+    found = np.full(events, -1, np.int64)
+    rows = np.arange(len(buffers), dtype=np.int64)
+    for column in (buffers.alloc_event, buffers.free_event):
+        seen = column >= 0
+        found[column[seen]] = rows[seen]
+    return found
 
 
 def live_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -111,7 +111,7 @@ def timeline(
 ) -> reports.TimelineAnswer:
     """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one family or all."""
     a, steps = at.allocator, at.analysis.profile.steps
-    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family))
+    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family, steps))
     return {"run": at.run, "host": at.host, **body}
 
 

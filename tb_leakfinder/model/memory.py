@@ -282,6 +282,8 @@ class AllocatorInfo:
     # What says the capture was taken at an out-of-memory error ("every segment of its memory is full"), "" if not.
     out_of_memory: str = ""
     reserved_bytes: int = 0  # the memory its pools held from the device at the capture's end, 0 when not known
+    oom_request_bytes: int | None = None  # what the request that failed asked for, when the capture records it
+    oom_device_free_bytes: int | None = None  # what the device had free then, when recorded
     guessed_pairs: str | None = None  # how its frees were paired with allocations by a guess, when they were
     # Whose memory its events' free bytes are: the allocator's own limit (a BFC allocator's bytes_available) or the
     # device's (a CUDA device's totalGlobalMem less what PyTorch's allocator holds): LIMIT_*.
@@ -322,7 +324,8 @@ class HostProfile:
     # When the capture began, in ns since the epoch, when its format records it (a device memory profile's
     # time_nanos); None: the history takes the file's mtime less the duration.
     start_time_ns: int | None = None
-    # The clock is the events' order, not time: this many ps an event (a PyTorch memory snapshot without time_us).
+    # The clock is the allocations' order, not time: this many ps an allocation (a PyTorch memory snapshot without
+    # time_us; its frees lie between the allocations they follow and precede).
     event_clock_ps: int | None = None
     one_moment: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
     compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers

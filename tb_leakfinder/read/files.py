@@ -353,6 +353,64 @@ def read_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES, *, limit: int)
         raise _cannot_read(path, exc) from exc
 
 
+# What to do about a file cut short: said after every "truncated" error.
+TRUNCATED_ADVICE = "If it is still being copied or written, wait until it is whole; else capture it again."
+
+
+def truncated(size: int | None, needed: int | None = None, detail: str = "") -> str:
+    """The words for a file cut short: "truncated (1,024 of at least 4,096 bytes: …)", as much as the format can
+    know of its size and its whole size, then what to do."""
+    whole = "" if size is None else f"{size:,} of at least {needed:,} bytes" if needed else f"{size:,} bytes"
+    said = ": ".join(part for part in (whole, detail) if part)
+    return f"truncated{f' ({said})' if said else ''}. {TRUNCATED_ADVICE}"
+
+
+def protobuf_needs(data: bytes | memoryview, limit: int) -> int | None:
+    """The bytes a protobuf message needs when its top-level fields read as a prefix of a whole one whose last field
+    runs past the end of `data` (a file cut short): that field's end; None when every field fits, or when a field
+    is no field at all (a corrupt file, not a cut one) or would end past `limit`."""
+    view = memoryview(data)
+    size = len(view)
+    at = 0
+    while at < size:
+        tag, at = _varint(view, at)
+        if tag is None:
+            return None if at < size else size + 1
+        wire = tag & 7
+        if tag >> 3 == 0 or wire in (3, 4, 6, 7):
+            return None
+        if wire == 0:
+            value, at = _varint(view, at)
+            if value is None:
+                return None if at < size else size + 1
+            continue
+        if wire == 2:
+            length, at = _varint(view, at)
+            if length is None:
+                return None if at < size else size + 1
+            end = at + length
+        else:
+            end = at + (8 if wire == 1 else 4)
+        if end > size:
+            return end if end <= limit else None
+        at = end
+    return None
+
+
+def _varint(view: memoryview, at: int) -> tuple[int | None, int]:
+    """The varint at `at` and the position after it; None when it is longer than 10 bytes or the data ends in it."""
+    value = shift = 0
+    for k in range(10):
+        if at + k >= len(view):
+            return None, at + k
+        byte = view[at + k]
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at + k + 1
+    return None, at
+
+
 def gunzip_blocks(
     blocks: Iterable[bytes], path: str, limit: int, refuse: Callable[[str, object], LeakfinderError]
 ) -> Iterator[bytes]:
@@ -361,9 +419,11 @@ def gunzip_blocks(
     Errors are `refuse`'s: the format's own words for a file it cannot read."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     total = 0
+    compressed = 0
     padded = False  # some writers pad the file with zeros after its last member
     try:
         for data in blocks:
+            compressed += len(data)
             while not padded:
                 if inflater.eof and data:
                     if not data.strip(b"\0"):
@@ -387,4 +447,6 @@ def gunzip_blocks(
     except zlib.error as exc:
         raise refuse(path, f"corrupt gzip data: {exc}") from exc
     if not inflater.eof:
-        raise refuse(path, "the gzip data is truncated")
+        # gzip writes its size at the end: a stream cut short cannot say how long it was.
+        stops = f"its gzip stream stops before its end marker, after {total:,} bytes inflated"
+        raise refuse(path, truncated(compressed, detail=stops))

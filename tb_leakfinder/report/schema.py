@@ -245,12 +245,13 @@ class Forecast(TypedDict):
 
 
 class HeldAtError(TypedDict):
-    """Where memory held at an out-of-memory error was made: the user's line, else the op, else what the capture
-    could not name."""
+    """Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op,
+    else what the capture could not name."""
 
-    where: str
+    where: Annotated[str, "the frame that tells its buffers apart (below a helper many share), else their op"]
     bytes: int
     count: Annotated[int, "buffers; 0 for the memory held from before the trace began"]
+    stack: Annotated[list[str], "the user's frames of its largest buffer, innermost first; [] when none"]
 
 
 class OutOfMemory(TypedDict):
@@ -261,6 +262,9 @@ class OutOfMemory(TypedDict):
     capacity_bytes: Annotated[int, "what the allocator had reserved from the device (at least held_bytes)"]
     held_at_error: Annotated[list[HeldAtError], "by where it was made, largest first, at most 10; a last row folds the rest"]
     description: str
+    request_bytes: Annotated[int | None, "what the failed request asked for; null when the capture does not say"]
+    device_free_bytes: Annotated[int | None, "what the device had free at the error; null when not recorded"]
+    reserved_free_bytes: Annotated[int, "reserved by the allocator but held by no buffer (cached, fragmented)"]
 
 
 class AllocatorReport(TypedDict):
@@ -485,7 +489,7 @@ class _HostReportKeys(TypedDict):
     warnings: Annotated[list[str], "what limits the analysis of the whole profile"]
     duration_ps: Annotated[int, "the capture window's length"]
     start_time_ns: Annotated[int | None, "when the capture began (ns since the epoch), where its format records it"]
-    event_clock_ps: Annotated[int | None, "set when its clock counts events, not time: this many ps an event"]
+    event_clock_ps: Annotated[int | None, "set when its clock counts allocations, not time: this many ps each"]
     one_moment: Annotated[bool, "the buffers live at one moment (a device memory profile), not events over a window"]
     compiled_programs: Annotated[list[CompiledPrograms], "a device memory profile's compiled executables per device"]
     step_source: StepSource
@@ -616,6 +620,11 @@ class _TimelineKeys(TypedDict):
     stack_bytes: list[int]
     fragmentation: list[float]
     never_freed_bytes: Annotated[list[int], "chunk bytes live at each sample that are never freed"]
+    event_bytes: Annotated[list[int], "the chunk bytes of the event each sample is at: + an allocation, - a free"]
+    event_op: Annotated[list[str], 'the op of that event\'s buffer; "" when unknown']
+    event_where: Annotated[list[str], 'the line of code that made that event\'s buffer; "" when unknown']
+    window_start_ps: Annotated[int, "what the charts span, whatever the range asked: the allocator's first event or step"]
+    window_end_ps: Annotated[int, "its last event, or the end of the last step around its events"]
     peak: Annotated[TimelinePeak, "the allocator's peak (`peak_bytes_in_use`), wherever the range is"]
     steps: list[Step]
 
@@ -707,6 +716,8 @@ class AllocatorDiff(TypedDict):
     verdict_b: Verdict | None
     reason_a: str | None
     reason_b: str | None
+    out_of_memory_a: Annotated[str | None, "when A was captured at an out-of-memory error: what held the memory then"]
+    out_of_memory_b: Annotated[str | None, "the same of B"]
     peak_bytes_in_use: Delta
     never_freed_bytes: Annotated[Delta, "chunk bytes"]
     never_freed_requested_bytes: Annotated[Delta, "tensor bytes: the figure shown"]

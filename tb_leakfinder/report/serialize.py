@@ -595,6 +595,8 @@ def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
         "verdict_b": _verdict(b.verdict.verdict) if b else None,
         "reason_a": a.verdict.reason if a else None,
         "reason_b": b.verdict.reason if b else None,
+        "out_of_memory_a": a.out_of_memory.description if a and a.out_of_memory else None,
+        "out_of_memory_b": b.out_of_memory.description if b and b.out_of_memory else None,
         "peak_bytes_in_use": _delta_json(d.peak_bytes_in_use),
         "never_freed_bytes": _delta_json(d.never_freed_bytes),
         "never_freed_requested_bytes": _delta_json(d.never_freed_requested_bytes),
@@ -649,6 +651,7 @@ def comparison_json(c: Comparison) -> ComparisonAnswer:
 
 
 def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> TimelineBody:
+    ops, places = _event_labels(a, t.event_buffer)
     out: TimelineBody = {
         "allocator": a.label,
         "memory_id": a.memory_id,
@@ -658,6 +661,11 @@ def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> TimelineBo
         "stack_bytes": t.stack_bytes.tolist(),
         "fragmentation": np.round(t.fragmentation, 6).tolist(),
         "never_freed_bytes": t.never_freed_bytes.tolist(),
+        "event_bytes": t.event_bytes.tolist(),
+        "event_op": ops,
+        "event_where": places,
+        "window_start_ps": t.window_start_ps,
+        "window_end_ps": t.window_end_ps,
         "peak": {"time_ps": a.summary.peak_time_ps, "bytes": a.summary.peak_bytes_in_use, "step": a.summary.peak_step},
         "steps": steps_json(steps),
     }
@@ -665,6 +673,20 @@ def timeline_json(a: AllocatorAnalysis, steps: Steps, t: Timeline) -> TimelineBo
         out["family"] = t.family
         out["family_bytes"] = t.family_bytes.tolist()
     return out
+
+
+def _event_labels(a: AllocatorAnalysis, rows: np.ndarray) -> tuple[list[str], list[str]]:
+    """The op and the line of code of each sample's buffer (a row of the allocator's buffers, -1 for none)."""
+    strings, sites = a.events.strings, a.sites
+    found = rows >= 0
+    ops, places = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
+    ops[found], places[found] = a.buffers.op[rows[found]], a.buffers.site[rows[found]]
+    op_text = {op: short_program_ids(strings[op]) for op in set(ops.tolist())}
+    where = {site: sites[site].where if 0 <= site < len(sites) else "" for site in set(places.tolist())}
+    return (
+        [op_text[op] if ok else "" for op, ok in zip(ops.tolist(), found.tolist(), strict=True)],
+        [where[site] if ok else "" for site, ok in zip(places.tolist(), found.tolist(), strict=True)],
+    )
 
 
 def buffers_json(a: AllocatorAnalysis, steps: Steps, page: BufferSelection) -> BufferPage:

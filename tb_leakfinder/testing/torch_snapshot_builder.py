@@ -193,3 +193,35 @@ def dying_job(version: str = "2.1", steps: int = 4) -> SnapshotBuilder:
     b.oom(2 * GIB, device_free=64 * MIB, time_us=1000 * steps)
     b.segment(JOB_BASE, live)
     return b
+
+
+FLEX_FILE = "/home/me/flexgen/flex_opt.py"
+BACKEND_FILE = "/home/me/flexgen/pytorch_backend.py"
+# The three weight initialisers of the model, each a line of its own in flex_opt.py, and how many weights each makes.
+INIT_WEIGHTS = ((171, "init_weight", 4), (319, "init_weight", 2), (507, "init_weight", 2))
+
+
+def helper_job(version: str = "2.0", out_of_memory: bool = True, layers: int = 6) -> SnapshotBuilder:
+    """A model that makes every weight through one allocation helper (pytorch_backend.py:190 in allocate), called
+    from the model's three weight initialisers (flex_opt.py:171, :319 and :507, each called per layer from
+    flex_opt.py:640 in init_all_weights); per layer 4 + 2 + 2 weights of 64 MiB. With `out_of_memory` it then asks
+    for 1 GiB more than the device has: the snapshot an out-of-memory observer dumps, its trace the oom entry alone;
+    else the snapshot dumped after the run, its trace one free (PyTorch 2.0 keeps one entry unless told more)."""
+    b = SnapshotBuilder(version=version)
+    live: list[Block] = []
+    at = JOB_BASE
+    for _ in range(layers):
+        for line, name, count in INIT_WEIGHTS:
+            stack = [(BACKEND_FILE, 190, "allocate"), (FLEX_FILE, line, name), (FLEX_FILE, 640, "init_all_weights")]
+            for _ in range(count):
+                live.append((at, 64 * MIB, 64 * MIB, "active_allocated", stack))
+                at += 64 * MIB
+    # A 16 MiB activation buffer at the model's own line, and 48 MiB cached but free in the segment.
+    live.append((at, 16 * MIB, 16 * MIB, "active_allocated", [(FLEX_FILE, 702, "forward")]))
+    live.append((at + 16 * MIB, 48 * MIB, 0, "inactive", ()))
+    if out_of_memory:
+        b.oom(GIB, device_free=32 * MIB)
+    else:
+        b.entry("free_completed", at + 64 * MIB, 2 * MIB, frames=[])
+    b.segment(JOB_BASE, live)
+    return b

@@ -47,13 +47,21 @@ def _signed(n: float) -> str:
 
 def render_comparison(c: Json) -> str:
     c = visible_json(c)
-    lines = [
-        f"## tb-leakfinder: `{_cell(c['run_a'])}` → `{_cell(c['run_b'])}`",
-        "",
-        f"**{'❌ regression' if c['regression'] else '✅ no new leak'}** — "
-        f"A: {VERDICT[c['verdict_a']]}, B: {VERDICT[c['verdict_b']]}",
-        "",
+    # An out-of-memory error leads, whatever the verdicts ("B ran out of memory"), and is never "no new leak".
+    ooms = [
+        f"**❌ {side.upper()} ran out of memory:** {_cell(alloc[f'out_of_memory_{side}'])}"
+        for h in c["hosts"]
+        for alloc in h["allocators"]
+        for side in ("a", "b")
+        if alloc[f"out_of_memory_{side}"]
     ]
+    verdicts = f"A: {VERDICT[c['verdict_a']]}, B: {VERDICT[c['verdict_b']]}"
+    lines = [f"## tb-leakfinder: `{_cell(c['run_a'])}` → `{_cell(c['run_b'])}`", ""]
+    lines += [line for oom in ooms for line in (oom, "")]
+    if c["regression"] or not ooms:
+        lines += [f"**{'❌ regression' if c['regression'] else '✅ no new leak'}** — {verdicts}", ""]
+    else:
+        lines += [verdicts, ""]
     lines += [f"- {_cell(r)}" for r in c["regressions"]]
     for h in c["hosts"]:
         for alloc in h["allocators"]:

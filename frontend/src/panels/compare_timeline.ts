@@ -4,7 +4,7 @@
 
 import uPlot from 'uplot';
 import type {Limits, Selection, TimelineAnswer} from '../api';
-import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPlot, takeSelection} from '../chart';
+import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPlot, steppedPath, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {formatBytes, formatCount, formatPs, timeTicks} from '../format';
@@ -121,6 +121,8 @@ export class CompareTimeline {
       dash: dashed ? [6, 4] : undefined,
       spanGaps: true,
       value,
+      // Memory holds its value from one event to the next.
+      paths: steppedPath(),
     });
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},

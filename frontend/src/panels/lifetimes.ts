@@ -1,6 +1,8 @@
 // Buffer lifetimes: x is time, y is address (unused address gaps removed),
-// height is size. Never-freed buffers reach to the end of the window in the
-// warning colour. The never-freed buffers of the selected op family are
+// height is size, over the timeline's window (the server's: the charts span
+// the same). Never-freed buffers reach to the end of the window in the
+// warning colour. A file of one moment (no times) has no chart and no time
+// columns: its table lists what was live. The never-freed buffers of the selected op family are
 // highlighted (the buffers route's `family` is set on never-freed ones only). A program buffer
 // picked in the static view has its allocations highlighted and listed alone. Below, every
 // buffer, paged from the server, with where it was made (each page names its sites once).
@@ -10,7 +12,7 @@ import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
-import {formatBytes, formatCount, formatLength, formatStepIn, formatWhen, type HostClock, shortProgram, whenTicks} from '../format';
+import {allocationIncrs, axisLabel, formatBytes, formatCount, formatPs, formatStepIn, formatWhen, type HostClock, shortProgram, tellsTime, whenTicks} from '../format';
 import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import type {TimeRange} from './timeline';
@@ -64,6 +66,8 @@ export class LifetimesPanel {
   private readonly note: HTMLElement;
   private readonly table: DataTable<Buffer>;
   private range: TimeRange | null = null;
+  /** The timeline's window, which the chart spans; until it is known, the host's duration. */
+  private window: TimeRange | null = null;
   private family: Family | null = null;
   private status: BufferStatus | '' = '';
   private largest: Buffer[] = [];
@@ -92,7 +96,8 @@ export class LifetimesPanel {
   ) {
     this.chart = new RectChart<BufferRect>({
       height: 320,
-      xLabel: clock.eventPs ? 'event # (the snapshot records no times)' : 'time',
+      xLabel: axisLabel(clock),
+      xIncrs: allocationIncrs(clock),
       yLabel: 'address (unused gaps removed)',
       xValues: (values) => whenTicks(values, clock),
       describe: (r) => this.describe(r.buffer),
@@ -104,6 +109,8 @@ export class LifetimesPanel {
       },
     });
     this.chart.element.dataset.chart = 'lifetimes';
+    // One moment has no time to draw its buffers over: the table alone lists them.
+    this.chart.element.hidden = !!clock.moment;
     this.chart.element.setAttribute('role', 'img');
     this.chart.element.setAttribute('aria-label', 'Buffer lifetimes: each buffer from allocation to free, at its address; the table below lists them');
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
@@ -124,7 +131,8 @@ export class LifetimesPanel {
       pageSize: 10,
       sort: 'bytes',
       order: 'desc',
-      extraTools: [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
+      // Every buffer of one moment is live: nothing to choose between.
+      extraTools: clock.moment ? [] : [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
       rowKey: (b) => String(b.id),
       rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : '') + (this.programBuffer ? ' lf-selected-buffer' : ''),
       where,
@@ -137,11 +145,16 @@ export class LifetimesPanel {
         {key: 'region', label: 'Region', cell: (b) => b.region},
         {key: 'where', label: 'Where', wrap: true, title: whereHelp('it was'), cell: (b) => whereCell(b.where, this.siteOf.get(b), this.sites)},
         {key: 'bytes', label: 'Size', sort: 'bytes', numeric: true, cell: (b) => formatBytes(b.chunk_bytes)},
-        {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b) => (b.alloc_time_ps === null ? 'before window' : formatWhen(b.alloc_time_ps, this.clock))},
-        {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b) => (b.free_time_ps === null ? 'never' : formatWhen(b.free_time_ps, this.clock))},
-        {key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b) => lifetime(b, this.durationPs, this.clock)},
-        // Without step information a buffer's "step" is its time window's number: the column says so.
-        {key: 'step', label: clock.steps ? 'Step' : 'Window', numeric: true, cell: (b) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
+        ...(clock.moment
+          ? []
+          : [
+              {key: 'alloc', label: 'Allocated', sort: 'alloc_time_ps', numeric: true, cell: (b: Buffer) => (b.alloc_time_ps === null ? 'before window' : formatWhen(b.alloc_time_ps, this.clock))},
+              {key: 'free', label: 'Freed', sort: 'free_time_ps', numeric: true, cell: (b: Buffer) => (b.free_time_ps === null ? 'never' : formatWhen(b.free_time_ps, this.clock))},
+              // A lifetime is a length of time: only a file that records times has one.
+              ...(tellsTime(clock) ? [{key: 'life', label: 'Lifetime', sort: 'lifetime_ps', numeric: true, cell: (b: Buffer) => lifetime(b, this.windowStart(), this.windowEnd())}] : []),
+              // Without step information a buffer's "step" is its time window's number: the column says so.
+              {key: 'step', label: clock.steps ? 'Step' : 'Window', numeric: true, cell: (b: Buffer) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
+            ]),
         {key: 'family', label: 'Family', numeric: true, title: 'the op family (its index in the families) of a never-freed buffer', cell: (b) => (b.family === null ? '' : `#${b.family}`)},
       ],
       source: async (q, signal) => {
@@ -175,11 +188,15 @@ export class LifetimesPanel {
       swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view'),
     );
     this.pickedNote = el('div', {class: 'lf-picked', 'data-picked': '', hidden: true});
+    const about = clock.moment
+      ? 'The buffers live when the file was written, largest first. The file records no times: no buffer has an allocation time or a lifetime.'
+      : `Each bar is one buffer: from its allocation to its free${clock.eventPs ? ' (in the order of allocations: the file records no times)' : ''}, at its address, as tall as its size. Hover for details; drag to zoom; click a buffer a program made to open its program buffer in the static view.`;
     this.element = el(
       'div',
       {},
-      el('p', {class: 'lf-muted'}, 'Each bar is one buffer: from its allocation to its free, at its address, as tall as its size. Hover for details; drag to zoom; click a buffer a program made to open its program buffer in the static view.'),
-      legend,
+      el('p', {class: 'lf-muted'}, about),
+      // One moment draws no bars: no legend of them.
+      clock.moment ? null : legend,
       this.chart.element,
       this.note,
       el('h3', {}, 'All buffers'),
@@ -273,6 +290,23 @@ export class LifetimesPanel {
     return page.buffers;
   }
 
+  /** The timeline's window: the chart spans it, never-freed buffers reach its end. */
+  setWindow(window: TimeRange): void {
+    this.window = window;
+    this.chart.element.dataset.window = `${window.start_ps},${window.end_ps}`;
+    this.draw();
+    // The table's lifetimes of never-freed buffers run to the window's end: drawn again with it.
+    if (tellsTime(this.clock)) void this.table.reset();
+  }
+
+  private windowStart(): number {
+    return this.window?.start_ps ?? 0;
+  }
+
+  private windowEnd(): number {
+    return this.window?.end_ps ?? this.durationPs;
+  }
+
   /** First load: the chart and the first page of the table. */
   start(): void {
     void this.loadLargest();
@@ -334,21 +368,24 @@ export class LifetimesPanel {
       return {
         buffer: b,
         address,
-        x0: b.alloc_time_ps ?? 0,
-        x1: b.free_time_ps ?? this.durationPs,
+        x0: b.alloc_time_ps ?? this.windowStart(),
+        x1: b.free_time_ps ?? this.windowEnd(),
         y0,
         y1,
         color,
         highlight: hit || picked,
       };
     });
-    this.chart.setData(rects, [0, Math.max(1, this.durationPs)], [0, yMax * 1.02]);
+    this.chart.setData(rects, [this.windowStart(), Math.max(this.windowStart() + 1, this.windowEnd())], [0, yMax * 1.02]);
     if (this.range) this.chart.setXRange({min: this.range.start_ps, max: this.range.end_ps});
     const el_ = this.chart.element;
     el_.dataset.highlightFamily = selected === null ? '' : String(selected);
     el_.dataset.highlighted = String(highlighted);
     el_.dataset.picked = String(pickedIds.size);
     el_.dataset.drawn = String(rects.length);
+    // Where the never-freed bars end: the window's end.
+    const live = rects.filter((r) => r.buffer.status === 'never_freed');
+    el_.dataset.neverFreedEnd = live.length ? String(Math.max(...live.map((r) => r.x1))) : '';
     const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
     const where = this.range ? ` between ${formatWhen(this.range.start_ps, this.clock)} and ${formatWhen(this.range.end_ps, this.clock)}` : '';
     const picked = this.programBuffer
@@ -356,7 +393,7 @@ export class LifetimesPanel {
       : '';
     const hl = this.family
       ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.family.family} (${this.family.label}).`
-      : picked || ' Click an op family above to highlight its never-freed buffers.';
+      : picked || (this.clock.moment ? '' : ' Click an op family above to highlight its never-freed buffers.');
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
 
@@ -376,8 +413,12 @@ export class LifetimesPanel {
         ['region', b.region || '—'],
         ['size', `${formatBytes(b.chunk_bytes)} (requested ${formatBytes(b.requested_bytes)})`],
         ['address', b.address],
-        ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatWhen(b.alloc_time_ps, this.clock)}, ${formatStepIn(b.alloc_step, this.clock)}`],
-        ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatWhen(b.free_time_ps, this.clock)}, ${formatStepIn(b.free_step, this.clock)}`],
+        ...(this.clock.moment
+          ? []
+          : ([
+              ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatWhen(b.alloc_time_ps, this.clock)}, ${formatStepIn(b.alloc_step, this.clock)}`],
+              ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatWhen(b.free_time_ps, this.clock)}, ${formatStepIn(b.free_step, this.clock)}`],
+            ] as [string, string][])),
         ['family', b.family === null ? '—' : `#${b.family}`],
         ...whereRows(b.where, this.siteOf.get(b)),
       ],
@@ -392,9 +433,11 @@ function whereRows(where: string, site: Site | undefined): [string, string][] {
   return [['where', where || '—'], ...lines.map((line): [string, string] => ['', line])];
 }
 
-function lifetime(b: Buffer, durationPs: number, clock: HostClock): string {
-  const start = b.alloc_time_ps ?? 0;
-  const end = b.free_time_ps ?? durationPs;
-  const text = formatLength(end - start, clock);
-  return b.alloc_time_ps === null || b.free_time_ps === null ? `≥ ${text}` : text;
+function lifetime(b: Buffer, windowStart: number, windowEnd: number): string {
+  const start = b.alloc_time_ps;
+  const end = b.free_time_ps ?? windowEnd;
+  // Allocated before the window: at least as long as it was seen.
+  if (start === null) return `≥ ${formatPs(end - windowStart)}`;
+  const text = formatPs(end - start);
+  return b.free_time_ps === null ? `≥ ${text}` : text;
 }

@@ -4,14 +4,16 @@
 // family_bytes: what its buffers that outlive a step hold, freed ones
 // subtracted, so a regrown buffer is followed as it grows). Dragging zooms; the server downsamples each range
 // again (keeping every bucket's min and max, so the peak stays) and the chart
-// draws the points it is given.
+// draws the points it is given, as steps: memory changes at events, it does
+// not ramp between them. The x axis spans the server's window (the lifetimes
+// chart spans the same); hovering shows the event under the cursor.
 
 import uPlot from 'uplot';
 import type {Limits, Selection, TimelineAnswer} from '../api';
-import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, takeSelection} from '../chart';
+import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, steppedPath, takeSelection, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
+import {allocationIncrs, axisLabel, formatBytes, formatBytesDelta, formatCount, formatFraction, formatStep, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
 
 export interface TimeRange {
   start_ps: number;
@@ -26,7 +28,10 @@ export class TimelinePanel {
   private readonly note: HTMLElement;
   private readonly resetButton: HTMLButtonElement;
   private readonly chart: SizedPlot;
+  private readonly tooltip: Tooltip;
   private data: TimelineAnswer | null = null;
+  /** The window both charts span (the server's), once the first answer came. */
+  window: TimeRange | null = null;
   private range: TimeRange | null = null;
   /** The selected op family (its index in `families`), drawn as a series of its own. */
   private family: number | null = null;
@@ -42,15 +47,17 @@ export class TimelinePanel {
     private readonly limits: Limits,
     private readonly onRange: (range: TimeRange | null) => void,
     private readonly clock: HostClock,
+    private readonly onWindow: (window: TimeRange) => void = () => {},
   ) {
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'timeline',
-      'data-clock': clock.eventPs ? 'events' : 'time',
+      'data-clock': clock.eventPs ? 'allocations' : 'time',
       role: 'img',
-      'aria-label': 'Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers, fragmentation and the selected op family’s live bytes over time, steps as bands',
+      'aria-label': `Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers, fragmentation and the selected op family’s live bytes over ${clock.eventPs ? 'the allocations, in their order' : 'time'}, steps as bands`,
     });
     this.chart = new SizedPlot(this.chartBox, HEIGHT);
+    this.tooltip = new Tooltip(this.chartBox);
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     this.resetButton = el('button', {type: 'button', disabled: true}, 'Reset zoom');
     this.resetButton.addEventListener('click', () => this.setRange(null, true));
@@ -78,6 +85,11 @@ export class TimelinePanel {
       const data = await this.cache.timeline(this.sel, points, range, this.family, controller.signal);
       if (controller.signal.aborted) return;
       this.data = data;
+      if (!this.window) {
+        this.window = {start_ps: data.window_start_ps, end_ps: data.window_end_ps};
+        this.chartBox.dataset.window = `${data.window_start_ps},${data.window_end_ps}`;
+        this.onWindow(this.window);
+      }
       this.draw();
     } catch (err) {
       if (isAbort(err) || controller.signal.aborted) return;
@@ -124,39 +136,46 @@ export class TimelinePanel {
     const stack = data.stack_bytes.reduce((m, v) => Math.max(m, v), 0);
     this.hasStack = stack > 0;
     const heapOnly = (_u: uPlot, _v: number | null, _si: number, idx: number | null) => (idx === null ? '—' : formatBytes(data.heap_bytes[idx]));
-    const heapSeries: uPlot.Series = {label: 'heap in use', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: heapOnly};
-    const stackSeries: uPlot.Series = {label: 'stack reserved', scale: 'bytes', stroke: cssVar('--lf-stack'), fill: cssVar('--lf-stack-fill'), width: 1.5, value: (_u, v) => formatBytes(v)};
+    // Memory changes at events and holds between them: every byte series is drawn as steps.
+    const paths = steppedPath();
+    const heapSeries: uPlot.Series = {label: 'heap in use', scale: 'bytes', stroke: heap, fill: cssVar('--lf-heap-fill'), width: 1.5, value: heapOnly, paths};
+    const stackSeries: uPlot.Series = {label: 'stack reserved', scale: 'bytes', stroke: cssVar('--lf-stack'), fill: cssVar('--lf-stack-fill'), width: 1.5, value: (_u, v) => formatBytes(v), paths};
     // With a stack, the heap's line is stack + heap; its legend still reads the heap alone.
     const inUse = this.hasStack ? [stackSeries, {...heapSeries, label: 'heap in use (above the stack)'}] : [heapSeries];
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
-      cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}},
+      // The legend and the tooltip read the sample at or before the cursor: memory holds its value until the next event.
+      cursor: {drag: {x: true, y: false, setScale: false}, points: {size: 6}, dataIdx: (_u, _si, closest, x) => (data.time_ps.length ? Math.max(0, lastAtOrBefore(data.time_ps, x)) : closest)},
       // Headroom above the highest point for the row of step labels, so that the peak's dot sits below it.
-      scales: {x: {time: false}, bytes: {range: (u, _min, max) => [0, Math.max(1, max) * headroom(u, data.steps.length > 0)]}, frac: {range: [0, 1]}},
+      // x spans the window (or the zoomed range), not merely the samples: the lifetimes chart spans the same.
+      scales: {x: {time: false, range: (_u, min, max) => this.xRange(min, max)}, bytes: {range: (u, _min, max) => [0, Math.max(1, max) * headroom(u, data.steps.length > 0)]}, frac: {range: [0, 1]}},
       // The heap fills from the top of the stack, not from zero.
       bands: this.hasStack ? [{series: [2, 1], fill: cssVar('--lf-heap-fill')}] : [],
       axes: [
-        {...axes, values: (_u, v) => whenTicks(v, this.clock), size: 36, label: this.clock.eventPs ? 'event # (the snapshot records no times)' : undefined},
+        {...axes, values: (_u, v) => whenTicks(v, this.clock), incrs: allocationIncrs(this.clock), size: this.clock.eventPs ? 50 : 36, label: this.clock.eventPs ? axisLabel(this.clock) : undefined},
         byteAxis('bytes'),
         {...axes, scale: 'frac', side: 1, grid: {show: false}, values: (_u, v) => v.map((x) => formatFraction(x)), size: 50},
       ],
       series: [
-        {label: this.clock.eventPs ? 'event' : 'time', value: (_u, v) => formatWhen(v, this.clock)},
+        {label: this.clock.eventPs ? 'allocation' : 'time', value: (_u, v) => formatWhen(v, this.clock)},
         ...inUse,
-        {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v)},
-        {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v)},
-        {label: 'selected family (live bytes)', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v))},
+        {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v), paths},
+        {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v), paths},
+        {label: 'selected family (live bytes)', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v)), paths},
       ],
       hooks: {
         drawClear: [(u) => this.drawSteps(u)],
         draw: [(u) => this.drawMarks(u)],
         setSelect: [(u) => this.onSelect(u)],
+        setCursor: [(u) => this.hover(u)],
       },
     };
-    this.chart.create(opts, this.aligned(data), () => this.setRange(null, true));
+    const plot = this.chart.create(opts, this.aligned(data), () => this.setRange(null, true));
+    plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
+    this.chartBox.append(this.tooltip.element);
     const shown = data.time_ps.length;
     this.chartBox.dataset.stack = String(stack);
     this.note.textContent =
-      `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum). ` +
+      `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum; memory holds its value from one event to the next). ` +
       `Peak ${formatBytes(data.peak.bytes)} at ${formatWhen(data.peak.time_ps, this.clock)}` +
       (data.peak.step === null ? '.' : `, ${formatStepIn(data.peak.step, this.clock)}.`);
   }
@@ -168,6 +187,40 @@ export class TimelinePanel {
 
   private destroyPlot(): void {
     this.chart.destroy();
+  }
+
+  /** The x range drawn: the zoomed range, else the window; the samples' own range before the window is known. */
+  private xRange(min: number, max: number): uPlot.Range.MinMax {
+    const shown = this.range ?? this.window;
+    if (shown && shown.end_ps > shown.start_ps) return [shown.start_ps, shown.end_ps];
+    return max > min ? [min, max] : [min, min + 1];
+  }
+
+  /** The tooltip: the memory at the cursor's time (held since the last sample at or before it) and that sample's event. */
+  private hover(u: uPlot): void {
+    const data = this.data;
+    const {left, top} = u.cursor;
+    if (!data || !data.time_ps.length || left === undefined || top === undefined || left < 0) {
+      this.tooltip.hide();
+      return;
+    }
+    const at = u.posToVal(left, 'x');
+    const idx = Math.max(0, lastAtOrBefore(data.time_ps, at));
+    const t = data.time_ps[idx];
+    const step = data.steps.find((s) => s.start_ps <= at && at <= s.end_ps);
+    const bytes = data.event_bytes[idx] ?? 0;
+    const where = data.event_where[idx];
+    const rows: [string, string][] = [
+      [this.clock.steps ? 'step' : 'window', step ? (this.clock.steps ? formatStep(step.step) : `window ${step.step}`) : '—'],
+      ['heap in use', formatBytes(data.heap_bytes[idx])],
+      ...(this.hasStack ? [['stack reserved', formatBytes(data.stack_bytes[idx])] as [string, string]] : []),
+      ['never freed', formatBytes(data.never_freed_bytes[idx])],
+      [`event at ${formatWhen(t, this.clock)}`, `${formatBytesDelta(bytes)} ${bytes >= 0 ? 'allocated' : 'freed'}`],
+      ['op', data.event_op[idx] || '(not recorded)'],
+      ...(where ? [['line', where] as [string, string]] : []),
+    ];
+    this.chartBox.dataset.hover = String(idx);
+    this.tooltip.show(left + u.over.offsetLeft, top + u.over.offsetTop, rows, `At ${formatWhen(at, this.clock)}`);
   }
 
   private onSelect(u: uPlot): void {
@@ -205,8 +258,11 @@ export class TimelinePanel {
       }
       const text = `${this.clock.steps ? 'step' : 'window'} ${step.step}`;
       const tw = ctx.measureText(text).width;
-      const box = {x0: x0 + 3 * dpr, y0: top + 2 * dpr, x1: x0 + 3 * dpr + tw, y1: top + (STEP_LABEL_ROW - 2) * dpr};
-      if (x1 - x0 > tw + 6 * dpr && !taken.some((t) => overlaps(t, box))) {
+      // The label goes in the visible part of its band: a step begun before the range shown is labelled at its left.
+      const from = Math.max(x0, left);
+      const to = Math.min(x1, left + width);
+      const box = {x0: from + 3 * dpr, y0: top + 2 * dpr, x1: from + 3 * dpr + tw, y1: top + (STEP_LABEL_ROW - 2) * dpr};
+      if (to - from > tw + 6 * dpr && !taken.some((t) => overlaps(t, box)) && !drawn.some((d) => overlaps(d, box))) {
         ctx.fillStyle = labels;
         ctx.fillText(text, box.x0, top + 12 * dpr);
         drawn.push(box);
@@ -219,6 +275,8 @@ export class TimelinePanel {
 
   private drawMarks(u: uPlot): void {
     clipped(u, (ctx, box) => this.paintMarks(u, ctx, box));
+    // The x range drawn, for the browser tests.
+    this.chartBox.dataset.xRange = `${u.scales.x.min},${u.scales.x.max}`;
   }
 
   private paintMarks(u: uPlot, ctx: CanvasRenderingContext2D, {top, height}: uPlot.BBox): void {
@@ -238,6 +296,18 @@ export class TimelinePanel {
     const {marker, text} = this.peak(u, ctx);
     paintPeak(ctx, marker, text, cssVar('--lf-leak'));
   }
+}
+
+/** The index of the last time at or before `t` in sorted `times`; -1 when all are later. */
+function lastAtOrBefore(times: number[], t: number): number {
+  let lo = 0;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid] <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
 }
 
 /** How far above the highest point the byte scale reaches: 5%, or more when steps label the top row. */

@@ -193,3 +193,19 @@ def test_tensorboards_plugin_copies_profiles_rather_than_mapping_them(monkeypatc
     monkeypatch.setattr(files, "ALLOW_MAP", True)
     assert LeakfinderLoader().load(base_plugin.TBContext(logdir=str(tmp_path), flags=None)) is not None
     assert files.ALLOW_MAP is False
+
+
+def test_a_protobuf_cut_short_says_how_many_bytes_its_last_field_needs():
+    # Two length-delimited fields of field 1: 3 bytes of payload, then 200 of which 10 are here.
+    whole = b"\x0a\x03abc" + b"\x0a\xc8\x01" + b"x" * 200
+    assert files.protobuf_needs(whole, 1 << 20) is None
+    assert files.protobuf_needs(whole[:18], 1 << 20) == len(whole)
+    # A field past the limit, or no field at all (field number 0, wire type 7), is corrupt, not cut short.
+    assert files.protobuf_needs(whole[:18], 100) is None
+    assert files.protobuf_needs(b"\x07abc", 1 << 20) is None
+
+
+def test_truncated_says_what_it_knows_and_what_to_do():
+    said = f"truncated (10 of at least 20 bytes: its last plane). {files.TRUNCATED_ADVICE}"
+    assert files.truncated(10, 20, "its last plane") == said
+    assert files.truncated(None, detail="the JSON ends") == f"truncated (the JSON ends). {files.TRUNCATED_ADVICE}"

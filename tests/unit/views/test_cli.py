@@ -18,6 +18,7 @@ from tb_leakfinder import report
 from tb_leakfinder.plugin_loader import LeakfinderLoader
 from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.testing.pjrt_profile import jax_training
+from tb_leakfinder.testing.torch_snapshot_builder import helper_job
 from tb_leakfinder.testing.tpu_profile import tpu_inference
 from tb_leakfinder.testing.xspace_builder import write_session
 from tb_leakfinder.views import html
@@ -239,6 +240,21 @@ def test_diff_markdown_names_the_new_family_and_its_onset(tmp_path):
     row = next(line for line in text.splitlines() if "`Mul [128,256] output`" in line)
     assert row.startswith("| new |") and row.endswith("| step 20 |")
     assert "new growing family Mul [128,256] output (+128 KiB per step from step 20 on)" in text
+
+
+def test_diff_markdown_leads_with_the_run_that_ran_out_of_memory(tmp_path):
+    """helper_job's snapshot after the run (A) against the one at its out-of-memory error (B): B ran out of
+    memory, never "no new leak"."""
+    (tmp_path / "job").mkdir()
+    helper_job("2.0", out_of_memory=False).write(tmp_path / "job" / "after_run.pickle")
+    helper_job("2.0").write(tmp_path / "job" / "oom_snapshot.pickle")
+    summary = tmp_path / "diff.md"
+    logdir = str(tmp_path)
+    runs = ["--run-a", "job/after_run", "--run-b", "job/oom_snapshot"]
+    assert main(["diff", logdir, logdir, *runs, "--markdown", str(summary)]) == 0
+    text = summary.read_text(encoding="utf-8")
+    assert "**❌ B ran out of memory:** At the out-of-memory error 3.0 GiB of 3.1 GiB was held by: flex_opt.py:171" in text
+    assert "no new leak" not in text and "A ran out of memory" not in text
 
 
 def _exports(logdir: str, out, run_cli) -> None:

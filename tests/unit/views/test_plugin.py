@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from tb_leakfinder import report
+from tb_leakfinder.read import files
 from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.testing.pjrt_profile import LEAKED_OUTPUT, TRAIN_BUFFERS, jax_training
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
@@ -238,6 +239,14 @@ def test_a_file_cut_short_is_its_runs_error_and_marks_it_in_the_run_list(tmp_pat
         assert status == 200 and body["errors"] == [] and body["runs"][0]["verdict"] in ("leak", "no_leak", "inconclusive")
     status, body = _get(client, "report", run=logdir.bad)
     assert status == 422 and str(logdir.bad_file) in body["error"]
+    # Each format says the file is cut short, with as much of its size as it can know, and what to do.
+    size = logdir.bad_file.stat().st_size
+    said = {
+        "xplane": f"truncated ({size:,} of at least ",
+        "torch_trace": "truncated (",
+        "torch_snapshot": f"truncated ({size:,} bytes",
+    }
+    assert said.get(profile_format, "truncated (") in body["error"] and files.TRUNCATED_ADVICE in body["error"], body["error"]
     _, body = _get(client, "runs")
     errors = {r["run"]: r["errors"] for r in body["runs"]}
     (error,) = errors.pop(logdir.bad)

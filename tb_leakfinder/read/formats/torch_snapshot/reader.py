@@ -20,7 +20,8 @@ much was live at the start.
 Times are `time_us` from the earliest entry, in ps; entries are kept in time order and at least STRIDE_PS
 apart, so that each allocation's Python frames (those whose file is a `.py`) become nested host calls around
 it, as a device memory profile's stacks do (`common.rows.stack_spans`), and the attribution names the user's
-line. Without `time_us` the clock is the entry's position, STRIDE_PS an entry, which a warning says.
+line. Without `time_us` the clock counts allocations (`allocation_tick` ps each, the entries between them 1 ps
+apart in their order), which a warning says.
 `external_annotations` (START and END `stage`s with `name` and `time_us`, recorded with
 `global_record_annotations`) are host root spans by name, and `ProfilerStep#N` ones the steps; without those,
 the optimizer's `Optimizer.step#…` annotations end the steps (a snapshot of one training step is one step, not
@@ -29,8 +30,8 @@ windows.
 
 A snapshot recorded without history (`enabled="state"`) has no entries: its live blocks, with their frames,
 are then one moment, read as a device memory profile is (allocations never freed, `HostProfile.one_moment`); so
-is one whose entries hold no allocation or free (PyTorch 2.0 keeps a single entry unless told more: after an
-out-of-memory error, its `oom`).
+is one whose entries hold at most one allocation or free (PyTorch 2.0 keeps a single entry unless told more: after
+an out-of-memory error, its `oom`; at the end of a run, its last free), which makes no window.
 
 Snapshots from PyTorch 1.13 on are read. Before 2.1 a block has no `address` (its segment's address plus the
 sizes of the blocks before it), its requested size and frames are its `history`'s first record's (`real_size`,
@@ -218,6 +219,7 @@ class _Entry:
     time_us: float | None
     frames: object
     backtrace: object  # PyTorch 2.0's `cpp_frames` text, None in other versions
+    device_free: int | None = None  # an oom entry's: what the device had free
 
 
 @dataclass
@@ -290,11 +292,14 @@ def _entries(snapshot: dict[str, Any], path: str) -> tuple[list[_Entry], int]:
             _once(entry, seen, path, what)
             action = _text(entry.get("action"), path, f"{what}'s action")
             addr = entry.get("addr", 0)
+            # An oom entry names what the device had free in place of an address.
+            free = entry.get("device_free") if action == OOM else None
             addr = 0 if action == OOM else _integer(addr, path, f"{what}'s addr", 0, MAX_ADDRESS)
+            device_free = None if free is None else _integer(free, path, f"{what}'s device_free", 0, MAX_BYTES)
             size = _integer(entry.get("size", 0), path, f"{what}'s size", 0, MAX_BYTES)
             time_us = entry.get("time_us")
             when = None if time_us is None else _time(time_us, path, f"{what}'s time_us")
-            found.append(_Entry(device, k, action, addr, size, when, entry.get("frames"), entry.get("cpp_frames")))
+            found.append(_Entry(device, k, action, addr, size, when, entry.get("frames"), entry.get("cpp_frames"), device_free))
     return found, total
 
 
@@ -398,9 +403,10 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     segments = _blocks(snapshot, path, total)
     frames = _Frames(path)
     warnings: list[str] = []
-    # A trace of only oom or segment entries (PyTorch 2.0 keeps one entry unless told more) holds no buffer:
-    # the live blocks are what there is.
-    if not any(e.action in MEMORY_ACTIONS for e in entries):
+    # A trace of only oom or segment entries, or of one allocation or free (PyTorch 2.0 keeps one entry unless told
+    # more), makes no window: the live blocks, with their frames, are what there is.
+    memory_entries = sum(e.action in MEMORY_ACTIONS for e in entries)
+    if memory_entries == 0 or (memory_entries == 1 and segments.blocks):
         profile = _moment(segments.blocks, frames, host, path, warnings, len(entries))
     else:
         profile = _window(snapshot, entries, segments.blocks, frames, host, path, warnings)
@@ -425,14 +431,24 @@ def _infos(names: list[str], entries: list[_Entry], segments: _Segments, path: s
     """Each device's allocator, with the memory its segments reserve and whether the snapshot is one of an
     out-of-memory error."""
     ooms: dict[int, int] = {}
+    last: dict[int, _Entry] = {}  # the latest oom entry of each device: the request that failed
     for entry in entries:
         if entry.action == OOM:
             ooms[entry.device] = ooms.get(entry.device, 0) + 1
+            last[entry.device] = entry
     infos = {}
     for name in names:
         device = int(name.split(":", 1)[1])
         cause = out_of_memory_cause(files.basename(path), ooms.get(device, 0), segments.full.get(device, False))
-        infos[name] = AllocatorInfo(name, False, out_of_memory=cause, reserved_bytes=segments.reserved.get(device, 0))
+        failed = last.get(device)
+        infos[name] = AllocatorInfo(
+            name,
+            False,
+            out_of_memory=cause,
+            reserved_bytes=segments.reserved.get(device, 0),
+            oom_request_bytes=failed.size if failed is not None and failed.size else None,
+            oom_device_free_bytes=None if failed is None else failed.device_free,
+        )
     return infos
 
 
@@ -454,7 +470,7 @@ def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warning
     why = (
         "no trace entries (recorded without history, enabled='state'?)"
         if not entries
-        else f"{entries} trace entries and none an allocation or free (PyTorch 2.0 keeps one unless told more)"
+        else f"{entries} trace entries and at most one an allocation or free (PyTorch 2.0 keeps one unless told more)"
     )
     warnings.append(f"{path}: the snapshot has {why}: its {len(blocks)} live blocks are read as one moment")
     events = _columns(rows, names, [0] * len(names), frames.ops.values)
@@ -475,7 +491,7 @@ def _clock(entries: list[_Entry], annotations: list[_Annotation], path: str) -> 
     the entries carry it."""
     timed = all(e.time_us is not None for e in entries)
     if not timed:
-        return [STRIDE_PS * (k + 1) for k in range(len(entries))], None
+        return _allocation_clock(entries), None
     earliest = min([*(e.time_us or 0 for e in entries), *(a.start_us for a in annotations)])
     latest = max([*(e.time_us or 0 for e in entries), *(a.end_us for a in annotations)])
     if (latest - earliest) * US_TO_PS + STRIDE_PS * len(entries) >= 1 << 62:
@@ -487,6 +503,35 @@ def _clock(entries: list[_Entry], annotations: list[_Annotation], path: str) -> 
         times.append(at)
         previous = at
     return times, earliest
+
+
+def _allocation_clock(entries: list[_Entry]) -> list[int]:
+    """Times for entries without time_us that count allocations: the k-th allocation at k ticks of
+    `allocation_tick(entries)`, the other entries after it one ps apart (frees sit between the allocations they
+    follow and precede)."""
+    tick = allocation_tick(entries)
+    times: list[int] = []
+    allocations = 0
+    at = 0
+    for entry in entries:
+        if entry.action == ALLOCATE:
+            allocations += 1
+            at = tick * allocations
+        else:
+            at += 1
+        times.append(at)
+    return times
+
+
+def allocation_tick(entries: list[_Entry]) -> int:
+    """The ps of one allocation on the clock of a trace without time_us: STRIDE_PS, or more when more entries lie
+    between two allocations than fit in the half of it after the first (its frames nest within STRIDE_PS / 2)."""
+    longest = run = 0
+    for entry in entries:
+        run = 0 if entry.action == ALLOCATE else run + 1
+        longest = max(longest, run)
+    half = STRIDE_PS // 2
+    return STRIDE_PS if longest < half else STRIDE_PS * -(-(longest + half + 1) // STRIDE_PS)
 
 
 def _ordered(entries: list[_Entry]) -> list[_Entry]:
@@ -508,10 +553,11 @@ def _window(
     annotations, unpaired = _annotations(snapshot, path)
     entries = _ordered(entries)
     times, earliest = _clock(entries, annotations, path)
-    if earliest is None:
+    tick = allocation_tick(entries) if earliest is None else None
+    if tick is not None:
         warnings.append(
-            f"{path}: its trace entries carry no time_us: the clock is the entry's position, "
-            f"{STRIDE_PS} ps an entry, so durations and time windows count entries, not time"
+            f"{path}: its trace entries carry no time_us: the clock counts allocations ({tick} ps an allocation, "
+            "the frees between them in their order), so time windows count allocations, not time"
         )
         annotations = []
     if unpaired:
@@ -554,7 +600,7 @@ def _window(
         warnings=warnings,
         spans=_merge(stack_spans(alloc_times, rows.stacks, frames.names, MAX_FRAMES), _annotation_spans(annotations, earliest)),
         start_time_ns=round(earliest * 1000) if earliest is not None and earliest >= EPOCH_US else None,
-        event_clock_ps=STRIDE_PS if earliest is None else None,
+        event_clock_ps=tick,
         step_marker=marker,
     )
 

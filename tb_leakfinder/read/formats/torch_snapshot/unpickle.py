@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, NoReturn
 
 from tb_leakfinder.errors import LeakfinderError
+from tb_leakfinder.read import files
 
 # The first byte of a pickle of protocol 2 or later, then its protocol.
 # Snapshots larger than this are refused: their builtins take several times the file's size in memory.
@@ -99,4 +100,7 @@ def load(data: bytes, path: str) -> object:
     except LeakfinderError:
         raise
     except _UNPICKLING_ERRORS as exc:
+        # A pickle cut short runs out of bytes before its STOP opcode; its whole size is written nowhere.
+        if isinstance(exc, EOFError) or "truncated" in str(exc):
+            raise not_readable(path, files.truncated(len(data), detail="the pickle ends before its last opcode")) from exc
         raise not_readable(path, f"a broken pickle: {type(exc).__name__}: {str(exc)[:200]}") from exc

@@ -134,7 +134,7 @@ class _Text:
             self.pos += consume
             return found
         if not found:
-            raise not_readable(self.path, f"the JSON ends early, after {after} (the file is truncated)")
+            raise not_readable(self.path, files.truncated(None, detail=f"the JSON ends after {after}"))
         where = self.dropped + self.pos
         raise not_readable(self.path, f"bad JSON at character {where}: expected {' or '.join(map(repr, wanted))} after {after}")
 
@@ -149,7 +149,8 @@ class _Text:
                 cut = exc.msg.startswith("Unterminated string") or not _CLOSER.search(self.text, exc.pos)
                 if self.ended or not cut:
                     if cut:
-                        raise not_readable(self.path, f"the JSON ends early, in {what} (the file is truncated)") from exc
+                        ends = f"the JSON ends inside {what}"
+                        raise not_readable(self.path, files.truncated(None, detail=ends)) from exc
                     where = self.dropped + exc.pos
                     raise not_readable(self.path, f"bad JSON at character {where}, in {what}: {exc.msg}") from exc
             except RecursionError as exc:

@@ -34,6 +34,7 @@ from tb_leakfinder.model.memory import (
     is_runtime_name,
     is_transfer_name,
 )
+from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.common.rows import groups_from_rows, spans_from_rows, steps_from_markers
 from tb_leakfinder.read.formats.xplane import clock, hlo
@@ -84,9 +85,17 @@ def is_host_call_name(name: str) -> bool:
     return (len(name) > 1 and name.startswith(PYTHON_CALL_PREFIX)) or is_transfer_name(name)
 
 
+# A top-level field said to end beyond this is garbage, not the end of a file cut short.
+WHOLE_FILE_BYTES = 1 << 40
+
+
 def refuse_empty(data: bytes | memoryview, path: str) -> None:
+    """Refuses an empty file, and one cut short: its top-level fields (planes) run past its end."""
     if not data:
         raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
+    needs = files.protobuf_needs(data, WHOLE_FILE_BYTES)
+    if needs is not None:
+        raise corrupt_profile(path, files.truncated(len(data), needs, "its last plane runs past the end of the file"))
 
 
 def corrupt_profile(path: str, detail: object) -> LeakfinderError:

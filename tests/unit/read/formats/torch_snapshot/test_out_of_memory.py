@@ -7,7 +7,7 @@ import pytest
 from tb_leakfinder.analyses.capacity import BEFORE_TRACE, MAX_HELD_ROWS
 from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.read.formats.torch_snapshot.format import HOST
-from tb_leakfinder.testing.torch_snapshot_builder import SnapshotBuilder, dying_job
+from tb_leakfinder.testing.torch_snapshot_builder import INIT_WEIGHTS, SnapshotBuilder, dying_job, helper_job
 from tb_leakfinder.views import cli
 
 MIB = 1 << 20
@@ -36,8 +36,11 @@ def test_an_oom_snapshot_leads_with_what_held_the_memory(tmp_path, version):
     assert oom["description"] == (
         "At the out-of-memory error 5.5 GiB of 5.5 GiB was held by: train.py:40 in train_step 4 GiB (4 buffers); "
         "BmmBackward0 (backward of bmm) 1 GiB (4 buffers); allocated before the trace began 512 MiB "
-        "(its trace records 1 oom entry)."
+        "(its trace records 1 oom entry). It failed to allocate 2 GiB, with 64 MiB free on the device."
     )
+    # dying_job asks for 2 GiB with 64 MiB free; its segments are full, so nothing is reserved and free.
+    assert (oom["request_bytes"], oom["device_free_bytes"], oom["reserved_free_bytes"]) == (2 * GIB, 64 * MIB, 0)
+    assert oom["held_at_error"][0]["stack"] == ["train.py:40 in train_step", "train.py:90 in <module>"]
 
 
 def test_the_text_report_leads_with_it(tmp_path, capsys):
@@ -67,7 +70,7 @@ def test_many_places_fold_into_one_last_row(tmp_path):
     (allocator,) = analyze_file(str(b.write(tmp_path / "oom.pickle")), HOST, str(tmp_path)).json()["allocators"]
     holders = allocator["out_of_memory"]["held_at_error"]
     assert len(holders) == MAX_HELD_ROWS
-    assert holders[-1] == {"where": "4 more places", "bytes": 4 * MIB, "count": 4}
+    assert holders[-1] == {"where": "4 more places", "bytes": 4 * MIB, "count": 4, "stack": []}
     assert allocator["out_of_memory"]["cause"] == "every segment of its memory is full"
 
 
@@ -88,3 +91,36 @@ def test_an_oom_capture_that_holds_nothing_says_so(tmp_path):
     assert allocator["out_of_memory"]["description"] == (
         "At the out-of-memory error 0 B of 0 B was held by: nothing the capture names (its file name says so)."
     )
+
+
+def test_a_helper_many_weights_share_gives_way_to_the_lines_that_called_it(tmp_path):
+    """helper_job makes every weight through pytorch_backend.py:190 in allocate: the holders are the three
+    init_weight lines that call it, each with its whole stack, not the helper."""
+    layers = 6
+    path = helper_job("2.0", layers=layers).write(tmp_path / "oom_snapshot.pickle")
+    (allocator,) = analyze_file(str(path), HOST, str(tmp_path)).json()["allocators"]
+    oom = allocator["out_of_memory"]
+    weights = [(f"flex_opt.py:{line} in {name}", layers * count * 64 * MIB, layers * count) for line, name, count in INIT_WEIGHTS]
+    expected = sorted([*weights, ("flex_opt.py:702 in forward", 16 * MIB, 1)], key=lambda r: (-r[1], r[0]))
+    assert [(h["where"], h["bytes"], h["count"]) for h in oom["held_at_error"]] == expected
+    assert oom["held_at_error"][0]["stack"] == [
+        "pytorch_backend.py:190 in allocate",
+        "flex_opt.py:171 in init_weight",
+        "flex_opt.py:640 in init_all_weights",
+    ]
+    # It asked for 1 GiB with 32 MiB free; 48 MiB of its segment was cached, held by no buffer.
+    assert (oom["request_bytes"], oom["device_free_bytes"], oom["reserved_free_bytes"]) == (GIB, 32 * MIB, 48 * MIB)
+    assert "It failed to allocate 1 GiB, with 32 MiB free on the device. 48 MiB was reserved" in oom["description"]
+
+
+def test_the_after_run_twin_is_its_live_blocks_named_by_their_frames(tmp_path):
+    """The same job's snapshot after the run: PyTorch 2.0 kept one trace entry (a free), so its live blocks, with
+    their frames, are one moment, not memory allocated before a window."""
+    path = helper_job("2.0", out_of_memory=False).write(tmp_path / "after_run.pickle")
+    result = analyze_file(str(path), HOST, str(tmp_path))
+    assert result.json()["one_moment"]
+    (allocator,) = result.json()["allocators"]
+    assert allocator["out_of_memory"] is None
+    rows = {(r["category"], r["where"]) for r in allocator["peak_breakdown"]}
+    assert ("before_window", "") not in rows
+    assert ("buffers", "pytorch_backend.py:190 in allocate") in rows

@@ -164,16 +164,31 @@ def test_without_annotations_the_steps_are_time_windows(tmp_path):
     assert analysis.step_source.kind == TIME_WINDOWS and analysis.step_source.num_steps == 10
 
 
-def test_without_time_us_the_clock_is_the_entry_position(tmp_path):
+def test_without_time_us_the_clock_counts_allocations(tmp_path):
     b = SnapshotBuilder()
     b.alloc(0x1000, MIB, STACK)
     b.alloc(0x2000, MIB, STACK)
     b.free(0x1000, MIB)
+    b.alloc(0x3000, MIB, STACK)
     profile = _read(tmp_path, b)
-    # free_requested is an entry too: the free_completed is the fourth.
-    assert profile.events.time_ps.tolist() == [1000, 2000, 4000]
-    assert profile.start_time_ns is None
-    assert any("carry no time_us: the clock is the entry's position" in w for w in profile.warnings)
+    # The k-th allocation at k ticks; the free (free_requested, then free_completed) 2 ps after the second.
+    assert profile.events.time_ps.tolist() == [1000, 2000, 2002, 3000]
+    assert profile.event_clock_ps == 1000 and profile.start_time_ns is None
+    assert any("carry no time_us: the clock counts allocations" in w for w in profile.warnings)
+
+
+def test_many_frees_between_two_allocations_widen_the_tick(tmp_path):
+    b = SnapshotBuilder()
+    for k in range(700):
+        b.alloc(0x1000 + k * MIB, MIB, STACK)
+    for k in range(700):
+        b.free(0x1000 + k * MIB, MIB)
+    b.alloc(0x1000, MIB, STACK)
+    profile = _read(tmp_path, b)
+    times = profile.events.time_ps
+    # 1,400 entries follow the 700th allocation: a tick of 2,000 ps keeps them before the 701st, clear of its frames.
+    assert profile.event_clock_ps == 2000 and (times[1:] > times[:-1]).all()
+    assert times[-1] == 701 * 2000 and times[-2] == 700 * 2000 + 1400
 
 
 def test_a_trace_of_free_requested_only_frees_there(tmp_path):

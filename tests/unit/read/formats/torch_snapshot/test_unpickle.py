@@ -84,7 +84,7 @@ def test_the_real_format_needs_no_class():
         (b"", "the file is empty"),
         (b"{not a pickle}", "not a pickle of protocol 2 to 5"),
         (pickle.dumps({"segments": []}, protocol=0), "not a pickle of protocol 2 to 5"),
-        (SnapshotBuilder().to_bytes()[:-7], "a broken pickle"),
+        (SnapshotBuilder().to_bytes()[:-7], f"truncated ({len(SnapshotBuilder().to_bytes()) - 7} bytes: the pickle ends"),
         (b"\x80\x05\x96\x00\x00\x00\x80\x00\x00\x00\x00.", "it holds a bytearray"),  # BYTEARRAY8 of 2 GiB
         (b"\x80\x04K", "a broken pickle"),  # BININT1 without its byte
         (b"\x80\x04\x82\x01\x00.", "a broken pickle: ValueError: unregistered extension code 1"),

@@ -221,10 +221,10 @@ def test_the_real_start_time_of_a_modern_trace():
 @pytest.mark.parametrize(
     ("content", "detail"),
     [
-        (b'{"traceEvents": [{"ph": "i", "ts": 1}', "the file is truncated"),
-        (b'{"traceEvents": [{"ph": "i", "ts": 1}]', "the file is truncated"),
-        (b'{"traceEvents": [{"ph": "i", "ts": 1', "the file is truncated"),
-        (b'{"traceEvents": [{"ph": "i", "name": "abc', "the file is truncated"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1}', "truncated (the JSON ends"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1}]', "truncated (the JSON ends"),
+        (b'{"traceEvents": [{"ph": "i", "ts": 1', "truncated (the JSON ends"),
+        (b'{"traceEvents": [{"ph": "i", "name": "abc', "truncated (the JSON ends"),
         (b'{"traceEvents": [{"ph": "i", "ts": 1}] "x": 1}', "expected ',' or '}'"),
         (b'{"traceEvents": [{"ph": "i", "ts": 1},]}', "bad JSON at character 38, in traceEvents[1]"),
         (b'{"traceEvents": [{"ph": "i", "ts": 1}]} {}', "more after the top-level object"),

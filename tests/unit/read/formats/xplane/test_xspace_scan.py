@@ -547,6 +547,11 @@ def test_truncated_files_fail_alike_and_name_the_file(monkeypatch):
     assert refused > len(cuts) * 0.9
     fast, _ = decode_both(data[:-1], monkeypatch)
     assert isinstance(fast, str) and "incomplete or corrupt profile" in fast and PATH in fast
+    # Cut anywhere, both say so with the bytes there are and at least those its last plane needs, and what to do.
+    half = len(data) // 2
+    fast, ref = decode_both(data[:half], monkeypatch)
+    assert fast == ref and isinstance(fast, str)
+    assert f"truncated ({half:,} of at least " in fast and files.TRUNCATED_ADVICE in fast
 
 
 def test_mutated_files_fail_or_decode_alike(monkeypatch):
