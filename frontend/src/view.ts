@@ -16,6 +16,7 @@ import {StaticPanel} from './panels/static';
 import {renderSummary} from './panels/summary';
 import {TimelinePanel, type TimeRange} from './panels/timeline';
 import {renderVerdict} from './panels/verdict';
+import {processBanner} from './panels/process_memory';
 import type {SiteLinks} from './sites';
 
 export interface ViewData {
@@ -126,6 +127,8 @@ export class RunView {
     }
     const capture = data.history ? `This capture (${sel.run}), on its own:` : undefined;
     this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture, (family) => this.selectFamily(family, true)));
+    const process = processBanner(host);
+    if (process) this.element.append(process);
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.allocator};
@@ -133,7 +136,7 @@ export class RunView {
       const clock = hostClock(host);
       this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.one_moment));
       // One moment has no time axis to draw: what was live is grouped in the families and the breakdown.
-      this.timeline = host.one_moment ? null : new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock, (w) => this.lifetimes?.setWindow(w));
+      this.timeline = host.one_moment ? null : new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock, (w) => this.lifetimes?.setWindow(w), host.process_memory);
       this.lifetimes = new LifetimesPanel(
         cache,
         sel,

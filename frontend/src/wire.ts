@@ -33,6 +33,9 @@ export type FamilyStatus = 'new' | 'grown' | 'shrunk' | 'fixed' | 'unchanged';
 /** `profile`: memory events over a window; `one_moment`: a device memory profile's live buffers. */
 export type CaptureKind = 'profile' | 'one_moment';
 
+/** What a process's memory is followed by: `rss` its resident pages, `uss` its private ones, `pss` its share of them. */
+export type ProcessMeasure = 'rss' | 'uss' | 'pss';
+
 /** Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value (`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph saved, reached from a live tensor's grad_fn; a tf.Variable's value. */
 export type HolderKind = 'list' | 'dict_entry' | 'attribute' | 'class_attribute' | 'default_argument' | 'closure' | 'frame_local' | 'global' | 'module' | 'buffer' | 'autograd_graph' | 'variable';
 
@@ -533,6 +536,70 @@ export interface FormatHints {
   shape_label: string;
 }
 
+/** A likely reason for memory that grows outside the allocator. */
+export interface ProcessCause {
+  /** `worker_cache`, `kept_objects` or `native` */
+  id: string;
+  title: string;
+  /** what to do about it */
+  fix: string;
+  /** the docs/ page that says more */
+  doc: string;
+}
+
+/** One child process of the training process (a DataLoader worker) over the window. */
+export interface WorkerMemory {
+  pid: number;
+  measure: ProcessMeasure;
+  /** its fitted rate */
+  bytes_per_step: number;
+  /** its rate reaches the threshold and it grows through the window */
+  grows: boolean;
+  /** its memory at each of `steps`; null where it was not read */
+  bytes: (number | null)[];
+}
+
+/** What grows outside the allocators: the training process's memory and its DataLoader workers', as the capture helper recorded them at the end of each step (its companion file). */
+export interface ProcessMemory {
+  /** `leak`: memory grows outside the allocators; judged apart from them */
+  verdict: Verdict;
+  reason: string;
+  /** "psutil" or "proc" (Linux's /proc, without psutil) */
+  source: string;
+  /** as a holder search's: `partial` when it was switched off part-way */
+  status: SearchStatus;
+  /** why it was recorded only in part, or without USS/PSS; "" when not */
+  warning: string;
+  /** the rate from which a process is said to grow */
+  threshold_bytes_per_step: number;
+  /** the training process's growth outside the host-memory allocators: its RSS rate less their heap growth and the growth of malloc's free memory */
+  bytes_per_step: number;
+  /** the training process grows outside them: `bytes_per_step` reaches the threshold, steadily */
+  main_grows: boolean;
+  /** the training process's RSS rate */
+  rss_bytes_per_step: number;
+  /** the host-memory allocators' heap growth, taken off the RSS rate */
+  allocator_bytes_per_step: number;
+  /** the growth of what glibc's malloc holds free (freed memory RSS still counts), taken off too; 0: not known */
+  malloc_free_bytes_per_step: number;
+  /** those allocators' labels */
+  allocators: string[];
+  /** each child process, by pid */
+  workers: WorkerMemory[];
+  /** the workers' rates summed */
+  workers_bytes_per_step: number;
+  /** with a leak: its likely causes, the likeliest first */
+  causes: ProcessCause[];
+  /** the step whose end each sample was read at; the lists below have one value per step */
+  steps: number[];
+  /** each step's end in the profile's clock; null for a step the profile lacks */
+  time_ps: (number | null)[];
+  /** the training process's RSS */
+  main_bytes: number[];
+  /** the workers' memory summed; null where one of them was not read */
+  workers_bytes: (number | null)[];
+}
+
 export interface HostReport {
   /** the host, as its profile file names it */
   host: string;
@@ -565,6 +632,8 @@ export interface HostReport {
   recordings_file: string;
   /** how the search for holders went; null when none was recorded */
   holder_search: HolderSearch | null;
+  /** when the capture helper recorded the process's memory beside the profile */
+  process_memory?: ProcessMemory;
   /** set, with no allocators, when its profile could not be analysed */
   error?: string;
   /** with `error`: the path of the file that could not be read */

@@ -159,6 +159,8 @@ test('the banner drops the verdict word the reason starts with', () => {
   assert.equal(m.reasonText('leak', 'Leak: +512 KiB per step from Mul'), '+512 KiB per step from Mul');
   assert.equal(m.reasonText('no_leak', 'No leak: every buffer was freed'), 'every buffer was freed');
   assert.equal(m.reasonText('inconclusive', 'Not analysed: host0.xplane.pb is truncated'), 'Not analysed: host0.xplane.pb is truncated');
+  // A verdict that says whose memory it judged reads on from the banner's word.
+  assert.equal(m.reasonText('no_leak', "No leak in PyTorch's CPU allocator: every buffer was freed"), "in PyTorch's CPU allocator: every buffer was freed");
 });
 
 test('the peak reads against the capacity when the profile gives one', () => {

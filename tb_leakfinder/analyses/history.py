@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
-from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, SESSION_NAME, CapturePoint, FamilyPoint
+from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -278,6 +278,8 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     if culprit is not None:
         # One rate in the sentence: the family's own is the history's families table's, beside the growth it explains.
         named = f", from {_family_text(culprit, with_rate=per_step is None and timed)}"
+    elif memory_id.startswith(PROCESS_PREFIX):
+        named = ""  # the process's memory outside the allocators: no family could explain it
     else:
         unexplained = _unexplained(points, per_step, within)
         named = f"; {unexplained}"

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 from tb_leakfinder.analyses.capacity import known_capacity
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.process_memory import MEASURE_WORDS, ProcessMemoryAnalysis
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.analyses.step_sources import STEP_NUM
 from tb_leakfinder.analyses.suspects import Family
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
-from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
+from tb_leakfinder.model.history import ONE_MOMENT, PROCESS_PREFIX, PROFILE, AllocatorPoint, FamilyPoint, HostPoints
 from tb_leakfinder.model.memory import LIMIT_MACHINE, AllocatorInfo
 from tb_leakfinder.model.sites import NO_SITE
 
@@ -29,7 +30,41 @@ def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints
         first_step=int(min(steps)) if steps else None,
         last_step=int(max(steps)) if steps else None,
         program=", ".join(sorted({module_base_name(m.name) for m in modules})),
-        allocators=[_allocator_point(a, profile.allocators.get(a.memory_id)) for a in h.allocators],
+        allocators=[_allocator_point(a, profile.allocators.get(a.memory_id)) for a in h.allocators]
+        + _process_points(h.process_memory),
+    )
+
+
+# The history follows the process's memory, when recorded, as it follows an allocator: by these keys across captures.
+PROCESS_MAIN = f"{PROCESS_PREFIX}main"
+PROCESS_WORKERS = f"{PROCESS_PREFIX}workers"
+
+
+def _process_points(p: ProcessMemoryAnalysis | None) -> list[AllocatorPoint]:
+    """The training process's RSS less the allocators' heap growth is not a figure of one moment: the history follows
+    its RSS (its floor over the window: what outlived every step) and the workers' memory summed, each capture judged
+    by its own process-memory verdict. None without a recording."""
+    if p is None or p.main is None:
+        return []
+    points = [_series_point(PROCESS_MAIN, "training process (RSS)", [v for v in p.main.bytes if v is not None], p)]
+    workers = [v for v in p.workers_bytes if v is not None]
+    if workers:
+        measure = MEASURE_WORDS[p.workers[0].measure] if p.workers else "USS"
+        points.append(_series_point(PROCESS_WORKERS, f"DataLoader workers ({measure}, summed)", workers, p))
+    return points
+
+
+def _series_point(key: str, label: str, values: list[int], p: ProcessMemoryAnalysis) -> AllocatorPoint:
+    return AllocatorPoint(
+        memory_id=key,
+        label=label,
+        heap_start_bytes=values[0] if values else 0,
+        peak_heap_bytes=max(values, default=0),
+        heap_end_bytes=values[-1] if values else 0,
+        heap_floor_bytes=min(values, default=0),
+        never_freed_bytes=0,
+        capacity_bytes=0,
+        verdict=p.verdict,
     )
 
 

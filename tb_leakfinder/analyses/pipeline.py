@@ -22,10 +22,20 @@ from tb_leakfinder.analyses.holders import (
     never_freed_addresses,
 )
 from tb_leakfinder.analyses.lifetimes import pair_events
+from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis, analyze_process_memory
 from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict, cannot_tell, decide, leak_families
+from tb_leakfinder.analyses.verdict import (
+    INCONCLUSIVE,
+    LEAK,
+    NO_LEAK,
+    Verdict,
+    cannot_tell,
+    decide,
+    leak_families,
+    whose,
+)
 from tb_leakfinder.analyses.words import count_of, format_bytes, held_by
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
@@ -81,6 +91,8 @@ class HostAnalysis:
     allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of label in each
     step_source: StepSource  # where profile.steps came from
     holder_status: HolderStatus | None = None  # how the search for holders went; None without one (no companion file)
+    # What grows outside the allocators, when the capture helper recorded the process's memory beside the profile.
+    process_memory: ProcessMemoryAnalysis | None = None
 
     def largest_device(self) -> AllocatorAnalysis:
         """The allocator a host opens on: the device memory with the largest peak (host memory only when there
@@ -110,11 +122,16 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
         result.append(analyze_allocator(memory_id, mine, profile, source, calls, modules))
     result.sort(key=lambda a: (_info(profile, a.memory_id).host_memory, natural_key(a.label), a.memory_id))
     status = None
-    if profile.recordings is not None:
+    process = None
+    recorded = profile.recordings
+    if recorded is not None:
         for a in result:
-            _recorded(a, profile.recordings, source)
-        status = holder_status(profile.recordings, [never_freed_addresses(a.buffers) for a in result])
-    return HostAnalysis(profile, result, source, status)
+            _recorded(a, recorded, source)
+        status = holder_status(recorded, [never_freed_addresses(a.buffers) for a in result])
+        if recorded.process_memory is not None:
+            host_memory = [(a.label, a.summary.growth_bytes_per_step) for a in result if _info(profile, a.memory_id).host_memory]
+            process = analyze_process_memory(recorded.process_memory, recorded.framework, source.steps, host_memory)
+    return HostAnalysis(profile, result, source, status, process)
 
 
 def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSource) -> None:
@@ -207,7 +224,9 @@ def analyze_allocator(
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    verdict = decide(summary, suspects.families, source, events.strings, attribution.sites, _freed_in_one_step(buffers, source))
+    judged = whose(label, profile.format)
+    freed = _freed_in_one_step(buffers, source)
+    verdict = decide(summary, suspects.families, source, events.strings, attribution.sites, freed, judged)
     if problems and verdict.verdict != INCONCLUSIVE:
         # Never present a verdict built on impossible numbers as certain.
         verdict = Verdict(INCONCLUSIVE, f"Inconclusive: {problems[0]}. Taken at face value: {verdict.reason}")

@@ -37,6 +37,24 @@ class Verdict:
     reason: str
 
 
+# The framework whose allocator a format's memory events come from, by the format's registry name (an XSpace's is
+# TensorFlow's or JAX's: its allocator's label says which device).
+FORMAT_FRAMEWORKS = {"torch_trace": "PyTorch", "torch_snapshot": "PyTorch", "pprof": "JAX"}
+FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX"}
+
+
+def whose(label: str, profile_format: str = "") -> str:
+    """Whose memory an allocator's verdict judged, for its first words: "PyTorch's CPU allocator", "the GPU:0
+    allocator"; never the process's, which the process-memory verdict judges beside it."""
+    owner = FORMAT_FRAMEWORKS.get(profile_format)
+    return f"{owner}'s {label} allocator" if owner else f"the {label} allocator"
+
+
+def _opening(word: str, judged: str) -> str:
+    """'No leak in PyTorch's CPU allocator:', or 'No leak:' when who was judged is not known."""
+    return f"{word} in {judged}:" if judged else f"{word}:"
+
+
 def decide(
     summary: Summary,
     families: list[Family],
@@ -44,8 +62,11 @@ def decide(
     strings: list[str],
     sites: Sequence[Site] = (),
     freed_in_one_step: int = 0,
+    judged: str = "",
 ) -> Verdict:
-    """`freed_in_one_step`: how many allocations a capture of one step made, when it freed every one of them."""
+    """`freed_in_one_step`: how many allocations a capture of one step made, when it freed every one of them; `judged`:
+    whose memory the verdict is on (`whose`), which its first words say."""
+    inconclusive, leak, no_leak = (_opening(w, judged) for w in ("Inconclusive", "Leak", "No leak"))
     if summary.num_allocations + summary.num_deallocations == 0:
         return Verdict(INCONCLUSIVE, NO_EVENTS_REASON)
     n, unit = source.num_steps, source.unit
@@ -55,12 +76,12 @@ def decide(
         if n == 1 and freed_in_one_step:
             return Verdict(
                 INCONCLUSIVE,
-                f"Inconclusive: {found}, too few to tell growth from warm-up: all {freed_in_one_step:,} allocations of "
+                f"{inconclusive} {found}, too few to tell growth from warm-up: all {freed_in_one_step:,} allocations of "
                 f"the one step were freed; capture {MIN_STEPS} steps or more to rule out a leak.{lead}",
             )
         return Verdict(
             INCONCLUSIVE,
-            f"Inconclusive: {found}, too few to tell growth from warm-up; capture at least {MIN_STEPS} steps.{lead}",
+            f"{inconclusive} {found}, too few to tell growth from warm-up; capture at least {MIN_STEPS} steps.{lead}",
         )
     growing = [g for g in families if g.kind == GROWING]
     leaking = leak_families(families, source)
@@ -74,14 +95,14 @@ def decide(
             more = f"; {len(leaking)} families grow, +{format_bytes(total)} per {unit} in all"
         return Verdict(
             LEAK,
-            f"Leak: +{format_bytes(top.bytes_per_step)} per {unit} from {family_label(top, strings, sites)}{onset}"
+            f"{leak} +{format_bytes(top.bytes_per_step)} per {unit} from {family_label(top, strings, sites)}{onset}"
             f"{kept} ({source.description}){more}",
         )
     if growing:
         top = growing[0]
         return Verdict(
             INCONCLUSIVE,
-            f"Inconclusive: {family_label(top, strings, sites)} grows, but with no step information only in "
+            f"{inconclusive} {family_label(top, strings, sites)} grows, but with no step information only in "
             f"{top.growth_steps} of {n} equal time windows; a leak needs growth in at least {_most(n)} of them. "
             f"Mark steps (step_num) or capture more of the run.",
         )
@@ -90,10 +111,12 @@ def decide(
         kinds = [KIND_WORDS[k] for k in KIND_WORDS if any(g.kind == k for g in families)]
         return Verdict(
             NO_LEAK,
-            f"No leak: nothing grows {unit} after {unit} over {source.description}; "
+            f"{no_leak} nothing grows {unit} after {unit} over {source.description}; "
             f"the {format_bytes(kept_bytes)} still live at window end is {' or '.join(kinds)}{_heap_trend(summary, n, unit)}",
         )
-    return Verdict(NO_LEAK, f"No leak: every buffer allocated over {source.description} was freed{_heap_trend(summary, n, unit)}")
+    return Verdict(
+        NO_LEAK, f"{no_leak} every buffer allocated over {source.description} was freed{_heap_trend(summary, n, unit)}"
+    )
 
 
 def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:

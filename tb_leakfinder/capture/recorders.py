@@ -68,13 +68,19 @@ def _holders(context: Context) -> Recorder:
     return HolderFinder(context.framework, context.module)
 
 
-# Every recorder. Companion recorders' sections are written in this order. The process-memory recorder (issue 41)
-# goes here, as RecorderEntry("process_memory", COMPANION, ...): nothing else in the capture names a recorder.
+def _process_memory(context: Context) -> Recorder:
+    from tb_leakfinder.capture.process_memory import ProcessMemoryRecorder
+
+    return ProcessMemoryRecorder()
+
+
+# Every recorder. Companion recorders' sections are written in this order: nothing else in the capture names one.
 RECORDERS: tuple[RecorderEntry, ...] = (
     RecorderEntry("tensorflow", PROFILER, _tensorflow),
     RecorderEntry("jax", PROFILER, _jax),
     RecorderEntry("torch", PROFILER, _torch),
     RecorderEntry("holders", COMPANION, _holders),
+    RecorderEntry("process_memory", COMPANION, _process_memory),
 )
 
 

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 PROFILE = "profile"  # memory events over a window (an XSpace session)
 ONE_MOMENT = "one_moment"  # the buffers live at one moment (a device memory profile)
 
+# AllocatorPoint.memory_id of the series that follow the process's memory (the capture helper's recording), not an
+# allocator's: it has no families, so nothing in the windows is expected to explain its growth.
+PROCESS_PREFIX = "process:"
+
 # CapturePoint.time_source: where its time came from, best first.
 OWN_CLOCK = "profile"  # the capture's own record of when it ran (an XSpace's events, baseTimeNanoseconds, time_us...)
 SESSION_NAME = "session_name"  # the session folder's name, as XProf names it by the time the capture began

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The companion file: `<profile's name less its format's suffix>.leakfinder.json`, beside the profile.
+COMPANION_SUFFIX = ".leakfinder.json"
+RECORDINGS_FORMAT = "tb_leakfinder.recordings"
+RECORDINGS_VERSION = 1
+MAX_COMPANION_BYTES = 1 << 20
+
 # RecorderStatus: how a recorder's window ended.
 COMPLETE = "complete"  # it ran to the end of its window
 PARTIAL = "partial"  # a bound (objects visited, time) was hit: what it found is true, but not everything
 FAILED = "failed"  # it stopped with an error, which its `warning` says; the training loop went on
+RECORDER_STATUSES = (COMPLETE, PARTIAL, FAILED)
 
 # HolderRecord.kind: where the reference a user would recognise lives.
 HOLDER_KINDS = (
@@ -72,6 +79,11 @@ class ProcessSample:
     time_ns: int  # since the epoch
     main: ProcessReading
     children: list[ProcessReading] = field(default_factory=list)
+    # What glibc's malloc held in the training process (mallinfo2): in use (`uordblks` + `hblkhd`), and free
+    # (`fordblks`: memory the program freed that malloc keeps, which RSS counts once touched). None where malloc does
+    # not say (not glibc 2.33 or later).
+    malloc_in_use: int | None = None
+    malloc_free: int | None = None
 
 
 @dataclass

@@ -47,6 +47,8 @@ WholeProgramReason = Literal["parameter", "live_out", "constant", "thread_local"
 FamilyStatus = Literal["new", "grown", "shrunk", "fixed", "unchanged"]
 CaptureKind = Literal["profile", "one_moment"]
 """`profile`: memory events over a window; `one_moment`: a device memory profile's live buffers."""
+ProcessMeasure = Literal["rss", "uss", "pss"]
+"""What a process's memory is followed by: `rss` its resident pages, `uss` its private ones, `pss` its share of them."""
 HolderKind = Literal[
     "list",
     "dict_entry",
@@ -476,6 +478,56 @@ class FormatHints(TypedDict):
     shape_label: Annotated[str, 'what a buffer\'s shape is: "shape", or "input shapes" (of the op that made it)']
 
 
+class ProcessCause(TypedDict):
+    """A likely reason for memory that grows outside the allocator."""
+
+    id: Annotated[str, "`worker_cache`, `kept_objects` or `native`"]
+    title: str
+    fix: Annotated[str, "what to do about it"]
+    doc: Annotated[str, "the docs/ page that says more"]
+
+
+class WorkerMemory(TypedDict):
+    """One child process of the training process (a DataLoader worker) over the window."""
+
+    pid: int
+    measure: ProcessMeasure
+    bytes_per_step: Annotated[float, "its fitted rate"]
+    grows: Annotated[bool, "its rate reaches the threshold and it grows through the window"]
+    bytes: Annotated[list[int | None], "its memory at each of `steps`; null where it was not read"]
+
+
+class ProcessMemory(TypedDict):
+    """What grows outside the allocators: the training process's memory and its DataLoader workers', as the capture
+    helper recorded them at the end of each step (its companion file)."""
+
+    verdict: Annotated[Verdict, "`leak`: memory grows outside the allocators; judged apart from them"]
+    reason: str
+    source: Annotated[str, '"psutil" or "proc" (Linux\'s /proc, without psutil)']
+    status: Annotated[SearchStatus, "as a holder search's: `partial` when it was switched off part-way"]
+    warning: Annotated[str, 'why it was recorded only in part, or without USS/PSS; "" when not']
+    threshold_bytes_per_step: Annotated[int, "the rate from which a process is said to grow"]
+    bytes_per_step: Annotated[
+        float,
+        "the training process's growth outside the host-memory allocators: its RSS rate less their heap growth and"
+        " the growth of malloc's free memory",
+    ]
+    main_grows: Annotated[bool, "the training process grows outside them: `bytes_per_step` reaches the threshold, steadily"]
+    rss_bytes_per_step: Annotated[float, "the training process's RSS rate"]
+    allocator_bytes_per_step: Annotated[float, "the host-memory allocators' heap growth, taken off the RSS rate"]
+    malloc_free_bytes_per_step: Annotated[
+        float, "the growth of what glibc's malloc holds free (freed memory RSS still counts), taken off too; 0: not known"
+    ]
+    allocators: Annotated[list[str], "those allocators' labels"]
+    workers: Annotated[list[WorkerMemory], "each child process, by pid"]
+    workers_bytes_per_step: Annotated[float, "the workers' rates summed"]
+    causes: Annotated[list[ProcessCause], "with a leak: its likely causes, the likeliest first"]
+    steps: Annotated[list[int], "the step whose end each sample was read at; the lists below have one value per step"]
+    time_ps: Annotated[list[int | None], "each step's end in the profile's clock; null for a step the profile lacks"]
+    main_bytes: Annotated[list[int], "the training process's RSS"]
+    workers_bytes: Annotated[list[int | None], "the workers' memory summed; null where one of them was not read"]
+
+
 class _HostReportKeys(TypedDict):
     host: Annotated[str, "the host, as its profile file names it"]
     format: Annotated[
@@ -502,6 +554,7 @@ class _HostReportKeys(TypedDict):
 
 
 class HostReport(_HostReportKeys, total=False):
+    process_memory: Annotated[ProcessMemory, "when the capture helper recorded the process's memory beside the profile"]
     error: Annotated[str, "set, with no allocators, when its profile could not be analysed"]
     file: Annotated[str, "with `error`: the path of the file that could not be read"]
 

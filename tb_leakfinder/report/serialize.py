@@ -27,6 +27,7 @@ from tb_leakfinder.analyses.holders import Holder as HolderResult
 from tb_leakfinder.analyses.holders import HolderStatus
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
+from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
 from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailResult
 from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
@@ -91,6 +92,8 @@ if TYPE_CHECKING:
         OutOfMemory,
         OverviewAnswer,
         OverviewRow,
+        ProcessMeasure,
+        ProcessMemory,
         RateBasis,
         ReportAnswer,
         RunReport,
@@ -320,16 +323,57 @@ def record_events(profile_format: str) -> str:
 def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
     """A host's verdict. With no memory events its reason says so, and where its compiled programs are when it has
     some; how its format records them is the host's `format_hints.record_events`, which the tab and the CLI show
-    once beside it (a PyTorch trace is not told about TensorFlow's allocator)."""
+    once beside it (a PyTorch trace is not told about TensorFlow's allocator). The process's memory, when recorded,
+    is judged beside its allocators': the worse of the two, both reasons said."""
     programs = " Its compiled programs are in the static view." if modules else ""
     no_events = f"{verdicts.NO_EVENTS_REASON}{programs}"
-    return verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
+    verdict = verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
+    process = h.process_memory
+    if process is None:
+        return verdict
+    worst = verdicts.worst([verdict.verdict, process.verdict]) if process.verdict == verdicts.LEAK else verdict.verdict
+    reason = verdict.reason.rstrip()
+    return verdicts.Verdict(worst, f"{reason}{'' if reason.endswith('.') else '.'} {process.reason}")
+
+
+def process_memory_json(p: ProcessMemoryAnalysis) -> ProcessMemory:
+    main = p.main
+    return {
+        "verdict": _verdict(p.verdict),
+        "reason": p.reason,
+        "source": p.source,
+        "status": cast("SearchStatus", p.status),
+        "warning": p.warning,
+        "threshold_bytes_per_step": p.threshold_bytes_per_step,
+        "bytes_per_step": round(p.outside_bytes_per_step, 1),
+        "main_grows": main is not None and main.grows,
+        "rss_bytes_per_step": round(p.rss_bytes_per_step, 1),
+        "allocator_bytes_per_step": round(p.allocator_bytes_per_step, 1),
+        "malloc_free_bytes_per_step": round(p.malloc_free_bytes_per_step, 1),
+        "allocators": p.allocators,
+        "workers": [
+            {
+                "pid": w.pid,
+                "measure": cast("ProcessMeasure", w.measure),
+                "bytes_per_step": round(w.bytes_per_step, 1),
+                "grows": w.grows,
+                "bytes": w.bytes,
+            }
+            for w in p.workers
+        ],
+        "workers_bytes_per_step": round(p.workers_bytes_per_step, 1),
+        "causes": [{"id": c.id, "title": c.title, "fix": c.fix, "doc": c.doc} for c in p.causes],
+        "steps": p.steps,
+        "time_ps": p.time_ps,
+        "main_bytes": [0 if b is None else b for b in main.bytes] if main is not None else [],
+        "workers_bytes": p.workers_bytes,
+    }
 
 
 def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport:
     allocators = [allocator_json(a, h.profile.format) for a in h.allocators]
     verdict = host_verdict(h, modules)
-    return {
+    body: HostReport = {
         "host": h.profile.host,
         "format": h.profile.format,
         "format_hints": format_hints_json(h.profile.format),
@@ -349,6 +393,9 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "recordings_file": h.profile.recordings_file,
         "holder_search": holder_search_json(h.holder_status),
     }
+    if h.process_memory is not None:
+        body["process_memory"] = process_memory_json(h.process_memory)
+    return body
 
 
 def host_error_json(host: str, profile_format: str, error: LeakfinderError, path: str) -> HostReport:

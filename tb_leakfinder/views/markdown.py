@@ -18,6 +18,7 @@ from tb_leakfinder.views.text import (
     hint_for,
     holder_text,
     peak_text,
+    process_memory_lines,
     search_text,
     tensor_and_chunks,
     where_parts,
@@ -172,6 +173,22 @@ def render_allocator(a: Json, unit: str = "step") -> list[str]:
     return lines
 
 
+def _process_memory(host: Json) -> list[str]:
+    p = host.get("process_memory")
+    if p is None:
+        return [] if host.get("error") else ["", f"_{_cell(process_memory_lines(host)[0])}_"]
+    lines = ["", f"#### {_cell(host['host'])} · process memory: {VERDICT[p['verdict']]}", "", _cell(p["reason"]), ""]
+    lines += ["| process | measure | rate per step | grows |", "|---|---|---:|---|"]
+    grows = "yes" if p["main_grows"] else ""
+    lines.append(f"| training process | RSS | {_signed(p['bytes_per_step'])} outside the allocators | {grows} |")
+    lines += [
+        f"| worker pid {w['pid']} | {w['measure'].upper()} | {_signed(w['bytes_per_step'])} | {'yes' if w['grows'] else ''} |"
+        for w in p["workers"]
+    ]
+    lines += [f"- likely: {_cell(c['title'])}. Fix: {_cell(c['fix'])} ([{c['doc']}]({c['doc']}))" for c in p["causes"]]
+    return lines
+
+
 def render_report(report: Json) -> str:
     """Each host's allocators of each run, under their verdicts; a run of several captures leads with its history,
     and each capture's verdict reads as its own."""
@@ -197,6 +214,7 @@ def render_report(report: Json) -> str:
             for a in host["allocators"]:
                 lines += ["", f"#### {_cell(host['host'])} · {_cell(a['allocator'])}: {VERDICT[a['verdict']]}", ""]
                 lines += render_allocator(a, unit)
+            lines += _process_memory(host)
             programs = compiled_programs_text(host)
             if programs:
                 lines += ["", _cell(programs)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tb_leakfinder.analyses.process_memory import NOT_RECORDED
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_fraction, group_label, held_by, short_program_ids
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
@@ -358,6 +359,7 @@ def render_report(report: Json) -> str:
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
                 lines += render_allocator(a, unit, host["one_moment"])
+            lines += [f"  {line}" for line in process_memory_lines(host)]
             programs = compiled_programs_text(host)
             if programs:
                 lines.append(f"  {programs}")
@@ -368,6 +370,34 @@ def render_report(report: Json) -> str:
     if report["errors"]:
         lines += [f"could not read {_files(len(report['errors']))}:", *render_errors(report["errors"]), ""]
     return "\n".join(lines)
+
+
+def _signed(n: float) -> str:
+    return f"{'+' if n >= 0 else '-'}{format_bytes(abs(n))}"
+
+
+def process_memory_lines(host: Json) -> list[str]:
+    """What grows outside the allocators (the training process's and its workers' memory), beside their verdicts;
+    for a host analysed without a recording of it, the one line that says how to record it."""
+    p = host.get("process_memory")
+    if p is None:
+        return [] if host.get("error") else [NOT_RECORDED]
+    lines = [f"process memory ({p['source']}, {len(p['steps'])} steps): {VERDICT_WORDS[p['verdict']]}", f"  {p['reason']}"]
+    if p["steps"]:
+        rows = [["training process", "RSS", f"{_signed(p['bytes_per_step'])}/step", "yes" if p["main_grows"] else ""]]
+        for w in p["workers"]:
+            rows.append(
+                [
+                    f"worker pid {w['pid']}",
+                    w["measure"].upper(),
+                    f"{_signed(w['bytes_per_step'])}/step",
+                    "yes" if w["grows"] else "",
+                ]
+            )
+        lines += ["  " + row for row in _table(["process", "measure", "outside the allocators", "grows"], rows)]
+    for c in p["causes"]:
+        lines.append(f"  likely: {c['title']}. Fix: {c['fix']} ({c['doc']})")
+    return lines
 
 
 def _files(n: int) -> str:

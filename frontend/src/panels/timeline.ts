@@ -9,11 +9,12 @@
 // chart spans the same); hovering shows the event under the cursor.
 
 import uPlot from 'uplot';
-import type {Limits, Selection, TimelineAnswer} from '../api';
+import type {Limits, ProcessMemory, Selection, TimelineAnswer} from '../api';
 import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, steppedPath, takeSelection, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
 import {allocationIncrs, axisLabel, formatBytes, formatBytesDelta, formatCount, formatFraction, formatStep, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
+import {processSeries} from './process_memory';
 
 export interface TimeRange {
   start_ps: number;
@@ -48,6 +49,8 @@ export class TimelinePanel {
     private readonly onRange: (range: TimeRange | null) => void,
     private readonly clock: HostClock,
     private readonly onWindow: (window: TimeRange) => void = () => {},
+    /** The capture helper's recording of the process's memory, drawn beside the heap when there is one. */
+    private readonly process?: ProcessMemory,
   ) {
     this.chartBox = el('div', {
       class: 'lf-chart',
@@ -114,7 +117,7 @@ export class TimelinePanel {
   /** Series: [stack reserved, stack + heap (the heap's band above the stack) | heap], never freed, fragmentation, the selected family. */
   private aligned(data: TimelineAnswer): uPlot.AlignedData {
     const held = data.family_bytes ?? data.time_ps.map(() => null);
-    const rest = [data.never_freed_bytes, data.fragmentation, held];
+    const rest = [data.never_freed_bytes, data.fragmentation, held, ...processSeries(this.process, data.time_ps).columns];
     if (!this.hasStack) return [data.time_ps, data.heap_bytes, ...rest];
     const inUse = data.heap_bytes.map((h, i) => h + (data.stack_bytes[i] ?? 0));
     return [data.time_ps, data.stack_bytes, inUse, ...rest];
@@ -161,6 +164,7 @@ export class TimelinePanel {
         {label: 'never freed', scale: 'bytes', stroke: leak, fill: cssVar('--lf-leak-fill'), width: 1.5, value: (_u, v) => formatBytes(v), paths},
         {label: 'fragmentation', scale: 'frac', stroke: cssVar('--lf-frag'), width: 1, dash: [4, 3], value: (_u, v) => formatFraction(v), paths},
         {label: 'selected family (live bytes)', scale: 'bytes', stroke: cssVar('--lf-highlight'), width: 2.5, value: (_u, v) => (v === null ? '—' : formatBytes(v)), paths},
+        ...processSeries(this.process, data.time_ps).series,
       ],
       hooks: {
         drawClear: [(u) => this.drawSteps(u)],

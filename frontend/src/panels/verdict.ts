@@ -17,7 +17,12 @@ export const VERDICT_LABEL: Record<Verdict, string> = {
 /** The reason without the verdict word it may start with, which the banner already shows. */
 export function reasonText(verdict: Verdict, reason: string): string {
   const label = VERDICT_LABEL[verdict];
-  return label && reason.toLowerCase().startsWith(`${label.toLowerCase()}:`) ? reason.slice(label.length + 1).trimStart() : reason;
+  if (!label) return reason;
+  const lower = reason.toLowerCase();
+  if (lower.startsWith(`${label.toLowerCase()}:`)) return reason.slice(label.length + 1).trimStart();
+  // "No leak in PyTorch's CPU allocator: …" reads on from the banner's label: "in PyTorch's CPU allocator: …".
+  if (lower.startsWith(`${label.toLowerCase()} in `)) return reason.slice(label.length).trimStart();
+  return reason;
 }
 
 /** A verdict and its reason; `title` (e.g. which run) goes above them, `details` below. */

@@ -45,8 +45,10 @@ def test_no_leak_in_large_blocks_is_inconclusive(tmp_path):
     assert "TF_CPU_ALLOCATOR_USE_BFC=true" in MKLCPU_NOTE
     assert (allocator["verdict"], host["verdict"]) == ("inconclusive", "inconclusive")
     # The rest is decide()'s no-leak reason, as another allocator would have it.
-    assert host["reason"].startswith(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: No leak: ")
-    assert host["reason"].removeprefix(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: ") == clean["reason"]
+    assert host["reason"].startswith(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: No leak in the mklcpu allocator: ")
+    # The same words as the clean profile's, but each says whose memory it judged.
+    judged = host["reason"].removeprefix(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: ")
+    assert judged == clean["reason"].replace("bfc_cpu_allocator_for_gpu", "mklcpu")
 
 
 def test_the_same_profile_from_bfc_is_clean(tmp_path):
@@ -60,7 +62,7 @@ def test_a_leak_in_large_blocks_stays_a_leak(tmp_path):
     host = profile(tmp_path, "mklcpu", leak=True)
     (allocator,) = host["allocators"]
     assert host["verdict"] == "leak"
-    assert host["reason"].startswith("Leak: +512 KiB per step from Mul [256,512] output")
+    assert host["reason"].startswith("Leak in the mklcpu allocator: +512 KiB per step from Mul [256,512] output")
     assert host["reason"].endswith(f"markers). {MKLCPU_NOTE}.")
     assert allocator["warnings"] == [MKLCPU_NOTE]
     assert allocator["forecast"] is not None
@@ -69,5 +71,5 @@ def test_a_leak_in_large_blocks_stays_a_leak(tmp_path):
 def test_too_few_steps_stays_inconclusive_with_the_note(tmp_path):
     host = profile(tmp_path, "mklcpu", steps=2, leak=True)
     assert host["verdict"] == "inconclusive"
-    assert host["reason"].startswith("Inconclusive: 2 steps from step_num markers")
+    assert host["reason"].startswith("Inconclusive in the mklcpu allocator: 2 steps from step_num markers")
     assert host["reason"].endswith(f". {MKLCPU_NOTE}.")

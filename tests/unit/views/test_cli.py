@@ -30,6 +30,8 @@ from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
+TF_CPU = "in the bfc_cpu_allocator_for_gpu allocator:"  # the allocator verdict names whose memory it judged
+
 
 def test_console_script_is_installed():
     exe = shutil.which("tb-leakfinder")
@@ -135,7 +137,7 @@ def test_report_text_gives_the_step_source_and_the_forecast():
     out = cli("report", str(demo_xplane("tf_leak")))
     assert out.returncode == 0
     assert " host vm: 25 steps from step_num markers\n" in out.stdout
-    assert "Leak: +512 KiB per step from Mul [128,1024] output" in out.stdout
+    assert f"Leak {TF_CPU} +512 KiB per step from Mul [128,1024] output" in out.stdout
     forecast = next(line.strip() for line in out.stdout.splitlines() if "still free of" in line)
     # TensorFlow's CPU BFC allocator reports a 64 GiB limit: the forecast runs against the smaller of it and the
     # memory of this machine, which the profile does not record.
@@ -197,8 +199,18 @@ ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
 @pytest.mark.parametrize(
     ("case", "words"),
     [
-        ("late_onset", ["Leak: +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"]),
-        ("regrown", ["Leak: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"]),
+        (
+            "late_onset",
+            [
+                "Leak in the bfc_cpu_allocator_for_gpu allocator: +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"  # noqa: E501 - the verdict's sentence, whole
+            ],
+        ),
+        (
+            "regrown",
+            [
+                "Leak in the bfc_cpu_allocator_for_gpu allocator: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"  # noqa: E501 - the verdict's sentence, whole
+            ],
+        ),
         ("dynamic_shapes", ["from Tanh [32,*] output, 20 shapes, 40 of 40 steps never freed"]),
         ("several_families", ["; 2 families grow, +192 KiB per step in all"]),
         ("regrown_kv_cache_per_layer", ["+128 KiB per step from 4 buffers regrown each step by ConcatV2, now [1280,256]"]),
@@ -458,6 +470,7 @@ def test_tensorboards_size_flags_are_refused_when_parsed(flag, value, capsys):
 _MODULES_AFTER = """
 import contextlib, io, json, sys
 from tb_leakfinder.views import cli
+
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     cli.main(sys.argv[1:])
 heavy = (

@@ -35,7 +35,10 @@ def test_report_names_the_op_the_line_and_the_onset():
     out = cli("report", str(ACCURACY / "torch_late_onset"))
     assert out.returncode == 0, out.stderr
     onset = truth("torch_late_onset")["onset_step"]
-    assert f"Leak: +128 KiB per step from aten::mul float[128,256] ({KEEP_LINE}) from step {onset} on" in out.stdout
+    assert (
+        f"Leak in PyTorch's CPU allocator: +128 KiB per step from aten::mul float[128,256] ({KEEP_LINE}) from step {onset} on"
+        in out.stdout
+    )
     assert "30 steps from ProfilerStep markers" in out.stdout
     assert "allocator CPU (memory id cpu): LEAK" in out.stdout
 
@@ -43,7 +46,7 @@ def test_report_names_the_op_the_line_and_the_onset():
 def test_report_names_the_regrown_buffer():
     out = cli("report", str(ACCURACY / "torch_regrown"))
     assert out.returncode == 0, out.stderr
-    assert "Leak: +16 KiB per step from one buffer regrown each step by aten::cat" in out.stdout
+    assert "Leak in PyTorch's CPU allocator: +16 KiB per step from one buffer regrown each step by aten::cat" in out.stdout
     assert REGROW_LINE in out.stdout
 
 

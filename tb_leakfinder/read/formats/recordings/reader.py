@@ -131,6 +131,8 @@ def _process_memory(section: dict[str, Any]) -> ProcessMemoryRecord:
                 time_ns=_int(sample, "time_ns", at),
                 main=_reading(_object(sample.get("main"), f"{at}.main"), f"{at}.main"),
                 children=[_reading(_object(c, f"{at}.children[{k}]"), f"{at}.children[{k}]") for k, c in enumerate(children)],
+                malloc_in_use=None if sample.get("malloc_in_use") is None else _int(sample, "malloc_in_use", at),
+                malloc_free=None if sample.get("malloc_free") is None else _int(sample, "malloc_free", at),
             )
         )
     return ProcessMemoryRecord(

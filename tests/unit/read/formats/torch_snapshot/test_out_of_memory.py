@@ -79,7 +79,7 @@ def test_the_markdown_report_leads_with_it(tmp_path, capsys):
     assert cli.main(["report", str(path), "--no-cache", "--markdown", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
     lead = text.index("**At the out-of-memory error 5.5 GiB of 5.5 GiB was held by: train.py:40 in train_step")
-    assert lead < text.index("Inconclusive: ")
+    assert lead < text.index("Inconclusive in ")
 
 
 def test_an_oom_capture_that_holds_nothing_says_so(tmp_path):

@@ -293,7 +293,7 @@ def test_a_snapshot_of_one_step_is_one_step_and_nothing_grows(tmp_path, annotati
 def test_a_single_step_that_frees_everything_says_so(tmp_path):
     (allocator,) = _one_step(tmp_path, "Optimizer.step#AdamW.step", keep=False).allocators
     assert allocator.verdict.reason == (
-        "Inconclusive: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: all 41 "
+        "Inconclusive in the cuda:0 allocator: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: all 41 "  # noqa: E501 - the verdict's sentence, whole
         "allocations of the one step were freed; capture 3 steps or more to rule out a leak."
     )
 
