@@ -131,6 +131,13 @@ test("a leak's banner names the top family's holder, as code, and its likely cau
   assert.match(cause, /^Likely cause: the autograd graph is kept\. Fix: keep loss\.item\(\) or \.detach\(\).*docs\/causes\.md#graph_kept/);
   // The id only in the docs' anchor, never as words.
   assert.doesNotMatch(cause.replace('docs/causes.md#graph_kept', ''), /graph_kept/);
+  // Beside it, the process's own memory (the capture helper recorded it): judged apart from the allocator's leak,
+  // which it does not count twice, and drawn on the timeline as the training process's growth.
+  const process = await frame.$eval('[data-process-memory]', (e) => ({verdict: e.getAttribute('data-process-memory'), text: e.textContent ?? ''}));
+  assert.ok(['no_leak', 'inconclusive'].includes(process.verdict ?? ''), `${process.verdict}: ${process.text}`);
+  assert.match(process.text, /^Process memory: /);
+  const legend = await frame.$$eval('[data-chart=timeline] .u-legend .u-series .u-label', (ls) => ls.map((l) => l.textContent));
+  assert.ok(legend.some((l) => l?.startsWith('training process (RSS')), legend.join(' | '));
 });
 
 test('a partial search says so, and what it means for a family it found no holder for', async () => {
@@ -158,6 +165,8 @@ test('without a companion file: no holders note, no detail rows', async () => {
   await frame.waitForSelector('.lf-verdict[data-verdict=leak]');
   assert.equal(await frame.$$eval('[data-holder-search]', (all) => all.length), 0);
   assert.equal(await frame.$$eval('[data-panel=families] tr.lf-detail', (all) => all.length), 0);
+  // Nor a process-memory recording: one line says so, and how to record it.
+  assert.match(await text(frame, '[data-process-memory=not-recorded]'), /^Process memory was not recorded: capture with tb_leakfinder\.capture/);
 });
 
 test('the standalone page shows the holder and the cause too', async () => {
