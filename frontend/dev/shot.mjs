@@ -29,8 +29,8 @@ await frame.waitForSelector('main.lf-root[data-state="ready"]', {timeout: 60000}
 await page.waitForTimeout(1500);
 if (compare) await frame.waitForSelector('[data-chart=compare-timeline][data-drawn]', {timeout: 60000}).catch((e) => console.log('not drawn:', e.message.split('\n')[0]));
 if (select) {
-  await frame.click('[data-panel=groups] tbody tr:first-child');
-  await frame.waitForSelector('[data-chart=lifetimes][data-highlighted]:not([data-highlight-group=""])');
+  await frame.click('[data-panel=families] tbody tr:first-child');
+  await frame.waitForSelector('[data-chart=lifetimes]:not([data-highlight-family=""])[data-highlight-family]');
   await page.waitForTimeout(1000);
 }
 const h = await frame.evaluate(() => document.documentElement.scrollHeight);

@@ -39,6 +39,19 @@ export function withSite(row: object, columns: Record<string, unknown>): Record<
   return out;
 }
 
+/** A family row with its `cause` as three columns in its place (views/csv.py's cause_columns): its id, evidence, fix. */
+export function withCause(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(row)) {
+    if (key !== 'cause') out[key] = value;
+    else {
+      const cause = value as {id: string; evidence: string; fix: string} | null;
+      Object.assign(out, {cause: cause && cause.id, cause_evidence: cause && cause.evidence, cause_fix: cause && cause.fix});
+    }
+  }
+  return out;
+}
+
 function field(text: string): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }

@@ -50,6 +50,8 @@ export interface TableOptions<T> {
   where?: CsvWhere;
   /** A row as the CSV has it, when not its own JSON (a site as columns). */
   csvRow?(row: T): unknown;
+  /** What to say of a row below it, across the columns (part of the row: selected with it); null for nothing. */
+  detail?(row: T): Child | null;
 }
 
 export class DataTable<T> {
@@ -153,9 +155,13 @@ export class DataTable<T> {
 
   setSelected(key: string | null): void {
     this.selected = key;
-    for (const tr of Array.from(this.body.rows)) {
-      tr.setAttribute('aria-selected', String(tr.dataset.key === key));
-    }
+    for (const tr of this.rowElements()) tr.setAttribute('aria-selected', String(tr.dataset.key === key));
+    for (const tr of Array.from(this.body.rows)) if (tr.dataset.detailFor !== undefined) tr.classList.toggle('lf-detail-selected', tr.dataset.detailFor === key);
+  }
+
+  /** The rows of the data, without the detail rows below them. */
+  private rowElements(): HTMLTableRowElement[] {
+    return Array.from(this.body.rows).filter((tr) => tr.dataset.key !== undefined);
   }
 
   private renderRows(total: number): void {
@@ -179,6 +185,14 @@ export class DataTable<T> {
         tr.addEventListener('click', () => this.select(row, tr));
       }
       this.body.appendChild(tr);
+      const detail = this.options.detail?.(row);
+      if (detail) {
+        tr.classList.add('lf-has-detail');
+        const below = el('tr', {class: 'lf-detail', 'data-detail-for': key}, el('td', {colspan: columns.length}, detail));
+        below.classList.toggle('lf-detail-selected', key === this.selected);
+        if (onSelect) below.addEventListener('click', () => this.select(row, tr));
+        this.body.appendChild(below);
+      }
     });
     const first = total ? this.query.offset + 1 : 0;
     const last = this.query.offset + this.rows.length;
@@ -191,14 +205,14 @@ export class DataTable<T> {
     const key = this.options.rowKey(row);
     const deselect = key === this.selected;
     this.setSelected(deselect ? null : key);
-    for (const other of Array.from(this.body.rows)) other.tabIndex = other === tr ? 0 : -1;
+    for (const other of this.rowElements()) other.tabIndex = other === tr ? 0 : -1;
     this.options.onSelect?.(deselect ? null : row);
   }
 
   private onKey(event: KeyboardEvent): void {
     const tr = (event.target as HTMLElement).closest('tr');
-    if (!tr || !this.options.onSelect) return;
-    const rows = Array.from(this.body.rows);
+    if (!tr || !this.options.onSelect || tr.dataset.key === undefined) return;
+    const rows = this.rowElements();
     const index = rows.indexOf(tr as HTMLTableRowElement);
     let target: HTMLTableRowElement | undefined;
     if (event.key === 'ArrowDown') target = rows[index + 1];

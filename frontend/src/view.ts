@@ -153,7 +153,7 @@ export class RunView {
       );
       const growing = allocator.families.filter((g) => g.kind === 'growing').length;
       const shapes = host.format_hints.shape_label;
-      this.families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment, shapes);
+      this.families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment, shapes, host.holder_search);
       this.element.append(
         this.timeline ? section('Memory timeline', 'timeline', this.timeline.element) : section('Live buffers', 'timeline', oneMoment(allocator)),
         section(`Families (${formatCount(allocator.families.length)}; ${formatCount(growing)} growing)`, 'families', this.families.element),

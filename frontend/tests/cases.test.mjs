@@ -15,6 +15,7 @@ before(async () => {
     export {captureCount, tensorboardRun} from './panels/history';
     export {answerKey, queryBuffers} from './inline';
     export {neutralise, siteColumns, toCsv, withSite} from './csv';
+    export {CAUSE_TITLES, HOLDER_KIND_WORDS, heldBy} from './holders';
   `);
 });
 
@@ -69,4 +70,11 @@ test("a standalone page's buffer query answers tests/cases/buffer_query.json", (
     return JSON.stringify(status === 200 ? {ids: body.buffers.map((b) => b.id), total: body.total} : {status, error: body.error});
   };
   each(c.queries.map((q) => [q, JSON.stringify('error' in q ? {status: q.status, error: q.error} : {ids: q.ids, total: q.total})]), answer);
+});
+
+test("a family's holders and likely cause in words answer tests/cases/holders.json", () => {
+  const words = cases('holders');
+  assert.deepEqual(m.HOLDER_KIND_WORDS, words.holder_kind);
+  assert.deepEqual(m.CAUSE_TITLES, words.cause_title);
+  each(words.held_by, (args) => m.heldBy(...args));
 });

@@ -12,7 +12,7 @@ import io
 import os
 from dataclasses import dataclass
 
-import fsspec
+import pytest
 
 from tb_leakfinder.read.formats.xplane.reader import read_host
 from tb_leakfinder.testing.xspace_builder import synthesize_training
@@ -51,7 +51,8 @@ def _profile(host: str, allocator: str, module: str) -> tuple[bytes, str]:
 
 
 def memory_logdir(bucket: str, length: int = 5000) -> Names:
-    """memory://<bucket>: every name `length` characters long, holding NUL."""
+    """memory://<bucket>: every name `length` characters long, holding NUL. Skips without fsspec (the test extra)."""
+    fsspec = pytest.importorskip("fsspec")
     run_dir, host = long_name(length, "run"), long_name(length, "host")
     allocator, module = long_name(length, "allocator"), long_name(length, "module")
     data, key = _profile(host, allocator, module)
@@ -76,4 +77,6 @@ def local_logdir(root: str) -> Names:
 
 
 def remove_memory_logdir(bucket: str) -> None:
+    import fsspec  # memory_logdir, which made the bucket, has imported it
+
     fsspec.filesystem("memory").rm(f"/{bucket}", recursive=True)

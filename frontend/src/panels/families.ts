@@ -4,10 +4,11 @@
 // byte columns count them. Selecting a row highlights that family elsewhere.
 // Where names the line of code its first buffer was made at.
 
-import type {Family, LeakKind} from '../api';
-import {type CsvWhere, siteColumns, withSite} from '../csv';
+import type {Family, HolderSearch, LeakKind} from '../api';
+import {type CsvWhere, siteColumns, withCause, withSite} from '../csv';
 import {breakable, type Child, el} from '../dom';
 import {formatBytesDelta, formatCount, tensorAndChunks} from '../format';
+import {familyDetail, hasDetail, searchNote} from '../holders';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {info} from './summary';
@@ -89,7 +90,8 @@ export const FAMILIES_HELP =
 /**
  * The families; `stackHint` (how to get Python frames), when set, is shown
  * once above them. A `one_moment`'s buffers are live at one moment, not never freed.
- * `shapeLabel` says what a shape is in this format ("input shapes" of a PyTorch op).
+ * `shapeLabel` says what a shape is in this format ("input shapes" of a PyTorch op). Below a family's row: its
+ * holders (`search`: how the capture helper's search for them went, null without a companion file) and its likely cause.
  */
 export function renderFamilies(
   families: Family[],
@@ -99,6 +101,7 @@ export function renderFamilies(
   stackHint: string | null = null,
   oneMoment = false,
   shapeLabel = 'shape',
+  search: HolderSearch | null = null,
 ): FamiliesPanel {
   const counted = oneMoment ? 'live' : 'never-freed';
   const table = new DataTable<Family>({
@@ -111,7 +114,8 @@ export function renderFamilies(
     rowKey: (g) => String(g.family),
     onSelect,
     where,
-    csvRow: (g) => withSite(g, siteColumns(g.site)),
+    csvRow: (g) => withCause(withSite(g, siteColumns(g.site))),
+    detail: (g) => (hasDetail(g, search) ? familyDetail(g, search, families) : null),
     columns: [
       {key: 'kind', label: 'Kind', sort: 'kind', title: 'growing: a leak; persistent: made early and kept; bounded: stopped growing; window end: made in the last step', cell: kindCell},
       {key: 'label', label: 'Family', sort: 'label', wrap: true, title: `op, ${shapeLabel} (* where a dimension varies) and region`, cell: familyCell},
@@ -139,14 +143,14 @@ export function renderFamilies(
       {key: 'steps', label: 'Steps', sort: 'steps', numeric: true, title: 'steps that left never-freed buffers behind (first–last)', cell: steps},
       {key: 'score', label: 'Score', sort: 'score', numeric: true, title: 'how suspicious, 0 to 1: growth, its steadiness and its share of the memory; the table is sorted by it', cell: (g) => g.score.toFixed(2)},
     ],
-    source: memorySource(families, byField, (g) => [g.kind, kindWord(g.kind), g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program].join(' ')),
+    source: memorySource(families, byField, (g) => [g.kind, kindWord(g.kind), g.label, g.op, g.shape, g.latest_shape, g.dtype, g.region, g.regrown ? 'regrown' : '', g.where, g.site.program, ...g.holders.map((h) => h.path)].join(' ')),
   });
   void table.load();
   const about = oneMoment
     ? el('p', {class: 'lf-muted'}, 'The buffers of one op, dtype and region live when the snapshot was saved; growth shows across snapshots, in the run’s history. ', info(FAMILIES_HELP))
     : el('p', {class: 'lf-muted'}, 'Growing families are the leak. Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its buffers. ', info(FAMILIES_HELP));
   return {
-    element: el('div', {}, about, stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null, table.element),
+    element: el('div', {}, about, stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null, searchNote(search), table.element),
     setSelected: (family) => table.setSelected(family === null ? null : String(family)),
   };
 }

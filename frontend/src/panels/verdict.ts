@@ -6,6 +6,7 @@ import {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from '../all
 import type {AllocatorReport, Family, HostReport, Verdict} from '../api';
 import {breakable, breakableChild, type Child, el} from '../dom';
 import {countOf, formatBytesDelta, formatBytesOf} from '../format';
+import {verdictCause, withCode} from '../holders';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
   leak: 'Leak',
@@ -93,14 +94,15 @@ function formatCountWord(n: number): string {
  * families table, the timeline and the lifetime chart follow).
  */
 export function reasonNodes(text: string, families: Family[], onFamily: ((family: Family) => void) | null): (Node | string)[] {
-  if (!onFamily) return [breakable(text)];
+  if (!onFamily) return withCode(text);
   const named = families.filter((g) => g.kind === 'growing' && g.label && text.includes(g.label));
   const g = named[0];
-  if (!g) return [breakable(text)];
+  if (!g) return withCode(text);
   const at = text.indexOf(g.label);
   const button = el('button', {type: 'button', class: 'lf-link-button lf-family-link', 'data-select-family': String(g.family), title: 'Select this family: its live bytes on the timeline, its buffers highlighted'}, breakable(g.label));
   button.addEventListener('click', () => onFamily(g));
-  return [breakable(text.slice(0, at)), button, breakable(text.slice(at + g.label.length))];
+  // The rest may quote the family's holder (`total`): as code.
+  return [...withCode(text.slice(0, at)), button, ...withCode(text.slice(at + g.label.length))];
 }
 
 /**
@@ -126,6 +128,7 @@ export function renderVerdict(
     [...(host.warnings ?? []), ...(allocator?.warnings ?? [])],
     // A capture taken at an out-of-memory error leads with what filled the memory, below whose verdict it is.
     oom && title ? el('span', {}, title, oom) : (oom ?? title),
+    verdict === 'leak' ? verdictCause(allocator?.families ?? []) : null,
     allocator?.forecast ? el('div', {class: 'lf-verdict-forecast', 'data-forecast': 'true'}, allocator.forecast.description) : null,
     steps ? el('div', {class: 'lf-verdict-steps', 'data-step-source': source.kind}, `Steps: ${steps}`) : null,
     allocatorsOverview(host, allocator, onPick),

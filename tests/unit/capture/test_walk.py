@@ -284,6 +284,7 @@ def test_the_walk_runs_none_of_the_programs_code():
     assert CALLED == []
 
 
+@pytest.mark.slow
 def test_the_walk_is_bounded_in_objects_and_time():
     small = [[[i] for i in range(1000)] for _ in range(1000)]  # a million small objects, read before `kept`'s items
     kept = [Buffer() for _ in range(3)]
@@ -301,6 +302,7 @@ def test_the_walk_is_bounded_in_objects_and_time():
     assert len(small) == 1000
 
 
+@pytest.mark.slow
 def test_a_container_of_a_million_is_read_after_the_rest():
     crowd = [[i] for i in range(1_000_000)]
     kept = [Buffer() for _ in range(3)]

@@ -110,8 +110,9 @@ def test_each_capture_is_a_session_with_memory_and_python_events_asked_for(fake_
 def test_a_capture_that_fails_is_one_line_with_the_clients_reason_then_retried(fake_client, tmp_path):
     fake_client("fail")
     logdir = tmp_path / "logs"
-    # Room for two tries even when the machine is loaded: each starts a Python process of its own.
-    w, out, err = make_watch(logdir, every_s=0.2, duration_s=0.1, count=10, timeout_s=3.0)
+    # Room for two tries even when the machine is loaded: each starts a Python process of its own. The count only
+    # bounds the test: on an idle machine ten quick failures at 0.2 s intervals ended it before the timeout.
+    w, out, err = make_watch(logdir, every_s=0.2, duration_s=0.1, count=1000, timeout_s=3.0)
     assert w.run() == "timeout"
     assert out == [] and w.sessions == []
     # The last attempt may still be in flight at --timeout: then it is abandoned, not failed.

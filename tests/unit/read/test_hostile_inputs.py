@@ -101,6 +101,7 @@ def test_a_5000_digit_number_is_the_projects_error(tmp_path):
     refused(run_check(path), path, "Exceeds the limit (4300 digits)")
 
 
+@pytest.mark.slow
 def test_a_gzip_of_20_million_empty_events_is_refused_for_its_events_per_byte(tmp_path):
     path = hostile.empty_events(tmp_path / "w.pt.trace.json.gz", 20_000_000)
     refused(run_check(path), path, "its gzip holds repeated text")
@@ -111,7 +112,9 @@ def test_a_gzip_of_20_million_empty_events_is_refused_for_its_events_per_byte(tm
     [
         (lambda p: hostile.devices(p / "w.pt.trace.json.gz", 2_000), "it names more than 1024 devices or allocators"),
         (lambda p: hostile.device_labels(p / "m.prof", 2_000), "it names more than 1024 devices or allocators"),
-        (lambda p: hostile.threads(p / "w.pt.trace.json.gz", 70_000), "on more than 65536 threads"),
+        pytest.param(
+            lambda p: hostile.threads(p / "w.pt.trace.json.gz", 70_000), "on more than 65536 threads", marks=pytest.mark.slow
+        ),
     ],
     ids=["trace_devices", "pprof_devices", "trace_threads"],
 )
@@ -127,7 +130,9 @@ def test_a_small_file_naming_too_many_devices_or_threads_is_refused(tmp_path, ma
         (lambda p: hostile.xspace_allocators(p, 2_000), "it names more than 1024 devices or allocators"),
         (lambda p: hostile.xspace_allocators(p, 2_000, integer_ids=True), "it names more than 1024 devices or allocators"),
         (lambda p: hostile.xspace_devices(p, 2_000), "it names more than 1024 devices or allocators"),
-        (lambda p: hostile.xspace_threads(p, 70_000), "its events are on more than 65536 threads"),
+        pytest.param(
+            lambda p: hostile.xspace_threads(p, 70_000), "its events are on more than 65536 threads", marks=pytest.mark.slow
+        ),
         (lambda p: hostile.xspace_empty_planes(p, 1_000_000), "it has more than 4096 planes"),
     ],
     ids=["allocator_names", "allocator_ids", "device_planes", "threads", "empty_planes"],
@@ -140,6 +145,7 @@ def test_an_xspace_naming_too_many_allocators_devices_threads_or_planes_is_refus
     refused(result, path, f"an XSpace profile too large to read ({why})")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pure", [False, True], ids=["scanner", "reference"])
 def test_an_xspace_of_as_many_allocators_and_planes_as_the_caps_is_read(tmp_path, pure):
     allocators = hostile.xspace_allocators(tmp_path / "a.xplane.pb", limits.MAX_ALLOCATORS)
@@ -151,6 +157,7 @@ def test_an_xspace_of_as_many_allocators_and_planes_as_the_caps_is_read(tmp_path
     assert result.returncode == 0 and "The largest never-freed family is Mul" in result.stdout, result.stderr
 
 
+@pytest.mark.slow
 def test_an_xspace_of_threads_up_to_the_cap_is_read(tmp_path):
     path = hostile.xspace_threads(tmp_path / "h.xplane.pb", limits.MAX_LINES)
     result = run_check(path)
@@ -159,6 +166,7 @@ def test_an_xspace_of_threads_up_to_the_cap_is_read(tmp_path):
     ), result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pure", [False, True], ids=["scanner", "reference"])
 def test_an_xspace_of_100000_distinct_call_and_op_names_is_read(tmp_path, pure):
     path = hostile.xspace_names(tmp_path / "h.xplane.pb", 100_000)
@@ -168,6 +176,7 @@ def test_an_xspace_of_100000_distinct_call_and_op_names_is_read(tmp_path, pure):
     )
 
 
+@pytest.mark.slow
 def test_100000_distinct_function_names_are_read(tmp_path):
     path = hostile.function_names(tmp_path / "w.pt.trace.json.gz", 100_000)
     result = run_check(path)
@@ -175,6 +184,7 @@ def test_100000_distinct_function_names_are_read(tmp_path):
     assert "a.py:0 in f0" in result.stdout
 
 
+@pytest.mark.slow
 def test_threads_up_to_the_cap_are_read(tmp_path):
     path = hostile.threads(tmp_path / "w.pt.trace.json.gz", limits.MAX_LINES)
     result = run_check(path)

@@ -103,6 +103,7 @@ def test_a_slow_analysis_times_out_with_503_and_a_retry_gets_it(tmp_path, monkey
     assert instance.engine.computations == 1
 
 
+@pytest.mark.slow
 def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
     garbage = b"\xff" * 64  # would fail to decode, if anything decoded it
     for i in range(MANY_RUNS):

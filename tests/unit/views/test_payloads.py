@@ -13,6 +13,9 @@ from tb_leakfinder.testing.xspace_builder import write_training
 ONE_MB = 1_000_000
 RUN = "big/session"
 
+# Every test reads one run of a million events, built once for the module: seconds of CPU.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, dict]:

@@ -240,6 +240,7 @@ def test_a_profile_of_something_else_says_what_it_counts(tmp_path):
     assert "no sample type counts bytes; its sample types: samples/count, cpu/nanoseconds" in message
 
 
+@pytest.mark.slow
 def test_a_gzip_bomb_is_refused_before_it_is_held(tmp_path):
     deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     block = b"\0" * (16 << 20)

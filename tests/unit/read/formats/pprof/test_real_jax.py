@@ -13,6 +13,9 @@ from tb_leakfinder import proto
 from tb_leakfinder.read.formats.pprof import reader
 from tests.unit.read.formats.pprof import jax_program
 
+# JAX starts and writes its profiles in a process of its own: seconds of CPU.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict:

@@ -189,6 +189,7 @@ print(json.dumps([len(profile.events), profile.steps.step_num.tolist(), chunks i
     assert json.loads(out) == [36, list(range(12)), chunked, None if chunked else 0]
 
 
+@pytest.mark.slow
 def test_the_identity_tool_finds_the_paths_alike():
     """tools/torch_trace_identity.py against this tree's own reader: every trace of its corpus the same."""
     out = subprocess.run(

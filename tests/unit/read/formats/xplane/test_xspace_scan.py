@@ -554,6 +554,7 @@ def test_truncated_files_fail_alike_and_name_the_file(monkeypatch):
     assert f"truncated ({half:,} of at least " in fast and files.TRUNCATED_ADVICE in fast
 
 
+@pytest.mark.slow
 def test_mutated_files_fail_or_decode_alike(monkeypatch):
     data = _small_profile()
     rng = random.Random(20261129)
@@ -732,6 +733,7 @@ def _multi_chunk_profile() -> bytes:
     return builder.to_bytes()
 
 
+@pytest.mark.slow
 def test_dropping_scanned_pages_does_not_change_the_scan():
     """drop=True gives each scanned chunk's whole pages back (they read as zeros after): same rows, strings, HLO, errors."""
     data = _multi_chunk_profile()
@@ -820,6 +822,7 @@ print(json.dumps(outcomes))
 """
 
 
+@pytest.mark.slow
 def test_out_of_address_space_is_a_memory_error_and_leaves_the_process_sound(tmp_path):
     """Column room made up front, the threads' own columns and their growth may all fail to map: each failure is
     a MemoryError (or a scan within what is left), never a crash, and later scans are whole again."""

@@ -1,0 +1,27 @@
+"""A family's holders and likely cause in words, against tests/cases/holders.json (frontend/tests/cases.test.mjs holds
+the tab's words to the same file)."""
+
+from __future__ import annotations
+
+from tb_leakfinder.analyses.words import held_by
+from tb_leakfinder.report.schema import CauseId, HolderKind
+from tb_leakfinder.views.text import CAUSE_TITLES, HOLDER_KIND_WORDS
+from tests.support.cases import load_cases
+
+CASES = load_cases("holders")
+
+
+def test_every_holder_kind_and_cause_has_the_words_of_the_case_file():
+    assert CASES["holder_kind"] == HOLDER_KIND_WORDS
+    assert CASES["cause_title"] == CAUSE_TITLES
+    assert set(HOLDER_KIND_WORDS) == set(HolderKind.__args__)
+    assert set(CAUSE_TITLES) == set(CauseId.__args__)
+
+
+def test_held_by_answers_the_case_file():
+    wrong = [
+        (args, held_by(*args[:6], at_least=args[6]), said)
+        for args, said in CASES["held_by"]
+        if held_by(*args[:6], at_least=args[6]) != said
+    ]
+    assert wrong == []
