@@ -45,12 +45,18 @@ PROCESS_WORKERS = f"{PROCESS_PREFIX}workers"
 
 
 def _process_points(p: ProcessMemoryAnalysis | None) -> list[AllocatorPoint]:
-    """The training process's RSS less the allocators' heap growth is not a figure of one moment: the history follows
-    its RSS (its floor over the window: what outlived every step) and the workers' memory summed, each capture judged
-    by its own process-memory verdict. None without a recording."""
+    """The training process's memory outside the allocators, and the workers' memory summed, each capture judged by
+    its own process-memory verdict; [] without a recording. The training process's RSS holds the allocators' heap
+    too, whose level between captures is unknown (a profiled heap's) or followed by the allocator's own series: so
+    its series is what each capture saw grow outside the allocators within its window (`profiled_heap`: never
+    chained, never counting an allocator's leak twice). The workers' memory is theirs alone, followed by its level."""
     if p is None or p.main is None:
         return []
-    points = [_series_point(PROCESS_MAIN, "training process (RSS)", [v for v in p.main.bytes if v is not None], p)]
+    main = _series_point(
+        PROCESS_MAIN, "training process, outside the allocators (RSS)", [v for v in p.main.bytes if v is not None], p
+    )
+    main.heap_growth_bytes_per_step, main.profiled_heap = p.outside_bytes_per_step, True
+    points = [main]
     workers = [v for v in p.workers_bytes if v is not None]
     if workers:
         measure = MEASURE_WORDS[p.workers[0].measure] if p.workers else "USS"

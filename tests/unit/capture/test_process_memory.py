@@ -69,7 +69,8 @@ def test_it_reads_this_process_and_its_children_at_each_step_end(probe, children
     assert record.source == probe.source
     assert [s.step for s in record.samples] == [3, 4, 5, 6, 7]
     assert all(s.main.pid == os.getpid() for s in record.samples)
-    assert all(sorted(c.pid for c in s.children) == children for s in record.samples)
+    # Its two children at every step (in a whole test run pytest may have others of its own: a server a test left).
+    assert all(set(children) <= {c.pid for c in s.children} for s in record.samples)
     rss = [s.main.rss for s in record.samples]
     assert rss[-1] - rss[0] >= 4 * 4 * MiB * 0.95
     last = record.samples[-1]
@@ -77,7 +78,7 @@ def test_it_reads_this_process_and_its_children_at_each_step_end(probe, children
         # The last step's USS and PSS are read before the window's end returns.
         assert last.main.uss is not None and last.main.pss is not None
         assert 0 < last.main.uss <= last.main.pss <= last.main.rss
-        for child in last.children:
+        for child in (c for c in last.children if c.pid in children):
             assert child.uss is not None and child.uss >= MiB  # its own array, written after the fork
     section = recorder.section()
     assert section is not None
