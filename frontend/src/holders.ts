@@ -48,6 +48,15 @@ export function heldBy(path: string, type: string, count: number, of: number, te
   return `held by ${path}: ${type ? `${type}, ` : ''}${kept}, ${shown}${allocated ? ` (${allocated} in chunks)` : ''}`;
 }
 
+/** After a holder matched by shape and dtype (text.py's SHAPE_MATCH_WORDS): its count and bytes are exact, its buffers are not. */
+export const SHAPE_MATCH_WORDS = "matched by shape and dtype: which of that shape's buffers it keeps is not known";
+
+/** The never-freed buffers no holder is named for, their shape and dtype being shared by more live objects (text.py's ambiguous_text). */
+export function ambiguousText(count: number, bytes: number): string {
+  const one = count === 1;
+  return `${countOf(count, 'never-freed buffer')} (${formatBytes(bytes)}) ${one ? 'is' : 'are'} ambiguous: more live objects share ${one ? 'its' : 'their'} shape and dtype than there are buffers, so no holder is named`;
+}
+
 /** A text with its `code` spans (as the server's reasons quote a holder's path) as code elements. */
 export function withCode(text: string): Node[] {
   return text.split(/(`[^`]+`)/).map((part) => (part.length > 2 && part.startsWith('`') && part.endsWith('`') ? el('code', {}, breakable(part.slice(1, -1))) : breakable(part)));
@@ -76,9 +85,9 @@ export function holderLine(h: Holder, family: Family): HTMLElement {
     : [];
   return el(
     'li',
-    {'data-holder': h.path, 'data-holder-kind': h.kind},
+    {'data-holder': h.path, 'data-holder-kind': h.kind, 'data-holder-match': h.match},
     ...withCode(said[0]?.toUpperCase() + said.slice(1)),
-    el('span', {class: 'lf-muted'}, ` (${HOLDER_KIND_WORDS[h.kind] ?? h.kind}`, ...made, ')'),
+    el('span', {class: 'lf-muted'}, ` (${HOLDER_KIND_WORDS[h.kind] ?? h.kind}`, ...made, ')', ...(h.match === 'shape' ? [` (${SHAPE_MATCH_WORDS})`] : [])),
   );
 }
 
@@ -94,6 +103,7 @@ export function searchText(search: HolderSearch | null): string | null {
   if (search.unmatched_count) {
     text += `; ${countOf(search.unmatched_count, 'never-freed buffer')} (${formatBytes(search.unmatched_bytes)}) held by no reference it found`;
   }
+  if (search.ambiguous_count) text += `; ${ambiguousText(search.ambiguous_count, search.ambiguous_bytes)}`;
   if (search.not_in_profile) text += `; ${countOf(search.not_in_profile, 'address', 'addresses')} its holders list are no never-freed buffer of this profile`;
   return text;
 }

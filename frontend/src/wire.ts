@@ -39,6 +39,9 @@ export type ProcessMeasure = 'rss' | 'uss' | 'pss';
 /** Where a holder's reference lives: an element of a list, tuple, deque or set; a dict's value (`metrics['loss_map']`); an instance attribute (`model.heads`); a class's attribute (`ScaledSiLU.cache`); a function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph saved, reached from a live tensor's grad_fn; a tf.Variable's value. */
 export type HolderKind = 'list' | 'dict_entry' | 'attribute' | 'class_attribute' | 'default_argument' | 'closure' | 'frame_local' | 'global' | 'module' | 'buffer' | 'autograd_graph' | 'variable';
 
+/** How a holder's buffers were matched to the objects it holds: `address`, an object's buffer address is the buffer's; `shape`, no address matched (TensorFlow or JAX on a GPU) and its objects were matched by shape and dtype: its count and bytes are exact, but which of that shape's buffers it keeps is not known. */
+export type HolderMatch = 'address' | 'shape';
+
 /** How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found is true but not everything; `failed`, its error is the `warning`. */
 export type SearchStatus = 'complete' | 'partial' | 'failed';
 
@@ -157,6 +160,7 @@ export interface Holder {
   created: string;
   /** that line's text, recorded at capture time; "" when not recorded */
   created_text: string;
+  match: HolderMatch;
 }
 
 /** How the capture helper's search for holders went on this host, as its companion file says. */
@@ -174,6 +178,10 @@ export interface HolderSearch {
   unmatched_count: number;
   /** their bytes */
   unmatched_bytes: number;
+  /** of those, the ones whose shape and dtype more live objects share than there are buffers: no holder named */
+  ambiguous_count: number;
+  /** their bytes */
+  ambiguous_bytes: number;
   /** addresses its holders list that are no never-freed buffer of this profile */
   not_in_profile: number;
 }

@@ -15,7 +15,7 @@ before(async () => {
     export {captureCount, tensorboardRun} from './panels/history';
     export {answerKey, queryBuffers} from './inline';
     export {neutralise, siteColumns, toCsv, withSite} from './csv';
-    export {CAUSE_TITLES, HOLDER_KIND_WORDS, heldBy} from './holders';
+    export {CAUSE_TITLES, HOLDER_KIND_WORDS, SHAPE_MATCH_WORDS, ambiguousText, heldBy} from './holders';
   `);
 });
 
@@ -77,4 +77,6 @@ test("a family's holders and likely cause in words answer tests/cases/holders.js
   assert.deepEqual(m.HOLDER_KIND_WORDS, words.holder_kind);
   assert.deepEqual(m.CAUSE_TITLES, words.cause_title);
   each(words.held_by, (args) => m.heldBy(...args));
+  assert.equal(m.SHAPE_MATCH_WORDS, words.shape_match);
+  each(words.ambiguous, (args) => m.ambiguousText(...args));
 });

@@ -37,6 +37,9 @@ class Holder:
     requested_bytes: int  # their tensor bytes
     chunk_bytes: int  # their chunks
     all_listed: bool  # the companion file listed every buffer it keeps; else `count` is a floor (its size bound)
+    # model/recordings.HOLDER_MATCHES: SHAPE when its buffers were matched by (shape, dtype), so the addresses it lists
+    # are some of that shape's buffers, not known to be the ones it keeps.
+    match: str
 
 
 @dataclass
@@ -50,6 +53,8 @@ class HolderStatus:
     num_holders: int  # holders the capture helper found
     unmatched_count: int  # never-freed buffers of the window it found no holder for, as the helper counted them
     unmatched_bytes: int
+    ambiguous_count: int  # of those, the ones of a (shape, dtype) more live objects have than buffers: none named
+    ambiguous_bytes: int
     not_in_profile: int  # addresses the holders list that are no never-freed buffer of this profile
 
 
@@ -80,6 +85,7 @@ def family_holders(buffers: Buffers, suspects: Suspects, search: HolderSearch, s
                     requested_bytes=int(buffers.requested_bytes[mine].sum()),
                     chunk_bytes=int(buffers.chunk_bytes[mine].sum()),
                     all_listed=len(record.addresses) >= record.count,
+                    match=record.match,
                 )
             )
     for holders in found:
@@ -106,6 +112,8 @@ def holder_status(recordings: Recordings, matched: Sequence[np.ndarray]) -> Hold
         num_holders=len(search.holders),
         unmatched_count=search.unmatched_count,
         unmatched_bytes=search.unmatched_bytes,
+        ambiguous_count=search.ambiguous_count,
+        ambiguous_bytes=search.ambiguous_bytes,
         not_in_profile=int(np.count_nonzero(~in_profile)),
     )
 

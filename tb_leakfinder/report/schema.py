@@ -76,6 +76,10 @@ HolderKind = Literal[
 function's mutable default argument; a closure cell; a local of a running function (`train()`'s `total`); a
 module-level name; a torch.nn.Module's parameter or submodule; its registered buffer; the tensors an autograd graph
 saved, reached from a live tensor's grad_fn; a tf.Variable's value."""
+HolderMatch = Literal["address", "shape"]
+"""How a holder's buffers were matched to the objects it holds: `address`, an object's buffer address is the buffer's;
+`shape`, no address matched (TensorFlow or JAX on a GPU) and its objects were matched by shape and dtype: its count
+and bytes are exact, but which of that shape's buffers it keeps is not known."""
 SearchStatus = Literal["complete", "partial", "failed"]
 """How the search for holders ended: `complete`; `partial`, a bound (objects visited, time) was hit, so what it found
 is true but not everything; `failed`, its error is the `warning`."""
@@ -171,6 +175,7 @@ class Holder(TypedDict):
     all_listed: Annotated[bool, "false when the companion file listed only some of its buffers: `count` is then a floor"]
     created: Annotated[str, 'where the holder was made: "train.py:40 in train"; "" when not known']
     created_text: Annotated[str, 'that line\'s text, recorded at capture time; "" when not recorded']
+    match: HolderMatch
 
 
 class HolderSearch(TypedDict):
@@ -183,6 +188,10 @@ class HolderSearch(TypedDict):
     num_holders: Annotated[int, "holders it found, in every family"]
     unmatched_count: Annotated[int, "never-freed buffers of the window it found no holder for"]
     unmatched_bytes: Annotated[int, "their bytes"]
+    ambiguous_count: Annotated[
+        int, "of those, the ones whose shape and dtype more live objects share than there are buffers: no holder named"
+    ]
+    ambiguous_bytes: Annotated[int, "their bytes"]
     not_in_profile: Annotated[int, "addresses its holders list that are no never-freed buffer of this profile"]
 
 

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         HistorySeries,
         Holder,
         HolderKind,
+        HolderMatch,
         HolderSearch,
         HostDiff,
         HostReport,
@@ -210,6 +211,7 @@ def holder_json(h: HolderResult) -> Holder:
         "all_listed": h.all_listed,
         "created": h.created,
         "created_text": h.created_text,
+        "match": cast("HolderMatch", h.match),
     }
 
 

@@ -12,7 +12,7 @@ import pathlib
 from collections.abc import Sequence
 from typing import Any
 
-from tb_leakfinder.model.recordings import COMPLETE, RECORDINGS_FORMAT, RECORDINGS_SUFFIX, RECORDINGS_VERSION
+from tb_leakfinder.model.recordings import ADDRESS, COMPLETE, RECORDINGS_FORMAT, RECORDINGS_SUFFIX, RECORDINGS_VERSION
 
 # Every profile suffix docs/recordings.md's rule replaces ("the profile file's name with its format's suffix
 # replaced"), longest first: XProf's, PyTorch traces', device memory profiles', memory snapshots'.
@@ -39,8 +39,10 @@ def holder(
     created: str = "",
     count: int | None = None,
     nbytes: int = 0,
+    match: str = ADDRESS,
 ) -> dict[str, Any]:
-    """One holder record: it keeps the buffers at `addresses` (`count` of them in all: more when not all are listed)."""
+    """One holder record: it keeps the buffers at `addresses` (`count` of them in all: more when not all are listed);
+    `match` SHAPE when they were matched by shape and dtype."""
     return {
         "path": path,
         "kind": kind,
@@ -49,6 +51,7 @@ def holder(
         "addresses": [int(a) for a in addresses],
         "count": len(addresses) if count is None else count,
         "bytes": nbytes,
+        "match": match,
     }
 
 
@@ -61,6 +64,8 @@ def companion(
     elapsed_s: float = 0.05,
     unmatched_count: int = 0,
     unmatched_bytes: int = 0,
+    ambiguous_count: int = 0,
+    ambiguous_bytes: int = 0,
     sources: dict[str, str] | None = None,
     process_memory: dict[str, Any] | None = None,
     host: str = "host",
@@ -84,6 +89,8 @@ def companion(
             "elapsed_s": elapsed_s,
             "unmatched_count": unmatched_count,
             "unmatched_bytes": unmatched_bytes,
+            "ambiguous_count": ambiguous_count,
+            "ambiguous_bytes": ambiguous_bytes,
             "holders": list(holders),
         }
     if process_memory is not None:

@@ -143,6 +143,10 @@ def hint_for(a: Json, *tables: list[Json]) -> str | None:
     return str(a["stack_hint"]) if any(row.get("category", "buffers") == "buffers" for row in rows) else None
 
 
+# After a holder matched by shape and dtype (schema.HolderMatch): its count and bytes are exact, its buffers are not.
+SHAPE_MATCH_WORDS = "matched by shape and dtype: which of that shape's buffers it keeps is not known"
+
+
 def holder_text(h: Json, family: Json, quote: Callable[[str], str] = lambda path: f"`{path}`") -> str:
     """A family's holder: "held by `model.heads`: ModuleList, 24 of 24 never-freed buffers, 6 MiB (an attribute,
     made at train.py:40 in train: self.heads = nn.ModuleList())"; `quote` puts its path (and line) as the view quotes
@@ -159,7 +163,10 @@ def holder_text(h: Json, family: Json, quote: Callable[[str], str] = lambda path
     details = [HOLDER_KIND_WORDS.get(h["kind"]) or str(h["kind"])]
     if h["created"]:
         details.append(f"made at {quote(h['created'])}" + (f": {quote(h['created_text'])}" if h["created_text"] else ""))
-    return f"{said} ({', '.join(details)})"
+    said = f"{said} ({', '.join(details)})"
+    if h["match"] == "shape":
+        said += f" ({SHAPE_MATCH_WORDS})"
+    return said
 
 
 def search_text(host: Json) -> str | None:
@@ -177,11 +184,24 @@ def search_text(host: Json) -> str | None:
     if search["unmatched_count"]:
         unmatched = count_of(search["unmatched_count"], "never-freed buffer")
         text += f"; {unmatched} ({format_bytes(search['unmatched_bytes'])}) held by no reference it found"
+    if search["ambiguous_count"]:
+        text += f"; {ambiguous_text(search['ambiguous_count'], search['ambiguous_bytes'])}"
     if search["not_in_profile"]:
         listed = count_of(search["not_in_profile"], "address", "addresses")
         are = "is" if search["not_in_profile"] == 1 else "are"
         text += f"; {listed} its holders list {are} no never-freed buffer of this profile"
     return text
+
+
+def ambiguous_text(count: int, nbytes: int) -> str:
+    """The never-freed buffers the search named no holder for because their (shape, dtype) had more live objects than
+    buffers: "3 never-freed buffers (1.5 KiB) are ambiguous: more live objects share their shape and dtype than there
+    are buffers, so no holder is named"."""
+    one = count == 1
+    return (
+        f"{count_of(count, 'never-freed buffer')} ({format_bytes(nbytes)}) {'is' if one else 'are'} ambiguous: more live"
+        f" objects share {'its' if one else 'their'} shape and dtype than there are buffers, so no holder is named"
+    )
 
 
 def family_notes(families: list[Json]) -> list[tuple[Json, list[str]]]:

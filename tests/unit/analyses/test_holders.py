@@ -6,7 +6,7 @@ from tb_leakfinder.analyses.holders import MAX_FAMILY_HOLDERS, line_text
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.model.recordings import COMPLETE, PARTIAL, HolderRecord, HolderSearch, Recordings
+from tb_leakfinder.model.recordings import ADDRESS, COMPLETE, PARTIAL, SHAPE, HolderRecord, HolderSearch, Recordings
 from tests.support.columns import host_profile, memory_events, steps
 
 STEPS = 12
@@ -89,6 +89,24 @@ def test_a_holder_listing_fewer_buffers_than_it_keeps_is_a_floor_and_a_partial_s
     assert (h.count, h.all_listed) == (5, False)
     assert "held by `history`: list, at least 5 of 12 never-freed buffers" in a.verdict.reason.lower()
     assert a.verdict.reason.endswith("(the search for holders was partial: the 2 s bound was hit).")
+
+
+def test_a_holder_matched_by_shape_says_so_and_the_status_carries_the_ambiguous_buffers():
+    kept, cached, profile = _loop()
+    search = HolderSearch(COMPLETE, "", 500, 0.2, unmatched_count=4, unmatched_bytes=4 * KEPT)
+    search.holders = [
+        HolderRecord("history", "frame_local", "list", "", kept[:8], 8, 8 * KEPT, match=SHAPE),
+        HolderRecord("memo", "default_argument", "dict", "", cached, 2, 2 * CACHED),
+    ]
+    search.ambiguous_count, search.ambiguous_bytes = 4, 4 * KEPT  # kept[8:]: more tensors of [32,32] than buffers
+    profile.recordings = Recordings(1, "host0", 1, "tensorflow", search)
+    analysis = analyze_host(profile)
+    _, families = _by_op(analysis)
+    assert [(h.path, h.count, h.match) for h in families["Mul"][1]] == [("history", 8, SHAPE)]
+    assert [(h.path, h.count, h.match) for h in families["Cat"][1]] == [("memo", 2, ADDRESS)]
+    status = analysis.holder_status
+    assert status is not None
+    assert (status.unmatched_count, status.ambiguous_count, status.ambiguous_bytes) == (4, 4, 4 * KEPT)
 
 
 def test_without_a_companion_nothing_changes_and_without_the_search_no_status():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tb_leakfinder.analyses.words import held_by
 from tb_leakfinder.report.schema import CauseId, HolderKind
-from tb_leakfinder.views.text import CAUSE_TITLES, HOLDER_KIND_WORDS
+from tb_leakfinder.views.text import CAUSE_TITLES, HOLDER_KIND_WORDS, SHAPE_MATCH_WORDS, ambiguous_text
 from tests.support.cases import load_cases
 
 CASES = load_cases("holders")
@@ -24,4 +24,10 @@ def test_held_by_answers_the_case_file():
         for args, said in CASES["held_by"]
         if held_by(*args[:6], at_least=args[6]) != said
     ]
+    assert wrong == []
+
+
+def test_a_match_by_shape_and_ambiguous_buffers_answer_the_case_file():
+    assert CASES["shape_match"] == SHAPE_MATCH_WORDS
+    wrong = [(args, ambiguous_text(*args), said) for args, said in CASES["ambiguous"] if ambiguous_text(*args) != said]
     assert wrong == []

@@ -18,6 +18,7 @@ import pytest
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import Engine
+from tb_leakfinder.model.recordings import SHAPE
 from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.source_lines import MAX_SOURCE_BYTES, fill_where_texts
@@ -31,15 +32,21 @@ CREATED = "/home/me/capture_tf.py:40 in main"
 WARNING = "the 2 s bound was hit"
 
 
-@pytest.fixture
-def tf_leak(tmp_path) -> tuple[Path, int, int]:
-    """The demo's leak with a companion file naming 20 of its 25 kept Mul outputs: (its logdir, their chunk bytes,
-    the other 5's)."""
+def _demo_leak(tmp_path: Path) -> tuple[Path, list[int], int, int]:
+    """A copy of the demo's leak: (its profile, its 25 kept Mul outputs' addresses, the chunk bytes of the first 20, of
+    the other 5)."""
     shutil.copytree(demo_run_dir("tf_leak"), tmp_path / "tf_leak")
     (profile,) = (tmp_path / "tf_leak").glob("plugins/profile/*/*.xplane.pb")
     live = never_freed(profile)
     muls = sorted(a for a, (op, _) in live.items() if op == "Mul")
-    named, rest = sum(live[a][1] for a in muls[:20]), sum(live[a][1] for a in muls[20:])
+    return profile, muls, sum(live[a][1] for a in muls[:20]), sum(live[a][1] for a in muls[20:])
+
+
+@pytest.fixture
+def tf_leak(tmp_path) -> tuple[Path, int, int]:
+    """The demo's leak with a companion file naming 20 of its 25 kept Mul outputs: (its logdir, their chunk bytes,
+    the other 5's)."""
+    profile, muls, named, rest = _demo_leak(tmp_path)
     document = companion(
         holders=[holder("history", muls[:20], kind="frame_local", created=CREATED, count=25)],
         status="partial",
@@ -82,6 +89,47 @@ def test_markdown_and_csv_carry_the_holders(tf_leak, tmp_path):
     with (out / "families.csv").open(newline="", encoding="utf-8") as f:
         top = next(csv.DictReader(f))
     assert json.loads(top["holders"])[0]["path"] == "history"
+
+
+def test_a_holder_matched_by_shape_and_the_ambiguous_buffers_are_said_in_text_markdown_and_csv(tmp_path, capsys):
+    """As the capture helper writes on a GPU: 20 of the 25 Mul outputs matched by shape to `history`, the other 5
+    ambiguous (more live tensors of their shape than buffers)."""
+    profile, muls, named, rest = _demo_leak(tmp_path)
+    shaped = companion(
+        holders=[holder("history", muls[:20], kind="frame_local", match=SHAPE)],
+        unmatched_count=5,
+        unmatched_bytes=rest,
+        ambiguous_count=5,
+        ambiguous_bytes=rest,
+    )
+    write_companion(profile, shaped)
+    md, out = tmp_path / "report.md", tmp_path / "csv"
+    logdir = str(tmp_path / "tf_leak")
+    assert cli.main(["report", logdir, "--markdown", str(md), "--csv", str(out)]) == cli.EXIT_OK
+    held = f"held by `history`: list, 20 of 25 never-freed buffers, {format_bytes(named)} (a local of a running function)"
+    said = f"{held} (matched by shape and dtype: which of that shape's buffers it keeps is not known)"
+    ambiguous = (
+        f"5 never-freed buffers ({format_bytes(rest)}) are ambiguous: more live objects share their shape and dtype"
+        " than there are buffers, so no holder is named"
+    )
+    assert cli.main(["report", logdir]) == cli.EXIT_OK
+    text = capsys.readouterr().out
+    assert f"      {said}\n" in text
+    assert f"held by no reference it found; {ambiguous}\n" in text
+    markdown = md.read_text(encoding="utf-8")
+    assert f"- `Mul [128,1024] output`: {said}" in markdown
+    assert ambiguous in markdown
+    with (out / "holders.csv").open(newline="", encoding="utf-8") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["path"], row["count"], row["match"]) == ("history", "20", "shape")
+    # By address (the default), the holder's line says nothing of shapes and the CSV says `address`.
+    write_companion(profile, companion(holders=[holder("history", muls[:20], kind="frame_local")]))
+    assert cli.main(["report", logdir, "--csv", str(out)]) == cli.EXIT_OK
+    text = capsys.readouterr().out
+    assert f"      {held}\n" in text
+    assert "shape and dtype" not in text
+    with (out / "holders.csv").open(newline="", encoding="utf-8") as f:
+        assert [r["match"] for r in csv.DictReader(f)] == ["address"]
 
 
 def test_the_standalone_pages_data_holds_the_holders(tf_leak, tmp_path):
@@ -180,4 +228,5 @@ def test_a_local_source_that_cannot_give_the_line_leaves_it_empty(tmp_path, kind
 def test_the_search_line_counts_in_words(count, said):
     search = {"status": "complete", "objects_visited": 10, "elapsed_s": 0.5, "warning": ""}
     search |= {"unmatched_count": count, "unmatched_bytes": 4096, "not_in_profile": count}
+    search |= {"ambiguous_count": 0, "ambiguous_bytes": 0}
     assert said in str(search_text({"holder_search": search}))
