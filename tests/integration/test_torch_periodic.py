@@ -58,10 +58,9 @@ def test_a_periodic_capture_gives_the_rate_of_one_long_capture_and_names_its_cul
     assert culprit["bytes_per_step"] == pytest.approx(truth, rel=0.05)  # the headline and the family table agree
     assert series["unexplained"] is None and "unexplained" not in h["reason"]
     assert culprit["label"] in h["reason"]
-    # Never chained: each capture's heap began with what the last one left uncounted, but what each kept is its own.
+    # Never chained: each capture's heap begins with whatever the process's earlier profiling left uncounted (the
+    # long capture before it, in the same process), but what each kept within its window is its own.
     captures = series["captures"]
-    assert [c["heap_start_bytes"] for c in captures] == sorted(c["heap_start_bytes"] for c in captures)
-    assert captures[-1]["heap_start_bytes"] > captures[0]["heap_start_bytes"]
     for c in captures:
         assert c["measure_bytes"] == pytest.approx(truth * torch_periodic.WINDOW, rel=0.05)
     assert series["hours_to_oom"] is None  # within captures of a profiled heap, its level is not known: no forecast
