@@ -220,7 +220,9 @@ def test_a_slow_leak_kept_every_50th_step_is_named_by_its_family_and_line_across
     assert culprit["label"].startswith(f"{job.leak_op} {job.leak_shape} output") and culprit["agrees"]
     assert culprit["growing_captures"] == WATCH_COUNT and len(culprit["captures"]) == WATCH_COUNT
     assert culprit["where"].endswith(" in served_step") and "capture_programs.py:" in culprit["where"]
-    assert f"from {culprit['label']}: " in history["reason"] and culprit["where"] in culprit["label"]
-    assert f" per step in {WATCH_COUNT} captures ({', '.join(s.name for s in job.sessions)})" in history["reason"]
+    assert f"from {culprit['label']}, " in history["reason"] and culprit["where"] in culprit["label"]
+    # One rate in the sentence: the history's, never the family's again beside it.
+    assert f", in {WATCH_COUNT} captures ({', '.join(s.name for s in job.sessions)})" in history["reason"]
+    assert history["reason"].count(" per step") == 1
     assert series["bytes_per_step"] == pytest.approx(job.leak_bytes_per_step, rel=0.25)
     assert series["unexplained"] is None
