@@ -65,6 +65,8 @@ def test_a_holder_of_the_demos_leak_is_on_its_family_with_its_count_and_bytes(tf
         "unmatched_count": 0,
         "unmatched_bytes": 0,
         "not_in_profile": 0,
+        "ambiguous_count": 0,
+        "ambiguous_bytes": 0,
     }
     family = allocator["families"][0]
     assert (family["op"], family["kind"], family["count"]) == (truth["leaked_op"], "growing", truth["steps"])
