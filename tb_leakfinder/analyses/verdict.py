@@ -39,15 +39,14 @@ class Verdict:
 
 # The framework whose allocator a format's memory events come from, by the format's registry name (an XSpace's is
 # TensorFlow's or JAX's: its allocator's label says which device).
-FORMAT_FRAMEWORKS = {"torch_trace": "PyTorch", "torch_snapshot": "PyTorch", "pprof": "JAX"}
 FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX"}
 
 
-def whose(label: str, profile_format: str = "") -> str:
+def whose(label: str, framework: str = "") -> str:
     """Whose memory an allocator's verdict judged, for its first words: "PyTorch's CPU allocator", "the GPU:0
-    allocator"; never the process's, which the process-memory verdict judges beside it."""
-    owner = FORMAT_FRAMEWORKS.get(profile_format)
-    return f"{owner}'s {label} allocator" if owner else f"the {label} allocator"
+    allocator" (`framework`: the host's, as its format's hints name it; "" when the format does not tell); never the
+    process's, which the process-memory verdict judges beside it."""
+    return f"{framework}'s {label} allocator" if framework else f"the {label} allocator"
 
 
 def _opening(word: str, judged: str) -> str:

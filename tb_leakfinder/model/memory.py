@@ -350,6 +350,9 @@ class HostProfile:
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
     # views that offer what only one format has (XProf's tools, its capture advice).
     format: str = ""
+    # The framework whose allocator its memory events are ("PyTorch"), when its format tells: the engine sets it from
+    # the format's hints, for the verdicts' "whose memory" (an XSpace may be TensorFlow's or JAX's: "").
+    framework: str = ""
     # What the capture helper recorded beside the profile (docs/recordings.md), and that file's path: the engine
     # reads it with the host; None and "" without one, or when it could not be read (a warning then says why).
     recordings: Recordings | None = None

@@ -48,6 +48,7 @@ class FormatHints:
     # What follows "memory id <id>" in the tab: where its memory ids come from.
     memory_id_note: str = ", the device its profile names"
     xprof_tools: bool = False  # XProf's own tools (Memory Profile, Memory Viewer) open its files
+    framework: str = ""  # the framework whose allocator its files record ("PyTorch"); "" when several may write it
     # What a buffer's `shape` is: its tensor's shape, or (a PyTorch trace) the shapes of the inputs of the op that made it.
     shape_label: str = "shape"
 

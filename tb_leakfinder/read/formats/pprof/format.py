@@ -72,6 +72,7 @@ def looks_like_profile(head: bytes) -> bool:
 
 
 HINTS = FormatHints(
+    framework="JAX",
     name="JAX device memory profile",
     suffix=SUFFIX,
     layout=f"<folder>/<snapshot>{SUFFIX}",

@@ -20,6 +20,7 @@ HOST = "memory_snapshot"  # the one host of a snapshot's session
 HEAD_BYTES = 256
 SNAPSHOT_KEYS = (b"segments", b"device_traces")
 HINTS = FormatHints(
+    framework="PyTorch",
     name="PyTorch memory snapshot",
     suffix=SUFFIXES[0],
     layout=f"<folder>/<snapshot>{SUFFIXES[0]}",

@@ -67,6 +67,7 @@ def looks_like_trace(head: bytes) -> bool:
 
 
 HINTS = FormatHints(
+    framework="PyTorch",
     name="PyTorch profiler trace",
     suffix=".pt.trace.json[.gz]",
     layout="<folder>/<worker>.pt.trace.json[.gz]",
