@@ -128,8 +128,12 @@ export class LifetimesPanel {
     this.chart.element.dataset.chart = 'lifetimes';
     // One moment has no time to draw its buffers over: the table alone lists them.
     this.chart.element.hidden = !!clock.moment;
-    this.chart.element.setAttribute('role', 'img');
-    this.chart.element.setAttribute('aria-label', 'Buffer lifetimes: each buffer from allocation to free, at its address; the table below lists them');
+    this.chart.element.setAttribute('role', 'group');
+    this.chart.element.setAttribute('aria-roledescription', 'chart');
+    this.chart.element.setAttribute(
+      'aria-label',
+      'Buffer lifetimes: each buffer from allocation to free, at its address; the table below lists them. The left and right arrow keys go from buffer to buffer in time, up and down in address; Home and End go to the first and last.',
+    );
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     const statusSelect = el(
       'select',

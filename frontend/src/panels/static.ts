@@ -301,8 +301,9 @@ export class StaticPanel {
     });
     this.blocks = blocks;
     blocks.element.dataset.chart = 'static-blocks';
-    blocks.element.setAttribute('role', 'img');
-    blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below');
+    blocks.element.setAttribute('role', 'group');
+    blocks.element.setAttribute('aria-roledescription', 'chart');
+    blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below. The arrow keys go from block to block; Home and End go to the first and last.');
     const hint = this.onShowAllocations ? [el('p', {class: 'lf-muted'}, 'Hover a block for its buffer; click it to highlight its allocations in the buffer lifetimes.')] : [];
     this.body.append(legend, ...hint, blocks.element);
     // The server sends the largest buffers when a program has too many to draw.
