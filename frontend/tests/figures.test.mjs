@@ -322,6 +322,11 @@ test('a Hugging Face trace: the Where column leads with the model’s frame, the
   await frame.waitForSelector('[data-panel=lifetimes] tbody tr[data-key]');
   const bufferHeads = await frame.$$eval('[data-panel=lifetimes] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
   assert.ok(bufferHeads.includes('Input shapes') && !bufferHeads.includes('Shape'), bufferHeads.join(' | '));
+  // A trace has no compiled programs: the lifetimes' legend and help say nothing of a static view, and with no
+  // selection the legend lists only what is drawn.
+  const legend = await frame.$$eval('[data-panel=lifetimes] .lf-legend > span', (ss) => ss.filter((s) => !s.hidden).map((s) => s.textContent));
+  assert.deepEqual(legend, ['freed', 'never freed (drawn to the end of the window)', 'allocated before the window']);
+  assert.doesNotMatch(await text(frame, '[data-panel=lifetimes] p.lf-muted'), /static view/);
   assert.deepEqual(plurals(await shown(frame)), []);
 });
 

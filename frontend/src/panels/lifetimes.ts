@@ -19,13 +19,15 @@ import {DataTable} from '../table';
 import {kindPill, labelWithoutWhere} from './families';
 import type {TimeRange} from './timeline';
 
-/** The allocator's families, which the table's rows name and select, and what a shape is in this format. */
+/** The allocator's families, which the table's rows name and select, and what this format's buffers tell. */
 export interface BufferFamilies {
   families: readonly Family[];
   /** Selects a family everywhere (null: none); the panel's own `setFamily` follows. */
   onSelect(family: Family | null): void;
   /** "shape", or "input shapes" where the format names the op's inputs' shapes, not the buffer's own (PyTorch). */
   shapeLabel: string;
+  /** The format has compiled programs, so a static view whose program buffers a bar can open. */
+  programs: boolean;
 }
 
 interface BufferRect extends Rect {
@@ -90,8 +92,10 @@ export class LifetimesPanel {
   private total = 0;
   /** The buffer row whose family is selected, so that another family selected elsewhere clears it. */
   private selectedBuffer: {id: string; family: number} | null = null;
-  /** The legend's entry of the faded buffers: shown while a family or program buffer is highlighted. */
+  /** The legend's entries of what a selection draws, each shown while it is drawn: the legend lists what the chart shows. */
   private readonly fadedSwatch = swatch('var(--lf-buffer-faded)', 'the other buffers, while a family or program buffer is highlighted');
+  private readonly familySwatch = swatch('var(--lf-highlight)', 'never freed, of the selected family');
+  private readonly pickedSwatch = swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view');
   private largestRequest: AbortController | null = null;
   private groupRequest: AbortController | null = null;
   private pickRequest: AbortController | null = null;
@@ -108,7 +112,7 @@ export class LifetimesPanel {
     private readonly onFamilyAllocations: (times: number[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
     private readonly clock: HostClock,
-    private readonly families: BufferFamilies = {families: [], onSelect: () => undefined, shapeLabel: 'shape'},
+    private readonly families: BufferFamilies = {families: [], onSelect: () => undefined, shapeLabel: 'shape', programs: true},
   ) {
     const inputShapes = families.shapeLabel !== 'shape';
     this.chart = new RectChart<BufferRect>({
@@ -218,13 +222,13 @@ export class LifetimesPanel {
       swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
       swatch('var(--lf-buffer-dim)', 'allocated before the window'),
       this.fadedSwatch,
-      swatch('var(--lf-highlight)', 'never freed, of the selected family'),
-      swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view'),
+      this.familySwatch,
+      this.pickedSwatch,
     );
     this.pickedNote = el('div', {class: 'lf-picked', 'data-picked': '', hidden: true});
     const about = clock.moment
       ? 'The buffers live when the file was written, largest first. The file records no times: no buffer has an allocation time or a lifetime.'
-      : `Each bar is one buffer: from its allocation to its free${clock.eventPs ? ' (in the order of allocations: the file records no times)' : ''}, at its address, as tall as its size. Hover for details; drag to zoom; click a buffer a program made to open its program buffer in the static view.`;
+      : `Each bar is one buffer: from its allocation to its free${clock.eventPs ? ' (in the order of allocations: the file records no times)' : ''}, at its address, as tall as its size. Hover for details (or focus the chart and move with the arrow keys); drag to zoom${families.programs ? '; click a buffer a program made to open its program buffer in the static view' : ''}.`;
     this.element = el(
       'div',
       {},
@@ -415,6 +419,8 @@ export class LifetimesPanel {
       };
     });
     this.fadedSwatch.hidden = selected === null && !this.programBuffer;
+    this.familySwatch.hidden = selected === null;
+    this.pickedSwatch.hidden = !this.programBuffer;
     this.chart.setData(rects, [this.windowStart(), Math.max(this.windowStart() + 1, this.windowEnd())], [0, yMax * 1.02]);
     if (this.range) this.chart.setXRange({min: this.range.start_ps, max: this.range.end_ps});
     const el_ = this.chart.element;
