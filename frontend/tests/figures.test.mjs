@@ -139,6 +139,8 @@ test('tf_leak: a buffer row selects its family, by click and by keyboard; the ot
   await frame.waitForSelector(`[data-panel=families] tbody tr[data-key="${key}"][aria-selected=true]`);
   await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${key}"]`);
   await frame.waitForSelector(`[data-panel=lifetimes] tbody tr[data-key="${buffer}"][aria-selected=true]`);
+  // The table lists that family's never-freed buffers now, and says so.
+  assert.equal(await text(frame, '[data-panel=lifetimes] [data-heading=buffers]'), `Never-freed buffers of the selected family, ${TF_LEAK.leaked_op} ${TF_LEAK.leaked_shape} ${TF_LEAK.leaked_region}: select it again to list every buffer`);
   // The legend says what the faded bars are, in a colour that is not the before-the-window grey.
   const swatches = await frame.$$eval('[data-panel=lifetimes] .lf-legend > span', (ss) =>
     ss.map((s) => ({text: s.textContent, hidden: s.hidden, color: getComputedStyle(s.querySelector('.lf-swatch')).backgroundColor})),

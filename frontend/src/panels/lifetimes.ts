@@ -95,6 +95,8 @@ export class LifetimesPanel {
   /** The legend's entries of what a selection draws, each shown while it is drawn: the legend lists what the chart shows. */
   private readonly fadedSwatch = swatch('var(--lf-buffer-faded)', 'the other buffers, while a family or program buffer is highlighted');
   private readonly familySwatch = swatch('var(--lf-highlight)', 'never freed, of the selected family');
+  /** Above the table: every buffer, or the selected family's never-freed ones that it then lists. */
+  private readonly tableHeading = el('h3', {'data-heading': 'buffers'}, 'All buffers');
   private readonly pickedSwatch = swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view');
   private largestRequest: AbortController | null = null;
   private groupRequest: AbortController | null = null;
@@ -237,7 +239,7 @@ export class LifetimesPanel {
       clock.moment ? null : legend,
       this.chart.element,
       this.note,
-      el('h3', {}, 'All buffers'),
+      this.tableHeading,
       this.pickedNote,
       this.table.element,
     );
@@ -356,6 +358,7 @@ export class LifetimesPanel {
     // Selected elsewhere (the families, the verdict, the breakdown): no buffer row is the selection any more.
     if (this.selectedBuffer && this.selectedBuffer.family !== family?.family) this.selectedBuffer = null;
     this.table.setSelected(this.selectedBuffer?.id ?? null);
+    this.tableHeading.textContent = family ? `Never-freed buffers of the selected family, ${family.label}: select it again to list every buffer` : 'All buffers';
     void this.table.reset();
     return this.loadFamily();
   }
