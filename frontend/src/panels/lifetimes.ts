@@ -93,7 +93,7 @@ export class LifetimesPanel {
   /** The buffer row whose family is selected, so that another family selected elsewhere clears it. */
   private selectedBuffer: {id: string; family: number} | null = null;
   /** The legend's entries of what a selection draws, each shown while it is drawn: the legend lists what the chart shows. */
-  private readonly fadedSwatch = swatch('var(--lf-buffer-faded)', 'the other buffers, while a family or program buffer is highlighted');
+  private readonly fadedSwatch: HTMLElement;
   private readonly familySwatch = swatch('var(--lf-highlight)', 'never freed, of the selected family');
   /** Above the table: every buffer, or the selected family's never-freed ones that it then lists. */
   private readonly tableHeading = el('h3', {'data-heading': 'buffers'}, 'All buffers');
@@ -117,6 +117,7 @@ export class LifetimesPanel {
     private readonly families: BufferFamilies = {families: [], onSelect: () => undefined, shapeLabel: 'shape', programs: true},
   ) {
     const inputShapes = families.shapeLabel !== 'shape';
+    this.fadedSwatch = swatch('var(--lf-buffer-faded)', `the other buffers, while a family${families.programs ? ' or program buffer' : ''} is highlighted`);
     this.chart = new RectChart<BufferRect>({
       height: 320,
       xLabel: axisLabel(clock),
