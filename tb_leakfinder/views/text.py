@@ -223,7 +223,9 @@ def compiled_programs_text(host: Json) -> str | None:
         return None
     # On CPU a program's code is host memory: the profile gives it 0 bytes, and only its count says anything.
     each = "; ".join(
-        f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" if c["bytes"] else f"{c['count']} on {c['device']} (0 B)"
+        f"{format_bytes(c['bytes'])} in {count_of(c['count'], 'program')} on {c['device']}"
+        if c["bytes"]
+        else f"{count_of(c['count'], 'program')} on {c['device']} (0 B)"
         for c in programs
     )
     return f"compiled programs (their code and constants, not buffers): {each}"
