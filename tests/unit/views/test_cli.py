@@ -474,8 +474,9 @@ from tb_leakfinder.views import cli
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     cli.main(sys.argv[1:])
 heavy = (
-    "numpy", "tensorboard", "werkzeug", "tensorflow", "ray", "tqdm", "tb_leakfinder.analyses.diff",
-    "tb_leakfinder.engine.precompute", "tb_leakfinder.read.formats.torch_snapshot.reader",
+    "numpy", "tensorboard", "werkzeug", "tensorflow", "torch", "jax", "ray", "tqdm", "tb_leakfinder.analyses.diff",
+    "tb_leakfinder.engine.precompute", "tb_leakfinder.read.formats.torch_snapshot.reader", "tb_leakfinder.capture",
+    "tb_leakfinder.capture.torch_profiler", "tb_leakfinder.store.disk_cache", "tb_leakfinder.views.markdown",
 )
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
@@ -486,20 +487,22 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
     [
         (["--help"], []),
         (["report", "--help"], []),
+        (["check"], []),  # a usage error
         (["report", "--json", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
         (["check", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
         (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--html", "OUT/page.html"], ["numpy"]),
         (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--csv", "OUT/tables"], ["numpy"]),
         (
             ["diff", "--no-cache", str(DEMO_LOGS / "tf_fixed"), str(DEMO_LOGS / "tf_leak"), "--html", "OUT/diff.html"],
-            ["numpy", "tb_leakfinder.analyses.diff"],
+            ["numpy", "tb_leakfinder.analyses.diff", "tb_leakfinder.views.markdown"],  # its text is Markdown
         ),
     ],
 )
 def test_a_command_imports_only_what_it_needs(argv, loaded, tmp_path):
-    """`--help` loads neither numpy nor TensorBoard; a report loads numpy, not the diff engine nor Ray's
-    precompute, nor the reader of a format it does not read, nor the progress bar when stderr is no terminal; its
-    HTML and CSV files come from the queries, without TensorBoard or its web server."""
+    """`--help` and a usage error load neither numpy, TensorBoard, a framework nor the capture helper; a report
+    loads numpy, not the diff engine nor Ray's precompute, nor the reader of a format it does not read, nor the
+    disk cache it was told not to use, nor the Markdown it was not asked for, nor the progress bar when stderr is no
+    terminal; its HTML and CSV files come from the queries, without TensorBoard or its web server."""
     argv = [arg.replace("OUT", str(tmp_path)) for arg in argv]
     out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(out.stdout) == loaded
