@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from tb_leakfinder.analyses import verdict, words
     from tb_leakfinder.capture import watch
     from tb_leakfinder.engine import engine as engines
-    from tb_leakfinder.engine import history as captures
+    from tb_leakfinder.engine import history as engine_history
     from tb_leakfinder.engine import precompute, queries
     from tb_leakfinder.read import discovery
     from tb_leakfinder.report import Json
@@ -49,7 +49,7 @@ else:
     # Cold start: the modules the commands use load when a command first reads from them, so that `--help` and a
     # usage error load no numpy, and a report neither the disk cache, precompute's worker pools, the watch's client,
     # nor the Markdown it was not asked for.
-    reports, verdict, words, history_verdicts, watch, engines, captures, precompute, queries, discovery, disk_cache = (
+    reports, verdict, words, history_verdicts, watch, engines, engine_history, precompute, queries, discovery, disk_cache = (
         _Lazy(f"tb_leakfinder.{name}")
         for name in (
             "report",
@@ -174,8 +174,8 @@ def _precompute(args: argparse.Namespace) -> int:
     analysed = sum(1 for o in outcomes if o.status == "analysed")
     errors = [f"{o.task.run} host {o.task.host}: {o.error}" for o in outcomes if o.error is not None] + unstattable
     cached = len(outcomes) - analysed
-    hosts = len(outcomes) + len(unstattable)
-    print(f"{hosts} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
+    hosts = words.count_of(len(outcomes) + len(unstattable), "host")
+    print(f"{hosts} in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
     for message in errors:
         _error(message)
     return EXIT_BAD_INPUT if errors else EXIT_OK
@@ -212,7 +212,7 @@ def _history(args: argparse.Namespace) -> int:
     engine = engines.Engine.for_path(args.path, disk=_disk(args, args.path))
     tb_run = args.tb_run
     if tb_run is None:
-        several = captures.several_captures(r.name for r in engine.runs())
+        several = engine_history.several_captures(r.name for r in engine.runs())
         if len(several) != 1:
             found = ", ".join(repr(t) for t in several) or "none"
             raise BadArgumentError(f"{args.path}: choose a TensorBoard run with --tb-run; those of several captures: {found}")
@@ -368,20 +368,18 @@ def _check(result: Json) -> int:
 def _check_lines(result: Json) -> bool:
     """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
     history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
-
     histories = {h["tb_run"]: h for h in result.get("histories", [])}
     leaks = False
     for tb_run, h in histories.items():
-        _print(
-            visible(f"{h['verdict']:>12}  {tb_run or '(the logdir top)'}: history of {h['num_captures']} captures: {h['reason']}")
-        )
-        mine = [r for r in result["runs"] if captures.tensorboard_run(r["run"]) == tb_run]
+        captures = words.count_of(h["num_captures"], "capture")
+        _print(visible(f"{h['verdict']:>12}  {tb_run or '(the logdir top)'}: history of {captures}: {h['reason']}"))
+        mine = [r for r in result["runs"] if engine_history.tensorboard_run(r["run"]) == tb_run]
         for run in mine:
             _print(visible(f"{run['verdict']:>12}    capture {run['run']}: {_reasons(run)}"))
         decided = h["verdict"] != history_verdicts.INCONCLUSIVE
         leaks |= h["verdict"] == history_verdicts.LEAK if decided else any(r["verdict"] == history_verdicts.LEAK for r in mine)
     for run in result["runs"]:
-        if captures.tensorboard_run(run["run"]) not in histories:
+        if engine_history.tensorboard_run(run["run"]) not in histories:
             _print(visible(f"{run['verdict']:>12}  {run['run']}: {_reasons(run)}"))
             leaks |= run["verdict"] == history_verdicts.LEAK
     return leaks
