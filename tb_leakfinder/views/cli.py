@@ -49,25 +49,23 @@ else:
     # Cold start: the modules the commands use load when a command first reads from them, so that `--help` and a
     # usage error load no numpy, and a report neither the disk cache, precompute's worker pools, the watch's client,
     # nor the Markdown it was not asked for.
-    reports, verdict, words, history_verdicts, watch, engines, engine_history, precompute, queries, discovery, disk_cache = (
-        _Lazy(f"tb_leakfinder.{name}")
-        for name in (
-            "report",
-            "analyses.verdict",
-            "analyses.words",
-            "analyses.history",
-            "capture.watch",
-            "engine.engine",
-            "engine.history",
-            "engine.precompute",
-            "engine.queries",
-            "read.discovery",
-            "store.disk_cache",
-        )
-    )
-    atomic, markdown, progress, source_lines, text = (
-        _Lazy(f"tb_leakfinder.views.{name}") for name in ("atomic", "markdown", "progress", "source_lines", "text")
-    )
+    reports = _Lazy("tb_leakfinder.report")
+    history_verdicts = _Lazy("tb_leakfinder.analyses.history")
+    verdict = _Lazy("tb_leakfinder.analyses.verdict")
+    words = _Lazy("tb_leakfinder.analyses.words")
+    watch = _Lazy("tb_leakfinder.capture.watch")
+    engines = _Lazy("tb_leakfinder.engine.engine")
+    engine_history = _Lazy("tb_leakfinder.engine.history")
+    precompute = _Lazy("tb_leakfinder.engine.precompute")
+    queries = _Lazy("tb_leakfinder.engine.queries")
+    discovery = _Lazy("tb_leakfinder.read.discovery")
+    disk_cache = _Lazy("tb_leakfinder.store.disk_cache")
+    atomic = _Lazy("tb_leakfinder.views.atomic")
+    markdown = _Lazy("tb_leakfinder.views.markdown")
+    progress = _Lazy("tb_leakfinder.views.progress")
+    source_lines = _Lazy("tb_leakfinder.views.source_lines")
+    text = _Lazy("tb_leakfinder.views.text")
+
 EXIT_OK = 0
 EXIT_LEAK = 1
 EXIT_BAD_INPUT = 2
