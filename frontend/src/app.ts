@@ -3,7 +3,7 @@
 // is selected lives in ViewState, what was fetched in DataCache.
 
 import {allocatorKey, allocatorLabel, defaultAllocator} from './allocators';
-import {ApiError, type HostReport, moduleKey, type ModuleSummary, type Selection, type Site} from './api';
+import {ApiError, type HostReport, moduleKey, type ModuleSummary, type RunEntry, type Selection, type Site} from './api';
 import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
@@ -24,6 +24,9 @@ const ALL_HOSTS_LABEL = new Map([[ALL_HOSTS, 'All hosts (overview)']]);
 
 /** How long the first opening may spend looking for a run that leaks. */
 const PICK_BUDGET_MS = 8000;
+
+/** How often the background scan looks again whether the tab's own fetching is done. */
+const SCAN_PAUSE_MS = 250;
 
 function option(value: string, text: string, selected: boolean): HTMLOptionElement {
   const o = el('option', {value}, text);
@@ -60,6 +63,8 @@ export class App {
   private showing = 0;
   /** Set by a Where link: the next view scrolls to the static view's selected buffer. */
   private revealStatic = false;
+  /** The run list the background scan (scanRuns) is going through; null when none is. */
+  private scanning: RunEntry[] | null = null;
 
   constructor(private readonly channel: TensorBoardChannel) {
     const label = (text: string, select: HTMLSelectElement) => el('label', {}, text, select);
@@ -197,9 +202,14 @@ export class App {
         this.fillCompare(runNames);
       }
       this.render();
+      void this.scanRuns(runs);
     } catch (err) {
       if (stale()) return;
-      if (err instanceof ApiError && err.status === 422) return this.showUnreadable(err.message);
+      if (err instanceof ApiError && err.status === 422) {
+        this.showUnreadable(err.message);
+        if (this.data.runs) void this.scanRuns(this.data.runs);
+        return;
+      }
       this.setStatus('error', notice('error', el('p', {}, el('strong', {}, 'Could not load: '), errorMessage(err))));
       this.updateLinks();
     }
@@ -273,6 +283,38 @@ export class App {
       }
     }
     return leaking || found || runs[0];
+  }
+
+  /**
+   * Once a view is shown, analyses the runs not yet opened, one request at a
+   * time and only while the tab is not fetching a view of its own, so that
+   * the run list marks each run's verdict, finding or unreadable file and
+   * Compare drops the unreadable ones without the user opening each. Stops
+   * when the run list is fetched anew (a reload): the next view starts over,
+   * skipping what is still cached. A run of several hosts is left to its pod
+   * overview.
+   */
+  private async scanRuns(runs: RunEntry[]): Promise<void> {
+    if (this.scanning === runs) return;
+    this.scanning = runs;
+    const current = () => this.scanning === runs && this.data.runs === runs;
+    try {
+      for (const {run, hosts} of runs) {
+        if (hosts.length !== 1) continue;
+        while (current() && this.showing > 0) await new Promise((resolve) => setTimeout(resolve, SCAN_PAUSE_MS));
+        if (!current()) return;
+        const side = {run, host: hosts[0]};
+        if (this.data.cachedReport(side) || this.data.unreadableHosts(run).length) continue;
+        await this.data.report(side).catch(() => undefined);
+        // A view being fetched fills the selectors itself when it is done.
+        if (!current() || this.showing > 0) continue;
+        const runNames = runs.map((r) => r.run);
+        this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
+        this.fillCompare(runNames);
+      }
+    } finally {
+      if (this.scanning === runs) this.scanning = null;
+    }
   }
 
   private runLabels(): Map<string, string> {

@@ -127,9 +127,8 @@ test('hovering a point tells its capture; clicking the third opens capture 3, in
   assert.match(tip, new RegExp(`^${job[2]}`));
   assert.match(tip, /stepssteps 2,000–2,009/);
   assert.match(tip, /click to open this capture/);
-  const report = page.waitForResponse((r) => r.url().includes('/report?') && r.url().includes(encodeURIComponent(job[2])));
+  // Its report may be fetched already (the run list's background scan): opened from the cache then.
   await over.click({position});
-  assert.equal((await report).status(), 200);
   await frame.waitForSelector(`.lf-view[data-run="${job[2]}"]`, {timeout: 60_000});
   await frame.waitForSelector('main.lf-root[data-state="ready"]');
   assert.equal(await frame.$eval('select[data-select=run]', (s) => s.value), job[2]);
