@@ -542,6 +542,8 @@ export interface FormatHints {
   xprof_tools: boolean;
   /** what a buffer's shape is: "shape", or "input shapes" (of the op that made it) */
   shape_label: string;
+  /** what one entry of a file of one moment is, counted: "buffer" (a snapshot's block), "buffer group" */
+  live_entry: string;
 }
 
 /** A likely reason for memory that grows outside the allocator. */

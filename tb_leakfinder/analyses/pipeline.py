@@ -243,10 +243,10 @@ def analyze_allocator(
         warnings.append(info.partial)
         verdict = _partial(verdict, info.partial)
     if profile.one_moment:
-        groups = count_of(summary.num_allocations, "live buffer group")
+        live = count_of(summary.num_allocations, f"live {profile.live_entry}")
         verdict = Verdict(
             INCONCLUSIVE,
-            f"A snapshot: {groups} holding {format_bytes(summary.heap_end_bytes)} at one moment; growth shows across "
+            f"A snapshot: {live} holding {format_bytes(summary.heap_end_bytes)} at one moment; growth shows across "
             "snapshots, in the run's history",
         )
     if pairing.double_allocations:

@@ -99,6 +99,7 @@ def analyze_file(path: str, host: str, session_dir: str, recordings: str | None 
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
     reading.profile.framework = profile_format.hints.framework
+    reading.profile.live_entry = profile_format.hints.live_entry
     if not reading.profile.machine_memory_bytes:
         # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
         reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER

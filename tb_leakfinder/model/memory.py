@@ -353,6 +353,9 @@ class HostProfile:
     # The framework whose allocator its memory events are ("PyTorch"), when its format tells: the engine sets it from
     # the format's hints, for the verdicts' "whose memory" (an XSpace may be TensorFlow's or JAX's: "").
     framework: str = ""
+    # What one of its live entries is called when counted ("buffer", "buffer group"): the engine sets it from the
+    # format's hints, for the sentence of a file of one moment.
+    live_entry: str = "buffer"
     # What the capture helper recorded beside the profile (docs/recordings.md), and that file's path: the engine
     # reads it with the host; None and "" without one, or when it could not be read (a warning then says why).
     recordings: Recordings | None = None

@@ -244,13 +244,14 @@ def balance_text(a: Json) -> str:
     return f"{text}; {kept:,} never freed"
 
 
-def render_allocator(a: Json, unit: str = "step", one_moment: bool = False) -> list[str]:
+def render_allocator(a: Json, unit: str = "step", one_moment: bool = False, live_entry: str = "buffer") -> list[str]:
     """One allocator's section; rates are per `unit` ("window" when time windows stand in for steps). A
-    `one_moment`'s buffers are live at one moment: it has no allocations, frees or step ends to count."""
+    `one_moment`'s buffers are live at one moment: it has no allocations, frees or step ends to count; its entries
+    are each a `live_entry` (its format's hint)."""
     memory_id = "" if a["memory_id"] == a["allocator"] else f" (memory id {a['memory_id']})"
     kept = tensor_and_chunks(a["never_freed_requested_bytes"], a["never_freed_bytes"])
     counts = (
-        f"live at this moment: {kept} in {count_of(a['never_freed_count'], 'buffer group')}"
+        f"live at this moment: {kept} in {count_of(a['never_freed_count'], live_entry)}"
         if one_moment
         else f"allocations {a['num_allocations']:,}, deallocations {a['num_deallocations']:,} ({balance_text(a)}); "
         f"never freed {kept} in {count_of(a['never_freed_count'], 'buffer')}; "
@@ -403,7 +404,7 @@ def render_report(report: Json) -> str:
                 lines.append(f"  {host['format_hints']['record_events'].replace('`', '')}")
             unit = "window" if host["step_source"]["kind"] == "time_windows" else "step"
             for a in host["allocators"]:
-                lines += render_allocator(a, unit, host["one_moment"])
+                lines += render_allocator(a, unit, host["one_moment"], host["format_hints"]["live_entry"])
             lines += [f"  {line}" for line in process_memory_lines(host)]
             programs = compiled_programs_text(host)
             if programs:

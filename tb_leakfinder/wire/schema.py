@@ -493,6 +493,9 @@ class FormatHints(TypedDict):
     static_modules: Annotated[bool, "its sessions hold compiled programs: the module selector and the static view"]
     xprof_tools: Annotated[bool, "XProf's own tools (Memory Profile, Memory Viewer) open its files"]
     shape_label: Annotated[str, 'what a buffer\'s shape is: "shape", or "input shapes" (of the op that made it)']
+    live_entry: Annotated[
+        str, 'what one entry of a file of one moment is, counted: "buffer" (a snapshot\'s block), "buffer group"'
+    ]
 
 
 class ProcessCause(TypedDict):

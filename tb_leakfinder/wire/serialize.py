@@ -195,6 +195,7 @@ def format_hints_json(profile_format: str) -> FormatHints:
         "static_modules": registry.has_modules(profile_format),
         "xprof_tools": hints.xprof_tools,
         "shape_label": hints.shape_label,
+        "live_entry": hints.live_entry,
     }
 
 

@@ -119,7 +119,7 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined,
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
   const when = a.peak_step === null ? `at ${formatWhen(a.peak_time_ps, clock)}` : `at ${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)}`;
   const [liveTensor, liveChunks] = tensorAndChunks(a.never_freed_requested_bytes, a.never_freed_bytes);
-  const live = card('Live at this moment', liveTensor, `${countOf(a.never_freed_count, 'buffer group')} when the snapshot was saved${liveChunks ? `; ${liveChunks} in chunks` : ''}`);
+  const live = card('Live at this moment', liveTensor, `${countOf(a.never_freed_count, hints.live_entry)} when the snapshot was saved${liveChunks ? `; ${liveChunks} in chunks` : ''}`);
   const cards = el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Summary'},

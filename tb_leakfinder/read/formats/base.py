@@ -51,6 +51,9 @@ class FormatHintsInfo:
     framework: str = ""  # the framework whose allocator its files record ("PyTorch"); "" when several may write it
     # What a buffer's `shape` is: its tensor's shape, or (a PyTorch trace) the shapes of the inputs of the op that made it.
     shape_label: str = "shape"
+    # What one entry of a file of buffers live at one moment is, for counts of them: a block of a PyTorch snapshot
+    # is one buffer; a sample of a device memory profile groups the buffers of one stack ("buffer group").
+    live_entry: str = "buffer"
 
 
 class ProfileFormat(Protocol):

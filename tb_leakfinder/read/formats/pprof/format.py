@@ -74,6 +74,7 @@ def looks_like_profile(head: bytes) -> bool:
 HINTS = FormatHintsInfo(
     framework="JAX",
     name="JAX device memory profile",
+    live_entry="buffer group",
     suffix=SUFFIX,
     layout=f"<folder>/<snapshot>{SUFFIX}",
     capture=f"Save one with `jax.profiler.save_device_memory_profile('<logdir>/<run>/memory{SUFFIX}')`.",

@@ -57,6 +57,7 @@ def test_a_registered_format_gets_a_full_report_with_its_own_hints(registered, t
         "static_modules": False,
         "xprof_tools": False,
         "shape_label": "shape",  # the default: its shapes are the buffers' own
+        "live_entry": "buffer",  # the default: a file of one moment lists buffers
     }
 
 

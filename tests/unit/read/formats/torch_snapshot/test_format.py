@@ -92,3 +92,22 @@ def test_the_cli_says_which_snapshot_would_run_code(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}: not a readable PyTorch memory snapshot (it needs the class or function 'os.system'" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("live", [1, 3])
+def test_a_snapshot_of_one_moment_counts_its_live_blocks_as_buffers_everywhere(tmp_path, capsys, live):
+    # Each block of a snapshot is one buffer (a device memory profile's sample groups several: "buffer group").
+    b = SnapshotBuilder()
+    b.snapshot["device_traces"] = [[]]
+    blocks = [(0x1000 + k * MIB, MIB, MIB, "active_allocated", STACK) for k in range(live)]
+    b.segment(0x1000, blocks)
+    path = str(b.write(tmp_path / "memory_snapshot.pickle"))
+    (host,) = tb_leakfinder.analyze(path, cache=False)["runs"][0]["hosts"]
+    assert host["one_moment"] and host["format_hints"]["live_entry"] == "buffer"
+    (allocator,) = host["allocators"]
+    counted = "1 live buffer" if live == 1 else f"{live} live buffers"
+    assert allocator["reason"].startswith(f"A snapshot: {counted} holding {live} MiB at one moment")
+    assert cli.main(["report", path, "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert f"live at this moment: {live} MiB in {counted.replace('live ', '')}\n" in out
+    assert "group" not in out
