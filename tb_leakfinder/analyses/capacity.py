@@ -244,5 +244,5 @@ def _held_sentence(
         asked += f" {format_bytes(cached)} was reserved by the allocator but held by no buffer (cached or fragmented)."
     return (
         f"At the out-of-memory error {format_bytes(held)} of {format_bytes(capacity)} was held by: "
-        f"{'; '.join(shown) or 'nothing the capture names'}{more} ({cause}).{asked}"
+        f"{'; '.join(shown) or 'nothing the capture names'}{more}. The capture was taken at the error: {cause}.{asked}"
     )

@@ -35,8 +35,10 @@ def test_an_oom_snapshot_leads_with_what_held_the_memory(tmp_path, version):
     ]
     assert oom["description"] == (
         "At the out-of-memory error 5.5 GiB of 5.5 GiB was held by: train.py:40 in train_step 4 GiB (4 buffers); "
-        "BmmBackward0 (backward of bmm) 1 GiB (4 buffers); allocated before the trace began 512 MiB "
-        "(its trace records 1 oom entry). It failed to allocate 2 GiB, with 64 MiB free on the device."
+        "BmmBackward0 (backward of bmm) 1 GiB (4 buffers); allocated before the trace began 512 MiB. "
+        # What says it was taken at the error is the file's, a sentence of its own: not a note on the last row.
+        "The capture was taken at the error: its trace records 1 oom entry. "
+        "It failed to allocate 2 GiB, with 64 MiB free on the device."
     )
     # dying_job asks for 2 GiB with 64 MiB free; its segments are full, so nothing is reserved and free.
     assert (oom["request_bytes"], oom["device_free_bytes"], oom["reserved_free_bytes"]) == (2 * GIB, 64 * MIB, 0)
@@ -89,7 +91,8 @@ def test_an_oom_capture_that_holds_nothing_says_so(tmp_path):
     (allocator,) = analyze_file(str(b.write(tmp_path / "oom.pickle")), HOST, str(tmp_path)).json()["allocators"]
     assert allocator["out_of_memory"]["held_at_error"] == []
     assert allocator["out_of_memory"]["description"] == (
-        "At the out-of-memory error 0 B of 0 B was held by: nothing the capture names (its file name says so)."
+        "At the out-of-memory error 0 B of 0 B was held by: nothing the capture names. "
+        "The capture was taken at the error: its file name says so."
     )
 
 
