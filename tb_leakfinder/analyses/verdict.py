@@ -10,7 +10,7 @@ from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSourceResult
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, FamilyResult
-from tb_leakfinder.analyses.words import buffers_label, format_bytes
+from tb_leakfinder.analyses.words import buffers_label, count_of, format_bytes
 from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, SiteInfo
 
 LEAK = "leak"
@@ -75,8 +75,9 @@ def decide(
         if n == 1 and freed_in_one_step:
             return Verdict(
                 INCONCLUSIVE,
-                f"{inconclusive} {found}, too few to tell growth from warm-up: all {freed_in_one_step:,} allocations of "
-                f"the one step were freed; capture {MIN_STEPS} steps or more to rule out a leak.{lead}",
+                f"{inconclusive} {found}, too few to tell growth from warm-up: every allocation of the one step was "
+                f"freed ({count_of(freed_in_one_step, 'allocation')}); capture {MIN_STEPS} steps or more to rule out a "
+                f"leak.{lead}",
             )
         return Verdict(
             INCONCLUSIVE,

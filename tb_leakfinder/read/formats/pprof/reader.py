@@ -221,9 +221,10 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
         kinds.append(kind)
         stacks.append(frames.stack(tuple(sample.location_id)))
     if no_bytes:
-        warnings.append(f"{path}: {no_bytes} samples have no bytes value; they are left out")
+        # Counts after a colon: read/ has no plural helper, and "1 samples" is wrong.
+        warnings.append(f"{path}: samples without a bytes value, left out: {no_bytes:,}")
     if negative:
-        warnings.append(f"{path}: {negative} samples have a negative bytes value; they are left out")
+        warnings.append(f"{path}: samples with a negative bytes value, left out: {negative:,}")
     if not sizes:
         warnings.append(f"{path}: the device memory profile holds no live buffers")
     deep = sum(len(s) > MAX_FRAMES for s in stacks)

@@ -584,10 +584,11 @@ def _window(
         start[allocator_of[block.device]] += block.size
     if walk.freed_before or untraced:
         held = walk.freed_before_bytes + sum(b.size for b in untraced)
+        # Counts after a colon: read/ has no plural helper, and "1 buffers" is wrong.
         warnings.append(
-            f"{path}: {walk.freed_before + len(untraced)} buffers ({held:,} bytes) were live when the trace began, "
-            f"allocated before its first entry (its ring buffer keeps the last max_entries): {walk.freed_before} are "
-            f"freed in it, {len(untraced)} blocks live at the dump have no entry; the heap starts with them"
+            f"{path}: buffers live when the trace began, allocated before its first entry (its ring buffer keeps the "
+            f"last max_entries): {walk.freed_before + len(untraced):,} ({held:,} bytes); of them freed in the trace: "
+            f"{walk.freed_before:,}, live at the dump without an entry: {len(untraced):,}; the heap starts with them"
         )
     walk.warn(path, warnings)
     events = _columns(rows, names, start, frames.ops.values)
@@ -656,7 +657,7 @@ class _Walk:
             which = "one trace entry has" if self.unknown == 1 else f"{self.unknown} trace entries have"
             warnings.append(f"{path}: {which} an action this reader does not know, left out")
         if self.reallocated:
-            warnings.append(f"{path}: {self.reallocated} allocations reuse an address whose buffer the trace never freed")
+            warnings.append(f"{path}: allocations reusing an address whose buffer the trace never freed: {self.reallocated:,}")
 
 
 def _columns(rows: _Rows, names: list[str], start: list[int], ops: list[str]) -> MemoryEvents:

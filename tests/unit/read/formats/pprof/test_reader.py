@@ -155,8 +155,8 @@ def test_samples_without_a_bytes_value_are_left_out_with_a_warning(tmp_path):
     profile = _read(tmp_path, b)
     assert list(profile.events.requested_bytes) == [MIB]
     assert len(profile.warnings) == 2
-    assert "1 samples have no bytes value" in profile.warnings[0]
-    assert "1 samples have a negative bytes value" in profile.warnings[1]
+    assert profile.warnings[0].endswith(": samples without a bytes value, left out: 1")
+    assert profile.warnings[1].endswith(": samples with a negative bytes value, left out: 1")
 
 
 def test_the_bytes_value_is_found_by_its_unit(tmp_path):

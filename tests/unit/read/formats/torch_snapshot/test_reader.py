@@ -70,8 +70,8 @@ def test_buffers_live_before_the_window_start_the_heap_with_a_warning(tmp_path):
     # 4 MiB freed in the window and 2 MiB never in it were live at the start: 6 MiB, less the first free.
     assert events.heap_bytes.tolist() == [2 * MIB, 3 * MIB]
     (warning,) = profile.warnings
-    assert "2 buffers (6,291,456 bytes) were live when the trace began" in warning
-    assert "1 are freed in it, 1 blocks live at the dump have no entry" in warning
+    assert "buffers live when the trace began, allocated before its first entry" in warning
+    assert "max_entries): 2 (6,291,456 bytes); of them freed in the trace: 1, live at the dump without an entry: 1;" in warning
     (allocator,) = analyze_host(profile).allocators
     assert allocator.summary.heap_start_bytes == 6 * MIB
     assert allocator.summary.freed_before_window_count == 1
@@ -266,11 +266,11 @@ def test_a_pickle_of_something_else_is_refused(tmp_path):
         reader.read_host(str(path), HOST)
 
 
-def _one_step(tmp_path, annotation: str, keep: bool):
-    """A snapshot of one training step: 40 temporaries made and freed, the optimizer's state made (and kept when
+def _one_step(tmp_path, annotation: str, keep: bool, temporaries: int = 40):
+    """A snapshot of one training step: `temporaries` made and freed, the optimizer's state made (and kept when
     `keep`) inside its annotation, which spans the step."""
     b = SnapshotBuilder()
-    for k in range(40):
+    for k in range(temporaries):
         b.alloc(0x1000_0000 + k * MIB, MIB, STACK, time_us=10 + 2 * k)
         b.free(0x1000_0000 + k * MIB, MIB, time_us=11 + 2 * k)
     b.alloc(0x9000_0000, 64 * MIB, [(USER, 60, "step")], time_us=95)
@@ -293,9 +293,14 @@ def test_a_snapshot_of_one_step_is_one_step_and_nothing_grows(tmp_path, annotati
 def test_a_single_step_that_frees_everything_says_so(tmp_path):
     (allocator,) = _one_step(tmp_path, "Optimizer.step#AdamW.step", keep=False).allocators
     assert allocator.verdict.reason == (
-        "Inconclusive in the cuda:0 allocator: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: all 41 "  # noqa: E501 - the verdict's sentence, whole
-        "allocations of the one step were freed; capture 3 steps or more to rule out a leak."
+        "Inconclusive in the cuda:0 allocator: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: every "  # noqa: E501 - the verdict's sentence, whole
+        "allocation of the one step was freed (41 allocations); capture 3 steps or more to rule out a leak."
     )
+
+
+def test_a_single_step_of_one_allocation_freed_says_so_in_the_singular(tmp_path):
+    (allocator,) = _one_step(tmp_path, "ProfilerStep#3", keep=False, temporaries=0).allocators
+    assert "every allocation of the one step was freed (1 allocation); capture 3 steps" in allocator.verdict.reason
 
 
 def test_a_snapshot_of_one_step_ending_at_its_optimizer_step_is_one_step(tmp_path):
