@@ -89,7 +89,7 @@ test('a run of 5 captures that leaks: the history says so, charts 5 points and n
   assert.equal(banner.label, 'Leak');
   assert.match(
     banner.reason,
-    /^\+15\.6 MiB over 40 min across 5 captures, \+4\.0 KiB per step, from Mul \[256\] output, in 5 captures \(2026_05_28_20_26_40, .* and 1 more\); out of memory in about 29 days$/,
+    /^\+15\.6 MiB over 40 min across 5 captures, \+4\.0 KiB per step from one capture to the next, from Mul \[256\] output, in 5 captures \(2026_05_28_20_26_40, .* and 1 more\); out of memory in about 29 days$/,
   );
   assert.equal(await frame.$eval(HISTORY, (e) => e.dataset.verdict), 'leak');
   assert.match(await frame.$eval(`${HISTORY} h2`, (e) => e.textContent), /^Run history: job, 5 captures$/);
@@ -198,7 +198,7 @@ test('a run whose captures are each clean but whose history leaks: the history l
   const {frame} = await open(between[0]);
   const banner = await historyBanner(frame);
   assert.equal(banner.verdict, 'leak');
-  assert.match(banner.reason, /^\+11\.7 MiB over 30 min across 4 captures, \+4\.0 KiB per step; the growth is unexplained: .* allocated before the windows \(held when each began: 100 MiB, 104 MiB, 108 MiB, 112 MiB\)/);
+  assert.match(banner.reason, /^\+11\.7 MiB over 30 min across 4 captures, \+4\.0 KiB per step from one capture to the next; the growth is unexplained: .* allocated before the windows \(held when each began: 100 MiB, 104 MiB, 108 MiB, 112 MiB\)/);
   // The run's verdict comes first on the page; the capture's own below it, and said to be the capture's.
   const banners = await frame.$$eval('.lf-view .lf-verdict', (bs) =>
     bs.map((b) => ({history: b.dataset.history ?? null, capture: b.dataset.capture ?? null, verdict: b.dataset.verdict, title: b.querySelector('.lf-verdict-title')?.textContent ?? null})),
@@ -245,7 +245,7 @@ test('captures copied without their times: charted in step order, no rate per ho
   const {frame} = await open('copied/c5');
   const banner = await historyBanner(frame);
   assert.equal(banner.verdict, 'leak');
-  assert.match(banner.reason, /across 5 captures, \+4\.0 KiB per step, from Mul \[256\] output, in 5 captures \(c5, c4, c3, c2 and 1 more\); no rate per hour and no forecast: the captures carry no time of their own/);
+  assert.match(banner.reason, /across 5 captures, \+4\.0 KiB per step from one capture to the next, from Mul \[256\] output, in 5 captures \(c5, c4, c3, c2 and 1 more\); no rate per hour and no forecast: the captures carry no time of their own/);
   assert.doesNotMatch(banner.reason, /out of memory/);
   const chart = await frame.$eval(`${HISTORY} [data-chart=history]`, (e) => ({...e.dataset}));
   assert.equal(chart.axis, 'step');

@@ -283,8 +283,9 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     # A profiled heap's level is not known, only what the windows kept: no time to out-of-memory from it.
     hours = float(left / per_hour) if per_hour is not None and per_hour > 0 and capacity and left > 0 and not within else None
     # One rate: per step where the captures' steps are known, else per capture when they carry no time (a timed
-    # history's rate is its forecast's, per hour).
-    rate = f", {_signed(per_step)} per step" if per_step is not None else ""
+    # history's rate is its forecast's, per hour). Per step from one capture to the next: not a capture's own leak
+    # rate (within its window), which may read alike.
+    rate = f", {_signed(per_step)} per step from one capture to the next" if per_step is not None else ""
     if not timed and per_step is None:
         rate = f", {_signed(per_capture)} per capture"
     oom = f"; out of memory in about {format_duration_ps(hours * 3600e12)}" if hours is not None else ""

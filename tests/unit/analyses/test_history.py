@@ -20,6 +20,9 @@ from tb_leakfinder.analyses.history import (
 from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROFILE, CapturePoint, FamilyPoint, ProgramPoint
 
+# The history's one rate: per step from one capture to the next (not a capture's own rate).
+BETWEEN = "+4.0 KiB per step from one capture to the next"
+
 MIB = 1 << 20
 HOUR = 3600.0
 
@@ -70,7 +73,7 @@ def test_a_slow_rise_across_captures_is_a_leak_with_its_rates_culprit_and_foreca
     assert s.families[0].label == "Mul [256] output" and s.families[0].growing_captures == 6
     assert s.families[0].bytes_per_hour == pytest.approx(1000 * 4096)
     assert s.hours_to_oom == pytest.approx(((16 << 30) - (100 * MIB + 5 * 1000 * 4096)) / (1000 * 4096))
-    assert h.reason.startswith("Leak: +19.5 MiB over 5 h across 6 captures, +4.0 KiB per step, from Mul [256] output")
+    assert h.reason.startswith(f"Leak: +19.5 MiB over 5 h across 6 captures, {BETWEEN}, from Mul [256] output")
     assert "at train.py:42 in step, in 6 captures (s0, s1, s2, s3 and 2 more); out of memory in about" in h.reason
     # One rate in one sentence: the family's own is in the families table.
     assert h.reason.count(" per step") == 1
@@ -154,7 +157,7 @@ def test_captures_copied_within_seconds_give_no_rate_per_hour_but_one_per_step_i
     assert s.families[0].bytes_per_hour is None and s.families[0].agrees
     assert "no rate per hour and no forecast: the captures carry no time of their own" in s.time_note
     assert "within 4.0 ms of each other" in s.time_note and s.time_note in h.reason
-    assert "+4.0 KiB per step, from" in h.reason and "out of memory" not in h.reason
+    assert "+4.0 KiB per step from one capture to the next, from" in h.reason and "out of memory" not in h.reason
     assert "per capture," not in h.reason  # one rate: per step, the steps being known
 
 

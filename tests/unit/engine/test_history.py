@@ -18,6 +18,9 @@ from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.wire.shape import conforms
 
+# The history's one rate: per step from one capture to the next (not a capture's own rate).
+BETWEEN = "+4.0 KiB per step from one capture to the next"
+
 
 @pytest.fixture
 def logdir(tmp_path):
@@ -37,7 +40,7 @@ def test_a_slow_leak_across_captures_is_found_with_its_rates(logdir):
     assert s["bytes_per_hour"] == pytest.approx(leak.leak_bytes_per_hour, rel=0.01)
     assert [c["capture"] for c in s["captures"]] == [f"job/{session}" for session in leak.sessions]
     assert s["families"][0]["label"] == "Mul [256] output" and s["families"][0]["growing_captures"] == 5
-    assert h["reason"].startswith("Leak: +15.6 MiB over 40 min across 5 captures, +4.0 KiB per step, from Mul [256] output")
+    assert h["reason"].startswith(f"Leak: +15.6 MiB over 40 min across 5 captures, {BETWEEN}, from Mul [256] output")
 
 
 def test_a_clean_job_has_no_leak_and_one_capture_is_inconclusive(logdir):

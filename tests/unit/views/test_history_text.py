@@ -11,13 +11,16 @@ from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli, html
 from tb_leakfinder.views.standalone_page import answer_key
 
+# The history's one rate: per step from one capture to the next (not a capture's own rate).
+BETWEEN = "+4.0 KiB per step from one capture to the next"
+
 
 def test_the_text_report_leads_with_the_history_of_a_run_of_several_captures(tmp_path, capsys):
     leak = slow_leak_run(tmp_path / "logs", captures=4)
     assert cli.main(["report", str(tmp_path / "logs"), "--no-cache"]) == cli.EXIT_OK
     out = capsys.readouterr().out
     history = out[out.index("history of job: LEAK, 4 captures") :].splitlines()
-    assert history[1].startswith(" Leak: +11.7 MiB over 30 min across 4 captures, +4.0 KiB per step, from Mul [256] output")
+    assert history[1].startswith(f" Leak: +11.7 MiB over 30 min across 4 captures, {BETWEEN}, from Mul [256] output")
     rows = [line for line in history if line.strip().startswith("20") and "job/" in line]
     assert [row.split()[2] for row in rows] == [f"job/{s}" for s in leak.sessions]
     assert any(line.split()[:3] == ["Mul", "[256]", "output"] and "+4 KiB/step" in line for line in history)
