@@ -480,6 +480,8 @@ export interface ModuleFigures {
   whole_program_bytes: number;
   live_out_bytes: number;
   parameter_bytes: number;
+  /** in both `live_out_bytes` and `parameter_bytes`: parameters returned in place (an output aliasing its input) */
+  aliased_bytes: number;
   constant_bytes: number;
   thread_local_bytes: number;
   actionable: Actionable[];

@@ -132,6 +132,7 @@ class ModuleHeader:
     whole_program_bytes: int
     live_out_bytes: int
     parameter_bytes: int
+    aliased_bytes: int  # counted in both: parameters the program returns in place (an output aliasing its input)
     constant_bytes: int
     thread_local_bytes: int
 
@@ -342,6 +343,7 @@ def _special_bytes(module: HloModule, space: int) -> dict[str, int]:
     return {
         "live_out_bytes": int(a.size[in_space & a.maybe_live_out].sum()),
         "parameter_bytes": int(a.size[in_space & a.is_parameter].sum()),
+        "aliased_bytes": int(a.size[in_space & a.is_parameter & a.maybe_live_out].sum()),
         "constant_bytes": int(a.size[in_space & a.is_constant].sum()),
         "thread_local_bytes": int(a.size[in_space & a.is_thread_local].sum()),
     }

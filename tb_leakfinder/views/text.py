@@ -314,6 +314,13 @@ def render_allocator(a: Json, unit: str = "step", one_moment: bool = False, live
     return lines
 
 
+def aliased_text(nbytes: int) -> str:
+    """What the parts of a program's whole-program bytes count twice (its parameters returned in place), or ""."""
+    if not nbytes:
+        return ""
+    return f"; {format_bytes(nbytes)} is both a parameter and live-out (returned in place: donated)"
+
+
 def render_module(summary: Json) -> str:
     """A short section for one entry of a host's `modules`."""
     at = ""
@@ -324,7 +331,7 @@ def render_module(summary: Json) -> str:
         f"  peak heap {format_bytes(summary['peak_heap_bytes'])}{at}",
         f"  whole program {format_bytes(summary['whole_program_bytes'])}: parameters {format_bytes(summary['parameter_bytes'])},"
         f" live-out {format_bytes(summary['live_out_bytes'])}, constants {format_bytes(summary['constant_bytes'])}"
-        f" (+ thread-local {format_bytes(summary['thread_local_bytes'])})",
+        f"{aliased_text(summary['aliased_bytes'])} (+ thread-local {format_bytes(summary['thread_local_bytes'])})",
     ]
     for e in summary["whole_program_buffers"][:5]:
         name = e.get("label") or e["instruction"]

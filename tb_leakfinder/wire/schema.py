@@ -434,6 +434,9 @@ class ModuleFigures(TypedDict):
     whole_program_bytes: int
     live_out_bytes: int
     parameter_bytes: int
+    aliased_bytes: Annotated[
+        int, "in both `live_out_bytes` and `parameter_bytes`: parameters returned in place (an output aliasing its input)"
+    ]
     constant_bytes: int
     thread_local_bytes: int
     actionable: list[Actionable]

@@ -27,6 +27,9 @@ export const REASON_LABEL: Record<string, string> = {
   temporary: 'temporary',
 };
 
+/** What a whole-program buffer counted both as a parameter and as live-out is. */
+const ALIASED = 'parameters the program returns in place (an output reusing its input\'s buffer: donated)';
+
 const KIND_HELP = 'what the buffer is to the program: a temporary, a parameter, an output (live-out), a constant or a thread-local';
 const SOURCE_HELP = 'the source file and line of the instruction that defines it, as the compiled program records it';
 
@@ -97,7 +100,12 @@ export function moduleFacts(m: ModuleFigures): HTMLElement {
     'div',
     {class: 'lf-cards'},
     fact('Peak heap', formatBytes(m.peak_heap_bytes), m.peak_instruction ? `at ${m.peak_instruction} (position ${formatCount(m.peak_position)})` : null),
-    fact('Whole-program bytes', formatBytes(m.whole_program_bytes), `live-out ${formatBytes(m.live_out_bytes)}, parameters ${formatBytes(m.parameter_bytes)}, constants ${formatBytes(m.constant_bytes)}`),
+    fact(
+      'Whole-program bytes',
+      formatBytes(m.whole_program_bytes),
+      // A parameter returned in place is both: the parts add up to more than the whole by it, said rather than left to puzzle.
+      `live-out ${formatBytes(m.live_out_bytes)}, parameters ${formatBytes(m.parameter_bytes)}, constants ${formatBytes(m.constant_bytes)}${m.aliased_bytes ? `; ${formatBytes(m.aliased_bytes)} is both: ${ALIASED}` : ''}`,
+    ),
     fact('Temporaries at the peak', formatBytes(m.peak_temporary_bytes), `${countOf(m.num_positions, 'position')}, ${countOf(m.num_instructions, 'instruction')}`),
   );
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import random
 import shutil
@@ -21,7 +22,7 @@ from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.formats.xplane import decoder, hlo
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tb_leakfinder.views.text import render_module, render_modules
-from tests.support.demo import demo_capture, demo_xplane
+from tests.support.demo import DEMO_LOGS, demo_capture, demo_xplane
 
 JAX_RUNS = ("jax_liveout", "jax_clean")
 MIB = float(1 << 20)
@@ -130,6 +131,25 @@ def test_the_returned_activation_is_a_live_out_whole_program_buffer_called_out_b
     assert all(e["reason"] == "parameter" and e["live_out"] for e in aliases)
     text = render_module(summary)
     assert f"CHECK {format_bytes(mistake['bytes'])}" in text and entry["instruction"] in text
+
+
+def test_whole_program_parts_add_up_once_the_donated_parameters_counted_twice_are_taken_out():
+    # capture_jax.py donates its parameters (donate_argnums=0): the updated ones come back in their buffers, each
+    # a parameter and live-out at once.
+    spec = importlib.util.spec_from_file_location("capture_jax", DEMO_LOGS / "capture_jax.py")
+    assert spec is not None and spec.loader is not None
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    f, h, c = program.FEATURES, program.HIDDEN, program.CLASSES
+    donated = 4 * (f * h + h + h * c + c)  # w1, b1, w2, b2 in f32
+    summary = summary_of(step_of("jax_liveout"))
+    assert summary["aliased_bytes"] == donated
+    parts = summary["live_out_bytes"] + summary["parameter_bytes"] + summary["constant_bytes"]
+    assert parts - summary["aliased_bytes"] == summary["whole_program_bytes"]
+    assert f"{format_bytes(donated)} is both a parameter and live-out (returned in place: donated)" in render_module(summary)
+    # A program that donates nothing (the random normal's): no overlap, none said.
+    normal = next(summary_of(m) for m in demo_modules("jax_liveout").values() if m.name == "jit__normal")
+    assert normal["aliased_bytes"] == 0 and "is both" not in render_module(normal)
 
 
 def test_the_clean_step_returns_no_such_buffer():
