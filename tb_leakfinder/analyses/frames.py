@@ -168,3 +168,34 @@ def model_frame(names: Sequence[str], user_files: Iterable[str] = ()) -> str:
         return ""
     file, line, function, _, _, owner = models[-1]
     return f"{owner + '.' if owner else ''}{function} ({base_name(file)}:{line})"
+
+
+def telling_frames(stacks: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+    """Per distinct stack (innermost first), the index of the frame that tells its buffers apart from the others
+    made through the same innermost frame: the first position at which those stacks' frames differ (among the
+    stacks that reach it), so that a helper many allocations share (`allocate` of the program's backend) gives way
+    to the line that called it (`init_weight`); 0 when they never differ, and for a stack that ends before it (a
+    stack recorded without its callers is told apart by nothing). One rule for every format with Python stacks:
+    a site's `where`, the families and breakdown rows it names, and the out-of-memory post-mortem all follow it."""
+    through: dict[str, set[tuple[str, ...]]] = {}
+    for stack in stacks:
+        if stack:
+            through.setdefault(stack[0], set()).add(stack)
+    depth: dict[tuple[str, ...], int] = {}
+    for group in through.values():
+        at = _first_difference(group)
+        for stack in group:
+            depth[stack] = at if len(stack) > at else 0
+    return depth
+
+
+def _first_difference(stacks: set[tuple[str, ...]]) -> int:
+    """The first position where the frames of the stacks long enough to have one differ; 0 when nowhere."""
+    k = 1
+    while True:
+        frames = {stack[k] for stack in stacks if len(stack) > k}
+        if not frames:
+            return 0
+        if len(frames) > 1:
+            return k
+        k += 1
