@@ -291,6 +291,9 @@ class AllocatorInfo:
     # Its heap counts only what was allocated while a profiler recorded (PyTorch's CPU `Total Allocated`): what is
     # freed while none records is never taken off, so one capture's heap does not continue the last one's.
     profiled_heap: bool = False
+    # What verdict sentences call it when its label is a raw memory id: the memory it hands out and that id, as XProf's
+    # Memory Profile lists it ("CPU allocator (bfc_cpu_allocator_for_gpu)"); "" for "the <label> allocator".
+    spoken: str = ""
 
 
 @dataclass(frozen=True)
@@ -350,8 +353,9 @@ class HostProfile:
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
     # views that offer what only one format has (XProf's tools, its capture advice).
     format: str = ""
-    # The framework whose allocator its memory events are ("PyTorch"), when its format tells: the engine sets it from
-    # the format's hints, for the verdicts' "whose memory" (an XSpace may be TensorFlow's or JAX's: "").
+    # The framework whose allocator its memory events are ("PyTorch"), when its format or file tells, for the verdicts'
+    # "whose memory": the engine sets it from the format's hints; an XSpace, which TensorFlow or JAX may write, from
+    # what the file says (xplane/labels.framework_of), else "".
     framework: str = ""
     # What the capture helper recorded beside the profile (docs/recordings.md), and that file's path: the engine
     # reads it with the host; None and "" without one, or when it could not be read (a warning then says why).

@@ -74,7 +74,7 @@ def test_the_leak_is_named_by_its_program_buffer_op_and_line(training):
     assert site["source"] == "/src/model.py:57" and site["allocation"] == 3
     assert tuple(site["stack"]) == planted["stack"]
     assert gpu["reason"].startswith(
-        "Leak in the GPU_0_bfc allocator: +1 MiB per step from output 1 of jit_train_step(7) (dot_general f32[1024,256], model.py:57)"  # noqa: E501 - the verdict's sentence, whole
+        "Leak in JAX's GPU:0 allocator (GPU_0_bfc): +1 MiB per step from output 1 of jit_train_step(7) (dot_general f32[1024,256], model.py:57)"  # noqa: E501 - the verdict's sentence, whole
     )
 
 
