@@ -200,6 +200,19 @@ def python_call_name(file: str, line: int | str, function: str) -> str:
     return f"{PYTHON_CALL_PREFIX}{file}:{line} {function}"
 
 
+# PyTorch's python_function events name a frame by its function's first line (or, for a frame running when the
+# profiler started, the line it was at then), never the line that called an op. The capture helper marks each torch
+# call from Python with the line its caller runs (a record_function, category user_annotation, named
+# "tb_leakfinder line <file>(<line>): <function>"); the reader keeps each as a host call named by LINE_CALL_PREFIX.
+LINE_MARK_PREFIX = "tb_leakfinder line "
+LINE_CALL_PREFIX = "@"
+
+
+def line_call_name(file: str, line: int | str, function: str) -> str:
+    """A line mark's host call name: "@/src/train.py:42 train_step" (analyses/frames gives its line to its frame)."""
+    return f"{LINE_CALL_PREFIX}{file}:{line} {function}"
+
+
 def is_transfer_name(name: str) -> bool:
     """Whether a host call of this name is a runtime call that copies host data to a device."""
     return name in TRANSFER_NAMES or any(part in name for part in TRANSFER_PARTS)

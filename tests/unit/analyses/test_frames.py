@@ -166,3 +166,13 @@ def test_stacks_through_one_frame_alike_keep_it_and_so_does_one_without_callers(
     deep = [("util.py:5 in make", "lib.py:3 in build", f"train.py:{line} in main") for line in (12, 13)]
     assert telling_frames([inner, *deep]) == {inner: 0, deep[0]: 2, deep[1]: 2}
     assert telling_frames([()]) == {}
+
+
+def test_a_line_mark_gives_its_line_to_the_frame_it_marks():
+    # PyTorch names make by its first line (5) and main, running when the profiler started, by the line it was at
+    # then (16); the capture helper's mark says make was at line 8 when it called the op.
+    stack = ["@/src/prog.py:8 make", "$torch/_ops.py:1267 __call__", "$prog.py:5 make", "$prog.py:16 main"]
+    assert user_frames(stack) == ("prog.py:8 in make", "prog.py:16 in main")
+    # A mark whose frame the tracer did not record stands as that frame; the capture helper's own frames never count.
+    unrecorded = ["@/src/prog.py:19 main", "$tb_leakfinder/capture/torch_profiler.py:53 __torch_function__"]
+    assert user_frames(unrecorded) == ("prog.py:19 in main",)
