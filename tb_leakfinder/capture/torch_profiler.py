@@ -19,7 +19,6 @@ from types import FrameType, ModuleType
 from typing import Any, cast
 
 from tb_leakfinder.capture.sessions import Staging
-from tb_leakfinder.model.memory import LINE_MARK_PREFIX
 
 TORCH = "torch"
 TRACE_SUFFIX = ".pt.trace.json.gz"
@@ -43,6 +42,9 @@ def line_marks(torch: ModuleType) -> contextlib.AbstractContextManager[object]:
     line (or the line a frame was at when the profiler started: the `with cap.step(step):` line), never the one
     that allocated. Calls inside torch (a module's forward, an optimizer) are marked with the user's line that
     led to them; code being compiled (torch.compile) is left alone."""
+    # Here, not at the module's top: the model's module loads numpy, which the helper's import must not (numpy_start).
+    from tb_leakfinder.model.memory import LINE_MARK_PREFIX
+
     own = (os.path.dirname(str(torch.__file__)) + os.sep, os.path.dirname(os.path.dirname(__file__)) + os.sep)
     # PyTorch's C record_function (2.1 on): the Python one's own frames would open the mark inside its __enter__,
     # which ends before the op the mark is around, so that the mark would not nest the op's allocations.
