@@ -74,8 +74,9 @@ class TorchProfiler:
 
     name = TORCH
 
-    def __init__(self, torch: ModuleType) -> None:
+    def __init__(self, torch: ModuleType, mark_lines: bool = True) -> None:
         self.torch = self.module = torch
+        self.mark_lines = mark_lines
         self._profile: Any = None
         self._staging: pathlib.Path | None = None
         self._started = False
@@ -118,7 +119,7 @@ class TorchProfiler:
         else:  # prof.step() ends the step before and begins ProfilerStep#<step_num + 1>
             profile.step_num = step_num - 1
             profile.step()
-        with line_marks(self.torch):
+        with line_marks(self.torch) if self.mark_lines else contextlib.nullcontext():
             yield
 
     def stop(self) -> None:

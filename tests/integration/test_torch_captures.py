@@ -265,3 +265,13 @@ def test_a_leak_is_named_by_the_line_that_made_it_not_its_functions_first_line(t
     # The marks are lines, not ops: no family or breakdown row is named by one.
     named = {g["op"] for g in allocator["families"]} | {r["op"] for r in allocator["peak_breakdown"]}
     assert not any("tb_leakfinder line" in op for op in named)
+    assert out["traces"] == 1 and out["marked"]
+
+
+def test_mark_lines_false_leaves_the_trace_without_marks_and_still_finds_the_leaks(tmp_path):
+    """`capture(mark_lines=False)`: the trace holds no mark, and the leaks are found by op as before."""
+    capture_programs.need("torch")
+    out = capture_programs.run_script(ROOT / "tests" / "support" / "torch_lines.py", [str(tmp_path), "--no-marks"])
+    assert out["traces"] == 1 and not out["marked"]
+    (allocator,) = out["report"]["runs"][0]["hosts"][0]["allocators"]
+    assert {"aten::mul", "aten::clone"} <= {g["op"] for g in allocator["families"] if g["kind"] == "growing"}

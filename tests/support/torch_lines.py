@@ -1,6 +1,6 @@
 """A real PyTorch CPU capture whose leaks are made by lines that PyTorch's with_stack frames do not name.
 
-    python tests/support/torch_lines.py LOGDIR
+    python tests/support/torch_lines.py LOGDIR [--no-marks]
 
 records the TensorBoard run LOGDIR/lines with tb_leakfinder.capture(framework="torch") and prints one JSON object:
 its report and, for each leak, the line that makes it, found in this file's own text by the comment ending it.
@@ -13,6 +13,7 @@ clone (with_stack names a frame running when the profiler started by the line it
 
 from __future__ import annotations
 
+import gzip
 import json
 import pathlib
 import re
@@ -28,14 +29,14 @@ def keep_scaled(kept: list[Any], hidden: Any) -> None:
     kept.append(doubled * 0.5)  # leak: scaled
 
 
-def record(logdir: pathlib.Path) -> dict[str, Any]:
+def record(logdir: pathlib.Path, mark_lines: bool) -> dict[str, Any]:
     import torch
 
     import tb_leakfinder
 
     kept: list[Any] = []
     x = torch.ones(32, 32)
-    with tb_leakfinder.capture(logdir / "lines", start=1, count=STEPS, framework="torch") as cap:
+    with tb_leakfinder.capture(logdir / "lines", start=1, count=STEPS, framework="torch", mark_lines=mark_lines) as cap:
         for step in range(STEPS + 1):
             with cap.step(step):
                 hidden = x @ x
@@ -57,4 +58,16 @@ def leak_lines() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"report": record(pathlib.Path(sys.argv[1])), "where": leak_lines()}))
+    logdir = pathlib.Path(sys.argv[1])
+    report = record(logdir, mark_lines="--no-marks" not in sys.argv[2:])
+    traces = [path.read_bytes() for path in (logdir / "lines").glob("*.pt.trace.json.gz")]
+    print(
+        json.dumps(
+            {
+                "report": report,
+                "where": leak_lines(),
+                "traces": len(traces),
+                "marked": any(b"tb_leakfinder line" in gzip.decompress(t) for t in traces),
+            }
+        )
+    )
