@@ -26,6 +26,7 @@ class Context:
     framework: str  # "tensorflow", "jax" or "torch"
     module: ModuleType  # the framework, as the program imported it
     python_tracer: bool = False
+    mark_lines: bool = True  # PyTorch: mark each torch call of a step with its caller's line (torch_profiler.line_marks)
 
 
 PROFILER = "profiler"  # RecorderEntry.role: the framework's profiler, one per capture, named by its framework
@@ -59,7 +60,7 @@ def _jax(context: Context) -> Recorder:
 def _torch(context: Context) -> Recorder:
     from tb_leakfinder.capture.torch_profiler import TorchProfiler
 
-    return TorchProfiler(context.module)
+    return TorchProfiler(context.module, context.mark_lines)
 
 
 def _holders(context: Context) -> Recorder:
