@@ -23,6 +23,7 @@ def module(name: str, program_id: int | None, memory_space: int = 0) -> ModuleSu
         whole_program_bytes=4096,
         live_out_bytes=4,
         parameter_bytes=4096,
+        aliased_bytes=4,  # the live-out is the parameter returned in place: the parts add up to the whole
         constant_bytes=0,
         thread_local_bytes=0,
         whole_program_buffers=[],
