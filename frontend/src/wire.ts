@@ -365,6 +365,10 @@ export interface AllocatorReport {
   peak_breakdown: BreakdownRow[];
   /** how to get Python frames, when none of its buffers has them; null when some do */
   stack_hint: string | null;
+  /** it hands out host RAM (pinned for a device, or a CPU allocator), as its format says; false: device memory */
+  host_memory: boolean;
+  /** its verdict is inconclusive because a warning undermines a no-leak (addresses reused, frees paired by size) */
+  cannot_tell: boolean;
 }
 
 /** Where the host's steps came from: "30 steps from the group_id stat". */
@@ -608,6 +612,18 @@ export interface ProcessMemory {
   workers_bytes: (number | null)[];
 }
 
+export type DefaultAllocatorRule = 'only' | 'leaks' | 'leaks_fastest' | 'highest_peak' | 'named';
+
+/** The allocator a host opens on when none is named (the tab's first, the routes' and the CLI's default), and why. */
+export interface DefaultAllocator {
+  memory_id: string;
+  allocator: string;
+  /** `only`: the host's one allocator; `leaks`: the one that leaks; `leaks_fastest`: of several that leak, device memory first, then the fastest leak; `highest_peak`: none leaks, device memory with the highest peak; `named`: the one a report was asked for (`--allocator`) */
+  rule: DefaultAllocatorRule;
+  /** the rule in words: "the device memory that leaks fastest" */
+  reason: string;
+}
+
 export interface HostReport {
   /** the host, as its profile file names it */
   host: string;
@@ -642,6 +658,10 @@ export interface HostReport {
   holder_search: HolderSearch | null;
   /** the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids as the capture has steps; else null */
   cause: Cause | null;
+  /** its verdict is inconclusive because a warning undermines an allocator's no-leak: `check` fails on it, as on a leak */
+  cannot_tell: boolean;
+  /** null when it has no allocator */
+  default_allocator: DefaultAllocator | null;
   /** when the capture helper recorded the process's memory beside the profile */
   process_memory?: ProcessMemory;
   /** set, with no allocators, when its profile could not be analysed */
@@ -750,6 +770,8 @@ export interface HistoryAnswer {
   errors: UnreadableFile[];
   /** worst first */
   series: HistorySeries[];
+  /** the verdict a CI gate (`check`, `history`) takes for the run: the history's when it decides (leak or no leak), else the worst of its captures' own */
+  gate_verdict: Verdict;
 }
 
 /** `GET report`, and what `tb-leakfinder report --json` prints. */

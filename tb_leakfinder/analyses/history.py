@@ -47,13 +47,11 @@ import numpy as np
 
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
 from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, worst
+from tb_leakfinder.analyses.verdict import SEVERITY as _SEVERITY
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
-LEAK = "leak"
-NO_LEAK = "no_leak"
-INCONCLUSIVE = "inconclusive"
-_SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
 MIN_CAPTURES = 3
 RISING_SHARE = 2 / 3
 MIN_RISE_BYTES = 64 << 10
@@ -117,6 +115,7 @@ class History:
     reason: str
     note: str | None  # captures of different hosts or programs: why they are not one series
     series: list[Series]  # worst first
+    gate_verdict: str  # what a CI gate takes for the run (`gate`)
 
 
 def measure(point: CapturePoint) -> int:
@@ -155,10 +154,21 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
     if not series:
         total = num_captures if num_captures is not None else len(captures)
         advice = f". {record_events}" if record_events else ""
-        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures{advice}", note, [])
+        reason = f"{tb_run}: no memory events in its {total} captures{advice}"
+        return History(tb_run, total, INCONCLUSIVE, reason, note, [], INCONCLUSIVE)
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
-    return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
+    total = num_captures if num_captures is not None else len(captures)
+    return History(tb_run, total, top.verdict, reason, note, series, gate(top.verdict, [p.verdict for p in points]))
+
+
+def gate(history_verdict: str, capture_verdicts: list[str]) -> str:
+    """The verdict a CI gate takes for a run of several captures: its history's when that decides (a leak, or none
+    across the captures), else the worst of its captures' own (each allocator's and its process's), so that a leak
+    one capture shows is not waved through because the captures are too few for a trend."""
+    if history_verdict != INCONCLUSIVE:
+        return history_verdict
+    return worst(capture_verdicts) if capture_verdicts else INCONCLUSIVE
 
 
 def count_unreadable(h: History, unreadable: int) -> History:
@@ -167,7 +177,9 @@ def count_unreadable(h: History, unreadable: int) -> History:
     if not unreadable:
         return h
     if unreadable >= h.num_captures:
-        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.tb_run}: none of its {h.num_captures} captures could be read")
+        # None read: no capture gave a verdict either.
+        reason = f"{h.tb_run}: none of its {h.num_captures} captures could be read"
+        return replace(h, verdict=INCONCLUSIVE, reason=reason, gate_verdict=INCONCLUSIVE)
     return replace(h, reason=f"{h.reason} ({unreadable} of {h.num_captures} captures could not be read)")
 
 

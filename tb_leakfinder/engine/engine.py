@@ -14,6 +14,7 @@ from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.history import count_unreadable, run_history
 from tb_leakfinder.analyses.history_points import host_points
+from tb_leakfinder.analyses.host_decisions import HostDecisions, decide_host
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleSummary
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
@@ -49,6 +50,7 @@ class HostResult:
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
     modules: list[ModuleSummary] = field(default_factory=list)
+    _decisions: HostDecisions | None = field(default=None, repr=False)
     _json: report.HostReport | None = field(default=None, repr=False)
     _points: HostPoints | None = field(default=None, repr=False)
 
@@ -63,9 +65,15 @@ class HostResult:
         if self.analysis is not None:
             check_consistent(self.analysis)
 
+    def decisions(self) -> HostDecisions:
+        """Its verdict and default allocator, decided once for its report and its side of a comparison."""
+        if self._decisions is None:
+            self._decisions = decide_host(self.unwrap(), self.modules)
+        return self._decisions
+
     def json(self) -> report.HostReport:
         if self._json is None:
-            self._json = report.host_json(self.unwrap(), self.modules)
+            self._json = report.host_json(self.unwrap(), self.modules, self.decisions())
         return self._json
 
     def points(self) -> HostPoints | None:
@@ -81,7 +89,7 @@ class HostResult:
         if self.error is not None:
             return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
         analysis = self.unwrap()
-        return HostSide(host, report.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
+        return HostSide(host, self.decisions().verdict, analysis.allocators, self.modules)
 
 
 def machine_memory_bytes() -> int:

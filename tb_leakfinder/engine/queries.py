@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from tb_leakfinder import report as reports
 from tb_leakfinder.analyses import query, static_buffers
+from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
+from tb_leakfinder.analyses.host_decisions import NAMED_REASON, with_process
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
+from tb_leakfinder.errors import NotFoundError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.formats import registry
@@ -26,6 +29,7 @@ from tb_leakfinder.read.formats.registry import format_of
 # The engine serves the queries: typed against it, imported by the views that hold one.
 if TYPE_CHECKING:
     from tb_leakfinder.engine.engine import Engine, HostDone
+    from tb_leakfinder.report.schema import DefaultAllocator, Verdict
 
 
 @dataclass(frozen=True)
@@ -66,10 +70,63 @@ def runs(engine: Engine) -> reports.RunsAnswer:
     }
 
 
-def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> reports.ReportAnswer:
+def report(
+    engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None, allocator: str | None = None
+) -> reports.ReportAnswer:
     """The report of one run (or one host of it), or of every run, with the histories of the TensorBoard runs
-    holding several captures (`Engine.report`, the one place a report is assembled)."""
-    return engine.report(None if run is None else run.name, host, done)
+    holding several captures (`Engine.report`, the one place a report is assembled); with `allocator`, each host
+    keeps only the allocator of that label or memory id (`select_allocator`)."""
+    answer = engine.report(None if run is None else run.name, host, done)
+    return answer if allocator is None else select_allocator(answer, allocator)
+
+
+def select_allocator(report: reports.ReportAnswer, allocator: str) -> reports.ReportAnswer:
+    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
+
+    A host's verdict is then that allocator's, with its process's beside it
+    (`host_decisions.with_process`), and its default allocator that one;
+    hosts without it are left out, except those that could not be read. A
+    name no host has is an error naming the allocators there are.
+    """
+    runs: list[reports.RunReport] = []
+    for run in report["runs"]:
+        hosts: list[reports.HostReport] = []
+        for h in run["hosts"]:
+            mine = [a for a in h["allocators"] if query.names_allocator(allocator, a["allocator"], a["memory_id"])]
+            if mine:
+                hosts.append(_with_allocators(h, mine))
+            elif "error" in h:
+                hosts.append(h)
+        if hosts:
+            runs.append({**run, "verdict": cast("Verdict", verdicts.worst([h["verdict"] for h in hosts])), "hosts": hosts})
+    if not any(h["allocators"] for run in runs for h in run["hosts"]):
+        every = dict.fromkeys(
+            (a["allocator"], a["memory_id"]) for run in report["runs"] for h in run["hosts"] for a in h["allocators"]
+        )
+        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {query.allocator_choices(every) or 'none'}")
+    return {**report, "runs": runs}
+
+
+def _with_allocators(h: reports.HostReport, mine: list[reports.AllocatorReport]) -> reports.HostReport:
+    named = [(a["allocator"], verdicts.Verdict(a["verdict"], a["reason"], a["cannot_tell"])) for a in mine]
+    process = h.get("process_memory")
+    verdict = with_process(
+        verdicts.combine(named), None if process is None else verdicts.Verdict(process["verdict"], process["reason"])
+    )
+    chosen: DefaultAllocator = {
+        "memory_id": mine[0]["memory_id"],
+        "allocator": mine[0]["allocator"],
+        "rule": "named",
+        "reason": NAMED_REASON,
+    }
+    return {
+        **h,
+        "allocators": mine,
+        "verdict": cast("Verdict", verdict.verdict),
+        "reason": verdict.reason,
+        "cannot_tell": verdict.cannot_tell,
+        "default_allocator": chosen,
+    }
 
 
 def overview(engine: Engine, run: Run) -> reports.OverviewAnswer:
@@ -101,7 +158,8 @@ def host(engine: Engine, run: Run, name: str | None) -> HostAt:
 
 
 def allocator(at: HostAt, name: str | None) -> AllocatorAt:
-    """The host's allocator whose label or memory id is `name`; the device memory with the largest peak when None."""
+    """The host's allocator whose label or memory id is `name`; when None, the host's default allocator
+    (analyses/host_decisions.py), the one its report's `default_allocator` names."""
     advice = reports.record_events(at.analysis.profile.format)
     return AllocatorAt(at.run, at.host, at.analysis, query.find_allocator(at.analysis, name, advice))
 

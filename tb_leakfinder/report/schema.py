@@ -318,6 +318,12 @@ class AllocatorReport(TypedDict):
     families: Annotated[list[Family], "its op families, the likeliest leak first"]
     peak_breakdown: Annotated[list[BreakdownRow], "rows add up to `peak_bytes_in_use`"]
     stack_hint: Annotated[str | None, "how to get Python frames, when none of its buffers has them; null when some do"]
+    host_memory: Annotated[
+        bool, "it hands out host RAM (pinned for a device, or a CPU allocator), as its format says; false: device memory"
+    ]
+    cannot_tell: Annotated[
+        bool, "its verdict is inconclusive because a warning undermines a no-leak (addresses reused, frees paired by size)"
+    ]
 
 
 class StepSource(TypedDict):
@@ -545,6 +551,23 @@ class ProcessMemory(TypedDict):
     workers_bytes: Annotated[list[int | None], "the workers' memory summed; null where one of them was not read"]
 
 
+DefaultAllocatorRule = Literal["only", "leaks", "leaks_fastest", "highest_peak", "named"]
+
+
+class DefaultAllocator(TypedDict):
+    """The allocator a host opens on when none is named (the tab's first, the routes' and the CLI's default), and why."""
+
+    memory_id: str
+    allocator: str
+    rule: Annotated[
+        DefaultAllocatorRule,
+        "`only`: the host's one allocator; `leaks`: the one that leaks; `leaks_fastest`: of several that leak, device "
+        "memory first, then the fastest leak; `highest_peak`: none leaks, device memory with the highest peak; `named`: "
+        "the one a report was asked for (`--allocator`)",
+    ]
+    reason: Annotated[str, 'the rule in words: "the device memory that leaks fastest"']
+
+
 class _HostReportKeys(TypedDict):
     host: Annotated[str, "the host, as its profile file names it"]
     format: Annotated[
@@ -573,6 +596,11 @@ class _HostReportKeys(TypedDict):
         "the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids"
         " as the capture has steps; else null",
     ]
+    cannot_tell: Annotated[
+        bool,
+        "its verdict is inconclusive because a warning undermines an allocator's no-leak: `check` fails on it, as on a leak",
+    ]
+    default_allocator: Annotated[DefaultAllocator | None, "null when it has no allocator"]
 
 
 class HostReport(_HostReportKeys, total=False):
@@ -673,6 +701,11 @@ class HistoryAnswer(TypedDict):
     note: Annotated[str | None, "why captures are not one series (different hosts), or null"]
     errors: Annotated[list[UnreadableFile], "the files of its captures that could not be read"]
     series: Annotated[list[HistorySeries], "worst first"]
+    gate_verdict: Annotated[
+        Verdict,
+        "the verdict a CI gate (`check`, `history`) takes for the run: the history's when it decides (leak or no leak),"
+        " else the worst of its captures' own",
+    ]
 
 
 class ReportAnswer(TypedDict):

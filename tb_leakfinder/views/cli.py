@@ -206,7 +206,9 @@ def _history(args: argparse.Namespace) -> int:
     _print(json.dumps(result, indent=1) if args.json else "\n".join(render_history(result)))
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
-    return EXIT_LEAK if result["verdict"] == "leak" else EXIT_OK
+    from tb_leakfinder.analyses.verdict import LEAK
+
+    return EXIT_LEAK if result["gate_verdict"] == LEAK else EXIT_OK
 
 
 def _unreadable(errors: Sequence[Json]) -> bool:
@@ -313,16 +315,13 @@ def _report(args: argparse.Namespace) -> int:
     """`report` and `check`."""
     from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine, HostDone
-    from tb_leakfinder.report import select_allocator
 
     try:
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))
         with _progress(engine, args.command) as progress:
             done: HostDone = progress
             run = None if args.run is None else engine.run(args.run)
-            result: Json = queries.report(engine, run, getattr(args, "host", None), done)
-        if args.allocator is not None:
-            result = select_allocator(result, args.allocator)
+            result: Json = queries.report(engine, run, getattr(args, "host", None), done, args.allocator)
         if args.command == "report":
             from tb_leakfinder.views.source_lines import fill_where_texts
 
@@ -348,11 +347,9 @@ def _report(args: argparse.Namespace) -> int:
 
 def _check(result: Json) -> int:
     """`check`'s lines and exit code: a leak, a no-leak a warning undermines, or a file that could not be read fails."""
-    from tb_leakfinder.analyses.verdict import CANNOT_TELL
-
     leaking = _check_lines(result)
     # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
-    doubted = [h for r in result["runs"] for h in r["hosts"] if CANNOT_TELL in h["reason"]]
+    doubted = [h for r in result["runs"] for h in r["hosts"] if h["cannot_tell"]]
     for host in doubted:
         for warning in host["warnings"] + [w for a in host.get("allocators", []) for w in a["warnings"]]:
             _print(visible(f"{'warning':>12}  {host['host']}: {warning}"))
@@ -367,8 +364,8 @@ def _check(result: Json) -> int:
 
 def _check_lines(result: Json) -> bool:
     """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
-    history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
-    from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
+    history, its captures' own verdicts below it; the history's `gate_verdict` decides (analyses/history.py, `gate`)."""
+    from tb_leakfinder.analyses.verdict import LEAK
     from tb_leakfinder.engine.history import tensorboard_run
 
     histories = {h["tb_run"]: h for h in result.get("histories", [])}
@@ -380,8 +377,7 @@ def _check_lines(result: Json) -> bool:
         mine = [r for r in result["runs"] if tensorboard_run(r["run"]) == tb_run]
         for run in mine:
             _print(visible(f"{run['verdict']:>12}    capture {run['run']}: {_reasons(run)}"))
-        decided = h["verdict"] != INCONCLUSIVE
-        leaks |= h["verdict"] == LEAK if decided else any(r["verdict"] == LEAK for r in mine)
+        leaks |= h["gate_verdict"] == LEAK
     for run in result["runs"]:
         if tensorboard_run(run["run"]) not in histories:
             _print(visible(f"{run['verdict']:>12}  {run['run']}: {_reasons(run)}"))

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from tb_leakfinder.analyses.process_memory import NOT_RECORDED
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import (
     count_of,
     format_bytes,
@@ -19,7 +20,7 @@ from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
 
-VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
+VERDICT_WORDS = {LEAK: "LEAK", NO_LEAK: "no leak", INCONCLUSIVE: "inconclusive"}
 TOP_ROWS = 10
 CALLED_FROM = " ← "  # between a line of code and the Python frame that led to it
 TEXT_FRAMES = 2  # the Python frames a text row shows after its line of code
@@ -365,7 +366,7 @@ def render_overview(overview: Json) -> list[str]:
             r["host"],
             r["allocator"] or "-",
             VERDICT_WORDS.get(r["verdict"], r["verdict"]) + (" (not read)" if r["error"] else ""),
-            _growth_text(r["leak_bytes_per_step"]) if r["verdict"] == "leak" else "-",
+            _growth_text(r["leak_bytes_per_step"]) if r["verdict"] == LEAK else "-",
             _growth_text(r["bytes_per_step"]),
             _peak_of_capacity(r),
             (r["step_source"] or {}).get("kind", "-"),
