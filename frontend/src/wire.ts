@@ -683,6 +683,8 @@ export interface Limits {
   small_buffer_bytes: number;
   /** the most rows one `buffers` request returns */
   page_size: number;
+  /** the rows one `buffers` request returns when it gives no `limit` */
+  default_page_size: number;
   /** the most points one `timeline` or `module` request returns */
   max_points: number;
 }

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -105,6 +105,7 @@ class Series:
     unexplained: str | None  # a leak no family accounts for: what grew before each window
     rate_basis: str = BETWEEN_CAPTURES
     cause: Cause | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
+    measures: list[int] = field(default_factory=list)  # what each capture gives the trend (`measure`), in their order
 
 
 @dataclass
@@ -220,7 +221,8 @@ def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
 
 def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     label = points[-1].label
-    values = np.asarray([measure(p) for p in points], np.float64)
+    measures = [measure(p) for p in points]
+    values = np.asarray(measures, np.float64)
     times = np.asarray([p.time_s for p in points], np.float64)
     steps = [_step(p) for p in points]
     timed, time_note = _clock(points)
@@ -263,6 +265,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
             unexplained,
             basis,
             recompile_cause(points),
+            measures,
         )
 
     if len(programs) > 1:

@@ -357,9 +357,9 @@ class Engine:
                 return entry.report
         return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
 
-    def run_overview(self, run: Run) -> report.OverviewAnswer:
-        """The pod overview (`report.overview_json`) of a run."""
-        return report.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
+    def overview_rows(self, run: Run) -> list[list[report.OverviewRow]]:
+        """Each host's rows of a run's pod overview (`host_rows`), in the run's order of hosts."""
+        return self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h))
 
     def run_side(self, run: Run, host: str | None = None) -> RunSide:
         """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""

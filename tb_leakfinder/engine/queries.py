@@ -8,7 +8,7 @@ matches nothing is a NotFoundError. Nothing here knows of requests or TensorBoar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -19,6 +19,7 @@ from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_bu
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
 from tb_leakfinder.analyses.host_decisions import NAMED_REASON, with_process
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.pod_ranking import Standing, leaking_hosts, ranked
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
 from tb_leakfinder.errors import NotFoundError
 from tb_leakfinder.model.hlo import HloModule
@@ -131,7 +132,31 @@ def _with_allocators(h: reports.HostReport, mine: list[reports.AllocatorReport])
 
 def overview(engine: Engine, run: Run) -> reports.OverviewAnswer:
     """The pod overview of a run: each host's allocators, worst first."""
-    return engine.run_overview(run)
+    return overview_of(run.name, engine.overview_rows(run))
+
+
+def run_overview(run: reports.RunReport) -> reports.OverviewAnswer:
+    """The pod overview of a run's report (`report`'s `runs[]`): what the CLI's text shows for a run of several hosts."""
+    return overview_of(run["run"], [reports.overview_host_rows(h) for h in run["hosts"]])
+
+
+def overview_of(run: str, rows_per_host: Sequence[Sequence[reports.OverviewRow]]) -> reports.OverviewAnswer:
+    """A run's overview from its hosts' rows: ranked worst first, its leaking hosts counted (analyses/pod_ranking.py)."""
+    rows = [row for mine in rows_per_host for row in mine]
+    order = ranked([_standing(row) for row in rows])
+    leaking = leaking_hosts([[row["verdict"] for row in mine] for mine in rows_per_host])
+    return reports.overview_json(run, len(rows_per_host), leaking, [rows[i] for i in order])
+
+
+def _standing(row: reports.OverviewRow) -> Standing:
+    return Standing(
+        row["host"],
+        row["verdict"],
+        row["leak_bytes_per_step"],
+        row["bytes_per_step"],
+        row["peak_bytes_in_use"],
+        row["memory_capacity_bytes"],
+    )
 
 
 def history(engine: Engine, tb_run: str) -> reports.HistoryAnswer:

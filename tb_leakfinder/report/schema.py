@@ -620,6 +620,7 @@ class Limits(TypedDict):
 
     small_buffer_bytes: Annotated[int, 'buffers below this size are folded into one row ("small")']
     page_size: Annotated[int, "the most rows one `buffers` request returns"]
+    default_page_size: Annotated[int, "the rows one `buffers` request returns when it gives no `limit`"]
     max_points: Annotated[int, "the most points one `timeline` or `module` request returns"]
 
 

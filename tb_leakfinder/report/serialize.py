@@ -17,17 +17,15 @@ import numpy as np
 from tb_leakfinder.analyses import capacity
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRow as Breakdown
-from tb_leakfinder.analyses.buffer_query import MAX_PAGE
+from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE
 from tb_leakfinder.analyses.buffer_query import BufferPage as BufferSelection
 from tb_leakfinder.analyses.capacity import Forecast as ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
-from tb_leakfinder.analyses.history import measure as history_measure
 from tb_leakfinder.analyses.holders import Holder as HolderResult
 from tb_leakfinder.analyses.holders import HolderStatus
 from tb_leakfinder.analyses.host_decisions import DefaultAllocatorChoice, HostDecisions
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis, is_host_memory
-from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
 from tb_leakfinder.analyses.recompiles import modules_cause
 from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
@@ -461,7 +459,7 @@ def report_json(runs: Sequence[RunReport], histories: Sequence[HistoryAnswer] | 
     }
 
 
-def _history_capture_json(c: CapturePoint) -> HistoryCapture:
+def _history_capture_json(c: CapturePoint, measure_bytes: int) -> HistoryCapture:
     return {
         "capture": c.capture,
         "kind": cast("CaptureKind", c.kind),
@@ -472,7 +470,7 @@ def _history_capture_json(c: CapturePoint) -> HistoryCapture:
         "peak_heap_bytes": c.peak_heap_bytes,
         "heap_end_bytes": c.heap_end_bytes,
         "heap_floor_bytes": c.heap_floor_bytes,
-        "measure_bytes": history_measure(c),
+        "measure_bytes": measure_bytes,
         "never_freed_bytes": c.never_freed_bytes,
         "first_step": c.first_step,
         "last_step": c.last_step,
@@ -500,7 +498,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
             "capacity_bytes": s.capacity_bytes,
             "time_note": s.time_note,
             "unexplained": s.unexplained,
-            "captures": [_history_capture_json(c) for c in s.captures],
+            "captures": [_history_capture_json(c, m) for c, m in zip(s.captures, s.measures, strict=True)],
             "families": [
                 cast(
                     "HistoryFamily",
@@ -530,7 +528,12 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 def limits_json() -> Limits:
     """The server's limits the frontend follows (docs/http_api.md, "limits")."""
-    return {"small_buffer_bytes": SMALL_BUFFER_BYTES, "page_size": MAX_PAGE, "max_points": MAX_POINTS}
+    return {
+        "small_buffer_bytes": SMALL_BUFFER_BYTES,
+        "page_size": MAX_PAGE,
+        "max_points": MAX_POINTS,
+        "default_page_size": DEFAULT_PAGE,
+    }
 
 
 # Long-lived temporaries a module summary lists (the module route lists all of them).
@@ -816,24 +819,12 @@ def overview_host_rows(host: Mapping[str, Any]) -> list[OverviewRow]:
     return [_overview_row(host, a) for a in (host["allocators"] or [None])]
 
 
-def _standing(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    names = ("host", "verdict", "leak_bytes_per_step", "bytes_per_step", "peak_bytes_in_use", "memory_capacity_bytes")
-    values: dict[str, Any] = {name: row.get(name) for name in names}
-    return worst_first(Standing(**values))
-
-
-def overview_json(run: str, rows_per_host: Sequence[Sequence[Mapping[str, Any]]]) -> OverviewAnswer:
-    """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does. `rows_per_host`:
-    `overview_host_rows`, or rows read back from the disk cache (whose shape check vouched for them)."""
-    rows = sorted((cast("OverviewRow", row) for rows in rows_per_host for row in rows), key=_standing)
+def overview_json(run: str, num_hosts: int, num_leaking_hosts: int, rows: Sequence[Mapping[str, Any]]) -> OverviewAnswer:
+    """What the Leaks tab shows first for a pod. `rows`: `overview_host_rows`, or rows read back from the disk cache
+    (whose shape check vouched for them), in the order the engine ranked them."""
     return {
         "run": run,
-        "num_hosts": len(rows_per_host),
-        "num_leaking_hosts": sum(1 for rows in rows_per_host if any(r["verdict"] == verdicts.LEAK for r in rows)),
-        "rows": rows,
+        "num_hosts": num_hosts,
+        "num_leaking_hosts": num_leaking_hosts,
+        "rows": [cast("OverviewRow", r) for r in rows],
     }
-
-
-def run_overview_json(run: Mapping[str, Any]) -> OverviewAnswer:
-    """From a run's report (`run_json`)."""
-    return overview_json(run["run"], [overview_host_rows(h) for h in run["hosts"]])

@@ -28,7 +28,7 @@ from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report import Json
+from tb_leakfinder.report import Json, limits_json
 from tb_leakfinder.views.html import script_json
 from tb_leakfinder.views.route_args import check_hosts
 from tb_leakfinder.views.terminal import encoded_size
@@ -342,6 +342,7 @@ class StandalonePage:
             "notes": self.notes,
             "errors": self.page.errors,
             "aliases": self.page.aliases,
+            "limits": limits_json(),  # the buffers route's paging, which the page answers itself
             "view_hash": view_hash,
         }
         inlined = ",".join(f"{script_json(key)}:{text}" for key, text in self.page.answers.items())

@@ -16,8 +16,9 @@ from tb_leakfinder.analyses.words import (
     short_program_ids,
     tensor_and_chunks,
 )
+from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.history import tensorboard_run
-from tb_leakfinder.report import Json, known_capacity, run_overview_json
+from tb_leakfinder.report import Json, known_capacity
 from tb_leakfinder.views.terminal import visible_json
 
 VERDICT_WORDS = {LEAK: "LEAK", NO_LEAK: "no leak", INCONCLUSIVE: "inconclusive"}
@@ -390,7 +391,7 @@ def render_report(report: Json) -> str:
         what = f"capture {run['run']} (its own verdict; the history of {tb_run or 'the logdir top'} is above)"
         lines.append(f"{what if tb_run in in_history else 'run ' + run['run']}: {VERDICT_WORDS[run['verdict']]}")
         if len(run["hosts"]) > 1:
-            lines += [*render_overview(run_overview_json(run)), ""]
+            lines += [*render_overview(queries.run_overview(run)), ""]
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['step_source']['description']}")
             lines += [f"  warning: {w}" for w in once_each(host["warnings"])]

@@ -9,7 +9,7 @@ import pytest
 
 from tb_leakfinder.analyses.verdict import SEVERITY
 from tb_leakfinder.engine.engine import Engine
-from tb_leakfinder.report import run_overview_json
+from tb_leakfinder.engine.queries import run_overview
 from tb_leakfinder.store import disk_cache
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
@@ -66,7 +66,7 @@ def test_the_route_lists_every_host_and_allocator_worst_first(logdir):
     assert rows[0]["host"] == "host1" and rows[0]["allocator"] == "GPU_0_bfc"  # the biggest planted leak
     (broken,) = [r for r in rows if r["host"] == "host7"]
     assert broken["error"] and broken["allocator"] is None and broken["verdict"] == "inconclusive"
-    assert body == run_overview_json(report)
+    assert body == run_overview(report)
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_a_restarted_tensorboard_answers_the_overview_from_the_cache(logdir, tmp
 def test_the_cli_report_prints_the_table_for_a_multi_host_run(logdir, capsys):
     cli.main(["report", str(logdir), "--no-cache"])
     out = capsys.readouterr().out
-    overview = run_overview_json(Engine.for_path(str(logdir)).report()["runs"][0])
+    overview = run_overview(Engine.for_path(str(logdir)).report()["runs"][0])
     assert f" {overview['num_leaking_hosts']} of {HOSTS} hosts leak" in out
     table = out.split(" hosts leak\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table[0].split() == ["host", "allocator", "verdict", "leak", "heap", "trend", "peak", "steps", "from"]
