@@ -6,7 +6,7 @@ import type {AllocatorReport, FormatHints, FormatListing, Family, HostReport, Li
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section, withCode} from './dom';
-import {formatBytes, formatCount, hostClock, shortProgram} from './format';
+import {countOf, formatBytes, formatCount, hostClock, shortProgram} from './format';
 import {renderBreakdown} from './panels/breakdown';
 import {type FamiliesPanel, renderFamilies} from './panels/families';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
@@ -91,7 +91,7 @@ export function stackHint(a: AllocatorReport): string | null {
 /** A device memory profile's compiled programs, apart from its buffers; null when it has none. */
 export function compiledPrograms(host: HostReport): HTMLElement | null {
   if (!host.compiled_programs.length) return null;
-  const each = host.compiled_programs.map((c) => `${formatBytes(c.bytes)} in ${formatCount(c.count)} on ${c.device}`).join('; ');
+  const each = host.compiled_programs.map((c) => `${formatBytes(c.bytes)} in ${countOf(c.count, 'program')} on ${c.device}`).join('; ');
   const node = notice('empty', `Compiled programs (their code and constants, not buffers): ${each}.`);
   node.dataset.note = 'compiled-programs';
   return node;
@@ -150,6 +150,7 @@ export class RunView {
           this.onRange(range);
         },
         clock,
+        {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel: host.format_hints.shape_label},
       );
       const growing = allocator.families.filter((g) => g.kind === 'growing').length;
       const shapes = host.format_hints.shape_label;

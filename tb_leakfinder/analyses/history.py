@@ -155,7 +155,7 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
     if not series:
         total = num_captures if num_captures is not None else len(captures)
         advice = f". {record_events}" if record_events else ""
-        reason = f"{tb_run}: no memory events in its {total} captures{advice}"
+        reason = f"{tb_run}: no memory events in its {count_of(total, 'capture')}{advice}"
         return History(tb_run, total, INCONCLUSIVE, reason, note, [], INCONCLUSIVE)
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
@@ -177,11 +177,12 @@ def count_unreadable(h: History, unreadable: int) -> History:
     a verdict over fewer captures than the run has is not to be mistaken for one over all of them."""
     if not unreadable:
         return h
+    captures = count_of(h.num_captures, "capture")
     if unreadable >= h.num_captures:
         # None read: no capture gave a verdict either.
-        reason = f"{h.tb_run}: none of its {h.num_captures} captures could be read"
+        reason = f"{h.tb_run}: none of its {captures} could be read"
         return replace(h, verdict=INCONCLUSIVE, reason=reason, gate_verdict=INCONCLUSIVE)
-    return replace(h, reason=f"{h.reason} ({unreadable} of {h.num_captures} captures could not be read)")
+    return replace(h, reason=f"{h.reason} ({unreadable} of {captures} could not be read)")
 
 
 def in_order(points: list[CapturePoint]) -> list[CapturePoint]:
