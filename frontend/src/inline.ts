@@ -8,6 +8,7 @@
 // once for all of them (`sites`, which each buffer's `site` indexes).
 
 import type {Answer, Buffer, DataSource, Limits, Params, Site} from './api';
+import {BUFFERS_ARGS} from './wire';
 
 export const DATA_ID = 'tb-leakfinder-data';
 
@@ -34,11 +35,14 @@ interface InlineBuffers {
   families?: number;
 }
 
+/** The arguments that name where a page of buffers is found (the selection), not which page (route_args.py's). */
+export const WHERE_ARGS = ['run', 'host', 'allocator'] as const;
+
 /** Arguments an inlined answer does not depend on (standalone_page.py's IGNORED_ARGS). */
 const IGNORED_ARGS: Record<string, string[]> = {
   timeline: ['points', 'start_ps', 'end_ps'],
   module: ['points'],
-  buffers: ['offset', 'limit', 'sort', 'order', 'family', 'status', 'start_ps', 'end_ps', 'program', 'allocation'],
+  buffers: BUFFERS_ARGS.filter((name) => !(WHERE_ARGS as readonly string[]).includes(name)),
 };
 
 function present(value: Params[string]): value is string | number {

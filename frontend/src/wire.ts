@@ -871,6 +871,43 @@ export interface BufferPage {
   sites: Site[];
 }
 
+/** What `buffers` sorts by: chunk bytes, allocation or free time, lifetime (a never-freed buffer's runs to now), op. */
+export type BufferSort = 'bytes' | 'alloc_time_ps' | 'free_time_ps' | 'lifetime_ps' | 'op';
+
+export type BufferOrder = 'asc' | 'desc';
+
+/** `GET buffers`' query arguments: `run`, and the others when given (a route's arguments are declared as `<Route>Args`; the client builds its query from this declaration, and the route refuses any other). */
+export interface BuffersArgs {
+  /** the run */
+  run: string;
+  /** a host of the run; its first when not given */
+  host?: string;
+  /** an allocator's label or memory id; the host's `default_allocator` when not given */
+  allocator?: string;
+  /** the first row of the page, from 0 */
+  offset?: number;
+  /** rows in the page: the report's `limits.default_page_size` when not given, at most `limits.page_size` */
+  limit?: number;
+  /** `bytes` when not given */
+  sort?: BufferSort;
+  /** `desc` when not given */
+  order?: BufferOrder;
+  /** only that never-freed family's buffers (its index in the allocator's `families`) */
+  family?: number;
+  /** only buffers of that status */
+  status?: BufferStatus;
+  /** only buffers live at some time at or after this */
+  start_ps?: number;
+  /** only buffers live at some time at or before this */
+  end_ps?: number;
+  /** only buffers made in that compiled program (a module's `name`) */
+  program?: string;
+  /** with `program`: only those of that buffer allocation of it (the static view's program buffer) */
+  allocation?: number;
+}
+/** The names of `BuffersArgs`, in order. */
+export const BUFFERS_ARGS = ['run', 'host', 'allocator', 'offset', 'limit', 'sort', 'order', 'family', 'status', 'start_ps', 'end_ps', 'program', 'allocation'] as const;
+
 /** `GET buffers`: a page of an allocator's buffers. */
 export interface BuffersAnswer extends BufferPage {
   run: string;

@@ -190,11 +190,12 @@ test("a standalone page's buffers of one program buffer, as the buffers route fi
   const site = (program, allocation) => ({context: 'program', program, buffer: '', allocation, hlo_op: '', op_name: '', hlo_shape: '', source: '', match: 'exact', candidates: [], stack: []});
   const buffer = (id, s) => ({id, site: s, chunk_bytes: 100 - id, alloc_time_ps: id, free_time_ps: null, op: '', status: 'never_freed', group: null});
   const all = {run: 'r', host: 'h', allocator: 'a', total: 4, sites: [site('', -1), site('jit_f(1)', 3), site('jit_f(1)', 4), site('jit_g(2)', 3)], buffers: [0, 1, 2, 3, 1].map((s, id) => buffer(id, s))};
-  const ids = (params) => m.queryBuffers(all, params).body.buffers.map((b) => b.id);
+  const limits = {page_size: 5000, default_page_size: 100}; // a page's limits, as its report's
+  const ids = (params) => m.queryBuffers(all, params, limits).body.buffers.map((b) => b.id);
   assert.deepEqual(ids({program: 'jit_f(1)', allocation: 3}), [1, 4]);
   assert.deepEqual(ids({program: 'jit_f(1)'}), [1, 2, 4]);
   assert.deepEqual(ids({program: 'jit_h(9)'}), []);
-  assert.equal(m.queryBuffers(all, {allocation: 3}).status, 400);
+  assert.equal(m.queryBuffers(all, {allocation: 3}, limits).status, 400);
 });
 
 test('a file without times tells no time: allocation numbers, or the moment it was written', () => {

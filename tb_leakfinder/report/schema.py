@@ -782,6 +782,33 @@ class BufferPage(TypedDict):
     sites: Annotated[list[Site], "the sites of the page's buffers, each once"]
 
 
+BufferSort = Literal["bytes", "alloc_time_ps", "free_time_ps", "lifetime_ps", "op"]
+"""What `buffers` sorts by: chunk bytes, allocation or free time, lifetime (a never-freed buffer's runs to now), op."""
+BufferOrder = Literal["asc", "desc"]
+
+
+class _BuffersArgsKeys(TypedDict):
+    run: Annotated[str, "the run"]
+
+
+class BuffersArgs(_BuffersArgsKeys, total=False):
+    """`GET buffers`' query arguments: `run`, and the others when given (a route's arguments are declared as
+    `<Route>Args`; the client builds its query from this declaration, and the route refuses any other)."""
+
+    host: Annotated[str, "a host of the run; its first when not given"]
+    allocator: Annotated[str, "an allocator's label or memory id; the host's `default_allocator` when not given"]
+    offset: Annotated[int, "the first row of the page, from 0"]
+    limit: Annotated[int, "rows in the page: the report's `limits.default_page_size` when not given, at most `limits.page_size`"]
+    sort: Annotated[BufferSort, "`bytes` when not given"]
+    order: Annotated[BufferOrder, "`desc` when not given"]
+    family: Annotated[int, "only that never-freed family's buffers (its index in the allocator's `families`)"]
+    status: Annotated[BufferStatus, "only buffers of that status"]
+    start_ps: Annotated[int, "only buffers live at some time at or after this"]
+    end_ps: Annotated[int, "only buffers live at some time at or before this"]
+    program: Annotated[str, "only buffers made in that compiled program (a module's `name`)"]
+    allocation: Annotated[int, "with `program`: only those of that buffer allocation of it (the static view's program buffer)"]
+
+
 class BuffersAnswer(BufferPage):
     """`GET buffers`: a page of an allocator's buffers."""
 

@@ -30,7 +30,7 @@ from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.report import Json, limits_json
 from tb_leakfinder.views.html import script_json
-from tb_leakfinder.views.route_args import check_hosts
+from tb_leakfinder.views.route_args import BUFFERS_ARGS, WHERE_ARGS, check_hosts
 from tb_leakfinder.views.terminal import encoded_size
 
 PAGE_VERSION = 1
@@ -39,7 +39,7 @@ PAGE_VERSION = 1
 IGNORED_ARGS = {
     "timeline": ("points", "start_ps", "end_ps"),
     "module": ("points",),
-    "buffers": ("offset", "limit", "sort", "order", "family", "status", "start_ps", "end_ps", "program", "allocation"),
+    "buffers": tuple(a for a in BUFFERS_ARGS if a not in WHERE_ARGS),
 }
 MAX_FAMILY_TIMELINES = 50  # per allocator: a family's own curve for each of the top groups
 MAX_BUFFERS = 50_000  # per allocator, the largest first

@@ -33,7 +33,10 @@ def key_paths(module: types.ModuleType) -> set[str]:
     classes = [
         c
         for name, c in vars(module).items()
-        if typing.is_typeddict(c) and c.__module__ == module.__name__ and not name.startswith("_")
+        if typing.is_typeddict(c)
+        and c.__module__ == module.__name__
+        and not name.startswith("_")
+        and not name.endswith("Args")  # a route's query arguments, not keys of an answer
     ]
     hints = {c: typing.get_type_hints(c, vars(module)) for c in classes}
     parents: dict[type, set[str]] = {c: set() for c in classes}
