@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
-from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, worst
 from tb_leakfinder.analyses.verdict import SEVERITY as _SEVERITY
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
@@ -104,7 +104,7 @@ class Series:
     time_note: str | None  # where the captures' times came from, when not from the captures themselves
     unexplained: str | None  # a leak no family accounts for: what grew before each window
     rate_basis: str = BETWEEN_CAPTURES
-    cause: Cause | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
+    cause: CauseResult | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
     measures: list[int] = field(default_factory=list)  # what each capture gives the trend (`measure`), in their order
 
 
@@ -321,7 +321,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     return made(LEAK, why, hours, unexplained)
 
 
-def recompile_cause(points: list[CapturePoint]) -> Cause | None:
+def recompile_cause(points: list[CapturePoint]) -> CauseResult | None:
     """`recompile_per_step` when the captures (in order) count more compiled programs between most consecutive ones,
     MIN_NEW_PROGRAMS more in all; None otherwise, or with fewer than MIN_CAPTURES of them."""
     totals = [sum(p.count for p in c.programs) for c in points]
@@ -342,7 +342,7 @@ def recompile_cause(points: list[CapturePoint]) -> Cause | None:
     new, where = max(grown, default=(0, ""))
     if new > 0:
         evidence += f": {new} more compiled from {where}"
-    return Cause(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)
+    return CauseResult(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)
 
 
 def _programs_per_step(rate: float) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis, is_host_memory
-from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.analyses.verdict import LEAK, Verdict
 
 # DefaultAllocatorChoice.rule: why the tab and the queries open on an allocator.
@@ -39,11 +39,11 @@ class HostDecisions:
     default_allocator: DefaultAllocatorChoice | None
 
 
-def decide_host(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostDecisions:
+def decide_host(h: HostAnalysis, modules: Sequence[ModuleSummaryResult]) -> HostDecisions:
     return HostDecisions(host_verdict(h, modules), default_allocator(h))
 
 
-def host_verdict(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> Verdict:
+def host_verdict(h: HostAnalysis, modules: Sequence[ModuleSummaryResult]) -> Verdict:
     """A host's verdict. With no memory events its reason says so, and where its compiled programs are when it has
     some; how its format records them is the host's `format_hints.record_events`, which the tab and the CLI show
     once beside it (a PyTorch trace is not told about TensorFlow's allocator). The process's memory, when recorded,

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from tb_leakfinder.analyses.process_memory import NOT_RECORDED
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import (
+    buffers_label,
     count_of,
     format_bytes,
     format_fraction,
-    group_label,
     held_by,
     short_program_ids,
     tensor_and_chunks,
@@ -115,7 +115,7 @@ def once_each(warnings: list[str]) -> list[str]:
 
 
 def breakdown_label(row: Json) -> str:
-    return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
+    return BREAKDOWN_LABELS.get(row["category"]) or buffers_label(row["op"], row["shape"], row["region"])
 
 
 def where_text(row: Json) -> str:
