@@ -196,7 +196,7 @@ def host_verdict(
     return replace(combined, reason=f"{combined.reason} Static view: check {'; '.join(flagged[:3])}{more}.")
 
 
-# How a verdict begins when a warning undermines it: `check` exits 1 on one, as on a leak.
+# How a verdict begins when a warning undermines it (its `cannot_tell` field, which `check` fails on, says so).
 CANNOT_TELL = "Cannot tell"
 
 

@@ -251,15 +251,10 @@ class Engine:
         return discovery.find_run(self.runs(), name)
 
     def host(self, run: Run, host: str | None) -> HostResult:
-        host_name, path = run.host_path(host)
-        try:
-            key = run.identity(host_name)
-        except LeakfinderError as exc:
-            self._note(path, None, exc)
-            return HostResult(None, exc)
-        result = self._host(run, host_name, key)
-        self._note(path, key, result.error)
-        return result
+        """A host's analysis (its first host's when None), or its error: the whole entry, from memory or disk."""
+        host_name = run.host_path(host)[0]
+        result, error, _ = self._outcome(run, host_name, None, lambda made: made)
+        return result if result is not None else HostResult(None, error)
 
     def _note(self, path: str, key: FileIdentity | None, error: LeakfinderError | None) -> None:
         if error is None:
@@ -293,10 +288,26 @@ class Engine:
         """A host's history points or its error, as `outcome`."""
         return self._outcome(run, host, self.disk.load_points if self.disk is not None else None, HostResult.points)
 
+    def host_rows(self, run: Run, host: str) -> list[report.OverviewRow]:
+        """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes); an
+        unreadable host's row says why."""
+        path = run.host_path(host)[1]
+        summary = self._summary if self.disk is not None else None
+        rows, error, _ = self._outcome(run, host, summary, lambda made: overview_rows(host, path, made.json(), None))
+        return rows if rows is not None else overview_rows(host, path, None, error)
+
+    def _summary(self, key: FileIdentity) -> Entry | None:
+        from tb_leakfinder.store.disk_cache import SUMMARY  # loaded already: this engine has a disk cache
+
+        assert self.disk is not None
+        return self.disk.load_report(key, SUMMARY)
+
     def _outcome(
         self, run: Run, host: str, stored: Callable[[FileIdentity], Entry | None] | None, made: Callable[[HostResult], T]
     ) -> tuple[T | None, LeakfinderError | None, FileIdentity | None]:
-        """What `made` gives of a host, or its error: from memory, else the disk entry's member (`stored`) alone."""
+        """What `made` gives of a host, or its error: from memory, else the disk entry's member (`stored`) alone,
+        else the whole entry (`_host`). The one way to a host's cached analysis: every public entry point
+        (`host`, `outcome`, `points_outcome`, `host_rows`) is this, for one member of the cache."""
         path = run.host_path(host)[1]
         try:
             key = run.identity(host)
@@ -342,20 +353,6 @@ class Engine:
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
         bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error, _) in zip(hosts, results, strict=True)]
         return report.run_json(run.name, bodies)
-
-    def host_rows(self, run: Run, host: str) -> list[report.OverviewRow]:
-        """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
-        try:
-            key: FileIdentity | None = run.identity(host)
-        except LeakfinderError:
-            key = None  # the outcome below says why
-        if key is not None and self._cache.peek(key) is None and self.disk is not None:
-            from tb_leakfinder.store.disk_cache import SUMMARY
-
-            entry = self.disk.load_report(key, SUMMARY)
-            if entry is not None and entry.error is None and isinstance(entry.report, list):
-                return entry.report
-        return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
 
     def overview_rows(self, run: Run) -> list[list[report.OverviewRow]]:
         """Each host's rows of a run's pod overview (`host_rows`), in the run's order of hosts."""
