@@ -47,8 +47,7 @@ import numpy as np
 
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
 from tb_leakfinder.analyses.suspects import CauseResult
-from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, worst
-from tb_leakfinder.analyses.verdict import SEVERITY as _SEVERITY
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SEVERITY, worst
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
@@ -147,7 +146,7 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
     for p in points:
         by_series.setdefault((p.host, p.memory_id), []).append(p)
     series = [_series(host, memory_id, in_order(mine)) for (host, memory_id), mine in by_series.items()]
-    series.sort(key=lambda s: (-_SEVERITY[s.verdict], -s.rise_bytes))
+    series.sort(key=lambda s: (-SEVERITY[s.verdict], -s.rise_bytes))
     hosts = sorted({p.host for p in points})
     note = None
     if len(hosts) > 1:
