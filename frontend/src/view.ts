@@ -150,7 +150,7 @@ export class RunView {
           this.onRange(range);
         },
         clock,
-        {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel: host.format_hints.shape_label},
+        {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel: host.format_hints.shape_label, programs: host.format_hints.static_modules},
       );
       const growing = allocator.families.filter((g) => g.kind === 'growing').length;
       const shapes = host.format_hints.shape_label;

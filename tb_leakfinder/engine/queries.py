@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from tb_leakfinder import report as reports
-from tb_leakfinder.analyses import query, static_buffers
+from tb_leakfinder import wire
+from tb_leakfinder.analyses import allocator_lookup, static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
-from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
+from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
 from tb_leakfinder.analyses.host_decisions import NAMED_REASON, with_process
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
@@ -30,7 +30,7 @@ from tb_leakfinder.read.formats.registry import format_of
 # The engine serves the queries: typed against it, imported by the views that hold one.
 if TYPE_CHECKING:
     from tb_leakfinder.engine.engine import Engine, HostDone
-    from tb_leakfinder.report.schema import DefaultAllocator, Verdict
+    from tb_leakfinder.wire.schema import DefaultAllocator, Verdict
 
 
 @dataclass(frozen=True)
@@ -62,18 +62,18 @@ class ModuleAt:
     module: HloModule
 
 
-def runs(engine: Engine) -> reports.RunsAnswer:
+def runs(engine: Engine) -> wire.RunsAnswer:
     """Discovered runs, each with the errors of its files found unreadable so far (it reads nothing), and the formats
     read, for the tab's notice when there are none."""
     return {
         "runs": [{"run": r.name, "hosts": list(r.hosts), "errors": engine.known_errors(r)} for r in engine.runs()],
-        "formats": reports.format_listings(),
+        "formats": wire.format_listings(),
     }
 
 
 def report(
     engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None, allocator: str | None = None
-) -> reports.ReportAnswer:
+) -> wire.ReportAnswer:
     """The report of one run (or one host of it), or of every run, with the histories of the TensorBoard runs
     holding several captures (`Engine.report`, the one place a report is assembled); with `allocator`, each host
     keeps only the allocator of that label or memory id (`select_allocator`)."""
@@ -81,7 +81,7 @@ def report(
     return answer if allocator is None else select_allocator(answer, allocator)
 
 
-def select_allocator(report: reports.ReportAnswer, allocator: str) -> reports.ReportAnswer:
+def select_allocator(report: wire.ReportAnswer, allocator: str) -> wire.ReportAnswer:
     """The report with each host keeping only the allocator whose label or memory id is `allocator`.
 
     A host's verdict is then that allocator's, with its process's beside it
@@ -89,11 +89,11 @@ def select_allocator(report: reports.ReportAnswer, allocator: str) -> reports.Re
     hosts without it are left out, except those that could not be read. A
     name no host has is an error naming the allocators there are.
     """
-    runs: list[reports.RunReport] = []
+    runs: list[wire.RunReport] = []
     for run in report["runs"]:
-        hosts: list[reports.HostReport] = []
+        hosts: list[wire.HostReport] = []
         for h in run["hosts"]:
-            mine = [a for a in h["allocators"] if query.names_allocator(allocator, a["allocator"], a["memory_id"])]
+            mine = [a for a in h["allocators"] if allocator_lookup.names_allocator(allocator, a["allocator"], a["memory_id"])]
             if mine:
                 hosts.append(_with_allocators(h, mine))
             elif "error" in h:
@@ -104,11 +104,12 @@ def select_allocator(report: reports.ReportAnswer, allocator: str) -> reports.Re
         every = dict.fromkeys(
             (a["allocator"], a["memory_id"]) for run in report["runs"] for h in run["hosts"] for a in h["allocators"]
         )
-        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {query.allocator_choices(every) or 'none'}")
+        choices = allocator_lookup.allocator_choices(every) or "none"
+        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {choices}")
     return {**report, "runs": runs}
 
 
-def _with_allocators(h: reports.HostReport, mine: list[reports.AllocatorReport]) -> reports.HostReport:
+def _with_allocators(h: wire.HostReport, mine: list[wire.AllocatorReport]) -> wire.HostReport:
     named = [(a["allocator"], verdicts.Verdict(a["verdict"], a["reason"], a["cannot_tell"])) for a in mine]
     process = h.get("process_memory")
     verdict = with_process(
@@ -130,25 +131,25 @@ def _with_allocators(h: reports.HostReport, mine: list[reports.AllocatorReport])
     }
 
 
-def overview(engine: Engine, run: Run) -> reports.OverviewAnswer:
+def overview(engine: Engine, run: Run) -> wire.OverviewAnswer:
     """The pod overview of a run: each host's allocators, worst first."""
     return overview_of(run.name, engine.overview_rows(run))
 
 
-def run_overview(run: reports.RunReport) -> reports.OverviewAnswer:
+def run_overview(run: wire.RunReport) -> wire.OverviewAnswer:
     """The pod overview of a run's report (`report`'s `runs[]`): what the CLI's text shows for a run of several hosts."""
-    return overview_of(run["run"], [reports.overview_host_rows(h) for h in run["hosts"]])
+    return overview_of(run["run"], [wire.overview_host_rows(h) for h in run["hosts"]])
 
 
-def overview_of(run: str, rows_per_host: Sequence[Sequence[reports.OverviewRow]]) -> reports.OverviewAnswer:
+def overview_of(run: str, rows_per_host: Sequence[Sequence[wire.OverviewRow]]) -> wire.OverviewAnswer:
     """A run's overview from its hosts' rows: ranked worst first, its leaking hosts counted (analyses/pod_ranking.py)."""
     rows = [row for mine in rows_per_host for row in mine]
     order = ranked([_standing(row) for row in rows])
     leaking = leaking_hosts([[row["verdict"] for row in mine] for mine in rows_per_host])
-    return reports.overview_json(run, len(rows_per_host), leaking, [rows[i] for i in order])
+    return wire.overview_json(run, len(rows_per_host), leaking, [rows[i] for i in order])
 
 
-def _standing(row: reports.OverviewRow) -> Standing:
+def _standing(row: wire.OverviewRow) -> Standing:
     return Standing(
         row["host"],
         row["verdict"],
@@ -159,20 +160,20 @@ def _standing(row: reports.OverviewRow) -> Standing:
     )
 
 
-def history(engine: Engine, tb_run: str) -> reports.HistoryAnswer:
+def history(engine: Engine, tb_run: str) -> wire.HistoryAnswer:
     """A TensorBoard run's captures as one history ("": the logdir's top); NotFoundError unless it has captures."""
     return engine.history(tb_run)
 
 
 def diff(
     engine: Engine, run_a: Run, run_b: Run, host_a: str | None = None, host_b: str | None = None, engine_b: Engine | None = None
-) -> reports.ComparisonAnswer:
+) -> wire.ComparisonAnswer:
     """Run B (the change) compared with run A (the base), or a host of each; `engine_b` serves B when it is another's."""
     from tb_leakfinder.analyses.diff import compare  # loaded by the first comparison, not with the views
 
     side_a = engine.run_side(run_a, host_a)
     side_b = (engine_b or engine).run_side(run_b, host_b)
-    return reports.comparison_json(compare(side_a, side_b, host_a, host_b))
+    return wire.comparison_json(compare(side_a, side_b, host_a, host_b))
 
 
 def host(engine: Engine, run: Run, name: str | None) -> HostAt:
@@ -185,16 +186,16 @@ def host(engine: Engine, run: Run, name: str | None) -> HostAt:
 def allocator(at: HostAt, name: str | None) -> AllocatorAt:
     """The host's allocator whose label or memory id is `name`; when None, the host's default allocator
     (analyses/host_decisions.py), the one its report's `default_allocator` names."""
-    advice = reports.record_events(at.analysis.profile.format)
-    return AllocatorAt(at.run, at.host, at.analysis, query.find_allocator(at.analysis, name, advice))
+    advice = wire.record_events(at.analysis.profile.format)
+    return AllocatorAt(at.run, at.host, at.analysis, allocator_lookup.find_allocator(at.analysis, name, advice))
 
 
 def timeline(
     at: AllocatorAt, points: int, start_ps: int | None = None, end_ps: int | None = None, family: int | None = None
-) -> reports.TimelineAnswer:
+) -> wire.TimelineAnswer:
     """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one family or all."""
     a, steps = at.allocator, at.analysis.profile.steps
-    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family, steps))
+    body = wire.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family, steps))
     return {"run": at.run, "host": at.host, **body}
 
 
@@ -210,15 +211,15 @@ def buffers(
     end_ps: int | None = None,
     program: str | None = None,
     allocation: int | None = None,
-) -> reports.BuffersAnswer:
-    """A page of an allocator's buffers (analyses/buffer_query.py says what each argument selects)."""
+) -> wire.BuffersAnswer:
+    """A page of an allocator's buffers (analyses/buffer_paging.py says what each argument selects)."""
     a = at.allocator
     page = query_buffers(a, offset, limit, sort, order, family, status, start_ps, end_ps, program, allocation)
-    body = reports.buffers_json(a, at.analysis.profile.steps, page)
+    body = wire.buffers_json(a, at.analysis.profile.steps, page)
     return {"run": at.run, "host": at.host, "allocator": a.label, "memory_id": a.memory_id, **body}
 
 
-def buffer_pages(at: AllocatorAt) -> Iterator[reports.BuffersAnswer]:
+def buffer_pages(at: AllocatorAt) -> Iterator[wire.BuffersAnswer]:
     """Every page of an allocator's buffers, the largest first; a row's `site` indexes its own page's `sites`."""
     offset = 0
     while True:
@@ -235,7 +236,7 @@ def module_at(at: HostAt, name: str) -> ModuleAt:
     return ModuleAt(at.run, at.host, registry.module(format_of(path), at.hlo_protos, name, path))
 
 
-def module(at: ModuleAt, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> reports.ModuleAnswer:
+def module(at: ModuleAt, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> wire.ModuleAnswer:
     """A compiled program in detail: its heap over its run, its largest buffers, of one memory space."""
     detail = static_buffers.module_detail(at.module, memory_space, points)
-    return {"run": at.run, "host": at.host, **reports.module_detail_json(detail)}
+    return {"run": at.run, "host": at.host, **wire.module_detail_json(detail)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import count_of, format_bytes, tensor_and_chunks
 from tb_leakfinder.engine.history import tensorboard_run
-from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
 from tb_leakfinder.views.text import (
     CALLED_FROM,
@@ -23,6 +22,7 @@ from tb_leakfinder.views.text import (
     search_text,
     where_parts,
 )
+from tb_leakfinder.wire import Json
 
 VERDICT = {LEAK: "🔴 leak", NO_LEAK: "🟢 no leak", INCONCLUSIVE: "⚪ inconclusive", None: "—"}
 

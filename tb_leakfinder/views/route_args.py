@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeVar, overload
 
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report.schema import BuffersArgs
+from tb_leakfinder.wire.schema import BuffersArgs
 
 if TYPE_CHECKING:
     from werkzeug import Request

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tb_leakfinder.analyses.allocator_lookup import find_allocator
 from tb_leakfinder.analyses.host_decisions import (
     HIGHEST_PEAK,
     LEAKS,
@@ -14,7 +15,6 @@ from tb_leakfinder.analyses.host_decisions import (
     default_allocator,
     with_process,
 )
-from tb_leakfinder.analyses.query import find_allocator
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, Verdict
 from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.model.memory import ALLOC

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import inspect
 
-from tb_leakfinder.analyses.buffer_query import query_buffers
+from tb_leakfinder.analyses.buffer_paging import query_buffers
 from tb_leakfinder.engine import queries
-from tb_leakfinder.report.schema import BuffersArgs
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.views.route_args import BUFFERS_ARGS, ROUTE_ARGS, WHERE_ARGS
 from tb_leakfinder.views.standalone_page import IGNORED_ARGS
+from tb_leakfinder.wire.schema import BuffersArgs
 from tests.support.demo import demo_xplane
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tb_leakfinder.report import schema
+from tb_leakfinder.wire import schema
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CHANGES = json.loads((ROOT / "docs" / "report_v3_changes.json").read_text())

@@ -17,7 +17,7 @@ import numpy as np
 from tb_leakfinder.analyses import capacity
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRowResult
-from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, BufferPageResult
+from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, BufferPageResult
 from tb_leakfinder.analyses.capacity import ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
@@ -46,7 +46,7 @@ from tb_leakfinder.model.sites import NO_SITE, SiteInfo
 from tb_leakfinder.read.formats import registry
 
 # The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made. The
-# schema's classes only type the dicts built here (`report/__init__.py` says why it loads them on first use).
+# schema's classes only type the dicts built here (`wire/__init__.py` says why it loads them on first use).
 if TYPE_CHECKING:
     from tb_leakfinder.analyses.diff import (
         AllocatorDiffResult,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         FamilySide,
         ModuleDiffResult,
     )
-    from tb_leakfinder.report.schema import (
+    from tb_leakfinder.wire.schema import (
         AllocatorDiff,
         AllocatorReport,
         BreakdownCategory,
