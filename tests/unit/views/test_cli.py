@@ -34,7 +34,7 @@ from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
-TF_CPU = "in the bfc_cpu_allocator_for_gpu allocator:"  # the allocator verdict names whose memory it judged
+TF_CPU = "in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu):"  # the allocator verdict names whose memory it judged
 
 
 def test_console_script_is_installed():
@@ -206,13 +206,13 @@ ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
         (
             "late_onset",
             [
-                "Leak in the bfc_cpu_allocator_for_gpu allocator: +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"  # noqa: E501 - the verdict's sentence, whole
+                "Leak in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu): +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"  # noqa: E501 - the verdict's sentence, whole
             ],
         ),
         (
             "regrown",
             [
-                "Leak in the bfc_cpu_allocator_for_gpu allocator: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"  # noqa: E501 - the verdict's sentence, whole
+                "Leak in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu): +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"  # noqa: E501 - the verdict's sentence, whole
             ],
         ),
         ("dynamic_shapes", ["from Tanh [32,*] output, 20 shapes, 40 of 40 steps never freed"]),
