@@ -129,6 +129,7 @@ PHASES_CHILD = """
 import json, sys
 from tb_leakfinder import wire
 from tb_leakfinder.analyses.buffer_paging import query_buffers
+from tb_leakfinder.analyses.host_decisions import decide_host
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.read.formats.xplane.reader import read_host
@@ -142,7 +143,7 @@ read = high_water()
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 analysis = analyze_host(profile)
-report.host_json(analysis, [])
+wire.host_json(analysis, [], decide_host(analysis, []))
 for a in analysis.allocators:
     report.timeline_json(a, analysis.profile.steps, timeline(a, 1000))
     report.buffers_json(a, analysis.profile.steps, query_buffers(a))

@@ -26,9 +26,7 @@ def analyze(
     from tb_leakfinder.engine.engine import Engine
     from tb_leakfinder.store.disk_cache import DiskCache
     from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, disabled_by_env
-    from tb_leakfinder.wire import select_allocator
 
     disk = DiskCache.for_logdir(None, DEFAULT_MAX_BYTES, path) if cache and not disabled_by_env() else None
     engine = Engine.for_path(path, disk=disk)
-    report = queries.report(engine, None if run is None else engine.run(run), host)
-    return dict(report) if allocator is None else select_allocator(report, allocator)
+    return dict(queries.report(engine, None if run is None else engine.run(run), host, allocator=allocator))

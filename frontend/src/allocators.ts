@@ -1,7 +1,7 @@
 // Allocators as XProf's Memory Profile lists them: each under its memory id,
 // shown with a readable label, and which one the tab opens on.
 
-import type {AllocatorReport} from './api';
+import type {AllocatorReport, HostReport} from './api';
 
 type Named = Pick<AllocatorReport, 'memory_id' | 'allocator'>;
 
@@ -15,25 +15,12 @@ export function allocatorLabel(a: Named): string {
   return a.memory_id && a.memory_id !== a.allocator ? `${a.allocator} · memory id ${a.memory_id}` : a.allocator;
 }
 
-/** Host memory pinned for transfers (TensorFlow's gpu_host_bfc, XLA's pinned_host): never the first to show. */
-const HOST_PINNED = /host|pinned/i;
-/** A device's own memory (HBM): a TPU:N / GPU:N label, TensorFlow's GPU_N_bfc, or a device index as the id. */
-const DEVICE_MEMORY = /^(TPU|GPU):\d+$|^GPU_\d+_bfc$/i;
-
-/** 0 for device memory, 1 for other allocators, 2 for host pinned memory. */
-export function memoryRank(a: Named): number {
-  if (HOST_PINNED.test(a.allocator) || HOST_PINNED.test(a.memory_id)) return 2;
-  if (DEVICE_MEMORY.test(a.allocator) || /^\d+$/.test(a.memory_id)) return 0;
-  return 1;
-}
-
 /**
- * The allocator the tab opens on: one that leaks (device memory first, then
- * the fastest leak), else device memory with the highest peak.
+ * The allocator the tab opens on: the one the report's `default_allocator` names (decided in Python,
+ * analyses/host_decisions.py, with the reason the tab shows), undefined for a host without allocators.
  */
-export function defaultAllocator<A extends AllocatorReport>(allocators: A[]): A | undefined {
-  const leaking = allocators.filter((a) => a.verdict === 'leak');
-  const pool = leaking.length ? leaking : allocators;
-  const size = (a: A) => (leaking.length ? a.leak_bytes_per_step : a.peak_bytes_in_use);
-  return pool.slice().sort((a, b) => memoryRank(a) - memoryRank(b) || size(b) - size(a))[0];
+export function defaultAllocator<A extends Named>(host: {allocators: A[]; default_allocator: HostReport['default_allocator']}): A | undefined {
+  const chosen = host.default_allocator;
+  if (!chosen) return undefined;
+  return host.allocators.find((a) => a.memory_id === chosen.memory_id && a.allocator === chosen.allocator);
 }

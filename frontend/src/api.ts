@@ -2,27 +2,18 @@
 // Every URL is relative: the plugin iframe's <base href> is
 // `<prefix>/data/plugin/leakfinder/`, so this works under --path_prefix.
 
-import {inlineSource} from './inline';
-import type {BufferStatus, BuffersAnswer, ComparisonAnswer, HistoryAnswer, ModuleAnswer, ModuleSummary, OverviewAnswer, ReportAnswer, RunsAnswer, TimelineAnswer} from './wire';
+import {inlineSource, WHERE_ARGS} from './inline';
+import {BUFFERS_ARGS} from './wire';
+import type {BufferStatus, BuffersAnswer, BuffersArgs, ComparisonAnswer, HistoryAnswer, ModuleAnswer, ModuleSummary, OverviewAnswer, ReportAnswer, RunsAnswer, TimelineAnswer} from './wire';
 
 // The wire types (the routes' answers) are generated from the server's schema: src/wire.ts.
 export type * from './wire';
 
-export type BufferSort = 'bytes' | 'alloc_time_ps' | 'free_time_ps' | 'lifetime_ps' | 'op';
+type QueryArg = Exclude<(typeof BUFFERS_ARGS)[number], (typeof WHERE_ARGS)[number]>;
 
-export interface BufferQuery {
-  offset?: number;
-  limit?: number;
-  sort?: BufferSort;
-  order?: 'asc' | 'desc';
-  family?: number | null;
-  status?: BufferStatus | '';
-  start_ps?: number | null;
-  end_ps?: number | null;
-  /** The buffers made in this program (a module's key), with `allocation` those of that buffer allocation of it. */
-  program?: string | null;
-  allocation?: number | null;
-}
+/** Which page of buffers: the buffers route's declared arguments (wire.ts's BuffersArgs) but the selection's; null or
+ * absent (and for `status`, '') is not sent. */
+export type BufferQuery = Omit<{[K in QueryArg]?: BuffersArgs[K] | null}, 'status'> & {status?: BufferStatus | '' | null};
 
 /** One program buffer of the static view: a program's buffer allocation. */
 export interface ProgramBuffer {
@@ -153,18 +144,16 @@ export const api = {
     );
   },
   buffers(sel: Pick<Selection, 'run' | 'host' | 'allocator'>, query: BufferQuery, signal?: AbortSignal): Promise<BuffersAnswer> {
-    return getJson(
-      'buffers',
-      {
-        run: sel.run,
-        host: sel.host,
-        allocator: sel.allocator,
-        ...query,
-        start_ps: query.start_ps == null ? null : Math.floor(query.start_ps),
-        end_ps: query.end_ps == null ? null : Math.ceil(query.end_ps),
-      },
-      signal,
-    );
+    const given: Params = {
+      run: sel.run,
+      host: sel.host,
+      allocator: sel.allocator,
+      ...query,
+      start_ps: query.start_ps == null ? null : Math.floor(query.start_ps),
+      end_ps: query.end_ps == null ? null : Math.ceil(query.end_ps),
+    };
+    // The route's declared arguments, and only those (the server refuses any other).
+    return getJson('buffers', Object.fromEntries(BUFFERS_ARGS.map((name) => [name, given[name]])), signal);
   },
   /** Every host of a multi-host run, one row per host and allocator, from the server's cache. */
   overview(run: string, signal?: AbortSignal): Promise<OverviewAnswer> {

@@ -397,7 +397,7 @@ export class App {
     // A link may name the allocator by its label; the selector keys it by memory id.
     const named = host.allocators.find((a) => a.allocator === state.sel.allocator && allocatorKey(a) !== state.sel.allocator);
     if (named) state.set('allocator', allocatorKey(named));
-    const opening = defaultAllocator(host.allocators);
+    const opening = defaultAllocator(host);
     const labels = new Map(host.allocators.map((a) => [allocatorKey(a), `${allocatorLabel(a)} (${VERDICT_LABEL[a.verdict].toLowerCase()})`]));
     this.fillSelect(this.selectors.allocator, host.allocators.map(allocatorKey), 'allocator', labels, opening && allocatorKey(opening));
     const modules = host.modules ?? [];

@@ -7,7 +7,8 @@
 // over all the inlined buffers, as the server does. Their sites come inlined
 // once for all of them (`sites`, which each buffer's `site` indexes).
 
-import type {Answer, Buffer, DataSource, Params, Site} from './api';
+import type {Answer, Buffer, DataSource, Limits, Params, Site} from './api';
+import {BUFFERS_ARGS} from './wire';
 
 export const DATA_ID = 'tb-leakfinder-data';
 
@@ -18,6 +19,8 @@ export interface InlineData {
   /** What a route refused when the page was written (an unreadable host): its status and message. */
   errors: Record<string, {status: number; error: string}>;
   aliases: Record<string, string>;
+  /** The report's limits (limits_json): the buffers route's paging, which the page answers itself. */
+  limits: Limits;
 }
 
 interface InlineBuffers {
@@ -32,11 +35,14 @@ interface InlineBuffers {
   families?: number;
 }
 
+/** The arguments that name where a page of buffers is found (the selection), not which page (route_args.py's). */
+export const WHERE_ARGS = ['run', 'host', 'allocator'] as const;
+
 /** Arguments an inlined answer does not depend on (standalone_page.py's IGNORED_ARGS). */
 const IGNORED_ARGS: Record<string, string[]> = {
   timeline: ['points', 'start_ps', 'end_ps'],
   module: ['points'],
-  buffers: ['offset', 'limit', 'sort', 'order', 'family', 'status', 'start_ps', 'end_ps', 'program', 'allocation'],
+  buffers: BUFFERS_ARGS.filter((name) => !(WHERE_ARGS as readonly string[]).includes(name)),
 };
 
 function present(value: Params[string]): value is string | number {
@@ -74,7 +80,9 @@ const SORT_KEYS: Record<string, (b: Buffer) => SortKey> = {
 };
 const SORTS = Object.keys(SORT_KEYS);
 const STATUSES = ['freed', 'never_freed', 'before_window'];
-const MAX_PAGE = 5000;
+
+/** What the buffers route pages by: the report's limits. */
+export type PageLimits = Pick<Limits, 'page_size' | 'default_page_size'>;
 
 /** Strings by code point, as Python compares them (JavaScript's < compares UTF-16 units: "𝑓" < "～"). */
 function codePointOrder(a: string, b: string): number {
@@ -116,14 +124,15 @@ function familyRefused(all: InlineBuffers, family: number | null): Answer | null
 }
 
 /** One page of the inlined buffers, as analyses/buffer_paging.py cuts it (tests/cases/buffer_paging.json holds both to it). */
-export function queryBuffers(all: InlineBuffers, params: Params): Answer {
+export function queryBuffers(all: InlineBuffers, params: Params, limits: PageLimits): Answer {
   const sort = present(params.sort) ? String(params.sort) : 'bytes';
   const order = present(params.order) ? String(params.order) : 'desc';
   const offset = num(params, 'offset') ?? 0;
-  const limit = num(params, 'limit') ?? 100;
+  const limit = num(params, 'limit') ?? limits.default_page_size;
+  const most = limits.page_size;
   if (!SORTS.includes(sort)) return refused(`sort must be one of ${SORTS.join(', ')}, not '${sort}'`);
   if (order !== 'asc' && order !== 'desc') return refused(`order must be asc or desc, not '${order}'`);
-  if (offset < 0 || !(limit >= 1 && limit <= MAX_PAGE)) return refused(`offset must be >= 0 and limit between 1 and ${MAX_PAGE}`);
+  if (offset < 0 || !(limit >= 1 && limit <= most)) return refused(`offset must be >= 0 and limit between 1 and ${most}`);
   const family = num(params, 'family');
   const noFamily = familyRefused(all, family);
   if (noFamily) return noFamily;
@@ -202,7 +211,7 @@ class InlineSource implements DataSource {
       const what = Object.values(params).filter(present).join(', ');
       return {status: 404, body: {error: `This standalone report does not hold ${route} (${what}).`}};
     }
-    if (route === 'buffers') return queryBuffers(body as InlineBuffers, params);
+    if (route === 'buffers') return queryBuffers(body as InlineBuffers, params, this.data.limits);
     if (route === 'timeline') return {status: 200, body: structuredClone(timelineWindow(body as Record<string, unknown>, params))};
     // Callers may keep and change what they get: each gets its own copy, as from the server.
     return {status: 200, body: structuredClone(body)};

@@ -365,6 +365,10 @@ export interface AllocatorReport {
   peak_breakdown: BreakdownRow[];
   /** how to get Python frames, when none of its buffers has them; null when some do */
   stack_hint: string | null;
+  /** it hands out host RAM (pinned for a device, or a CPU allocator), as its format says; false: device memory */
+  host_memory: boolean;
+  /** its verdict is inconclusive because a warning undermines a no-leak (addresses reused, frees paired by size) */
+  cannot_tell: boolean;
 }
 
 /** Where the host's steps came from: "30 steps from the group_id stat". */
@@ -612,6 +616,18 @@ export interface ProcessMemory {
   workers_bytes: (number | null)[];
 }
 
+export type DefaultAllocatorRule = 'only' | 'leaks' | 'leaks_fastest' | 'highest_peak' | 'named';
+
+/** The allocator a host opens on when none is named (the tab's first, the routes' and the CLI's default), and why. */
+export interface DefaultAllocator {
+  memory_id: string;
+  allocator: string;
+  /** `only`: the host's one allocator; `leaks`: the one that leaks; `leaks_fastest`: of several that leak, device memory first, then the fastest leak; `highest_peak`: none leaks, device memory with the highest peak; `named`: the one a report was asked for (`--allocator`) */
+  rule: DefaultAllocatorRule;
+  /** the rule in words: "the device memory that leaks fastest" */
+  reason: string;
+}
+
 export interface HostReport {
   /** the host, as its profile file names it */
   host: string;
@@ -646,6 +662,10 @@ export interface HostReport {
   holder_search: HolderSearch | null;
   /** the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids as the capture has steps; else null */
   cause: Cause | null;
+  /** its verdict is inconclusive because a warning undermines an allocator's no-leak: `check` fails on it, as on a leak */
+  cannot_tell: boolean;
+  /** null when it has no allocator */
+  default_allocator: DefaultAllocator | null;
   /** when the capture helper recorded the process's memory beside the profile */
   process_memory?: ProcessMemory;
   /** set, with no allocators, when its profile could not be analysed */
@@ -667,6 +687,8 @@ export interface Limits {
   small_buffer_bytes: number;
   /** the most rows one `buffers` request returns */
   page_size: number;
+  /** the rows one `buffers` request returns when it gives no `limit` */
+  default_page_size: number;
   /** the most points one `timeline` or `module` request returns */
   max_points: number;
 }
@@ -754,6 +776,8 @@ export interface HistoryAnswer {
   errors: UnreadableFile[];
   /** worst first */
   series: HistorySeries[];
+  /** the verdict a CI gate (`check`, `history`) takes for the run: the history's when it decides (leak or no leak), else the worst of its captures' own */
+  gate_verdict: Verdict;
 }
 
 /** `GET report`, and what `tb-leakfinder report --json` prints. */
@@ -850,6 +874,43 @@ export interface BufferPage {
   /** the sites of the page's buffers, each once */
   sites: Site[];
 }
+
+/** What `buffers` sorts by: chunk bytes, allocation or free time, lifetime (a never-freed buffer's runs to now), op. */
+export type BufferSort = 'bytes' | 'alloc_time_ps' | 'free_time_ps' | 'lifetime_ps' | 'op';
+
+export type BufferOrder = 'asc' | 'desc';
+
+/** `GET buffers`' query arguments: `run`, and the others when given (a route's arguments are declared as `<Route>Args`; the client builds its query from this declaration, and the route refuses any other). */
+export interface BuffersArgs {
+  /** the run */
+  run: string;
+  /** a host of the run; its first when not given */
+  host?: string;
+  /** an allocator's label or memory id; the host's `default_allocator` when not given */
+  allocator?: string;
+  /** the first row of the page, from 0 */
+  offset?: number;
+  /** rows in the page: the report's `limits.default_page_size` when not given, at most `limits.page_size` */
+  limit?: number;
+  /** `bytes` when not given */
+  sort?: BufferSort;
+  /** `desc` when not given */
+  order?: BufferOrder;
+  /** only that never-freed family's buffers (its index in the allocator's `families`) */
+  family?: number;
+  /** only buffers of that status */
+  status?: BufferStatus;
+  /** only buffers live at some time at or after this */
+  start_ps?: number;
+  /** only buffers live at some time at or before this */
+  end_ps?: number;
+  /** only buffers made in that compiled program (a module's `name`) */
+  program?: string;
+  /** with `program`: only those of that buffer allocation of it (the static view's program buffer) */
+  allocation?: number;
+}
+/** The names of `BuffersArgs`, in order. */
+export const BUFFERS_ARGS = ['run', 'host', 'allocator', 'offset', 'limit', 'sort', 'order', 'family', 'status', 'start_ps', 'end_ps', 'program', 'allocation'] as const;
 
 /** `GET buffers`: a page of an allocator's buffers. */
 export interface BuffersAnswer extends BufferPage {

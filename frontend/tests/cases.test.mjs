@@ -66,7 +66,7 @@ test("a standalone page's buffer query answers tests/cases/buffer_paging.json", 
   const c = cases('buffer_paging');
   const all = {run: 'r', host: 'h', allocator: c.allocator, total: c.buffers.length, buffers: c.buffers, sites: c.sites, families: c.families};
   const answer = (q) => {
-    const {status, body} = m.queryBuffers(all, q.args);
+    const {status, body} = m.queryBuffers(all, q.args, c.limits);
     return JSON.stringify(status === 200 ? {ids: body.buffers.map((b) => b.id), total: body.total} : {status, error: body.error});
   };
   each(c.queries.map((q) => [q, JSON.stringify('error' in q ? {status: q.status, error: q.error} : {ids: q.ids, total: q.total})]), answer);

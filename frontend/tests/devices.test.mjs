@@ -199,6 +199,8 @@ test('the tab says where the steps came from, and when the leaking device runs o
 test('several leaking devices: the tab opens on the fastest, and the banner lists them all', async () => {
   const {page, frame} = await open('tpu_two_leaks');
   assert.equal(await frame.$eval('[data-select=allocator]', (s) => s.value), '3');
+  const chosen = (await report('tpu_two_leaks')).runs[0].hosts[0].default_allocator;
+  assert.deepEqual([chosen.memory_id, chosen.rule], ['3', 'leaks_fastest']);
   const listed = (await frame.$$eval('[data-list=allocators] tr[data-verdict=leak] button', (bs) => bs.map((b) => [b.dataset.allocator, b.textContent, b.getAttribute('aria-current')]))).sort();
   assert.deepEqual(listed, [
     ['1', 'TPU:1 · memory id 1', null],
@@ -215,7 +217,12 @@ test('several leaking devices: the tab opens on the fastest, and the banner list
 
 test('without a leak the tab opens on the device memory with the highest peak, not host pinned memory', async () => {
   const {frame} = await open('gpu_pinned');
-  const allocators = (await report('gpu_pinned')).runs[0].hosts[0].allocators;
+  const host = (await report('gpu_pinned')).runs[0].hosts[0];
+  const allocators = host.allocators;
+  // The report decides which one (by its format's host_memory flag, not by its name), and says why; the tab follows.
+  assert.deepEqual(allocators.map((a) => [a.memory_id, a.host_memory]), [['GPU_0_bfc', false], ['GPU_1_bfc', false], ['gpu_host_bfc', true]]);
+  assert.deepEqual(host.default_allocator, {memory_id: 'GPU_1_bfc', allocator: 'GPU:1', rule: 'highest_peak', reason: 'the device memory with the highest peak'});
+  assert.equal(await text(frame, '[data-list=allocators] summary'), `3 allocators on this host, none leaking; GPU:1 is shown: ${host.default_allocator.reason}`);
   const pinned = allocators.find((a) => a.memory_id === 'gpu_host_bfc');
   const gpu1 = allocators.find((a) => a.memory_id === 'GPU_1_bfc');
   assert.ok(pinned.peak_bytes_in_use > gpu1.peak_bytes_in_use, 'host pinned memory has the highest peak');

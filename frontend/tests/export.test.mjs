@@ -211,12 +211,12 @@ for q in queries:
     page = answers.buffers(answers.allocator(answers.host(engine, run, where["host"]), where["allocator"]), **q)
     cases.append({"query": q, "total": page["total"], "ids": [b["id"] for b in page["buffers"]]})
 inlined = json.loads(snap.page.answers[next(k for k in snap.page.answers if k.startswith("buffers"))])
-print(json.dumps({"where": where, "inlined": inlined, "cases": cases}))
+print(json.dumps({"where": where, "inlined": inlined, "cases": cases, "limits": report["limits"]}))
 `;
-  const {where, inlined, cases} = python(code, '');
+  const {where, inlined, cases, limits} = python(code, '');
   assert.ok(inlined.buffers.length > 100);
   for (const {query, total, ids} of cases) {
-    const answer = m.queryBuffers(inlined, {...where, ...query});
+    const answer = m.queryBuffers(inlined, {...where, ...query}, limits);
     assert.equal(answer.status, 200);
     assert.equal(answer.body.total, total, JSON.stringify(query));
     assert.deepEqual(
@@ -225,11 +225,11 @@ print(json.dumps({"where": where, "inlined": inlined, "cases": cases}))
       JSON.stringify(query),
     );
   }
-  assert.equal(m.queryBuffers(inlined, {sort: 'nonsense'}).status, 400);
+  assert.equal(m.queryBuffers(inlined, {sort: 'nonsense'}, limits).status, 400);
   // Every page carries the inlined sites, which each buffer's `site` indexes (none in a page written without them).
   const sites = [{program: ''}, {program: 'jit_f(1)'}];
-  assert.deepEqual(m.queryBuffers({...inlined, sites}, {...where, limit: 5}).body.sites, sites);
-  assert.deepEqual(m.queryBuffers({...inlined, sites: undefined}, {...where, limit: 5}).body.sites, []);
+  assert.deepEqual(m.queryBuffers({...inlined, sites}, {...where, limit: 5}, limits).body.sites, sites);
+  assert.deepEqual(m.queryBuffers({...inlined, sites: undefined}, {...where, limit: 5}, limits).body.sites, []);
 });
 
 test('the inlined source answers what the page holds, the errors it kept, and says what it lacks', async () => {

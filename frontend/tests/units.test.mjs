@@ -13,7 +13,7 @@ before(async () => {
     export {packAddresses, parseAddress} from './panels/lifetimes';
     export {readHashState, writeHashState} from './tensorboard';
     export {routeUrl, moduleKey} from './api';
-    export {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from './allocators';
+    export {allocatorKey, allocatorLabel, defaultAllocator} from './allocators';
     export {reasonText} from './panels/verdict';
     export {captureCount, measureLabel, tensorboardRun} from './panels/history';
     export {ViewState} from './state';
@@ -136,23 +136,16 @@ test('allocators are keyed by memory id and labelled with it', () => {
   assert.equal(m.allocatorKey(allocator('', '(no memory id)')), '(no memory id)');
 });
 
-test('the tab opens on the leaking allocator, else device memory with the highest peak, never host pinned memory first', () => {
+test('the tab opens on the allocator the report names as its default, which Python chose', () => {
   const pinned = allocator('gpu_host_bfc', 'gpu_host_bfc', 'no_leak', 9e9);
-  const gpu0 = allocator('GPU_0_bfc', 'GPU_0_bfc', 'no_leak', 1e9);
-  const gpu1 = allocator('GPU_1_bfc', 'GPU_1_bfc', 'no_leak', 2e9);
-  assert.equal(m.memoryRank(pinned), 2);
-  assert.equal(m.memoryRank(gpu0), 0);
-  assert.equal(m.memoryRank(allocator('3', 'TPU:3')), 0);
-  assert.equal(m.memoryRank(allocator('bfc_cpu_allocator_for_gpu', 'bfc_cpu_allocator_for_gpu')), 1);
-  assert.equal(m.defaultAllocator([pinned, gpu0, gpu1]), gpu1);
-  const leaking = allocator('GPU_0_bfc', 'GPU_0_bfc', 'leak', 1e8, 512);
-  assert.equal(m.defaultAllocator([pinned, gpu1, leaking]), leaking);
-  // Several leak: device memory first, then the fastest leak (not the fastest-rising heap).
-  const fast = allocator('1', 'TPU:1', 'leak', 1e8, 4096);
-  const pinnedLeak = allocator('pinned_host', 'pinned_host', 'leak', 1e8, 1e6);
-  assert.equal(m.defaultAllocator([pinnedLeak, leaking, fast]), fast);
-  assert.equal(m.defaultAllocator([pinnedLeak]), pinnedLeak);
-  assert.equal(m.defaultAllocator([]), undefined);
+  const gpu1 = allocator('1', 'GPU:1', 'no_leak', 2e9);
+  const named = (a) => ({memory_id: a.memory_id, allocator: a.allocator, rule: 'highest_peak', reason: 'the device memory with the highest peak'});
+  assert.equal(m.defaultAllocator({allocators: [gpu1, pinned], default_allocator: named(gpu1)}), gpu1);
+  // No rule of its own: it opens on host memory when the report says so.
+  assert.equal(m.defaultAllocator({allocators: [gpu1, pinned], default_allocator: named(pinned)}), pinned);
+  // Keyed by memory id and label together: the same label under another memory id is another allocator.
+  assert.equal(m.defaultAllocator({allocators: [gpu1], default_allocator: {...named(gpu1), memory_id: '2'}}), undefined);
+  assert.equal(m.defaultAllocator({allocators: [], default_allocator: null}), undefined);
 });
 
 test('the banner drops the verdict word the reason starts with', () => {
@@ -197,11 +190,12 @@ test("a standalone page's buffers of one program buffer, as the buffers route fi
   const site = (program, allocation) => ({context: 'program', program, buffer: '', allocation, hlo_op: '', op_name: '', hlo_shape: '', source: '', match: 'exact', candidates: [], stack: []});
   const buffer = (id, s) => ({id, site: s, chunk_bytes: 100 - id, alloc_time_ps: id, free_time_ps: null, op: '', status: 'never_freed', group: null});
   const all = {run: 'r', host: 'h', allocator: 'a', total: 4, sites: [site('', -1), site('jit_f(1)', 3), site('jit_f(1)', 4), site('jit_g(2)', 3)], buffers: [0, 1, 2, 3, 1].map((s, id) => buffer(id, s))};
-  const ids = (params) => m.queryBuffers(all, params).body.buffers.map((b) => b.id);
+  const limits = {page_size: 5000, default_page_size: 100}; // a page's limits, as its report's
+  const ids = (params) => m.queryBuffers(all, params, limits).body.buffers.map((b) => b.id);
   assert.deepEqual(ids({program: 'jit_f(1)', allocation: 3}), [1, 4]);
   assert.deepEqual(ids({program: 'jit_f(1)'}), [1, 2, 4]);
   assert.deepEqual(ids({program: 'jit_h(9)'}), []);
-  assert.equal(m.queryBuffers(all, {allocation: 3}).status, 400);
+  assert.equal(m.queryBuffers(all, {allocation: 3}, limits).status, 400);
 });
 
 test('a file without times tells no time: allocation numbers, or the moment it was written', () => {

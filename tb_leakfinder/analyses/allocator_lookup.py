@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tb_leakfinder.analyses.host_decisions import default_allocator
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.errors import NotFoundError
 
@@ -19,13 +20,15 @@ def allocator_choices(allocators: Iterable[tuple[str, str]]) -> str:
 
 
 def find_allocator(h: HostAnalysis, allocator: str | None, record_events: str = "") -> AllocatorAnalysis:
-    """The allocator whose label or memory id is `allocator`; the device memory with the largest peak when None.
+    """The allocator whose label or memory id is `allocator`; the host's default allocator when None.
     `record_events`: how the host's format records memory events, said when it has none."""
     if not h.allocators:
         advice = f" {record_events}" if record_events else ""
         raise NotFoundError(f"host {h.profile.host!r} ({h.profile.path}) has no memory events.{advice}")
     if allocator is None:
-        return h.largest_device()
+        choice = default_allocator(h)
+        assert choice is not None  # the host has allocators
+        return choice.allocator
     for a in h.allocators:
         if names_allocator(allocator, a.label, a.memory_id):
             return a

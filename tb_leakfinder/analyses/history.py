@@ -44,19 +44,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
 from tb_leakfinder.analyses.suspects import CauseResult
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK, SEVERITY, worst
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
-LEAK = "leak"
-NO_LEAK = "no_leak"
-INCONCLUSIVE = "inconclusive"
-_SEVERITY = {NO_LEAK: 0, INCONCLUSIVE: 1, LEAK: 2}
 MIN_CAPTURES = 3
 RISING_SHARE = 2 / 3
 MIN_RISE_BYTES = 64 << 10
@@ -110,6 +107,7 @@ class Series:
     unexplained: str | None  # a leak no family accounts for: what grew before each window
     rate_basis: str = BETWEEN_CAPTURES
     cause: CauseResult | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
+    measures: list[int] = field(default_factory=list)  # what each capture gives the trend (`measure`), in their order
 
 
 @dataclass
@@ -120,6 +118,7 @@ class History:
     reason: str
     note: str | None  # captures of different hosts or programs: why they are not one series
     series: list[Series]  # worst first
+    gate_verdict: str  # what a CI gate takes for the run (`gate`)
 
 
 def measure(point: CapturePoint) -> int:
@@ -150,7 +149,7 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
     for p in points:
         by_series.setdefault((p.host, p.memory_id), []).append(p)
     series = [_series(host, memory_id, in_order(mine)) for (host, memory_id), mine in by_series.items()]
-    series.sort(key=lambda s: (-_SEVERITY[s.verdict], -s.rise_bytes))
+    series.sort(key=lambda s: (-SEVERITY[s.verdict], -s.rise_bytes))
     hosts = sorted({p.host for p in points})
     note = None
     if len(hosts) > 1:
@@ -159,10 +158,20 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
         total = num_captures if num_captures is not None else len(captures)
         advice = f". {record_events}" if record_events else ""
         reason = f"{tb_run}: no memory events in its {count_of(total, 'capture')}{advice}"
-        return History(tb_run, total, INCONCLUSIVE, reason, note, [])
+        return History(tb_run, total, INCONCLUSIVE, reason, note, [], INCONCLUSIVE)
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
-    return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
+    total = num_captures if num_captures is not None else len(captures)
+    return History(tb_run, total, top.verdict, reason, note, series, gate(top.verdict, [p.verdict for p in points]))
+
+
+def gate(history_verdict: str, capture_verdicts: list[str]) -> str:
+    """The verdict a CI gate takes for a run of several captures: its history's when that decides (a leak, or none
+    across the captures), else the worst of its captures' own (each allocator's and its process's), so that a leak
+    one capture shows is not waved through because the captures are too few for a trend."""
+    if history_verdict != INCONCLUSIVE:
+        return history_verdict
+    return worst(capture_verdicts) if capture_verdicts else INCONCLUSIVE
 
 
 def count_unreadable(h: History, unreadable: int) -> History:
@@ -172,7 +181,9 @@ def count_unreadable(h: History, unreadable: int) -> History:
         return h
     captures = count_of(h.num_captures, "capture")
     if unreadable >= h.num_captures:
-        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.tb_run}: none of its {captures} could be read")
+        # None read: no capture gave a verdict either.
+        reason = f"{h.tb_run}: none of its {captures} could be read"
+        return replace(h, verdict=INCONCLUSIVE, reason=reason, gate_verdict=INCONCLUSIVE)
     return replace(h, reason=f"{h.reason} ({unreadable} of {captures} could not be read)")
 
 
@@ -213,7 +224,8 @@ def _clock(points: list[CapturePoint]) -> tuple[bool, str | None]:
 
 def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     label = points[-1].label
-    values = np.asarray([measure(p) for p in points], np.float64)
+    measures = [measure(p) for p in points]
+    values = np.asarray(measures, np.float64)
     times = np.asarray([p.time_s for p in points], np.float64)
     steps = [_step(p) for p in points]
     timed, time_note = _clock(points)
@@ -256,6 +268,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
             unexplained,
             basis,
             recompile_cause(points),
+            measures,
         )
 
     if len(programs) > 1:

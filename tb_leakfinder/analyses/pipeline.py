@@ -102,12 +102,6 @@ class HostAnalysis:
     # What grows outside the allocators, when the capture helper recorded the process's memory beside the profile.
     process_memory: ProcessMemoryAnalysis | None = None
 
-    def largest_device(self) -> AllocatorAnalysis:
-        """The allocator a host opens on: the device memory with the largest peak (host memory only when there
-        is no other), the first in natural order of a tie."""
-        devices = [a for a in self.allocators if not _info(self.profile, a.memory_id).host_memory] or self.allocators
-        return max(devices, key=lambda a: a.summary.peak_bytes_in_use)  # max keeps the first of a tie
-
 
 def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> HostAnalysis:
     """All analyses of one host, whose compiled programs are `modules`. Takes the profile's events: they move
@@ -161,7 +155,7 @@ def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSourceRe
     said = held_by(f"`{h.path}`", h.type_name, h.count, of, h.requested_bytes, h.chunk_bytes, at_least=not h.all_listed)
     partial = f" (the search for holders was partial: {search.warning or 'a bound was hit'})" if search.status == PARTIAL else ""
     reason = a.verdict.reason.rstrip()
-    a.verdict = Verdict(a.verdict.verdict, f"{reason}{'' if reason.endswith('.') else '.'} {said[0].upper()}{said[1:]}{partial}.")
+    a.verdict = replace(a.verdict, reason=f"{reason}{'' if reason.endswith('.') else '.'} {said[0].upper()}{said[1:]}{partial}.")
 
 
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
@@ -300,6 +294,11 @@ def _freed_in_one_step(buffers: Buffers, source: StepSourceResult) -> int:
         return 0
     made = buffers.alloc_step == 0
     return 0 if np.any(buffers.status[made] == NEVER_FREED) else int(np.count_nonzero(made))
+
+
+def is_host_memory(profile: HostProfile, memory_id: str) -> bool:
+    """Whether the format says this allocator hands out host RAM (pinned for a device, or a CPU allocator)."""
+    return _info(profile, memory_id).host_memory
 
 
 def _info(profile: HostProfile, memory_id: str) -> AllocatorInfo:

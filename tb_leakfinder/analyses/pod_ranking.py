@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,3 +35,13 @@ def worst_first(row: Standing) -> tuple[Any, ...]:
         -peak,
         row.host,
     )
+
+
+def ranked(rows: Sequence[Standing]) -> list[int]:
+    """The rows' indices, worst first (`worst_first`); rows that rank alike keep their order."""
+    return sorted(range(len(rows)), key=lambda i: worst_first(rows[i]))
+
+
+def leaking_hosts(verdicts_per_host: Sequence[Sequence[str]]) -> int:
+    """How many hosts leak: a host leaks when one of its allocators does."""
+    return sum(1 for mine in verdicts_per_host if verdicts.LEAK in mine)

@@ -118,7 +118,10 @@ class HeapCurveResult:
 
 
 @dataclass
-class ModuleHeader:
+class ModuleFiguresResult:
+    """One compiled program and memory space in figures: the wire's `ModuleFigures` (wire/schema.py), whose keys
+    tests/unit/report/test_schema.py holds to these fields; its `actionable` flags are each subclass's own field."""
+
     name: str  # "<module>(<program_id>)"
     module: str
     program_id: int | None
@@ -138,7 +141,7 @@ class ModuleHeader:
 
 
 @dataclass
-class ModuleSummaryResult(ModuleHeader):
+class ModuleSummaryResult(ModuleFiguresResult):
     """What the report says of one module and memory space."""
 
     whole_program_buffers: list[WholeProgramBufferResult]  # largest first
@@ -147,7 +150,7 @@ class ModuleSummaryResult(ModuleHeader):
 
 
 @dataclass
-class ModuleDetail(ModuleHeader):
+class ModuleDetail(ModuleFiguresResult):
     """One module in detail for the UI."""
 
     memory_spaces: list[int]
@@ -349,8 +352,8 @@ def _special_bytes(module: HloModule, space: int) -> dict[str, int]:
     }
 
 
-def _header(module: HloModule, sim: Simulation, space: int) -> dict[str, Any]:
-    """The `ModuleHeader` fields."""
+def _figures(module: HloModule, sim: Simulation, space: int) -> dict[str, Any]:
+    """The `ModuleFiguresResult` fields."""
     return {
         "name": module.key,
         "module": module.name,
@@ -373,7 +376,7 @@ def module_summary(module: HloModule, memory_space: int | None = None) -> Module
     sim = simulate(module, space)
     whole_program = _whole_program_buffers(module, sim)
     return ModuleSummaryResult(
-        **_header(module, sim, space),
+        **_figures(module, sim, space),
         whole_program_buffers=whole_program,
         actionable=_actionable(module, whole_program),
         long_lived_temporaries=_long_lived(module, sim),
@@ -439,7 +442,7 @@ def module_detail(module: HloModule, memory_space: int | None = None, points: in
     whole_program = _whole_program_buffers(module, sim)
     ranges, num_buffers = _ranges(module, sim, space)
     return ModuleDetail(
-        **_header(module, sim, space),
+        **_figures(module, sim, space),
         memory_spaces=module.memory_spaces,
         curve=HeapCurveResult(
             position=keep,

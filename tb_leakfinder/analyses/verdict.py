@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSourceResult
@@ -35,6 +35,8 @@ NO_EVENTS_REASON = "No memory events in this profile."
 class Verdict:
     verdict: str
     reason: str
+    # An inconclusive verdict that was a no-leak until a warning undermined it (`cannot_tell`): `check` fails on it.
+    cannot_tell: bool = False
 
 
 # The framework whose allocator a format's memory events come from, by the format's registry name (an XSpace's is
@@ -193,11 +195,11 @@ def host_verdict(
     more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
     if not allocators:
         kept = "XLA keeps it for the whole program" if len(flagged) == 1 else "XLA keeps them for the whole program"
-        return Verdict(combined.verdict, f"Static view: {'; '.join(flagged[:3])}{more}: {kept}. {combined.reason}")
-    return Verdict(combined.verdict, f"{combined.reason} Static view: check {'; '.join(flagged[:3])}{more}.")
+        return replace(combined, reason=f"Static view: {'; '.join(flagged[:3])}{more}: {kept}. {combined.reason}")
+    return replace(combined, reason=f"{combined.reason} Static view: check {'; '.join(flagged[:3])}{more}.")
 
 
-# How a verdict begins when a warning undermines it: `check` exits 1 on one, as on a leak.
+# How a verdict begins when a warning undermines it (its `cannot_tell` field, which `check` fails on, says so).
 CANNOT_TELL = "Cannot tell"
 
 
@@ -206,7 +208,7 @@ def cannot_tell(doubt: str, verdict: Verdict) -> Verdict:
     can hide a leak (a leak stays a leak: the bytes that stay are real)."""
     if verdict.verdict != NO_LEAK:
         return verdict
-    return Verdict(INCONCLUSIVE, f"{CANNOT_TELL}: {doubt}. Taken at face value: {verdict.reason}")
+    return Verdict(INCONCLUSIVE, f"{CANNOT_TELL}: {doubt}. Taken at face value: {verdict.reason}", cannot_tell=True)
 
 
 def not_analysed(message: str) -> Verdict:
@@ -226,9 +228,12 @@ def combine(named: list[tuple[str, Verdict]], no_events: str = NO_EVENTS_REASON)
         return named[0][1]
     verdict = worst([v.verdict for _, v in named])
     chosen = [(name, v.reason) for name, v in named if v.verdict == verdict]
+    # Undermined when one of those its reason gives is: no-leak reasons give only the first, never undermined.
+    doubted = any(v.cannot_tell for _, v in named if v.verdict == verdict)
     if len(chosen) == 1:
-        return Verdict(verdict, f"{chosen[0][0]}: {chosen[0][1]}")
+        return Verdict(verdict, f"{chosen[0][0]}: {chosen[0][1]}", doubted)
     names = ", ".join(name for name, _ in chosen)
     word = {LEAK: "Leak", NO_LEAK: "No leak", INCONCLUSIVE: "Inconclusive"}[verdict]
     reasons = chosen[:1] if verdict == NO_LEAK else chosen
-    return Verdict(verdict, f"{word} on {len(chosen)} allocators ({names}). " + "; ".join(f"{n}: {r}" for n, r in reasons))
+    text = f"{word} on {len(chosen)} allocators ({names}). " + "; ".join(f"{n}: {r}" for n, r in reasons)
+    return Verdict(verdict, text, doubted)

@@ -14,6 +14,7 @@ from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.history import count_unreadable, run_history
 from tb_leakfinder.analyses.history_points import host_points
+from tb_leakfinder.analyses.host_decisions import HostDecisions, decide_host
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
 from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
@@ -49,6 +50,7 @@ class HostResult:
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
     modules: list[ModuleSummaryResult] = field(default_factory=list)
+    _decisions: HostDecisions | None = field(default=None, repr=False)
     _json: wire.HostReport | None = field(default=None, repr=False)
     _points: HostPoints | None = field(default=None, repr=False)
 
@@ -63,9 +65,15 @@ class HostResult:
         if self.analysis is not None:
             check_consistent(self.analysis)
 
+    def decisions(self) -> HostDecisions:
+        """Its verdict and default allocator, decided once for its report and its side of a comparison."""
+        if self._decisions is None:
+            self._decisions = decide_host(self.unwrap(), self.modules)
+        return self._decisions
+
     def json(self) -> wire.HostReport:
         if self._json is None:
-            self._json = wire.host_json(self.unwrap(), self.modules)
+            self._json = wire.host_json(self.unwrap(), self.modules, self.decisions())
         return self._json
 
     def points(self) -> HostPoints | None:
@@ -81,7 +89,7 @@ class HostResult:
         if self.error is not None:
             return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
         analysis = self.unwrap()
-        return HostSide(host, wire.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
+        return HostSide(host, self.decisions().verdict, analysis.allocators, self.modules)
 
 
 def machine_memory_bytes() -> int:
@@ -243,15 +251,10 @@ class Engine:
         return discovery.find_run(self.runs(), name)
 
     def host(self, run: Run, host: str | None) -> HostResult:
-        host_name, path = run.host_path(host)
-        try:
-            key = run.identity(host_name)
-        except LeakfinderError as exc:
-            self._note(path, None, exc)
-            return HostResult(None, exc)
-        result = self._host(run, host_name, key)
-        self._note(path, key, result.error)
-        return result
+        """A host's analysis (its first host's when None), or its error: the whole entry, from memory or disk."""
+        host_name = run.host_path(host)[0]
+        result, error, _ = self._outcome(run, host_name, None, lambda made: made)
+        return result if result is not None else HostResult(None, error)
 
     def _note(self, path: str, key: FileIdentity | None, error: LeakfinderError | None) -> None:
         if error is None:
@@ -285,10 +288,26 @@ class Engine:
         """A host's history points or its error, as `outcome`."""
         return self._outcome(run, host, self.disk.load_points if self.disk is not None else None, HostResult.points)
 
+    def host_rows(self, run: Run, host: str) -> list[wire.OverviewRow]:
+        """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes); an
+        unreadable host's row says why."""
+        path = run.host_path(host)[1]
+        summary = self._summary if self.disk is not None else None
+        rows, error, _ = self._outcome(run, host, summary, lambda made: overview_rows(host, path, made.json(), None))
+        return rows if rows is not None else overview_rows(host, path, None, error)
+
+    def _summary(self, key: FileIdentity) -> Entry | None:
+        from tb_leakfinder.store.disk_cache import SUMMARY  # loaded already: this engine has a disk cache
+
+        assert self.disk is not None
+        return self.disk.load_json_member(key, SUMMARY)
+
     def _outcome(
         self, run: Run, host: str, stored: Callable[[FileIdentity], Entry | None] | None, made: Callable[[HostResult], T]
     ) -> tuple[T | None, LeakfinderError | None, FileIdentity | None]:
-        """What `made` gives of a host, or its error: from memory, else the disk entry's member (`stored`) alone."""
+        """What `made` gives of a host, or its error: from memory, else the disk entry's member (`stored`) alone,
+        else the whole entry (`_host`). The one way to a host's cached analysis: every public entry point
+        (`host`, `outcome`, `points_outcome`, `host_rows`) is this, for one member of the cache."""
         path = run.host_path(host)[1]
         try:
             key = run.identity(host)
@@ -335,23 +354,9 @@ class Engine:
         bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error, _) in zip(hosts, results, strict=True)]
         return wire.run_json(run.name, bodies)
 
-    def host_rows(self, run: Run, host: str) -> list[wire.OverviewRow]:
-        """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
-        try:
-            key: FileIdentity | None = run.identity(host)
-        except LeakfinderError:
-            key = None  # the outcome below says why
-        if key is not None and self._cache.peek(key) is None and self.disk is not None:
-            from tb_leakfinder.store.disk_cache import SUMMARY
-
-            entry = self.disk.load_json_member(key, SUMMARY)
-            if entry is not None and entry.error is None and isinstance(entry.value, list):
-                return entry.value
-        return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
-
-    def run_overview(self, run: Run) -> wire.OverviewAnswer:
-        """The pod overview (`report.overview_json`) of a run."""
-        return wire.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
+    def overview_rows(self, run: Run) -> list[list[wire.OverviewRow]]:
+        """Each host's rows of a run's pod overview (`host_rows`), in the run's order of hosts."""
+        return self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h))
 
     def run_side(self, run: Run, host: str | None = None) -> RunSide:
         """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""

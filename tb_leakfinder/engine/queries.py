@@ -8,16 +8,20 @@ matches nothing is a NotFoundError. Nothing here knows of requests or TensorBoar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from tb_leakfinder import wire
 from tb_leakfinder.analyses import allocator_lookup, static_buffers
+from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
+from tb_leakfinder.analyses.host_decisions import NAMED_REASON, with_process
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+from tb_leakfinder.analyses.pod_ranking import Standing, leaking_hosts, ranked
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
+from tb_leakfinder.errors import NotFoundError
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.formats import registry
@@ -26,6 +30,7 @@ from tb_leakfinder.read.formats.registry import format_of
 # The engine serves the queries: typed against it, imported by the views that hold one.
 if TYPE_CHECKING:
     from tb_leakfinder.engine.engine import Engine, HostDone
+    from tb_leakfinder.wire.schema import DefaultAllocator, Verdict
 
 
 @dataclass(frozen=True)
@@ -66,15 +71,93 @@ def runs(engine: Engine) -> wire.RunsAnswer:
     }
 
 
-def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> wire.ReportAnswer:
+def report(
+    engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None, allocator: str | None = None
+) -> wire.ReportAnswer:
     """The report of one run (or one host of it), or of every run, with the histories of the TensorBoard runs
-    holding several captures (`Engine.report`, the one place a report is assembled)."""
-    return engine.report(None if run is None else run.name, host, done)
+    holding several captures (`Engine.report`, the one place a report is assembled); with `allocator`, each host
+    keeps only the allocator of that label or memory id (`select_allocator`)."""
+    answer = engine.report(None if run is None else run.name, host, done)
+    return answer if allocator is None else select_allocator(answer, allocator)
+
+
+def select_allocator(report: wire.ReportAnswer, allocator: str) -> wire.ReportAnswer:
+    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
+
+    A host's verdict is then that allocator's, with its process's beside it
+    (`host_decisions.with_process`), and its default allocator that one;
+    hosts without it are left out, except those that could not be read. A
+    name no host has is an error naming the allocators there are.
+    """
+    runs: list[wire.RunReport] = []
+    for run in report["runs"]:
+        hosts: list[wire.HostReport] = []
+        for h in run["hosts"]:
+            mine = [a for a in h["allocators"] if allocator_lookup.names_allocator(allocator, a["allocator"], a["memory_id"])]
+            if mine:
+                hosts.append(_with_allocators(h, mine))
+            elif "error" in h:
+                hosts.append(h)
+        if hosts:
+            runs.append({**run, "verdict": cast("Verdict", verdicts.worst([h["verdict"] for h in hosts])), "hosts": hosts})
+    if not any(h["allocators"] for run in runs for h in run["hosts"]):
+        every = dict.fromkeys(
+            (a["allocator"], a["memory_id"]) for run in report["runs"] for h in run["hosts"] for a in h["allocators"]
+        )
+        choices = allocator_lookup.allocator_choices(every) or "none"
+        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {choices}")
+    return {**report, "runs": runs}
+
+
+def _with_allocators(h: wire.HostReport, mine: list[wire.AllocatorReport]) -> wire.HostReport:
+    named = [(a["allocator"], verdicts.Verdict(a["verdict"], a["reason"], a["cannot_tell"])) for a in mine]
+    process = h.get("process_memory")
+    verdict = with_process(
+        verdicts.combine(named), None if process is None else verdicts.Verdict(process["verdict"], process["reason"])
+    )
+    chosen: DefaultAllocator = {
+        "memory_id": mine[0]["memory_id"],
+        "allocator": mine[0]["allocator"],
+        "rule": "named",
+        "reason": NAMED_REASON,
+    }
+    return {
+        **h,
+        "allocators": mine,
+        "verdict": cast("Verdict", verdict.verdict),
+        "reason": verdict.reason,
+        "cannot_tell": verdict.cannot_tell,
+        "default_allocator": chosen,
+    }
 
 
 def overview(engine: Engine, run: Run) -> wire.OverviewAnswer:
     """The pod overview of a run: each host's allocators, worst first."""
-    return engine.run_overview(run)
+    return overview_of(run.name, engine.overview_rows(run))
+
+
+def run_overview(run: wire.RunReport) -> wire.OverviewAnswer:
+    """The pod overview of a run's report (`report`'s `runs[]`): what the CLI's text shows for a run of several hosts."""
+    return overview_of(run["run"], [wire.overview_host_rows(h) for h in run["hosts"]])
+
+
+def overview_of(run: str, rows_per_host: Sequence[Sequence[wire.OverviewRow]]) -> wire.OverviewAnswer:
+    """A run's overview from its hosts' rows: ranked worst first, its leaking hosts counted (analyses/pod_ranking.py)."""
+    rows = [row for mine in rows_per_host for row in mine]
+    order = ranked([_standing(row) for row in rows])
+    leaking = leaking_hosts([[row["verdict"] for row in mine] for mine in rows_per_host])
+    return wire.overview_json(run, len(rows_per_host), leaking, [rows[i] for i in order])
+
+
+def _standing(row: wire.OverviewRow) -> Standing:
+    return Standing(
+        row["host"],
+        row["verdict"],
+        row["leak_bytes_per_step"],
+        row["bytes_per_step"],
+        row["peak_bytes_in_use"],
+        row["memory_capacity_bytes"],
+    )
 
 
 def history(engine: Engine, tb_run: str) -> wire.HistoryAnswer:
@@ -101,7 +184,8 @@ def host(engine: Engine, run: Run, name: str | None) -> HostAt:
 
 
 def allocator(at: HostAt, name: str | None) -> AllocatorAt:
-    """The host's allocator whose label or memory id is `name`; the device memory with the largest peak when None."""
+    """The host's allocator whose label or memory id is `name`; when None, the host's default allocator
+    (analyses/host_decisions.py), the one its report's `default_allocator` names."""
     advice = wire.record_events(at.analysis.profile.format)
     return AllocatorAt(at.run, at.host, at.analysis, allocator_lookup.find_allocator(at.analysis, name, advice))
 

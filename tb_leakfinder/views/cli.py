@@ -35,7 +35,6 @@ class _Lazy(ModuleType):
 
 if TYPE_CHECKING:
     from tb_leakfinder import wire as reports
-    from tb_leakfinder.analyses import history as history_verdicts
     from tb_leakfinder.analyses import verdict, words
     from tb_leakfinder.capture import watch
     from tb_leakfinder.engine import engine as engines
@@ -50,7 +49,6 @@ else:
     # usage error load no numpy, and a report neither the disk cache, precompute's worker pools, the watch's client,
     # nor the Markdown it was not asked for.
     reports = _Lazy("tb_leakfinder.wire")
-    history_verdicts = _Lazy("tb_leakfinder.analyses.history")
     verdict = _Lazy("tb_leakfinder.analyses.verdict")
     words = _Lazy("tb_leakfinder.analyses.words")
     watch = _Lazy("tb_leakfinder.capture.watch")
@@ -219,7 +217,7 @@ def _history(args: argparse.Namespace) -> int:
     _print(json.dumps(result, indent=1) if args.json else "\n".join(text.render_history(result)))
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
-    return EXIT_LEAK if result["verdict"] == "leak" else EXIT_OK
+    return EXIT_LEAK if result["gate_verdict"] == verdict.LEAK else EXIT_OK
 
 
 def _unreadable(errors: Sequence[Json]) -> bool:
@@ -328,9 +326,7 @@ def _report(args: argparse.Namespace) -> int:
         with _progress(engine, args.command) as shown:
             done: engines.HostDone = shown
             run = None if args.run is None else engine.run(args.run)
-            result: Json = queries.report(engine, run, getattr(args, "host", None), done)
-        if args.allocator is not None:
-            result = reports.select_allocator(result, args.allocator)
+            result: Json = queries.report(engine, run, getattr(args, "host", None), done, args.allocator)
         if args.command == "report":
             source_lines.fill_where_texts(result)
             export.export_report(args, engine, result)
@@ -352,7 +348,7 @@ def _check(result: Json) -> int:
     """`check`'s lines and exit code: a leak, a no-leak a warning undermines, or a file that could not be read fails."""
     leaking = _check_lines(result)
     # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
-    doubted = [h for r in result["runs"] for h in r["hosts"] if verdict.CANNOT_TELL in h["reason"]]
+    doubted = [h for r in result["runs"] for h in r["hosts"] if h["cannot_tell"]]
     for host in doubted:
         for warning in host["warnings"] + [w for a in host.get("allocators", []) for w in a["warnings"]]:
             _print(visible(f"{'warning':>12}  {host['host']}: {warning}"))
@@ -365,7 +361,7 @@ def _check(result: Json) -> int:
 
 def _check_lines(result: Json) -> bool:
     """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
-    history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
+    history, its captures' own verdicts below it; the history's `gate_verdict` decides (analyses/history.py, `gate`)."""
     histories = {h["tb_run"]: h for h in result.get("histories", [])}
     leaks = False
     for tb_run, h in histories.items():
@@ -374,12 +370,11 @@ def _check_lines(result: Json) -> bool:
         mine = [r for r in result["runs"] if engine_history.tensorboard_run(r["run"]) == tb_run]
         for run in mine:
             _print(visible(f"{run['verdict']:>12}    capture {run['run']}: {_reasons(run)}"))
-        decided = h["verdict"] != history_verdicts.INCONCLUSIVE
-        leaks |= h["verdict"] == history_verdicts.LEAK if decided else any(r["verdict"] == history_verdicts.LEAK for r in mine)
+        leaks |= h["gate_verdict"] == verdict.LEAK
     for run in result["runs"]:
         if engine_history.tensorboard_run(run["run"]) not in histories:
             _print(visible(f"{run['verdict']:>12}  {run['run']}: {_reasons(run)}"))
-            leaks |= run["verdict"] == history_verdicts.LEAK
+            leaks |= run["verdict"] == verdict.LEAK
     return leaks
 
 

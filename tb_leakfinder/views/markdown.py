@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import count_of, format_bytes, tensor_and_chunks
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.views.terminal import visible_json
@@ -23,7 +24,7 @@ from tb_leakfinder.views.text import (
 )
 from tb_leakfinder.wire import Json
 
-VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ inconclusive", None: "—"}
+VERDICT = {LEAK: "🔴 leak", NO_LEAK: "🟢 no leak", INCONCLUSIVE: "⚪ inconclusive", None: "—"}
 
 
 def _cell(text: str) -> str:

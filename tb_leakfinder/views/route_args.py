@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypeVar, overload
 
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.read.discovery import Run
+from tb_leakfinder.wire.schema import BuffersArgs
 
 if TYPE_CHECKING:
     from werkzeug import Request
@@ -19,6 +20,11 @@ MAX_HOSTS_PER_REQUEST = 256  # a report over more hosts must name one
 MAX_ARG_CHARS = 1024
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
+# The buffers route's arguments as the schema declares them, once for the route, the client (wire.ts's BUFFERS_ARGS)
+# and the standalone page.
+BUFFERS_ARGS = tuple(BuffersArgs.__annotations__)
+# What names where a page of buffers is found, not which page: a standalone page answers every other argument itself.
+WHERE_ARGS = ("run", "host", "allocator")
 # The query arguments each route takes; any other is refused, so a typo is not silently ignored.
 ROUTE_ARGS = {
     "/runs": (),
@@ -28,21 +34,7 @@ ROUTE_ARGS = {
     "/history": ("tb_run",),
     "/overview": ("run",),
     "/timeline": ("run", "host", "allocator", "points", "start_ps", "end_ps", "family"),
-    "/buffers": (
-        "run",
-        "host",
-        "allocator",
-        "offset",
-        "limit",
-        "sort",
-        "order",
-        "family",
-        "status",
-        "start_ps",
-        "end_ps",
-        "program",
-        "allocation",
-    ),
+    "/buffers": BUFFERS_ARGS,
 }
 
 

@@ -29,9 +29,9 @@ from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.views.html import script_json
-from tb_leakfinder.views.route_args import check_hosts
+from tb_leakfinder.views.route_args import BUFFERS_ARGS, WHERE_ARGS, check_hosts
 from tb_leakfinder.views.terminal import encoded_size
-from tb_leakfinder.wire import Json
+from tb_leakfinder.wire import Json, limits_json
 
 PAGE_VERSION = 1
 # Arguments an inlined answer does not depend on: the page cuts a zoomed timeline out of the whole
@@ -39,7 +39,7 @@ PAGE_VERSION = 1
 IGNORED_ARGS = {
     "timeline": ("points", "start_ps", "end_ps"),
     "module": ("points",),
-    "buffers": ("offset", "limit", "sort", "order", "family", "status", "start_ps", "end_ps", "program", "allocation"),
+    "buffers": tuple(a for a in BUFFERS_ARGS if a not in WHERE_ARGS),
 }
 MAX_FAMILY_TIMELINES = 50  # per allocator: a family's own curve for each of the top groups
 MAX_BUFFERS = 50_000  # per allocator, the largest first
@@ -342,6 +342,7 @@ class StandalonePage:
             "notes": self.notes,
             "errors": self.page.errors,
             "aliases": self.page.aliases,
+            "limits": limits_json(),  # the buffers route's paging, which the page answers itself
             "view_hash": view_hash,
         }
         inlined = ",".join(f"{script_json(key)}:{text}" for key, text in self.page.answers.items())

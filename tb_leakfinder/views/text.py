@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from tb_leakfinder.analyses.process_memory import NOT_RECORDED
+from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import (
     buffers_label,
     count_of,
@@ -15,11 +16,12 @@ from tb_leakfinder.analyses.words import (
     short_program_ids,
     tensor_and_chunks,
 )
+from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.views.terminal import visible_json
-from tb_leakfinder.wire import Json, known_capacity, run_overview_json
+from tb_leakfinder.wire import Json, known_capacity
 
-VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
+VERDICT_WORDS = {LEAK: "LEAK", NO_LEAK: "no leak", INCONCLUSIVE: "inconclusive"}
 TOP_ROWS = 10
 CALLED_FROM = " ← "  # between a line of code and the Python frame that led to it
 TEXT_FRAMES = 2  # the Python frames a text row shows after its line of code
@@ -379,7 +381,7 @@ def render_overview(overview: Json) -> list[str]:
             r["host"],
             r["allocator"] or "-",
             VERDICT_WORDS.get(r["verdict"], r["verdict"]) + (" (not read)" if r["error"] else ""),
-            _growth_text(r["leak_bytes_per_step"]) if r["verdict"] == "leak" else "-",
+            _growth_text(r["leak_bytes_per_step"]) if r["verdict"] == LEAK else "-",
             _growth_text(r["bytes_per_step"]),
             _peak_of_capacity(r),
             (r["step_source"] or {}).get("kind", "-"),
@@ -403,7 +405,7 @@ def render_report(report: Json) -> str:
         what = f"capture {run['run']} (its own verdict; the history of {tb_run or 'the logdir top'} is above)"
         lines.append(f"{what if tb_run in in_history else 'run ' + run['run']}: {VERDICT_WORDS[run['verdict']]}")
         if len(run["hosts"]) > 1:
-            lines += [*render_overview(run_overview_json(run)), ""]
+            lines += [*render_overview(queries.run_overview(run)), ""]
         for host in run["hosts"]:
             lines.append(f" host {host['host']}: {host['step_source']['description']}")
             lines += [f"  warning: {w}" for w in once_each(host["warnings"])]

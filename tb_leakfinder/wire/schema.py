@@ -320,6 +320,12 @@ class AllocatorReport(TypedDict):
     families: Annotated[list[Family], "its op families, the likeliest leak first"]
     peak_breakdown: Annotated[list[BreakdownRow], "rows add up to `peak_bytes_in_use`"]
     stack_hint: Annotated[str | None, "how to get Python frames, when none of its buffers has them; null when some do"]
+    host_memory: Annotated[
+        bool, "it hands out host RAM (pinned for a device, or a CPU allocator), as its format says; false: device memory"
+    ]
+    cannot_tell: Annotated[
+        bool, "its verdict is inconclusive because a warning undermines a no-leak (addresses reused, frees paired by size)"
+    ]
 
 
 class StepSource(TypedDict):
@@ -553,6 +559,23 @@ class ProcessMemory(TypedDict):
     workers_bytes: Annotated[list[int | None], "the workers' memory summed; null where one of them was not read"]
 
 
+DefaultAllocatorRule = Literal["only", "leaks", "leaks_fastest", "highest_peak", "named"]
+
+
+class DefaultAllocator(TypedDict):
+    """The allocator a host opens on when none is named (the tab's first, the routes' and the CLI's default), and why."""
+
+    memory_id: str
+    allocator: str
+    rule: Annotated[
+        DefaultAllocatorRule,
+        "`only`: the host's one allocator; `leaks`: the one that leaks; `leaks_fastest`: of several that leak, device "
+        "memory first, then the fastest leak; `highest_peak`: none leaks, device memory with the highest peak; `named`: "
+        "the one a report was asked for (`--allocator`)",
+    ]
+    reason: Annotated[str, 'the rule in words: "the device memory that leaks fastest"']
+
+
 class _HostReportKeys(TypedDict):
     host: Annotated[str, "the host, as its profile file names it"]
     format: Annotated[
@@ -581,6 +604,11 @@ class _HostReportKeys(TypedDict):
         "the likely cause its compiled programs show: recompile_per_step when one program name has as many program ids"
         " as the capture has steps; else null",
     ]
+    cannot_tell: Annotated[
+        bool,
+        "its verdict is inconclusive because a warning undermines an allocator's no-leak: `check` fails on it, as on a leak",
+    ]
+    default_allocator: Annotated[DefaultAllocator | None, "null when it has no allocator"]
 
 
 class HostReport(_HostReportKeys, total=False):
@@ -600,6 +628,7 @@ class Limits(TypedDict):
 
     small_buffer_bytes: Annotated[int, 'buffers below this size are folded into one row ("small")']
     page_size: Annotated[int, "the most rows one `buffers` request returns"]
+    default_page_size: Annotated[int, "the rows one `buffers` request returns when it gives no `limit`"]
     max_points: Annotated[int, "the most points one `timeline` or `module` request returns"]
 
 
@@ -681,6 +710,11 @@ class HistoryAnswer(TypedDict):
     note: Annotated[str | None, "why captures are not one series (different hosts), or null"]
     errors: Annotated[list[UnreadableFile], "the files of its captures that could not be read"]
     series: Annotated[list[HistorySeries], "worst first"]
+    gate_verdict: Annotated[
+        Verdict,
+        "the verdict a CI gate (`check`, `history`) takes for the run: the history's when it decides (leak or no leak),"
+        " else the worst of its captures' own",
+    ]
 
 
 class ReportAnswer(TypedDict):
@@ -754,6 +788,33 @@ class BufferPage(TypedDict):
     limit: int
     buffers: list[Buffer]
     sites: Annotated[list[Site], "the sites of the page's buffers, each once"]
+
+
+BufferSort = Literal["bytes", "alloc_time_ps", "free_time_ps", "lifetime_ps", "op"]
+"""What `buffers` sorts by: chunk bytes, allocation or free time, lifetime (a never-freed buffer's runs to now), op."""
+BufferOrder = Literal["asc", "desc"]
+
+
+class _BuffersArgsKeys(TypedDict):
+    run: Annotated[str, "the run"]
+
+
+class BuffersArgs(_BuffersArgsKeys, total=False):
+    """`GET buffers`' query arguments: `run`, and the others when given (a route's arguments are declared as
+    `<Route>Args`; the client builds its query from this declaration, and the route refuses any other)."""
+
+    host: Annotated[str, "a host of the run; its first when not given"]
+    allocator: Annotated[str, "an allocator's label or memory id; the host's `default_allocator` when not given"]
+    offset: Annotated[int, "the first row of the page, from 0"]
+    limit: Annotated[int, "rows in the page: the report's `limits.default_page_size` when not given, at most `limits.page_size`"]
+    sort: Annotated[BufferSort, "`bytes` when not given"]
+    order: Annotated[BufferOrder, "`desc` when not given"]
+    family: Annotated[int, "only that never-freed family's buffers (its index in the allocator's `families`)"]
+    status: Annotated[BufferStatus, "only buffers of that status"]
+    start_ps: Annotated[int, "only buffers live at some time at or after this"]
+    end_ps: Annotated[int, "only buffers live at some time at or before this"]
+    program: Annotated[str, "only buffers made in that compiled program (a module's `name`)"]
+    allocation: Annotated[int, "with `program`: only those of that buffer allocation of it (the static view's program buffer)"]
 
 
 class BuffersAnswer(BufferPage):

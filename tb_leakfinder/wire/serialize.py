@@ -14,17 +14,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tb_leakfinder.analyses import allocator_lookup, capacity
+from tb_leakfinder.analyses import capacity
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRowResult
-from tb_leakfinder.analyses.buffer_paging import MAX_PAGE, BufferPageResult
+from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, BufferPageResult
 from tb_leakfinder.analyses.capacity import ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
-from tb_leakfinder.analyses.history import measure as history_measure
 from tb_leakfinder.analyses.holders import HolderResult, HolderStatus
-from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
-from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
+from tb_leakfinder.analyses.host_decisions import DefaultAllocatorChoice, HostDecisions
+from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis, is_host_memory
 from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
 from tb_leakfinder.analyses.recompiles import modules_cause
 from tb_leakfinder.analyses.static_buffers import (
@@ -38,7 +37,7 @@ from tb_leakfinder.analyses.step_sources import NONE, StepSourceResult
 from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
-from tb_leakfinder.errors import LeakfinderError, NotFoundError
+from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.history import CapturePoint
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
@@ -69,6 +68,8 @@ if TYPE_CHECKING:
         Cause,
         CauseId,
         ComparisonAnswer,
+        DefaultAllocator,
+        DefaultAllocatorRule,
         Delta,
         Family,
         FamilyDiff,
@@ -285,7 +286,8 @@ def _breakdown_json(a: AllocatorAnalysis, r: BreakdownRowResult) -> BreakdownRow
     }
 
 
-def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport:
+def allocator_json(a: AllocatorAnalysis, profile_format: str, host_memory: bool) -> AllocatorReport:
+    """`host_memory`: whether its format says it hands out host RAM (`pipeline.is_host_memory`)."""
     s = a.summary
     return {
         "memory_id": a.memory_id,
@@ -319,28 +321,14 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
         "families": _families_json(a),
         "peak_breakdown": [_breakdown_json(a, r) for r in a.breakdown],
         "stack_hint": stack_hint(a, profile_format),
+        "host_memory": host_memory,
+        "cannot_tell": a.verdict.cannot_tell,
     }
 
 
 def record_events(profile_format: str) -> str:
     """How a host of this format gets memory events, in plain words: what a host without any is told."""
     return registry.hints(profile_format).record_events.replace("`", "")
-
-
-def host_verdict(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> verdicts.Verdict:
-    """A host's verdict. With no memory events its reason says so, and where its compiled programs are when it has
-    some; how its format records them is the host's `format_hints.record_events`, which the tab and the CLI show
-    once beside it (a PyTorch trace is not told about TensorFlow's allocator). The process's memory, when recorded,
-    is judged beside its allocators' (its own `process_memory.reason` says how): when it leaks, the host leaks and
-    says why, after its allocators' reason."""
-    programs = " Its compiled programs are in the static view." if modules else ""
-    no_events = f"{verdicts.NO_EVENTS_REASON}{programs}"
-    verdict = verdicts.host_verdict([(a.label, a.verdict) for a in h.allocators], modules, no_events)
-    process = h.process_memory
-    if process is None or process.verdict != verdicts.LEAK:
-        return verdict
-    reason = verdict.reason.rstrip()
-    return verdicts.Verdict(verdicts.LEAK, f"{reason}{'' if reason.endswith('.') else '.'} {process.reason}")
 
 
 def process_memory_json(p: ProcessMemoryAnalysis) -> ProcessMemory:
@@ -377,9 +365,22 @@ def process_memory_json(p: ProcessMemoryAnalysis) -> ProcessMemory:
     }
 
 
-def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport:
-    allocators = [allocator_json(a, h.profile.format) for a in h.allocators]
-    verdict = host_verdict(h, modules)
+def default_allocator_json(choice: DefaultAllocatorChoice | None) -> DefaultAllocator | None:
+    if choice is None:
+        return None
+    a = choice.allocator
+    return {
+        "memory_id": a.memory_id,
+        "allocator": a.label,
+        "rule": cast("DefaultAllocatorRule", choice.rule),
+        "reason": choice.reason,
+    }
+
+
+def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult], decisions: HostDecisions) -> HostReport:
+    """A host's report; `decisions`: its verdict and default allocator (analyses/host_decisions.py)."""
+    allocators = [allocator_json(a, h.profile.format, is_host_memory(h.profile, a.memory_id)) for a in h.allocators]
+    verdict = decisions.verdict
     body: HostReport = {
         "host": h.profile.host,
         "format": h.profile.format,
@@ -400,6 +401,8 @@ def host_json(h: HostAnalysis, modules: list[ModuleSummaryResult]) -> HostReport
         "recordings_file": h.profile.recordings_file,
         "holder_search": holder_search_json(h.holder_status),
         "cause": _cause_json(modules_cause(modules, len(h.profile.steps))),
+        "cannot_tell": verdict.cannot_tell,
+        "default_allocator": default_allocator_json(decisions.default_allocator),
     }
     if h.process_memory is not None:
         body["process_memory"] = process_memory_json(h.process_memory)
@@ -431,6 +434,8 @@ def host_error_json(host: str, profile_format: str, error: LeakfinderError, path
         "recordings_file": "",
         "holder_search": None,
         "cause": None,
+        "cannot_tell": False,
+        "default_allocator": None,
     }
 
 
@@ -438,34 +443,6 @@ def run_json(name: str, hosts: Sequence[Mapping[str, Any]]) -> RunReport:
     """`hosts`: `host_json`s, or ones read back from the disk cache (whose shape check vouched for them)."""
     typed = cast("list[HostReport]", hosts)
     return {"run": name, "verdict": _verdict(verdicts.worst([h["verdict"] for h in typed])), "hosts": typed}
-
-
-def select_allocator(report: Json, allocator: str) -> dict[str, Any]:
-    """The report with each host keeping only the allocator whose label or memory id is `allocator`.
-
-    A host's verdict is then that allocator's; hosts without it are left out,
-    except those that could not be read. A name no host has is an error naming
-    the allocators there are.
-    """
-    runs = []
-    for run in report["runs"]:
-        hosts = []
-        for host in run["hosts"]:
-            mine = [a for a in host["allocators"] if allocator_lookup.names_allocator(allocator, a["allocator"], a["memory_id"])]
-            if mine:
-                verdict = verdicts.combine([(a["allocator"], verdicts.Verdict(a["verdict"], a["reason"])) for a in mine])
-                hosts.append({**host, "allocators": mine, "verdict": verdict.verdict, "reason": verdict.reason})
-            elif "error" in host:
-                hosts.append(host)
-        if hosts:
-            runs.append({**run, "verdict": verdicts.worst([h["verdict"] for h in hosts]), "hosts": hosts})
-    if not any(host["allocators"] for run in runs for host in run["hosts"]):
-        hosts = [h for run in report["runs"] for h in run["hosts"]]
-        every = dict.fromkeys((a["allocator"], a["memory_id"]) for h in hosts for a in h["allocators"])
-        raise NotFoundError(
-            f"no allocator {allocator!r}; the allocators are {allocator_lookup.allocator_choices(every) or 'none'}"
-        )
-    return {**report, "runs": runs}
 
 
 def error_json(run: str, host: str, path: str, message: str) -> UnreadableFile:
@@ -486,7 +463,7 @@ def report_json(runs: Sequence[RunReport], histories: Sequence[HistoryAnswer] | 
     }
 
 
-def _history_capture_json(c: CapturePoint) -> HistoryCapture:
+def _history_capture_json(c: CapturePoint, measure_bytes: int) -> HistoryCapture:
     return {
         "capture": c.capture,
         "kind": cast("CaptureKind", c.kind),
@@ -497,7 +474,7 @@ def _history_capture_json(c: CapturePoint) -> HistoryCapture:
         "peak_heap_bytes": c.peak_heap_bytes,
         "heap_end_bytes": c.heap_end_bytes,
         "heap_floor_bytes": c.heap_floor_bytes,
-        "measure_bytes": history_measure(c),
+        "measure_bytes": measure_bytes,
         "never_freed_bytes": c.never_freed_bytes,
         "first_step": c.first_step,
         "last_step": c.last_step,
@@ -525,7 +502,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
             "capacity_bytes": s.capacity_bytes,
             "time_note": s.time_note,
             "unexplained": s.unexplained,
-            "captures": [_history_capture_json(c) for c in s.captures],
+            "captures": [_history_capture_json(c, m) for c, m in zip(s.captures, s.measures, strict=True)],
             "families": [
                 cast(
                     "HistoryFamily",
@@ -545,6 +522,7 @@ def history_json(h: History, errors: list[UnreadableFile] | None = None) -> Hist
         "note": h.note,
         "errors": errors or [],
         "series": series,
+        "gate_verdict": _verdict(h.gate_verdict),
     }
 
 
@@ -554,7 +532,12 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 def limits_json() -> Limits:
     """The server's limits the frontend follows (docs/http_api.md, "limits")."""
-    return {"small_buffer_bytes": SMALL_BUFFER_BYTES, "page_size": MAX_PAGE, "max_points": MAX_POINTS}
+    return {
+        "small_buffer_bytes": SMALL_BUFFER_BYTES,
+        "page_size": MAX_PAGE,
+        "max_points": MAX_POINTS,
+        "default_page_size": DEFAULT_PAGE,
+    }
 
 
 # Long-lived temporaries a module summary lists (the module route lists all of them).
@@ -840,24 +823,12 @@ def overview_host_rows(host: Mapping[str, Any]) -> list[OverviewRow]:
     return [_overview_row(host, a) for a in (host["allocators"] or [None])]
 
 
-def _standing(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    names = ("host", "verdict", "leak_bytes_per_step", "bytes_per_step", "peak_bytes_in_use", "memory_capacity_bytes")
-    values: dict[str, Any] = {name: row.get(name) for name in names}
-    return worst_first(Standing(**values))
-
-
-def overview_json(run: str, rows_per_host: Sequence[Sequence[Mapping[str, Any]]]) -> OverviewAnswer:
-    """What the Leaks tab shows first for a pod; a host leaks when one of its allocators does. `rows_per_host`:
-    `overview_host_rows`, or rows read back from the disk cache (whose shape check vouched for them)."""
-    rows = sorted((cast("OverviewRow", row) for rows in rows_per_host for row in rows), key=_standing)
+def overview_json(run: str, num_hosts: int, num_leaking_hosts: int, rows: Sequence[Mapping[str, Any]]) -> OverviewAnswer:
+    """What the Leaks tab shows first for a pod. `rows`: `overview_host_rows`, or rows read back from the disk cache
+    (whose shape check vouched for them), in the order the engine ranked them."""
     return {
         "run": run,
-        "num_hosts": len(rows_per_host),
-        "num_leaking_hosts": sum(1 for rows in rows_per_host if any(r["verdict"] == verdicts.LEAK for r in rows)),
-        "rows": rows,
+        "num_hosts": num_hosts,
+        "num_leaking_hosts": num_leaking_hosts,
+        "rows": [cast("OverviewRow", r) for r in rows],
     }
-
-
-def run_overview_json(run: Mapping[str, Any]) -> OverviewAnswer:
-    """From a run's report (`run_json`)."""
-    return overview_json(run["run"], [overview_host_rows(h) for h in run["hosts"]])

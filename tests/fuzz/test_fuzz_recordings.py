@@ -15,6 +15,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from tb_leakfinder.analyses.host_decisions import decide_host
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC
@@ -147,7 +148,8 @@ def test_every_hostile_companion_is_read_or_refused_and_what_is_read_analyses(tm
         read += 1
         loop = _loop()
         loop.recordings = recordings
-        body = host_json(analyze_host(loop), [])
+        analysis = analyze_host(loop)
+        body = host_json(analysis, [], decide_host(analysis, []))
         json.dumps(body, allow_nan=False)
     # The mutations reach both sides: a mutator that spoiled every input, or none, would test nothing.
     assert read > CI_INPUTS // 20 and refused > CI_INPUTS // 4, (read, refused)

@@ -26,6 +26,7 @@ import numpy as np
 from tb_leakfinder import proto, wire
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.buffer_paging import query_buffers
+from tb_leakfinder.analyses.host_decisions import decide_host
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import analyze_file
@@ -386,7 +387,7 @@ class Tally:
 def analyse_file(path: str) -> str:
     """What the plugin does with one host file: the JSON it would answer, or raise LeakfinderError."""
     analysis = analyze_host(reader.read_host(path, "fuzz"))
-    body = wire.host_json(analysis, [])
+    body = wire.host_json(analysis, [], decide_host(analysis, []))
     for allocator in analysis.allocators:
         body["timeline"] = wire.timeline_json(allocator, analysis.profile.steps, timeline(allocator, 64))
         body["buffers"] = wire.buffers_json(allocator, analysis.profile.steps, query_buffers(allocator, limit=20))

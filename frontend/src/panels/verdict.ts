@@ -2,7 +2,7 @@
 // where the steps came from, the forecast to out-of-memory, and every
 // allocator of the host that leaks.
 
-import {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from '../allocators';
+import {allocatorKey, allocatorLabel, defaultAllocator} from '../allocators';
 import type {AllocatorReport, Family, HostReport, Verdict} from '../api';
 import {breakable, breakableChild, type Child, el} from '../dom';
 import {countOf, formatBytesDelta, formatBytesOf} from '../format';
@@ -38,15 +38,6 @@ export function verdictBanner(verdict: Verdict, reason: string, warnings: string
   );
 }
 
-/** Why the tab opened on `chosen` (defaultAllocator's rule, in words), for a host of several allocators. */
-export function whyShown(allocators: AllocatorReport[], chosen: AllocatorReport): string {
-  const leaking = allocators.filter((a) => a.verdict === 'leak');
-  const device = memoryRank(chosen) === 0 ? 'device memory' : 'allocator';
-  if (leaking.length === 1) return 'the one that leaks';
-  if (leaking.length > 1) return `the ${device} that leaks fastest`;
-  return `the ${device} with the highest peak`;
-}
-
 /**
  * Every allocator of a host of several: its verdict, peak and leak rate, each a button that shows it; and why the
  * one shown was opened on, when the tab chose it. Null for a host of one allocator.
@@ -54,7 +45,7 @@ export function whyShown(allocators: AllocatorReport[], chosen: AllocatorReport)
 export function allocatorsOverview(host: HostReport, shown: AllocatorReport | null, onPick: (key: string) => void): HTMLElement | null {
   const all = host.allocators;
   if (all.length < 2) return null;
-  const chosen = defaultAllocator(all);
+  const chosen = defaultAllocator(host);
   const row = (a: AllocatorReport) => {
     const key = allocatorKey(a);
     const current = shown !== null && allocatorKey(shown) === key;
@@ -71,7 +62,7 @@ export function allocatorsOverview(host: HostReport, shown: AllocatorReport | nu
     );
   };
   const leaking = all.filter((a) => a.verdict === 'leak').length;
-  const why = shown && chosen && allocatorKey(shown) === allocatorKey(chosen) ? `; ${shown.allocator} is shown: ${whyShown(all, chosen)}` : '';
+  const why = shown && chosen && allocatorKey(shown) === allocatorKey(chosen) ? `; ${shown.allocator} is shown: ${host.default_allocator?.reason}` : '';
   return el(
     'details',
     {class: 'lf-verdict-allocators', 'data-list': 'allocators', open: leaking > 0 || all.length <= 8 ? true : null},

@@ -204,7 +204,7 @@ def test_both_decoders_name_the_same():
         names.append(
             [
                 (j["families"], j["peak_breakdown"])
-                for j in (wire.allocator_json(a, "xplane") for a in analysis_of(data, decode).allocators)
+                for j in (wire.allocator_json(a, "xplane", False) for a in analysis_of(data, decode).allocators)
             ]
         )
     assert names[0] == names[1] and names[0][0][0]

@@ -46,6 +46,12 @@ def _analysis(case: dict[str, Any]) -> AllocatorAnalysis:
     )
 
 
+def test_the_case_limits_are_the_reports() -> None:
+    """The page pages by the limits its report carries: the case's are those, so that both sides are held to them."""
+    limits = wire.limits_json()
+    assert CASES["limits"] == {k: limits[k] for k in CASES["limits"]}  # type: ignore[literal-required]
+
+
 def test_the_case_buffers_are_the_routes_rows() -> None:
     """The page's inlined rows (the TypeScript side's input) are what the route writes for these columns."""
     a = _analysis(CASES)

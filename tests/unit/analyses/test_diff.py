@@ -113,7 +113,7 @@ def test_a_renamed_report_key_does_not_change_the_diff(monkeypatch):
 
     before = diff()
     allocator_json = wire.allocator_json
-    monkeypatch.setattr(wire, "allocator_json", lambda a, f: {f"renamed_{k}": v for k, v in allocator_json(a, f).items()})
+    monkeypatch.setattr(wire, "allocator_json", lambda a, f, m: {f"renamed_{k}": v for k, v in allocator_json(a, f, m).items()})
     assert diff() == before
     assert before["regression"] and any(
         g["status"] == "new" for h in before["hosts"] for a in h["allocators"] for g in a["families"]

@@ -14,6 +14,7 @@ from tb_leakfinder.analyses.history import (
     RECOMPILE_PER_STEP,
     WITHIN_CAPTURES,
     count_unreadable,
+    gate,
     measure,
     run_history,
 )
@@ -345,3 +346,12 @@ def test_a_series_of_growing_bytes_without_programs_gives_no_recompile():
     points = [point(k, k * MIB) for k in range(5)]
     s = run_history("job", points).series[0]
     assert s.verdict == "leak" and s.cause is None
+
+
+def test_a_gate_takes_the_historys_verdict_when_it_decides_else_the_worst_of_its_captures():
+    assert gate(LEAK, [NO_LEAK, NO_LEAK]) == LEAK
+    assert gate(NO_LEAK, [LEAK]) == NO_LEAK  # the trend across captures outranks one capture's own verdict
+    assert gate(INCONCLUSIVE, [NO_LEAK, LEAK]) == LEAK  # too few captures for a trend: a capture's leak stands
+    assert gate(INCONCLUSIVE, [NO_LEAK, INCONCLUSIVE]) == INCONCLUSIVE
+    assert gate(INCONCLUSIVE, [NO_LEAK]) == NO_LEAK
+    assert gate(INCONCLUSIVE, []) == INCONCLUSIVE

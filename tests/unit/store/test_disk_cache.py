@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from tb_leakfinder import wire
+from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
@@ -568,7 +569,7 @@ def test_a_hostile_entry_is_a_miss_logged_once_and_rewritten(write_pod, tmp_path
     started = time.monotonic()
     assert engine.report() == expected
     run = engine.runs()[0]
-    assert engine.run_overview(run) == Engine.for_path(str(tmp_path / "logs")).run_overview(run)
+    assert queries.overview(engine, run) == queries.overview(Engine.for_path(str(tmp_path / "logs")), run)
     assert_same(original.unwrap(), engine.host(run, "host0").unwrap())
     elapsed = time.monotonic() - started
     assert engine.analyses == 1 and elapsed < 30

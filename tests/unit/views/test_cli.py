@@ -532,3 +532,29 @@ def test_each_module_the_commands_load_lazily_is_the_one_its_name_is_typed_as():
     assert lazy == typed
     for module in lazy.values():
         assert importlib.import_module(module).__name__ == module
+
+
+def test_allocator_keeps_the_process_verdict_beside_it_and_check_fails_on_it(tmp_path):
+    """`--allocator` judges that allocator with the process's memory beside it, as the whole host is judged: a process
+    growing outside a clean allocator still leaks (it once dropped the process's verdict)."""
+    from tb_leakfinder.testing.recordings_builder import companion, write_companion
+
+    shutil.copytree(DEMO_LOGS / "tf_fixed", tmp_path / "tf_fixed")
+    (profile,) = (tmp_path / "tf_fixed").glob("plugins/profile/*/*.xplane.pb")
+    steps = [s["step"] for s in analyze_logdir(str(profile), cache=False)["runs"][0]["hosts"][0]["steps"]]
+    grows = 8 << 20  # per step, in the training process, far past the process-memory threshold
+    samples = [
+        {"step": n, "time_ns": 10**18 + i, "main": {"pid": 7, "rss": (300 << 20) + i * grows, "uss": None, "pss": None}}
+        for i, n in enumerate(steps)
+    ]
+    write_companion(
+        profile, companion(process_memory={"status": "complete", "warning": "", "source": "psutil", "samples": samples})
+    )
+    whole = analyze_logdir(str(tmp_path), cache=False)["runs"][0]["hosts"][0]
+    (allocator,) = whole["allocators"]
+    assert allocator["verdict"] == "no_leak" and whole["process_memory"]["verdict"] == "leak"
+    assert whole["verdict"] == "leak" and whole["reason"].endswith(whole["process_memory"]["reason"])
+    named = analyze_logdir(str(tmp_path), cache=False, allocator=allocator["memory_id"])["runs"][0]["hosts"][0]
+    assert (named["verdict"], named["reason"]) == (whole["verdict"], whole["reason"])
+    assert named["default_allocator"]["rule"] == "named" and named["default_allocator"]["memory_id"] == allocator["memory_id"]
+    assert cli("check", str(tmp_path), "--allocator", allocator["memory_id"], "--no-cache").returncode == 1

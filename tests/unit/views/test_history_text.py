@@ -89,6 +89,10 @@ def test_check_leads_with_the_history_and_fails_on_it_though_each_capture_alone_
     slow_leak_run(tmp_path / "two", "job", captures=2)
     assert cli.main(["check", str(tmp_path / "two"), "--no-cache"]) == cli.EXIT_LEAK
     assert capsys.readouterr().out.splitlines()[0].split()[:2] == ["inconclusive", "job:"]
+    # The history command's gate takes the verdict `check` takes: the history's gate_verdict, its captures' here.
+    assert cli.main(["history", str(tmp_path / "two"), "--no-cache", "--json"]) == cli.EXIT_LEAK
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["verdict"], printed["gate_verdict"]) == ("inconclusive", "leak")
 
 
 def _memory_profiles(logs, programs_per_step: int, steps: int = 5):

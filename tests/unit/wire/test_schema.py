@@ -62,6 +62,7 @@ def _fields(cls: type) -> set[str]:
         (schema.LogicalBuffer, static_buffers.BufferRange, set()),
         (schema.Actionable, static_buffers.Flag, set()),
         (schema.HeapCurve, static_buffers.HeapCurveResult, set()),
+        (schema.ModuleFigures, static_buffers.ModuleFiguresResult, {"actionable"}),
         (schema.ModuleSummary, static_buffers.ModuleSummaryResult, {"num_long_lived_temporaries"}),
         (schema.ModuleDetailBody, static_buffers.ModuleDetail, set()),
         (schema.CompiledPrograms, CompiledProgramsInfo, set()),
