@@ -54,3 +54,17 @@ test('on first load the run list marks runs never opened, and Compare leaves out
   assert.deepEqual([seen.errors, seen.dialogs], [[], []]);
   await page.close();
 });
+
+test("jax_liveout's whole-program card says what its parts count twice: the donated parameters", async () => {
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  const frame = await openLeaks(page, suite.tb.base, runName(suite.logdir, 'jax_liveout'));
+  const card = await frame.waitForSelector('.lf-card:has(.lf-card-label:text-is("Whole-program bytes"))', {timeout: 60_000});
+  const detail = await card.$eval('.lf-card-detail', (e) => e.textContent);
+  // capture_jax.py donates w1 [128,3072], b1 [3072], w2 [3072,16], b2 [16] in f32: 1,781,824 bytes, "1.7 MiB".
+  assert.match(detail, /; 1\.7 MiB is both: parameters the program returns in place/);
+  const figures = await card.evaluate((e) => e.textContent);
+  assert.match(figures, /Whole-program bytes4\.8 MiBlive-out 4\.7 MiB, parameters 1\.8 MiB/);
+  assert.deepEqual([seen.errors, seen.dialogs], [[], []]);
+  await page.close();
+});
