@@ -109,7 +109,10 @@ test('the run history lists the capture it could not read', async () => {
   assert.equal(items.length, 1);
   assert.equal(items[0][0], first);
   assert.match(items[0][1], /host0\.xplane\.pb: incomplete or corrupt profile/);
-  assert.deepEqual([seen.failures, seen.errors, seen.dialogs], [[], [], []]);
+  // The tab's background scan of the runs not opened may reach the two unreadable ones: their 422s are expected.
+  const scanned = [BROKEN, first].map((run) => `report?run=${encodeURIComponent(run)}`);
+  const unexpected = seen.failures.filter((f) => !(f.startsWith('422 ') && scanned.some((r) => f.includes(r))));
+  assert.deepEqual([unexpected, seen.errors, seen.dialogs], [[], [], []]);
   await page.close();
 });
 
