@@ -4,6 +4,7 @@
 import uPlot from 'uplot';
 import {breakableChild, type Child, cssVar, el} from './dom';
 import {byteTicks} from './format';
+import {live} from './panel';
 
 /** Runs `paint` with the canvas clipped to the plotting area (canvas pixels). */
 export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uPlot.BBox) => void): void {
@@ -130,8 +131,15 @@ export function steppedPath(): uPlot.Series.PathBuilder {
   return stepped({align: 1});
 }
 
+/** A uPlot chart in `target`, counted in `live.plots` until destroyed. */
+function newPlot(opts: uPlot.Options, data: uPlot.AlignedData, target: HTMLElement): uPlot {
+  live.plots++;
+  const hooks = opts.hooks ?? {};
+  return new uPlot({...opts, hooks: {...hooks, destroy: [...(hooks.destroy ?? []), () => void live.plots--]}}, data, target);
+}
+
 /** Keeps a chart as wide as its container. Returns a disposer. */
-export function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => void {
+function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => void {
   let last = 0;
   const observer = new ResizeObserver(() => {
     const width = Math.max(200, Math.floor(container.clientWidth));
@@ -141,7 +149,11 @@ export function autoWidth(chart: uPlot, container: HTMLElement, height: number):
     }
   });
   observer.observe(container);
-  return () => observer.disconnect();
+  live.observers++;
+  return () => {
+    live.observers--;
+    observer.disconnect();
+  };
 }
 
 export function chartWidth(container: HTMLElement): number {
@@ -170,7 +182,7 @@ export class SizedPlot {
   /** Replaces the chart; `onDoubleClick` typically resets the zoom. */
   create(opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData, onDoubleClick?: () => void): uPlot {
     this.destroy();
-    const plot = new uPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container);
+    const plot = newPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container);
     if (onDoubleClick) plot.over.addEventListener('dblclick', onDoubleClick);
     this.dispose = autoWidth(plot, this.container, this.height);
     this.plot = plot;
@@ -286,7 +298,7 @@ export class RectChart<R extends Rect> {
         ],
       },
     };
-    this.plot = new uPlot(opts, [[], []], this.element);
+    this.plot = newPlot(opts, [[], []], this.element);
     this.plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
     this.plot.over.addEventListener('dblclick', () => this.zoom(null));
     const pick = options.onPick;

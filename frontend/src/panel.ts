@@ -1,0 +1,131 @@
+// The one shape of a panel: an element plus a lifecycle. What a panel starts
+// (uPlot charts, observers, listeners on things that outlive it, requests) it
+// registers in its Disposables, so that destroy() releases all of it; a view
+// is a panel made of panels, and destroys them with itself.
+
+/** A panel of the tab: built by its constructor (or factory), then mounted, redrawn and destroyed by its view. */
+export interface Panel {
+  readonly element: HTMLElement;
+  /** Starts the panel's own requests; called once, after its element is in the page (its width is known then). */
+  mount(): void;
+  /** Redraws with the current theme's colours (the theme changed); data already fetched is not fetched again. */
+  update(): void;
+  /** Releases everything the panel holds: charts, observers, listeners, requests. Called once; the element is dropped after. */
+  destroy(): void;
+}
+
+/** A panel that only shows what it was built with: nothing to start, redraw or release. */
+export function staticPanel(element: HTMLElement): Panel {
+  return {element, mount() {}, update() {}, destroy() {}};
+}
+
+/**
+ * How many of each resource the tab holds now (requests: those run() and not
+ * yet settled): the browser tests read them (`window.tbLeakfinder.live`) to
+ * check that switching runs and allocators leaks nothing.
+ */
+export const live = {plots: 0, observers: 0, listeners: 0, requests: 0};
+
+type Counted = keyof typeof live;
+
+/** What a panel owns, released last-in first-out by dispose(); what is added after dispose() is released at once. */
+export class Disposables {
+  private readonly stack: (() => void)[] = [];
+  private disposed = false;
+
+  /** Runs `release` on dispose(), counted under `kind` while held. */
+  add(release: () => void, kind?: Counted): () => void {
+    if (kind) live[kind]++;
+    let done = false;
+    const once = () => {
+      if (done) return;
+      done = true;
+      if (kind) live[kind]--;
+      release();
+    };
+    if (this.disposed) once();
+    else this.stack.push(once);
+    return once;
+  }
+
+  /** Owns `thing` (a chart, a child panel): its destroy() runs on dispose(). */
+  own<T extends {destroy(): void}>(thing: T): T {
+    this.add(() => thing.destroy());
+    return thing;
+  }
+
+  /** Adds a listener to `target` (typically one that outlives the panel), removed on dispose(). */
+  listen<K extends keyof HTMLElementEventMap>(target: HTMLElement, type: K, listener: (event: HTMLElementEventMap[K]) => void): void;
+  listen(target: EventTarget, type: string, listener: EventListener): void;
+  listen(target: EventTarget, type: string, listener: EventListener): void {
+    target.addEventListener(type, listener);
+    this.add(() => target.removeEventListener(type, listener), 'listeners');
+  }
+
+  /** Keeps `observer` (a ResizeObserver...) until dispose(), which disconnects it. */
+  observe<O extends {disconnect(): void}>(observer: O): O {
+    this.add(() => observer.disconnect(), 'observers');
+    return observer;
+  }
+
+  /** A latest-only request of this panel: dispose() aborts what it has in flight. */
+  latest(): LatestRequest {
+    const request = new LatestRequest();
+    this.add(() => request.cancel());
+    return request;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    while (this.stack.length) this.stack.pop()?.();
+  }
+}
+
+/** What LatestRequest.run gives for a request that a newer one (or cancel) superseded: the caller drops it. */
+export const STALE: unique symbol = Symbol('stale');
+
+/**
+ * Requests of which only the newest counts: each run() aborts the one before
+ * it, and an answer (or error) that arrives after a newer run() or cancel() is
+ * dropped, even if its fetch ignored the abort.
+ */
+export class LatestRequest {
+  private controller: AbortController | null = null;
+
+  /** Starts a new request: aborts the one before and returns the new one's signal, aborted once superseded. */
+  begin(): AbortSignal {
+    this.cancel();
+    this.controller = new AbortController();
+    return this.controller.signal;
+  }
+
+  /** The newest request's signal (one is begun if none was): aborted once a newer one begins, or on cancel(). */
+  get signal(): AbortSignal {
+    return this.controller?.signal ?? this.begin();
+  }
+
+  /**
+   * Runs `request` as the newest: its answer, or STALE when superseded before
+   * it settled. Its errors are thrown only while it is the newest; once
+   * superseded, its error (the abort's, typically) is STALE too.
+   */
+  async run<T>(request: (signal: AbortSignal) => Promise<T>): Promise<T | typeof STALE> {
+    const signal = this.begin();
+    live.requests++;
+    try {
+      const answer = await request(signal);
+      return signal.aborted ? STALE : answer;
+    } catch (err) {
+      if (signal.aborted) return STALE;
+      throw err;
+    } finally {
+      live.requests--;
+    }
+  }
+
+  /** Aborts the newest request: its answer, if still to come, is STALE. */
+  cancel(): void {
+    this.controller?.abort();
+    this.controller = null;
+  }
+}
