@@ -123,9 +123,31 @@ export class LatestRequest {
     }
   }
 
-  /** Aborts the newest request: its answer, if still to come, is STALE. */
+  /** Aborts the newest request: its answer, if still to come, is STALE (and `signal` stays aborted until the next begin()). */
   cancel(): void {
     this.controller?.abort();
-    this.controller = null;
+  }
+}
+
+/** The panels of a view: mounted, redrawn and destroyed together, in the order added. */
+export class Panels {
+  private readonly list: Panel[] = [];
+
+  /** Adds `panel` to the view's; returns it. */
+  add<P extends Panel>(panel: P): P {
+    this.list.push(panel);
+    return panel;
+  }
+
+  mount(): void {
+    for (const panel of this.list) panel.mount();
+  }
+
+  update(): void {
+    for (const panel of this.list) panel.update();
+  }
+
+  destroy(): void {
+    for (const panel of this.list.splice(0)) panel.destroy();
   }
 }

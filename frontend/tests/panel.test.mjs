@@ -79,6 +79,7 @@ test("destroying a panel's disposables aborts its requests in flight: their answ
   assert.equal(await pendingA, m.STALE);
   assert.equal(await pendingB, m.STALE);
   assert.equal(m.live.requests, 0);
+  assert.equal(timeline.signal.aborted, true, 'a panel destroyed stays so: its signal is not renewed');
 });
 
 test('disposables are released last first, once, and counted while held; one added after dispose is released at once', () => {

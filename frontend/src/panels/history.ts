@@ -11,8 +11,9 @@ import {allocatorKey} from '../allocators';
 import type {HistoryAnswer, HistoryCapture, HistoryFamily, HistorySeries, Selection, UnreadableFile} from '../api';
 import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
-import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
+import {cssVar, el, errorMessage, notice, section} from '../dom';
 import {clockTicks, countOf, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
+import {Disposables, type Panel, STALE} from '../panel';
 import {NO_SITE, whereCell} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {VERDICT_LABEL, verdictBanner} from './verdict';
@@ -92,15 +93,28 @@ export interface CaptureTarget {
   allocator: string;
 }
 
-export class HistoryPanel {
+export interface HistoryOptions {
+  cache: Pick<DataCache, 'history'>;
+  /** The TensorBoard run. */
+  tbRun: string;
+  /** How many sessions `runs` lists for it. */
+  captures: number;
+  /** The selection shown: its session is marked, its host and allocator's series drawn first. */
+  shown: Pick<Selection, 'run' | 'host' | 'allocator'>;
+  /** Opens another capture of the run (a point clicked, or chosen with the keys). */
+  onOpen(target: CaptureTarget): void;
+}
+
+export class HistoryPanel implements Panel {
   readonly element: HTMLElement;
   private readonly body: HTMLElement;
   private readonly chartBox: HTMLElement;
   private readonly chartNote: HTMLElement;
   private readonly seriesBox: HTMLElement;
+  private readonly owned = new Disposables();
   private readonly chart: SizedPlot;
   private readonly tooltip: Tooltip;
-  private readonly controller = new AbortController();
+  private readonly request = this.owned.latest();
   private history: HistoryAnswer | null = null;
   private series: HistorySeries | null = null;
   private axis: HistoryAxis = {kind: 'time', xs: []};
@@ -109,19 +123,13 @@ export class HistoryPanel {
 
   /** The session shown, marked on the chart. */
   private readonly current: string;
+  private readonly shown: HistoryOptions['shown'];
+  private readonly onOpen: HistoryOptions['onOpen'];
 
-  /**
-   * `tbRun`: the TensorBoard run; `captures`: how many sessions `runs` lists
-   * for it; `shown`: the selection shown (its session is marked, its host and
-   * allocator's series drawn first).
-   */
-  constructor(
-    private readonly cache: Pick<DataCache, 'history'>,
-    private readonly tbRun: string,
-    captures: number,
-    private readonly shown: Pick<Selection, 'run' | 'host' | 'allocator'>,
-    private readonly onOpen: (target: CaptureTarget) => void,
-  ) {
+  constructor(private readonly options: HistoryOptions) {
+    const {tbRun, captures, shown} = options;
+    this.shown = shown;
+    this.onOpen = options.onOpen;
     this.current = shown.run;
     this.chartBox = el('div', {
       class: 'lf-chart lf-history-chart',
@@ -130,7 +138,7 @@ export class HistoryPanel {
       role: 'group',
       'aria-label': 'The run’s captures over time: what outlives every step and the heap’s peak in each. A point opens its capture: click it, or move with the arrow keys and press Enter.',
     });
-    this.chart = new SizedPlot(this.chartBox, HEIGHT);
+    this.chart = this.owned.own(new SizedPlot(this.chartBox, HEIGHT));
     this.tooltip = new Tooltip(this.chartBox);
     this.chartBox.addEventListener('keydown', (event) => this.onKey(event));
     this.chartNote = el('div', {class: 'lf-chart-note', role: 'status'});
@@ -140,28 +148,26 @@ export class HistoryPanel {
     this.element = section(`Run history: ${name}, ${countOf(captures, 'capture')}`, 'history', this.body);
   }
 
-  start(): void {
+  mount(): void {
     void this.load();
   }
 
-  destroy(): void {
-    this.controller.abort();
-    this.chart.destroy();
+  /** Redraws the chart with the current theme's colours. */
+  update(): void {
+    if (this.series) this.drawChart(this.series);
   }
 
-  /** Redraws the chart with the current theme's colours. */
-  draw(): void {
-    if (this.series) this.drawChart(this.series);
+  destroy(): void {
+    this.owned.dispose();
   }
 
   private async load(): Promise<void> {
     try {
-      const history = await this.cache.history(this.tbRun, this.controller.signal);
-      if (this.controller.signal.aborted) return;
+      const history = await this.request.run((signal) => this.options.cache.history(this.options.tbRun, signal));
+      if (history === STALE) return;
       this.history = history;
       this.render(history);
     } catch (err) {
-      if (isAbort(err) || this.controller.signal.aborted) return;
       this.body.replaceChildren(notice('error', `Could not load the run’s history: ${errorMessage(err)}`));
     }
   }
@@ -363,7 +369,7 @@ export class HistoryPanel {
       order: 'desc',
       emptyText: 'No family grew in these captures.',
       rowKey: (f) => f.key,
-      where: {run: this.tbRun, host: s.host, allocator: s.allocator},
+      where: {run: this.options.tbRun, host: s.host, allocator: s.allocator},
       columns: [
         {
           key: 'label',
