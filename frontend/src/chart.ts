@@ -4,7 +4,7 @@
 import uPlot from 'uplot';
 import {breakableChild, type Child, cssVar, el} from './dom';
 import {byteTicks} from './format';
-import {live} from './panel';
+import {Disposables, live} from './panel';
 
 /** Runs `paint` with the canvas clipped to the plotting area (canvas pixels). */
 export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uPlot.BBox) => void): void {
@@ -138,8 +138,8 @@ function newPlot(opts: uPlot.Options, data: uPlot.AlignedData, target: HTMLEleme
   return new uPlot({...opts, hooks: {...hooks, destroy: [...(hooks.destroy ?? []), () => void live.plots--]}}, data, target);
 }
 
-/** Keeps a chart as wide as its container. Returns a disposer. */
-function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => void {
+/** Keeps a chart as wide as its container, until the observer returned is disconnected. */
+function autoWidth(chart: uPlot, container: HTMLElement, height: number): ResizeObserver {
   let last = 0;
   const observer = new ResizeObserver(() => {
     const width = Math.max(200, Math.floor(container.clientWidth));
@@ -149,11 +149,7 @@ function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => 
     }
   });
   observer.observe(container);
-  live.observers++;
-  return () => {
-    live.observers--;
-    observer.disconnect();
-  };
+  return observer;
 }
 
 export function chartWidth(container: HTMLElement): number {
@@ -172,7 +168,8 @@ export function takeSelection(u: uPlot): [number, number] | null {
 /** One uPlot chart at a time in `container`, kept as wide as it. */
 export class SizedPlot {
   plot: uPlot | null = null;
-  private dispose: (() => void) | null = null;
+  /** The chart shown and its observer. */
+  private owned = new Disposables();
 
   constructor(
     private readonly container: HTMLElement,
@@ -182,17 +179,16 @@ export class SizedPlot {
   /** Replaces the chart; `onDoubleClick` typically resets the zoom. */
   create(opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData, onDoubleClick?: () => void): uPlot {
     this.destroy();
-    const plot = newPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container);
+    this.owned = new Disposables();
+    const plot = this.owned.own(newPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container));
     if (onDoubleClick) plot.over.addEventListener('dblclick', onDoubleClick);
-    this.dispose = autoWidth(plot, this.container, this.height);
+    this.owned.observe(autoWidth(plot, this.container, this.height));
     this.plot = plot;
     return plot;
   }
 
   destroy(): void {
-    this.dispose?.();
-    this.dispose = null;
-    this.plot?.destroy();
+    this.owned.dispose();
     this.plot = null;
   }
 }
@@ -265,7 +261,7 @@ export class RectChart<R extends Rect> {
   private rects: R[] = [];
   private xRange: [number, number] = [0, 1];
   private yRange: [number, number] = [0, 1];
-  private readonly dispose: () => void;
+  private readonly owned = new Disposables();
   hovered: R | null = null;
 
   constructor(private readonly options: RectChartOptions<R>) {
@@ -298,7 +294,7 @@ export class RectChart<R extends Rect> {
         ],
       },
     };
-    this.plot = newPlot(opts, [[], []], this.element);
+    this.plot = this.owned.own(newPlot(opts, [[], []], this.element));
     this.plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
     this.plot.over.addEventListener('dblclick', () => this.zoom(null));
     const pick = options.onPick;
@@ -310,7 +306,7 @@ export class RectChart<R extends Rect> {
         if (this.hovered && Math.hypot(e.clientX - down.x, e.clientY - down.y) < 4) pick(this.hovered);
       });
     }
-    this.dispose = autoWidth(this.plot, this.element, options.height);
+    this.owned.observe(autoWidth(this.plot, this.element, options.height));
   }
 
   setData(rects: R[], xRange: [number, number], yRange: [number, number]): void {
@@ -331,8 +327,7 @@ export class RectChart<R extends Rect> {
   }
 
   destroy(): void {
-    this.dispose();
-    this.plot.destroy();
+    this.owned.dispose();
   }
 
   private zoom(range: {min: number; max: number} | null): void {

@@ -1,7 +1,8 @@
 // The one shape of a panel: an element plus a lifecycle. What a panel starts
-// (uPlot charts, observers, listeners on things that outlive it, requests) it
-// registers in its Disposables, so that destroy() releases all of it; a view
-// is a panel made of panels, and destroys them with itself.
+// (uPlot charts, observers, requests, a listener on something that outlives
+// it) it registers in its Disposables, so that destroy() releases all of it;
+// a view is a panel made of panels, and destroys them with itself. A listener
+// on the panel's own elements goes with them and needs no registering.
 
 /** A panel of the tab: built by its constructor (or factory), then mounted, redrawn and destroyed by its view. */
 export interface Panel {
@@ -24,7 +25,7 @@ export function staticPanel(element: HTMLElement): Panel {
  * yet settled): the browser tests read them (`window.tbLeakfinder.live`) to
  * check that switching runs and allocators leaks nothing.
  */
-export const live = {plots: 0, observers: 0, listeners: 0, requests: 0};
+export const live = {plots: 0, observers: 0, requests: 0};
 
 type Counted = keyof typeof live;
 
@@ -52,14 +53,6 @@ export class Disposables {
   own<T extends {destroy(): void}>(thing: T): T {
     this.add(() => thing.destroy());
     return thing;
-  }
-
-  /** Adds a listener to `target` (typically one that outlives the panel), removed on dispose(). */
-  listen<K extends keyof HTMLElementEventMap>(target: HTMLElement, type: K, listener: (event: HTMLElementEventMap[K]) => void): void;
-  listen(target: EventTarget, type: string, listener: EventListener): void;
-  listen(target: EventTarget, type: string, listener: EventListener): void {
-    target.addEventListener(type, listener);
-    this.add(() => target.removeEventListener(type, listener), 'listeners');
   }
 
   /** Keeps `observer` (a ResizeObserver...) until dispose(), which disconnects it. */

@@ -6,7 +6,7 @@ import {allocatorKey, allocatorLabel, defaultAllocator, memoryRank} from '../all
 import type {AllocatorReport, Family, HostReport, Verdict} from '../api';
 import {breakable, breakableChild, type Child, el} from '../dom';
 import {countOf, formatBytesDelta, formatBytesOf} from '../format';
-import {verdictCause, withCode} from '../holders';
+import {verdictCause, breakableWithCode} from '../holders';
 import {type Panel, staticPanel} from '../panel';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
@@ -95,15 +95,15 @@ function formatCountWord(n: number): string {
  * families table, the timeline and the lifetime chart follow).
  */
 export function reasonNodes(text: string, families: Family[], onFamily: ((family: Family) => void) | null): (Node | string)[] {
-  if (!onFamily) return withCode(text);
+  if (!onFamily) return breakableWithCode(text);
   const named = families.filter((g) => g.kind === 'growing' && g.label && text.includes(g.label));
   const g = named[0];
-  if (!g) return withCode(text);
+  if (!g) return breakableWithCode(text);
   const at = text.indexOf(g.label);
   const button = el('button', {type: 'button', class: 'lf-link-button lf-family-link', 'data-select-family': String(g.family), title: 'Select this family: its live bytes on the timeline, its buffers highlighted'}, breakable(g.label));
   button.addEventListener('click', () => onFamily(g));
   // The rest may quote the family's holder (`total`): as code.
-  return [...withCode(text.slice(0, at)), button, ...withCode(text.slice(at + g.label.length))];
+  return [...breakableWithCode(text.slice(0, at)), button, ...breakableWithCode(text.slice(at + g.label.length))];
 }
 
 export interface VerdictOptions {
