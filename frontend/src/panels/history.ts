@@ -123,13 +123,9 @@ export class HistoryPanel implements Panel {
 
   /** The session shown, marked on the chart. */
   private readonly current: string;
-  private readonly shown: HistoryOptions['shown'];
-  private readonly onOpen: HistoryOptions['onOpen'];
 
   constructor(private readonly options: HistoryOptions) {
     const {tbRun, captures, shown} = options;
-    this.shown = shown;
-    this.onOpen = options.onOpen;
     this.current = shown.run;
     this.chartBox = el('div', {
       class: 'lf-chart lf-history-chart',
@@ -183,7 +179,7 @@ export class HistoryPanel implements Panel {
     }
     const parts: HTMLElement[] = [banner, ...(unreadable ? [unreadable] : [])];
     // The series of the host and allocator shown, else the worst.
-    const first = Math.max(0, h.series.findIndex((s) => s.host === this.shown.host && allocatorKey(s) === this.shown.allocator));
+    const first = Math.max(0, h.series.findIndex((s) => s.host === this.options.shown.host && allocatorKey(s) === this.options.shown.allocator));
     if (h.series.length > 1) {
       const select = el('select', {'aria-label': 'Allocator of the history', 'data-select': 'history-series'});
       h.series.forEach((s, i) => {
@@ -286,7 +282,7 @@ export class HistoryPanel implements Panel {
     const s = this.series;
     const c = s?.captures[i];
     if (!s || !c || c.capture === this.current) return;
-    this.onOpen({capture: c.capture, host: s.host, allocator: allocatorKey(s)});
+    this.options.onOpen({capture: c.capture, host: s.host, allocator: allocatorKey(s)});
   }
 
   /** A ring around the shown capture's point; the points' positions for the tests (CSS pixels in the plot). */
