@@ -7,7 +7,7 @@ test builders (training loops, devices with each allocator key and step
 source, runs of several captures). Each tree serves the same files through its plugin's routes, without
 the disk cache, in a process of its own, and the digests of every answer are
 compared: runs, report, the history of each TensorBoard run, and per
-allocator the timeline and buffers (with and without a group), per module its
+allocator the timeline and buffers (with and without a family), per module its
 detail. Routes, not functions: they stay as they are whatever the code's layout.
 
     python tools/report_identity.py                 # this working tree against HEAD
@@ -111,8 +111,8 @@ for logdir in sys.argv[3:]:
                 found[where + " timeline"] = digest(get(c, "timeline", points=1000, **mine))
                 found[where + " buffers"] = digest(get(c, "buffers", limit=5000, **mine))
                 if a["families"]:
-                    found[where + " group timeline"] = digest(get(c, "timeline", points=1000, family=0, **mine))
-                    found[where + " group buffers"] = digest(get(c, "buffers", limit=5000, family=0, **mine))
+                    found[where + " family timeline"] = digest(get(c, "timeline", points=1000, family=0, **mine))
+                    found[where + " family buffers"] = digest(get(c, "buffers", limit=5000, family=0, **mine))
             for m in host["modules"]:
                 found[f"{name}/{host_name}/{m['name']} module"] = digest(get(c, "module", module=m["name"], **at))
     out[logdir] = found

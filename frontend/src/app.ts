@@ -298,7 +298,7 @@ export class App {
     for (const {run, hosts} of this.data.runs ?? []) {
       const unreadable = this.data.unreadableHosts(run).length;
       if (!unreadable) continue;
-      labels.set(run, unreadable === hosts.length ? `${run} (not readable)` : `${run} (${unreadable} of ${hosts.length} hosts not readable)`);
+      labels.set(run, unreadable === hosts.length ? `${run} (not readable)` : `${run} (${unreadable} of ${countOf(hosts.length, 'host')} not readable)`);
     }
     return labels;
   }

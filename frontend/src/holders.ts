@@ -43,7 +43,7 @@ export const CAUSES_PAGE = 'docs/causes.md';
  * figure; "at least" when the companion file did not list every buffer it keeps.
  */
 export function heldBy(path: string, type: string, count: number, of: number, tensor: number, chunks: number, atLeast = false): string {
-  const kept = `${atLeast ? 'at least ' : ''}${formatCount(count)} of ${formatCount(of)} never-freed buffer${of === 1 ? '' : 's'}`;
+  const kept = `${atLeast ? 'at least ' : ''}${formatCount(count)} of ${countOf(of, 'never-freed buffer')}`;
   const [shown, allocated] = tensorAndChunks(tensor, chunks);
   return `held by ${path}: ${type ? `${type}, ` : ''}${kept}, ${shown}${allocated ? ` (${allocated} in chunks)` : ''}`;
 }

@@ -3,8 +3,8 @@
 
 import uplotCss from 'uplot/dist/uPlot.min.css';
 import {App} from './app';
-import styles from './styles.css';
 import {live} from './panel';
+import styles from './styles.css';
 import {TensorBoardChannel, watchTheme} from './tensorboard';
 
 declare global {

@@ -6,7 +6,7 @@ import type {AllocatorReport, FormatHints, FormatListing, Family, HostReport, Li
 import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section, withCode} from './dom';
-import {formatBytes, formatCount, hostClock, shortProgram} from './format';
+import {countOf, formatBytes, formatCount, hostClock, shortProgram} from './format';
 import {type Panel, Panels} from './panel';
 import {breakdownPanel} from './panels/breakdown';
 import {type FamiliesPanel, familiesPanel} from './panels/families';
@@ -92,7 +92,7 @@ export function stackHint(a: AllocatorReport): string | null {
 /** A device memory profile's compiled programs, apart from its buffers; null when it has none. */
 export function compiledPrograms(host: HostReport): HTMLElement | null {
   if (!host.compiled_programs.length) return null;
-  const each = host.compiled_programs.map((c) => `${formatBytes(c.bytes)} in ${formatCount(c.count)} on ${c.device}`).join('; ');
+  const each = host.compiled_programs.map((c) => `${formatBytes(c.bytes)} in ${countOf(c.count, 'program')} on ${c.device}`).join('; ');
   const node = notice('empty', `Compiled programs (their code and constants, not buffers): ${each}.`);
   node.dataset.note = 'compiled-programs';
   return node;
@@ -152,6 +152,7 @@ export class RunView implements Panel {
           this.onRange(range);
         },
         clock,
+        {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel: host.format_hints.shape_label},
       );
       this.timeline = timeline;
       if (timeline) panels.add({element: timeline.element, mount: () => void timeline.setRange(null), update: () => timeline.draw(), destroy: () => timeline.destroy()});

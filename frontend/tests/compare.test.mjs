@@ -91,6 +91,30 @@ async function expectFixedThenLeak(frame) {
   assert.match(await text(frame, '[data-delta="Peak heap in use"] .lf-card-detail'), /A 4\.2 MiB → B 16\.4 MiB/);
 }
 
+test('A and B are told apart without colour: every line of the chart has its own dash, and the legend draws it', async () => {
+  const page = await newPage();
+  const frame = await openLeaks(page, tb.base, fixed);
+  await frame.selectOption('[data-select=compare]', leak);
+  await waitForComparison(frame, fixed, leak);
+  const legend = await frame.$$eval('[data-chart=compare-timeline] .u-legend .u-series', (rows) =>
+    rows.slice(1).map((r) => {
+      const marker = r.querySelector('.u-marker');
+      return {label: r.querySelector('.u-label').textContent, dash: marker.dataset.dash, background: getComputedStyle(marker).backgroundImage};
+    }),
+  );
+  assert.deepEqual(
+    legend.map((l) => l.label),
+    ['A heap in use', 'A never freed', 'B heap in use', 'B never freed'],
+  );
+  // Four lines, four patterns: A's heap and B's heap (and their never-freed lines) differ in dash, not only in hue.
+  assert.equal(new Set(legend.map((l) => l.dash)).size, 4, JSON.stringify(legend));
+  const dash = Object.fromEntries(legend.map((l) => [l.label, l.dash]));
+  assert.notEqual(dash['A heap in use'], dash['B heap in use']);
+  assert.notEqual(dash['A never freed'], dash['B never freed']);
+  // A dashed line's marker is drawn dashed (a repeating gradient), the solid one plain.
+  for (const l of legend) assert.equal(l.background.startsWith('repeating-linear-gradient'), l.dash !== 'solid', JSON.stringify(l));
+});
+
 test('tf_fixed (A) compared with tf_leak (B): a new leak, the regression banner; the link reopens it; swapped, the leak is fixed', async () => {
   const page = await newPage();
   const frame = await openLeaks(page, tb.base, fixed);

@@ -104,3 +104,36 @@ for (const theme of ['light', 'dark']) {
     for (const surface of surfaces) assert.ok(contrast(focus, surface) >= 3, `focus ring ${contrast(focus, surface).toFixed(2)}:1 on ${surface}`);
   });
 }
+
+/** A custom property's colour composited on the page background, as [r, g, b]. */
+function tokenOnPage(theme, name) {
+  return page.evaluate(
+    ([theme, name]) => {
+      document.documentElement.dataset.theme = theme;
+      const probe = document.createElement('span');
+      document.body.append(probe);
+      const rgba = (v) => {
+        probe.style.color = getComputedStyle(document.documentElement).getPropertyValue(v);
+        const [r, g, b, a = '1'] = getComputedStyle(probe).color.match(/rgba?\(([^)]+)\)/)[1].split(/[ ,/]+/).filter(Boolean);
+        return [Number(r), Number(g), Number(b), Number(a)];
+      };
+      const top = rgba(name);
+      const bg = rgba('--lf-bg');
+      probe.remove();
+      return top.slice(0, 3).map((v, i) => v * top[3] + bg[i] * (1 - top[3]));
+    },
+    [theme, name],
+  );
+}
+
+for (const theme of ['light', 'dark']) {
+  test(`${theme}: the buffers faded beside a selected family are not the before-the-window grey, and stay visible`, async () => {
+    const faded = await tokenOnPage(theme, '--lf-buffer-faded');
+    const before = await tokenOnPage(theme, '--lf-buffer-dim');
+    const bg = await tokenOnPage(theme, '--lf-bg');
+    const distance = Math.hypot(...faded.map((v, i) => v - before[i]));
+    assert.ok(distance >= 25, `faded ${faded} and before-the-window ${before} are ${distance.toFixed(1)} apart`);
+    // Faded, yet seen against the page: the bars still show where the other buffers were.
+    assert.ok(contrast(faded, bg) >= 1.2, `faded at ${contrast(faded, bg).toFixed(2)}:1 on the page`);
+  });
+}

@@ -123,6 +123,51 @@ test('tf_leak: the verdict names its family as a button, and a peak breakdown ro
   await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${otherKey}"]`);
 });
 
+test('tf_leak: a buffer row selects its family, by click and by keyboard; the other buffers fade apart from the before-the-window grey', async () => {
+  const frame = await open(runName(suite.logdir, 'tf_leak'));
+  await frame.waitForSelector('[data-panel=families] tbody tr[data-key]');
+  await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
+  await frame.selectOption('[data-panel=lifetimes] select[aria-label="Buffer status"]', 'never_freed');
+  const row = await frame.waitForSelector('[data-panel=lifetimes] tbody tr[data-key]:has([data-family-of])');
+  const key = await row.$eval('[data-family-of]', (e) => e.dataset.familyOf);
+  const buffer = await row.getAttribute('data-key');
+  // The Family cell names the family as the families table does, no "#0" found nowhere else.
+  const label = await frame.$eval(`[data-panel=families] tbody tr[data-key="${key}"] [data-family]`, (e) => e.textContent);
+  assert.match(await row.$eval('[data-family-of]', (e) => e.textContent), new RegExp(`${label.replace(/[[\]]/g, '\\$&')}$`));
+  assert.doesNotMatch(await frame.$eval('[data-panel=lifetimes] table', (t) => t.innerText), /#\d/);
+  await row.click();
+  await frame.waitForSelector(`[data-panel=families] tbody tr[data-key="${key}"][aria-selected=true]`);
+  await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${key}"]`);
+  await frame.waitForSelector(`[data-panel=lifetimes] tbody tr[data-key="${buffer}"][aria-selected=true]`);
+  // The legend says what the faded bars are, in a colour that is not the before-the-window grey.
+  const swatches = await frame.$$eval('[data-panel=lifetimes] .lf-legend > span', (ss) =>
+    ss.map((s) => ({text: s.textContent, hidden: s.hidden, color: getComputedStyle(s.querySelector('.lf-swatch')).backgroundColor})),
+  );
+  const faded = swatches.find((s) => s.text.startsWith('the other buffers'));
+  const before = swatches.find((s) => s.text === 'allocated before the window');
+  assert.ok(faded && !faded.hidden, JSON.stringify(swatches));
+  assert.notEqual(faded.color, before.color);
+  assert.equal(await frame.$eval('[data-chart=lifetimes]', (e) => e.dataset.faded), faded.color);
+  // By keyboard: Enter on the selected row clears the family, Space selects it again.
+  const again = await frame.$(`[data-panel=lifetimes] tbody tr[data-key="${buffer}"]`);
+  await again.focus();
+  await frame.page().keyboard.press('Enter');
+  await frame.waitForSelector('[data-chart=lifetimes][data-highlight-family=""]');
+  await frame.waitForSelector(`[data-panel=families] tbody tr[data-key="${key}"][aria-selected=false]`);
+  assert.equal(await frame.$eval('[data-panel=lifetimes] .lf-legend > span:has(.lf-swatch[style*="faded"])', (s) => s.hidden), true, 'no faded bars, no faded entry');
+  const focused = await frame.$(`[data-panel=lifetimes] tbody tr[data-key="${buffer}"]`);
+  await focused.focus();
+  await frame.page().keyboard.press(' ');
+  await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${key}"]`);
+  await frame.waitForSelector(`[data-panel=families] tbody tr[data-key="${key}"][aria-selected=true]`);
+  // Another family chosen in the families table: the buffer row is no longer the selection.
+  const other = await frame.$eval('[data-panel=families] tbody tr[data-key]:not([aria-selected=true])', (tr) => tr.dataset.key);
+  await frame.click(`[data-panel=families] tbody tr[data-key="${other}"]`);
+  await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${other}"]`);
+  await frame.waitForSelector('[data-panel=lifetimes] tbody tr[data-key]');
+  assert.equal(await frame.$(`[data-panel=lifetimes] tbody tr[aria-selected=true]`), null);
+});
+
 test('jax_liveout: the finding first, with its line; how to record memory events once, folded; the run list tells it from jax_clean', async () => {
   const run = runName(suite.logdir, 'jax_liveout');
   const frame = await open(run);
@@ -184,6 +229,10 @@ test('a Hugging Face trace: the Where column leads with the model’s frame, the
   assert.ok(where.every(([first]) => !first.startsWith('text_base_model.py')), 'no row leads with the harness frame');
   const heads = await frame.$$eval('[data-panel=breakdown] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
   assert.ok(heads.includes('Input shapes') && !heads.includes('Shape'), heads.join(' | '));
+  // The buffers table says so too: a PyTorch trace names an op's inputs' shapes, not the buffer's own.
+  await frame.waitForSelector('[data-panel=lifetimes] tbody tr[data-key]');
+  const bufferHeads = await frame.$$eval('[data-panel=lifetimes] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
+  assert.ok(bufferHeads.includes('Input shapes') && !bufferHeads.includes('Shape'), bufferHeads.join(' | '));
   assert.deepEqual(plurals(await shown(frame)), []);
 });
 

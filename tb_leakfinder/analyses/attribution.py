@@ -70,7 +70,7 @@ from tb_leakfinder.model.sites import (
     NEAR_BY_TIME,
     NEAR_BY_TIME_AND_SIZE,
     NO_SITE,
-    Site,
+    SiteInfo,
 )
 
 # A temporaries block this far from an allocation's size may still be it: runtimes pad the block they ask for.
@@ -548,7 +548,7 @@ def _jitted_program(call: str) -> str:
 @dataclass
 class Attribution:
     site: np.ndarray  # int32 per event: index into `sites` (0 for frees and what the profile does not tell)
-    sites: list[Site]
+    sites: list[SiteInfo]
     # Every host call around each event, the frameworks' too, for what the user's frames alone cannot tell (an
     # optimizer's step, a module's __init__): `stack` per event is a stack's index (-1: none), `calls` its call
     # names, innermost first ("$torch/optim/adam.py:139 _init_group", "$class Linear"), found when asked.
@@ -580,7 +580,7 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     Work is per distinct (program buffer, chain of calls, named or not), not per allocation: a million
     allocations of a training loop are a few dozen of those.
     """
-    sites: list[Site] = [NO_SITE]
+    sites: list[SiteInfo] = [NO_SITE]
     site = np.zeros(len(events), np.int32)
     allocs = np.flatnonzero(events.kind == ALLOC)
     if not len(allocs) or not (index.calls or index.has_programs):
@@ -592,7 +592,7 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     chains, chain_of = small_unique(chain)
     transfer = np.asarray([index.chain_frames(int(c))[1] for c in chains.tolist()], bool)[chain_of]
     unnamed = events.op[allocs] == 0
-    results: list[tuple[Site, str, str, str]] = []
+    results: list[tuple[SiteInfo, str, str, str]] = []
     # An allocation its framework named (TensorFlow's tf_op) keeps that name: only its frames are added.
     job = _Naming(events, allocs, found, index, results)
     matched = _program_sites(job, unnamed & ~transfer)
@@ -614,7 +614,7 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
             strings.append(text)
         return string_ids[text]
 
-    site_ids: dict[Site, int] = {NO_SITE: 0}
+    site_ids: dict[SiteInfo, int] = {NO_SITE: 0}
     row_site, row_names = [], []
     for program_result, chain_id, is_transfer, is_unnamed in distinct:
         frames, _, model = index.chain_frames(chain_id)
@@ -622,13 +622,13 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
             this, label, shape, dtype = results[program_result]
             this = _with_frames(this, frames, model)
         elif is_transfer:
-            this = Site(context=CONTEXT_TRANSFER, stack=frames, model_frame=model)
+            this = SiteInfo(context=CONTEXT_TRANSFER, stack=frames, model_frame=model)
             label, shape, dtype = TRANSFER_LABEL, "", ""
         else:
             context = CONTEXT_OUTSIDE if index.has_programs and is_unnamed else ""
             # Without programs, an unnamed buffer's line is its name (a device memory profile's buffers).
             label = OUTSIDE_LABEL if context else (f"made at {frames[0]}" if frames else "")
-            this, shape, dtype = Site(context=context, stack=frames, model_frame=model), "", ""
+            this, shape, dtype = SiteInfo(context=context, stack=frames, model_frame=model), "", ""
         if this not in site_ids:
             site_ids[this] = len(sites)
             sites.append(this)
@@ -651,8 +651,8 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     return Attribution(site, sites, stack, chains, index)
 
 
-def _with_frames(site: Site, frames: tuple[str, ...], model: str) -> Site:
-    return site if not frames and not model else Site(**{**vars(site), "stack": frames, "model_frame": model})
+def _with_frames(site: SiteInfo, frames: tuple[str, ...], model: str) -> SiteInfo:
+    return site if not frames and not model else SiteInfo(**{**vars(site), "stack": frames, "model_frame": model})
 
 
 def _anchored_chains(index: CallIndex, times: np.ndarray, lines: np.ndarray, callers: np.ndarray) -> np.ndarray:
@@ -812,7 +812,7 @@ class _Naming:
     allocs: np.ndarray
     found: _Executions
     index: CallIndex
-    results: list[tuple[Site, str, str, str]]
+    results: list[tuple[SiteInfo, str, str, str]]
 
     def sizes(self, rows: np.ndarray) -> np.ndarray:
         """The requested size of allocations `rows`, else their chunk's."""
@@ -882,7 +882,7 @@ def _parameters_fed(job: _Naming, eligible: np.ndarray) -> np.ndarray:
     return out
 
 
-def _parameter(size: int, program: _Program, index: CallIndex) -> tuple[Site, str, str, str] | None:
+def _parameter(size: int, program: _Program, index: CallIndex) -> tuple[SiteInfo, str, str, str] | None:
     """A transfer of `size` bytes that the next call of `program` takes: which parameter (several of that size:
     the first, with the others as candidates)."""
     for key in program.modules:
@@ -892,7 +892,7 @@ def _parameter(size: int, program: _Program, index: CallIndex) -> tuple[Site, st
             how = MATCH_AMBIGUOUS if len(taken) > 1 else MATCH_EXACT
             candidates = tuple(f"{b.label} of {key}" for b in taken) if len(taken) > 1 else ()
             site, label, shape, dtype = _program_site(module, taken[0], how, candidates)
-            site = Site(**{**vars(site), "context": CONTEXT_TRANSFER})
+            site = SiteInfo(**{**vars(site), "context": CONTEXT_TRANSFER})
             return site, f"{TRANSFER_PREFIX}, {label}", shape, dtype
     return None
 
@@ -960,11 +960,13 @@ def _assign(
     return out
 
 
-def _match(sizes: list[int], freed: list[bool] | None, program: _Program, index: CallIndex) -> list[tuple[Site, str, str, str]]:
+def _match(
+    sizes: list[int], freed: list[bool] | None, program: _Program, index: CallIndex
+) -> list[tuple[SiteInfo, str, str, str]]:
     modules = [index.modules[key] for key in program.modules]
     if not modules:
         label = f"in {program.name} (its HLO is not in the profile)"
-        return [(Site(context=CONTEXT_PROGRAM, program=program.name, match=MATCH_NO_HLO), label, "", "")] * len(sizes)
+        return [(SiteInfo(context=CONTEXT_PROGRAM, program=program.name, match=MATCH_NO_HLO), label, "", "")] * len(sizes)
     scored = []
     for module in modules:
         assigned = _assign(sizes, freed, _program_buffers(module))
@@ -978,7 +980,7 @@ def _match(sizes: list[int], freed: list[bool] | None, program: _Program, index:
     for k, (buffer, how, same) in enumerate(assigned):
         if buffer is None:
             label = f"in {module.key}, no buffer of this size"
-            out.append((Site(context=CONTEXT_PROGRAM, program=module.key, match=MATCH_NONE), label, "", ""))
+            out.append((SiteInfo(context=CONTEXT_PROGRAM, program=module.key, match=MATCH_NONE), label, "", ""))
             continue
         candidates = [f"{b.label} of {module.key}" for b in same] if len(same) > 1 else []
         others = [f"{taken.label} of {m.key}" for m, a in tied[1:] if (taken := a[k][0]) is not None]
@@ -1001,7 +1003,7 @@ def _near_by(by_time: bool, by_size: bool) -> str:
 
 def _program_site(
     module: HloModule, buffer: _ProgramBuffer, how: str, candidates: tuple[str, ...], near_by: str = ""
-) -> tuple[Site, str, str, str]:
+) -> tuple[SiteInfo, str, str, str]:
     b = module.buffers
     rows = np.flatnonzero(b.allocation == buffer.allocation)
     hlo_op = op_name = hlo_shape = source = ""
@@ -1017,7 +1019,7 @@ def _program_site(
             op_name, source = ins.op_name[instruction], ins.source[instruction]
             # A scope names the op last ("jit(f)/jvp()/dot_general"); a bare name is an argument's, not an op's.
             hlo_op = op_name.rsplit("/", 1)[-1] if "/" in op_name else ins.opcode[instruction]
-    site = Site(
+    site = SiteInfo(
         context=CONTEXT_PROGRAM,
         program=module.key,
         buffer=buffer.label,

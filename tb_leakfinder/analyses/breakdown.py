@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.suspects import group_keys
+from tb_leakfinder.analyses.suspects import breakdown_keys
 from tb_leakfinder.model.lifetimes import NO_TIME, Buffers
 from tb_leakfinder.model.memory import MemoryEvents
 
@@ -17,7 +17,7 @@ BEFORE_WINDOW = "before_window"
 
 
 @dataclass
-class BreakdownRow:
+class BreakdownRowResult:
     category: str  # BUFFERS: a group of buffers; STACK, BEFORE_WINDOW: one row each, no op/shape/dtype/region
     op: int
     shape: int
@@ -67,7 +67,7 @@ def _counted(events: MemoryEvents, buffers: Buffers, live: np.ndarray, peak_even
     return np.setdiff1d(live, drop)
 
 
-def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> tuple[list[BreakdownRow], int]:
+def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> tuple[list[BreakdownRowResult], int]:
     """The rows that add up to the peak (stack reserved + heap), largest first, and the before-window bytes.
 
     Buffer rows group the buffers allocated in the window and live at the peak.
@@ -79,14 +79,14 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
         return [], 0
     time_ps = int(events.time_ps[peak_event])
     live = _counted(events, buffers, np.flatnonzero(live_at(buffers, peak_event, time_ps)), peak_event)
-    keys = group_keys(buffers, live)
+    keys = breakdown_keys(buffers, live)
     ids, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     sizes = np.zeros(len(ids), np.int64)  # integer sums: float weights would round large byte counts
     np.add.at(sizes, inverse, buffers.chunk_bytes[live])
     counts = np.bincount(inverse, minlength=len(ids))
     heads = live[first]
     rows = [
-        BreakdownRow(
+        BreakdownRowResult(
             BUFFERS,
             int(buffers.op[h]),
             int(buffers.shape[h]),
@@ -101,6 +101,6 @@ def peak_breakdown(events: MemoryEvents, buffers: Buffers, peak_event: int) -> t
     before_window = max(0, int(events.heap_bytes[peak_event]) - int(sizes.sum()))
     stack = int(events.stack_bytes[peak_event])
     special = ((STACK, stack), (BEFORE_WINDOW, before_window))
-    rows += [BreakdownRow(category, 0, 0, 0, 0, 0, None, n) for category, n in special if n]
+    rows += [BreakdownRowResult(category, 0, 0, 0, 0, 0, None, n) for category, n in special if n]
     rows.sort(key=lambda r: (-r.bytes, -(r.count or 0)))
     return rows, before_window

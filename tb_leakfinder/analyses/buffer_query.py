@@ -18,7 +18,7 @@ MAX_PAGE = 5000
 
 
 @dataclass
-class BufferPage:
+class BufferPageResult:
     total: int  # buffers that pass the filters
     offset: int
     limit: int
@@ -42,7 +42,7 @@ def query_buffers(
     end_ps: int | None = None,
     program: str | None = None,
     allocation: int | None = None,
-) -> BufferPage:
+) -> BufferPageResult:
     """The buffers of `family` and `status` live at some time in [start_ps, end_ps], sorted, from `offset`;
     with `program`, only those made in it (with `allocation` too, those tied to that buffer allocation of it:
     the static view's program buffer)."""
@@ -92,7 +92,7 @@ def query_buffers(
             column = _end_times(b) - np.where(b.alloc_time_ps == NO_TIME, 0, b.alloc_time_ps)
         ranks = _first_ranks(column if rows is None else column[rows], offset + limit, order == "desc")
         ranked = ranks if rows is None else rows[ranks]
-    return BufferPage(total, offset, limit, ranked[offset : offset + limit])
+    return BufferPageResult(total, offset, limit, ranked[offset : offset + limit])
 
 
 def _end_times(b: Buffers) -> np.ndarray:

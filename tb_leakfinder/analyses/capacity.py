@@ -20,7 +20,7 @@ from tb_leakfinder.model.memory import (
     AllocatorInfo,
     MemoryEvents,
 )
-from tb_leakfinder.model.sites import Site
+from tb_leakfinder.model.sites import SiteInfo
 
 # Below this share of free memory outside the largest free block, fragmentation is not worth a note.
 HIGH_FRAGMENTATION = 0.25
@@ -37,7 +37,7 @@ class Limit:
 
 
 @dataclass
-class Forecast:
+class ForecastResult:
     bytes_available: int  # free at window end, of the smallest limit
     growth_bytes_per_step: float
     steps_to_oom: int
@@ -73,7 +73,9 @@ def limits(events: MemoryEvents, info: AllocatorInfo, machine_memory_bytes: int,
     return found
 
 
-def forecast(limits: list[Limit], growth_bytes_per_step: float, step_duration_ps: float, unit: str = "step") -> Forecast | None:
+def forecast(
+    limits: list[Limit], growth_bytes_per_step: float, step_duration_ps: float, unit: str = "step"
+) -> ForecastResult | None:
     """When the allocator runs out at this growth, against the smallest of its limits (the one with the least still
     free at window end); None without growth or a limit."""
     if growth_bytes_per_step <= 0 or not limits:
@@ -87,7 +89,7 @@ def forecast(limits: list[Limit], growth_bytes_per_step: float, step_duration_ps
     text += f"runs out in about {about(steps)} {unit}s"
     if seconds is not None:
         text += f" (about {format_duration_ps(seconds * 1e12)} at {format_duration_ps(duration)}/{unit})"
-    return Forecast(
+    return ForecastResult(
         available, float(growth_bytes_per_step), steps, duration, seconds, text + ".", limit.source, limit.limit_bytes
     )
 
@@ -129,7 +131,7 @@ def fragmentation_note(events: MemoryEvents, peak_event: int) -> str | None:
 
 
 @dataclass
-class HeldAtError:
+class HeldAtErrorResult:
     """Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op
     (what keeps buffers alive is a holder, analyses/holders.py)."""
 
@@ -140,11 +142,11 @@ class HeldAtError:
 
 
 @dataclass
-class OutOfMemory:
+class OutOfMemoryResult:
     cause: str  # what says the capture was taken at the error: "its trace records 1 oom entry"
     held_bytes: int  # in use at the error: the heap at the capture's end
     capacity_bytes: int  # what the allocator had reserved from the device, at least what it held
-    held_at_error: list[HeldAtError]  # largest first, at most MAX_HELD_ROWS, the rest in one last row
+    held_at_error: list[HeldAtErrorResult]  # largest first, at most MAX_HELD_ROWS, the rest in one last row
     description: str  # "At the out-of-memory error 11.8 GiB of 11.8 GiB was held by: …"
     request_bytes: int | None = None  # what the failed request asked for, when the capture records it
     device_free_bytes: int | None = None  # what the device had free then, when recorded
@@ -160,12 +162,12 @@ HELD_IN_SENTENCE = 5
 def held_at_oom(
     events: MemoryEvents,
     buffers: Buffers,
-    sites: Sequence[Site],
+    sites: Sequence[SiteInfo],
     cause: str,
     reserved_bytes: int,
     request_bytes: int | None = None,
     device_free_bytes: int | None = None,
-) -> OutOfMemory | None:
+) -> OutOfMemoryResult | None:
     """What held the allocator's memory at the out-of-memory error the capture was taken at (`cause` says why it is
     taken to be one; "" when it is not): its live buffers at the capture's end by the frame that tells them apart
     (`telling_frame`), else their op, largest first; what was live before the trace began is one row. The failed
@@ -176,12 +178,12 @@ def held_at_oom(
     live = np.flatnonzero(buffers.status == NEVER_FREED)
     stacks = [sites[s].stack if 0 <= s < len(sites) else () for s in buffers.site[live].tolist()]
     depth = telling_frames(stacks)
-    by_where: dict[str, HeldAtError] = {}
+    by_where: dict[str, HeldAtErrorResult] = {}
     largest: dict[str, int] = {}
     for b, stack in zip(live.tolist(), stacks, strict=True):
         where = stack[depth[stack]] if stack else events.strings[int(buffers.op[b])] or NOT_NAMED
         size = int(buffers.chunk_bytes[b])
-        row = by_where.setdefault(where, HeldAtError(where, 0, 0))
+        row = by_where.setdefault(where, HeldAtErrorResult(where, 0, 0))
         row.bytes += size
         row.count += 1
         if size > largest.get(where, -1):
@@ -190,15 +192,15 @@ def held_at_oom(
     rows = list(by_where.values())
     earlier = held - sum(r.bytes for r in rows)
     if earlier > 0:
-        rows.append(HeldAtError(BEFORE_TRACE, earlier, 0))
+        rows.append(HeldAtErrorResult(BEFORE_TRACE, earlier, 0))
     rows.sort(key=lambda r: (-r.bytes, r.where))
     if len(rows) > MAX_HELD_ROWS:
         rest = rows[MAX_HELD_ROWS - 1 :]
-        folded = HeldAtError(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
+        folded = HeldAtErrorResult(f"{len(rest)} more places", sum(r.bytes for r in rest), sum(r.count for r in rest))
         rows = [*rows[: MAX_HELD_ROWS - 1], folded]
     capacity = max(reserved_bytes, held)
     text = _held_sentence(cause, held, capacity, rows, request_bytes, device_free_bytes)
-    return OutOfMemory(cause, held, capacity, rows, text, request_bytes, device_free_bytes, capacity - held)
+    return OutOfMemoryResult(cause, held, capacity, rows, text, request_bytes, device_free_bytes, capacity - held)
 
 
 def telling_frames(stacks: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
@@ -228,7 +230,7 @@ def _common_prefix(stacks: set[tuple[str, ...]]) -> int:
 
 
 def _held_sentence(
-    cause: str, held: int, capacity: int, rows: list[HeldAtError], request_bytes: int | None, device_free_bytes: int | None
+    cause: str, held: int, capacity: int, rows: list[HeldAtErrorResult], request_bytes: int | None, device_free_bytes: int | None
 ) -> str:
     parts = [f"{r.where} {format_bytes(r.bytes)}" + (f" ({r.count:,} buffers)" if r.count > 1 else "") for r in rows]
     shown = parts[:HELD_IN_SENTENCE]

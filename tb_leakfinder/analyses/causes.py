@@ -7,7 +7,7 @@ allocations (the Python tracer's frames, the frameworks' as well as the user's; 
 rule reads one kind of evidence:
 
 - `regrown`: the family grows by freeing one buffer and making it again larger (a `torch.cat` / `tf.concat` of
-  itself): `Family.regrown`.
+  itself): `FamilyResult.regrown`.
 - `optimizer_per_step`: the buffers were made inside an optimizer (a frame of `torch/optim/`, of Keras' optimizer
   files, or torch's `_init_group`): its state, which an optimizer makes on its first step only.
 - `modules_per_step`: made inside a module's `__init__` or `reset_parameters` (torch.nn's, Flax's, Haiku's
@@ -38,7 +38,7 @@ import numpy as np
 from tb_leakfinder.analyses.attribution import Attribution
 from tb_leakfinder.analyses.frames import base_name, frame_text, python_frames
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
-from tb_leakfinder.analyses.suspects import Cause, Family, Suspects
+from tb_leakfinder.analyses.suspects import CauseResult, FamilyResult, Suspects
 from tb_leakfinder.analyses.words import format_bytes
 from tb_leakfinder.model.lifetimes import Buffers
 from tb_leakfinder.model.memory import MODULE_CALL_PREFIX
@@ -103,10 +103,10 @@ class FamilyEvidence:
     stacks: tuple[tuple[str, ...], ...]  # the host calls around its never-freed buffers' allocations, innermost first
 
 
-def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
+def family_causes(families: Sequence[FamilyEvidence]) -> list[CauseResult | None]:
     """Each leaking family's likely cause (None: its evidence shows none), the families of one allocator together:
     some causes are read across families (the gradients of new parameters, a forward's activations)."""
-    found: list[Cause | None] = [_own_cause(f) for f in families]
+    found: list[CauseResult | None] = [_own_cause(f) for f in families]
     modules = [k for k, c in enumerate(found) if c is not None and c.id == MODULES_PER_STEP]
     variables = [k for k, c in enumerate(found) if c is not None and c.id == VARIABLE_PER_STEP]
     for k, family in enumerate(families):
@@ -114,13 +114,13 @@ def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
             continue
         if modules and _under_backward(family):
             new = families[modules[0]]
-            found[k] = Cause(
+            found[k] = CauseResult(
                 MODULES_PER_STEP,
                 f"{_buffers(family)} made in backward, beside new parameters made in {_init_frame(new)}: their gradients",
                 FIXES[MODULES_PER_STEP],
             )
         elif (twin := next((families[v] for v in variables if _values_of(families[v], family)), None)) is not None:
-            found[k] = Cause(
+            found[k] = CauseResult(
                 VARIABLE_PER_STEP,
                 f"{_buffers(family)} kept in step with {twin.count} tf.Variable handles ({VARIABLE_HANDLE_OP}): their values",
                 FIXES[VARIABLE_PER_STEP],
@@ -131,7 +131,7 @@ def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
         ops = ", ".join(f"{families[k].op} in {_forward_frame(families[k]).split(' (', 1)[0]}" for k in together[:3])
         more = f" and {len(together) - 3} more" if len(together) > 3 else ""
         for k in together:
-            found[k] = Cause(
+            found[k] = CauseResult(
                 GRAPH_KEPT,
                 f"{ops}{more}: outputs of module forwards kept together, {_per_step(families[k])} each per step, as "
                 "an autograd graph keeps the activations it saved",
@@ -140,11 +140,11 @@ def family_causes(families: Sequence[FamilyEvidence]) -> list[Cause | None]:
     return found
 
 
-def _own_cause(family: FamilyEvidence) -> Cause | None:
+def _own_cause(family: FamilyEvidence) -> CauseResult | None:
     """The cause a family's own evidence shows: its growth, then the calls around it (an optimizer's or a module's
     code says more than the variables they make), then its op."""
     if family.regrown:
-        return Cause(
+        return CauseResult(
             REGROWN,
             f"one {family.op} buffer freed and made again {format_bytes(family.bytes_per_step)} larger every step",
             FIXES[REGROWN],
@@ -153,15 +153,17 @@ def _own_cause(family: FamilyEvidence) -> Cause | None:
     made = f"{_buffers(family)}, {_per_step(family)} per step, made"
     optimizer = next((f for f in frames if _optimizer_frame(f)), None)
     if optimizer is not None:
-        return Cause(OPTIMIZER_PER_STEP, f"{made} in {frame_text(*optimizer[:3])}: optimizer state", FIXES[OPTIMIZER_PER_STEP])
+        return CauseResult(
+            OPTIMIZER_PER_STEP, f"{made} in {frame_text(*optimizer[:3])}: optimizer state", FIXES[OPTIMIZER_PER_STEP]
+        )
     init = _init_frame(family)
     if init:
-        return Cause(MODULES_PER_STEP, f"{made} in {init}: new parameters", FIXES[MODULES_PER_STEP])
+        return CauseResult(MODULES_PER_STEP, f"{made} in {init}: new parameters", FIXES[MODULES_PER_STEP])
     memo = next((f for f in frames if _memo_frame(f)), None)
     if memo is not None:
-        return Cause(CACHE_PER_STEP, f"{made} under {frame_text(*memo[:3])}", FIXES[CACHE_PER_STEP])
+        return CauseResult(CACHE_PER_STEP, f"{made} under {frame_text(*memo[:3])}", FIXES[CACHE_PER_STEP])
     if family.op == VARIABLE_HANDLE_OP:
-        return Cause(
+        return CauseResult(
             VARIABLE_PER_STEP,
             f"{_buffers(family)} (tf.Variable resource handles), {_per_step(family)} per step",
             FIXES[VARIABLE_PER_STEP],
@@ -255,11 +257,11 @@ def _per_step(family: FamilyEvidence) -> str:
 
 def with_causes(
     suspects: Suspects,
-    leaking: Sequence[Family],
+    leaking: Sequence[FamilyResult],
     buffers: Buffers,
     strings: Sequence[str],
     attribution: Attribution,
-) -> list[Family]:
+) -> list[FamilyResult]:
     """The allocator's families, each of `leaking` with its likely cause (when its evidence shows one)."""
     position = {id(f): k for k, f in enumerate(suspects.families)}
     chosen = [position[id(f)] for f in leaking]

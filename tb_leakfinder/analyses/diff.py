@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
-from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummary, WholeProgramBuffer
+from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummaryResult, WholeProgramBufferResult
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.analyses.verdict import LEAK, Verdict, family_label, worst
 from tb_leakfinder.analyses.words import format_bytes, module_base_name, normalize_name
@@ -34,7 +34,7 @@ class HostSide:
     host: str
     verdict: Verdict
     allocators: list[AllocatorAnalysis]
-    modules: list[ModuleSummary]
+    modules: list[ModuleSummaryResult]
 
 
 @dataclass
@@ -48,7 +48,7 @@ class RunSide:
 
 
 @dataclass
-class Delta:
+class DeltaResult:
     a: float
     b: float
 
@@ -72,7 +72,7 @@ class FamilySide:
 
 
 @dataclass
-class FamilyDiff:
+class FamilyDiffResult:
     op: str  # normalised
     shape: str
     dtype: str
@@ -88,35 +88,35 @@ class FamilyDiff:
 
 
 @dataclass
-class AllocatorDiff:
+class AllocatorDiffResult:
     a: AllocatorAnalysis | None
     b: AllocatorAnalysis | None
-    peak_bytes_in_use: Delta
-    never_freed_bytes: Delta
-    never_freed_requested_bytes: Delta
-    growth_bytes_per_step: Delta
-    num_allocations: Delta
-    num_deallocations: Delta
-    families: list[FamilyDiff]  # by status (new first), then by the change in bytes
+    peak_bytes_in_use: DeltaResult
+    never_freed_bytes: DeltaResult
+    never_freed_requested_bytes: DeltaResult
+    growth_bytes_per_step: DeltaResult
+    num_allocations: DeltaResult
+    num_deallocations: DeltaResult
+    families: list[FamilyDiffResult]  # by status (new first), then by the change in bytes
 
 
 @dataclass
-class ModuleDiff:
+class ModuleDiffResult:
     name: str  # without the program id
     name_a: str | None
     name_b: str | None
-    peak_heap_bytes: Delta
-    live_out_bytes: Delta
-    whole_program_buffers_added: list[WholeProgramBuffer]
-    whole_program_buffers_removed: list[WholeProgramBuffer]
+    peak_heap_bytes: DeltaResult
+    live_out_bytes: DeltaResult
+    whole_program_buffers_added: list[WholeProgramBufferResult]
+    whole_program_buffers_removed: list[WholeProgramBufferResult]
 
 
 @dataclass
-class HostDiff:
+class HostDiffResult:
     a: HostSide
     b: HostSide
-    allocators: list[AllocatorDiff]
-    modules: list[ModuleDiff]
+    allocators: list[AllocatorDiffResult]
+    modules: list[ModuleDiffResult]
 
 
 @dataclass
@@ -125,7 +125,7 @@ class Comparison:
     run_b: str
     verdict_a: str
     verdict_b: str
-    hosts: list[HostDiff]
+    hosts: list[HostDiffResult]
     unmatched_hosts: list[str]
     regressions: list[str] = field(default_factory=list)  # sentences for what B brings that A did not have
 
@@ -188,14 +188,14 @@ def _family_status(a: FamilySide | None, b: FamilySide | None) -> str:
     return {1: GROWN, -1: SHRUNK, 0: UNCHANGED}[change]
 
 
-def diff_families(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> list[FamilyDiff]:
+def diff_families(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> list[FamilyDiffResult]:
     side_a, side_b = _merge(a), _merge(b)
     rows = [
-        FamilyDiff(*key, _family_status(side_a.get(key), side_b.get(key)), side_a.get(key), side_b.get(key))
+        FamilyDiffResult(*key, _family_status(side_a.get(key), side_b.get(key)), side_a.get(key), side_b.get(key))
         for key in list(side_a) + [k for k in side_b if k not in side_a]
     ]
 
-    def change(g: FamilyDiff) -> int:
+    def change(g: FamilyDiffResult) -> int:
         return abs((g.b.chunk_bytes if g.b else 0) - (g.a.chunk_bytes if g.a else 0))
 
     rows.sort(key=lambda g: (STATUS_ORDER.index(g.status), -change(g)))
@@ -211,11 +211,11 @@ def _pair_by_name(items_a: list[T], items_b: list[T], key: Callable[[T], Hashabl
     return pairs + [(None, x) for x in by_b.values()]
 
 
-def diff_allocator(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> AllocatorDiff:
-    def delta(measure: Callable[[AllocatorAnalysis], float]) -> Delta:
-        return Delta(measure(a) if a else 0, measure(b) if b else 0)
+def diff_allocator(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> AllocatorDiffResult:
+    def delta(measure: Callable[[AllocatorAnalysis], float]) -> DeltaResult:
+        return DeltaResult(measure(a) if a else 0, measure(b) if b else 0)
 
-    return AllocatorDiff(
+    return AllocatorDiffResult(
         a,
         b,
         peak_bytes_in_use=delta(lambda x: x.summary.peak_bytes_in_use),
@@ -228,33 +228,33 @@ def diff_allocator(a: AllocatorAnalysis | None, b: AllocatorAnalysis | None) -> 
     )
 
 
-def _whole_program(m: ModuleSummary | None) -> dict[tuple[str, str, str], WholeProgramBuffer]:
+def _whole_program(m: ModuleSummaryResult | None) -> dict[tuple[str, str, str], WholeProgramBufferResult]:
     """The module's whole-program buffers by (normalised instruction, shape, reason); small ones are not compared."""
     buffers = m.whole_program_buffers if m else []
     return {(normalize_name(w.instruction), w.shape, w.reason): w for w in buffers if w.bytes >= SMALL_BUFFER_BYTES}
 
 
-def diff_module(a: ModuleSummary | None, b: ModuleSummary | None) -> ModuleDiff:
+def diff_module(a: ModuleSummaryResult | None, b: ModuleSummaryResult | None) -> ModuleDiffResult:
     wa, wb = _whole_program(a), _whole_program(b)
     either = a or b
-    return ModuleDiff(
+    return ModuleDiffResult(
         name=module_base_name(either.name if either else ""),
         name_a=a.name if a else None,
         name_b=b.name if b else None,
-        peak_heap_bytes=Delta(a.peak_heap_bytes if a else 0, b.peak_heap_bytes if b else 0),
-        live_out_bytes=Delta(a.live_out_bytes if a else 0, b.live_out_bytes if b else 0),
+        peak_heap_bytes=DeltaResult(a.peak_heap_bytes if a else 0, b.peak_heap_bytes if b else 0),
+        live_out_bytes=DeltaResult(a.live_out_bytes if a else 0, b.live_out_bytes if b else 0),
         whole_program_buffers_added=[w for k, w in wb.items() if k not in wa],
         whole_program_buffers_removed=[w for k, w in wa.items() if k not in wb],
     )
 
 
-def diff_hosts(a: HostSide, b: HostSide) -> HostDiff:
+def diff_hosts(a: HostSide, b: HostSide) -> HostDiffResult:
     allocators = [diff_allocator(x, y) for x, y in _pair_by_name(a.allocators, b.allocators, lambda x: x.label)]
     module_pairs = _pair_by_name(a.modules, b.modules, lambda m: (module_base_name(m.name), m.memory_space))
-    return HostDiff(a, b, allocators, [diff_module(x, y) for x, y in module_pairs])
+    return HostDiffResult(a, b, allocators, [diff_module(x, y) for x, y in module_pairs])
 
 
-def regressions(hosts: list[HostDiff]) -> list[str]:
+def regressions(hosts: list[HostDiffResult]) -> list[str]:
     """Sentences for what B brings that A did not have: a new growing family, or a leak verdict."""
     found = []
     for h in hosts:

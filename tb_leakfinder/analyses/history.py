@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tb_leakfinder.analyses.recompiles import RECOMPILE_FIX, RECOMPILE_PER_STEP
-from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.analyses.words import count_of, format_bytes, format_duration_ps
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROCESS_PREFIX, SESSION_NAME, CapturePoint, FamilyPoint
 
@@ -106,7 +106,7 @@ class Series:
     time_note: str | None  # where the captures' times came from, when not from the captures themselves
     unexplained: str | None  # a leak no family accounts for: what grew before each window
     rate_basis: str = BETWEEN_CAPTURES
-    cause: Cause | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
+    cause: CauseResult | None = None  # likely cause, when its compiled programs multiply (recompile_cause)
 
 
 @dataclass
@@ -155,7 +155,8 @@ def run_history(tb_run: str, points: list[CapturePoint], num_captures: int | Non
     if not series:
         total = num_captures if num_captures is not None else len(captures)
         advice = f". {record_events}" if record_events else ""
-        return History(tb_run, total, INCONCLUSIVE, f"{tb_run}: no memory events in its {total} captures{advice}", note, [])
+        reason = f"{tb_run}: no memory events in its {count_of(total, 'capture')}{advice}"
+        return History(tb_run, total, INCONCLUSIVE, reason, note, [])
     top = series[0]
     reason = top.reason if len(series) == 1 else f"{top.label} on {top.host}: {top.reason}"
     return History(tb_run, num_captures if num_captures is not None else len(captures), top.verdict, reason, note, series)
@@ -166,9 +167,10 @@ def count_unreadable(h: History, unreadable: int) -> History:
     a verdict over fewer captures than the run has is not to be mistaken for one over all of them."""
     if not unreadable:
         return h
+    captures = count_of(h.num_captures, "capture")
     if unreadable >= h.num_captures:
-        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.tb_run}: none of its {h.num_captures} captures could be read")
-    return replace(h, reason=f"{h.reason} ({unreadable} of {h.num_captures} captures could not be read)")
+        return replace(h, verdict=INCONCLUSIVE, reason=f"{h.tb_run}: none of its {captures} could be read")
+    return replace(h, reason=f"{h.reason} ({unreadable} of {captures} could not be read)")
 
 
 def in_order(points: list[CapturePoint]) -> list[CapturePoint]:
@@ -305,7 +307,7 @@ def _series(host: str, memory_id: str, points: list[CapturePoint]) -> Series:
     return made(LEAK, why, hours, unexplained)
 
 
-def recompile_cause(points: list[CapturePoint]) -> Cause | None:
+def recompile_cause(points: list[CapturePoint]) -> CauseResult | None:
     """`recompile_per_step` when the captures (in order) count more compiled programs between most consecutive ones,
     MIN_NEW_PROGRAMS more in all; None otherwise, or with fewer than MIN_CAPTURES of them."""
     totals = [sum(p.count for p in c.programs) for c in points]
@@ -326,7 +328,7 @@ def recompile_cause(points: list[CapturePoint]) -> Cause | None:
     new, where = max(grown, default=(0, ""))
     if new > 0:
         evidence += f": {new} more compiled from {where}"
-    return Cause(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)
+    return CauseResult(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)
 
 
 def _programs_per_step(rate: float) -> str:

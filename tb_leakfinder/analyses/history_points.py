@@ -9,9 +9,9 @@ from tb_leakfinder.analyses.capacity import known_capacity
 from tb_leakfinder.analyses.frames import user_frames
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.process_memory import MEASURE_WORDS, ProcessMemoryAnalysis
-from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import STEP_NUM
-from tb_leakfinder.analyses.suspects import Family
+from tb_leakfinder.analyses.suspects import FamilyResult
 from tb_leakfinder.analyses.verdict import family_label
 from tb_leakfinder.analyses.words import module_base_name, normalize_name, short_program_ids
 from tb_leakfinder.model.history import ONE_MOMENT, PROCESS_PREFIX, PROFILE, AllocatorPoint, FamilyPoint, HostPoints, ProgramPoint
@@ -19,7 +19,7 @@ from tb_leakfinder.model.memory import DEVICE_UNKNOWN, LIMIT_MACHINE, AllocatorI
 from tb_leakfinder.model.sites import NO_SITE
 
 
-def host_points(h: HostAnalysis, modules: Sequence[ModuleSummary]) -> HostPoints:
+def host_points(h: HostAnalysis, modules: Sequence[ModuleSummaryResult]) -> HostPoints:
     """The history's view of one host, whose compiled programs are `modules`."""
     profile = h.profile
     steps = profile.steps.step_num.tolist() if h.step_source.kind == STEP_NUM else []
@@ -118,7 +118,7 @@ def _capacity(a: AllocatorAnalysis) -> int:
     return min((k for k in known if k > 0), default=0)
 
 
-def _family(a: AllocatorAnalysis, g: Family) -> FamilyPoint:
+def _family(a: AllocatorAnalysis, g: FamilyResult) -> FamilyPoint:
     strings = a.events.strings
     site = a.sites[g.site] if 0 <= g.site < len(a.sites) else NO_SITE
     # The report's names (program ids cut), so that a family keeps its key whichever program id a capture saw.

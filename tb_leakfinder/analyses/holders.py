@@ -16,8 +16,8 @@ import numpy as np
 from tb_leakfinder.analyses.frames import base_name
 from tb_leakfinder.analyses.suspects import Suspects
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
-from tb_leakfinder.model.recordings import HolderSearch, Recordings
-from tb_leakfinder.model.sites import Site
+from tb_leakfinder.model.recordings import HolderSearchRecord, Recordings
+from tb_leakfinder.model.sites import SiteInfo
 
 # Holders listed per family, most buffers first: a family kept by more references is still read in a glance, and the
 # host's `HolderStatus.num_holders` counts them all.
@@ -25,7 +25,7 @@ MAX_FAMILY_HOLDERS = 20
 
 
 @dataclass
-class Holder:
+class HolderResult:
     """One reference that keeps some of a family's never-freed buffers alive (CONTRIBUTING's glossary: holder)."""
 
     path: str  # the access path in the user's terms: "model.heads", "metrics['loss_map']", "total"
@@ -58,9 +58,11 @@ class HolderStatus:
     not_in_profile: int  # addresses the holders list that are no never-freed buffer of this profile
 
 
-def family_holders(buffers: Buffers, suspects: Suspects, search: HolderSearch, sources: dict[str, str]) -> list[list[Holder]]:
+def family_holders(
+    buffers: Buffers, suspects: Suspects, search: HolderSearchRecord, sources: dict[str, str]
+) -> list[list[HolderResult]]:
     """Each family's holders (in the order of `suspects.families`), most buffers first, at most MAX_FAMILY_HOLDERS."""
-    found: list[list[Holder]] = [[] for _ in suspects.families]
+    found: list[list[HolderResult]] = [[] for _ in suspects.families]
     never = np.flatnonzero(buffers.status == NEVER_FREED)
     if len(never) == 0 or not search.holders:
         return found
@@ -75,7 +77,7 @@ def family_holders(buffers: Buffers, suspects: Suspects, search: HolderSearch, s
         for f in np.unique(family).tolist():
             mine = kept[family == f]
             found[f].append(
-                Holder(
+                HolderResult(
                     path=record.path,
                     kind=record.kind,
                     type_name=record.type_name,
@@ -122,8 +124,8 @@ def never_freed_addresses(buffers: Buffers) -> np.ndarray:
     return np.asarray(buffers.addr[buffers.status == NEVER_FREED], np.uint64)
 
 
-def family_where_texts(suspects: Suspects, sites: Sequence[Site], sources: dict[str, str]) -> list[str]:
-    """The text of each family's line of code (`Site.where`), from the companion file's sources; "" where it has none."""
+def family_where_texts(suspects: Suspects, sites: Sequence[SiteInfo], sources: dict[str, str]) -> list[str]:
+    """The text of each family's line of code (`SiteInfo.where`), from the companion file's sources; "" where it has none."""
     return [line_text(sites[f.site].where if 0 <= f.site < len(sites) else "", sources) for f in suspects.families]
 
 

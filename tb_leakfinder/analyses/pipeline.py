@@ -10,11 +10,19 @@ from typing import Any
 import numpy as np
 
 from tb_leakfinder.analyses.attribution import CallIndex, attribute, call_index
-from tb_leakfinder.analyses.breakdown import BreakdownRow, peak_breakdown
-from tb_leakfinder.analyses.capacity import Forecast, Limit, OutOfMemory, forecast, fragmentation_note, held_at_oom, limits
+from tb_leakfinder.analyses.breakdown import BreakdownRowResult, peak_breakdown
+from tb_leakfinder.analyses.capacity import (
+    ForecastResult,
+    Limit,
+    OutOfMemoryResult,
+    forecast,
+    fragmentation_note,
+    held_at_oom,
+    limits,
+)
 from tb_leakfinder.analyses.causes import with_causes
 from tb_leakfinder.analyses.holders import (
-    Holder,
+    HolderResult,
     HolderStatus,
     family_holders,
     family_where_texts,
@@ -23,7 +31,7 @@ from tb_leakfinder.analyses.holders import (
 )
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis, analyze_process_memory
-from tb_leakfinder.analyses.step_sources import NONE, StepSource, find_steps, step_period_ps
+from tb_leakfinder.analyses.step_sources import NONE, StepSourceResult, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
 from tb_leakfinder.analyses.verdict import (
@@ -53,7 +61,7 @@ from tb_leakfinder.model.memory import (
     grouping_order,
 )
 from tb_leakfinder.model.recordings import PARTIAL, Recordings
-from tb_leakfinder.model.sites import NO_SITE, Site
+from tb_leakfinder.model.sites import NO_SITE, SiteInfo
 
 _NUMBERS = re.compile(r"(\d+)")
 SNAPSHOT_STEPS = "none: the file holds the buffers live at one moment, with no times"
@@ -69,19 +77,19 @@ class AllocatorAnalysis:
     buffers: Buffers
     summary: Summary
     suspects: Suspects
-    breakdown: list[BreakdownRow]
+    breakdown: list[BreakdownRowResult]
     peak_before_window_bytes: int
     verdict: Verdict
     warnings: list[str] = field(default_factory=list)
-    forecast: Forecast | None = None  # to out-of-memory, when the allocator leaks and reports what is free
+    forecast: ForecastResult | None = None  # to out-of-memory, when the allocator leaks and reports what is free
     fragmentation_note: str | None = None
     leak_bytes_per_step: float = 0.0  # the growing families' rates summed, when the allocator leaks
-    sites: list[Site] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
-    out_of_memory: OutOfMemory | None = None  # what held the memory, when the capture was taken at an out-of-memory error
+    sites: list[SiteInfo] = field(default_factory=lambda: [NO_SITE])  # where its buffers were made: Buffers.site indexes it
+    out_of_memory: OutOfMemoryResult | None = None  # what held the memory, when the capture was taken at an out-of-memory error
     limits: list[Limit] = field(default_factory=list)  # what bounds it at window end: its own, its device's, its machine's
     # From the companion file (analyses/holders.py), one entry per family when it has one, else []: each family's
     # holders, and the text of its line of code ("" when not recorded).
-    holders: list[list[Holder]] = field(default_factory=list)
+    holders: list[list[HolderResult]] = field(default_factory=list)
     where_texts: list[str] = field(default_factory=list)
 
 
@@ -89,7 +97,7 @@ class AllocatorAnalysis:
 class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
     allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of label in each
-    step_source: StepSource  # where profile.steps came from
+    step_source: StepSourceResult  # where profile.steps came from
     holder_status: HolderStatus | None = None  # how the search for holders went; None without one (no companion file)
     # What grows outside the allocators, when the capture helper recorded the process's memory beside the profile.
     process_memory: ProcessMemoryAnalysis | None = None
@@ -106,7 +114,7 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     to the allocators column by column, so that a large profile is never held twice; `profile.events` is left empty."""
     events = profile.events
     # A snapshot is one moment: it has no steps to find, not even time windows.
-    source = StepSource(NONE, None, Steps.empty(), SNAPSHOT_STEPS) if profile.one_moment else find_steps(profile)
+    source = StepSourceResult(NONE, None, Steps.empty(), SNAPSHOT_STEPS) if profile.one_moment else find_steps(profile)
     calls = call_index(profile.spans, modules, profile.device_planes)
     profile.events = MemoryEvents.empty()
     # The candidate spans have served: the cached analysis keeps only the steps they gave.
@@ -134,7 +142,7 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     return HostAnalysis(profile, result, source, status, process)
 
 
-def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSource) -> None:
+def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSourceResult) -> None:
     """What the companion file adds to an allocator: its families' holders and lines' text; a leak's verdict names
     the holder of its top family."""
     a.where_texts = family_where_texts(a.suspects, a.sites, recordings.sources)
@@ -192,7 +200,7 @@ def analyze_allocator(
     memory_id: str,
     events: MemoryEvents,
     profile: HostProfile,
-    source: StepSource,
+    source: StepSourceResult,
     calls: CallIndex | None = None,
     modules: Sequence[HloModule] = (),
 ) -> AllocatorAnalysis:
@@ -286,7 +294,7 @@ def analyze_allocator(
     )
 
 
-def _freed_in_one_step(buffers: Buffers, source: StepSource) -> int:
+def _freed_in_one_step(buffers: Buffers, source: StepSourceResult) -> int:
     """How many allocations the one step of a capture of one step made, when it freed them all; else 0."""
     if source.num_steps != 1:
         return 0

@@ -43,7 +43,7 @@ NOT_RECORDED = (
 
 
 @dataclass
-class Cause:
+class ProcessCauseResult:
     """A likely reason for memory that grows outside the allocator, with what to do about it."""
 
     id: str
@@ -53,7 +53,7 @@ class Cause:
 
 
 CAUSES = {
-    "worker_cache": Cause(
+    "worker_cache": ProcessCauseResult(
         "worker_cache",
         "a per-worker cache, or copy-on-read of the Dataset's Python objects (each worker's reads of their refcounts"
         " copy the pages they sit on)",
@@ -61,13 +61,13 @@ CAUSES = {
         " drop caches filled in __getitem__ (each worker fills its own copy)",
         "docs/process_memory.md#dataloader-workers",
     ),
-    "kept_objects": Cause(
+    "kept_objects": ProcessCauseResult(
         "kept_objects",
         "numpy arrays or Python objects kept by the training loop (a list of .numpy() copies, of batches, of metrics)",
         "keep a scalar (.item()) or a running aggregate, or bound the list; tracemalloc's snapshot comparison names the line",
         "docs/process_memory.md#objects-kept-by-the-loop",
     ),
-    "native": Cause(
+    "native": ProcessCauseResult(
         "native",
         "native memory: a library's own allocations (a decoder, a tokenizer, a C extension), or malloc's arenas not"
         " given back to the system",
@@ -110,7 +110,7 @@ class ProcessMemoryAnalysis:
     # What glibc's malloc holds free grew by this much a step (fragmentation), also taken off; 0 where not known.
     malloc_free_bytes_per_step: float = 0.0
     threshold_bytes_per_step: int = THRESHOLD_BYTES_PER_STEP
-    causes: list[Cause] = field(default_factory=list)
+    causes: list[ProcessCauseResult] = field(default_factory=list)
 
 
 def fit_rate(steps: Sequence[int], values: Sequence[int | None]) -> tuple[float, int]:
@@ -254,7 +254,7 @@ def _verdict(
     main: ProcessTrend | None,
     taken: Taken,
     workers: list[ProcessTrend],
-) -> tuple[str, str, list[Cause]]:
+) -> tuple[str, str, list[ProcessCauseResult]]:
     whose = f"{FRAMEWORK_NAMES.get(framework, framework)}'s allocator"
     children = "DataLoader workers" if framework == "torch" else "child processes"
     if main is None or main.num_samples < MIN_SAMPLES:
@@ -267,7 +267,7 @@ def _verdict(
         )
     explained = taken.explained()
     parts: list[str] = []
-    causes: list[Cause] = []
+    causes: list[ProcessCauseResult] = []
     if main.grows:
         parts.append(f"{_rate(taken.outside())} in the training process{explained}")
         causes.append(CAUSES["kept_objects"])

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tb_leakfinder.analyses.static_buffers import ModuleSummary
-from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
+from tb_leakfinder.analyses.suspects import CauseResult
 
 RECOMPILE_PER_STEP = "recompile_per_step"
 RECOMPILE_FIX = (
@@ -28,7 +28,7 @@ RECOMPILE_FIX = (
 MIN_SAME_NAME = 3
 
 
-def modules_cause(modules: Sequence[ModuleSummary], num_steps: int) -> Cause | None:
+def modules_cause(modules: Sequence[ModuleSummaryResult], num_steps: int) -> CauseResult | None:
     """`recompile_per_step` when one capture of `num_steps` steps holds programs of one name under as many program
     ids as its steps (MIN_SAME_NAME at least); None otherwise, or when its steps are not known."""
     ids: dict[str, set[int]] = {}
@@ -44,4 +44,4 @@ def modules_cause(modules: Sequence[ModuleSummary], num_steps: int) -> Cause | N
     shown = ", ".join(map(str, listed[:8])) + (f" and {len(listed) - 8} more" if len(listed) > 8 else "")
     steps = f"{num_steps} step{'s' if num_steps != 1 else ''}"
     evidence = f"{len(listed)} compiled programs named {name} in a capture of {steps}, one or more per step: program ids {shown}"
-    return Cause(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)
+    return CauseResult(RECOMPILE_PER_STEP, evidence, RECOMPILE_FIX)

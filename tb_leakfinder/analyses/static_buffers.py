@@ -52,7 +52,7 @@ class BufferOrigin:
 
 
 @dataclass
-class WholeProgramBuffer(BufferOrigin):
+class WholeProgramBufferResult(BufferOrigin):
     """An allocation (or never-freed heap block) live for the whole program, and why."""
 
     bytes: int
@@ -66,7 +66,7 @@ class WholeProgramBuffer(BufferOrigin):
 
 
 @dataclass
-class PeakBuffer(BufferOrigin):
+class PeakBufferResult(BufferOrigin):
     """A buffer in the heap at the peak."""
 
     bytes: int
@@ -74,7 +74,7 @@ class PeakBuffer(BufferOrigin):
 
 
 @dataclass
-class LongLivedTemporary(BufferOrigin):
+class LongLivedTemporaryResult(BufferOrigin):
     """A freed temporary whose range covers most of the program."""
 
     bytes: int
@@ -111,7 +111,7 @@ class Flag:
 
 
 @dataclass
-class HeapCurve:
+class HeapCurveResult:
     position: list[int]
     heap_bytes: list[int]
     instruction: list[str | None]
@@ -137,12 +137,12 @@ class ModuleHeader:
 
 
 @dataclass
-class ModuleSummary(ModuleHeader):
+class ModuleSummaryResult(ModuleHeader):
     """What the report says of one module and memory space."""
 
-    whole_program_buffers: list[WholeProgramBuffer]  # largest first
+    whole_program_buffers: list[WholeProgramBufferResult]  # largest first
     actionable: list[Flag]
-    long_lived_temporaries: list[LongLivedTemporary]  # by bytes x share of the program
+    long_lived_temporaries: list[LongLivedTemporaryResult]  # by bytes x share of the program
 
 
 @dataclass
@@ -150,11 +150,11 @@ class ModuleDetail(ModuleHeader):
     """One module in detail for the UI."""
 
     memory_spaces: list[int]
-    curve: HeapCurve
-    peak_buffers: list[PeakBuffer]  # largest first; the sizes add up to the peak
-    whole_program_buffers: list[WholeProgramBuffer]
+    curve: HeapCurveResult
+    peak_buffers: list[PeakBufferResult]  # largest first; the sizes add up to the peak
+    whole_program_buffers: list[WholeProgramBufferResult]
     actionable: list[Flag]
-    long_lived_temporaries: list[LongLivedTemporary]
+    long_lived_temporaries: list[LongLivedTemporaryResult]
     buffers: list[BufferRange]  # in program order; the largest MAX_BUFFER_RANGES of num_buffers
     num_buffers: int
 
@@ -211,14 +211,14 @@ def _describe(module: HloModule, row: int) -> dict[str, Any]:
     }
 
 
-def _whole_program_buffers(module: HloModule, sim: Simulation) -> list[WholeProgramBuffer]:
+def _whole_program_buffers(module: HloModule, sim: Simulation) -> list[WholeProgramBufferResult]:
     """One entry per whole-program allocation and per never-freed heap block, largest first."""
     allocations = module.allocations
     large = max(SMALL_BUFFER_BYTES, int(sim.peak_bytes * LARGE_FRACTION))
     # A program with a single result returns it on purpose: only one of several results is suspect.
     results = allocations.maybe_live_out & ~allocations.is_tuple & (allocations.color == sim.space)
     single_result = int(np.count_nonzero(results)) <= 1
-    entries: list[WholeProgramBuffer] = []
+    entries: list[WholeProgramBufferResult] = []
     for allocation in [*sim.whole_rows.tolist(), *sim.thread_local_rows.tolist()]:
         reason = _reason(module, allocation)
         live_out = bool(allocations.maybe_live_out[allocation])
@@ -230,7 +230,7 @@ def _whole_program_buffers(module: HloModule, sim: Simulation) -> list[WholeProg
         elif reason == "live_out" and single_result:
             why += "; it is the program's only result"
         entries.append(
-            WholeProgramBuffer(
+            WholeProgramBufferResult(
                 **_describe(module, _representative(module, allocation, reason)),
                 bytes=size,
                 reason=reason,
@@ -248,7 +248,7 @@ def _whole_program_buffers(module: HloModule, sim: Simulation) -> list[WholeProg
     for root, holder in zip(roots.tolist(), holders(sim, roots, sim.num_events - 1).tolist(), strict=True):
         size = int(module.buffers.size[root])
         entries.append(
-            WholeProgramBuffer(
+            WholeProgramBufferResult(
                 **_describe(module, holder),
                 bytes=size,
                 reason="never_freed",
@@ -264,10 +264,10 @@ def _whole_program_buffers(module: HloModule, sim: Simulation) -> list[WholeProg
     return entries
 
 
-def _peak_buffers(module: HloModule, sim: Simulation) -> list[PeakBuffer]:
+def _peak_buffers(module: HloModule, sim: Simulation) -> list[PeakBufferResult]:
     """Everything in the heap at the peak, largest first; the sizes add up to the peak."""
     entries = [
-        PeakBuffer(
+        PeakBufferResult(
             **_describe(module, _representative(module, allocation, _reason(module, allocation))),
             bytes=int(module.allocations.size[allocation]),
             kind=_reason(module, allocation),
@@ -279,12 +279,12 @@ def _peak_buffers(module: HloModule, sim: Simulation) -> list[PeakBuffer]:
         live = np.flatnonzero((sim.block_start <= p) & (p < sim.block_end))
         roots = sim.block_root[live]
         for root, holder in zip(roots.tolist(), holders(sim, roots, p).tolist(), strict=True):
-            entries.append(PeakBuffer(**_describe(module, holder), bytes=int(module.buffers.size[root]), kind="temporary"))
+            entries.append(PeakBufferResult(**_describe(module, holder), bytes=int(module.buffers.size[root]), kind="temporary"))
     entries.sort(key=lambda e: (-e.bytes, e.instruction))
     return entries
 
 
-def _long_lived(module: HloModule, sim: Simulation) -> list[LongLivedTemporary]:
+def _long_lived(module: HloModule, sim: Simulation) -> list[LongLivedTemporaryResult]:
     """Freed temporaries whose own range covers most of the program, by bytes x share of the program."""
     n = sim.num_events
     if sim.trace is None or not n:
@@ -298,7 +298,7 @@ def _long_lived(module: HloModule, sim: Simulation) -> list[LongLivedTemporary]:
         described = _describe(module, row)
         until = f"its last user {described['last_user']}" if described["last_user"] else f"position {e}"
         entries.append(
-            LongLivedTemporary(
+            LongLivedTemporaryResult(
                 **described,
                 bytes=int(sizes[row]),
                 start=s,
@@ -311,7 +311,7 @@ def _long_lived(module: HloModule, sim: Simulation) -> list[LongLivedTemporary]:
     return entries
 
 
-def _actionable(module: HloModule, whole_program: list[WholeProgramBuffer]) -> list[Flag]:
+def _actionable(module: HloModule, whole_program: list[WholeProgramBufferResult]) -> list[Flag]:
     parameter_of_shape = {e.shape: e.parameter_number for e in whole_program if e.reason == "parameter"}
     flags = []
     for e in whole_program:
@@ -365,12 +365,12 @@ def _header(module: HloModule, sim: Simulation, space: int) -> dict[str, Any]:
     }
 
 
-def module_summary(module: HloModule, memory_space: int | None = None) -> ModuleSummary:
+def module_summary(module: HloModule, memory_space: int | None = None) -> ModuleSummaryResult:
     """The report's entry for one module and memory space (default 0)."""
     space = memory_space_of(module, memory_space)
     sim = simulate(module, space)
     whole_program = _whole_program_buffers(module, sim)
-    return ModuleSummary(
+    return ModuleSummaryResult(
         **_header(module, sim, space),
         whole_program_buffers=whole_program,
         actionable=_actionable(module, whole_program),
@@ -378,10 +378,10 @@ def module_summary(module: HloModule, memory_space: int | None = None) -> Module
     )
 
 
-def module_summaries(modules: list[HloModule]) -> tuple[list[ModuleSummary], list[str]]:
+def module_summaries(modules: list[HloModule]) -> tuple[list[ModuleSummaryResult], list[str]]:
     """`module_summary` for every module and memory space, largest peak first, and one warning
     per module whose heap trace cannot be simulated (the others are still summarised)."""
-    summaries: list[ModuleSummary] = []
+    summaries: list[ModuleSummaryResult] = []
     warnings: list[str] = []
     for module in modules:
         try:
@@ -439,7 +439,7 @@ def module_detail(module: HloModule, memory_space: int | None = None, points: in
     return ModuleDetail(
         **_header(module, sim, space),
         memory_spaces=module.memory_spaces,
-        curve=HeapCurve(
+        curve=HeapCurveResult(
             position=keep,
             heap_bytes=(sim.heap_after[keep] + sim.whole_bytes).tolist(),
             instruction=[sim.instruction_at(i) for i in keep],

@@ -43,7 +43,7 @@ SHORT_CAPTURE_COVERAGE = 0.5
 
 
 @dataclass
-class StepSource:
+class StepSourceResult:
     kind: str  # STEP_NUM, GROUP_ID, ROOT_EVENTS, DEVICE_PROGRAMS, TIME_WINDOWS or NONE
     name: str | None  # the event, function or program the steps come from
     steps: Steps
@@ -72,12 +72,12 @@ class _Candidate:
     origin: str  # "from the group_id stat"
     covered: int  # memory events inside the steps, the in-flight one included
 
-    def source(self) -> StepSource:
+    def source(self) -> StepSourceResult:
         n = len(self.steps)
-        return StepSource(self.kind, self.name, self.steps, f"{n} step{'' if n == 1 else 's'} {self.origin}")
+        return StepSourceResult(self.kind, self.name, self.steps, f"{n} step{'' if n == 1 else 's'} {self.origin}")
 
 
-def find_steps(profile: HostProfile) -> StepSource:
+def find_steps(profile: HostProfile) -> StepSourceResult:
     """The host's steps, and which source gave them."""
     times = _Times(profile.events.time_ps)
     markers = _candidate(STEP_NUM, None, profile.steps, f"from {profile.step_marker} markers", times)
@@ -97,10 +97,12 @@ def find_steps(profile: HostProfile) -> StepSource:
         return max(short, key=lambda c: (c.covered, len(c.steps))).source()
     if len(times) > 1 and times.last() > times.first():
         return time_windows(times.first(), times.last(), event_clock_ps=profile.event_clock_ps)
-    return StepSource(NONE, None, Steps.empty(), "no step information")
+    return StepSourceResult(NONE, None, Steps.empty(), "no step information")
 
 
-def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS, event_clock_ps: int | None = None) -> StepSource:
+def time_windows(
+    start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS, event_clock_ps: int | None = None
+) -> StepSourceResult:
     """`count` equal windows from `start_ps` to `end_ps`, numbered from 0; `event_clock_ps`: the clock counts
     allocations, this many ps each (a snapshot without times)."""
     # In Python integers: a corrupt profile's far-apart times must not overflow int64.
@@ -111,9 +113,9 @@ def time_windows(start_ps: int, end_ps: int, count: int = NUM_TIME_WINDOWS, even
     if event_clock_ps:
         allocations = round((end_ps - start_ps) / count / event_clock_ps)
         text = f"{count} equal windows of {allocations} allocations each, no step information"
-        return StepSource(TIME_WINDOWS, None, steps, text)
+        return StepSourceResult(TIME_WINDOWS, None, steps, text)
     width = format_duration_ps((end_ps - start_ps) / count)
-    return StepSource(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width}, no step information")
+    return StepSourceResult(TIME_WINDOWS, None, steps, f"{count} equal time windows of {width}, no step information")
 
 
 def step_period_ps(steps: Steps) -> float:

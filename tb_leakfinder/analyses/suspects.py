@@ -45,7 +45,7 @@ _DIMS = re.compile(r"\[([^\[\]]*)\]")
 
 
 @dataclass(frozen=True)
-class Cause:
+class CauseResult:
     """Why a leaking family is likely never freed, as its profile shows, and what usually fixes it
     (analyses/causes.py)."""
 
@@ -55,7 +55,7 @@ class Cause:
 
 
 @dataclass
-class Family:
+class FamilyResult:
     op: int
     dtype: int
     region: int
@@ -77,12 +77,12 @@ class Family:
     bytes_per_step: float  # tensor bytes, fitted from the onset on (growing families; else 0)
     chunk_bytes_per_step: float
     score: float
-    cause: Cause | None = None  # likely cause, growing families of a leaking allocator only (analyses/causes.py)
+    cause: CauseResult | None = None  # likely cause, growing families of a leaking allocator only (analyses/causes.py)
 
 
 @dataclass
 class Suspects:
-    families: list[Family]  # most suspicious first
+    families: list[FamilyResult]  # most suspicious first
     never_freed_family: np.ndarray  # index into families of each never-freed buffer, -1 for the others
     family_of_buffer: np.ndarray  # index into families of each buffer that outlives a step or is never freed, else -1
 
@@ -115,7 +115,7 @@ def leak_suspects(buffers: Buffers, steps: Steps, strings: list[str]) -> Suspect
     position = step_position(buffers.alloc_time_ps[members], steps) if n else np.full(len(members), -1, np.int64)
     by_family = np.argsort(family, kind="stable")
     starts = np.concatenate([[0], np.cumsum(np.bincount(family, minlength=num_families))])
-    candidates: list[tuple[Family, int]] = []
+    candidates: list[tuple[FamilyResult, int]] = []
     block = max(1, SERIES_BLOCK_CELLS // (n + 2))
     for lo in range(0, num_families, block):
         hi = min(num_families, lo + block)
@@ -239,7 +239,7 @@ def family_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
     return _combined_keys([buffers.op, buffers.dtype, buffers.region], rows)
 
 
-def group_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
+def breakdown_keys(buffers: Buffers, rows: np.ndarray | None = None) -> np.ndarray:
     """One int64 per buffer (or per buffer in `rows`), equal exactly when (op, shape, dtype, region) are,
     and ordered as those are."""
     return _combined_keys([buffers.op, buffers.shape, buffers.dtype, buffers.region], rows)
@@ -305,7 +305,7 @@ def _classify(
     series: list[np.ndarray],
     steps: Steps,
     strings: list[str],
-) -> Family | None:
+) -> FamilyResult | None:
     """One family's figures, or None when it keeps nothing and does not grow."""
     num_steps = len(steps)
     at_boundaries, live_requested, live_allocated, live_count = series
@@ -342,7 +342,7 @@ def _classify(
     shapes = sorted_distinct(buffers.shape[members])
     latest = _latest(buffers, members, never)
     step_nums = steps.step_num
-    return Family(
+    return FamilyResult(
         op=op,
         dtype=dtype,
         region=region,

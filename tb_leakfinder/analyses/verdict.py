@@ -6,12 +6,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummary
-from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSource
+from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummaryResult
+from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSourceResult
 from tb_leakfinder.analyses.summary import Summary
-from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, Family
-from tb_leakfinder.analyses.words import format_bytes, group_label
-from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, Site
+from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, FamilyResult
+from tb_leakfinder.analyses.words import buffers_label, format_bytes
+from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, SiteInfo
 
 LEAK = "leak"
 NO_LEAK = "no_leak"
@@ -56,10 +56,10 @@ def _opening(word: str, judged: str) -> str:
 
 def decide(
     summary: Summary,
-    families: list[Family],
-    source: StepSource,
+    families: list[FamilyResult],
+    source: StepSourceResult,
     strings: list[str],
-    sites: Sequence[Site] = (),
+    sites: Sequence[SiteInfo] = (),
     freed_in_one_step: int = 0,
     judged: str = "",
 ) -> Verdict:
@@ -129,7 +129,7 @@ def _heap_trend(summary: Summary, num_steps: int, unit: str) -> str:
     )
 
 
-def leak_families(families: list[Family], source: StepSource) -> list[Family]:
+def leak_families(families: list[FamilyResult], source: StepSourceResult) -> list[FamilyResult]:
     """The growing families that make a leak; with time windows, only those that grow in most windows."""
     growing = [g for g in families if g.kind == GROWING]
     if source.kind != TIME_WINDOWS:
@@ -141,7 +141,7 @@ def _most(num_windows: int) -> int:
     return math.ceil(MOST_WINDOWS * num_windows)
 
 
-def family_label(family: Family, strings: list[str], sites: Sequence[Site] = ()) -> str:
+def family_label(family: FamilyResult, strings: list[str], sites: Sequence[SiteInfo] = ()) -> str:
     """'Mul [128,1024] output (train.py:42 in train_step)', 'Mean [32,*] output, 12 shapes', 'output 0 of
     jit_step(3) (dot_general f32[1024,1024], model.py:57)', or 'one buffer (4 buffers) regrown each step by
     ConcatV2, now [1920,1024]'."""
@@ -158,7 +158,7 @@ def family_label(family: Family, strings: list[str], sites: Sequence[Site] = ())
             details.append("or another buffer of its size" if others == 1 else f"or one of {others} other buffers of its size")
         label = f"{op} ({', '.join(d for d in details if d)})"
     else:
-        label = group_label(op, family.shape, region) + where
+        label = buffers_label(op, family.shape, region) + where
     return f"{label}, {family.num_shapes} shapes" if family.num_shapes > 1 else label
 
 
@@ -179,7 +179,7 @@ def flag_text(flag: Flag, module: str) -> str:
 
 
 def host_verdict(
-    allocators: list[tuple[str, Verdict]], modules: list[ModuleSummary], no_events: str = NO_EVENTS_REASON
+    allocators: list[tuple[str, Verdict]], modules: list[ModuleSummaryResult], no_events: str = NO_EVENTS_REASON
 ) -> Verdict:
     """A host's verdict: its allocators' (see `combine`; `no_events` is its reason when there are none), naming the
     buffers the static view flags; with no memory events, the static view's finding is the first sentence."""

@@ -82,7 +82,7 @@ def _figure(value: float, unit: str) -> str:
     return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
 
 
-def group_label(op: str, shape: str, region: str) -> str:
+def buffers_label(op: str, shape: str, region: str) -> str:
     """'Mul [128,1024] output', leaving out what the profile did not record."""
     return " ".join(part for part in (op or "(unknown op)", shape, region) if part)
 

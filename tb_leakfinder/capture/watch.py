@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from tb_leakfinder.analyses.words import format_bytes
+from tb_leakfinder.analyses.words import count_of, format_bytes
 from tb_leakfinder.capture.framework_profiler import recorded_allocators
 from tb_leakfinder.capture.server_session import XPROF_CLIENT, server_options
 from tb_leakfinder.capture.sessions import Staging, new_session_id
@@ -341,7 +341,7 @@ class Watch:
         n = len(self.sessions)
         failed = f", {self.failures} failed" if self.failures else ""
         failed += f", {self.abandoned} abandoned" if self.abandoned else ""
-        lines = [f"{n} capture{'' if n == 1 else 's'} of {s.address} in {s.logdir}{failed} ({why})"]
+        lines = [f"{count_of(n, 'capture')} of {s.address} in {s.logdir}{failed} ({why})"]
         return lines + [str(p) for p in self.sessions]
 
     def exit_status(self, ended: str) -> int:

@@ -15,7 +15,7 @@ from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.history import count_unreadable, run_history
 from tb_leakfinder.analyses.history_points import host_points
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
-from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
 from tb_leakfinder.model.history import HostPoints
@@ -48,7 +48,7 @@ class HostResult:
     analysis: HostAnalysis | None
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
-    modules: list[ModuleSummary] = field(default_factory=list)
+    modules: list[ModuleSummaryResult] = field(default_factory=list)
     _json: report.HostReport | None = field(default=None, repr=False)
     _points: HostPoints | None = field(default=None, repr=False)
 

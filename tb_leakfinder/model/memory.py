@@ -294,7 +294,7 @@ class AllocatorInfo:
 
 
 @dataclass(frozen=True)
-class CompiledPrograms:
+class CompiledProgramsInfo:
     """A device's compiled programs in a device memory profile: their code and constants, not buffers."""
 
     device: str  # its allocator's key ("gpu:0", DEVICE_UNKNOWN)
@@ -339,7 +339,7 @@ class HostProfile:
     # time_us; its frees lie between the allocations they follow and precede).
     event_clock_ps: int | None = None
     one_moment: bool = False  # the buffers live at one moment (a device memory profile), not events over a window
-    compiled_programs: list[CompiledPrograms] = field(default_factory=list)  # by device, apart from the buffers
+    compiled_programs: list[CompiledProgramsInfo] = field(default_factory=list)  # by device, apart from the buffers
     program_sites: list[ProgramSite] = field(default_factory=list)  # the same programs by where they were compiled
     # What the format's step markers are called, for sentences ("10 steps from ProfilerStep markers").
     step_marker: str = "step_num"

@@ -57,7 +57,7 @@ class HolderRecord:
 
 
 @dataclass
-class HolderSearch:
+class HolderSearchRecord:
     """The holder finder's result for one window."""
 
     status: str  # COMPLETE, PARTIAL or FAILED
@@ -115,7 +115,7 @@ class Recordings:
     host: str
     pid: int
     framework: str  # "tensorflow", "jax" or "torch"
-    holders: HolderSearch | None = None
+    holders: HolderSearchRecord | None = None
     process_memory: ProcessMemoryRecord | None = None
     sources: dict[str, str] = field(default_factory=dict)  # "path/to/train.py:134" -> that line's text, stripped
 

@@ -21,7 +21,7 @@ NEAR_BY_TIME_AND_SIZE = "time_and_size"  # both
 
 
 @dataclass(frozen=True)
-class Site:
+class SiteInfo:
     """One place buffers are made. Site() (index 0 of every table) is a place the profile does not tell."""
 
     context: str = ""  # CONTEXT_*, "" when only the framework's op (TensorFlow's tf_op) or frames are known
@@ -47,4 +47,4 @@ class Site:
         return self.stack[0] if self.stack else ""
 
 
-NO_SITE = Site()
+NO_SITE = SiteInfo()

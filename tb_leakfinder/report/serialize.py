@@ -16,25 +16,26 @@ import numpy as np
 
 from tb_leakfinder.analyses import capacity, query
 from tb_leakfinder.analyses import verdict as verdicts
-from tb_leakfinder.analyses.breakdown import BreakdownRow as Breakdown
-from tb_leakfinder.analyses.buffer_query import MAX_PAGE
-from tb_leakfinder.analyses.buffer_query import BufferPage as BufferSelection
-from tb_leakfinder.analyses.capacity import Forecast as ForecastResult
+from tb_leakfinder.analyses.breakdown import BreakdownRowResult
+from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPageResult
+from tb_leakfinder.analyses.capacity import ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
 from tb_leakfinder.analyses.history import measure as history_measure
-from tb_leakfinder.analyses.holders import Holder as HolderResult
-from tb_leakfinder.analyses.holders import HolderStatus
+from tb_leakfinder.analyses.holders import HolderResult, HolderStatus
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, worst_first
 from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
 from tb_leakfinder.analyses.recompiles import modules_cause
-from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, PeakBuffer, WholeProgramBuffer
-from tb_leakfinder.analyses.static_buffers import ModuleDetail as ModuleDetailResult
-from tb_leakfinder.analyses.static_buffers import ModuleSummary as ModuleSummaryResult
-from tb_leakfinder.analyses.step_sources import NONE
-from tb_leakfinder.analyses.step_sources import StepSource as StepSourceResult
-from tb_leakfinder.analyses.suspects import Cause as FamilyCause
+from tb_leakfinder.analyses.static_buffers import (
+    SMALL_BUFFER_BYTES,
+    ModuleDetail,
+    ModuleSummaryResult,
+    PeakBufferResult,
+    WholeProgramBufferResult,
+)
+from tb_leakfinder.analyses.step_sources import NONE, StepSourceResult
+from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError, NotFoundError
@@ -42,18 +43,20 @@ from tb_leakfinder.model.columns import sorted_distinct
 from tb_leakfinder.model.history import CapturePoint
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
-from tb_leakfinder.model.sites import NO_SITE
-from tb_leakfinder.model.sites import Site as SiteResult
+from tb_leakfinder.model.sites import NO_SITE, SiteInfo
 from tb_leakfinder.read.formats import registry
 
 # The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made. The
 # schema's classes only type the dicts built here (`report/__init__.py` says why it loads them on first use).
 if TYPE_CHECKING:
-    from tb_leakfinder.analyses.diff import AllocatorDiff as AllocatorChange
-    from tb_leakfinder.analyses.diff import Comparison, FamilySide
-    from tb_leakfinder.analyses.diff import Delta as Change
-    from tb_leakfinder.analyses.diff import FamilyDiff as GroupChange
-    from tb_leakfinder.analyses.diff import ModuleDiff as ModuleChange
+    from tb_leakfinder.analyses.diff import (
+        AllocatorDiffResult,
+        Comparison,
+        DeltaResult,
+        FamilyDiffResult,
+        FamilySide,
+        ModuleDiffResult,
+    )
     from tb_leakfinder.report.schema import (
         AllocatorDiff,
         AllocatorReport,
@@ -152,7 +155,7 @@ def forecast_json(forecast: ForecastResult | None) -> Forecast | None:
     }
 
 
-def site_json(site: SiteResult) -> Site:
+def site_json(site: SiteInfo) -> Site:
     """Where buffers were made (model/sites.py), with the line of code as `where`."""
     return {
         "context": cast("SiteContext", site.context),
@@ -171,7 +174,7 @@ def site_json(site: SiteResult) -> Site:
     }
 
 
-def _site_at(sites: list[SiteResult], index: int) -> SiteResult:
+def _site_at(sites: list[SiteInfo], index: int) -> SiteInfo:
     return sites[index] if 0 <= index < len(sites) else NO_SITE
 
 
@@ -221,7 +224,7 @@ def holder_search_json(s: HolderStatus | None) -> HolderSearch | None:
     return {**cast("HolderSearch", asdict(s)), "status": cast("SearchStatus", s.status), "elapsed_s": round(s.elapsed_s, 3)}
 
 
-def _groups_json(a: AllocatorAnalysis) -> list[Family]:
+def _families_json(a: AllocatorAnalysis) -> list[Family]:
     strings = a.events.strings
     families: list[Family] = []
     for i, g in enumerate(a.suspects.families):
@@ -260,13 +263,13 @@ def _groups_json(a: AllocatorAnalysis) -> list[Family]:
     return families
 
 
-def _cause_json(cause: FamilyCause | None) -> Cause | None:
+def _cause_json(cause: CauseResult | None) -> Cause | None:
     if cause is None:
         return None
     return {"id": cast("CauseId", cause.id), "evidence": cause.evidence, "fix": cause.fix}
 
 
-def _breakdown_json(a: AllocatorAnalysis, r: Breakdown) -> BreakdownRow:
+def _breakdown_json(a: AllocatorAnalysis, r: BreakdownRowResult) -> BreakdownRow:
     strings, site = a.events.strings, _site_at(a.sites, r.site)
     return {
         "category": cast("BreakdownCategory", r.category),
@@ -312,7 +315,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str) -> AllocatorReport
         "out_of_memory": None if a.out_of_memory is None else cast("OutOfMemory", asdict(a.out_of_memory)),
         "fragmentation_note": a.fragmentation_note,
         "warnings": a.warnings,
-        "families": _groups_json(a),
+        "families": _families_json(a),
         "peak_breakdown": [_breakdown_json(a, r) for r in a.breakdown],
         "stack_hint": stack_hint(a, profile_format),
     }
@@ -555,7 +558,7 @@ def limits_json() -> Limits:
 SUMMARY_LONG_LIVED = 3
 
 
-def _group_small(entries: list[PeakBuffer] | list[WholeProgramBuffer], label_key: str) -> list[dict[str, Any]]:
+def _group_small(entries: list[PeakBufferResult] | list[WholeProgramBufferResult], label_key: str) -> list[dict[str, Any]]:
     """Entries below SMALL_BUFFER_BYTES folded into one, so that totals stay whole: `label_key` (the row's reason
     or kind) says "small" on the folded row."""
     grouped = [{**asdict(e), "count": 1} for e in entries if e.bytes >= SMALL_BUFFER_BYTES]
@@ -586,7 +589,7 @@ def module_summary_json(m: ModuleSummaryResult) -> ModuleSummary:
     return cast("ModuleSummary", _short_messages(out))
 
 
-def module_detail_json(m: ModuleDetailResult) -> ModuleDetailBody:
+def module_detail_json(m: ModuleDetail) -> ModuleDetailBody:
     """The module route's answer: the peak's small buffers folded, everything else in full."""
     out = asdict(m)
     out["peak_buffers"] = _group_small(m.peak_buffers, "kind")
@@ -600,7 +603,7 @@ def _short_messages(module: dict[str, Any]) -> dict[str, Any]:
     return module
 
 
-def _delta_json(d: Change, digits: int | None = None) -> Delta:
+def _delta_json(d: DeltaResult, digits: int | None = None) -> Delta:
     """{"a", "b", "delta"}; rounded as each side's report rounds the figure."""
     a, b = (d.a, d.b) if digits is None else (round(d.a, digits), round(d.b, digits))
     return {"a": a, "b": b, "delta": b - a}
@@ -614,7 +617,7 @@ def _kind(side: FamilySide | None) -> LeakKind | None:
     return cast("LeakKind", side.kind) if side else None
 
 
-def _family_diff_json(g: GroupChange) -> FamilyDiff:
+def _family_diff_json(g: FamilyDiffResult) -> FamilyDiff:
     a, b = g.a, g.b
     return {
         "op": g.op,
@@ -639,7 +642,7 @@ def _family_diff_json(g: GroupChange) -> FamilyDiff:
     }
 
 
-def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
+def _allocator_diff_json(d: AllocatorDiffResult) -> AllocatorDiff:
     a, b = d.a, d.b
     return {
         "allocator_a": a.label if a else None,
@@ -660,11 +663,11 @@ def _allocator_diff_json(d: AllocatorChange) -> AllocatorDiff:
     }
 
 
-def _listed(buffers: list[WholeProgramBuffer]) -> list[ListedWholeProgramBuffer]:
+def _listed(buffers: list[WholeProgramBufferResult]) -> list[ListedWholeProgramBuffer]:
     return [cast("ListedWholeProgramBuffer", {**asdict(w), "count": 1}) for w in buffers]
 
 
-def _module_diff_json(m: ModuleChange) -> ModuleDiff:
+def _module_diff_json(m: ModuleDiffResult) -> ModuleDiff:
     return {
         "name": m.name,
         "name_a": m.name_a,
@@ -742,7 +745,7 @@ def _event_labels(a: AllocatorAnalysis, rows: np.ndarray) -> tuple[list[str], li
     )
 
 
-def buffers_json(a: AllocatorAnalysis, steps: Steps, page: BufferSelection) -> BufferPage:
+def buffers_json(a: AllocatorAnalysis, steps: Steps, page: BufferPageResult) -> BufferPage:
     """A page of buffers. Each row's `site` indexes the page's `sites`: a site is written once, not per buffer."""
     used = sorted_distinct(a.buffers.site[page.rows]).tolist() if len(page.rows) else []
     position = {site: k for k, site in enumerate(used)}

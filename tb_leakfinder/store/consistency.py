@@ -10,7 +10,7 @@ import numpy as np
 from tb_leakfinder.analyses.pipeline import HostAnalysis
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.model.memory import EVENT_COLUMNS
-from tb_leakfinder.model.sites import Site
+from tb_leakfinder.model.sites import SiteInfo
 
 
 def check_consistent(h: HostAnalysis) -> None:
@@ -34,7 +34,7 @@ def check_consistent(h: HostAnalysis) -> None:
             _within(getattr(buffers, name), -1, steps, f"buffers.{name}")
         _within(buffers.status, 0, len(STATUS_NAMES), "buffers.status")
         _within(buffers.site, 0, len(a.sites), "buffers.site")
-        if not a.sites or not all(isinstance(site, Site) for site in a.sites):
+        if not a.sites or not all(isinstance(site, SiteInfo) for site in a.sites):
             raise ValueError(f"{a.label}: its sites are not a table of sites")
         if _table(a.suspects, {"never_freed_family": None, "family_of_buffer": None}) != num_buffers:
             raise ValueError(f"{a.label}: {len(a.suspects.never_freed_family)} groups of buffers for {num_buffers} buffers")

@@ -32,7 +32,7 @@ PYTHON_LINE = "python"
 
 
 @dataclass(frozen=True)
-class Buffer:
+class ProgramBuffer:
     """One of a program's buffers: what defines it, and how it is allocated."""
 
     name: str
@@ -55,7 +55,7 @@ class Buffer:
         return f"{_NAMES[self.element_type]}[{','.join(map(str, self.dims))}]"
 
 
-def program_proto(module: str, buffers: Sequence[Buffer]) -> bytes:
+def program_proto(module: str, buffers: Sequence[ProgramBuffer]) -> bytes:
     """A serialized HloProto: one instruction and one allocation per buffer (temporaries share one block)."""
     p = proto.HloProto()()
     m = p.hlo_module
@@ -105,18 +105,18 @@ TRAIN_STEP = "jit_train_step"
 EVAL_STEP = "jit_eval_step"
 TRAIN_ID, EVAL_ID = 7, 9
 TRAIN_BUFFERS = (
-    Buffer("params", "parameter", F32, (1024, 1024), kind="parameter"),
-    Buffer("batch", "parameter", F32, (64, 1024), kind="parameter"),
-    Buffer("loss", "reduce", F32, (), "jit(train_step)/reduce_sum", ("/src/model.py", 61)),
-    Buffer("dot.3", "dot", F32, (1024, 256), "jit(train_step)/dot_general", ("/src/model.py", 57)),
-    Buffer("add.5", "add", F32, (256, 256), "jit(train_step)/add", ("/src/model.py", 58)),
-    Buffer("mul.6", "multiply", F32, (256, 256), "jit(train_step)/mul", ("/src/model.py", 59)),
-    Buffer("fusion.1", "fusion", F32, (64, 4096), "jit(train_step)/tanh", ("/src/model.py", 55), kind="temp"),
-    Buffer("fusion.2", "fusion", F32, (64, 1024), "jit(train_step)/exp", ("/src/model.py", 56), kind="temp"),
+    ProgramBuffer("params", "parameter", F32, (1024, 1024), kind="parameter"),
+    ProgramBuffer("batch", "parameter", F32, (64, 1024), kind="parameter"),
+    ProgramBuffer("loss", "reduce", F32, (), "jit(train_step)/reduce_sum", ("/src/model.py", 61)),
+    ProgramBuffer("dot.3", "dot", F32, (1024, 256), "jit(train_step)/dot_general", ("/src/model.py", 57)),
+    ProgramBuffer("add.5", "add", F32, (256, 256), "jit(train_step)/add", ("/src/model.py", 58)),
+    ProgramBuffer("mul.6", "multiply", F32, (256, 256), "jit(train_step)/mul", ("/src/model.py", 59)),
+    ProgramBuffer("fusion.1", "fusion", F32, (64, 4096), "jit(train_step)/tanh", ("/src/model.py", 55), kind="temp"),
+    ProgramBuffer("fusion.2", "fusion", F32, (64, 1024), "jit(train_step)/exp", ("/src/model.py", 56), kind="temp"),
 )
 EVAL_BUFFERS = (
-    Buffer("params", "parameter", F32, (1024, 1024), kind="parameter"),
-    Buffer("logits", "dot", BF16, (64, 512), "jit(eval_step)/dot_general", ("/src/evaluate.py", 12)),
+    ProgramBuffer("params", "parameter", F32, (1024, 1024), kind="parameter"),
+    ProgramBuffer("logits", "dot", BF16, (64, 512), "jit(eval_step)/dot_general", ("/src/evaluate.py", 12)),
 )
 # The train step's output kept every step: output 1, `dot.3`.
 LEAKED_OUTPUT = 1
@@ -230,17 +230,20 @@ def flow_span(
 CONV = "jit_conv"
 CONV_IDS = (3, 8)
 CONV_BUFFERS = (
-    Buffer("x", "parameter", BF16, (8, 1024, 1024), kind="parameter"),
-    Buffer("conv.1", "convolution", F32, (8, 1024, 512), "jit(conv)/conv_general_dilated", ("/src/conv.py", 21)),
-    Buffer("conv.2", "convolution", F32, (8, 1024, 512), "jit(conv)/conv_general_dilated", ("/src/conv.py", 22)),
-    Buffer("im2col", "fusion", F32, (8, 1024, 1024), "jit(conv)/im2col", ("/src/conv.py", 20), kind="temp"),
+    ProgramBuffer("x", "parameter", BF16, (8, 1024, 1024), kind="parameter"),
+    ProgramBuffer("conv.1", "convolution", F32, (8, 1024, 512), "jit(conv)/conv_general_dilated", ("/src/conv.py", 21)),
+    ProgramBuffer("conv.2", "convolution", F32, (8, 1024, 512), "jit(conv)/conv_general_dilated", ("/src/conv.py", 22)),
+    ProgramBuffer("im2col", "fusion", F32, (8, 1024, 1024), "jit(conv)/im2col", ("/src/conv.py", 20), kind="temp"),
 )
 
 
-def _conv_buffers(program_id: int) -> list[Buffer]:
+def _conv_buffers(program_id: int) -> list[ProgramBuffer]:
     """jit_conv's buffers as compiled under `program_id`: same sizes, its own source lines (100 further each)."""
     shift = 100 * CONV_IDS.index(program_id)
-    return [x if x.source is None else Buffer(**{**vars(x), "source": (x.source[0], x.source[1] + shift)}) for x in CONV_BUFFERS]
+    return [
+        x if x.source is None else ProgramBuffer(**{**vars(x), "source": (x.source[0], x.source[1] + shift)})
+        for x in CONV_BUFFERS
+    ]
 
 
 def jax_multi_gpu(devices: int = 2, steps: int = 3, *, program_id: int = CONV_IDS[1]) -> tuple[ProfileBuilder, dict[str, Any]]:
@@ -316,10 +319,10 @@ def jax_multi_gpu(devices: int = 2, steps: int = 3, *, program_id: int = CONV_ID
 PSUM = "jit__psum"
 PSUM_ID, DECOY_ID = 5, 6
 PSUM_BUFFERS = (
-    Buffer("x", "parameter", F32, (4, 1024, 1024), kind="parameter"),
-    Buffer("all-reduce", "all-reduce", F32, (1024, 1024), "jit(_psum)/psum", ("/src/reduce.py", 14)),
+    ProgramBuffer("x", "parameter", F32, (4, 1024, 1024), kind="parameter"),
+    ProgramBuffer("all-reduce", "all-reduce", F32, (1024, 1024), "jit(_psum)/psum", ("/src/reduce.py", 14)),
 )
-DECOY_BUFFERS = (Buffer("y", "add", F32, (1024, 1024), "jit(other)/add", ("/src/other.py", 3)),)
+DECOY_BUFFERS = (ProgramBuffer("y", "add", F32, (1024, 1024), "jit(other)/add", ("/src/other.py", 3)),)
 
 
 def tpu_psum(chips: int = 2, calls: int = 2) -> tuple[ProfileBuilder, dict[str, Any]]:

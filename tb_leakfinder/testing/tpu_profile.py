@@ -28,7 +28,7 @@ from tb_leakfinder.testing.pjrt_profile import (
     FLOW_DEVICE_RUN,
     FLOW_EXECUTE,
     FLOW_ISSUE,
-    Buffer,
+    ProgramBuffer,
     flow_span,
     program_proto,
 )
@@ -38,8 +38,8 @@ MODULE = "jit_f"
 PROGRAM_ID = 8_213_770_315_642_958_113
 STACK_BYTES = 21_490_000_000
 LIMIT_BYTES = 32 << 30
-OUTPUT = Buffer("broadcast.3", "broadcast", F32, (5, 1024, 1024, 256), "jit(f)/broadcast_in_dim", ("/src/serve.py", 31))
-INPUT = Buffer("p0", "parameter", F32, (1024, 256), kind="parameter")
+OUTPUT = ProgramBuffer("broadcast.3", "broadcast", F32, (5, 1024, 1024, 256), "jit(f)/broadcast_in_dim", ("/src/serve.py", 31))
+INPUT = ProgramBuffer("p0", "parameter", F32, (1024, 256), kind="parameter")
 LAYOUT_SHAPE = f"{OUTPUT.shape}{{3,2,1,0:T(8,128)}}"
 _CALL_PS = 1_000_000_000
 _MAIN = "main"

@@ -132,6 +132,7 @@ def _size(path: str) -> int:
 
 
 def _precompute(args: argparse.Namespace) -> int:
+    from tb_leakfinder.analyses.words import count_of
     from tb_leakfinder.engine import precompute
     from tb_leakfinder.read import discovery
     from tb_leakfinder.views.progress import HostProgress
@@ -148,7 +149,7 @@ def _precompute(args: argparse.Namespace) -> int:
     errors = [f"{o.task.run} host {o.task.host}: {o.error}" for o in outcomes if o.error is not None] + unstattable
     cached = len(outcomes) - analysed
     hosts = len(outcomes) + len(unstattable)
-    print(f"{hosts} hosts in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
+    print(f"{count_of(hosts, 'host')} in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
     for message in errors:
         _error(message)
     return EXIT_BAD_INPUT if errors else EXIT_OK
@@ -369,14 +370,14 @@ def _check_lines(result: Json) -> bool:
     """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
     history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
     from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
+    from tb_leakfinder.analyses.words import count_of
     from tb_leakfinder.engine.history import tensorboard_run
 
     histories = {h["tb_run"]: h for h in result.get("histories", [])}
     leaks = False
     for tb_run, h in histories.items():
-        _print(
-            visible(f"{h['verdict']:>12}  {tb_run or '(the logdir top)'}: history of {h['num_captures']} captures: {h['reason']}")
-        )
+        captures = count_of(h["num_captures"], "capture")
+        _print(visible(f"{h['verdict']:>12}  {tb_run or '(the logdir top)'}: history of {captures}: {h['reason']}"))
         mine = [r for r in result["runs"] if tensorboard_run(r["run"]) == tb_run]
         for run in mine:
             _print(visible(f"{run['verdict']:>12}    capture {run['run']}: {_reasons(run)}"))

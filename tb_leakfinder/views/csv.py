@@ -32,7 +32,7 @@ HOLDERS = "holders"
 PEAK_BREAKDOWN = "peak_breakdown"
 BUFFERS = "buffers"
 STATIC_BUFFERS = "static_buffers"
-COMPARE_GROUPS = "compare_families"
+COMPARE_FAMILIES = "compare_families"
 SITE = "site"
 CAUSE = "cause"
 
@@ -206,7 +206,7 @@ def comparison_tables(comparison: Json) -> dict[str, Table]:
         for allocator in host["allocators"]:
             at = (comparison["run_a"], comparison["run_b"], host["host_a"], host["host_b"])
             table.add((*at, allocator["allocator_a"], allocator["allocator_b"]), allocator["families"])
-    return {COMPARE_GROUPS: table}
+    return {COMPARE_FAMILIES: table}
 
 
 def write_tables(directory: str, tables: dict[str, Table]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.words import format_bytes, tensor_and_chunks
+from tb_leakfinder.analyses.words import count_of, format_bytes, tensor_and_chunks
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
@@ -203,7 +203,8 @@ def render_report(report: Json) -> str:
     histories = {h["tb_run"]: h for h in report.get("histories", [])}
     for h in histories.values():
         name = _cell(h["tb_run"]) or "(the logdir top)"
-        lines += [f"## tb-leakfinder: history of `{name}` ({h['num_captures']} captures): {VERDICT[h['verdict']]}", ""]
+        captures = count_of(h["num_captures"], "capture")
+        lines += [f"## tb-leakfinder: history of `{name}` ({captures}): {VERDICT[h['verdict']]}", ""]
         lines += [_cell(h["reason"]), ""]
         causes = [_cause_line(s["cause"], f"{_cell(s['allocator'])} on {_cell(s['host'])}") for s in h["series"] if s["cause"]]
         lines += [*causes, ""] if causes else []

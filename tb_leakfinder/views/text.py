@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from tb_leakfinder.analyses.process_memory import NOT_RECORDED
 from tb_leakfinder.analyses.words import (
+    buffers_label,
     count_of,
     format_bytes,
     format_fraction,
-    group_label,
     held_by,
     short_program_ids,
     tensor_and_chunks,
@@ -113,7 +113,7 @@ def once_each(warnings: list[str]) -> list[str]:
 
 
 def breakdown_label(row: Json) -> str:
-    return BREAKDOWN_LABELS.get(row["category"]) or group_label(row["op"], row["shape"], row["region"])
+    return BREAKDOWN_LABELS.get(row["category"]) or buffers_label(row["op"], row["shape"], row["region"])
 
 
 def where_text(row: Json) -> str:
@@ -407,7 +407,7 @@ def render_report(report: Json) -> str:
             if programs:
                 lines.append(f"  {programs}")
             if host["modules"]:
-                lines.append(f"  compiled XLA programs ({len(host['modules'])} modules):")
+                lines.append(f"  compiled XLA programs ({count_of(len(host['modules']), 'module')}):")
                 lines += ["    " + line for line in render_modules(host["modules"]).splitlines()]
             if host["cause"] is not None:
                 lines.append(f"  {cause_text(host['cause'])}")
@@ -427,7 +427,8 @@ def process_memory_lines(host: Json) -> list[str]:
     p = host.get("process_memory")
     if p is None:
         return [] if host.get("error") else [NOT_RECORDED]
-    lines = [f"process memory ({p['source']}, {len(p['steps'])} steps): {VERDICT_WORDS[p['verdict']]}", f"  {p['reason']}"]
+    steps = count_of(len(p["steps"]), "step")
+    lines = [f"process memory ({p['source']}, {steps}): {VERDICT_WORDS[p['verdict']]}", f"  {p['reason']}"]
     if p["steps"]:
         rows = [["training process", "RSS", f"{_signed(p['bytes_per_step'])}/step", "yes" if p["main_grows"] else ""]]
         for w in p["workers"]:
@@ -446,7 +447,7 @@ def process_memory_lines(host: Json) -> list[str]:
 
 
 def _files(n: int) -> str:
-    return "1 file" if n == 1 else f"{n} files"
+    return count_of(n, "file")
 
 
 def render_errors(errors: list[Json]) -> list[str]:
@@ -466,7 +467,7 @@ def render_history(history: Json) -> list[str]:
     history = visible_json(history)
     run = history["tb_run"] or "(the logdir's top)"
     lines = [
-        f"history of {run}: {VERDICT_WORDS[history['verdict']]}, {history['num_captures']} captures",
+        f"history of {run}: {VERDICT_WORDS[history['verdict']]}, {count_of(history['num_captures'], 'capture')}",
         f" {history['reason']}",
     ]
     if history["errors"]:

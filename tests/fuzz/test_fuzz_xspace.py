@@ -172,4 +172,4 @@ def test_a_map_entry_with_an_unknown_field_is_dropped_by_both_decoders(tmp_path)
             answers[decoder] = run_input(tally, decoder, data, tmp_path / "host0.xplane.pb")
     assert len(set(answers.values())) == 1
     allocator = json.loads(answers["pure"])["allocators"][0]
-    assert allocator["families"] and {group["op"] for group in allocator["families"]} == {""}
+    assert allocator["families"] and {family["op"] for family in allocator["families"]} == {""}

@@ -65,9 +65,9 @@ def test_the_kept_arrays_are_made_at_make_batch(logdir, report):
         (allocator,) = run["hosts"][0]["allocators"]
         kept = [g for g in allocator["families"] if g["where"] == where]
         assert sum(g["chunk_bytes"] for g in kept) == saved["kept_bytes"]
-        for group in kept:
-            assert group["region"] == "buffer"
-            stack = group["site"]["stack"]
+        for family in kept:
+            assert family["region"] == "buffer"
+            stack = family["site"]["stack"]
             # The user's frames only, innermost first: JAX's own (site-packages) are dropped.
             assert stack[0] == where and stack[1].startswith("jax_program.py:") and stack[1].endswith(" in main")
             assert all(frame.startswith("jax_program.py:") for frame in stack)

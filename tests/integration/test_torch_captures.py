@@ -61,10 +61,10 @@ def test_each_leak_gets_its_verdict_rate_op_and_line(captured, name):
     growing = {g["op"]: g for g in allocator["families"] if g["kind"] == "growing"}
     assert len(growing) == 1 + len(truth.others)
     for family in truth.others:
-        group = growing[family.op]
-        assert group["shape"] == family.shape
-        assert group["bytes_per_step"] == pytest.approx(family.bytes_per_step, rel=0.05)
-        assert group["where"] == torch_captures.where(family.function)
+        found = growing[family.op]
+        assert found["shape"] == family.shape
+        assert found["bytes_per_step"] == pytest.approx(family.bytes_per_step, rel=0.05)
+        assert found["where"] == torch_captures.where(family.function)
 
 
 def test_ops_that_allocate_through_a_primitive_are_named_by_themselves(captured):

@@ -7,8 +7,8 @@ import type {AllocatorReport, BreakdownCategory, BreakdownRow, Family} from '../
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import {el} from '../dom';
 import {countOf, formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
-import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {type Panel, staticPanel} from '../panel';
+import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {kindPill, labelWithoutWhere} from './families';
 

@@ -1,15 +1,42 @@
 // Both runs' memory timelines on one uPlot chart: the same byte scale, and x
 // as the time from each window's start, over the longer of the two windows.
-// Each side's heap in use (solid) and bytes never freed (dashed, filled).
+// Each side's heap in use and bytes never freed (filled). A and B differ in
+// their lines' dashes as well as their colours, so that they are told apart
+// without colour; the legend draws each line's own dash.
 
 import uPlot from 'uplot';
 import type {Limits, Selection, TimelineAnswer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPlot, steppedPath, takeSelection} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {formatBytes, formatCount, formatPs, timeTicks} from '../format';
+import {countOf, formatBytes, formatPs, timeTicks} from '../format';
 
 const HEIGHT = 300;
+
+/** Each line's dash (empty: solid) and width: A's lines solid and dashed, B's dotted and dash-dotted. */
+export const LINES = {
+  'A heap in use': {dash: [] as number[], width: 2},
+  'A never freed': {dash: [6, 4], width: 1.5},
+  'B heap in use': {dash: [2, 3], width: 2.5},
+  'B never freed': {dash: [10, 3, 2, 3], width: 1.5},
+} as const;
+type Line = keyof typeof LINES;
+
+/** A legend marker drawn as the line uPlot draws: its colour in its dash pattern (a CSS gradient), its width. */
+function lineMarker(marker: HTMLElement, color: string, dash: readonly number[], width: number): void {
+  let at = 0;
+  const stops: string[] = [];
+  dash.forEach((length, i) => {
+    stops.push(`${i % 2 ? 'transparent' : color} ${at}px ${at + length}px`);
+    at += length;
+  });
+  marker.style.border = 'none';
+  marker.style.height = `${Math.max(2, Math.round(width))}px`;
+  marker.style.width = '24px';
+  marker.style.verticalAlign = 'middle';
+  marker.style.background = dash.length ? `repeating-linear-gradient(to right, ${stops.join(', ')})` : color;
+  marker.dataset.dash = dash.join(',') || 'solid';
+}
 
 export type Side = 'a' | 'b';
 export type SideSelection = Pick<Selection, 'run' | 'host' | 'allocator'>;
@@ -112,13 +139,13 @@ export class CompareTimeline {
       const held = idx === null ? null : heldValue(joined[si] as (number | null)[], idx);
       return held === null ? '—' : formatBytes(held);
     };
-    const series = (label: string, stroke: string, dashed: boolean, fill?: string): uPlot.Series => ({
+    const series = (label: Line, stroke: string, fill?: string): uPlot.Series => ({
       label,
       scale: 'bytes',
       stroke,
       fill,
-      width: dashed ? 1.5 : 2,
-      dash: dashed ? [6, 4] : undefined,
+      width: LINES[label].width,
+      dash: LINES[label].dash.length ? [...LINES[label].dash] : undefined,
       spanGaps: true,
       value,
       // Memory holds its value from one event to the next.
@@ -136,10 +163,10 @@ export class CompareTimeline {
       ],
       series: [
         {label: 'time', value: (_u, v) => formatPs(v)},
-        series('A heap in use', colorA, false),
-        series('A never freed', colorA, true, cssVar('--lf-run-a-fill')),
-        series('B heap in use', colorB, false),
-        series('B never freed', colorB, true, cssVar('--lf-run-b-fill')),
+        series('A heap in use', colorA),
+        series('A never freed', colorA, cssVar('--lf-run-a-fill')),
+        series('B heap in use', colorB),
+        series('B never freed', colorB, cssVar('--lf-run-b-fill')),
       ],
       hooks: {
         draw: [(u) => this.paintPeaks(u)],
@@ -147,11 +174,17 @@ export class CompareTimeline {
       },
     };
     // uPlot.join lays out the series as [x, A heap, A never freed, B heap, B never freed].
-    this.chart.create(opts, joined, () => this.setZoom(null));
+    const plot = this.chart.create(opts, joined, () => this.setZoom(null));
+    // uPlot's markers show a border's style (solid or dashed): each is redrawn as its line's own dash.
+    plot.series.forEach((s, i) => {
+      const marker = plot.root.querySelectorAll<HTMLElement>('.u-legend .u-series')[i]?.querySelector<HTMLElement>('.u-marker');
+      const label = String(s.label);
+      if (marker && label in LINES) lineMarker(marker, label.startsWith('A') ? colorA : colorB, s.dash ?? [], s.width ?? 1);
+    });
     this.chartBox.dataset.drawn = [a ? 'a' : '', b ? 'b' : ''].join('');
     const describe = (name: string, t: TimelineAnswer | undefined) =>
       t
-        ? `${name}: ${formatCount(t.total_events)} memory events (${formatCount(t.time_ps.length)} points), peak ${formatBytes(t.peak.bytes)} at ${formatPs(t.peak.time_ps)}.`
+        ? `${name}: ${countOf(t.total_events, 'memory event')} (${countOf(t.time_ps.length, 'point')}), peak ${formatBytes(t.peak.bytes)} at ${formatPs(t.peak.time_ps)}.`
         : '';
     this.note.textContent = [describe('A', a), describe('B', b)].filter(Boolean).join(' ');
   }

@@ -9,8 +9,8 @@ import {type CsvWhere, siteColumns, withCause, withSite} from '../csv';
 import {breakable, type Child, el} from '../dom';
 import {formatBytesDelta, formatCount, tensorAndChunks} from '../format';
 import {familyDetail, hasDetail, searchNote} from '../holders';
-import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {type Panel, staticPanel} from '../panel';
+import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {info} from './summary';
 

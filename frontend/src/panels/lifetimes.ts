@@ -3,7 +3,8 @@
 // the same). Never-freed buffers reach to the end of the window in the
 // warning colour. A file of one moment (no times) has no chart and no time
 // columns: its table lists what was live. The never-freed buffers of the selected op family are
-// highlighted (the buffers route's `family` is set on never-freed ones only). A program buffer
+// highlighted (the buffers route's `family` is set on never-freed ones only), the others faded; a
+// row of the table selects its buffer's family (click, Enter or Space). A program buffer
 // picked in the static view has its allocations highlighted and listed alone. Below, every
 // buffer, paged from the server, with where it was made (each page names its sites once).
 
@@ -12,10 +13,20 @@ import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, isAbort} from '../dom';
-import {allocationIncrs, axisLabel, formatBytes, formatCount, formatPs, formatStepIn, formatWhen, type HostClock, shortProgram, tellsTime, whenTicks} from '../format';
+import {allocationIncrs, axisLabel, countOf, formatBytes, formatCount, formatPs, formatStepIn, formatWhen, type HostClock, shortProgram, tellsTime, whenTicks} from '../format';
 import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
+import {kindPill, labelWithoutWhere} from './families';
 import type {TimeRange} from './timeline';
+
+/** The allocator's families, which the table's rows name and select, and what a shape is in this format. */
+export interface BufferFamilies {
+  families: readonly Family[];
+  /** Selects a family everywhere (null: none); the panel's own `setFamily` follows. */
+  onSelect(family: Family | null): void;
+  /** "shape", or "input shapes" where the format names the op's inputs' shapes, not the buffer's own (PyTorch). */
+  shapeLabel: string;
+}
 
 interface BufferRect extends Rect {
   buffer: Buffer;
@@ -77,6 +88,10 @@ export class LifetimesPanel {
   private picked: Buffer[] = [];
   private readonly pickedNote: HTMLElement;
   private total = 0;
+  /** The buffer row whose family is selected, so that another family selected elsewhere clears it. */
+  private selectedBuffer: {id: string; family: number} | null = null;
+  /** The legend's entry of the faded buffers: shown while a family or program buffer is highlighted. */
+  private readonly fadedSwatch = swatch('var(--lf-buffer-faded)', 'the other buffers, while a family or program buffer is highlighted');
   private largestRequest: AbortController | null = null;
   private groupRequest: AbortController | null = null;
   private pickRequest: AbortController | null = null;
@@ -93,7 +108,9 @@ export class LifetimesPanel {
     private readonly onFamilyAllocations: (times: number[]) => void,
     private readonly onZoom: (range: TimeRange | null) => void,
     private readonly clock: HostClock,
+    private readonly families: BufferFamilies = {families: [], onSelect: () => undefined, shapeLabel: 'shape'},
   ) {
+    const inputShapes = families.shapeLabel !== 'shape';
     this.chart = new RectChart<BufferRect>({
       height: 320,
       xLabel: axisLabel(clock),
@@ -135,12 +152,24 @@ export class LifetimesPanel {
       extraTools: clock.moment ? [] : [el('label', {class: 'lf-muted'}, 'Show ', statusSelect)],
       rowKey: (b) => String(b.id),
       rowClass: (b) => (b.status === 'never_freed' ? 'lf-never-freed' : '') + (this.programBuffer ? ' lf-selected-buffer' : ''),
+      // A row selects its buffer's family, as a breakdown row does; a buffer of no family clears the selection.
+      onSelect: (b) => {
+        const family = b ? this.familyOf(b) : null;
+        this.selectedBuffer = b && family ? {id: String(b.id), family: family.family} : null;
+        this.families.onSelect(family);
+      },
       where,
       // As the CLI's buffers.csv: the row's site (an index into its page's sites) as that site's columns.
       csvRow: (b) => withSite(b, siteColumns(this.siteOf.get(b) ?? NO_SITE)),
       columns: [
         {key: 'op', label: 'Op', sort: 'op', wrap: true, cell: (b) => b.op || '(unknown)'},
-        {key: 'shape', label: 'Shape', wrap: true, cell: (b) => b.shape},
+        {
+          key: 'shape',
+          label: inputShapes ? 'Input shapes' : 'Shape',
+          wrap: true,
+          title: inputShapes ? 'the shapes of the inputs of the op that made the buffer: the trace names no buffer’s own' : undefined,
+          cell: (b) => b.shape,
+        },
         {key: 'dtype', label: 'Dtype', cell: (b) => b.dtype},
         {key: 'region', label: 'Region', cell: (b) => b.region},
         {key: 'where', label: 'Where', wrap: true, title: whereHelp('it was'), cell: (b) => whereCell(b.where, this.siteOf.get(b), this.sites)},
@@ -155,7 +184,7 @@ export class LifetimesPanel {
               // Without step information a buffer's "step" is its time window's number: the column says so.
               {key: 'step', label: clock.steps ? 'Step' : 'Window', numeric: true, cell: (b: Buffer) => (b.alloc_step === null ? '—' : String(b.alloc_step))},
             ]),
-        {key: 'family', label: 'Family', numeric: true, title: 'the op family (its index in the families) of a never-freed buffer', cell: (b) => (b.family === null ? '' : `#${b.family}`)},
+        {key: 'family', label: 'Family', wrap: true, title: 'the family of a buffer that outlived its step; select the row to highlight the family', cell: (b) => this.familyCell(b)},
       ],
       source: async (q, signal) => {
         const page = await this.cache.buffers(
@@ -184,6 +213,7 @@ export class LifetimesPanel {
       swatch('var(--lf-buffer)', 'freed'),
       swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
       swatch('var(--lf-buffer-dim)', 'allocated before the window'),
+      this.fadedSwatch,
       swatch('var(--lf-highlight)', 'never freed, of the selected family'),
       swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view'),
     );
@@ -275,7 +305,7 @@ export class LifetimesPanel {
     all.addEventListener('click', () => void this.setProgramBuffer(null));
     const what = `allocation ${formatCount(picked.allocation)} of ${shortProgram(picked.program)}`;
     this.pickedNote.replaceChildren(
-      el('span', {title: picked.program}, total ? `Only the ${formatCount(total)} allocation${total === 1 ? '' : 's'} of ${what}, picked in the static view. ` : `No allocation of this allocator was tied to ${what}. `),
+      el('span', {title: picked.program}, total ? `Only the ${countOf(total, 'allocation')} of ${what}, picked in the static view. ` : `No allocation of this allocator was tied to ${what}. `),
       all,
     );
   }
@@ -315,6 +345,9 @@ export class LifetimesPanel {
 
   setFamily(family: Family | null): Promise<void> {
     this.family = family;
+    // Selected elsewhere (the families, the verdict, the breakdown): no buffer row is the selection any more.
+    if (this.selectedBuffer && this.selectedBuffer.family !== family?.family) this.selectedBuffer = null;
+    this.table.setSelected(this.selectedBuffer?.id ?? null);
     void this.table.reset();
     return this.loadFamily();
   }
@@ -346,7 +379,8 @@ export class LifetimesPanel {
       freed: cssVar('--lf-buffer'),
       live: cssVar('--lf-leak'),
       before: cssVar('--lf-buffer-dim'),
-      dim: cssVar('--lf-buffer-dim'),
+      // Not the before-the-window grey: the legend tells the two apart.
+      faded: cssVar('--lf-buffer-faded'),
       highlight: cssVar('--lf-highlight'),
       accent: cssVar('--lf-accent'),
     };
@@ -362,7 +396,7 @@ export class LifetimesPanel {
       const picked = pickedIds.has(b.id);
       if (hit) highlighted++;
       let color = b.status === 'never_freed' ? colors.live : b.status === 'before_window' ? colors.before : colors.freed;
-      if ((selected !== null && !hit) || (this.programBuffer && !picked)) color = colors.dim;
+      if ((selected !== null && !hit) || (this.programBuffer && !picked)) color = colors.faded;
       if (hit) color = colors.highlight;
       if (picked) color = colors.accent;
       return {
@@ -376,23 +410,25 @@ export class LifetimesPanel {
         highlight: hit || picked,
       };
     });
+    this.fadedSwatch.hidden = selected === null && !this.programBuffer;
     this.chart.setData(rects, [this.windowStart(), Math.max(this.windowStart() + 1, this.windowEnd())], [0, yMax * 1.02]);
     if (this.range) this.chart.setXRange({min: this.range.start_ps, max: this.range.end_ps});
     const el_ = this.chart.element;
     el_.dataset.highlightFamily = selected === null ? '' : String(selected);
+    el_.dataset.faded = colors.faded;
     el_.dataset.highlighted = String(highlighted);
     el_.dataset.picked = String(pickedIds.size);
     el_.dataset.drawn = String(rects.length);
     // Where the never-freed bars end: the window's end.
     const live = rects.filter((r) => r.buffer.status === 'never_freed');
     el_.dataset.neverFreedEnd = live.length ? String(Math.max(...live.map((r) => r.x1))) : '';
-    const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${formatCount(this.total)} buffers` : `all ${formatCount(this.total)} buffers`;
+    const shown = this.largest.length < this.total ? `the ${formatCount(this.largest.length)} largest of ${countOf(this.total, 'buffer')}` : this.total === 1 ? 'the one buffer' : `all ${countOf(this.total, 'buffer')}`;
     const where = this.range ? ` between ${formatWhen(this.range.start_ps, this.clock)} and ${formatWhen(this.range.end_ps, this.clock)}` : '';
     const picked = this.programBuffer
-      ? ` Highlighted: ${formatCount(pickedIds.size)} allocation${pickedIds.size === 1 ? '' : 's'} of allocation ${formatCount(this.programBuffer.allocation)} of ${shortProgram(this.programBuffer.program)}.`
+      ? ` Highlighted: ${countOf(pickedIds.size, 'allocation')} of allocation ${formatCount(this.programBuffer.allocation)} of ${shortProgram(this.programBuffer.program)}.`
       : '';
     const hl = this.family
-      ? ` Highlighted: ${formatCount(highlighted)} never-freed buffer${highlighted === 1 ? '' : 's'} of family #${this.family.family} (${this.family.label}).`
+      ? ` Highlighted: ${countOf(highlighted, 'never-freed buffer')} of the family ${this.family.label}.`
       : picked || (this.clock.moment ? '' : ' Click an op family above to highlight its never-freed buffers.');
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
   }
@@ -404,11 +440,22 @@ export class LifetimesPanel {
     this.chart.destroy();
   }
 
+  /** The family a buffer belongs to, from the allocator's families; null when none. */
+  private familyOf(b: Buffer): Family | null {
+    return b.family === null ? null : (this.families.families.find((g) => g.family === b.family) ?? null);
+  }
+
+  /** The Family cell: the family's kind and label, as the peak breakdown shows them. */
+  private familyCell(b: Buffer): HTMLElement | string {
+    const g = this.familyOf(b);
+    return g ? el('span', {class: 'lf-kinds', 'data-family-of': String(g.family)}, kindPill(g.kind), ' ', labelWithoutWhere(g.label, g.where)) : '';
+  }
+
   private describe(b: Buffer): {title: string; rows: [string, string][]} {
     return {
       title: b.op || '(unknown op)',
       rows: [
-        ['shape', b.shape || '—'],
+        [this.families.shapeLabel === 'shape' ? 'shape' : 'input shapes', b.shape || '—'],
         ['dtype', b.dtype || '—'],
         ['region', b.region || '—'],
         ['size', `${formatBytes(b.chunk_bytes)} (requested ${formatBytes(b.requested_bytes)})`],
@@ -419,7 +466,7 @@ export class LifetimesPanel {
               ['allocated', b.alloc_time_ps === null ? 'before the window' : `${formatWhen(b.alloc_time_ps, this.clock)}, ${formatStepIn(b.alloc_step, this.clock)}`],
               ['freed', b.free_time_ps === null ? 'never (live at the end of the window)' : `${formatWhen(b.free_time_ps, this.clock)}, ${formatStepIn(b.free_step, this.clock)}`],
             ] as [string, string][])),
-        ['family', b.family === null ? '—' : `#${b.family}`],
+        ['family', this.familyOf(b)?.label ?? '—'],
         ...whereRows(b.where, this.siteOf.get(b)),
       ],
     };

@@ -5,8 +5,8 @@
 
 import type {OutOfMemory} from '../api';
 import {el} from '../dom';
+import {countOf, formatBytes, formatFraction} from '../format';
 import {type Panel, staticPanel} from '../panel';
-import {formatBytes, formatCount, formatFraction} from '../format';
 
 /** The figures of the error itself: what was asked, what the device had free, what the allocator cached unused. */
 function figures(oom: OutOfMemory): HTMLElement {
@@ -20,7 +20,7 @@ function figures(oom: OutOfMemory): HTMLElement {
 export function outOfMemoryPanel(oom: OutOfMemory): Panel {
   const rows = oom.held_at_error.map((h) => {
     const share = oom.held_bytes ? formatFraction(h.bytes / oom.held_bytes) : '—';
-    const what = h.count ? `${formatCount(h.count)} buffer${h.count === 1 ? '' : 's'}` : 'not listed';
+    const what = h.count ? countOf(h.count, 'buffer') : 'not listed';
     const head = el('summary', {}, el('span', {class: 'lf-oom-where'}, h.where), el('span', {class: 'lf-oom-bytes'}, `${formatBytes(h.bytes)} · ${share} · ${what}`));
     // The whole stack of its largest buffer, innermost first: the helper above the line that tells it apart.
     const stack = (h.stack ?? []).length

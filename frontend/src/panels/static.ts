@@ -252,7 +252,7 @@ export class StaticPanel implements Panel {
       );
     }
     const largest = formatBytes(Math.max(...rows.map((b) => b.bytes)));
-    const count = rows.length === 1 ? `1 logical buffer, ${largest}` : `${formatCount(rows.length)} logical buffers, the largest ${largest}`;
+    const count = `${countOf(rows.length, 'logical buffer')}, ${rows.length === 1 ? '' : 'the largest '}${largest}`;
     return el(
       'div',
       {class: 'lf-selected', 'data-selected': String(allocation)},

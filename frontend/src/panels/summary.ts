@@ -6,8 +6,8 @@
 
 import type {AllocatorReport, FormatHints, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
-import {type Panel, staticPanel} from '../panel';
 import {countOf, formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock, tensorAndChunks} from '../format';
+import {type Panel, staticPanel} from '../panel';
 
 /** What `growth_bytes_per_step` measures, wherever it is shown: never as a figure beside the leak rate. */
 export const HEAP_TREND =

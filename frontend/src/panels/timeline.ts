@@ -13,7 +13,7 @@ import type {Limits, ProcessMemory, Selection, TimelineAnswer} from '../api';
 import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, steppedPath, takeSelection, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
-import {allocationIncrs, axisLabel, formatBytes, formatBytesDelta, formatCount, formatFraction, formatStep, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
+import {allocationIncrs, axisLabel, countOf, formatBytes, formatBytesDelta, formatFraction, formatStep, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
 import {processSeries} from './process_memory';
 
 export interface TimeRange {
@@ -179,7 +179,7 @@ export class TimelinePanel {
     const shown = data.time_ps.length;
     this.chartBox.dataset.stack = String(stack);
     this.note.textContent =
-      `${formatCount(data.total_events)} memory events, drawn as ${formatCount(shown)} points (each bucket keeps its first, last, minimum and maximum; memory holds its value from one event to the next). ` +
+      `${countOf(data.total_events, 'memory event')}, drawn as ${countOf(shown, 'point')} (each bucket keeps its first, last, minimum and maximum; memory holds its value from one event to the next). ` +
       `Peak ${formatBytes(data.peak.bytes)} at ${formatWhen(data.peak.time_ps, this.clock)}` +
       (data.peak.step === null ? '.' : `, ${formatStepIn(data.peak.step, this.clock)}.`);
   }

@@ -25,7 +25,7 @@ from typing import Any
 
 from tb_leakfinder.analyses.words import count_of
 from tb_leakfinder.capture.holders import matchers
-from tb_leakfinder.capture.holders.never_freed import Buffer, never_freed
+from tb_leakfinder.capture.holders.never_freed import NeverFreedBuffer, never_freed
 from tb_leakfinder.capture.holders.walk import (
     ATTR,
     AUTOGRAD,
@@ -173,14 +173,14 @@ class HolderFinder:
         lines = {where_of(w, files) for w in {b.where for b in buffers if b.where}} | {line for _, line in groups}
         return Section(value, lines=tuple(sorted(line for line in lines if line)))
 
-    def _new_arrays(self) -> list[Buffer]:
+    def _new_arrays(self) -> list[NeverFreedBuffer]:
         """JAX's arrays alive now whose buffers were not when the window began (a CPU profile records none)."""
-        found: dict[int, Buffer] = {}  # by pointer: arrays on one buffer (jax.device_put's) are one buffer
+        found: dict[int, NeverFreedBuffer] = {}  # by pointer: arrays on one buffer (jax.device_put's) are one buffer
         for array in self.module.live_arrays():
             shape, dtype = matchers.array_signature(array) or ("", "")
             for pointer, size in matchers.shard_buffers(array):
                 if pointer not in self._live_at_start and pointer not in found:
-                    found[pointer] = Buffer(pointer, size, shape, dtype, "")
+                    found[pointer] = NeverFreedBuffer(pointer, size, shape, dtype, "")
         return list(found.values())
 
 
@@ -193,8 +193,8 @@ def _refs(objects: list[Any]) -> dict[int, weakref.ref[Any]]:
 
 
 def by_shape(
-    walk: Walk, buffers: list[Buffer], before: dict[int, weakref.ref[Any]] | None = None
-) -> tuple[set[int], list[Buffer]]:
+    walk: Walk, buffers: list[NeverFreedBuffer], before: dict[int, weakref.ref[Any]] | None = None
+) -> tuple[set[int], list[NeverFreedBuffer]]:
     """The fallback match, by (shape, dtype) and by count: for each (shape, dtype), the never-freed buffers no address
     matched and the objects alike the walk reached whose address is not known, but those alive when the window began
     (`before`: an EagerTensor's or array's buffer is its own from its making). When the objects are no more than the
@@ -202,12 +202,12 @@ def by_shape(
     bytes are exact, not its addresses); when they outnumber the buffers, which of them are the leak's is not known,
     and none is named. Records the pairs in `walk.found`; returns the addresses matched so, and the ambiguous
     buffers."""
-    pending: dict[tuple[str, str], list[Buffer]] = {}
+    pending: dict[tuple[str, str], list[NeverFreedBuffer]] = {}
     for b in buffers:
         if b.addr not in walk.found and (b.shape, b.dtype) in walk.signatures:
             pending.setdefault((b.shape, b.dtype), []).append(b)
     shaped: set[int] = set()
-    ambiguous: list[Buffer] = []
+    ambiguous: list[NeverFreedBuffer] = []
     for signature, waiting in pending.items():
         alike = [n for n in walk.alike.get(signature, []) if not _existed(walk.objects[n], before or {})]
         if len(alike) > len(waiting):
@@ -220,7 +220,7 @@ def by_shape(
 
 
 def _search(
-    status: str, warning: str, visited: int, elapsed_s: float, records: list[dict[str, Any]], unmatched: list[Buffer]
+    status: str, warning: str, visited: int, elapsed_s: float, records: list[dict[str, Any]], unmatched: list[NeverFreedBuffer]
 ) -> dict[str, Any]:
     return {
         "status": status,
@@ -246,7 +246,7 @@ def _existed(obj: Any, before: dict[int, weakref.ref[Any]]) -> bool:
 
 
 def holders(
-    walk: Walk, by_address: dict[int, Buffer], shaped: AbstractSet[int] = frozenset()
+    walk: Walk, by_address: dict[int, NeverFreedBuffer], shaped: AbstractSet[int] = frozenset()
 ) -> list[tuple[dict[str, Any], str]]:
     """Each holder's record (its JSON) and its line ("path:line", "" when not known), the largest first."""
     paths = {address: _path(walk, node) for address, node in walk.found.items()}

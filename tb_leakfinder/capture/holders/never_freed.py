@@ -12,7 +12,7 @@ from tb_leakfinder.read.formats.registry import format_of, read_host
 
 
 @dataclasses.dataclass
-class Buffer:
+class NeverFreedBuffer:
     """One buffer allocated in the window and live at its end."""
 
     addr: int
@@ -22,12 +22,12 @@ class Buffer:
     where: str  # the allocating line, "train.py:42" (the innermost user frame, or the program's source); "" unknown
 
 
-def never_freed(profile: pathlib.Path, host: str) -> list[Buffer]:
+def never_freed(profile: pathlib.Path, host: str) -> list[NeverFreedBuffer]:
     """Every allocator's never-freed buffers of a profile file (a host), in allocation order."""
     found = format_of(str(profile))
     reading = read_host(found, str(profile), host, str(profile.parent))
     analysis = analyze_host(reading.profile, reading.modules)
-    buffers: list[Buffer] = []
+    buffers: list[NeverFreedBuffer] = []
     for allocator in analysis.allocators:
         b, strings = allocator.buffers, allocator.events.strings
         for i in (b.status == NEVER_FREED).nonzero()[0].tolist():
@@ -35,6 +35,6 @@ def never_freed(profile: pathlib.Path, host: str) -> list[Buffer]:
             where = site.source or (site.stack[0] if site.stack else "")
             size = int(b.requested_bytes[i]) or int(b.chunk_bytes[i])
             buffers.append(
-                Buffer(int(b.addr[i]), size, strings[int(b.shape[i])], strings[int(b.dtype[i])], where.split(" in ")[0])
+                NeverFreedBuffer(int(b.addr[i]), size, strings[int(b.shape[i])], strings[int(b.dtype[i])], where.split(" in ")[0])
             )
     return buffers

@@ -31,7 +31,7 @@ class HostReading:
 
 
 @dataclass(frozen=True)
-class FormatHints:
+class FormatHintsInfo:
     """What a format tells its users in its own words. The report carries them to the CLI and the tab
     (`report.format_hints_json`); the CLI's help and discovery's errors list every format's `name`, `suffix` and
     `layout`."""
@@ -58,7 +58,7 @@ class ProfileFormat(Protocol):
     registry loads every format's entry to sniff files and to list them in the CLI's help, which loads no numpy."""
 
     name: str  # its registry name, the report's `format`: "xplane"
-    hints: FormatHints
+    hints: FormatHintsInfo
 
     @property
     def max_file_bytes(self) -> int:

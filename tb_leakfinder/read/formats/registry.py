@@ -13,7 +13,7 @@ from tb_leakfinder.read.formats.base import (
     Companions,
     FileSessions,
     FolderSessions,
-    FormatHints,
+    FormatHintsInfo,
     HostReading,
     ProfileFormat,
     RecordingsFormat,
@@ -73,10 +73,10 @@ def format_of(path: str) -> ProfileFormat:
 
 
 # The hints of a host whose file is of no format any more (a link gone dangling): the defaults, said of no format.
-NO_FORMAT_HINTS = FormatHints(name="profile", suffix="", layout="")
+NO_FORMAT_HINTS = FormatHintsInfo(name="profile", suffix="", layout="")
 
 
-def hints(name: str) -> FormatHints:
+def hints(name: str) -> FormatHintsInfo:
     """The hints of the format of that registry name (NO_FORMAT_HINTS for a name no format has)."""
     return next((f.hints for f in FORMATS if f.name == name), NO_FORMAT_HINTS)
 

@@ -4,10 +4,10 @@ none of the optional parts (compiled programs, companions, folder sessions, snap
 from __future__ import annotations
 
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 
 SUFFIX = ".allocs.csv"
-HINTS = FormatHints(
+HINTS = FormatHintsInfo(
     name="allocation log",
     suffix=SUFFIX,
     layout=f"<run>/plugins/profile/<session>/<host>{SUFFIX}",

@@ -19,7 +19,7 @@ from tb_leakfinder.testing.pjrt_profile import (
     HOST_ALLOCATOR,
     PSUM_BUFFERS,
     PYTHON_LINE,
-    Buffer,
+    ProgramBuffer,
     jax_multi_gpu,
     jax_training,
     program_proto,
@@ -127,7 +127,7 @@ def test_temporaries_transfers_and_a_second_program_are_named(tmp_path, decoder)
     )
 
 
-def _builder_with(programs: dict[str, list[Buffer]]) -> ProfileBuilder:
+def _builder_with(programs: dict[str, list[ProgramBuffer]]) -> ProfileBuilder:
     b = ProfileBuilder("h")
     b.allocator(ALLOCATOR)
     for key, buffers in programs.items():
@@ -146,11 +146,11 @@ def _sites(tmp_path, b: ProfileBuilder) -> list[dict]:
 
 
 def test_one_execution_is_matched_as_a_whole_to_the_program_of_its_name_that_explains_it(tmp_path, decoder):
-    out = Buffer("out", "add", F32, (16,), "jit(f)/add", ("/src/f.py", 3))
-    small, large = Buffer("t", "fusion", F32, (64,), kind="temp"), Buffer("t", "fusion", F32, (128,), kind="temp")
+    out = ProgramBuffer("out", "add", F32, (16,), "jit(f)/add", ("/src/f.py", 3))
+    small, large = ProgramBuffer("t", "fusion", F32, (64,), kind="temp"), ProgramBuffer("t", "fusion", F32, (128,), kind="temp")
     b = _builder_with({"jit_f(1)": [out, small], "jit_f(2)": [out, large]})
     b.span("PjitFunction(f)", 100, 200)
-    _alloc(b, 110, 0x1000, out.size)  # kept: a group
+    _alloc(b, 110, 0x1000, out.size)  # kept: a family
     _alloc(b, 120, 0x2000, large.size)  # and the temporaries block of jit_f(2) only
     b.span("PjitFunction(f)", 300, 400)
     _alloc(b, 310, 0x3000, out.size)  # alone, it could be either program's output
@@ -162,8 +162,8 @@ def test_one_execution_is_matched_as_a_whole_to_the_program_of_its_name_that_exp
 
 
 def test_near_sizes_none_missing_hlo_and_outside_any_program(tmp_path, decoder):
-    out = Buffer("out", "add", F32, (16,), "jit(g)/add")
-    temp = Buffer("t", "fusion", F32, (1024,), kind="temp")
+    out = ProgramBuffer("out", "add", F32, (16,), "jit(g)/add")
+    temp = ProgramBuffer("t", "fusion", F32, (1024,), kind="temp")
     b = _builder_with({"jit_g(4)": [out, temp]})
     b.span("PjitFunction(g)", 100, 200)
     _alloc(b, 110, 0x1000, temp.size + 256)  # the runtime padded the temporaries block
@@ -190,11 +190,11 @@ def test_an_allocation_on_another_thread_gets_the_frames_of_the_call_that_launch
     b.span("FunctionRun", 150, 800, root=True)
     b.alloc(500, 0x1000, 64, allocator=ALLOCATOR, op="MatMul", shape="[4,4]", line="tf_Compute")
     host = analysed(tmp_path, b)
-    (group,) = host["allocators"][0]["families"]
-    assert group["op"] == "MatMul" and group["site"]["context"] == ""  # the framework's own name stays
-    assert group["site"]["stack"] == ["train.py:20 in step", "train.py:10 in loop"]
-    assert group["where"] == "train.py:20 in step"
-    assert group["label"] == "MatMul [4,4] output (train.py:20 in step)"
+    (family,) = host["allocators"][0]["families"]
+    assert family["op"] == "MatMul" and family["site"]["context"] == ""  # the framework's own name stays
+    assert family["site"]["stack"] == ["train.py:20 in step", "train.py:10 in loop"]
+    assert family["where"] == "train.py:20 in step"
+    assert family["label"] == "MatMul [4,4] output (train.py:20 in step)"
 
 
 def test_both_decoders_name_the_same():
@@ -223,9 +223,9 @@ def test_without_programs_an_unnamed_buffer_is_named_by_its_line(tmp_path, decod
     b = _builder_with({})
     b.span("$/home/me/loop.py:3 step", 0, 1000)
     _alloc(b, 100, 0x1000, 4096)
-    (group,) = analysed(tmp_path, b)["allocators"][0]["families"]
-    assert group["op"] == "made at loop.py:3 in step" and group["where"] == "loop.py:3 in step"
-    assert group["label"] == "made at loop.py:3 in step"  # the line is not said twice
+    (family,) = analysed(tmp_path, b)["allocators"][0]["families"]
+    assert family["op"] == "made at loop.py:3 in step" and family["where"] == "loop.py:3 in step"
+    assert family["label"] == "made at loop.py:3 in step"  # the line is not said twice
 
 
 def _sites_by_allocator(builder: ProfileBuilder) -> dict[str, list]:
@@ -263,7 +263,7 @@ def test_several_gpus_each_name_their_execution_by_its_spans_program_id_and_call
 def _build_and_temporaries(lifetimes: list[bool]) -> ProfileBuilder:
     """One execution per entry inside `Build buffer allocations`, allocating 4 KiB that it frees before it ends
     (True) or keeps, of a program whose output and temporaries block are both 4 KiB."""
-    out, temp = Buffer("out", "add", F32, (1024,), "jit(f)/add"), Buffer("t", "fusion", F32, (1024,), kind="temp")
+    out, temp = ProgramBuffer("out", "add", F32, (1024,), "jit(f)/add"), ProgramBuffer("t", "fusion", F32, (1024,), kind="temp")
     b = _builder_with({"jit_f(1)": [out, temp]})
     for k, freed in enumerate(lifetimes):
         t = k * 10_000
@@ -305,7 +305,9 @@ def test_a_tpu_output_allocated_before_its_run_follows_the_flows_to_the_chips_pr
 
 
 def test_time_alone_names_only_a_program_of_the_allocations_own_device_and_says_near(tmp_path, decoder):
-    b = _builder_with({"jit_a(1)": [Buffer("a", "add", F32, (256,))], "jit_b(2)": [Buffer("b", "add", F32, (256,))]})
+    b = _builder_with(
+        {"jit_a(1)": [ProgramBuffer("a", "add", F32, (256,))], "jit_b(2)": [ProgramBuffer("b", "add", F32, (256,))]}
+    )
     for k, module in enumerate(("jit_a(1)", "jit_b(2)")):
         b.xla_module(f"/device:TPU:{k}", module, 0, 10_000, run_id=k)
     for ordinal, addr in ((1, 0x1000), (2, 0x2000)):  # TPU:2 has no plane in the profile
@@ -318,8 +320,10 @@ def test_time_alone_names_only_a_program_of_the_allocations_own_device_and_says_
 
 
 def test_a_program_found_by_time_alone_whose_temporaries_are_a_few_kib_off_is_near_by_time_and_size(tmp_path, decoder):
-    temp = Buffer("t", "fusion", F32, (1024,), kind="temp")
-    b = _builder_with({"jit_a(1)": [Buffer("a", "add", F32, (256,)), temp], "jit_b(2)": [Buffer("b", "add", F32, (256,))]})
+    temp = ProgramBuffer("t", "fusion", F32, (1024,), kind="temp")
+    b = _builder_with(
+        {"jit_a(1)": [ProgramBuffer("a", "add", F32, (256,)), temp], "jit_b(2)": [ProgramBuffer("b", "add", F32, (256,))]}
+    )
     b.xla_module("/device:TPU:0", "jit_b(2)", 0, 10_000, run_id=0)
     b.xla_module("/device:TPU:1", "jit_a(1)", 0, 10_000, run_id=1)
     b.alloc(5_000, 0x1000, temp.size + 256, allocator="1", id_stat="index_on_host", op=None, shape=None, region=None, dtype=0)
@@ -329,7 +333,9 @@ def test_a_program_found_by_time_alone_whose_temporaries_are_a_few_kib_off_is_ne
 
 
 def test_a_transfer_no_call_takes_stays_outside_any_program(tmp_path, decoder):
-    b = _builder_with({"jit_f(1)": [Buffer("x", "parameter", F32, (64,), kind="parameter"), Buffer("y", "add", F32, (64,))]})
+    b = _builder_with(
+        {"jit_f(1)": [ProgramBuffer("x", "parameter", F32, (64,), kind="parameter"), ProgramBuffer("y", "add", F32, (64,))]}
+    )
     b.span("DevicePut", 100, 200)
     _alloc(b, 150, 0x1000, 999)  # no parameter of the next call has this size
     b.span("PjitFunction(f)", 300, 400)
@@ -339,7 +345,7 @@ def test_a_transfer_no_call_takes_stays_outside_any_program(tmp_path, decoder):
 
 
 def test_launches_of_two_same_name_programs_in_one_execution_leave_the_choice_to_the_sizes(tmp_path, decoder):
-    small, large = Buffer("o", "add", F32, (16,), "jit(f)/add"), Buffer("o", "add", F32, (32,), "jit(f)/add")
+    small, large = ProgramBuffer("o", "add", F32, (16,), "jit(f)/add"), ProgramBuffer("o", "add", F32, (32,), "jit(f)/add")
     b = _builder_with({"jit_f(1)": [small], "jit_f(2)": [large], "jit_g(3)": [large]})
     b.span("PjRtStreamExecutorLoadedExecutable::ExecuteHelper", 0, 1_000)
     b.span("Build buffer allocations", 10, 100)

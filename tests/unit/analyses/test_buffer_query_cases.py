@@ -15,7 +15,7 @@ from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME
 from tb_leakfinder.model.memory import ALLOC
-from tb_leakfinder.model.sites import Site
+from tb_leakfinder.model.sites import SiteInfo
 from tests.support import columns
 from tests.support.cases import load_cases
 
@@ -23,8 +23,8 @@ CASES = load_cases("buffer_query")
 
 
 def _analysis(case: dict[str, Any]) -> AllocatorAnalysis:
-    """An allocator's analysis holding the case's buffers, groups and sites: a real one (of a never-freed buffer, so
-    that it has a group to copy) with those columns in place of its own."""
+    """An allocator's analysis holding the case's buffers, families and sites: a real one (of a never-freed buffer, so
+    that it has a family to copy) with those columns in place of its own."""
     events = columns.memory_events([10], ALLOC, 0x10, 64, allocator=case["allocator"], op="Mul")
     (base,) = analyze_host(columns.host_profile(events, columns.steps((0, 0, 5), (1, 5, 20)))).allocators
     rows = case["buffers"]
@@ -37,10 +37,10 @@ def _analysis(case: dict[str, Any]) -> AllocatorAnalysis:
         op=[case["profile_ops"].get(r["op"], r["op"]) for r in rows],
         site=[r["site"] for r in rows],
     )
-    groups = base.suspects.families[:1] * case["families"]
+    families = base.suspects.families[:1] * case["families"]
     never_freed_family = np.array([-1 if r["family"] is None else r["family"] for r in rows], np.int64)
-    suspects = dataclasses.replace(base.suspects, families=groups, never_freed_family=never_freed_family)
-    sites = [Site(program=s["program"], allocation=s["allocation"]) for s in case["sites"]]
+    suspects = dataclasses.replace(base.suspects, families=families, never_freed_family=never_freed_family)
+    sites = [SiteInfo(program=s["program"], allocation=s["allocation"]) for s in case["sites"]]
     return dataclasses.replace(
         base, events=dataclasses.replace(base.events, strings=strings), buffers=buffers, suspects=suspects, sites=sites
     )

@@ -46,7 +46,7 @@ def test_forecast_from_free_memory_growth_and_step_duration(source):
     )
 
 
-def test_forecast_adds_up_every_leaking_group():
+def test_forecast_adds_up_every_leaking_family():
     loop = Loop("step_num", steps=20, limit_bytes=1 << 33)
 
     def keep(step: int, t: int) -> None:

@@ -16,7 +16,7 @@ from tb_leakfinder.analyses.causes import (
     VARIABLE_PER_STEP,
 )
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
-from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.report import schema
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tb_leakfinder.views import text
@@ -65,7 +65,7 @@ class Loop:
         return allocator
 
 
-def causes(allocator: AllocatorAnalysis) -> dict[str, Cause | None]:
+def causes(allocator: AllocatorAnalysis) -> dict[str, CauseResult | None]:
     strings = allocator.events.strings
     return {strings[f.op]: f.cause for f in allocator.suspects.families}
 

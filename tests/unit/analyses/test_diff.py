@@ -25,7 +25,7 @@ def cli_diff(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def _groups(result: dict) -> dict[tuple[str, str], dict]:
+def _families(result: dict) -> dict[tuple[str, str], dict]:
     (host,) = result["hosts"]
     (alloc,) = host["allocators"]
     return {(g["op"], g["shape"]): g for g in alloc["families"]}
@@ -35,7 +35,7 @@ def test_leak_vs_fixed_shows_the_leak_fixed():
     out = cli_diff(str(DEMO_LOGS), str(DEMO_LOGS), "--run-a", "tf_leak", "--run-b", "tf_fixed", "--json")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert _groups(result)[("Mul", "[128,1024]")]["status"] == "fixed"
+    assert _families(result)[("Mul", "[128,1024]")]["status"] == "fixed"
     assert result["regression"] is False
     assert (result["verdict_a"], result["verdict_b"]) == ("leak", "no_leak")
 
@@ -52,7 +52,7 @@ def test_fixed_vs_leak_is_a_regression(tmp_path):
 def test_run_against_itself_is_unchanged():
     out = cli_diff(str(DEMO_LOGS), str(DEMO_LOGS), "--run-a", "tf_leak", "--run-b", "tf_leak", "--json")
     assert out.returncode == 0
-    groups = _groups(json.loads(out.stdout))
+    groups = _families(json.loads(out.stdout))
     assert groups and all(g["status"] == "unchanged" for g in groups.values())
 
 
@@ -81,14 +81,14 @@ def test_grown_shrunk_and_suffixes(tmp_path):
     b = _loop_profile(tmp_path, "b", {"Grow_7": 16 * KIB, "Shrink": 2 * KIB, "Same_12": 2 * KIB, "Brand": KIB})
     engine_a, engine_b = Engine.for_path(a), Engine.for_path(b)
     result = comparison_json(compare(engine_a.run_side(engine_a.runs()[0]), engine_b.run_side(engine_b.runs()[0])))
-    groups = _groups(result)
+    groups = _families(result)
     assert groups[("Grow", "[8,8]")]["status"] == "grown"
     assert groups[("Grow", "[8,8]")]["bytes_per_step_b"] == 16 * KIB
     assert groups[("Shrink", "[8,8]")]["status"] == "shrunk"
     assert groups[("Same", "[8,8]")]["status"] == "unchanged"
     assert groups[("Brand", "[8,8]")]["status"] == "new" and groups[("Brand", "[8,8]")]["new_leak"]
     assert result["regression"]  # Brand is a growing family that A does not have
-    order = [g["status"] for g in _groups(result).values()]
+    order = [g["status"] for g in _families(result).values()]
     assert order == sorted(order, key=["new", "grown", "shrunk", "fixed", "unchanged"].index)
 
 

@@ -17,7 +17,7 @@ from tb_leakfinder.analyses.history import (
     measure,
     run_history,
 )
-from tb_leakfinder.analyses.suspects import Cause
+from tb_leakfinder.analyses.suspects import CauseResult
 from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, PROFILE, CapturePoint, FamilyPoint, ProgramPoint
 
 MIB = 1 << 20
@@ -307,7 +307,7 @@ def test_compiled_programs_that_multiply_capture_after_capture_are_a_recompile_p
     points = [programs_at(k, {"data.py:3 in load": 2, "train.py:12 in main": 2 + k}) for k in range(1, 7)]
     s = run_history("job", points).series[0]
     assert s.verdict == "no_leak"  # its bytes are flat: on CPU a program holds none of the profile's
-    assert s.cause == Cause(
+    assert s.cause == CauseResult(
         RECOMPILE_PER_STEP,
         "compiled programs grew from 5 to 10 over 6 device memory profiles of steps 1..6, one per step: 5 more"
         " compiled from train.py:12 in main",

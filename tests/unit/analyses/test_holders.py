@@ -6,7 +6,7 @@ from tb_leakfinder.analyses.holders import MAX_FAMILY_HOLDERS, line_text
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.model.recordings import ADDRESS, COMPLETE, PARTIAL, SHAPE, HolderRecord, HolderSearch, Recordings
+from tb_leakfinder.model.recordings import ADDRESS, COMPLETE, PARTIAL, SHAPE, HolderRecord, HolderSearchRecord, Recordings
 from tests.support.columns import host_profile, memory_events, steps
 
 STEPS = 12
@@ -38,7 +38,7 @@ def _loop() -> tuple[list[int], list[int], object]:
 
 
 def _search(*holders: HolderRecord, status: str = COMPLETE, warning: str = "") -> Recordings:
-    return Recordings(1, "host0", 1, "torch", HolderSearch(status, warning, 500, 0.2, list(holders), 1, 256))
+    return Recordings(1, "host0", 1, "torch", HolderSearchRecord(status, warning, 500, 0.2, list(holders), 1, 256))
 
 
 def _by_op(analysis):
@@ -93,7 +93,7 @@ def test_a_holder_listing_fewer_buffers_than_it_keeps_is_a_floor_and_a_partial_s
 
 def test_a_holder_matched_by_shape_says_so_and_the_status_carries_the_ambiguous_buffers():
     kept, cached, profile = _loop()
-    search = HolderSearch(COMPLETE, "", 500, 0.2, unmatched_count=4, unmatched_bytes=4 * KEPT)
+    search = HolderSearchRecord(COMPLETE, "", 500, 0.2, unmatched_count=4, unmatched_bytes=4 * KEPT)
     search.holders = [
         HolderRecord("history", "frame_local", "list", "", kept[:8], 8, 8 * KEPT, match=SHAPE),
         HolderRecord("memo", "default_argument", "dict", "", cached, 2, 2 * CACHED),

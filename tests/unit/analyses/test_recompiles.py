@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tb_leakfinder.analyses.recompiles import MIN_SAME_NAME, RECOMPILE_FIX, RECOMPILE_PER_STEP, modules_cause
-from tb_leakfinder.analyses.static_buffers import ModuleSummary
+from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 
 
-def module(name: str, program_id: int | None, memory_space: int = 0) -> ModuleSummary:
-    return ModuleSummary(
+def module(name: str, program_id: int | None, memory_space: int = 0) -> ModuleSummaryResult:
+    return ModuleSummaryResult(
         name=f"{name}({program_id})",
         module=name,
         program_id=program_id,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import pytest
 
 from tb_leakfinder.capture.holders import finder
-from tb_leakfinder.capture.holders.never_freed import Buffer as NeverFreed
+from tb_leakfinder.capture.holders.never_freed import NeverFreedBuffer
 from tb_leakfinder.capture.holders.walk import MATCHER_PLANS, Walk, derives, roots
 
 _addresses = itertools.count(0x7000_0000, 0x1000)
@@ -58,7 +58,7 @@ def addresses(*groups: Any) -> list[int]:
 def search(targets: list[int], max_objects: int = 5_000_000, time_limit_s: float = 60.0) -> tuple[Walk, dict]:
     """The holders of the buffers at `targets`, walked from this process's frames and the program's modules (no
     frame holds the buffers themselves but the program's): path -> record."""
-    by_address = {a: NeverFreed(a, 100, "", "", "") for a in targets}
+    by_address = {a: NeverFreedBuffer(a, 100, "", "", "") for a in targets}
     walk = Walk(BufferMatcher(), set(by_address), max_objects, time_limit_s)
     walk.run(roots())
     return walk, {record["path"]: record for record, _ in finder.holders(walk, by_address)}

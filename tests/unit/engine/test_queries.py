@@ -52,10 +52,10 @@ def test_each_route_answers_with_its_query(served):
         host = queries.host(engine, run, None)
         for a in host.analysis.allocators:
             at = queries.allocator(host, a.memory_id)
-            for group in (None, 0):
-                asked = {"run": run.name, "host": host.host, "allocator": a.memory_id, "family": group}
-                assert _route(client, "timeline", points=500, **asked) == _wire(queries.timeline(at, 500, family=group))
-                assert _route(client, "buffers", limit=40, **asked) == _wire(queries.buffers(at, limit=40, family=group))
+            for family in (None, 0):
+                asked = {"run": run.name, "host": host.host, "allocator": a.memory_id, "family": family}
+                assert _route(client, "timeline", points=500, **asked) == _wire(queries.timeline(at, 500, family=family))
+                assert _route(client, "buffers", limit=40, **asked) == _wire(queries.buffers(at, limit=40, family=family))
         for m in queries.report(engine, run)["runs"][0]["hosts"][0]["modules"]:
             answer = queries.module(queries.module_at(host, m["name"]))
             assert _route(client, "module", run=run.name, module=m["name"]) == _wire(answer)

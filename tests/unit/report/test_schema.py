@@ -12,7 +12,7 @@ from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.model import history as history_points
 from tb_leakfinder.model import recordings, sites
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
-from tb_leakfinder.model.memory import CompiledPrograms
+from tb_leakfinder.model.memory import CompiledProgramsInfo
 from tb_leakfinder.report import schema
 from tb_leakfinder.report.shape import conforms, typed_shape
 
@@ -50,21 +50,21 @@ def _fields(cls: type) -> set[str]:
 @pytest.mark.parametrize(
     ("declared", "dataclass", "added"),
     [
-        (schema.OutOfMemory, capacity.OutOfMemory, set()),
-        (schema.HeldAtError, capacity.HeldAtError, set()),
+        (schema.OutOfMemory, capacity.OutOfMemoryResult, set()),
+        (schema.HeldAtError, capacity.HeldAtErrorResult, set()),
         (schema.HolderSearch, holders.HolderStatus, set()),
-        (schema.Forecast, capacity.Forecast, set()),
+        (schema.Forecast, capacity.ForecastResult, set()),
         (schema.HistoryFamily, history.FamilyTrend, set()),
-        (schema.WholeProgramBuffer, static_buffers.WholeProgramBuffer, set()),
-        (schema.ListedWholeProgramBuffer, static_buffers.WholeProgramBuffer, {"count"}),
-        (schema.PeakBuffer, static_buffers.PeakBuffer, {"count"}),
-        (schema.LongLivedTemporary, static_buffers.LongLivedTemporary, set()),
+        (schema.WholeProgramBuffer, static_buffers.WholeProgramBufferResult, set()),
+        (schema.ListedWholeProgramBuffer, static_buffers.WholeProgramBufferResult, {"count"}),
+        (schema.PeakBuffer, static_buffers.PeakBufferResult, {"count"}),
+        (schema.LongLivedTemporary, static_buffers.LongLivedTemporaryResult, set()),
         (schema.LogicalBuffer, static_buffers.BufferRange, set()),
         (schema.Actionable, static_buffers.Flag, set()),
-        (schema.HeapCurve, static_buffers.HeapCurve, set()),
-        (schema.ModuleSummary, static_buffers.ModuleSummary, {"num_long_lived_temporaries"}),
+        (schema.HeapCurve, static_buffers.HeapCurveResult, set()),
+        (schema.ModuleSummary, static_buffers.ModuleSummaryResult, {"num_long_lived_temporaries"}),
         (schema.ModuleDetailBody, static_buffers.ModuleDetail, set()),
-        (schema.CompiledPrograms, CompiledPrograms, set()),
+        (schema.CompiledPrograms, CompiledProgramsInfo, set()),
     ],
 )
 def test_an_object_built_from_a_dataclass_has_its_fields(declared, dataclass, added):
@@ -87,8 +87,8 @@ def test_a_host_report_conforms_and_each_required_key_it_lacks_makes_it_a_miss(h
 def test_a_value_outside_its_declared_choices_makes_a_miss(hosts):
     good = hosts["host0"]
     assert not conforms({**good, "verdict": "leaky"}, report.HOST_SHAPE)
-    group = good["allocators"][0]["families"][0]
-    wrong = {**good["allocators"][0], "families": [{**group, "kind": "grew"}]}
+    family = good["allocators"][0]["families"][0]
+    wrong = {**good["allocators"][0], "families": [{**family, "kind": "grew"}]}
     assert not conforms({**good, "allocators": [wrong]}, report.HOST_SHAPE)
 
 

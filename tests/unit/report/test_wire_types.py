@@ -56,8 +56,8 @@ def test_a_key_added_to_the_schema_appears_in_the_types_the_tables_and_the_cache
     added = '    added_bytes: Annotated[int | None, "bytes a new analysis found"]'
     module = _schema_with(tmp_path, "class BreakdownRow(TypedDict):", added)
     parsed = gen.read_schema(module)
-    group = _interface(gen.render_ts(parsed), "Family")
-    assert group.endswith(";\n  /** bytes a new analysis found */\n  added_bytes: number | null;")
+    family = _interface(gen.render_ts(parsed), "Family")
+    assert family.endswith(";\n  /** bytes a new analysis found */\n  added_bytes: number | null;")
     tables = gen.render_tables(parsed)
     assert "| `added_bytes` | `number \\| null` | bytes a new analysis found |" in tables
     assert "added_bytes" not in gen.render_tables(gen.read_schema(schema))

@@ -110,7 +110,7 @@ def test_profile_strings_cannot_become_formulas(tmp_path):
             assert not any(cell.startswith(("=", "+", "@")) for cell in row), (path.name, row)
 
 
-def test_diff_csv_writes_the_compare_groups(tmp_path, capsys):
+def test_diff_csv_writes_the_compare_families(tmp_path, capsys):
     out = tmp_path / "csv"
     code = cli.main(["diff", str(DEMO / "tf_fixed"), str(DEMO / "tf_leak"), "--csv", str(out), "--json"])
     assert code == cli.EXIT_LEAK

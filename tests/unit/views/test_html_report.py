@@ -53,8 +53,8 @@ def test_report_html_inlines_the_bundle_and_every_answer_of_the_run(tmp_path):
     where = {"run": run["run"], "host": host["host"], "allocator": allocator["allocator"]}
     timeline = answers[answer_key("timeline", where)]
     assert timeline["peak"]["bytes"] == allocator["peak_bytes_in_use"]
-    for group in allocator["families"]:
-        assert answers[answer_key("timeline", {**where, "family": group["family"]})]["family"] == group["family"]
+    for family in allocator["families"]:
+        assert answers[answer_key("timeline", {**where, "family": family["family"]})]["family"] == family["family"]
     buffers = answers[answer_key("buffers", where)]
     assert buffers["total"] == len(buffers["buffers"]) >= allocator["num_allocations"]
     # The page refuses a family the allocator does not have, as the route does (inline.ts's queryBuffers).

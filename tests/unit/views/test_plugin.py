@@ -105,7 +105,7 @@ def test_timeline_group_series(client):
     assert body["family_bytes"] == sorted(body["family_bytes"])  # a growing leak only climbs
 
 
-def test_buffers_paging_sorting_and_group(client):
+def test_buffers_paging_sorting_and_family(client):
     run = _run_name(client, "tf_leak")
     _, first = _get(client, "buffers", run=run, limit=10, sort="bytes", order="desc")
     _, second = _get(client, "buffers", run=run, limit=10, offset=10, sort="bytes", order="desc")
@@ -113,9 +113,9 @@ def test_buffers_paging_sorting_and_group(client):
     sizes = [b["chunk_bytes"] for b in first["buffers"] + second["buffers"]]
     assert sizes == sorted(sizes, reverse=True)
     assert {b["id"] for b in first["buffers"]}.isdisjoint(b["id"] for b in second["buffers"])
-    _, group = _get(client, "buffers", run=run, family=0, limit=100)
-    assert group["total"] == 25
-    assert all(b["op"] == "Mul" and b["status"] == "never_freed" and b["free_time_ps"] is None for b in group["buffers"])
+    _, family = _get(client, "buffers", run=run, family=0, limit=100)
+    assert family["total"] == 25
+    assert all(b["op"] == "Mul" and b["status"] == "never_freed" and b["free_time_ps"] is None for b in family["buffers"])
     _, live = _get(client, "buffers", run=run, status="never_freed", limit=100)
     assert live["total"] and all(b["status"] == "never_freed" for b in live["buffers"])
 

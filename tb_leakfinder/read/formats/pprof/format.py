@@ -14,7 +14,7 @@ from __future__ import annotations
 import zlib
 
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 from tb_leakfinder.read.formats.common.file_sessions import session_order
 
 SUFFIX = ".prof"  # what JAX's docs and users name save_device_memory_profile's files
@@ -71,7 +71,7 @@ def looks_like_profile(head: bytes) -> bool:
     return k == len(value_type)
 
 
-HINTS = FormatHints(
+HINTS = FormatHintsInfo(
     framework="JAX",
     name="JAX device memory profile",
     suffix=SUFFIX,

@@ -34,7 +34,7 @@ from tb_leakfinder.model.memory import (
     DEVICE_UNKNOWN,
     EVENT_COLUMNS,
     AllocatorInfo,
-    CompiledPrograms,
+    CompiledProgramsInfo,
     HostProfile,
     MemoryEvents,
     ProgramSite,
@@ -142,7 +142,7 @@ def _count_value(profile: Message, string: _Strings) -> int | None:
     return next((k for k, unit in enumerate(units) if unit == COUNT_UNIT), None)
 
 
-class _Frames:
+class _LocationFrames:
     """Each location's frames as host call names (innermost first), interned in `names`."""
 
     def __init__(self, profile: Message, string: _Strings, path: str) -> None:
@@ -188,7 +188,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     string = _Strings(list(profile.string_table), path)
     value_at = _bytes_value(profile, string, path)
     count_at = _count_value(profile, string)
-    frames = _Frames(profile, string, path)
+    frames = _LocationFrames(profile, string, path)
     warnings: list[str] = []
     sizes: list[int] = []
     devices: list[str] = []
@@ -249,12 +249,12 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     )
 
 
-def _per_device(programs: dict[tuple[str, tuple[int, ...]], tuple[int, int]]) -> list[CompiledPrograms]:
+def _per_device(programs: dict[tuple[str, tuple[int, ...]], tuple[int, int]]) -> list[CompiledProgramsInfo]:
     by_device: dict[str, tuple[int, int]] = {}
     for (device, _), (count, total) in programs.items():
         had, held = by_device.get(device, (0, 0))
         by_device[device] = (had + count, held + total)
-    return [CompiledPrograms(d, count, total) for d, (count, total) in sorted(by_device.items())]
+    return [CompiledProgramsInfo(d, count, total) for d, (count, total) in sorted(by_device.items())]
 
 
 def _allocator(device: str) -> AllocatorInfo:

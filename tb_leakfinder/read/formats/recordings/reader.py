@@ -22,7 +22,7 @@ from tb_leakfinder.model.recordings import (
     RECORDINGS_FORMAT,
     RECORDINGS_VERSION,
     HolderRecord,
-    HolderSearch,
+    HolderSearchRecord,
     ProcessMemoryRecord,
     ProcessReading,
     ProcessSample,
@@ -87,10 +87,10 @@ def _optional(top: dict[str, Any], key: str, parse: Callable[[dict[str, Any]], T
     return None if value is None else parse(_object(value, key))
 
 
-def _holder_search(section: dict[str, Any]) -> HolderSearch:
+def _holder_search(section: dict[str, Any]) -> HolderSearchRecord:
     where = "holders"
     listed = _list(section.get("holders", []), "holders.holders")
-    return HolderSearch(
+    return HolderSearchRecord(
         status=_choice(section, "status", where, STATUSES),
         warning=_text(section, "warning", where, ""),
         objects_visited=_int(section, "objects_visited", where),

@@ -10,7 +10,7 @@ folder's snapshots are a TensorBoard run's captures, in the order `common.file_s
 from __future__ import annotations
 
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 from tb_leakfinder.read.formats.common.file_sessions import session_order
 from tb_leakfinder.read.formats.torch_snapshot.unpickle import MAX_FILE_BYTES, looks_like_pickle
 
@@ -19,7 +19,7 @@ HOST = "memory_snapshot"  # the one host of a snapshot's session
 # A sniff reads this much: a snapshot's pickle opens with its dict's first key.
 HEAD_BYTES = 256
 SNAPSHOT_KEYS = (b"segments", b"device_traces")
-HINTS = FormatHints(
+HINTS = FormatHintsInfo(
     framework="PyTorch",
     name="PyTorch memory snapshot",
     suffix=SUFFIXES[0],

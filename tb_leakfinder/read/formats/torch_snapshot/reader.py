@@ -160,7 +160,7 @@ def rounded(size: int) -> int:
     return max(BLOCK_BYTES, -(-size // BLOCK_BYTES) * BLOCK_BYTES)
 
 
-class _Frames:
+class _PythonFrames:
     """Python frames as host call names (innermost first), interned, and the op the C++ frames name; each frames
     list of the file read once."""
 
@@ -401,7 +401,7 @@ def decode(data: bytes, host: str, path: str) -> HostProfile:
     snapshot = _snapshot(data, path)
     entries, total = _entries(snapshot, path)
     segments = _blocks(snapshot, path, total)
-    frames = _Frames(path)
+    frames = _PythonFrames(path)
     warnings: list[str] = []
     # A trace of only oom or segment entries, or of one allocation or free (PyTorch 2.0 keeps one entry unless told
     # more), makes no window: the live blocks, with their frames, are what there is.
@@ -458,7 +458,7 @@ def _allocators(devices: list[int], path: str) -> tuple[list[str], dict[int, int
     return names, {d: k for k, d in enumerate(sorted(set(devices)))}
 
 
-def _moment(blocks: list[_Block], frames: _Frames, host: str, path: str, warnings: list[str], entries: int) -> HostProfile:
+def _moment(blocks: list[_Block], frames: _PythonFrames, host: str, path: str, warnings: list[str], entries: int) -> HostProfile:
     """A snapshot without history: each live block an allocation never freed, STRIDE_PS apart."""
     blocks = sorted(blocks, key=lambda b: (b.device, b.addr))
     names, allocator_of = _allocators([b.device for b in blocks], path)
@@ -544,7 +544,7 @@ def _window(
     snapshot: dict[str, Any],
     entries: list[_Entry],
     blocks: list[_Block],
-    frames: _Frames,
+    frames: _PythonFrames,
     host: str,
     path: str,
     warnings: list[str],
@@ -623,7 +623,7 @@ class _Walk:
     def __post_init__(self) -> None:
         self.start = [0] * self.allocators
 
-    def entry(self, entry: _Entry, at: int, allocator: int, free_action: str, frames: _Frames) -> None:
+    def entry(self, entry: _Entry, at: int, allocator: int, free_action: str, frames: _PythonFrames) -> None:
         key = (entry.device, entry.addr)
         if entry.action == ALLOCATE:
             block = self.live_blocks.get(key)

@@ -16,7 +16,7 @@ import re
 import zlib
 
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 from tb_leakfinder.read.formats.torch_trace.stream import MAX_TRACE_BYTES
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
@@ -66,7 +66,7 @@ def looks_like_trace(head: bytes) -> bool:
     return text[:1] == b"{" and any(key in text for key in TRACE_KEYS)
 
 
-HINTS = FormatHints(
+HINTS = FormatHintsInfo(
     framework="PyTorch",
     name="PyTorch profiler trace",
     suffix=".pt.trace.json[.gz]",

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats.base import FormatHints, HostReading
+from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 from tb_leakfinder.read.formats.xplane.names import HLO_SUFFIX, XPLANE_SUFFIX
 
 if TYPE_CHECKING:
     from tb_leakfinder.model.hlo import HloModule
 
-HINTS = FormatHints(
+HINTS = FormatHintsInfo(
     name="XProf profile",
     suffix=XPLANE_SUFFIX,
     layout=f"<run>/plugins/profile/<session>/<host>{XPLANE_SUFFIX}",

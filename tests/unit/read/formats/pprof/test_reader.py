@@ -11,7 +11,7 @@ import pytest
 
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.model.memory import ALLOC, DEVICE_UNKNOWN, EVENT_COLUMNS, SPAN_HOST_CALL, AllocatorInfo, CompiledPrograms
+from tb_leakfinder.model.memory import ALLOC, DEVICE_UNKNOWN, EVENT_COLUMNS, SPAN_HOST_CALL, AllocatorInfo, CompiledProgramsInfo
 from tb_leakfinder.read.formats.pprof import reader
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 
@@ -44,7 +44,7 @@ def test_each_sample_is_a_live_allocation_of_its_device(tmp_path):
     assert [e.allocator_names[a] for a in e.allocator] == ["cpu:0", "cpu:1", "cpu:0"]
     assert list(e.heap_bytes) == [MIB, 3 * MIB, 5 * MIB]  # each allocator's running sum
     assert [e.strings[r] for r in e.region] == ["buffer", "buffer", "buffer"]
-    assert profile.compiled_programs == [CompiledPrograms("cpu:0", 2, 2 * MIB)]
+    assert profile.compiled_programs == [CompiledProgramsInfo("cpu:0", 2, 2 * MIB)]
     assert set(e.op.tolist()) == set(e.shape.tolist()) == set(e.dtype.tolist()) == set(e.line.tolist()) == {0}
     assert set(e.group_id.tolist()) == {-1}
     assert {name: getattr(e, name).dtype for name in EVENT_COLUMNS} == {n: np.dtype(t) for n, t in EVENT_COLUMNS.items()}
@@ -64,7 +64,7 @@ def test_an_executable_sample_counts_its_programs_by_where_they_were_compiled(tm
     b.sample(0, STACK, kind="executable", count=2, device="")  # the same stack again: its programs add up
     b.sample(4 * MIB, compiled_at, kind="executable", count=3, device="gpu:0")
     profile = _read(tmp_path, b)
-    assert profile.compiled_programs == [CompiledPrograms(DEVICE_UNKNOWN, 9, 0), CompiledPrograms("gpu:0", 3, 4 * MIB)]
+    assert profile.compiled_programs == [CompiledProgramsInfo(DEVICE_UNKNOWN, 9, 0), CompiledProgramsInfo("gpu:0", 3, 4 * MIB)]
     sites = {(s.device, s.stack[-1], s.count, s.bytes) for s in profile.program_sites}
     assert sites == {
         (DEVICE_UNKNOWN, f"${USER}:15 <module>", 6, 0),
