@@ -75,18 +75,16 @@ export class CompareView implements Panel {
     }
     if (alloc) {
       const name = alloc.allocator_a === alloc.allocator_b || !alloc.allocator_b ? (alloc.allocator_a ?? '') : `${alloc.allocator_a ?? '—'} / ${alloc.allocator_b}`;
-      const timeline = new CompareTimeline(
+      const timeline = new CompareTimeline({
         cache,
-        {
+        sides: {
           a: alloc.allocator_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.allocator_a},
           b: alloc.allocator_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.allocator_b},
         },
         limits,
-      );
+      });
       // Not drawn when a side records no times (its section is left out).
-      if (!untimed.length) {
-        this.panels.add({element: timeline.element, mount: () => void timeline.load(), update: () => timeline.draw(), destroy: () => timeline.destroy()});
-      }
+      if (!untimed.length) this.panels.add(timeline);
       this.element.append(
         section(`Changes from A to B (allocator ${name})`, 'compare-deltas', this.panels.add(deltasPanel(alloc)).element),
         ...(untimed.length

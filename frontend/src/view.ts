@@ -114,8 +114,6 @@ export class RunView implements Panel {
   private timeline: TimelinePanel | null = null;
   private lifetimes: LifetimesPanel | null = null;
   private families: FamiliesPanel | null = null;
-  /** The program buffer selected in the static view when the view opens, picked in the dynamic view too. */
-  private picked: ProgramBuffer | null = null;
 
   constructor(data: ViewData) {
     const {cache, sel, run, host, allocator, limits, sites} = data;
@@ -138,26 +136,39 @@ export class RunView implements Panel {
       const oneMoment = host.one_moment;
       this.element.append(panels.add(summaryPanel({allocator, steps: host.step_source, hints: host.format_hints, clock, oneMoment})).element);
       // One moment has no time axis to draw: what was live is grouped in the families and the breakdown.
-      const timeline = oneMoment ? null : new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock, (w) => this.lifetimes?.setWindow(w), host.process_memory);
-      const lifetimes = new LifetimesPanel(
+      const shapeLabel = host.format_hints.shape_label;
+      const timeline = oneMoment
+        ? null
+        : panels.add(
+            new TimelinePanel({
+              cache,
+              sel,
+              limits,
+              clock,
+              onRange: (range) => this.onRange(range),
+              onWindow: (w) => this.lifetimes?.setWindow(w),
+              process: host.process_memory,
+            }),
+          );
+      const lifetimes = new LifetimesPanel({
         cache,
         sel,
         where,
         limits,
         sites,
-        host.duration_ps,
-        (times) => this.timeline?.setMarks(times),
-        (range) => {
+        durationPs: host.duration_ps,
+        clock,
+        onFamilyAllocations: (times) => this.timeline?.setMarks(times),
+        onZoom: (range) => {
           void this.timeline?.setRange(range);
           this.onRange(range);
         },
-        clock,
-        {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel: host.format_hints.shape_label},
-      );
+        families: {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel},
+        // Followed from an allocation's Where link: that program buffer's allocations are the ones shown.
+        programBuffer: data.module && host.format_hints.static_modules && data.allocation !== null ? {program: data.module.name, allocation: data.allocation} : null,
+      });
       this.timeline = timeline;
-      if (timeline) panels.add({element: timeline.element, mount: () => void timeline.setRange(null), update: () => timeline.draw(), destroy: () => timeline.destroy()});
       const growing = allocator.families.filter((g) => g.kind === 'growing').length;
-      const shapeLabel = host.format_hints.shape_label;
       this.families = panels.add(
         familiesPanel({
           families: allocator.families,
@@ -170,17 +181,7 @@ export class RunView implements Panel {
           search: host.holder_search,
         }),
       );
-      this.lifetimes = lifetimes;
-      panels.add({
-        element: lifetimes.element,
-        // Followed from an allocation's Where link: that program buffer's allocations are the ones shown.
-        mount: () => {
-          if (this.picked) void lifetimes.setProgramBuffer(this.picked);
-          lifetimes.start();
-        },
-        update: () => lifetimes.draw(),
-        destroy: () => lifetimes.destroy(),
-      });
+      this.lifetimes = panels.add(lifetimes);
       const breakdown = panels.add(breakdownPanel({allocator, where, sites, clock, onFamily: (family) => this.selectFamily(family, true), shapeLabel}));
       this.element.append(
         timeline ? section('Memory timeline', 'timeline', timeline.element) : section('Live buffers', 'timeline', oneMomentNote(allocator)),
@@ -206,7 +207,6 @@ export class RunView implements Panel {
         new StaticPanel({cache, run: sel.run, host: sel.host, module: data.module, limits, selected: data.allocation, reveal: data.reveal, onShowAllocations}),
       );
       this.element.append(section(`Static view: ${shortProgram(sel.module)}`, 'static', staticPanel.element));
-      if (lifetimes && data.allocation !== null) this.picked = {program: data.module.name, allocation: data.allocation};
     }
   }
 
