@@ -136,7 +136,7 @@ test('a device memory profile: its buffers live at this moment, its compiled pro
   const groups = await text(frame, '[data-panel=families]');
   assert.match(groups, /live when the snapshot was saved/);
   assert.doesNotMatch(groups, /never.freed/i);
-  assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown.');
+  assert.equal(await text(frame, '[data-note=compiled-programs]'), 'Compiled programs (their code and constants, not buffers): 3 MiB in 1 program on device unknown.');
   assert.deepEqual(seen.failures, []);
 });
 

@@ -49,6 +49,8 @@ export class OverviewView implements Panel {
   readonly element = el('section', {class: 'lf-overview', 'data-panel': 'overview'});
   private readonly owned = new Disposables();
   private readonly request = this.owned.latest();
+  /** TensorBoard's reloads: apart from the first load, which a failed reload must not cancel. */
+  private readonly reloads = this.owned.latest();
   /** The table shown: replaced by a reload whose answer differs. */
   private table: DataTable<RankedRow> | null = null;
   /** The answer shown, as sent: a reload redraws only when it differs. */
@@ -72,7 +74,7 @@ export class OverviewView implements Panel {
   /** TensorBoard reloaded: asks again (a host may have been added or analysed since). */
   async reload(): Promise<void> {
     try {
-      const overview = await this.request.run((signal) => this.options.cache.overview(this.options.run, signal));
+      const overview = await this.reloads.run((signal) => this.options.cache.overview(this.options.run, signal));
       if (overview !== STALE && JSON.stringify(overview) !== this.shown) await this.load(overview);
     } catch {
       // the table shown stays; the next reload tries again
