@@ -90,8 +90,8 @@ print(json.dumps({"bytes": len(data), "cpu_s": cpu}))
 # allocator the timeline and the first page of buffers.
 LEAKFINDER_CHILD = """
 import json, sys
-from tb_leakfinder import report
-from tb_leakfinder.analyses.buffer_query import query_buffers
+from tb_leakfinder import wire
+from tb_leakfinder.analyses.buffer_paging import query_buffers
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import Engine
 engine = Engine.for_path(sys.argv[1])
@@ -118,8 +118,8 @@ sys.exit(main())
 # RSS of that moment) the analyses, the report JSON, the timeline and the first page of buffers.
 PHASES_CHILD = """
 import json, sys
-from tb_leakfinder import report
-from tb_leakfinder.analyses.buffer_query import query_buffers
+from tb_leakfinder import wire
+from tb_leakfinder.analyses.buffer_paging import query_buffers
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.read.formats.xplane.reader import read_host

@@ -24,9 +24,9 @@ def analyze(
     # Here, not at the top: TensorBoard imports this package for its entry point, which must stay light.
     from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine
-    from tb_leakfinder.report import select_allocator
     from tb_leakfinder.store.disk_cache import DiskCache
     from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, disabled_by_env
+    from tb_leakfinder.wire import select_allocator
 
     disk = DiskCache.for_logdir(None, DEFAULT_MAX_BYTES, path) if cache and not disabled_by_env() else None
     engine = Engine.for_path(path, disk=disk)

@@ -22,7 +22,7 @@ ruff format --check .
 mypy  # --strict over tb_leakfinder/ (mypy.ini)
 python tools/compile_proto.py --check
 python tools/gen_scanner_tables.py --check  # the scanner's tables against read/formats/xplane/stat_spec.py
-python tools/gen_wire_types.py --check  # frontend/src/wire.ts and docs/http_api.md's tables against report/schema.py
+python tools/gen_wire_types.py --check  # frontend/src/wire.ts and docs/http_api.md's tables against wire/schema.py
 (cd frontend && npm run --silent typecheck && npm run --silent check-bundle)
 # The logic both Python and TypeScript hold, against the case files of tests/cases/ (pytest reads them too).
 (cd frontend && npm run --silent test-cases)

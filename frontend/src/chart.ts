@@ -252,7 +252,11 @@ export interface RectChartOptions<R extends Rect> {
 
 /**
  * Rectangles on uPlot axes. uPlot owns the scales, axes, cursor and zoom; a
- * `draw` hook paints the rects and a `setCursor` hook hit-tests them.
+ * `draw` hook paints the rects and a `setCursor` hook hit-tests them. The
+ * chart takes the keyboard's focus: the arrow keys go from rect to rect (left
+ * and right in time, up and down in y), Home and End to the first and last in
+ * time, Enter picks; the rect is outlined in the focus colour and the tooltip
+ * describes it, as hovering does.
  */
 export class RectChart<R extends Rect> {
   readonly element: HTMLElement;
@@ -263,9 +267,16 @@ export class RectChart<R extends Rect> {
   private yRange: [number, number] = [0, 1];
   private readonly owned = new Disposables();
   hovered: R | null = null;
+  /** The rect the keyboard is on; null for none. */
+  private keyed: R | null = null;
 
   constructor(private readonly options: RectChartOptions<R>) {
-    this.element = el('div', {class: 'lf-chart'});
+    this.element = el('div', {class: 'lf-chart', tabindex: '0'});
+    this.element.addEventListener('keydown', (e) => this.onKey(e));
+    this.element.addEventListener('focus', () => {
+      if (this.element.matches(':focus-visible')) this.moveTo(this.keyed ?? this.inTime()[0] ?? null);
+    });
+    this.element.addEventListener('blur', () => this.moveTo(null));
     this.tooltip = new Tooltip(this.element);
     const axes = axisStyle();
     const self = this;
@@ -311,6 +322,7 @@ export class RectChart<R extends Rect> {
 
   setData(rects: R[], xRange: [number, number], yRange: [number, number]): void {
     this.rects = rects.slice().sort((a, b) => Number(!!a.highlight) - Number(!!b.highlight));
+    this.keyed = null;
     this.xRange = xRange[1] > xRange[0] ? xRange : [xRange[0], xRange[0] + 1];
     this.yRange = yRange[1] > yRange[0] ? yRange : [yRange[0], yRange[0] + 1];
     this.plot.setData([[this.xRange[0], this.xRange[1]], [null, null]] as uPlot.AlignedData, true);
@@ -328,6 +340,55 @@ export class RectChart<R extends Rect> {
 
   destroy(): void {
     this.owned.dispose();
+  }
+
+  /** The rects in the x range shown, by their start (then their y): the keyboard's order. */
+  private inTime(): R[] {
+    const {min = this.xRange[0], max = this.xRange[1]} = this.plot.scales.x;
+    return this.rects.filter((r) => Math.max(r.x0, r.x1) >= min && Math.min(r.x0, r.x1) <= max).sort((a, b) => Math.min(a.x0, a.x1) - Math.min(b.x0, b.x1) || a.y0 - b.y0);
+  }
+
+  private onKey(event: KeyboardEvent): void {
+    const shown = this.inTime();
+    if (!shown.length) return;
+    const at = this.keyed ? shown.indexOf(this.keyed) : -1;
+    let next: R | null | undefined;
+    if (event.key === 'ArrowRight') next = shown[at < 0 ? 0 : Math.min(shown.length - 1, at + (event.shiftKey ? 10 : 1))];
+    else if (event.key === 'ArrowLeft') next = shown[at < 0 ? shown.length - 1 : Math.max(0, at - (event.shiftKey ? 10 : 1))];
+    else if (event.key === 'Home') next = shown[0];
+    else if (event.key === 'End') next = shown[shown.length - 1];
+    else if (event.key === 'ArrowUp' || event.key === 'ArrowDown') {
+      // The nearest rect above (or below) in y, among those that overlap the current one's time, else any.
+      const from = this.keyed ?? shown[0];
+      const up = event.key === 'ArrowUp';
+      const side = shown.filter((r) => (up ? r.y0 >= from.y1 : r.y1 <= from.y0) && r !== from);
+      const near = (r: R) => Math.abs(r.y0 - from.y0) + (Math.max(r.x0, r.x1) < Math.min(from.x0, from.x1) || Math.min(r.x0, r.x1) > Math.max(from.x0, from.x1) ? Number.MAX_SAFE_INTEGER / 4 : 0);
+      next = side.sort((a, b) => near(a) - near(b))[0] ?? from;
+    } else if (event.key === 'Enter' && this.keyed) {
+      this.options.onPick?.(this.keyed);
+      return;
+    } else if (event.key === 'Escape') next = null;
+    else return;
+    event.preventDefault();
+    this.moveTo(next ?? null);
+  }
+
+  /** Puts the keyboard on `rect` (null: off): outlined, and described in the tooltip. */
+  private moveTo(rect: R | null): void {
+    this.keyed = rect;
+    this.hovered = rect;
+    this.element.dataset.keyed = rect ? String(this.rects.indexOf(rect)) : '';
+    this.plot.redraw(false, false);
+    if (!rect) {
+      this.tooltip.hide();
+      return;
+    }
+    const u = this.plot;
+    const {min = this.xRange[0], max = this.xRange[1]} = u.scales.x;
+    const x = u.valToPos(Math.max(min, Math.min(max, (Math.max(min, Math.min(rect.x0, rect.x1)) + Math.min(max, Math.max(rect.x0, rect.x1))) / 2)), 'x');
+    const y = u.valToPos((rect.y0 + rect.y1) / 2, 'y');
+    const {title, rows} = this.options.describe(rect);
+    this.tooltip.show(x + u.over.offsetLeft, y + u.over.offsetTop, rows, title);
   }
 
   private zoom(range: {min: number; max: number} | null): void {
@@ -365,6 +426,18 @@ export class RectChart<R extends Rect> {
       }
       if (rect.label && h >= 14 * dpr && w >= 80 * dpr) labels.push([rect.label, x, y, w, h]);
     }
+    // The keyboard's rect, outlined in the focus ring's colour, at least a few pixels whatever its size.
+    const keyed = this.keyed;
+    if (keyed) {
+      const x0 = u.valToPos(Math.min(keyed.x0, keyed.x1), 'x', true);
+      const x1 = u.valToPos(Math.max(keyed.x0, keyed.x1), 'x', true);
+      const y0 = u.valToPos(keyed.y1, 'y', true);
+      const y1 = u.valToPos(keyed.y0, 'y', true);
+      const pad = 2 * dpr;
+      ctx.strokeStyle = cssVar('--lf-focus');
+      ctx.lineWidth = 2 * dpr;
+      ctx.strokeRect(x0 - pad, y0 - pad, Math.max(1, x1 - x0) + 2 * pad, Math.max(1, y1 - y0) + 2 * pad);
+    }
     // Labels last, so no later fill covers them; each on a plate of the page's
     // background, so it reads on any fill in either theme.
     ctx.font = `${Math.round(11 * dpr)}px sans-serif`;
@@ -380,6 +453,8 @@ export class RectChart<R extends Rect> {
   }
 
   private hover(u: uPlot): void {
+    // The keyboard's rect keeps the tooltip until the pointer moves over the chart.
+    if (this.keyed && document.activeElement === this.element && !this.element.matches(':hover')) return;
     const {left, top} = u.cursor;
     if (left === undefined || top === undefined || left < 0 || top < 0) {
       this.hovered = null;

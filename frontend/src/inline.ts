@@ -108,14 +108,14 @@ function pythonRepr(text: string): string {
   return quote + (quote === "'" ? escaped.replace(/'/g, "\\'") : escaped) + quote;
 }
 
-/** The route's 404 for a family the allocator does not have (buffer_query.check_family), else null. */
+/** The route's 404 for a family the allocator does not have (buffer_paging.check_family), else null. */
 function familyRefused(all: InlineBuffers, family: number | null): Answer | null {
   const families = all.families;
   if (family === null || families === undefined || (family >= 0 && family < families)) return null;
   return refused(`allocator ${pythonRepr(all.allocator)} has no never-freed family ${family}; it has ${families}`, 404);
 }
 
-/** One page of the inlined buffers, as analyses/buffer_query.py cuts it (tests/cases/buffer_query.json holds both to it). */
+/** One page of the inlined buffers, as analyses/buffer_paging.py cuts it (tests/cases/buffer_paging.json holds both to it). */
 export function queryBuffers(all: InlineBuffers, params: Params): Answer {
   const sort = present(params.sort) ? String(params.sort) : 'bytes';
   const order = present(params.order) ? String(params.order) : 'desc';

@@ -163,7 +163,7 @@ export class RunView implements Panel {
           void this.timeline?.setRange(range);
           this.onRange(range);
         },
-        families: {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel},
+        families: {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel, programs: host.format_hints.static_modules},
         // Followed from an allocation's Where link: that program buffer's allocations are the ones shown.
         programBuffer: data.module && host.format_hints.static_modules && data.allocation !== null ? {program: data.module.name, allocation: data.allocation} : null,
       });

@@ -62,8 +62,8 @@ test('CSV cells and tables answer tests/cases/csv.json', () => {
   each(c.sites.map((s) => [s.row, JSON.stringify(Object.entries(s.out))]), (row) => JSON.stringify(Object.entries(m.withSite(row, m.siteColumns(row.site)))));
 });
 
-test("a standalone page's buffer query answers tests/cases/buffer_query.json", () => {
-  const c = cases('buffer_query');
+test("a standalone page's buffer query answers tests/cases/buffer_paging.json", () => {
+  const c = cases('buffer_paging');
   const all = {run: 'r', host: 'h', allocator: c.allocator, total: c.buffers.length, buffers: c.buffers, sites: c.sites, families: c.families};
   const answer = (q) => {
     const {status, body} = m.queryBuffers(all, q.args);

@@ -134,7 +134,7 @@ test('one buffer regrown every step: the regrown wording, the marker, and the fa
   await frame.waitForSelector('[data-chart=lifetimes][data-highlight-family="0"]');
   const legend = await frame.$$eval('[data-chart=timeline] .u-legend .u-series .u-label', (ls) => ls.map((l) => l.textContent));
   assert.ok(legend.includes('selected family (live bytes)'), legend.join(' | '));
-  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), /Highlighted: 1 never-freed buffer of the family one buffer regrown each step by ConcatV2, now \[480,1024\]\./);
+  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), /Highlighted: 1 never-freed buffer of the family one buffer regrown each step by ConcatV2, now \[480,1024\]\.$/);
 });
 
 test('a leak of changing shapes is one family with its shape pattern and number of shapes', async () => {

@@ -139,6 +139,8 @@ test('tf_leak: a buffer row selects its family, by click and by keyboard; the ot
   await frame.waitForSelector(`[data-panel=families] tbody tr[data-key="${key}"][aria-selected=true]`);
   await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${key}"]`);
   await frame.waitForSelector(`[data-panel=lifetimes] tbody tr[data-key="${buffer}"][aria-selected=true]`);
+  // The table lists that family's never-freed buffers now, and says so.
+  assert.equal(await text(frame, '[data-panel=lifetimes] [data-heading=buffers]'), `Never-freed buffers of the selected family, ${TF_LEAK.leaked_op} ${TF_LEAK.leaked_shape} ${TF_LEAK.leaked_region}: select it again to list every buffer`);
   // The legend says what the faded bars are, in a colour that is not the before-the-window grey.
   const swatches = await frame.$$eval('[data-panel=lifetimes] .lf-legend > span', (ss) =>
     ss.map((s) => ({text: s.textContent, hidden: s.hidden, color: getComputedStyle(s.querySelector('.lf-swatch')).backgroundColor})),
@@ -166,6 +168,95 @@ test('tf_leak: a buffer row selects its family, by click and by keyboard; the ot
   await frame.waitForSelector(`[data-chart=lifetimes][data-highlight-family="${other}"]`);
   await frame.waitForSelector('[data-panel=lifetimes] tbody tr[data-key]');
   assert.equal(await frame.$(`[data-panel=lifetimes] tbody tr[aria-selected=true]`), null);
+});
+
+/** Focuses `selector` from the keyboard (Tab from the element before it), as a keyboard user reaches it. */
+async function tabTo(frame, selector) {
+  await frame.focus(selector);
+  await frame.page().keyboard.press('Shift+Tab');
+  await frame.page().keyboard.press('Tab');
+  assert.ok(await frame.$eval(selector, (e) => document.activeElement === e && e.matches(':focus-visible')), `${selector} focused from the keyboard`);
+}
+
+/** The tooltip's rows in `chart`, label to value, and its title. */
+const tooltipOf = (frame, chart) =>
+  frame.$eval(`[data-chart=${chart}] .lf-tooltip`, (t) => ({
+    hidden: t.hidden,
+    title: t.querySelector('strong')?.textContent ?? '',
+    rows: Object.fromEntries([...t.querySelectorAll('dt')].map((dt) => [dt.textContent, dt.nextElementSibling?.textContent ?? ''])),
+  }));
+
+test('tf_leak: the charts by keyboard: focus ring at 3:1, the arrow keys, Home and End move a cursor whose tooltip says what the pointer’s would', async () => {
+  const page = await suite.browser.context.newPage();
+  pages.push(watch(page));
+  const answers = [];
+  page.on('response', (r) => {
+    if (r.url().includes('/timeline?') && !r.url().includes('family=')) answers.push(r.json());
+  });
+  const frame = await openLeaks(page, suite.tb.base, runName(suite.logdir, 'tf_leak'));
+  await frame.waitForSelector('[data-chart=timeline] canvas');
+  const data = await answers[answers.length - 1];
+  const n = data.time_ps.length;
+  assert.ok(n > 20, `${n} samples`);
+
+  await tabTo(frame, '[data-chart=timeline]');
+  // The focus ring: the --lf-focus outline (3:1 on the page and cards: contrast.test.mjs).
+  const ring = await frame.$eval('[data-chart=timeline]', (e) => {
+    const probe = document.createElement('span');
+    probe.style.color = 'var(--lf-focus)';
+    document.body.append(probe);
+    const focus = getComputedStyle(probe).color;
+    probe.remove();
+    const style = getComputedStyle(e);
+    return {style: style.outlineStyle, width: style.outlineWidth, color: style.outlineColor, focus};
+  });
+  assert.deepEqual([ring.style, ring.width, ring.color], ['solid', '2px', ring.focus]);
+  // Focused, the cursor is on the first sample; End, Left, Shift+Right and Home move it.
+  const hover = () => frame.$eval('[data-chart=timeline]', (e) => Number(e.dataset.hover));
+  assert.equal(await hover(), 0);
+  await page.keyboard.press('End');
+  assert.equal(await hover(), n - 1);
+  await page.keyboard.press('ArrowLeft');
+  assert.equal(await hover(), n - 2);
+  await page.keyboard.press('Home');
+  await page.keyboard.press('Shift+ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await hover(), 11);
+  // The tooltip: the time, the step, the heap, and the event's size, op and line, as the answer has them.
+  const tip = await tooltipOf(frame, 'timeline');
+  assert.equal(tip.hidden, false);
+  assert.match(tip.title, /^At [\d.]+ (ps|ns|µs|ms|s)$/);
+  assert.match(tip.rows.step, /^step \d+$|^—$/);
+  assert.equal(tip.rows['heap in use'], bytes(data.heap_bytes[11]));
+  const event = Object.keys(tip.rows).find((k) => k.startsWith('event at '));
+  assert.ok(event, JSON.stringify(tip.rows));
+  const size = data.event_bytes[11];
+  assert.equal(tip.rows[event], `${size >= 0 ? '+' : '-'}${bytes(Math.abs(size))} ${size >= 0 ? 'allocated' : 'freed'}`);
+  assert.equal(tip.rows.op, data.event_op[11] || '(not recorded)');
+  if (data.event_where[11]) assert.equal(tip.rows.line, data.event_where[11]);
+  await page.keyboard.press('Escape');
+  assert.equal((await tooltipOf(frame, 'timeline')).hidden, true);
+
+  // The lifetimes chart: from buffer to buffer, each described as hovering describes it.
+  await frame.waitForSelector('[data-chart=lifetimes][data-drawn]');
+  await tabTo(frame, '[data-chart=lifetimes]');
+  const keyed = () => frame.$eval('[data-chart=lifetimes]', (e) => e.dataset.keyed);
+  const first = await keyed();
+  assert.notEqual(first, '');
+  const tip1 = await tooltipOf(frame, 'lifetimes');
+  assert.equal(tip1.hidden, false);
+  assert.ok(tip1.title && 'size' in tip1.rows && 'allocated' in tip1.rows, JSON.stringify(tip1));
+  await page.keyboard.press('ArrowRight');
+  assert.notEqual(await keyed(), first);
+  await page.keyboard.press('End');
+  const last = await keyed();
+  await page.keyboard.press('Home');
+  assert.equal(await keyed(), first);
+  assert.notEqual(last, first);
+  await page.keyboard.press('ArrowUp');
+  assert.notEqual((await tooltipOf(frame, 'lifetimes')).title, '');
+  await page.keyboard.press('Escape');
+  assert.equal(await keyed(), '');
 });
 
 test('jax_liveout: the finding first, with its line; how to record memory events once, folded; the run list tells it from jax_clean', async () => {
@@ -233,6 +324,11 @@ test('a Hugging Face trace: the Where column leads with the model’s frame, the
   await frame.waitForSelector('[data-panel=lifetimes] tbody tr[data-key]');
   const bufferHeads = await frame.$$eval('[data-panel=lifetimes] thead th', (ths) => ths.map((th) => (th.textContent ?? '').replace(/ [▲▼]$/, '')));
   assert.ok(bufferHeads.includes('Input shapes') && !bufferHeads.includes('Shape'), bufferHeads.join(' | '));
+  // A trace has no compiled programs: the lifetimes' legend and help say nothing of a static view, and with no
+  // selection the legend lists only what is drawn.
+  const legend = await frame.$$eval('[data-panel=lifetimes] .lf-legend > span', (ss) => ss.filter((s) => !s.hidden).map((s) => s.textContent));
+  assert.deepEqual(legend, ['freed', 'never freed (drawn to the end of the window)', 'allocated before the window']);
+  assert.doesNotMatch(await text(frame, '[data-panel=lifetimes] p.lf-muted'), /static view/);
   assert.deepEqual(plurals(await shown(frame)), []);
 });
 

@@ -104,7 +104,7 @@ test('clicking the top never-freed family highlights its buffers on the lifetime
     });
   assert.ok((await highlighted()) > 100, 'the group is drawn on the timeline');
   assert.ok((await highlighted('lifetimes')) > 100, 'its buffers are drawn in the highlight colour');
-  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} never-freed buffers of the family Mul \\[128,1024\\] output\\.`));
+  assert.match(await text(frame, '[data-panel=lifetimes] .lf-chart-note'), new RegExp(`Highlighted: ${count} never-freed buffers of the family Mul \\[128,1024\\] output\\.$`));
   // The buffers table is filtered to that group too.
   await frame.waitForFunction(
     (n) => document.querySelector('[data-panel=lifetimes] .lf-pager [role=status]')?.textContent?.endsWith(`of ${n}`),

@@ -1,5 +1,5 @@
 // Holds the wire types of src/wire.ts, which tools/gen_wire_types.py makes from
-// the server's schema (tb_leakfinder/report/schema.py), against real answers of
+// the server's schema (tb_leakfinder/wire/schema.py), against real answers of
 // the Python routes: what the schema declares is what the serializers send
 // (mypy checks the keys they write; this checks the values, the casts included).
 // Every route is asked on the demo runs, the accuracy captures and runs of

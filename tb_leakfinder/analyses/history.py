@@ -35,6 +35,9 @@ do: on CPU a program's code is not in the profile's bytes.
 
 Captures of different programs, or of different hosts, are never merged into
 one series: the history says so.
+
+A tb_run's history on three layers: model/history.py declares its capture points; here the history is judged from
+them; engine/history.py gathers them from the runs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Pairing allocations with deallocations into buffer lifetimes."""
+"""Pairing allocations with deallocations into buffer lifetimes.
+
+Lifetimes on two layers: model/lifetimes.py declares the columns; here the events are paired into them.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ Its rate less the growth of the host-memory allocators' heap (a CPU allocator's 
 grows outside them, so an allocator's own leak is not counted twice. A child is followed by its USS (its private
 pages: what a per-worker cache or a copy-on-read of the Dataset's Python objects adds, which its RSS does not show,
 since a forked worker's RSS already counts the pages it shares with its parent), else its PSS, else its RSS.
+
+Process memory on two layers: capture/process_memory.py records it in the training process; here what was recorded
+is judged.
 """
 
 from __future__ import annotations

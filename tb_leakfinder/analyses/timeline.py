@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tb_leakfinder.analyses.buffer_query import check_family
+from tb_leakfinder.analyses.buffer_paging import check_family
 from tb_leakfinder.analyses.downsample import downsample
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers

@@ -11,6 +11,9 @@ starting each round with the next process in turn, so every process is read now 
 
 It never raises into the training loop: a failed reading switches it off for the rest of the window, and its
 `warning` says why (the capture warns with it). Without psutil it reads /proc on Linux; elsewhere it is off.
+
+Process memory on two layers: here it is recorded in the training process; analyses/process_memory.py judges what
+was recorded.
 """
 
 from __future__ import annotations

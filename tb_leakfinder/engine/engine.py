@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.history import count_unreadable, run_history
@@ -49,7 +49,7 @@ class HostResult:
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
     modules: list[ModuleSummaryResult] = field(default_factory=list)
-    _json: report.HostReport | None = field(default=None, repr=False)
+    _json: wire.HostReport | None = field(default=None, repr=False)
     _points: HostPoints | None = field(default=None, repr=False)
 
     def unwrap(self) -> HostAnalysis:
@@ -63,9 +63,9 @@ class HostResult:
         if self.analysis is not None:
             check_consistent(self.analysis)
 
-    def json(self) -> report.HostReport:
+    def json(self) -> wire.HostReport:
         if self._json is None:
-            self._json = report.host_json(self.unwrap(), self.modules)
+            self._json = wire.host_json(self.unwrap(), self.modules)
         return self._json
 
     def points(self) -> HostPoints | None:
@@ -81,7 +81,7 @@ class HostResult:
         if self.error is not None:
             return HostSide(host, verdicts.not_analysed(self.error.message), [], [])
         analysis = self.unwrap()
-        return HostSide(host, report.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
+        return HostSide(host, wire.host_verdict(analysis, self.modules), analysis.allocators, self.modules)
 
 
 def machine_memory_bytes() -> int:
@@ -130,7 +130,7 @@ def _weight(result: HostResult) -> int:
 
 def analyze_result(
     path: str, host: str, session_dir: str, recordings: str | None = None
-) -> tuple[HostResult, report.HostReport | None]:
+) -> tuple[HostResult, wire.HostReport | None]:
     """`analyze_file` with its error kept as the result, and the host's report JSON (None on an error)."""
     try:
         result = analyze_file(path, host, session_dir, recordings)
@@ -152,11 +152,11 @@ def recorded_path(key: FileIdentity) -> str | None:
     return None if key.recordings is None else key.recordings[0]
 
 
-def host_json(host: str, path: str, body: report.HostReport | None, error: LeakfinderError | None) -> report.HostReport:
+def host_json(host: str, path: str, body: wire.HostReport | None, error: LeakfinderError | None) -> wire.HostReport:
     """A host's report JSON, or the entry that says why its file at `path` could not be analysed: one of the two
     is given."""
     if error is not None:
-        return report.host_error_json(host, _format_name(path), error, path)
+        return wire.host_error_json(host, _format_name(path), error, path)
     assert body is not None
     return body
 
@@ -174,18 +174,16 @@ def _format_name(path: str) -> str:
         return ""
 
 
-def overview_rows(
-    host: str, path: str, body: report.HostReport | None, error: LeakfinderError | None
-) -> list[report.OverviewRow]:
+def overview_rows(host: str, path: str, body: wire.HostReport | None, error: LeakfinderError | None) -> list[wire.OverviewRow]:
     """A host's rows of the pod overview, from its report JSON or its error."""
-    return report.overview_host_rows(host_json(host, path, body, error))
+    return wire.overview_host_rows(host_json(host, path, body, error))
 
 
 # What the progress of a long report is told each time a host is done: (host, its file's bytes).
 HostDone = Callable[[str, int], None]
 # A host's report JSON (or its history points) or its error, and its file's identity (None when its file cannot
-# even be stat'ed). A string: the report's schema is loaded on first use (report/__init__.py).
-HostOutcome: TypeAlias = "tuple[report.HostReport | None, LeakfinderError | None, FileIdentity | None]"
+# even be stat'ed). A string: the report's schema is loaded on first use (wire/__init__.py).
+HostOutcome: TypeAlias = "tuple[wire.HostReport | None, LeakfinderError | None, FileIdentity | None]"
 PointsOutcome = tuple[HostPoints | None, LeakfinderError | None, FileIdentity | None]
 
 
@@ -259,7 +257,7 @@ class Engine:
         elif not isinstance(error, WorkerDiedError):
             self._unreadable[path] = (key, error)
 
-    def known_errors(self, run: Run) -> list[report.UnreadableFile]:
+    def known_errors(self, run: Run) -> list[wire.UnreadableFile]:
         """`report.error_json` of each host of `run` whose file was found unreadable and has not changed since:
         what the run list can tell without reading anything (one stat per such file)."""
         found = []
@@ -273,13 +271,13 @@ class Engine:
             except LeakfinderError:
                 current = None
             if _stamp(current) == _stamp(key):
-                found.append(report.error_json(run.name, host, path, error.message))
+                found.append(wire.error_json(run.name, host, path, error.message))
         return found
 
     def outcome(self, run: Run, host: str) -> HostOutcome:
         """A host's report JSON or its error: a file that cannot even be stat'ed (a dangling or looping link)
         is that host's error, not its run's."""
-        return self._outcome(run, host, self.disk.load_report if self.disk is not None else None, HostResult.json)
+        return self._outcome(run, host, self.disk.load_json_member if self.disk is not None else None, HostResult.json)
 
     def points_outcome(self, run: Run, host: str) -> PointsOutcome:
         """A host's history points or its error, as `outcome`."""
@@ -297,7 +295,7 @@ class Engine:
             return None, exc, None
         entry = stored(key) if stored is not None and self._cache.peek(key) is None else None
         if entry is not None and not isinstance(entry.error, WorkerDiedError):
-            value, error = entry.report, entry.error
+            value, error = entry.value, entry.error
         else:
             result = self._host(run, host, key)
             value, error = (None, result.error) if result.error is not None else (made(result), None)
@@ -316,7 +314,7 @@ class Engine:
 
     def run_report(
         self, run: Run, host: str | None = None, done: HostDone | None = None, *, unreadable_raises: bool = True
-    ) -> report.RunReport:
+    ) -> wire.RunReport:
         """The report of a run's hosts (or one host). When none can be read, its error, or with
         `unreadable_raises` False the run's entry whose hosts each say why (a report of several runs)."""
         hosts = list(run.hosts) if host is None else [run.host_path(host)[0]]
@@ -333,9 +331,9 @@ class Engine:
             raise errors[0]
         # One unreadable host (a job killed mid-write) must not hide the verdicts of the others.
         bodies = [host_json(h, run.host_path(h)[1], body, error) for h, (body, error, _) in zip(hosts, results, strict=True)]
-        return report.run_json(run.name, bodies)
+        return wire.run_json(run.name, bodies)
 
-    def host_rows(self, run: Run, host: str) -> list[report.OverviewRow]:
+    def host_rows(self, run: Run, host: str) -> list[wire.OverviewRow]:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes)."""
         try:
             key: FileIdentity | None = run.identity(host)
@@ -344,14 +342,14 @@ class Engine:
         if key is not None and self._cache.peek(key) is None and self.disk is not None:
             from tb_leakfinder.store.disk_cache import SUMMARY
 
-            entry = self.disk.load_report(key, SUMMARY)
-            if entry is not None and entry.error is None and isinstance(entry.report, list):
-                return entry.report
+            entry = self.disk.load_json_member(key, SUMMARY)
+            if entry is not None and entry.error is None and isinstance(entry.value, list):
+                return entry.value
         return overview_rows(host, run.host_path(host)[1], *self.outcome(run, host)[:2])
 
-    def run_overview(self, run: Run) -> report.OverviewAnswer:
+    def run_overview(self, run: Run) -> wire.OverviewAnswer:
         """The pod overview (`report.overview_json`) of a run."""
-        return report.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
+        return wire.overview_json(run.name, self._map_hosts(list(run.hosts), lambda h: self.host_rows(run, h)))
 
     def run_side(self, run: Run, host: str | None = None) -> RunSide:
         """A run's analyses (or one host's), as a side of a comparison; an error if no host can be read."""
@@ -372,7 +370,7 @@ class Engine:
             raise NotFoundError(f"no TensorBoard run named {tb_run!r} with captures; runs: {', '.join(known[:20]) or 'none'}")
         return sessions
 
-    def history(self, tb_run: str) -> report.HistoryAnswer:
+    def history(self, tb_run: str) -> wire.HistoryAnswer:
         """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' points; its
         `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
@@ -381,14 +379,14 @@ class Engine:
         outcomes = self._map_hosts(pairs, lambda p: self.points_outcome(*p))
         for (run, host), (found, error, key) in zip(pairs, outcomes, strict=True):
             if error is not None:
-                errors.append(report.error_json(run.name, host, run.host_path(host)[1], error.message))
+                errors.append(wire.error_json(run.name, host, run.host_path(host)[1], error.message))
             elif found is not None and key is not None:
                 points += capture_points(run.name, found, key.mtime_ns)
         unreadable = len({e["run"] for e in errors})
         # Captures without memory events are told how their format records them, as each capture's report is.
-        advice = report.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not points else ""
+        advice = wire.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not points else ""
         history = run_history(tb_run, points, len(sessions), advice)
-        return report.history_json(count_unreadable(history, unreadable), errors)
+        return wire.history_json(count_unreadable(history, unreadable), errors)
 
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""
@@ -399,7 +397,7 @@ class Engine:
                 return list(pool.map(work, hosts))
         return [work(h) for h in hosts]
 
-    def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> report.ReportAnswer:
+    def report(self, run_name: str | None = None, host: str | None = None, done: HostDone | None = None) -> wire.ReportAnswer:
         """The report of the run named `run_name` (or one host of it), or of every run: the one place a report is
         assembled. Of every run, a run none of whose files can be read is reported with its errors, as one whose other
         hosts can be, so that one bad file hides no other run, and the histories of the TensorBoard runs holding
@@ -414,4 +412,4 @@ class Engine:
             reported = {tensorboard_run(r.name) for r in runs}
             several = [t for t in several_captures(r.name for r in self.runs()) if t in reported]
             histories = [self.history(t) for t in several]
-        return report.report_json(runs_json, histories)
+        return wire.report_json(runs_json, histories)

@@ -4,6 +4,9 @@ Each host's points (`analyses/history_points.py`, a few KB stored beside its
 analysis in the disk cache) hold what a capture point needs but the capture
 itself, so a history of a thousand captures reads no profile, no array and
 no report.
+
+A tb_run's history on three layers: model/history.py declares its capture points; analyses/history.py judges the
+history from them; here they are gathered from the runs.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tb_leakfinder import report as reports
-from tb_leakfinder.analyses import query, static_buffers
-from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE, query_buffers
+from tb_leakfinder import wire
+from tb_leakfinder.analyses import allocator_lookup, static_buffers
+from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
@@ -57,40 +57,40 @@ class ModuleAt:
     module: HloModule
 
 
-def runs(engine: Engine) -> reports.RunsAnswer:
+def runs(engine: Engine) -> wire.RunsAnswer:
     """Discovered runs, each with the errors of its files found unreadable so far (it reads nothing), and the formats
     read, for the tab's notice when there are none."""
     return {
         "runs": [{"run": r.name, "hosts": list(r.hosts), "errors": engine.known_errors(r)} for r in engine.runs()],
-        "formats": reports.format_listings(),
+        "formats": wire.format_listings(),
     }
 
 
-def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> reports.ReportAnswer:
+def report(engine: Engine, run: Run | None = None, host: str | None = None, done: HostDone | None = None) -> wire.ReportAnswer:
     """The report of one run (or one host of it), or of every run, with the histories of the TensorBoard runs
     holding several captures (`Engine.report`, the one place a report is assembled)."""
     return engine.report(None if run is None else run.name, host, done)
 
 
-def overview(engine: Engine, run: Run) -> reports.OverviewAnswer:
+def overview(engine: Engine, run: Run) -> wire.OverviewAnswer:
     """The pod overview of a run: each host's allocators, worst first."""
     return engine.run_overview(run)
 
 
-def history(engine: Engine, tb_run: str) -> reports.HistoryAnswer:
+def history(engine: Engine, tb_run: str) -> wire.HistoryAnswer:
     """A TensorBoard run's captures as one history ("": the logdir's top); NotFoundError unless it has captures."""
     return engine.history(tb_run)
 
 
 def diff(
     engine: Engine, run_a: Run, run_b: Run, host_a: str | None = None, host_b: str | None = None, engine_b: Engine | None = None
-) -> reports.ComparisonAnswer:
+) -> wire.ComparisonAnswer:
     """Run B (the change) compared with run A (the base), or a host of each; `engine_b` serves B when it is another's."""
     from tb_leakfinder.analyses.diff import compare  # loaded by the first comparison, not with the views
 
     side_a = engine.run_side(run_a, host_a)
     side_b = (engine_b or engine).run_side(run_b, host_b)
-    return reports.comparison_json(compare(side_a, side_b, host_a, host_b))
+    return wire.comparison_json(compare(side_a, side_b, host_a, host_b))
 
 
 def host(engine: Engine, run: Run, name: str | None) -> HostAt:
@@ -102,16 +102,16 @@ def host(engine: Engine, run: Run, name: str | None) -> HostAt:
 
 def allocator(at: HostAt, name: str | None) -> AllocatorAt:
     """The host's allocator whose label or memory id is `name`; the device memory with the largest peak when None."""
-    advice = reports.record_events(at.analysis.profile.format)
-    return AllocatorAt(at.run, at.host, at.analysis, query.find_allocator(at.analysis, name, advice))
+    advice = wire.record_events(at.analysis.profile.format)
+    return AllocatorAt(at.run, at.host, at.analysis, allocator_lookup.find_allocator(at.analysis, name, advice))
 
 
 def timeline(
     at: AllocatorAt, points: int, start_ps: int | None = None, end_ps: int | None = None, family: int | None = None
-) -> reports.TimelineAnswer:
+) -> wire.TimelineAnswer:
     """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one family or all."""
     a, steps = at.allocator, at.analysis.profile.steps
-    body = reports.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family, steps))
+    body = wire.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family, steps))
     return {"run": at.run, "host": at.host, **body}
 
 
@@ -127,15 +127,15 @@ def buffers(
     end_ps: int | None = None,
     program: str | None = None,
     allocation: int | None = None,
-) -> reports.BuffersAnswer:
-    """A page of an allocator's buffers (analyses/buffer_query.py says what each argument selects)."""
+) -> wire.BuffersAnswer:
+    """A page of an allocator's buffers (analyses/buffer_paging.py says what each argument selects)."""
     a = at.allocator
     page = query_buffers(a, offset, limit, sort, order, family, status, start_ps, end_ps, program, allocation)
-    body = reports.buffers_json(a, at.analysis.profile.steps, page)
+    body = wire.buffers_json(a, at.analysis.profile.steps, page)
     return {"run": at.run, "host": at.host, "allocator": a.label, "memory_id": a.memory_id, **body}
 
 
-def buffer_pages(at: AllocatorAt) -> Iterator[reports.BuffersAnswer]:
+def buffer_pages(at: AllocatorAt) -> Iterator[wire.BuffersAnswer]:
     """Every page of an allocator's buffers, the largest first; a row's `site` indexes its own page's `sites`."""
     offset = 0
     while True:
@@ -152,7 +152,7 @@ def module_at(at: HostAt, name: str) -> ModuleAt:
     return ModuleAt(at.run, at.host, registry.module(format_of(path), at.hlo_protos, name, path))
 
 
-def module(at: ModuleAt, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> reports.ModuleAnswer:
+def module(at: ModuleAt, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> wire.ModuleAnswer:
     """A compiled program in detail: its heap over its run, its largest buffers, of one memory space."""
     detail = static_buffers.module_detail(at.module, memory_space, points)
-    return {"run": at.run, "host": at.host, **reports.module_detail_json(detail)}
+    return {"run": at.run, "host": at.host, **wire.module_detail_json(detail)}

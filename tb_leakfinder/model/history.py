@@ -1,4 +1,8 @@
-"""One job's captures over wall-clock time: what each capture of a run says of one allocator."""
+"""One job's captures over wall-clock time: what each capture of a run says of one allocator.
+
+A tb_run's history on three layers: here its capture points' types; analyses/history.py judges the history from
+them; engine/history.py gathers them from the runs.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ Rows are positions, not XLA ids: a logical buffer's `instruction` is a row of
 `Instructions`, its `allocation` a row of `Allocations`, and a heap-trace
 event's `buffer` a row of `LogicalBuffers` (-1 where the proto named an id that
 does not exist).
+
+Compiled programs on two layers: here their buffers as columns; read/formats/xplane/hlo.py decodes XLA's protos into
+them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Buffer lifetimes of one allocator, as columns."""
+"""Buffer lifetimes of one allocator, as columns.
+
+Lifetimes on two layers: here the columns; analyses/lifetimes.py pairs the events into them.
+"""
 
 from __future__ import annotations
 

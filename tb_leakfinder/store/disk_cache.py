@@ -45,16 +45,16 @@ from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.errors import LeakfinderError, WorkerDiedError
 from tb_leakfinder.model.history import HostPoints
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.report.shape import Shape, conforms
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tb_leakfinder.store.folder_index import TEMP_PREFIX, FolderIndex
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir
 from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
+from tb_leakfinder.wire.shape import Shape, conforms
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ _END64 = struct.Struct("<4sQHHIIQQQQ")
 class Entry:
     """What one member of a host's entry gives: its value, or the error its file gave."""
 
-    report: Any  # the member's value: a report object, the summary's list of overview rows, or the HostPoints
+    value: Any  # the member's value: a report object, the summary's list of overview rows, or the HostPoints
     error: LeakfinderError | None
 
 
@@ -131,9 +131,9 @@ class DiskCache:
 
     # Reading -------------------------------------------------------------------------------
 
-    def load_report(self, identity: files.FileIdentity, member: str = REPORT) -> Entry | None:
+    def load_json_member(self, identity: files.FileIdentity, member: str = REPORT) -> Entry | None:
         """The report member alone (a few KB), or the summary's (`member=SUMMARY`): no arrays are read."""
-        shape = report.HOST_SHAPE if member == REPORT else report.OVERVIEW_ROWS_SHAPE
+        shape = wire.HOST_SHAPE if member == REPORT else wire.OVERVIEW_ROWS_SHAPE
         entry = self._read(identity, lambda zf: _entry(_json_member(zf, member), shape))
         if entry is not None:
             self._used(identity)
@@ -151,11 +151,11 @@ class DiskCache:
         or None if the entry is missing or not trusted."""
 
         def rebuild(zf: zipfile.ZipFile) -> Any | None:
-            entry = _entry(_json_member(zf, REPORT), report.HOST_SHAPE)
+            entry = _entry(_json_member(zf, REPORT), wire.HOST_SHAPE)
             if isinstance(entry.error, WorkerDiedError):  # a dead worker's host is analysed again
                 return None
             fields = _stored_fields(result_type, _json_member(zf, TREE), zf)
-            value = result_type(**fields, error=entry.error, _json=entry.report)
+            value = result_type(**fields, error=entry.error, _json=entry.value)
             value.check()
             return value
 

@@ -27,9 +27,9 @@ from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
 if TYPE_CHECKING:
     from tb_leakfinder.engine.engine import Engine
     from tb_leakfinder.read.discovery import Run
-    from tb_leakfinder.report import Json
     from tb_leakfinder.store.disk_cache import DiskCache
     from tb_leakfinder.views.progress import HostProgress
+    from tb_leakfinder.wire import Json
 
 EXIT_OK = 0
 EXIT_LEAK = 1
@@ -314,7 +314,7 @@ def _report(args: argparse.Namespace) -> int:
     """`report` and `check`."""
     from tb_leakfinder.engine import queries
     from tb_leakfinder.engine.engine import Engine, HostDone
-    from tb_leakfinder.report import select_allocator
+    from tb_leakfinder.wire import select_allocator
 
     try:
         engine = Engine.for_path(args.path, disk=_disk(args, args.path))

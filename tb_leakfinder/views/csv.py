@@ -19,9 +19,9 @@ from decimal import Decimal
 from typing import Any, cast
 
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.report import Json
 from tb_leakfinder.views.atomic import write_texts
 from tb_leakfinder.views.text import CALLED_FROM
+from tb_leakfinder.wire import Json
 
 # OWASP's list: these lead a formula, and tab / carriage return can hide one in the cell before.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

@@ -15,8 +15,8 @@ from tb_leakfinder.views.terminal import visible
 if TYPE_CHECKING:
     from tb_leakfinder.engine.engine import Engine
     from tb_leakfinder.read.discovery import Run
-    from tb_leakfinder.report import Json
     from tb_leakfinder.store.disk_cache import DiskCache
+    from tb_leakfinder.wire import Json
 
 
 DEFAULT_HTML_MAX_MB = 100.0

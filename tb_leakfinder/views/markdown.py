@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tb_leakfinder.analyses.words import count_of, format_bytes, tensor_and_chunks
 from tb_leakfinder.engine.history import tensorboard_run
-from tb_leakfinder.report import Json
 from tb_leakfinder.views.terminal import visible_json
 from tb_leakfinder.views.text import (
     CALLED_FROM,
@@ -22,6 +21,7 @@ from tb_leakfinder.views.text import (
     search_text,
     where_parts,
 )
+from tb_leakfinder.wire import Json
 
 VERDICT = {"leak": "🔴 leak", "no_leak": "🟢 no leak", "inconclusive": "⚪ inconclusive", None: "—"}
 

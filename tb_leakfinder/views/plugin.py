@@ -13,8 +13,8 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
-from tb_leakfinder import report
-from tb_leakfinder.analyses.buffer_query import DEFAULT_PAGE, MAX_PAGE
+from tb_leakfinder import wire
+from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
@@ -41,7 +41,7 @@ JSON = "application/json"
 REQUEST_TIMEOUT_S = 120.0  # then 503; the analysis goes on and a retry gets it from the cache
 
 
-def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: str) -> report.Json:
+def call_with_timeout(work: Callable[[], wire.Json], timeout_s: float, what: str) -> wire.Json:
     """`work()` in a worker thread; a 503 if it takes longer than `timeout_s` (it still finishes, into the cache)."""
     outcome: dict[str, Any] = {}
 
@@ -61,11 +61,11 @@ def call_with_timeout(work: Callable[[], report.Json], timeout_s: float, what: s
         )
     if "error" in outcome:
         raise outcome["error"]
-    value: report.Json = outcome["value"]
+    value: wire.Json = outcome["value"]
     return value
 
 
-def respond(request: Request, body: bytes | report.Json, content_type: str, code: int = 200) -> Response:
+def respond(request: Request, body: bytes | wire.Json, content_type: str, code: int = 200) -> Response:
     """TensorBoard's response (its compression and security headers)."""
     response: Response = http_util.Respond(request, body, content_type, code=code)
     return response
@@ -104,7 +104,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
             logger.exception("tb_leakfinder: run discovery failed")
             return False
 
-    def json_handlers(self) -> dict[str, Callable[[Request], report.Json]]:
+    def json_handlers(self) -> dict[str, Callable[[Request], wire.Json]]:
         """Each JSON route's handler: its answer before HTTP."""
         return {
             "/runs": self._runs,
@@ -127,7 +127,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         bundle = importlib.resources.files("tb_leakfinder.webapp").joinpath("index.js").read_bytes()
         return respond(request, bundle, "application/javascript")
 
-    def _json(self, handler: Callable[[Request], report.Json], args: tuple[str, ...]) -> Callable[..., Any]:
+    def _json(self, handler: Callable[[Request], wire.Json], args: tuple[str, ...]) -> Callable[..., Any]:
         @Request.application
         def app(request: Request) -> Response:
             try:
@@ -146,10 +146,10 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
     def _run(self, request: Request, arg: str = "run") -> Run:
         return required_name(request, arg, self.engine.run)
 
-    def _runs(self, request: Request) -> report.RunsAnswer:
+    def _runs(self, request: Request) -> wire.RunsAnswer:
         return queries.runs(self.engine)
 
-    def _module(self, request: Request) -> report.ModuleAnswer:
+    def _module(self, request: Request) -> wire.ModuleAnswer:
         run = self._run(request)
         host = host_arg(request, run)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
@@ -157,7 +157,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         at = queries.host(self.engine, run, host)
         return queries.module(required_name(request, "module", lambda name: queries.module_at(at, name)), memory_space, points)
 
-    def _compare(self, request: Request) -> report.ComparisonAnswer:
+    def _compare(self, request: Request) -> wire.ComparisonAnswer:
         sides = []
         for side in ("a", "b"):
             run = self._run(request, f"run_{side}")
@@ -167,13 +167,13 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         (run_a, host_a), (run_b, host_b) = sides
         return queries.diff(self.engine, run_a, run_b, host_a, host_b)
 
-    def _report(self, request: Request) -> report.ReportAnswer:
+    def _report(self, request: Request) -> wire.ReportAnswer:
         run = self._run(request)
         host = hosts_arg(request, run)
         check_hosts(run, host)
         return queries.report(self.engine, run, host)
 
-    def _history(self, request: Request) -> report.HistoryAnswer:
+    def _history(self, request: Request) -> wire.HistoryAnswer:
         """`run` is the TensorBoard run ("" or absent: the logdir's top)."""
 
         def found(name: str | None) -> str:
@@ -182,7 +182,7 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
 
         return queries.history(self.engine, name_arg(request, "tb_run", found))
 
-    def _overview(self, request: Request) -> report.OverviewAnswer:
+    def _overview(self, request: Request) -> wire.OverviewAnswer:
         run = self._run(request)
         check_hosts(run, None)
         return queries.overview(self.engine, run)
@@ -192,13 +192,13 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         at = queries.host(self.engine, run, host_arg(request, run))
         return name_arg(request, "allocator", lambda name: queries.allocator(at, name))
 
-    def _timeline(self, request: Request) -> report.TimelineAnswer:
+    def _timeline(self, request: Request) -> wire.TimelineAnswer:
         at = self._allocator(request)
         points = int_arg(request, "points", DEFAULT_POINTS, MIN_POINTS, MAX_POINTS)
         start_ps, end_ps, family = int_arg(request, "start_ps"), int_arg(request, "end_ps"), int_arg(request, "family", None, 0)
         return queries.timeline(at, points, start_ps, end_ps, family)
 
-    def _buffers(self, request: Request) -> report.BuffersAnswer:
+    def _buffers(self, request: Request) -> wire.BuffersAnswer:
         return queries.buffers(
             self._allocator(request),
             offset=int_arg(request, "offset", 0, 0),

@@ -13,7 +13,7 @@ import os
 
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
-from tb_leakfinder.report import Json
+from tb_leakfinder.wire import Json
 
 MAX_SOURCE_BYTES = 4 << 20
 MAX_FILES = 64

@@ -28,10 +28,10 @@ from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.report import Json
 from tb_leakfinder.views.html import script_json
 from tb_leakfinder.views.route_args import check_hosts
 from tb_leakfinder.views.terminal import encoded_size
+from tb_leakfinder.wire import Json
 
 PAGE_VERSION = 1
 # Arguments an inlined answer does not depend on: the page cuts a zoomed timeline out of the whole

@@ -16,14 +16,14 @@ from tb_leakfinder.analyses.words import (
     tensor_and_chunks,
 )
 from tb_leakfinder.engine.history import tensorboard_run
-from tb_leakfinder.report import Json, known_capacity, run_overview_json
 from tb_leakfinder.views.terminal import visible_json
+from tb_leakfinder.wire import Json, known_capacity, run_overview_json
 
 VERDICT_WORDS = {"leak": "LEAK", "no_leak": "no leak", "inconclusive": "inconclusive"}
 TOP_ROWS = 10
 CALLED_FROM = " ← "  # between a line of code and the Python frame that led to it
 TEXT_FRAMES = 2  # the Python frames a text row shows after its line of code
-# A holder's kind (report/schema.HolderKind) in words.
+# A holder's kind (wire/schema.HolderKind) in words.
 HOLDER_KIND_WORDS = {
     "list": "an element of a list",
     "dict_entry": "a dict entry",
@@ -116,7 +116,7 @@ def breakdown_label(row: Json) -> str:
     return BREAKDOWN_LABELS.get(row["category"]) or buffers_label(row["op"], row["shape"], row["region"])
 
 
-def where_text(row: Json) -> str:
+def where_words(row: Json) -> str:
     """A row's innermost frame of the model's or the user's code first, then the user's line that called it:
     "Owlv2Attention.forward (modeling_owlv2.py:410) ← run.py:28 in main"; "" when the profile tells neither."""
     return CALLED_FROM.join(part for part in (row["site"]["model_frame"], row["where"]) if part)
@@ -128,7 +128,7 @@ def where_parts(row: Json, frames: int | None = None) -> list[str]:
     where, stack = row["where"], row["site"]["stack"]
     calls = stack[1:] if stack[:1] == [where] else stack  # the line may be the innermost frame itself
     shown = calls if frames is None else calls[:frames]
-    return [part for part in (where_text(row), *shown) if part] + (["…"] if len(shown) < len(calls) else [])
+    return [part for part in (where_words(row), *shown) if part] + (["…"] if len(shown) < len(calls) else [])
 
 
 def hint_for(a: Json, *tables: list[Json]) -> str | None:
@@ -223,7 +223,9 @@ def compiled_programs_text(host: Json) -> str | None:
         return None
     # On CPU a program's code is host memory: the profile gives it 0 bytes, and only its count says anything.
     each = "; ".join(
-        f"{format_bytes(c['bytes'])} in {c['count']} on {c['device']}" if c["bytes"] else f"{c['count']} on {c['device']} (0 B)"
+        f"{format_bytes(c['bytes'])} in {count_of(c['count'], 'program')} on {c['device']}"
+        if c["bytes"]
+        else f"{count_of(c['count'], 'program')} on {c['device']} (0 B)"
         for c in programs
     )
     return f"compiled programs (their code and constants, not buffers): {each}"

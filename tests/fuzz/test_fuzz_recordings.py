@@ -19,8 +19,8 @@ from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.report import host_json
 from tb_leakfinder.testing.recordings_builder import companion, holder, write_companion
+from tb_leakfinder.wire import host_json
 from tests.support.columns import host_profile, memory_events, steps
 
 CI_SEED = 20261207

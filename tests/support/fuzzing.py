@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tb_leakfinder import proto, report
+from tb_leakfinder import proto, wire
 from tb_leakfinder.analyses import static_buffers
-from tb_leakfinder.analyses.buffer_query import query_buffers
+from tb_leakfinder.analyses.buffer_paging import query_buffers
 from tb_leakfinder.analyses.pipeline import analyze_host
 from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import analyze_file
@@ -386,10 +386,10 @@ class Tally:
 def analyse_file(path: str) -> str:
     """What the plugin does with one host file: the JSON it would answer, or raise LeakfinderError."""
     analysis = analyze_host(reader.read_host(path, "fuzz"))
-    body = report.host_json(analysis, [])
+    body = wire.host_json(analysis, [])
     for allocator in analysis.allocators:
-        body["timeline"] = report.timeline_json(allocator, analysis.profile.steps, timeline(allocator, 64))
-        body["buffers"] = report.buffers_json(allocator, analysis.profile.steps, query_buffers(allocator, limit=20))
+        body["timeline"] = wire.timeline_json(allocator, analysis.profile.steps, timeline(allocator, 64))
+        body["buffers"] = wire.buffers_json(allocator, analysis.profile.steps, query_buffers(allocator, limit=20))
     return json.dumps(body, allow_nan=False, sort_keys=True)  # strict JSON: NaN or Infinity would break the frontend
 
 
@@ -402,8 +402,8 @@ def analyse_registry_file(path: str, host: str) -> str:
     pages = {}
     for a in analysis.allocators:
         pages[a.memory_id] = [
-            report.timeline_json(a, analysis.profile.steps, timeline(a, 64)),
-            report.buffers_json(a, analysis.profile.steps, query_buffers(a, limit=20)),
+            wire.timeline_json(a, analysis.profile.steps, timeline(a, 64)),
+            wire.buffers_json(a, analysis.profile.steps, query_buffers(a, limit=20)),
         ]
     return json.dumps({"report": body, "pages": pages}, allow_nan=False, sort_keys=True)
 

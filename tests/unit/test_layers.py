@@ -22,7 +22,7 @@ ALL = frozenset(
         "proto",
         "read",
         "analyses",
-        "report",
+        "wire",
         "store",
         "engine",
         "capture",
@@ -41,8 +41,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "proto": frozenset(),
     "read": frozenset({"model", "proto", "errors"}),
     "analyses": frozenset({"model", "errors"}),
-    "report": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
-    "store": frozenset({"model", "analyses", "read", "report", "errors"}),
+    "wire": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
+    "store": frozenset({"model", "analyses", "read", "wire", "errors"}),
     "engine": ALL - {TOP, "api", "engine", "views", "plugin_loader", "plugin_flags", "testing"},  # everything but the views
     "capture": frozenset({"read", "model", "analyses", "api", "errors"}),
     "keras": frozenset({"capture"}),
@@ -51,7 +51,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "plugin_flags": frozenset(),  # the plugin's name and its flags' parsers, apart from TensorBoard
     "testing": frozenset({"model", "proto", "plugin_loader", "errors"}),
     TOP: frozenset({"api", "capture"}),
-    "api": frozenset({"engine", "report", "store", "errors"}),
+    "api": frozenset({"engine", "wire", "store", "errors"}),
     "webapp": frozenset(),  # the built frontend bundle
 }
 FORMATS = "tb_leakfinder.read.formats"

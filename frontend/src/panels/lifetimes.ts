@@ -20,13 +20,15 @@ import {DataTable} from '../table';
 import {kindPill, labelWithoutWhere} from './families';
 import type {TimeRange} from './timeline';
 
-/** The allocator's families, which the table's rows name and select, and what a shape is in this format. */
+/** The allocator's families, which the table's rows name and select, and what this format's buffers tell. */
 export interface BufferFamilies {
   families: readonly Family[];
   /** Selects a family everywhere (null: none); the panel's own `setFamily` follows. */
   onSelect(family: Family | null): void;
   /** "shape", or "input shapes" where the format names the op's inputs' shapes, not the buffer's own (PyTorch). */
   shapeLabel: string;
+  /** The format has compiled programs, so a static view whose program buffers a bar can open. */
+  programs: boolean;
 }
 
 export interface LifetimesOptions {
@@ -110,8 +112,12 @@ export class LifetimesPanel implements Panel {
   private total = 0;
   /** The buffer row whose family is selected, so that another family selected elsewhere clears it. */
   private selectedBuffer: {id: string; family: number} | null = null;
-  /** The legend's entry of the faded buffers: shown while a family or program buffer is highlighted. */
-  private readonly fadedSwatch = swatch('var(--lf-buffer-faded)', 'the other buffers, while a family or program buffer is highlighted');
+  /** The legend's entries of what a selection draws, each shown while it is drawn: the legend lists what the chart shows. */
+  private readonly fadedSwatch: HTMLElement;
+  private readonly familySwatch = swatch('var(--lf-highlight)', 'never freed, of the selected family');
+  /** Above the table: every buffer, or the selected family's never-freed ones that it then lists. */
+  private readonly tableHeading = el('h3', {'data-heading': 'buffers'}, 'All buffers');
+  private readonly pickedSwatch = swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view');
   private readonly owned = new Disposables();
   private readonly largestRequest = this.owned.latest();
   private readonly groupRequest = this.owned.latest();
@@ -126,11 +132,12 @@ export class LifetimesPanel implements Panel {
   private readonly families: BufferFamilies;
 
   constructor(private readonly options: LifetimesOptions) {
-    const {where, clock, families = {families: [], onSelect: () => undefined, shapeLabel: 'shape'}} = options;
+    const {where, clock, families = {families: [], onSelect: () => undefined, shapeLabel: 'shape', programs: true}} = options;
     ({cache: this.cache, sel: this.sel, limits: this.limits, sites: this.sites, clock: this.clock} = options);
     this.families = families;
     this.programBuffer = options.programBuffer ?? null;
     const inputShapes = families.shapeLabel !== 'shape';
+    this.fadedSwatch = swatch('var(--lf-buffer-faded)', `the other buffers, while a family${families.programs ? ' or program buffer' : ''} is highlighted`);
     this.chart = this.owned.own(new RectChart<BufferRect>({
       height: 320,
       xLabel: axisLabel(clock),
@@ -148,8 +155,12 @@ export class LifetimesPanel implements Panel {
     this.chart.element.dataset.chart = 'lifetimes';
     // One moment has no time to draw its buffers over: the table alone lists them.
     this.chart.element.hidden = !!clock.moment;
-    this.chart.element.setAttribute('role', 'img');
-    this.chart.element.setAttribute('aria-label', 'Buffer lifetimes: each buffer from allocation to free, at its address; the table below lists them');
+    this.chart.element.setAttribute('role', 'group');
+    this.chart.element.setAttribute('aria-roledescription', 'chart');
+    this.chart.element.setAttribute(
+      'aria-label',
+      'Buffer lifetimes: each buffer from allocation to free, at its address; the table below lists them. The left and right arrow keys go from buffer to buffer in time, up and down in address; Home and End go to the first and last.',
+    );
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     const statusSelect = el(
       'select',
@@ -234,13 +245,13 @@ export class LifetimesPanel implements Panel {
       swatch('var(--lf-leak)', 'never freed (drawn to the end of the window)'),
       swatch('var(--lf-buffer-dim)', 'allocated before the window'),
       this.fadedSwatch,
-      swatch('var(--lf-highlight)', 'never freed, of the selected family'),
-      swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view'),
+      this.familySwatch,
+      this.pickedSwatch,
     );
     this.pickedNote = el('div', {class: 'lf-picked', 'data-picked': '', hidden: true});
     const about = clock.moment
       ? 'The buffers live when the file was written, largest first. The file records no times: no buffer has an allocation time or a lifetime.'
-      : `Each bar is one buffer: from its allocation to its free${clock.eventPs ? ' (in the order of allocations: the file records no times)' : ''}, at its address, as tall as its size. Hover for details; drag to zoom; click a buffer a program made to open its program buffer in the static view.`;
+      : `Each bar is one buffer: from its allocation to its free${clock.eventPs ? ' (in the order of allocations: the file records no times)' : ''}, at its address, as tall as its size. Hover for details (or focus the chart and move with the arrow keys); drag to zoom${families.programs ? '; click a buffer a program made to open its program buffer in the static view' : ''}.`;
     this.element = el(
       'div',
       {},
@@ -249,7 +260,7 @@ export class LifetimesPanel implements Panel {
       clock.moment ? null : legend,
       this.chart.element,
       this.note,
-      el('h3', {}, 'All buffers'),
+      this.tableHeading,
       this.pickedNote,
       this.table.element,
     );
@@ -369,6 +380,7 @@ export class LifetimesPanel implements Panel {
     // Selected elsewhere (the families, the verdict, the breakdown): no buffer row is the selection any more.
     if (this.selectedBuffer && this.selectedBuffer.family !== family?.family) this.selectedBuffer = null;
     this.table.setSelected(this.selectedBuffer?.id ?? null);
+    this.tableHeading.textContent = family ? `Never-freed buffers of the selected family, ${family.label}: select it again to list every buffer` : 'All buffers';
     void this.table.reset();
     return this.loadFamily();
   }
@@ -432,6 +444,8 @@ export class LifetimesPanel implements Panel {
       };
     });
     this.fadedSwatch.hidden = selected === null && !this.programBuffer;
+    this.familySwatch.hidden = selected === null;
+    this.pickedSwatch.hidden = !this.programBuffer;
     this.chart.setData(rects, [this.windowStart(), Math.max(this.windowStart() + 1, this.windowEnd())], [0, yMax * 1.02]);
     if (this.range) this.chart.setXRange({min: this.range.start_ps, max: this.range.end_ps});
     const el_ = this.chart.element;

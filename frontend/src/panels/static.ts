@@ -28,6 +28,9 @@ export const REASON_LABEL: Record<string, string> = {
   temporary: 'temporary',
 };
 
+const KIND_HELP = 'what the buffer is to the program: a temporary, a parameter, an output (live-out), a constant or a thread-local';
+const SOURCE_HELP = 'the source file and line of the instruction that defines it, as the compiled program records it';
+
 /** Buffers below the server's small-buffer size are folded into one row. */
 function smallLabel(limits: Limits): string {
   return `small (< ${formatBytes(limits.small_buffer_bytes)})`;
@@ -213,8 +216,8 @@ export class StaticPanel implements Panel {
           d.whole_program_buffers,
           where,
           [
-            {key: 'reason', label: 'Why', sort: 'reason', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
-            {key: 'why', label: 'Detail', wrap: true, cell: (b) => b.why ?? ''},
+            {key: 'reason', label: 'Why', sort: 'reason', title: 'why XLA keeps the buffer for the whole program: a parameter, an output (live out), a constant or a thread-local', cell: (b) => (b.reason ? reasonPill(b.reason, this.limits, b.why) : '')},
+            {key: 'why', label: 'Detail', wrap: true, title: 'what the buffer assignment says of it', cell: (b) => b.why ?? ''},
             ...(this.onShowAllocations ? [{key: 'allocations', label: 'Allocations', title: 'the allocations the dynamic view tied to this buffer', cell: (b: Row) => this.showButton(b.allocation)}] : []),
           ],
           (b) => (this.selected !== null && b.allocation === this.selected ? 'lf-selected-buffer' : ''),
@@ -225,8 +228,8 @@ export class StaticPanel implements Panel {
         'div',
         {'data-table': 'peak-buffers'},
         bufferTable('Buffers at the peak', d.peak_buffers, where, [
-          {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => (b.kind ? reasonPill(b.kind, this.limits) : '')},
-          {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b) => b.source},
+          {key: 'kind', label: 'Kind', sort: 'kind', title: KIND_HELP, cell: (b) => (b.kind ? reasonPill(b.kind, this.limits) : '')},
+          {key: 'source', label: 'Source', sort: 'source', wrap: true, title: SOURCE_HELP, cell: (b) => b.source},
         ]),
       ),
     );
@@ -262,8 +265,8 @@ export class StaticPanel implements Panel {
         'div',
         {'data-table': 'selected-buffer'},
         bufferTable(`Allocation ${allocation}`, rows, where, [
-          {key: 'kind', label: 'Kind', sort: 'kind', cell: (b) => reasonPill(b.kind ?? b.reason ?? '', this.limits)},
-          {key: 'source', label: 'Source', sort: 'source', wrap: true, cell: (b) => b.source},
+          {key: 'kind', label: 'Kind', sort: 'kind', title: KIND_HELP, cell: (b) => reasonPill(b.kind ?? b.reason ?? '', this.limits)},
+          {key: 'source', label: 'Source', sort: 'source', wrap: true, title: SOURCE_HELP, cell: (b) => b.source},
         ]),
       ),
     );
@@ -313,8 +316,9 @@ export class StaticPanel implements Panel {
     });
     this.charts.own(blocks);
     blocks.element.dataset.chart = 'static-blocks';
-    blocks.element.setAttribute('role', 'img');
-    blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below');
+    blocks.element.setAttribute('role', 'group');
+    blocks.element.setAttribute('aria-roledescription', 'chart');
+    blocks.element.setAttribute('aria-label', 'Buffer blocks in program order; the whole-program buffers are listed in the table below. The arrow keys go from block to block; Home and End go to the first and last.');
     const hint = this.onShowAllocations ? [el('p', {class: 'lf-muted'}, 'Hover a block for its buffer; click it to highlight its allocations in the buffer lifetimes.')] : [];
     this.body.append(legend, ...hint, blocks.element);
     // The server sends the largest buffers when a program has too many to draw.

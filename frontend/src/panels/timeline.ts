@@ -6,7 +6,10 @@
 // again (keeping every bucket's min and max, so the peak stays) and the chart
 // draws the points it is given, as steps: memory changes at events, it does
 // not ramp between them. The x axis spans the server's window (the lifetimes
-// chart spans the same); hovering shows the event under the cursor.
+// chart spans the same); hovering shows the event under the cursor. The chart
+// takes the keyboard's focus: the arrow keys move the cursor from sample to
+// sample (Shift: ten at a time), Home and End to the first and last, and the
+// tooltip says what the pointer's would.
 
 import uPlot from 'uplot';
 import type {Limits, ProcessMemory, Selection, TimelineAnswer} from '../api';
@@ -60,6 +63,8 @@ export class TimelinePanel implements Panel {
   private readonly limits: Limits;
   private readonly clock: HostClock;
   private readonly process: ProcessMemory | undefined;
+  /** The sample the keyboard's cursor is on (null: the pointer's, or none). */
+  private keyed: number | null = null;
 
   constructor(private readonly options: TimelineOptions) {
     const {clock} = options;
@@ -68,9 +73,19 @@ export class TimelinePanel implements Panel {
       class: 'lf-chart',
       'data-chart': 'timeline',
       'data-clock': clock.eventPs ? 'allocations' : 'time',
-      role: 'img',
-      'aria-label': `Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers, fragmentation and the selected op family’s live bytes over ${clock.eventPs ? 'the allocations, in their order' : 'time'}, steps as bands`,
+      role: 'group',
+      'aria-roledescription': 'chart',
+      tabindex: '0',
+      'aria-label': `Memory timeline: stack reserved, heap in use above it, bytes held by never-freed buffers, fragmentation and the selected op family’s live bytes over ${clock.eventPs ? 'the allocations, in their order' : 'time'}, steps as bands. The arrow keys move a cursor from event to event (Shift: ten at a time); Home and End go to the first and last.`,
     });
+    this.chartBox.addEventListener('keydown', (e) => this.onKey(e));
+    // Focused from the keyboard, the cursor shows where it was left (the first sample at first); from a click, the pointer leads.
+    this.chartBox.addEventListener('focus', () => {
+      if (this.chartBox.matches(':focus-visible')) this.moveCursor(this.keyed ?? 0);
+    });
+    this.chartBox.addEventListener('blur', () => this.leaveCursor());
+    // The pointer takes the cursor back (in the capture phase: before uPlot reads the move).
+    this.chartBox.addEventListener('mousemove', () => (this.keyed = null), true);
     this.chart = this.owned.own(new SizedPlot(this.chartBox, HEIGHT));
     this.tooltip = new Tooltip(this.chartBox);
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
@@ -151,6 +166,8 @@ export class TimelinePanel implements Panel {
     if (!data) return;
     this.chart.destroy();
     clear(this.chartBox);
+    // The samples are new: the keyboard's cursor starts again from the first.
+    this.keyed = null;
     if (!data.time_ps.length) {
       this.chartBox.appendChild(notice('empty', 'No memory events in this time range.'));
       return;
@@ -221,8 +238,9 @@ export class TimelinePanel implements Panel {
       this.tooltip.hide();
       return;
     }
-    const at = u.posToVal(left, 'x');
-    const idx = Math.max(0, lastAtOrBefore(data.time_ps, at));
+    const keyed = this.keyed !== null && this.keyed < data.time_ps.length ? this.keyed : null;
+    const at = keyed === null ? u.posToVal(left, 'x') : data.time_ps[keyed];
+    const idx = keyed ?? Math.max(0, lastAtOrBefore(data.time_ps, at));
     const t = data.time_ps[idx];
     const step = data.steps.find((s) => s.start_ps <= at && at <= s.end_ps);
     const bytes = data.event_bytes[idx] ?? 0;
@@ -238,6 +256,40 @@ export class TimelinePanel implements Panel {
     ];
     this.chartBox.dataset.hover = String(idx);
     this.tooltip.show(left + u.over.offsetLeft, top + u.over.offsetTop, rows, `At ${formatWhen(at, this.clock)}`);
+  }
+
+  /** The arrow keys, Home and End move the cursor through the samples; Escape hides it. */
+  private onKey(event: KeyboardEvent): void {
+    const n = this.data?.time_ps.length ?? 0;
+    if (!n || !this.chart.plot) return;
+    const by = event.shiftKey ? 10 : 1;
+    const at = this.keyed;
+    let next: number;
+    if (event.key === 'ArrowRight') next = at === null ? 0 : at + by;
+    else if (event.key === 'ArrowLeft') next = at === null ? n - 1 : at - by;
+    else if (event.key === 'Home') next = 0;
+    else if (event.key === 'End') next = n - 1;
+    else if (event.key === 'Escape') return this.leaveCursor();
+    else return;
+    event.preventDefault();
+    this.moveCursor(Math.min(n - 1, Math.max(0, next)));
+  }
+
+  /** Puts the cursor on sample `idx`, at the heap's line; the setCursor hook fills the tooltip. */
+  private moveCursor(idx: number): void {
+    const u = this.chart.plot;
+    const data = this.data;
+    if (!u || !data || idx >= data.time_ps.length) return;
+    this.keyed = idx;
+    const inUse = data.heap_bytes[idx] + (this.hasStack ? (data.stack_bytes[idx] ?? 0) : 0);
+    const left = Math.min(u.over.clientWidth - 1, Math.max(0, u.valToPos(data.time_ps[idx], 'x')));
+    u.setCursor({left, top: Math.max(0, u.valToPos(inUse, 'bytes'))});
+  }
+
+  private leaveCursor(): void {
+    this.keyed = null;
+    this.tooltip.hide();
+    this.chart.plot?.setCursor({left: -10, top: -10});
   }
 
   private onSelect(u: uPlot): void {

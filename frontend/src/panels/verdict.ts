@@ -80,7 +80,22 @@ export function allocatorsOverview(host: HostReport, shown: AllocatorReport | nu
     el(
       'table',
       {class: 'lf-devices'},
-      el('thead', {}, el('tr', {}, ...['Allocator', 'Verdict', 'Leak', 'Peak'].map((h, i) => el('th', {scope: 'col', class: i > 1 ? 'lf-num' : null}, h)))),
+      el(
+        'thead',
+        {},
+        el(
+          'tr',
+          {},
+          ...(
+            [
+              ['Allocator', 'the allocator (its memory id): select one to show it'],
+              ['Verdict', 'this allocator’s own verdict'],
+              ['Leak', 'the growing families’ rate, tensor bytes per step, where the verdict is a leak'],
+              ['Peak', 'peak bytes in use, of the memory capacity where the profile records it'],
+            ] as const
+          ).map(([h, title], i) => el('th', {scope: 'col', class: i > 1 ? 'lf-num' : null, title}, h)),
+        ),
+      ),
       el('tbody', {}, ...all.map(row)),
     ),
   );

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tb_leakfinder
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.analyses.attribution import small_unique
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
 from tb_leakfinder.read.formats.xplane import decoder as reference
@@ -204,7 +204,7 @@ def test_both_decoders_name_the_same():
         names.append(
             [
                 (j["families"], j["peak_breakdown"])
-                for j in (report.allocator_json(a, "xplane") for a in analysis_of(data, decode).allocators)
+                for j in (wire.allocator_json(a, "xplane") for a in analysis_of(data, decode).allocators)
             ]
         )
     assert names[0] == names[1] and names[0][0][0]

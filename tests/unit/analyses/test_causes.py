@@ -17,9 +17,9 @@ from tb_leakfinder.analyses.causes import (
 )
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
 from tb_leakfinder.analyses.suspects import CauseResult
-from tb_leakfinder.report import schema
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tb_leakfinder.views import text
+from tb_leakfinder.wire import schema
 from tests.support.demo import ROOT
 from tests.support.training_loops import analyze
 

@@ -7,13 +7,13 @@ import json
 import subprocess
 import sys
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.analyses.diff import compare
 from tb_leakfinder.engine.engine import Engine
-from tb_leakfinder.report import comparison_json
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
+from tb_leakfinder.wire import comparison_json
 from tests.support.demo import DEMO_LOGS
 
 KIB = 1024
@@ -112,8 +112,8 @@ def test_a_renamed_report_key_does_not_change_the_diff(monkeypatch):
         return comparison_json(compare(engine.run_side(engine.run("tf_fixed")), engine.run_side(engine.run("tf_leak"))))
 
     before = diff()
-    allocator_json = report.allocator_json
-    monkeypatch.setattr(report, "allocator_json", lambda a, f: {f"renamed_{k}": v for k, v in allocator_json(a, f).items()})
+    allocator_json = wire.allocator_json
+    monkeypatch.setattr(wire, "allocator_json", lambda a, f: {f"renamed_{k}": v for k, v in allocator_json(a, f).items()})
     assert diff() == before
     assert before["regression"] and any(
         g["status"] == "new" for h in before["hosts"] for a in h["allocators"] for g in a["families"]

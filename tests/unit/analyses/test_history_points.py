@@ -12,8 +12,8 @@ from tb_leakfinder.analyses.words import module_base_name, normalize_name
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.engine.history import capture_points
 from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, HostPoints
-from tb_leakfinder.report import known_capacity
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
+from tb_leakfinder.wire import known_capacity
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture
 
 PROFILES = ROOT.parent / "shared" / "profiles"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tb_leakfinder.analyses.allocator_lookup import find_allocator
 from tb_leakfinder.analyses.pipeline import natural_key
-from tb_leakfinder.analyses.query import find_allocator
 from tb_leakfinder.testing.xspace_builder import synthesize_devices
 from tests.support.training_loops import analyze
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from tb_leakfinder import proto, report
+from tb_leakfinder import proto, wire
 from tb_leakfinder.analyses import static_buffers as sb
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS
 from tb_leakfinder.analyses.words import format_bytes
@@ -53,17 +53,17 @@ def memory_viewer(session_dir, tmp_path) -> dict[str, dict]:
 
 def summary_of(module: HloModule, memory_space: int | None = None) -> dict:
     """A module's summary as the report shows it."""
-    return report.module_summary_json(sb.module_summary(module, memory_space))
+    return wire.module_summary_json(sb.module_summary(module, memory_space))
 
 
 def summaries_of(modules: list[HloModule]) -> tuple[list[dict], list[str]]:
     summaries, warnings = sb.module_summaries(modules)
-    return [report.module_summary_json(s) for s in summaries], warnings
+    return [wire.module_summary_json(s) for s in summaries], warnings
 
 
 def detail_of(module: HloModule, memory_space: int | None = None, points: int = DEFAULT_POINTS) -> dict:
     """A module in detail as the module route answers it."""
-    return report.module_detail_json(sb.module_detail(module, memory_space, points))
+    return wire.module_detail_json(sb.module_detail(module, memory_space, points))
 
 
 @functools.cache

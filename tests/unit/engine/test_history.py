@@ -8,15 +8,15 @@ import zipfile
 
 import pytest
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.engine.engine import Engine
 from tb_leakfinder.engine.history import several_captures, tensorboard_run
 from tb_leakfinder.read import files
-from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store import disk_cache
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.history_runs import slow_leak_run
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
+from tb_leakfinder.wire.shape import conforms
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_a_history_lists_its_unreadable_captures_and_says_how_many(tmp_path):
     assert h["reason"].endswith("(5 of 10 captures could not be read)")
     expected = [(f"job/{s}", str(p)) for s, p in zip(run.sessions[::2], cut, strict=True)]
     assert [(e["run"], e["file"]) for e in h["errors"]] == expected
-    assert all(conforms(e, report.ERROR_SHAPE) and "incomplete or corrupt" in e["reason"] for e in h["errors"])
+    assert all(conforms(e, wire.ERROR_SHAPE) and "incomplete or corrupt" in e["reason"] for e in h["errors"])
     assert [c["capture"] for c in h["series"][0]["captures"]] == [f"job/{s}" for s in run.sessions[1::2]]
 
 

@@ -18,19 +18,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.xplane.reader import read_host
-from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store import disk_cache, folder_index, location
 from tb_leakfinder.store.codec import CodecError
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
+from tb_leakfinder.wire.shape import conforms
 from tests.support.demo import DEMO_LOGS, demo_xplane
 from tests.support.trees import assert_same
 
@@ -190,7 +190,7 @@ def test_the_folder_is_bounded_least_recently_used_first(write_pod, tmp_path):
     first = _entry_path(cache, paths[0])
     os.utime(first, (1, 1))
     os.utime(_entry_path(cache, paths[1]), (0, 0))
-    assert cache.load_report(files.identity(paths[0])) is not None  # paths[0] is now the most recent
+    assert cache.load_json_member(files.identity(paths[0])) is not None  # paths[0] is now the most recent
     Engine.for_path(paths[2], disk=cache).report()
     assert first.exists() and _entry_path(cache, paths[2]).exists()
     assert not _entry_path(cache, paths[1]).exists()
@@ -351,7 +351,7 @@ def test_eviction_takes_the_least_recently_used_whoever_used_it(tmp_path, monkey
         os.utime(cache.path_for(_identity(k)), ns=(10**9 * (k + 1),) * 2)
     _another_process(monkeypatch)
     reader = DiskCache(folder, max_bytes=5_000)
-    assert reader.load_report(_identity(0)) is None  # not an entry of this profile's: a miss, not a use
+    assert reader.load_json_member(_identity(0)) is None  # not an entry of this profile's: a miss, not a use
     os.utime(cache.path_for(_identity(1)))  # another process read it: now the most recent
     order = []
     for k in range(5, 9):
@@ -666,7 +666,7 @@ def test_relative_paths_in_two_folders_never_share_an_entry(tmp_path, monkeypatc
 
 
 def test_every_report_the_analyses_write_has_the_shape_an_entry_is_checked_for(tmp_path):
-    """The shapes follow report/schema.py: demo runs (with programs and folded small buffers), three allocators, an error."""
+    """The shapes follow wire/schema.py: demo runs (with programs and folded small buffers), three allocators, an error."""
     builder, _ = synthesize_training(num_events=4_000, steps=8, allocators=("GPU_0_bfc", "GPU_1_bfc", "cpu_bfc"))
     write_session(tmp_path, "pod", "session", {"host0": builder, "bad": builder})
     (tmp_path / "pod" / "plugins" / "profile" / "session" / "bad.xplane.pb").write_bytes(b"\x0a\xff")
@@ -674,9 +674,9 @@ def test_every_report_the_analyses_write_has_the_shape_an_entry_is_checked_for(t
     assert any(m["whole_program_buffers"][-1]["reason"] == "small" for h in hosts for m in h["modules"])
     assert any(len(h["allocators"]) == 3 for h in hosts) and any("error" in h for h in hosts)
     for host in hosts:
-        assert conforms(host, report.HOST_SHAPE), host["host"]
-        assert conforms(report.overview_host_rows(host), report.OVERVIEW_ROWS_SHAPE)
-        assert not conforms({k: v for k, v in host.items() if k != "steps"}, report.HOST_SHAPE)
+        assert conforms(host, wire.HOST_SHAPE), host["host"]
+        assert conforms(wire.overview_host_rows(host), wire.OVERVIEW_ROWS_SHAPE)
+        assert not conforms({k: v for k, v in host.items() if k != "steps"}, wire.HOST_SHAPE)
 
 
 def test_integer_columns_are_stored_narrower_and_read_back_as_they_were():

@@ -14,9 +14,8 @@ import sys
 import pytest
 
 from tb_leakfinder import analyze as analyze_logdir
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.plugin_loader import LeakfinderLoader
-from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.torch_snapshot_builder import helper_job
 from tb_leakfinder.testing.tpu_profile import tpu_inference
@@ -25,6 +24,7 @@ from tb_leakfinder.views import html
 from tb_leakfinder.views.cli import EXIT_BAD_INPUT, EXIT_OK, main
 from tb_leakfinder.views.terminal import visible
 from tb_leakfinder.views.text import render_report
+from tb_leakfinder.wire.shape import conforms
 from tests.support.cli_process import run_cli as cli
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
@@ -361,7 +361,7 @@ def test_one_file_cut_short_hides_neither_good_run(tmp_path, capsys, profile_for
     body = json.loads(capsys.readouterr().out)
     assert [r["run"] for r in body["runs"]] == sorted([*logdir.good, logdir.bad])
     (error,) = body["errors"]
-    assert conforms(error, report.ERROR_SHAPE)
+    assert conforms(error, wire.ERROR_SHAPE)
     assert (error["run"], error["host"], error["file"]) == (logdir.bad, logdir.bad_host, bad_file)
     assert error["reason"] and bad_file not in error["reason"]
     verdicts = {r["run"]: r["verdict"] for r in body["runs"]}

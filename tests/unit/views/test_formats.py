@@ -13,16 +13,16 @@ import shutil
 
 import pytest
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
 from tb_leakfinder.views import cli
 from tb_leakfinder.views.text import render_report
+from tb_leakfinder.wire.shape import conforms
 from tests.support.demo import DEMO_LOGS, demo_xplane
 from tests.unit.read.formats.torch_trace.trace_files import complete, training, write
 from tests.unit.views.test_html_report import page_parts
@@ -151,12 +151,12 @@ def test_a_cache_entry_keeps_the_format_and_one_without_it_is_a_miss(tmp_path):
     key = run.identity(next(iter(run.hosts)))
     stored = disk.load(key, HostResult)
     assert stored is not None and stored.unwrap().profile.format == "torch_trace"
-    entry = disk.load_report(key)
-    assert entry is not None and entry.report["format"] == "torch_trace"
+    entry = disk.load_json_member(key)
+    assert entry is not None and entry.value["format"] == "torch_trace"
     again = Engine(lambda: [run], disk=disk)
     assert again.report() == first and again.analyses == 0  # answered from the entry
     older = {k: v for k, v in _only_host(first).items() if k != "format"}
-    assert conforms(_only_host(first), report.HOST_SHAPE) and not conforms(older, report.HOST_SHAPE)
+    assert conforms(_only_host(first), wire.HOST_SHAPE) and not conforms(older, wire.HOST_SHAPE)
 
 
 def test_an_unreadable_trace_keeps_its_format_beside_the_readable_one(tmp_path):

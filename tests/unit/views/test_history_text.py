@@ -124,7 +124,7 @@ def test_the_history_of_programs_compiled_every_step_names_the_likely_cause_in_t
     assert f"- cpu:0 on memory_profile: **likely cause: a function compiled again every step** ({evidence})" in markdown
     assert "[docs/causes.md#recompile_per_step](docs/causes.md#recompile_per_step)" in markdown
     # Each capture's own programs, 0 bytes on CPU: the two of load time and the step's, 1 + step of them.
-    assert "compiled programs (their code and constants, not buffers): 8 on device unknown (0 B)" in markdown
+    assert "compiled programs (their code and constants, not buffers): 8 programs on device unknown (0 B)" in markdown
 
 
 def test_programs_compiled_once_give_no_cause(tmp_path, capsys):

@@ -4,8 +4,8 @@ the tab's words to the same file)."""
 from __future__ import annotations
 
 from tb_leakfinder.analyses.words import held_by
-from tb_leakfinder.report.schema import CauseId, HolderKind
 from tb_leakfinder.views.text import CAUSE_TITLES, HOLDER_KIND_WORDS, SHAPE_MATCH_WORDS, ambiguous_text
+from tb_leakfinder.wire.schema import CauseId, HolderKind
 from tests.support.cases import load_cases
 
 CASES = load_cases("holders")

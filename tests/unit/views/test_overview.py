@@ -9,12 +9,12 @@ import pytest
 
 from tb_leakfinder.analyses.verdict import SEVERITY
 from tb_leakfinder.engine.engine import Engine
-from tb_leakfinder.report import run_overview_json
 from tb_leakfinder.store import disk_cache
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import synthesize_training, write_session
 from tb_leakfinder.views import cli
+from tb_leakfinder.wire import run_overview_json
 
 HOSTS = 8
 LEAKING = {1: 3 << 20, 4: 1 << 20, 6: 2 << 20}  # host -> planted leak per step

@@ -12,12 +12,12 @@ from collections import Counter
 
 import pytest
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.read import files
-from tb_leakfinder.report.shape import conforms
 from tb_leakfinder.testing.pjrt_profile import LEAKED_OUTPUT, TRAIN_BUFFERS, jax_training
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import write_session
+from tb_leakfinder.wire.shape import conforms
 from tests.support.demo import DEMO_LOGS, demo_xplane
 from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
@@ -250,7 +250,7 @@ def test_a_file_cut_short_is_its_runs_error_and_marks_it_in_the_run_list(tmp_pat
     _, body = _get(client, "runs")
     errors = {r["run"]: r["errors"] for r in body["runs"]}
     (error,) = errors.pop(logdir.bad)
-    assert conforms(error, report.ERROR_SHAPE)
+    assert conforms(error, wire.ERROR_SHAPE)
     assert (error["run"], error["host"], error["file"]) == (logdir.bad, logdir.bad_host, str(logdir.bad_file))
     assert errors == {run: [] for run in logdir.good}
     # The job wrote the rest of its file: the run list no longer holds the old error.

@@ -470,9 +470,12 @@ def _moment(blocks: list[_Block], frames: _PythonFrames, host: str, path: str, w
     why = (
         "no trace entries (recorded without history, enabled='state'?)"
         if not entries
-        else f"{entries} trace entries and at most one an allocation or free (PyTorch 2.0 keeps one unless told more)"
+        # read/ may not use analyses.words' count_of: the two counts are worded here, singular for one.
+        else f"{'one trace entry' if entries == 1 else f'{entries} trace entries'} and at most one an allocation or free "
+        "(PyTorch 2.0 keeps one unless told more)"
     )
-    warnings.append(f"{path}: the snapshot has {why}: its {len(blocks)} live blocks are read as one moment")
+    live = "its one live block is" if len(blocks) == 1 else f"its {len(blocks)} live blocks are"
+    warnings.append(f"{path}: the snapshot has {why}: {live} read as one moment")
     events = _columns(rows, names, [0] * len(names), frames.ops.values)
     return HostProfile(
         host,
@@ -647,9 +650,11 @@ class _Walk:
 
     def warn(self, path: str, warnings: list[str]) -> None:
         if self.oom:
-            warnings.append(f"{path}: the allocator ran out of memory {self.oom} times in the trace (its oom entries)")
+            times = "once in the trace (its oom entry)" if self.oom == 1 else f"{self.oom} times in the trace (its oom entries)"
+            warnings.append(f"{path}: the allocator ran out of memory {times}")
         if self.unknown:
-            warnings.append(f"{path}: {self.unknown} trace entries have an action this reader does not know; they are left out")
+            which = "one trace entry has" if self.unknown == 1 else f"{self.unknown} trace entries have"
+            warnings.append(f"{path}: {which} an action this reader does not know, left out")
         if self.reallocated:
             warnings.append(f"{path}: {self.reallocated} allocations reuse an address whose buffer the trace never freed")
 

@@ -5,6 +5,8 @@ XSpace (`hlo_protos_from_metadata_plane`) and the `<module>(<id>).hlo_proto.pb`
 files XProf writes into a session folder (`session_hlo_files`). Both give a
 dict "<module>(<program_id>)" -> bytes, which `decode_modules` / `read_module`
 turn into models.
+
+Compiled programs on two layers: model/hlo.py declares their columns; here XLA's protos are decoded into them.
 """
 
 from __future__ import annotations

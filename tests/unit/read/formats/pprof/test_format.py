@@ -163,11 +163,11 @@ def test_an_older_jax_profile_with_executables_reads_as_a_moment(tmp_path, capsy
     assert "allocator device unknown: inconclusive\n" in out
     assert "live at this moment: 3 MiB in 2 buffer groups" in out
     assert "families (count and bytes: their live buffers, in tensor bytes)" in out
-    assert "compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown; 5 MiB in 1 on gpu:0" in out
+    assert "compiled programs (their code and constants, not buffers): 3 MiB in 1 program on device unknown; 5 MiB in 1 program on gpu:0" in out
     assert not re.search("never freed|never-freed|deallocations|memory id|no memory id", out)
     page = tmp_path / "report.md"
     assert cli.main(["report", path, "--no-cache", "--markdown", str(page)]) == 0
-    assert "compiled programs (their code and constants, not buffers): 3 MiB in 1 on device unknown" in page.read_text()
+    assert "compiled programs (their code and constants, not buffers): 3 MiB in 1 program on device unknown" in page.read_text()
 
 
 @pytest.mark.parametrize("data", [b"", b"not gzip", PprofBuilder().to_gzip()[:-4]], ids=["empty", "not_gzip", "truncated"])

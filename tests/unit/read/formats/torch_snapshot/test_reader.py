@@ -206,8 +206,8 @@ def test_oom_and_unknown_actions_are_said(tmp_path):
     b.entry("oom", 0, 80 * MIB, time_us=2, device_free=MIB)
     b.entry("teleport", 0x1000, MIB, time_us=3)
     warnings = _read(tmp_path, b).warnings
-    assert any("ran out of memory 1 times" in w for w in warnings)
-    assert any("1 trace entries have an action this reader does not know" in w for w in warnings)
+    assert any("ran out of memory once in the trace (its oom entry)" in w for w in warnings)
+    assert any("one trace entry has an action this reader does not know, left out" in w for w in warnings)
 
 
 def test_a_snapshot_without_history_is_its_live_blocks_at_one_moment(tmp_path):

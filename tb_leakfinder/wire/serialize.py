@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tb_leakfinder.analyses import capacity, query
+from tb_leakfinder.analyses import allocator_lookup, capacity
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRowResult
-from tb_leakfinder.analyses.buffer_query import MAX_PAGE, BufferPageResult
+from tb_leakfinder.analyses.buffer_paging import MAX_PAGE, BufferPageResult
 from tb_leakfinder.analyses.capacity import ForecastResult
 from tb_leakfinder.analyses.downsample import MAX_POINTS
 from tb_leakfinder.analyses.history import History
@@ -47,7 +47,7 @@ from tb_leakfinder.model.sites import NO_SITE, SiteInfo
 from tb_leakfinder.read.formats import registry
 
 # The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made. The
-# schema's classes only type the dicts built here (`report/__init__.py` says why it loads them on first use).
+# schema's classes only type the dicts built here (`wire/__init__.py` says why it loads them on first use).
 if TYPE_CHECKING:
     from tb_leakfinder.analyses.diff import (
         AllocatorDiffResult,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
         FamilySide,
         ModuleDiffResult,
     )
-    from tb_leakfinder.report.schema import (
+    from tb_leakfinder.wire.schema import (
         AllocatorDiff,
         AllocatorReport,
         BreakdownCategory,
@@ -450,7 +450,7 @@ def select_allocator(report: Json, allocator: str) -> dict[str, Any]:
     for run in report["runs"]:
         hosts = []
         for host in run["hosts"]:
-            mine = [a for a in host["allocators"] if query.names_allocator(allocator, a["allocator"], a["memory_id"])]
+            mine = [a for a in host["allocators"] if allocator_lookup.names_allocator(allocator, a["allocator"], a["memory_id"])]
             if mine:
                 verdict = verdicts.combine([(a["allocator"], verdicts.Verdict(a["verdict"], a["reason"])) for a in mine])
                 hosts.append({**host, "allocators": mine, "verdict": verdict.verdict, "reason": verdict.reason})
@@ -461,7 +461,9 @@ def select_allocator(report: Json, allocator: str) -> dict[str, Any]:
     if not any(host["allocators"] for run in runs for host in run["hosts"]):
         hosts = [h for run in report["runs"] for h in run["hosts"]]
         every = dict.fromkeys((a["allocator"], a["memory_id"]) for h in hosts for a in h["allocators"])
-        raise NotFoundError(f"no allocator {allocator!r}; the allocators are {query.allocator_choices(every) or 'none'}")
+        raise NotFoundError(
+            f"no allocator {allocator!r}; the allocators are {allocator_lookup.allocator_choices(every) or 'none'}"
+        )
     return {**report, "runs": runs}
 
 

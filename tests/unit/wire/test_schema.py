@@ -6,15 +6,15 @@ import typing
 
 import pytest
 
-from tb_leakfinder import report
+from tb_leakfinder import wire
 from tb_leakfinder.analyses import breakdown, capacity, diff, history, holders, static_buffers, step_sources, suspects
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.model import history as history_points
 from tb_leakfinder.model import recordings, sites
 from tb_leakfinder.model.lifetimes import STATUS_NAMES
 from tb_leakfinder.model.memory import CompiledProgramsInfo
-from tb_leakfinder.report import schema
-from tb_leakfinder.report.shape import conforms, typed_shape
+from tb_leakfinder.wire import schema
+from tb_leakfinder.wire.shape import conforms, typed_shape
 
 
 def _choices(alias: object) -> set[object]:
@@ -74,29 +74,29 @@ def test_an_object_built_from_a_dataclass_has_its_fields(declared, dataclass, ad
 
 def test_a_host_report_conforms_and_each_required_key_it_lacks_makes_it_a_miss(hosts):
     good, bad = hosts["host0"], hosts["bad"]
-    assert conforms(good, report.HOST_SHAPE) and conforms(bad, report.HOST_SHAPE)
+    assert conforms(good, wire.HOST_SHAPE) and conforms(bad, wire.HOST_SHAPE)
     assert "error" not in good and "error" in bad  # the optional keys need not be there
     for key in schema.HostReport.__required_keys__:
-        assert not conforms({k: v for k, v in good.items() if k != key}, report.HOST_SHAPE), key
+        assert not conforms({k: v for k, v in good.items() if k != key}, wire.HOST_SHAPE), key
     allocator = good["allocators"][0]
     for key in schema.AllocatorReport.__required_keys__:
         lacking = {**good, "allocators": [{k: v for k, v in allocator.items() if k != key}]}
-        assert not conforms(lacking, report.HOST_SHAPE), key
+        assert not conforms(lacking, wire.HOST_SHAPE), key
 
 
 def test_a_value_outside_its_declared_choices_makes_a_miss(hosts):
     good = hosts["host0"]
-    assert not conforms({**good, "verdict": "leaky"}, report.HOST_SHAPE)
+    assert not conforms({**good, "verdict": "leaky"}, wire.HOST_SHAPE)
     family = good["allocators"][0]["families"][0]
     wrong = {**good["allocators"][0], "families": [{**family, "kind": "grew"}]}
-    assert not conforms({**good, "allocators": [wrong]}, report.HOST_SHAPE)
+    assert not conforms({**good, "allocators": [wrong]}, wire.HOST_SHAPE)
 
 
 def test_the_overview_rows_and_errors_follow_their_declarations(hosts):
     for host in hosts.values():
-        rows = report.overview_host_rows(host)
-        assert conforms(rows, report.OVERVIEW_ROWS_SHAPE)
-        assert not conforms([{k: v for k, v in rows[0].items() if k != "step_source"}], report.OVERVIEW_ROWS_SHAPE)
-    error = report.error_json("pod/session", "bad", "/x/bad.xplane.pb", "/x/bad.xplane.pb: truncated")
-    assert conforms(error, report.ERROR_SHAPE) and error["reason"] == "truncated"
-    assert typed_shape(schema.UnreadableFile) == report.ERROR_SHAPE
+        rows = wire.overview_host_rows(host)
+        assert conforms(rows, wire.OVERVIEW_ROWS_SHAPE)
+        assert not conforms([{k: v for k, v in rows[0].items() if k != "step_source"}], wire.OVERVIEW_ROWS_SHAPE)
+    error = wire.error_json("pod/session", "bad", "/x/bad.xplane.pb", "/x/bad.xplane.pb: truncated")
+    assert conforms(error, wire.ERROR_SHAPE) and error["reason"] == "truncated"
+    assert typed_shape(schema.UnreadableFile) == wire.ERROR_SHAPE

@@ -1,12 +1,13 @@
-"""The one JSON report model that the plugin, the CLI and the Python API all present: its objects declared once
-(`schema`), the serializers that build them (`serialize`), the shape check of JSON read back (`shape`); the
+"""The wire model: the JSON that the plugin's routes, the CLI and the Python API all answer (frontend/src/wire.ts is
+its TypeScript). Its objects declared once (`schema`, the wire types), the serializers that build them from the
+analyses' dataclasses (`serialize`), the shape check of JSON read back (`shape`); the
 per-format advice it carries comes from each format (the read registry's hints). May import the model, analyses and
 read's format registry; never store, engine or views."""
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from tb_leakfinder.report.serialize import (
+from tb_leakfinder.wire.serialize import (
     REPORT_VERSION,
     SUMMARY_LONG_LIVED,
     Json,
@@ -37,13 +38,13 @@ from tb_leakfinder.report.serialize import (
     steps_json,
     timeline_json,
 )
-from tb_leakfinder.report.shape import Shape, conforms, typed_shape
+from tb_leakfinder.wire.shape import Shape, conforms, typed_shape
 
 # The schema's classes (a few hundred annotations, each compiled by `typing`) and the shapes derived from them
 # (each annotation evaluated) took ~6 ms of every cold report, which builds plain dicts and checks no shape: they
 # are made on first use, by the disk cache, the wire types' tool and the tests. mypy sees them as imported.
 if TYPE_CHECKING:
-    from tb_leakfinder.report.schema import (
+    from tb_leakfinder.wire.schema import (
         AllocatorReport,
         BuffersAnswer,
         ComparisonAnswer,
@@ -71,7 +72,7 @@ else:
         """A name of `__all__` not bound yet: a class of the schema, or a shape."""
         if name not in __all__:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        schema = import_module("tb_leakfinder.report.schema")
+        schema = import_module("tb_leakfinder.wire.schema")
         value: Any = getattr(schema, name) if name not in _SHAPES else typed_shape(getattr(schema, _SHAPES[name]))
         value = [value] if name == "OVERVIEW_ROWS_SHAPE" else value
         globals()[name] = value

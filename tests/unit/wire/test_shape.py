@@ -2,7 +2,7 @@ from typing import Literal, TypedDict
 
 import pytest
 
-from tb_leakfinder.report.shape import Shape, conforms, typed_shape
+from tb_leakfinder.wire.shape import Shape, conforms, typed_shape
 
 HOST: Shape = {
     "name": str,

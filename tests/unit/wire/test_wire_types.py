@@ -1,4 +1,4 @@
-"""tools/gen_wire_types.py: the frontend's wire types and the HTTP API's tables follow report/schema.py."""
+"""tools/gen_wire_types.py: the frontend's wire types and the HTTP API's tables follow wire/schema.py."""
 
 import importlib.util
 import pathlib
@@ -9,8 +9,8 @@ from typing import is_typeddict
 
 import pytest
 
-from tb_leakfinder.report import schema
-from tb_leakfinder.report.shape import conforms, typed_shape
+from tb_leakfinder.wire import schema
+from tb_leakfinder.wire.shape import conforms, typed_shape
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

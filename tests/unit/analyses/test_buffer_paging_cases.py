@@ -1,4 +1,4 @@
-"""analyses/buffer_query.py against tests/cases/buffer_query.json, whose queries the standalone page's inline.ts
+"""analyses/buffer_paging.py against tests/cases/buffer_paging.json, whose queries the standalone page's inline.ts
 answers too over the same buffers as the route writes them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_leakfinder import report
-from tb_leakfinder.analyses.buffer_query import query_buffers
+from tb_leakfinder import wire
+from tb_leakfinder.analyses.buffer_paging import query_buffers
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, analyze_host
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.lifetimes import NO_TIME
@@ -19,7 +19,7 @@ from tb_leakfinder.model.sites import SiteInfo
 from tests.support import columns
 from tests.support.cases import load_cases
 
-CASES = load_cases("buffer_query")
+CASES = load_cases("buffer_paging")
 
 
 def _analysis(case: dict[str, Any]) -> AllocatorAnalysis:
@@ -50,7 +50,7 @@ def test_the_case_buffers_are_the_routes_rows() -> None:
     """The page's inlined rows (the TypeScript side's input) are what the route writes for these columns."""
     a = _analysis(CASES)
     page = query_buffers(a, sort="alloc_time_ps", order="asc", limit=len(CASES["buffers"]))
-    body = report.buffers_json(a, columns.steps(), dataclasses.replace(page, rows=np.sort(page.rows)))
+    body = wire.buffers_json(a, columns.steps(), dataclasses.replace(page, rows=np.sort(page.rows)))
     keys = [k for k in CASES["buffers"][0] if k != "site"]
     assert [{k: row[k] for k in keys} for row in body["buffers"]] == [{k: b[k] for k in keys} for b in CASES["buffers"]]
     written = [body["sites"][row["site"]] for row in body["buffers"]]
