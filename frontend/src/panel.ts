@@ -15,6 +15,17 @@ export interface Panel {
   destroy(): void;
 }
 
+/** A panel that holds what it starts (charts, requests...) in `owned`: its destroy() releases all of it. */
+export abstract class OwningPanel implements Panel {
+  abstract readonly element: HTMLElement;
+  protected readonly owned = new Disposables();
+  abstract mount(): void;
+  abstract update(): void;
+  destroy(): void {
+    this.owned.dispose();
+  }
+}
+
 /** A panel that only shows what it was built with: nothing to start, redraw or release. */
 export function staticPanel(element: HTMLElement): Panel {
   return {element, mount() {}, update() {}, destroy() {}};
@@ -35,18 +46,14 @@ export class Disposables {
   private disposed = false;
 
   /** Runs `release` on dispose(), counted under `kind` while held. */
-  add(release: () => void, kind?: Counted): () => void {
+  add(release: () => void, kind?: Counted): void {
     if (kind) live[kind]++;
-    let done = false;
-    const once = () => {
-      if (done) return;
-      done = true;
+    const counted = () => {
       if (kind) live[kind]--;
       release();
     };
-    if (this.disposed) once();
-    else this.stack.push(once);
-    return once;
+    if (this.disposed) counted();
+    else this.stack.push(counted);
   }
 
   /** Owns `thing` (a chart, a child panel): its destroy() runs on dispose(). */

@@ -15,7 +15,7 @@ before(async () => {
 after(() => suite?.stop());
 
 function registryListings() {
-  const code = 'import json; from tb_leakfinder import report; print(json.dumps(report.format_listings()))';
+  const code = 'import json; from tb_leakfinder.wire import serialize; print(json.dumps(serialize.format_listings()))';
   const result = spawnSync(PYTHON, ['-c', code], {cwd: REPO, encoding: 'utf8'});
   assert.equal(result.status, 0, result.stderr);
   return JSON.parse(result.stdout);

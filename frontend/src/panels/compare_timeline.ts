@@ -10,7 +10,7 @@ import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPl
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, notice} from '../dom';
 import {countOf, formatBytes, formatPs, timeTicks} from '../format';
-import {Disposables, type Panel, STALE} from '../panel';
+import {OwningPanel, STALE} from '../panel';
 
 const HEIGHT = 300;
 
@@ -58,11 +58,10 @@ export interface CompareTimelineOptions {
   limits: Limits;
 }
 
-export class CompareTimeline implements Panel {
+export class CompareTimeline extends OwningPanel {
   readonly element: HTMLElement;
   private readonly chartBox: HTMLElement;
   private readonly note: HTMLElement;
-  private readonly owned = new Disposables();
   private readonly chart: SizedPlot;
   private readonly request = this.owned.latest();
   private data: Partial<Record<Side, TimelineAnswer>> = {};
@@ -70,6 +69,7 @@ export class CompareTimeline implements Panel {
   private zoom: [number, number] | null = null;
 
   constructor(private readonly options: CompareTimelineOptions) {
+    super();
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'compare-timeline',
@@ -94,10 +94,6 @@ export class CompareTimeline implements Panel {
   /** Redraws with the current theme's colours. */
   update(): void {
     this.draw();
-  }
-
-  destroy(): void {
-    this.owned.dispose();
   }
 
   private async load(): Promise<void> {

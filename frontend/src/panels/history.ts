@@ -13,7 +13,7 @@ import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage, notice, section} from '../dom';
 import {clockTicks, countOf, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
-import {Disposables, type Panel, STALE} from '../panel';
+import {OwningPanel, STALE} from '../panel';
 import {NO_SITE, whereCell} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {VERDICT_LABEL, verdictBanner} from './verdict';
@@ -105,13 +105,12 @@ export interface HistoryOptions {
   onOpen(target: CaptureTarget): void;
 }
 
-export class HistoryPanel implements Panel {
+export class HistoryPanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly body: HTMLElement;
   private readonly chartBox: HTMLElement;
   private readonly chartNote: HTMLElement;
   private readonly seriesBox: HTMLElement;
-  private readonly owned = new Disposables();
   private readonly chart: SizedPlot;
   private readonly tooltip: Tooltip;
   private readonly request = this.owned.latest();
@@ -125,6 +124,7 @@ export class HistoryPanel implements Panel {
   private readonly current: string;
 
   constructor(private readonly options: HistoryOptions) {
+    super();
     const {tbRun, captures, shown} = options;
     this.current = shown.run;
     this.chartBox = el('div', {
@@ -151,10 +151,6 @@ export class HistoryPanel implements Panel {
   /** Redraws the chart with the current theme's colours. */
   update(): void {
     if (this.series) this.drawChart(this.series);
-  }
-
-  destroy(): void {
-    this.owned.dispose();
   }
 
   private async load(): Promise<void> {

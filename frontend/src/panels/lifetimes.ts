@@ -14,7 +14,7 @@ import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
 import {cssVar, el, errorMessage} from '../dom';
 import {allocationIncrs, axisLabel, countOf, formatBytes, formatCount, formatPs, formatStepIn, formatWhen, type HostClock, shortProgram, tellsTime, whenTicks} from '../format';
-import {Disposables, type Panel, STALE} from '../panel';
+import {OwningPanel, STALE} from '../panel';
 import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import {kindPill, labelWithoutWhere} from './families';
@@ -93,7 +93,7 @@ export function packAddresses(spans: {address: number; size: number}[]): (addres
   };
 }
 
-export class LifetimesPanel implements Panel {
+export class LifetimesPanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly chart: RectChart<BufferRect>;
   private readonly note: HTMLElement;
@@ -118,7 +118,6 @@ export class LifetimesPanel implements Panel {
   /** Above the table: every buffer, or the selected family's never-freed ones that it then lists. */
   private readonly tableHeading = el('h3', {'data-heading': 'buffers'}, 'All buffers');
   private readonly pickedSwatch = swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view');
-  private readonly owned = new Disposables();
   private readonly largestRequest = this.owned.latest();
   private readonly groupRequest = this.owned.latest();
   private readonly pickRequest = this.owned.latest();
@@ -132,6 +131,7 @@ export class LifetimesPanel implements Panel {
   private readonly families: BufferFamilies;
 
   constructor(private readonly options: LifetimesOptions) {
+    super();
     const {where, clock, families = {families: [], onSelect: () => undefined, shapeLabel: 'shape', programs: true}} = options;
     ({cache: this.cache, sel: this.sel, limits: this.limits, sites: this.sites, clock: this.clock} = options);
     this.families = families;
@@ -369,10 +369,6 @@ export class LifetimesPanel implements Panel {
   /** Redraws with the current theme's colours. */
   update(): void {
     this.draw();
-  }
-
-  destroy(): void {
-    this.owned.dispose();
   }
 
   setFamily(family: Family | null): Promise<void> {

@@ -6,7 +6,7 @@ import type {OverviewAnswer, OverviewRow} from '../api';
 import type {DataCache} from '../data';
 import {el, errorMessage, notice} from '../dom';
 import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
-import {Disposables, type Panel, STALE} from '../panel';
+import {OwningPanel, STALE} from '../panel';
 import {byField, DataTable, memorySource} from '../table';
 import {HEAP_TREND} from './summary';
 import {VERDICT_LABEL} from './verdict';
@@ -45,9 +45,8 @@ export interface OverviewOptions {
 }
 
 /** The view shown for a multi-host run until a host is chosen. */
-export class OverviewView implements Panel {
+export class OverviewView extends OwningPanel {
   readonly element = el('section', {class: 'lf-overview', 'data-panel': 'overview'});
-  private readonly owned = new Disposables();
   private readonly request = this.owned.latest();
   /** TensorBoard's reloads: apart from the first load, which a failed reload must not cancel. */
   private readonly reloads = this.owned.latest();
@@ -57,6 +56,7 @@ export class OverviewView implements Panel {
   private shown = '';
 
   constructor(private readonly options: OverviewOptions) {
+    super();
     this.element.append(notice('loading', `Loading the overview of ${options.run}…`));
     this.owned.add(() => this.table?.destroy());
   }
@@ -66,10 +66,6 @@ export class OverviewView implements Panel {
   }
 
   update(): void {}
-
-  destroy(): void {
-    this.owned.dispose();
-  }
 
   /** TensorBoard reloaded: asks again (a host may have been added or analysed since). */
   async reload(): Promise<void> {

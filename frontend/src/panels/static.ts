@@ -14,7 +14,7 @@ import type {CsvWhere} from '../csv';
 import type {DataCache} from '../data';
 import {type Child, clear, cssVar, el, errorMessage, notice} from '../dom';
 import {countOf, formatBytes, formatCount, shortProgram} from '../format';
-import {Disposables, type Panel, STALE} from '../panel';
+import {Disposables, OwningPanel, STALE} from '../panel';
 import {byField, type Column, DataTable, memorySource} from '../table';
 
 const HEAP_HEIGHT = 220;
@@ -118,12 +118,11 @@ export interface StaticOptions {
   onShowAllocations: ((picked: ProgramBuffer) => void) | null;
 }
 
-export class StaticPanel implements Panel {
+export class StaticPanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly body: HTMLElement;
   /** The charts of the module drawn: replaced by each draw. */
   private charts = new Disposables();
-  private readonly owned = new Disposables();
   private readonly request = this.owned.latest();
   private detail: ModuleAnswer | null = null;
   private readonly run: string;
@@ -135,6 +134,7 @@ export class StaticPanel implements Panel {
   private readonly onShowAllocations: StaticOptions['onShowAllocations'];
 
   constructor(private readonly options: StaticOptions) {
+    super();
     ({run: this.run, host: this.host, module: this.summary, limits: this.limits, selected: this.selected, reveal: this.reveal, onShowAllocations: this.onShowAllocations} = options);
     this.owned.add(() => this.charts.dispose());
     this.body = el('div', {});
@@ -148,10 +148,6 @@ export class StaticPanel implements Panel {
   /** Rebuilds the panel from the module loaded, with the current theme's colours. */
   update(): void {
     this.draw();
-  }
-
-  destroy(): void {
-    this.owned.dispose();
   }
 
   private async load(): Promise<void> {

@@ -17,7 +17,7 @@ import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, pa
 import type {DataCache} from '../data';
 import {clear, cssVar, el, errorMessage, notice} from '../dom';
 import {allocationIncrs, axisLabel, countOf, formatBytes, formatBytesDelta, formatFraction, formatStep, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
-import {Disposables, type Panel, STALE} from '../panel';
+import {OwningPanel, STALE} from '../panel';
 import {processSeries} from './process_memory';
 
 export interface TimeRange {
@@ -40,7 +40,7 @@ export interface TimelineOptions {
   process?: ProcessMemory;
 }
 
-export class TimelinePanel implements Panel {
+export class TimelinePanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly chartBox: HTMLElement;
   private readonly note: HTMLElement;
@@ -57,7 +57,6 @@ export class TimelinePanel implements Panel {
   private marks: number[] = [];
   /** The allocator reserves a stack: drawn as a band of its own, the heap above it. */
   private hasStack = false;
-  private readonly owned = new Disposables();
   private readonly request = this.owned.latest();
   private readonly sel: Selection;
   private readonly limits: Limits;
@@ -67,6 +66,7 @@ export class TimelinePanel implements Panel {
   private keyed: number | null = null;
 
   constructor(private readonly options: TimelineOptions) {
+    super();
     const {clock} = options;
     ({sel: this.sel, limits: this.limits, clock: this.clock, process: this.process} = options);
     this.chartBox = el('div', {
@@ -108,10 +108,6 @@ export class TimelinePanel implements Panel {
   /** Redraws with the current theme's colours. */
   update(): void {
     this.draw();
-  }
-
-  destroy(): void {
-    this.owned.dispose();
   }
 
   /** Loads the timeline of `range` (or the whole window). */
