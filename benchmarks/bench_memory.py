@@ -114,6 +114,15 @@ sys.argv[1:] = ["report", "--json", "--no-cache", sys.argv[1]]
 sys.exit(main())
 """
 
+# The floor under any cold command: the interpreter's start (with this machine's site-packages and .pth files), then
+# numpy's import as the CLI does it (one BLAS thread). XProf's process pays the start too.
+START_CHILD = "pass"
+NUMPY_CHILD = """
+import os
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+import numpy
+"""
+
 # Where the peak RSS is reached: reading and scanning the file, then (the high-water mark reset to the
 # RSS of that moment) the analyses, the report JSON, the timeline and the first page of buffers.
 PHASES_CHILD = """
@@ -345,9 +354,17 @@ def compare(session: Path, planted: dict, repeats: int, ratios: dict[str, float]
     env = child_env()
     xprof: list[Measure] = []
     ours: list[Measure] = []
-    cli: list[Measure] = []  # not in CI's small run
-    children = {"xprof": (XPROF_CHILD, xprof), "ours": (LEAKFINDER_CHILD, ours), "cli": (CLI_CHILD, cli)}
-    tools = ("xprof", "ours") if ratios is not None else ("xprof", "ours", "cli")
+    cli: list[Measure] = []  # not in CI's small run, nor the floor's two
+    start: list[Measure] = []
+    numpy: list[Measure] = []
+    children = {
+        "xprof": (XPROF_CHILD, xprof),
+        "ours": (LEAKFINDER_CHILD, ours),
+        "cli": (CLI_CHILD, cli),
+        "start": (START_CHILD, start),
+        "numpy": (NUMPY_CHILD, numpy),
+    }
+    tools = ("xprof", "ours") if ratios is not None else ("xprof", "ours", "cli", "start", "numpy")
     for i in range(repeats):
         for tool in tools if i % 2 == 0 else tools[::-1]:
             code, measures = children[tool]
@@ -390,6 +407,9 @@ def compare(session: Path, planted: dict, repeats: int, ratios: dict[str, float]
     cli_ratio = c_wall / x_wall
     print(f"| `tb-leakfinder report --json --no-cache` | {fmt_s(c_wall)} | {fmt_gb(c_rss)} | {fmt_s(c_cpu)} |")
     print(f"| its ratio (target) | {cli_ratio:.2f}x (<= {MAX_TIME_RATIO}) | {c_rss / x_rss:.2f}x | {c_cpu / x_cpu:.2f}x |")
+    for name, measures in (("the interpreter's start (`python -c pass`)", start), ("it and numpy's import", numpy)):
+        s_wall, s_cpu = statistics.median(m.wall_s for m in measures), statistics.median(m.cpu_s for m in measures)
+        print(f"| {name}: the floor | {fmt_s(s_wall)} | | {fmt_s(s_cpu)} ({s_cpu / x_cpu:.3f}x XProf's) |")
     print(f"| plugin-like child (report, timelines, buffer pages) | {fmt_s(o_wall)} | {fmt_gb(o_rss)} | {fmt_s(o_cpu)} |")
     print(
         f"| its ratio (target) | {time_ratio:.2f}x (<= {MAX_PLUGIN_TIME_RATIO}) | {rss_ratio:.2f}x (<= {MAX_RSS_RATIO}) "

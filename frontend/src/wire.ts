@@ -174,11 +174,11 @@ export interface HolderSearch {
   elapsed_s: number;
   /** holders it found, in every family */
   num_holders: number;
-  /** never-freed buffers of the window it found no holder for */
+  /** never-freed buffers of the window held by no reference it found (the ambiguous not among them) */
   unmatched_count: number;
   /** their bytes */
   unmatched_bytes: number;
-  /** of those, the ones whose shape and dtype more live objects share than there are buffers: no holder named */
+  /** never-freed buffers whose shape and dtype more live objects share than there are buffers: no holder named */
   ambiguous_count: number;
   /** their bytes */
   ambiguous_bytes: number;

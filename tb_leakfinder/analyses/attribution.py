@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tb_leakfinder.analyses.frames import model_frame, user_frames
+from tb_leakfinder.analyses.frames import model_frame, telling_frames, user_frames
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.memory import (
     ALLOC,
@@ -616,19 +616,22 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
 
     site_ids: dict[SiteInfo, int] = {NO_SITE: 0}
     row_site, row_names = [], []
+    telling = telling_frames([index.chain_frames(int(c))[0] for c in chains.tolist()])
     for program_result, chain_id, is_transfer, is_unnamed in distinct:
         frames, _, model = index.chain_frames(chain_id)
+        depth = telling.get(frames, 0)
         if program_result >= 0:
             this, label, shape, dtype = results[program_result]
-            this = _with_frames(this, frames, model)
+            this = _with_frames(this, frames, model, depth)
         elif is_transfer:
-            this = SiteInfo(context=CONTEXT_TRANSFER, stack=frames, model_frame=model)
+            this = SiteInfo(context=CONTEXT_TRANSFER, stack=frames, model_frame=model, telling=depth)
             label, shape, dtype = TRANSFER_LABEL, "", ""
         else:
             context = CONTEXT_OUTSIDE if index.has_programs and is_unnamed else ""
-            # Without programs, an unnamed buffer's line is its name (a device memory profile's buffers).
-            label = OUTSIDE_LABEL if context else (f"made at {frames[0]}" if frames else "")
-            this, shape, dtype = SiteInfo(context=context, stack=frames, model_frame=model), "", ""
+            # Without programs, an unnamed buffer's line is its name (a device memory profile's buffers, a
+            # snapshot's blocks): the frame that tells them apart, not a helper they share.
+            label = OUTSIDE_LABEL if context else (f"made at {frames[depth]}" if frames else "")
+            this, shape, dtype = SiteInfo(context=context, stack=frames, model_frame=model, telling=depth), "", ""
         if this not in site_ids:
             site_ids[this] = len(sites)
             sites.append(this)
@@ -651,8 +654,10 @@ def attribute(events: MemoryEvents, index: CallIndex) -> Attribution:
     return Attribution(site, sites, stack, chains, index)
 
 
-def _with_frames(site: SiteInfo, frames: tuple[str, ...], model: str) -> SiteInfo:
-    return site if not frames and not model else SiteInfo(**{**vars(site), "stack": frames, "model_frame": model})
+def _with_frames(site: SiteInfo, frames: tuple[str, ...], model: str, telling: int) -> SiteInfo:
+    if not frames and not model:
+        return site
+    return SiteInfo(**{**vars(site), "stack": frames, "model_frame": model, "telling": telling})
 
 
 def _anchored_chains(index: CallIndex, times: np.ndarray, lines: np.ndarray, callers: np.ndarray) -> np.ndarray:

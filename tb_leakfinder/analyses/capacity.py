@@ -20,7 +20,7 @@ from tb_leakfinder.model.memory import (
     AllocatorInfo,
     MemoryEvents,
 )
-from tb_leakfinder.model.sites import SiteInfo
+from tb_leakfinder.model.sites import NO_SITE, SiteInfo
 
 # Below this share of free memory outside the largest free block, fragmentation is not worth a note.
 HIGH_FRAGMENTATION = 0.25
@@ -135,7 +135,7 @@ class HeldAtErrorResult:
     """Where memory held at an out-of-memory error was made: the frame that tells its buffers apart, else the op
     (what keeps buffers alive is a holder, analyses/holders.py)."""
 
-    where: str  # the frame that tells the buffers apart (telling_frames), else their op, else BEFORE_TRACE or NOT_NAMED
+    where: str  # the frame that tells the buffers apart (SiteInfo.where), else their op, else BEFORE_TRACE or NOT_NAMED
     bytes: int  # chunk bytes held at the error
     count: int  # buffers; 0 for the memory held from before the trace, whose buffers it does not list
     stack: list[str] = field(default_factory=list)  # the user's frames of its largest buffer, innermost first
@@ -169,26 +169,26 @@ def held_at_oom(
     device_free_bytes: int | None = None,
 ) -> OutOfMemoryResult | None:
     """What held the allocator's memory at the out-of-memory error the capture was taken at (`cause` says why it is
-    taken to be one; "" when it is not): its live buffers at the capture's end by the frame that tells them apart
-    (`telling_frame`), else their op, largest first; what was live before the trace began is one row. The failed
-    request's size and the device's free bytes come from the capture when it records them. None when not at one."""
+    taken to be one; "" when it is not): its live buffers at the capture's end by their site's `where` (the frame
+    that tells them apart, analyses/frames.telling_frames), else their op, largest first; what was live before the
+    trace began is one row. The failed request's size and the device's free bytes come from the capture when it
+    records them. None when not at one."""
     if not cause or len(events) == 0:
         return None
     held = int(events.heap_bytes[-1])
     live = np.flatnonzero(buffers.status == NEVER_FREED)
-    stacks = [sites[s].stack if 0 <= s < len(sites) else () for s in buffers.site[live].tolist()]
-    depth = telling_frames(stacks)
+    made_at = [sites[s] if 0 <= s < len(sites) else NO_SITE for s in buffers.site[live].tolist()]
     by_where: dict[str, HeldAtErrorResult] = {}
     largest: dict[str, int] = {}
-    for b, stack in zip(live.tolist(), stacks, strict=True):
-        where = stack[depth[stack]] if stack else events.strings[int(buffers.op[b])] or NOT_NAMED
+    for b, site in zip(live.tolist(), made_at, strict=True):
+        where = site.where or events.strings[int(buffers.op[b])] or NOT_NAMED
         size = int(buffers.chunk_bytes[b])
         row = by_where.setdefault(where, HeldAtErrorResult(where, 0, 0))
         row.bytes += size
         row.count += 1
         if size > largest.get(where, -1):
             largest[where] = size
-            row.stack = list(stack)
+            row.stack = list(site.stack)
     rows = list(by_where.values())
     earlier = held - sum(r.bytes for r in rows)
     if earlier > 0:
@@ -201,32 +201,6 @@ def held_at_oom(
     capacity = max(reserved_bytes, held)
     text = _held_sentence(cause, held, capacity, rows, request_bytes, device_free_bytes)
     return OutOfMemoryResult(cause, held, capacity, rows, text, request_bytes, device_free_bytes, capacity - held)
-
-
-def telling_frames(stacks: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
-    """Per distinct stack (innermost first), the index of the frame that tells its buffers apart from the others
-    made through the same innermost frame: 0 when every stack through that frame is the same; else the first
-    frame below their common prefix, so that a helper many allocations share (`allocate` of the program's
-    backend) gives way to the line that called it (`init_weight`)."""
-    through: dict[str, set[tuple[str, ...]]] = {}
-    for stack in stacks:
-        if stack:
-            through.setdefault(stack[0], set()).add(stack)
-    depth: dict[tuple[str, ...], int] = {}
-    for group in through.values():
-        common = _common_prefix(group) if len(group) > 1 else 0
-        for stack in group:
-            depth[stack] = min(common, len(stack) - 1) if len(group) > 1 else 0
-    return depth
-
-
-def _common_prefix(stacks: set[tuple[str, ...]]) -> int:
-    first = min(stacks)
-    last = max(stacks)
-    k = 0
-    while k < min(len(first), len(last)) and first[k] == last[k]:
-        k += 1
-    return k
 
 
 def _held_sentence(

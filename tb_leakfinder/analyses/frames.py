@@ -27,13 +27,15 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from tb_leakfinder.analyses.framework_files import FRAMEWORK_FILES
-from tb_leakfinder.model.memory import MODULE_CALL_PREFIX, PYTHON_CALL_PREFIX
+from tb_leakfinder.model.memory import LINE_CALL_PREFIX, MODULE_CALL_PREFIX, PYTHON_CALL_PREFIX, python_call_name
 
 # Frames kept per site, innermost first.
 MAX_FRAMES = 8
 # "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient). A
 # Windows path opens with its drive (C:\research\client.py), the one colon a file may hold.
 _PYTHON_FRAME = re.compile(rf"^{re.escape(PYTHON_CALL_PREFIX)}(?P<file>(?:[A-Za-z]:)?[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+# The capture helper's mark of the line a frame ran when it called a torch op (model/memory.LINE_CALL_PREFIX).
+_LINE_CALL = re.compile(rf"^{re.escape(LINE_CALL_PREFIX)}(?P<file>(?:[A-Za-z]:)?[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
 _SEPARATORS = re.compile(r"[/\\]")
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
 WINDOWS_STDLIB = "Lib"  # Python on Windows keeps its standard library in <prefix>\Lib, beside Lib\site-packages
@@ -47,7 +49,7 @@ FRAMEWORK_PACKAGES = frozenset(
     """.split()  # noqa: SIM905 - one word per name keeps the list short
 ) | frozenset(sys.stdlib_module_names)
 # tb_leakfinder's own capture code runs around the user's steps: never the user's line.
-OWN_FILES = frozenset({"leak_capture.py", "framework_profiler.py", "server_session.py", "keras_callback.py"})
+OWN_FILES = frozenset({"leak_capture.py", "framework_profiler.py", "server_session.py", "keras_callback.py", "torch_profiler.py"})
 COMMON_USER_FILES = frozenset(
     """
     callbacks.py common.py config.py data.py dataset.py datasets.py eval.py evaluate.py inference.py layers.py loss.py
@@ -109,6 +111,27 @@ def _model_file(file: str) -> bool:
     return False
 
 
+def _at_marked_lines(names: Sequence[str]) -> list[str]:
+    """The host call names (innermost first) with each line mark's line given to the frame it marks: the nearest
+    enclosing frame of its file and function, whose name carries its first line (or, running when the profiler
+    started, the line it was at then); a mark whose frame is not recorded stands as that frame."""
+    out = list(names)
+    for k, name in enumerate(names):
+        mark = _LINE_CALL.match(name)
+        if mark is None:
+            continue
+        out[k] = ""
+        file, line, function = mark["file"], mark["line"], mark["function"]
+        for j in range(k + 1, len(out)):
+            frame = parse_frame(out[j])
+            if frame is not None and base_name(frame[0]) == base_name(file) and frame[2] == function:
+                out[j] = python_call_name(frame[0], line, function)
+                break
+        else:
+            out[k] = python_call_name(file, line, function)
+    return [name for name in out if name]
+
+
 def _frames(names: Sequence[str], user_files: Iterable[str]) -> list[tuple[str, int, str, bool, bool, str]]:
     """The Python frames of a stack of host call names (innermost first), outermost first: (file, line, function,
     whether it is the user's, whether a model library's, the class a module call names for it or "")."""
@@ -116,7 +139,7 @@ def _frames(names: Sequence[str], user_files: Iterable[str]) -> list[tuple[str, 
     inside = False
     found: list[tuple[str, int, str, bool, bool, str]] = []
     owner = ""  # the class of the module call being entered, until its first frame of the user or a model library
-    for name in reversed(names):  # outermost first: a common name is the framework's only inside it
+    for name in reversed(_at_marked_lines(names)):  # outermost first: a common name is the framework's only inside it
         if name.startswith(MODULE_CALL_PREFIX):
             owner = name[len(MODULE_CALL_PREFIX) :]
             continue
@@ -127,11 +150,13 @@ def _frames(names: Sequence[str], user_files: Iterable[str]) -> list[tuple[str, 
         base = base_name(file)
         if base in mine:
             framework = False
+        elif base in OWN_FILES:  # the capture helper's frames, by whatever path its tracer names them
+            framework = True
         elif "/" in file or "\\" in file:
             framework = _is_library_path(file)
         else:
             common = base in FRAMEWORK_FILES and (inside or base not in COMMON_USER_FILES)
-            framework = base in OWN_FILES or common or bool(_MODEL_FILE.fullmatch(base))
+            framework = common or bool(_MODEL_FILE.fullmatch(base))
         inside = inside or framework
         model = _model_file(file)
         # torch.nn's Module plumbing and decorators (no_grad's wrapper) lie between a module call and its forward.
@@ -168,3 +193,34 @@ def model_frame(names: Sequence[str], user_files: Iterable[str] = ()) -> str:
         return ""
     file, line, function, _, _, owner = models[-1]
     return f"{owner + '.' if owner else ''}{function} ({base_name(file)}:{line})"
+
+
+def telling_frames(stacks: Sequence[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+    """Per distinct stack (innermost first), the index of the frame that tells its buffers apart from the others
+    made through the same innermost frame: the first position at which those stacks' frames differ (among the
+    stacks that reach it), so that a helper many allocations share (`allocate` of the program's backend) gives way
+    to the line that called it (`init_weight`); 0 when they never differ, and for a stack that ends before it (a
+    stack recorded without its callers is told apart by nothing). One rule for every format with Python stacks:
+    a site's `where`, the families and breakdown rows it names, and the out-of-memory post-mortem all follow it."""
+    through: dict[str, set[tuple[str, ...]]] = {}
+    for stack in stacks:
+        if stack:
+            through.setdefault(stack[0], set()).add(stack)
+    depth: dict[tuple[str, ...], int] = {}
+    for group in through.values():
+        at = _first_difference(group)
+        for stack in group:
+            depth[stack] = at if len(stack) > at else 0
+    return depth
+
+
+def _first_difference(stacks: set[tuple[str, ...]]) -> int:
+    """The first position where the frames of the stacks long enough to have one differ; 0 when nowhere."""
+    k = 1
+    while True:
+        frames = {stack[k] for stack in stacks if len(stack) > k}
+        if not frames:
+            return 0
+        if len(frames) > 1:
+            return k
+        k += 1

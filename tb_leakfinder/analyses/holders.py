@@ -51,9 +51,11 @@ class HolderStatus:
     objects_visited: int
     elapsed_s: float
     num_holders: int  # holders the capture helper found
-    unmatched_count: int  # never-freed buffers of the window it found no holder for, as the helper counted them
+    # Never-freed buffers of the window held by no reference it found: the helper's unmatched less the ambiguous,
+    # which it counts among them, so that a status line says each buffer once.
+    unmatched_count: int
     unmatched_bytes: int
-    ambiguous_count: int  # of those, the ones of a (shape, dtype) more live objects have than buffers: none named
+    ambiguous_count: int  # the ones of a (shape, dtype) more live objects have than buffers: no holder named
     ambiguous_bytes: int
     not_in_profile: int  # addresses the holders list that are no never-freed buffer of this profile
 
@@ -112,8 +114,8 @@ def holder_status(recordings: Recordings, matched: Sequence[np.ndarray]) -> Hold
         objects_visited=search.objects_visited,
         elapsed_s=search.elapsed_s,
         num_holders=len(search.holders),
-        unmatched_count=search.unmatched_count,
-        unmatched_bytes=search.unmatched_bytes,
+        unmatched_count=max(0, search.unmatched_count - search.ambiguous_count),
+        unmatched_bytes=max(0, search.unmatched_bytes - search.ambiguous_bytes),
         ambiguous_count=search.ambiguous_count,
         ambiguous_bytes=search.ambiguous_bytes,
         not_in_profile=int(np.count_nonzero(~in_profile)),

@@ -233,7 +233,7 @@ def analyze_allocator(
     summary = summarize(events, buffers, profile.steps)
     suspects = leak_suspects(buffers, profile.steps, events.strings)
     rows, before_window = peak_breakdown(events, buffers, summary.peak_event)
-    judged = whose(label, profile.framework)
+    judged = whose(label, profile.framework, info.spoken)
     freed = _freed_in_one_step(buffers, source)
     verdict = decide(summary, suspects.families, source, events.strings, attribution.sites, freed, judged)
     if problems and verdict.verdict != INCONCLUSIVE:

@@ -42,11 +42,13 @@ class Verdict:
 FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "jax": "JAX"}
 
 
-def whose(label: str, framework: str = "") -> str:
+def whose(label: str, framework: str = "", spoken: str = "") -> str:
     """Whose memory an allocator's verdict judged, for its first words: "PyTorch's CPU allocator", "the GPU:0
-    allocator" (`framework`: the host's, as its format's hints name it; "" when the format does not tell); never the
+    allocator", "TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu)" (`framework`: the host's, as its format or
+    file says; "" when neither tells; `spoken`: AllocatorInfo.spoken, "" for "<label> allocator"); never the
     process's, which the process-memory verdict judges beside it."""
-    return f"{framework}'s {label} allocator" if framework else f"the {label} allocator"
+    allocator = spoken or f"{label} allocator"
+    return f"{framework}'s {allocator}" if framework else f"the {allocator}"
 
 
 def _opening(word: str, judged: str) -> str:

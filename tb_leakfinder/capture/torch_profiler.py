@@ -15,8 +15,8 @@ import pathlib
 import sys
 import time
 from collections.abc import Iterator
-from types import ModuleType
-from typing import Any
+from types import FrameType, ModuleType
+from typing import Any, cast
 
 from tb_leakfinder.capture.sessions import Staging
 
@@ -33,6 +33,39 @@ def worker_name() -> str:
 
 def trace_file_name() -> str:
     return f"{worker_name()}.{time.time_ns()}{TRACE_SUFFIX}"
+
+
+def line_marks(torch: ModuleType) -> contextlib.AbstractContextManager[object]:
+    """Marks each torch call the step's Python code makes with the line that makes it: a record_function named
+    "tb_leakfinder line <file>(<line>): <function>" (model/memory.LINE_MARK_PREFIX) around the call, whose
+    allocations the reader then names by that line. PyTorch's with_stack frames carry only their function's first
+    line (or the line a frame was at when the profiler started: the `with cap.step(step):` line), never the one
+    that allocated. Calls inside torch (a module's forward, an optimizer) are marked with the user's line that
+    led to them; code being compiled (torch.compile) is left alone."""
+    # Here, not at the module's top: the model's module loads numpy, which the helper's import must not (numpy_start).
+    from tb_leakfinder.model.memory import LINE_MARK_PREFIX
+
+    own = (os.path.dirname(str(torch.__file__)) + os.sep, os.path.dirname(os.path.dirname(__file__)) + os.sep)
+    # PyTorch's C record_function (2.1 on): the Python one's own frames would open the mark inside its __enter__,
+    # which ends before the op the mark is around, so that the mark would not nest the op's allocations.
+    record = getattr(torch._C._profiler, "_RecordFunctionFast", torch.profiler.record_function)
+    compiling = torch.compiler.is_compiling
+
+    class LineMarks(torch.overrides.TorchFunctionMode):  # type: ignore[misc, name-defined]
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if compiling():
+                return func(*args, **kwargs)
+            frame: FrameType | None = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename.startswith(own):
+                frame = frame.f_back
+            if frame is None:
+                return func(*args, **kwargs)
+            code = frame.f_code
+            with record(f"{LINE_MARK_PREFIX}{code.co_filename}({frame.f_lineno}): {code.co_name}"):
+                return func(*args, **kwargs)
+
+    return cast("contextlib.AbstractContextManager[object]", LineMarks())
 
 
 class TorchProfiler:
@@ -85,7 +118,8 @@ class TorchProfiler:
         else:  # prof.step() ends the step before and begins ProfilerStep#<step_num + 1>
             profile.step_num = step_num - 1
             profile.step()
-        yield
+        with line_marks(self.torch):
+            yield
 
     def stop(self) -> None:
         profile, staging = self._profile, self._staging

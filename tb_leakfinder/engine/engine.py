@@ -98,7 +98,8 @@ def analyze_file(path: str, host: str, session_dir: str, recordings: str | None 
     profile_format = format_of(path)
     reading = read_host(profile_format, path, host, session_dir)
     reading.profile.format = profile_format.name
-    reading.profile.framework = profile_format.hints.framework
+    # A format one framework writes says so; a file several may write (an XSpace) may say which itself.
+    reading.profile.framework = profile_format.hints.framework or reading.profile.framework
     if not reading.profile.machine_memory_bytes:
         # No format records its host's memory: a host-memory allocator is bounded by this machine's, and says so.
         reading.profile.machine_memory_bytes, reading.profile.machine_memory_of = machine_memory_bytes(), MACHINE_READER

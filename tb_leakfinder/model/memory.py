@@ -200,6 +200,19 @@ def python_call_name(file: str, line: int | str, function: str) -> str:
     return f"{PYTHON_CALL_PREFIX}{file}:{line} {function}"
 
 
+# PyTorch's python_function events name a frame by its function's first line (or, for a frame running when the
+# profiler started, the line it was at then), never the line that called an op. The capture helper marks each torch
+# call from Python with the line its caller runs (a record_function, category user_annotation, named
+# "tb_leakfinder line <file>(<line>): <function>"); the reader keeps each as a host call named by LINE_CALL_PREFIX.
+LINE_MARK_PREFIX = "tb_leakfinder line "
+LINE_CALL_PREFIX = "@"
+
+
+def line_call_name(file: str, line: int | str, function: str) -> str:
+    """A line mark's host call name: "@/src/train.py:42 train_step" (analyses/frames gives its line to its frame)."""
+    return f"{LINE_CALL_PREFIX}{file}:{line} {function}"
+
+
 def is_transfer_name(name: str) -> bool:
     """Whether a host call of this name is a runtime call that copies host data to a device."""
     return name in TRANSFER_NAMES or any(part in name for part in TRANSFER_PARTS)
@@ -291,6 +304,9 @@ class AllocatorInfo:
     # Its heap counts only what was allocated while a profiler recorded (PyTorch's CPU `Total Allocated`): what is
     # freed while none records is never taken off, so one capture's heap does not continue the last one's.
     profiled_heap: bool = False
+    # What verdict sentences call it when its label is a raw memory id: the memory it hands out and that id, as XProf's
+    # Memory Profile lists it ("CPU allocator (bfc_cpu_allocator_for_gpu)"); "" for "the <label> allocator".
+    spoken: str = ""
 
 
 @dataclass(frozen=True)
@@ -350,8 +366,9 @@ class HostProfile:
     # The registry name of the format that read it ("xplane", "pprof", "torch_trace"): the engine sets it, for the
     # views that offer what only one format has (XProf's tools, its capture advice).
     format: str = ""
-    # The framework whose allocator its memory events are ("PyTorch"), when its format tells: the engine sets it from
-    # the format's hints, for the verdicts' "whose memory" (an XSpace may be TensorFlow's or JAX's: "").
+    # The framework whose allocator its memory events are ("PyTorch"), when its format or file tells, for the verdicts'
+    # "whose memory": the engine sets it from the format's hints; an XSpace, which TensorFlow or JAX may write, from
+    # what the file says (xplane/labels.framework_of), else "".
     framework: str = ""
     # What the capture helper recorded beside the profile (docs/recordings.md), and that file's path: the engine
     # reads it with the host; None and "" without one, or when it could not be read (a warning then says why).

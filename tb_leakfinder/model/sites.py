@@ -38,13 +38,17 @@ class SiteInfo:
     stack: tuple[str, ...] = ()  # the user's Python frames around the allocation, innermost first: "train.py:42 in step"
     # The innermost frame of a model library below the user's line: "Owlv2Attention.forward (modeling_owlv2.py:410)".
     model_frame: str = ""
+    # Which frame of `stack` tells its buffers apart (analyses/frames.telling_frames): below a helper that many
+    # allocations share, the line that called it.
+    telling: int = 0
 
     @property
     def where(self) -> str:
-        """The line of code: the program's source line ("model.py:57"), else the innermost user frame, else ""."""
+        """The line of code: the program's source line ("model.py:57"), else the user frame that tells its buffers
+        apart (the innermost, unless that is a helper many allocations share), else ""."""
         if self.source:
             return self.source.replace("\\", "/").rsplit("/", 1)[-1]
-        return self.stack[0] if self.stack else ""
+        return self.stack[self.telling] if self.stack else ""
 
 
 NO_SITE = SiteInfo()

@@ -6,30 +6,65 @@ import argparse
 import atexit
 import contextlib
 import gc
+import importlib
 import io
 import json
 import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, NoReturn
 
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
 from tb_leakfinder.plugin_flags import size_gib
+from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env
 from tb_leakfinder.views import export
 from tb_leakfinder.views.numpy_start import import_numpy_single_threaded
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
 
-# Each command imports what it needs when it runs: `--help` loads no numpy, `report` neither the diff nor Ray's
-# precompute, and only `precompute` the latter.
+
+class _Lazy(ModuleType):
+    """A module imported when one of its attributes is first read."""
+
+    def __getattr__(self, attribute: str) -> object:
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+
 if TYPE_CHECKING:
-    from tb_leakfinder.engine.engine import Engine
-    from tb_leakfinder.read.discovery import Run
-    from tb_leakfinder.store.disk_cache import DiskCache
-    from tb_leakfinder.views.progress import HostProgress
+    from tb_leakfinder import wire as reports
+    from tb_leakfinder.analyses import history as history_verdicts
+    from tb_leakfinder.analyses import verdict, words
+    from tb_leakfinder.capture import watch
+    from tb_leakfinder.engine import engine as engines
+    from tb_leakfinder.engine import history as engine_history
+    from tb_leakfinder.engine import precompute, queries
+    from tb_leakfinder.read import discovery
+    from tb_leakfinder.store import disk_cache
+    from tb_leakfinder.views import atomic, markdown, progress, source_lines, text
     from tb_leakfinder.wire import Json
+else:
+    # Cold start: the modules the commands use load when a command first reads from them, so that `--help` and a
+    # usage error load no numpy, and a report neither the disk cache, precompute's worker pools, the watch's client,
+    # nor the Markdown it was not asked for.
+    reports = _Lazy("tb_leakfinder.wire")
+    history_verdicts = _Lazy("tb_leakfinder.analyses.history")
+    verdict = _Lazy("tb_leakfinder.analyses.verdict")
+    words = _Lazy("tb_leakfinder.analyses.words")
+    watch = _Lazy("tb_leakfinder.capture.watch")
+    engines = _Lazy("tb_leakfinder.engine.engine")
+    engine_history = _Lazy("tb_leakfinder.engine.history")
+    precompute = _Lazy("tb_leakfinder.engine.precompute")
+    queries = _Lazy("tb_leakfinder.engine.queries")
+    discovery = _Lazy("tb_leakfinder.read.discovery")
+    disk_cache = _Lazy("tb_leakfinder.store.disk_cache")
+    atomic = _Lazy("tb_leakfinder.views.atomic")
+    markdown = _Lazy("tb_leakfinder.views.markdown")
+    progress = _Lazy("tb_leakfinder.views.progress")
+    source_lines = _Lazy("tb_leakfinder.views.source_lines")
+    text = _Lazy("tb_leakfinder.views.text")
 
 EXIT_OK = 0
 EXIT_LEAK = 1
@@ -103,28 +138,22 @@ def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     watch.add_argument("--timeout", help=f"stop this long after the start {durations}; exit 1 if --count is not reached")
 
 
-def _disk(args: argparse.Namespace, path: str) -> DiskCache | None:
+def _disk(args: argparse.Namespace, path: str) -> disk_cache.DiskCache | None:
     explicit = args.command == "precompute" or args.cache_dir is not None
     if getattr(args, "no_cache", False) or args.cache_gb <= 0 or (disabled_by_env() and not explicit):
         return None
-    from tb_leakfinder.read import files
-    from tb_leakfinder.store.disk_cache import DiskCache
 
     logdir = path if files.isdir(path) else files.dirname(path)
-    return DiskCache.for_logdir(args.cache_dir, int(args.cache_gb * (1 << 30)), logdir)
+    return disk_cache.DiskCache.for_logdir(args.cache_dir, int(args.cache_gb * (1 << 30)), logdir)
 
 
-def _progress(engine: Engine, what: str) -> HostProgress:
-    from tb_leakfinder.views.progress import HostProgress
-
+def _progress(engine: engines.Engine, what: str) -> progress.HostProgress:
     hosts = [path for run in engine.runs() for path in run.hosts.values()]
-    return HostProgress(len(hosts), sum(_size(p) for p in hosts), what)
+    return progress.HostProgress(len(hosts), sum(_size(p) for p in hosts), what)
 
 
 def _size(path: str) -> int:
     """A host file's size for the progress; 0 for one that cannot be stat'ed, which its report names."""
-    from tb_leakfinder.read import files
-
     try:
         return files.identity(path).size
     except LeakfinderError:
@@ -132,33 +161,26 @@ def _size(path: str) -> int:
 
 
 def _precompute(args: argparse.Namespace) -> int:
-    from tb_leakfinder.analyses.words import count_of
-    from tb_leakfinder.engine import precompute
-    from tb_leakfinder.read import discovery
-    from tb_leakfinder.views.progress import HostProgress
-
     disk = _disk(args, args.path)
     assert disk is not None
     tasks, unstattable = precompute.host_tasks(discovery.runs_for_path(args.path))
     total = sum(t.identity.size for t in tasks)
-    with HostProgress(len(tasks), total, "precompute") as progress:
+    with progress.HostProgress(len(tasks), total, "precompute") as shown:
         outcomes = precompute.precompute(
-            tasks, disk, args.engine, args.workers, args.address, lambda o: progress(o.task.host, o.task.identity.size)
+            tasks, disk, args.engine, args.workers, args.address, lambda o: shown(o.task.host, o.task.identity.size)
         )
     analysed = sum(1 for o in outcomes if o.status == "analysed")
     errors = [f"{o.task.run} host {o.task.host}: {o.error}" for o in outcomes if o.error is not None] + unstattable
     cached = len(outcomes) - analysed
-    hosts = len(outcomes) + len(unstattable)
-    print(f"{count_of(hosts, 'host')} in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
+    hosts = words.count_of(len(outcomes) + len(unstattable), "host")
+    print(f"{hosts} in {disk.folder}: {analysed} analysed, {cached} already cached, {len(errors)} not readable")
     for message in errors:
         _error(message)
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
-def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[Engine, Run]:
-    from tb_leakfinder.engine.engine import Engine
-
-    engine = Engine.for_path(path, disk=_disk(args, path))
+def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[engines.Engine, discovery.Run]:
+    engine = engines.Engine.for_path(path, disk=_disk(args, path))
     runs = engine.runs()
     if run_name is None and len(runs) > 1:
         names = ", ".join(r.name for r in runs)
@@ -167,12 +189,9 @@ def _side(path: str, run_name: str | None, args: argparse.Namespace) -> tuple[En
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from tb_leakfinder.engine import queries
-    from tb_leakfinder.views.markdown import render_comparison
-
     (engine_a, run_a), (engine_b, run_b) = _side(args.path_a, args.run_a, args), _side(args.path_b, args.run_b, args)
     result = queries.diff(engine_a, run_a, run_b, args.host_a, args.host_b, engine_b)
-    text = render_comparison(result)
+    text = markdown.render_comparison(result)
     _write_markdown(args.markdown, text)
     export.export_comparison(args, result, run_a, run_b, engine_a.disk)
     _print(json.dumps(result, indent=1) if args.json else text)
@@ -181,30 +200,23 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _write_markdown(path: str | None, text: str) -> None:
     if path:
-        from tb_leakfinder.views.atomic import write_texts
-
         try:
-            write_texts([(path, text)])
+            atomic.write_texts([(path, text)])
         except OSError as exc:
             raise LeakfinderError(f"{path}: cannot write the Markdown summary ({exc.strerror})") from exc
 
 
 def _history(args: argparse.Namespace) -> int:
-    from tb_leakfinder.engine import queries
-    from tb_leakfinder.engine.engine import Engine
-    from tb_leakfinder.engine.history import several_captures
-    from tb_leakfinder.views.text import render_history
-
-    engine = Engine.for_path(args.path, disk=_disk(args, args.path))
+    engine = engines.Engine.for_path(args.path, disk=_disk(args, args.path))
     tb_run = args.tb_run
     if tb_run is None:
-        several = several_captures(r.name for r in engine.runs())
+        several = engine_history.several_captures(r.name for r in engine.runs())
         if len(several) != 1:
             found = ", ".join(repr(t) for t in several) or "none"
             raise BadArgumentError(f"{args.path}: choose a TensorBoard run with --tb-run; those of several captures: {found}")
         tb_run = several[0]
     result = queries.history(engine, tb_run)
-    _print(json.dumps(result, indent=1) if args.json else "\n".join(render_history(result)))
+    _print(json.dumps(result, indent=1) if args.json else "\n".join(text.render_history(result)))
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
     return EXIT_LEAK if result["verdict"] == "leak" else EXIT_OK
@@ -233,8 +245,6 @@ def _print(text: str) -> None:
 
 def _watch(args: argparse.Namespace) -> int:
     """`watch`: captures until --count, --timeout or a signal (see tb_leakfinder/capture/watch.py)."""
-    from tb_leakfinder.capture import watch  # only this command needs it
-
     try:
         settings = watch.settings_from_text(args.address, args.logdir, args.every, args.duration, args.count, args.timeout)
         watch.check_client()
@@ -258,28 +268,34 @@ def _watch(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs a command. Without `argv` (the `tb-leakfinder` script, `python -m`) the command line is the process's
-    own, and so is the process: it ends here, without the interpreter's teardown (`_end_process`)."""
+    own, and so is the process. What makes a cold command fast is here, and only here (docs/performance.md); the
+    commands' modules load lazily (`_Lazy`, above)."""
     # A name from a profile or a file name that is not UTF-8 may hold what the terminal's encoding cannot write.
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors=ENCODING_ERRORS)
     args = _parser().parse_args(argv)
+    # Cold start: numpy loads with one OpenBLAS thread (views/numpy_start.py), whose idle workers would spin on the
+    # other cores; after parsing, so that `--help` loads no numpy.
+    import_numpy_single_threaded()
+    # Cold start: a command's imports make some 20,000 objects that live till exit and set off ~50 young
+    # collections (about 10 ms of a cold report) that free nothing, and an analysis makes arrays, few objects: the
+    # young generation is collected after this many new objects instead of 700. Restored for a caller in-process.
     thresholds = gc.get_threshold()
-    # A command's imports make some 20,000 objects that live till exit, and set off ~50 young collections (about
-    # 10 ms of a cold report) that find nothing to free; an analysis makes arrays, few objects. Cycles of garbage
-    # are still collected, after this many new objects instead of 700. Restored after, for a caller in-process.
     gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *thresholds[1:])
     try:
         status = _command(args)
     finally:
         gc.set_threshold(*thresholds)
-    if argv is None:
+    # Cold start: the script's process ends without the interpreter's teardown, whose collections and frees of
+    # every module's objects took 30-50 ms of a cold report (benchmarks/RESULTS.md, sixth pass) for memory the
+    # system takes back whole; unless another thread runs (a watch's, a framework's), for the normal exit waits.
+    if argv is None and threading.active_count() == 1:
         _end_process(status)
     return status
 
 
 def _command(args: argparse.Namespace) -> int:
-    import_numpy_single_threaded()  # every command analyses; after parsing, so that --help stays light
     if args.command == "watch":
         return _watch(args)
     try:
@@ -295,14 +311,9 @@ def _command(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
 
 
-def _end_process(status: int) -> None:
-    """Exits with `status` at once, when no other thread runs: what a normal exit does that matters to anyone is done
-    first (the `atexit` functions: logging's flush, a Ray cluster's shutdown; the streams flushed), not the
-    interpreter's teardown, whose collections and frees of every module's objects took 30-50 ms of a cold report
-    (benchmarks/RESULTS.md, sixth pass) for memory the system takes back whole. A thread still running (a watch's,
-    a framework's) gets the normal exit, which waits for it."""
-    if threading.active_count() > 1:
-        return
+def _end_process(status: int) -> NoReturn:
+    """Exits with `status` at once, after what a normal exit does that matters to anyone: the `atexit` functions
+    (logging's flush, a Ray cluster's shutdown) and the streams' flush."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader gone away (`| head`), a stream closed
@@ -312,27 +323,19 @@ def _end_process(status: int) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     """`report` and `check`."""
-    from tb_leakfinder.engine import queries
-    from tb_leakfinder.engine.engine import Engine, HostDone
-    from tb_leakfinder.wire import select_allocator
-
     try:
-        engine = Engine.for_path(args.path, disk=_disk(args, args.path))
-        with _progress(engine, args.command) as progress:
-            done: HostDone = progress
+        engine = engines.Engine.for_path(args.path, disk=_disk(args, args.path))
+        with _progress(engine, args.command) as shown:
+            done: engines.HostDone = shown
             run = None if args.run is None else engine.run(args.run)
             result: Json = queries.report(engine, run, getattr(args, "host", None), done)
         if args.allocator is not None:
-            result = select_allocator(result, args.allocator)
+            result = reports.select_allocator(result, args.allocator)
         if args.command == "report":
-            from tb_leakfinder.views.source_lines import fill_where_texts
-
-            fill_where_texts(result)
+            source_lines.fill_where_texts(result)
             export.export_report(args, engine, result)
             if args.markdown:  # rendered only when asked for: its module and the rendering are ~4 ms of a report
-                from tb_leakfinder.views.markdown import render_report as render_markdown_report
-
-                _write_markdown(args.markdown, render_markdown_report(result))
+                _write_markdown(args.markdown, markdown.render_report(result))
     except LeakfinderError as exc:
         _error(exc.message)
         return EXIT_BAD_INPUT
@@ -340,27 +343,21 @@ def _report(args: argparse.Namespace) -> int:
         if args.json:
             _print(json.dumps(result, indent=1))
         else:
-            from tb_leakfinder.views.text import render_report
-
-            _print(render_report(result))
+            _print(text.render_report(result))
         return EXIT_OK
     return _check(result)
 
 
 def _check(result: Json) -> int:
     """`check`'s lines and exit code: a leak, a no-leak a warning undermines, or a file that could not be read fails."""
-    from tb_leakfinder.analyses.verdict import CANNOT_TELL
-
     leaking = _check_lines(result)
     # A no-leak a warning undermines (reused addresses, frees paired by size) is no pass: said, and a failure.
-    doubted = [h for r in result["runs"] for h in r["hosts"] if CANNOT_TELL in h["reason"]]
+    doubted = [h for r in result["runs"] for h in r["hosts"] if verdict.CANNOT_TELL in h["reason"]]
     for host in doubted:
         for warning in host["warnings"] + [w for a in host.get("allocators", []) for w in a["warnings"]]:
             _print(visible(f"{'warning':>12}  {host['host']}: {warning}"))
     if doubted and not leaking:
-        from tb_leakfinder.analyses.words import count_of
-
-        _print(f"{'cannot tell':>12}  {count_of(len(doubted), 'host')}: a warning above undermines their verdict")
+        _print(f"{'cannot tell':>12}  {words.count_of(len(doubted), 'host')}: a warning above undermines their verdict")
     if _unreadable(result["errors"]):
         return EXIT_BAD_INPUT
     return EXIT_LEAK if leaking or doubted else EXIT_OK
@@ -369,24 +366,20 @@ def _check(result: Json) -> int:
 def _check_lines(result: Json) -> bool:
     """Print `check`'s verdicts, and whether one fails it. A TensorBoard run of several captures leads with its
     history, its captures' own verdicts below it; its history's verdict decides, unless it is inconclusive."""
-    from tb_leakfinder.analyses.history import INCONCLUSIVE, LEAK
-    from tb_leakfinder.analyses.words import count_of
-    from tb_leakfinder.engine.history import tensorboard_run
-
     histories = {h["tb_run"]: h for h in result.get("histories", [])}
     leaks = False
     for tb_run, h in histories.items():
-        captures = count_of(h["num_captures"], "capture")
+        captures = words.count_of(h["num_captures"], "capture")
         _print(visible(f"{h['verdict']:>12}  {tb_run or '(the logdir top)'}: history of {captures}: {h['reason']}"))
-        mine = [r for r in result["runs"] if tensorboard_run(r["run"]) == tb_run]
+        mine = [r for r in result["runs"] if engine_history.tensorboard_run(r["run"]) == tb_run]
         for run in mine:
             _print(visible(f"{run['verdict']:>12}    capture {run['run']}: {_reasons(run)}"))
-        decided = h["verdict"] != INCONCLUSIVE
-        leaks |= h["verdict"] == LEAK if decided else any(r["verdict"] == LEAK for r in mine)
+        decided = h["verdict"] != history_verdicts.INCONCLUSIVE
+        leaks |= h["verdict"] == history_verdicts.LEAK if decided else any(r["verdict"] == history_verdicts.LEAK for r in mine)
     for run in result["runs"]:
-        if tensorboard_run(run["run"]) not in histories:
+        if engine_history.tensorboard_run(run["run"]) not in histories:
             _print(visible(f"{run['verdict']:>12}  {run['run']}: {_reasons(run)}"))
-            leaks |= run["verdict"] == LEAK
+            leaks |= run["verdict"] == history_verdicts.LEAK
     return leaks
 
 

@@ -123,12 +123,16 @@ def where_words(row: Json) -> str:
 
 
 def where_parts(row: Json, frames: int | None = None) -> list[str]:
-    """A family's or breakdown row's line of code (where_text), then the Python frames that led to it, innermost
-    first: `frames` of them at most (then "…"), all when None; [] when the profile does not tell."""
+    """A family's or breakdown row's line of code (where_words), then the Python frames that led to it, innermost
+    first: `frames` of them at most (then "…"), all when None; [] when the profile does not tell. A line that is
+    a frame of the stack (below a helper many allocations share: SiteInfo.where) names the helper it called through,
+    "flex_opt.py:171 in init_weight (through pytorch_backend.py:190 in allocate)", and only its callers follow."""
     where, stack = row["where"], row["site"]["stack"]
-    calls = stack[1:] if stack[:1] == [where] else stack  # the line may be the innermost frame itself
+    at = stack.index(where) if where in stack else -1
+    calls, helpers = stack[at + 1 :], stack[: max(at, 0)]
     shown = calls if frames is None else calls[:frames]
-    return [part for part in (where_words(row), *shown) if part] + (["…"] if len(shown) < len(calls) else [])
+    line = where_words(row) + (f" (through {CALLED_FROM.join(helpers)})" if helpers else "")
+    return [part for part in (line, *shown) if part] + (["…"] if len(shown) < len(calls) else [])
 
 
 def hint_for(a: Json, *tables: list[Json]) -> str | None:

@@ -186,10 +186,12 @@ class HolderSearch(TypedDict):
     objects_visited: Annotated[int, "the Python objects it walked"]
     elapsed_s: Annotated[float, "how long it took, in seconds"]
     num_holders: Annotated[int, "holders it found, in every family"]
-    unmatched_count: Annotated[int, "never-freed buffers of the window it found no holder for"]
+    unmatched_count: Annotated[
+        int, "never-freed buffers of the window held by no reference it found (the ambiguous not among them)"
+    ]
     unmatched_bytes: Annotated[int, "their bytes"]
     ambiguous_count: Annotated[
-        int, "of those, the ones whose shape and dtype more live objects share than there are buffers: no holder named"
+        int, "never-freed buffers whose shape and dtype more live objects share than there are buffers: no holder named"
     ]
     ambiguous_bytes: Annotated[int, "their bytes"]
     not_in_profile: Annotated[int, "addresses its holders list that are no never-freed buffer of this profile"]

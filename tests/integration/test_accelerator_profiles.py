@@ -218,7 +218,7 @@ def test_a_leak_on_one_chip_is_a_leak_there_only(profiles):
     host, _ = profiles["tpu_index_on_host"]
     verdicts = {a["allocator"]: a["verdict"] for a in host["allocators"]}
     assert verdicts == {"TPU:0": "no_leak", "TPU:1": "no_leak", "TPU:2": "leak", "TPU:3": "no_leak"}
-    assert host["verdict"] == "leak" and host["reason"].startswith("TPU:2: Leak in the TPU:2 allocator: +1 MiB per step")
+    assert host["verdict"] == "leak" and host["reason"].startswith("TPU:2: Leak in TensorFlow's TPU:2 allocator: +1 MiB per step")
     leaking = _by_id(host)["2"]
     assert leaking["families"][0]["kind"] == "growing" and leaking["families"][0]["count"] == STEPS
     # Chips in natural order, whichever peaks highest.
@@ -229,7 +229,8 @@ def test_the_host_reason_names_every_leaking_chip(profiles):
     host, _ = profiles["tpu_two_leaking"]
     assert sorted(a["allocator"] for a in host["allocators"] if a["verdict"] == "leak") == ["TPU:0", "TPU:2"]
     assert host["reason"].startswith("Leak on 2 allocators (")
-    assert "TPU:0: Leak in the TPU:0 allocator:" in host["reason"] and "TPU:2: Leak in the TPU:2 allocator:" in host["reason"]
+    for chip in (0, 2):
+        assert f"TPU:{chip}: Leak in TensorFlow's TPU:{chip} allocator:" in host["reason"]
 
 
 def test_device_ordinal_ids_are_labelled_as_gpus(profiles):
@@ -293,7 +294,7 @@ def test_python_api_allocator_takes_the_memory_id_or_the_label(tmp_path):
     (host,) = by_label["runs"][0]["hosts"]
     assert [a["allocator"] for a in host["allocators"]] == ["TPU:0"]
     # The host's verdict is then that allocator's alone, without the prefix naming it among several.
-    assert host["verdict"] == "leak" and host["reason"].startswith("Leak in the TPU:0 allocator: +1 MiB per step")
+    assert host["verdict"] == "leak" and host["reason"].startswith("Leak in TensorFlow's TPU:0 allocator: +1 MiB per step")
     with pytest.raises(LeakfinderError, match=r"no allocator 'GPU:0'; the allocators are TPU:"):
         tb_leakfinder.analyze(path, cache=False, allocator="GPU:0")
 

@@ -98,7 +98,7 @@ def check_allocator_warning(out: dict, late: bool = False) -> dict:
         # Every large block was freed, which says nothing of the small buffers mklcpu does not record.
         assert host["reason"] == allocator["reason"]
         assert host["reason"].startswith(
-            f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: No leak in the mklcpu allocator: "
+            f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: No leak in TensorFlow's CPU allocator (mklcpu): "
         )
     return host
 

@@ -36,6 +36,15 @@ def test_neither_real_jax_gpu_profile_leaks(profile):
     assert all(g["kind"] != "growing" for a in host["allocators"] for g in a["families"])
 
 
+def test_each_verdict_names_jax_and_the_memory_its_allocator_hands_out(profile):
+    """The file says JAX (its programs are jit_<function>, PJRT's pinned host memory is xla_gpu_host_bfc): the GPU's
+    allocator by its device plane, the pinned host memory by its words and the id XProf's Memory Profile lists."""
+    _name, host = profile
+    device, pinned = host["allocators"]
+    assert device["reason"].startswith("No leak in JAX's GPU:0 allocator: ")
+    assert pinned["reason"].startswith("No leak in JAX's pinned host memory allocator (xla_gpu_host_bfc): ")
+
+
 def test_peaks_and_counts_equal_xprofs(profile):
     name, host = profile
     peak, allocs, frees, host_allocs, host_frees = EXPECTED[name]

@@ -246,3 +246,22 @@ def test_the_capture_helper_names_the_list_that_keeps_the_leak_end_to_end(captur
     assert held["count"] == top["count"] == torch_captures.STEPS
     assert held["created"].endswith(" in record")
     assert "Held by `kept`: list" in host["reason"]
+
+
+def test_a_leak_is_named_by_the_line_that_made_it_not_its_functions_first_line(tmp_path):
+    """PyTorch's with_stack frames name a function by its first line, and a frame running when the profiler started
+    by the line it was at then; the capture helper's line marks name the line that allocated, as the program's own
+    text places it."""
+    capture_programs.need("torch")
+    out = capture_programs.run_script(ROOT / "tests" / "support" / "torch_lines.py", [str(tmp_path)])
+    (run,) = out["report"]["runs"]
+    (host,) = run["hosts"]
+    (allocator,) = host["allocators"]
+    growing = {g["op"]: g for g in allocator["families"] if g["kind"] == "growing"}
+    scaled, clone = out["where"]["scaled"], out["where"]["clone"]
+    assert (growing["aten::mul"]["where"], growing["aten::clone"]["where"]) == (scaled, clone)
+    # The frames that led there stay: the loop that called keep_scaled.
+    assert growing["aten::mul"]["site"]["stack"][1].endswith(" in record")
+    # The marks are lines, not ops: no family or breakdown row is named by one.
+    named = {g["op"] for g in allocator["families"]} | {r["op"] for r in allocator["peak_breakdown"]}
+    assert not any("tb_leakfinder line" in op for op in named)

@@ -17,7 +17,7 @@ layer and a ReLU, a loss, all of it freed every step, after one warm-up step out
   through a primitive (aten::empty_strided, aten::empty_like), which must not name them;
 - clean: nothing is kept.
 With no case named, PERIODIC is recorded too: kept_every_step's leak captured with `every`, a trace per window.
-Each leaking statement is the only one of its function, so the function's line (what `with_stack` records) names it.
+Each leaking statement is the only one of its function, its last line: the line the report names.
 """
 
 from __future__ import annotations
@@ -131,9 +131,9 @@ def keep_zeros_like(torch: Any, kept: list[Any], batch: Any) -> None:
 
 
 def where(function: str) -> str:
-    """The report's `where` of a leak made in `function` of this file: its first line, as with_stack names it."""
-    line = inspect.getsourcelines(globals()[function])[1]
-    return f"{pathlib.Path(__file__).name}:{line} in {function}"
+    """The report's `where` of a leak made in `function` of this file: the line of its one statement (its last)."""
+    source, first = inspect.getsourcelines(globals()[function])
+    return f"{pathlib.Path(__file__).name}:{first + len(source) - 1} in {function}"
 
 
 def record(logdir: pathlib.Path, name: str) -> dict[str, Any]:

@@ -74,7 +74,7 @@ def test_the_leak_is_named_by_its_program_buffer_op_and_line(training):
     assert site["source"] == "/src/model.py:57" and site["allocation"] == 3
     assert tuple(site["stack"]) == planted["stack"]
     assert gpu["reason"].startswith(
-        "Leak in the GPU_0_bfc allocator: +1 MiB per step from output 1 of jit_train_step(7) (dot_general f32[1024,256], model.py:57)"  # noqa: E501 - the verdict's sentence, whole
+        "Leak in JAX's GPU:0 allocator (GPU_0_bfc): +1 MiB per step from output 1 of jit_train_step(7) (dot_general f32[1024,256], model.py:57)"  # noqa: E501 - the verdict's sentence, whole
     )
 
 
@@ -354,3 +354,70 @@ def test_launches_of_two_same_name_programs_in_one_execution_leave_the_choice_to
         b.span("hipModuleLaunchKernel", t, t + 10, line="Host Threads/1", stats={"program_id": pid})
     _alloc(b, 50, 0x1000, large.size)
     assert _sites(tmp_path, b) == [("output 0 of jit_f(2)", "exact", ())]
+
+
+# The frame that tells buffers apart (analyses/frames.telling_frames), one rule for every format with Python stacks:
+# buffers made through one helper (an allocation function many lines call) are named by the line that called it,
+# and the helper stays in their stack; a helper only one line calls, and a line no helper is under, keep their own.
+FLEX, ALLOCATE = "/home/me/flexgen/flex_opt.py", "/home/me/flexgen/my_backend.py"
+HELPED = {171: 2, 319: 3}  # the line of each caller of the helper, and how many buffers it makes through it
+
+
+def test_python_tracer_buffers_made_through_a_shared_helper_are_named_by_its_callers(tmp_path, decoder):
+    b = _builder_with({})
+    b.span(f"${FLEX}:640 init_all_weights", 0, 20_000)
+    addr = 0x1000
+    for k, (line, count) in enumerate(HELPED.items()):
+        t0 = 1000 + 6000 * k
+        b.span(f"${FLEX}:{line} init_weight", t0, t0 + 5000)
+        b.span(f"${ALLOCATE}:190 allocate", t0 + 100, t0 + 4000)
+        for n in range(count):
+            _alloc(b, t0 + 200 + 100 * n, addr, 4096)
+            addr += 0x10_0000
+    b.span("$/home/me/flexgen/util.py:5 scratch", 14_000, 15_000)  # a helper one line alone calls
+    _alloc(b, 14_500, addr, 8192)
+    (cpu,) = analysed(tmp_path, b)["allocators"]
+    families = {g["op"]: (g["where"], g["count"], g["site"]["stack"]) for g in cpu["families"]}
+    helper, outer = "my_backend.py:190 in allocate", "flex_opt.py:640 in init_all_weights"
+    assert families == {
+        **{
+            f"made at flex_opt.py:{line} in init_weight": (
+                f"flex_opt.py:{line} in init_weight",
+                count,
+                [helper, f"flex_opt.py:{line} in init_weight", outer],
+            )
+            for line, count in HELPED.items()
+        },
+        "made at util.py:5 in scratch": ("util.py:5 in scratch", 1, ["util.py:5 in scratch", outer]),
+    }
+    # The breakdown at the peak (every buffer is live at the end) groups and names them the same way.
+    rows = {r["op"]: (r["where"], r["count"]) for r in cpu["peak_breakdown"] if r["category"] == "buffers"}
+    assert rows == {op: (where, count) for op, (where, count, _) in families.items()}
+
+
+def test_trace_stacks_name_a_shared_helpers_callers_and_leave_a_loop_without_one_as_it_was(tmp_path):
+    from tests.unit.read.formats.torch_trace.trace_files import complete, memory, write
+
+    events = [complete("train.py(640): init_all_weights", 0.0, 20.0, cat="python_function")]
+    addr = 0x1000
+    for k, (line, count) in enumerate(HELPED.items()):
+        t0 = 1.0 + 6.0 * k
+        events.append(complete(f"flex_opt.py({line}): init_weight", t0, 5.0, cat="python_function"))
+        events.append(complete("my_backend.py(190): allocate", t0 + 0.1, 4.0, cat="python_function"))
+        for n in range(count):
+            events += [complete("aten::empty", t0 + 0.2 + 0.1 * n, 0.05), memory(t0 + 0.21 + 0.1 * n, 4096, Addr=addr)]
+            addr += 0x10_0000
+    events.append(complete("train.py(700): forward", 14.0, 1.0, cat="python_function"))
+    events += [complete("aten::zeros", 14.1, 0.1), memory(14.15, 8192, Addr=addr)]
+    path = write(tmp_path / "w.pt.trace.json", events)
+    (cuda,) = tb_leakfinder.engine.engine.analyze_file(str(path), "w", str(tmp_path)).json()["allocators"]
+    families = {g["op"]: g for g in cuda["families"]}
+    # One op, one family (aten::empty), named by the line of its newest buffer: the helper's second caller.
+    empty, zeros = families["aten::empty"], families["aten::zeros"]
+    assert (empty["count"], empty["where"]) == (5, "flex_opt.py:319 in init_weight")
+    assert empty["site"]["stack"] == [
+        "my_backend.py:190 in allocate",
+        "flex_opt.py:319 in init_weight",
+        "train.py:640 in init_all_weights",
+    ]
+    assert (zeros["count"], zeros["where"]) == (1, "train.py:700 in forward")

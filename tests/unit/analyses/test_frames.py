@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_leakfinder.analyses.frames import MAX_FRAMES, model_frame, parse_frame, user_frames
+from tb_leakfinder.analyses.frames import MAX_FRAMES, model_frame, parse_frame, telling_frames, user_frames
 
 
 def test_python_frames_parse_and_c_functions_do_not():
@@ -141,3 +141,38 @@ def test_model_frames_by_whole_path_and_by_base_name():
     assert model_frame(above) == ""
     # Without a user frame, the innermost model frame is still shown.
     assert model_frame(owl[:1]) == "forward (modeling_owlv2.py:410)"
+
+
+def test_the_telling_frame_is_below_a_helper_many_stacks_share():
+    helper = "backend.py:190 in allocate"
+    a = (helper, "model.py:171 in init_weight", "model.py:640 in init_all")
+    b = (helper, "model.py:319 in init_weight", "model.py:640 in init_all")
+    c = (helper, "model.py:319 in init_weight", "model.py:641 in init_all")
+    alone = ("model.py:702 in forward", "train.py:9 in main")
+    depth = telling_frames([a, b, c, alone, alone])
+    # The helper's callers differ at their first frame below it: that frame tells them apart, even where deeper
+    # frames differ too; a stack whose innermost frame nothing else shares keeps it.
+    assert depth == {a: 1, b: 1, c: 1, alone: 0}
+
+
+def test_stacks_through_one_frame_alike_keep_it_and_so_does_one_without_callers():
+    same = ("train.py:40 in step", "train.py:90 in <module>")
+    assert telling_frames([same, same]) == {same: 0}
+    # A stack recorded without its callers is told apart from the one with them by nothing: both keep the line.
+    inner = ("util.py:5 in make",)
+    called = ("util.py:5 in make", "train.py:12 in main")
+    assert telling_frames([inner, called]) == {inner: 0, called: 0}
+    # Callers that first differ deeper down are told apart there; the stack without callers keeps its line.
+    deep = [("util.py:5 in make", "lib.py:3 in build", f"train.py:{line} in main") for line in (12, 13)]
+    assert telling_frames([inner, *deep]) == {inner: 0, deep[0]: 2, deep[1]: 2}
+    assert telling_frames([()]) == {}
+
+
+def test_a_line_mark_gives_its_line_to_the_frame_it_marks():
+    # PyTorch names make by its first line (5) and main, running when the profiler started, by the line it was at
+    # then (16); the capture helper's mark says make was at line 8 when it called the op.
+    stack = ["@/src/prog.py:8 make", "$torch/_ops.py:1267 __call__", "$prog.py:5 make", "$prog.py:16 main"]
+    assert user_frames(stack) == ("prog.py:8 in make", "prog.py:16 in main")
+    # A mark whose frame the tracer did not record stands as that frame; the capture helper's own frames never count.
+    unrecorded = ["@/src/prog.py:19 main", "$tb_leakfinder/capture/torch_profiler.py:53 __torch_function__"]
+    assert user_frames(unrecorded) == ("prog.py:19 in main",)

@@ -45,7 +45,8 @@ def test_no_leak_in_large_blocks_is_inconclusive(tmp_path):
     assert "TF_CPU_ALLOCATOR_USE_BFC=true" in MKLCPU_NOTE
     assert (allocator["verdict"], host["verdict"]) == ("inconclusive", "inconclusive")
     # The rest is decide()'s no-leak reason, as another allocator would have it.
-    assert host["reason"].startswith(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: No leak in the mklcpu allocator: ")
+    among = "Among the large blocks: No leak in TensorFlow's CPU allocator (mklcpu): "
+    assert host["reason"].startswith(f"Inconclusive: {MKLCPU_NOTE}. {among}")
     # The same words as the clean profile's, but each says whose memory it judged.
     judged = host["reason"].removeprefix(f"Inconclusive: {MKLCPU_NOTE}. Among the large blocks: ")
     assert judged == clean["reason"].replace("bfc_cpu_allocator_for_gpu", "mklcpu")
@@ -62,7 +63,7 @@ def test_a_leak_in_large_blocks_stays_a_leak(tmp_path):
     host = profile(tmp_path, "mklcpu", leak=True)
     (allocator,) = host["allocators"]
     assert host["verdict"] == "leak"
-    assert host["reason"].startswith("Leak in the mklcpu allocator: +512 KiB per step from Mul [256,512] output")
+    assert host["reason"].startswith("Leak in TensorFlow's CPU allocator (mklcpu): +512 KiB per step from Mul [256,512] output")
     assert host["reason"].endswith(f"markers). {MKLCPU_NOTE}.")
     assert allocator["warnings"] == [MKLCPU_NOTE]
     assert allocator["forecast"] is not None
@@ -71,5 +72,5 @@ def test_a_leak_in_large_blocks_stays_a_leak(tmp_path):
 def test_too_few_steps_stays_inconclusive_with_the_note(tmp_path):
     host = profile(tmp_path, "mklcpu", steps=2, leak=True)
     assert host["verdict"] == "inconclusive"
-    assert host["reason"].startswith("Inconclusive in the mklcpu allocator: 2 steps from step_num markers")
+    assert host["reason"].startswith("Inconclusive in TensorFlow's CPU allocator (mklcpu): 2 steps from step_num markers")
     assert host["reason"].endswith(f". {MKLCPU_NOTE}.")

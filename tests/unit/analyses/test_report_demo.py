@@ -33,7 +33,9 @@ def test_leak_run_names_op_shape_and_rate():
     assert top["count"] == expected["steps"] and top["steps"] == expected["steps"]
     assert top["bytes_per_step"] == expected["leaked_bytes_per_step"]  # tensor bytes, not BFC's rounded-up chunks
     assert f"{expected['leaked_op']} {expected['leaked_shape']}" in a["reason"]
-    assert a["reason"].startswith("Leak in the bfc_cpu_allocator_for_gpu allocator: +512 KiB per step from Mul [128,1024] output")
+    assert a["reason"].startswith(
+        "Leak in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu): +512 KiB per step from Mul [128,1024] output"
+    )
     # Nothing else grows: the other never-freed buffers are the last step's.
     assert all(g["kind"] != "growing" for g in a["families"][1:])
 
@@ -113,5 +115,6 @@ def test_fixed_run_has_no_forecast():
     a = _allocator(tb_leakfinder.analyze(str(demo_xplane("tf_fixed"))))
     assert a["forecast"] is None
     assert a["reason"].startswith(
-        "No leak in the bfc_cpu_allocator_for_gpu allocator: nothing grows step after step over 25 steps from step_num markers;"
+        "No leak in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu): nothing grows step after step over 25 steps"
+        " from step_num markers;"
     )

@@ -37,7 +37,7 @@ def test_each_source_gives_the_steps_and_finds_the_leak(source):
     (a,) = h.allocators
     assert a.verdict.verdict == "leak", a.verdict.reason
     assert a.verdict.reason == (
-        f"Leak in the GPU_0_bfc allocator: +512 KiB per step from Mul [128,1024] output, 20 of 20 steps never freed (20 steps {origin})"  # noqa: E501 - the verdict's sentence, whole
+        f"Leak in TensorFlow's GPU:0 allocator (GPU_0_bfc): +512 KiB per step from Mul [128,1024] output, 20 of 20 steps never freed (20 steps {origin})"  # noqa: E501 - the verdict's sentence, whole
     )
     top = a.suspects.families[0]
     assert top.kind == "growing" and top.bytes_per_step == 512 * KIB and top.count == 20
@@ -151,7 +151,8 @@ def test_capture_shorter_than_three_steps_never_leaks(source):
     (a,) = h.allocators
     assert a.verdict.verdict == "inconclusive"
     assert a.verdict.reason.startswith(
-        f"Inconclusive in the GPU_0_bfc allocator: 1 step {SOURCES[source][3]}, too few to tell growth from warm-up"
+        f"Inconclusive in TensorFlow's GPU:0 allocator (GPU_0_bfc): 1 step {SOURCES[source][3]}, too few to tell growth"
+        " from warm-up"
     )
     assert "capture at least 3 steps" in a.verdict.reason
     assert a.forecast is None
@@ -184,7 +185,7 @@ def test_no_step_information_steady_growth_is_a_leak_in_time_windows():
     assert h.step_source.description == f"10 equal time windows of {width}, no step information"
     (a,) = h.allocators
     assert a.verdict.verdict == "leak", a.verdict.reason
-    assert a.verdict.reason.startswith("Leak in the GPU_0_bfc allocator: +")
+    assert a.verdict.reason.startswith("Leak in TensorFlow's GPU:0 allocator (GPU_0_bfc): +")
     assert "per window from Concat [16,1024] output, 10 of 10 windows never freed" in a.verdict.reason
     # Three steps per window: the rate is per window.
     assert a.suspects.families[0].bytes_per_step == pytest.approx(3 * 64 * KIB, rel=0.1)

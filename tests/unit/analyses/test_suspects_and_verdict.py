@@ -59,7 +59,7 @@ def test_growing_leak_is_found_with_its_rate():
     assert a.events.strings[top.op] == "Concat" and top.kind == "growing"
     assert top.bytes_per_step == 64 * KIB and top.steps == 20 and top.score == 1.0
     assert a.verdict.reason == (
-        "Leak in the GPU_0_bfc allocator: +64 KiB per step from Concat [16,1024] output, 20 of 20 steps never freed (20 steps from step_num markers)"  # noqa: E501 - the verdict's sentence, whole
+        "Leak in TensorFlow's GPU:0 allocator (GPU_0_bfc): +64 KiB per step from Concat [16,1024] output, 20 of 20 steps never freed (20 steps from step_num markers)"  # noqa: E501 - the verdict's sentence, whole
     )
     assert a.summary.growth_bytes_per_step == pytest.approx(64 * KIB)
 
@@ -127,7 +127,9 @@ def test_too_few_steps_is_inconclusive():
     loop = Loop(2)
     a = _analyze(loop.run(lambda step, t: loop.alloc(t, 64 * KIB, "Concat", "[16,1024]")))
     assert a.verdict.verdict == "inconclusive"
-    assert a.verdict.reason.startswith("Inconclusive in the GPU_0_bfc allocator: 2 steps from step_num markers, too few")
+    assert a.verdict.reason.startswith(
+        "Inconclusive in TensorFlow's GPU:0 allocator (GPU_0_bfc): 2 steps from step_num markers, too few"
+    )
     assert "capture at least 3 steps" in a.verdict.reason and "Concat [16,1024] output" in a.verdict.reason
 
 
@@ -178,7 +180,7 @@ def test_leak_of_an_op_whose_output_was_a_temporary_before_starts_at_its_onset()
     assert (top.kind, top.onset_step, top.bytes_per_step, top.count) == ("growing", 20, 256 * KIB, 20)
     assert a.verdict.verdict == "leak"
     assert a.verdict.reason.startswith(
-        "Leak in the GPU_0_bfc allocator: +256 KiB per step from Mul [64,1024] output from step 20 on, 20 of 40"
+        "Leak in TensorFlow's GPU:0 allocator (GPU_0_bfc): +256 KiB per step from Mul [64,1024] output from step 20 on, 20 of 40"
     )
     assert a.forecast is not None and a.forecast.growth_bytes_per_step == 256 * KIB
 
@@ -201,7 +203,7 @@ def test_one_buffer_regrown_every_step_is_a_leak():
     assert (top.shape, top.num_shapes, top.latest_shape) == ("[*,1024]", 30, "[480,1024]")
     assert a.verdict.verdict == "leak"
     assert a.verdict.reason == (
-        "Leak in the GPU_0_bfc allocator: +64 KiB per step from one buffer regrown each step by ConcatV2, now [480,1024] (30 steps from step_num markers)"  # noqa: E501 - the verdict's sentence, whole
+        "Leak in TensorFlow's GPU:0 allocator (GPU_0_bfc): +64 KiB per step from one buffer regrown each step by ConcatV2, now [480,1024] (30 steps from step_num markers)"  # noqa: E501 - the verdict's sentence, whole
     )
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
+import importlib
+import importlib.util
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -30,7 +34,7 @@ from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
 from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
-TF_CPU = "in the bfc_cpu_allocator_for_gpu allocator:"  # the allocator verdict names whose memory it judged
+TF_CPU = "in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu):"  # the allocator verdict names whose memory it judged
 
 
 def test_console_script_is_installed():
@@ -202,13 +206,13 @@ ACCURACY = ROOT / "benchmarks" / "accuracy" / "captures"
         (
             "late_onset",
             [
-                "Leak in the bfc_cpu_allocator_for_gpu allocator: +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"  # noqa: E501 - the verdict's sentence, whole
+                "Leak in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu): +128 KiB per step from Mul [128,256] output from step 20 on, 20 of 40 steps never freed"  # noqa: E501 - the verdict's sentence, whole
             ],
         ),
         (
             "regrown",
             [
-                "Leak in the bfc_cpu_allocator_for_gpu allocator: +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"  # noqa: E501 - the verdict's sentence, whole
+                "Leak in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu): +256 KiB per step from one buffer regrown each step by ConcatV2, now [10240,256] (40 steps"  # noqa: E501 - the verdict's sentence, whole
             ],
         ),
         ("dynamic_shapes", ["from Tanh [32,*] output, 20 shapes, 40 of 40 steps never freed"]),
@@ -474,8 +478,9 @@ from tb_leakfinder.views import cli
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     cli.main(sys.argv[1:])
 heavy = (
-    "numpy", "tensorboard", "werkzeug", "tensorflow", "ray", "tqdm", "tb_leakfinder.analyses.diff",
-    "tb_leakfinder.engine.precompute", "tb_leakfinder.read.formats.torch_snapshot.reader",
+    "numpy", "tensorboard", "werkzeug", "tensorflow", "torch", "jax", "ray", "tqdm", "tb_leakfinder.analyses.diff",
+    "tb_leakfinder.engine.precompute", "tb_leakfinder.read.formats.torch_snapshot.reader", "tb_leakfinder.capture",
+    "tb_leakfinder.capture.torch_profiler", "tb_leakfinder.store.disk_cache", "tb_leakfinder.views.markdown",
 )
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
@@ -486,22 +491,44 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
     [
         (["--help"], []),
         (["report", "--help"], []),
+        (["check"], []),  # a usage error
         (["report", "--json", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
         (["check", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
         (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--html", "OUT/page.html"], ["numpy"]),
         (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--csv", "OUT/tables"], ["numpy"]),
         (
             ["diff", "--no-cache", str(DEMO_LOGS / "tf_fixed"), str(DEMO_LOGS / "tf_leak"), "--html", "OUT/diff.html"],
-            ["numpy", "tb_leakfinder.analyses.diff"],
+            ["numpy", "tb_leakfinder.analyses.diff", "tb_leakfinder.views.markdown"],  # its text is Markdown
         ),
     ],
 )
 def test_a_command_imports_only_what_it_needs(argv, loaded, tmp_path):
-    """`--help` loads neither numpy nor TensorBoard; a report loads numpy, not the diff engine nor Ray's
-    precompute, nor the reader of a format it does not read, nor the progress bar when stderr is no terminal; its
-    HTML and CSV files come from the queries, without TensorBoard or its web server."""
+    """`--help` and a usage error load neither numpy, TensorBoard, a framework nor the capture helper; a report
+    loads numpy, not the diff engine nor Ray's precompute, nor the reader of a format it does not read, nor the
+    disk cache it was told not to use, nor the Markdown it was not asked for, nor the progress bar when stderr is no
+    terminal; its HTML and CSV files come from the queries, without TensorBoard or its web server."""
     argv = [arg.replace("OUT", str(tmp_path)) for arg in argv]
     out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
     assert json.loads(out.stdout) == loaded
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(written) == ("--html" in argv) + 5 * ("--csv" in argv) and all(p.stat().st_size for p in written)
+
+
+def test_each_module_the_commands_load_lazily_is_the_one_its_name_is_typed_as():
+    """The commands' modules are named by strings (`cli._Lazy`), which neither mypy nor a rename sees: each name is
+    the module its import for the type checker names, and the lazy and typed names are the same set."""
+    from tb_leakfinder.views import cli as cli_module
+
+    tree = ast.parse(pathlib.Path(cli_module.__file__).read_text(encoding="utf-8"))
+    (guard,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    typed = {
+        alias.asname or alias.name: f"{node.module}.{alias.name}"
+        for node in guard.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if importlib.util.find_spec(f"{node.module}.{alias.name}") is not None  # a module, not a name (Json)
+    }
+    lazy = {name: value.__name__ for name, value in vars(cli_module).items() if isinstance(value, cli_module._Lazy)}
+    assert lazy == typed
+    for module in lazy.values():
+        assert importlib.import_module(module).__name__ == module

@@ -72,6 +72,27 @@ def test_the_text_report_says_who_holds_the_leak_and_that_the_search_was_partial
     ) in out
 
 
+def test_the_search_line_says_each_buffer_once_the_ambiguous_apart_from_those_held_by_nothing(tmp_path, capsys):
+    """The helper counts the ambiguous buffers among those it found no holder for: of the 5 Mul outputs no holder
+    names, 3 are ambiguous and 2 are held by no reference it found."""
+    profile, muls, _, _ = _demo_leak(tmp_path)
+    live = never_freed(profile)
+    rest = [live[a][1] for a in muls[20:]]
+    document = companion(
+        holders=[holder("history", muls[:20], kind="frame_local", created=CREATED)],
+        unmatched_count=5,
+        unmatched_bytes=sum(rest),
+        ambiguous_count=3,
+        ambiguous_bytes=sum(rest[:3]),
+    )
+    write_companion(profile, document)
+    assert cli.main(["report", str(tmp_path / "tf_leak")]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    held_by_nothing = f"2 never-freed buffers ({format_bytes(sum(rest[3:]))}) held by no reference it found"
+    ambiguous = f"3 never-freed buffers ({format_bytes(sum(rest[:3]))}) are ambiguous"
+    assert f"  holders: complete, 1,000 objects in 0.05 s; {held_by_nothing}; {ambiguous}: " in out
+
+
 def test_markdown_and_csv_carry_the_holders(tf_leak, tmp_path):
     logdir, named, _ = tf_leak
     md, out = tmp_path / "report.md", tmp_path / "csv"
@@ -115,7 +136,8 @@ def test_a_holder_matched_by_shape_and_the_ambiguous_buffers_are_said_in_text_ma
     assert cli.main(["report", logdir]) == cli.EXIT_OK
     text = capsys.readouterr().out
     assert f"      {said}\n" in text
-    assert f"held by no reference it found; {ambiguous}\n" in text
+    # All 5 unmatched are the ambiguous: none is said to be held by no reference (each buffer is counted once).
+    assert f"  holders: complete, 1,000 objects in 0.05 s; {ambiguous}\n" in text
     markdown = md.read_text(encoding="utf-8")
     assert f"- `Mul [128,1024] output`: {said}" in markdown
     assert ambiguous in markdown

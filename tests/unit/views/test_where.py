@@ -78,6 +78,9 @@ def test_text_shows_at_most_two_frames_after_the_line():
     framed = {"where": "a.py:1 in f", "site": {"stack": stack[:3], "model_frame": ""}}
     assert text.where_parts(framed, 2) == ["a.py:1 in f", "b.py:2 in g", "c.py:3 in h"]
     assert text.where_parts({"where": "", "site": {"stack": [], "model_frame": ""}}, 2) == []
+    # A line below a helper that many allocations share names the helper; only its callers follow.
+    helped = {"where": "b.py:2 in g", "site": {"stack": stack, "model_frame": ""}}
+    assert text.where_parts(helped, 1) == ["b.py:2 in g (through a.py:1 in f)", "c.py:3 in h", "…"]
     # The model library's frame below the line comes first, the user's line that called it after; alone when the
     # profile has no user frame.
     model = "Owlv2Attention.forward (modeling_owlv2.py:410)"

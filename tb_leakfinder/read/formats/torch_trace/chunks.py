@@ -30,11 +30,8 @@ import msgspec
 import numpy as np
 from msgspec import UNSET, UnsetType
 
-from tb_leakfinder.model.memory import module_call_name, python_call_name
 from tb_leakfinder.read.formats.common import compiled, limits
 from tb_leakfinder.read.formats.torch_trace.reader import (
-    _MODULE_CALL,
-    _PYTHON_FRAME,
     CPU_TYPE,
     DEVICE_TYPES,
     GPU_CATEGORY_PREFIX,
@@ -44,11 +41,11 @@ from tb_leakfinder.read.formats.torch_trace.reader import (
     MEMORY_EVENT,
     NO_TOTAL,
     OP_CATEGORIES,
-    PYTHON_CATEGORY,
     STEP_PREFIX,
     STEP_SPAN,
     _Scan,
     _shape,
+    call_name,
 )
 from tb_leakfinder.read.formats.torch_trace.stream import not_readable
 
@@ -189,12 +186,10 @@ class _Kinds(dict[tuple[Any, ...], int]):
                         code = REFUSED
                     else:
                         code, number, step = STEP, scan.steps.strings(STEP_SPAN), int(digits)
+                elif (call := call_name(category, name)) is not None:
+                    code, number = CALL, scan.calls.strings(call)
                 elif category in OP_CATEGORIES:
                     code, number = OP, scan.ops.strings(name)
-                elif category == PYTHON_CATEGORY and (frame := _PYTHON_FRAME.fullmatch(name)):
-                    code, number = CALL, scan.calls.strings(python_call_name(frame.group(1), frame.group(2), frame.group(3)))
-                elif category == PYTHON_CATEGORY and (module := _MODULE_CALL.fullmatch(name)):
-                    code, number = CALL, scan.calls.strings(module_call_name(module.group(1)))
         self[key] = len(self.code)
         self.code.append(code)
         self.name.append(number)

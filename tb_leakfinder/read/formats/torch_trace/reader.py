@@ -17,7 +17,9 @@ computes, its shape the op's `Input type` and `Input Dims`: an allocation primit
 (`aten::clone`, `aten::_to_copy`, `aten::zeros_like`), so the enclosing op names it. `python_function` events
 named `file.py(line): func` are host calls `$file.py:line func` on their thread, and those named
 `nn.Module: <Class>_<k>` host calls `$class <Class>` (the module whose forward runs inside); others of theirs
-(built-ins) are left out.
+(built-ins) are left out. The capture helper's marks (`cpu_op` or `user_annotation`) named
+`tb_leakfinder line file.py(line): func` (the line that called a torch op, which `python_function` events do not
+record) are host calls `@file.py:line func`, not ops.
 Each (pid, tid) is a line, numbered in order of first appearance. `ts` and `dur` are µs; times are ps from
 the trace's earliest event, the duration to its latest end. The capture's start is `baseTimeNanoseconds`
 (the epoch time in ns Kineto's `ts` count from) plus the earliest `ts`; unknown when the trace has none.
@@ -47,6 +49,7 @@ from tb_leakfinder.model.memory import (
     EVENT_COLUMNS,
     FREE,
     LIMIT_DEVICE,
+    LINE_MARK_PREFIX,
     SPAN_HOST_CALL,
     SPAN_HOST_ROOT,
     AllocatorInfo,
@@ -54,6 +57,7 @@ from tb_leakfinder.model.memory import (
     MemoryEvents,
     Spans,
     Steps,
+    line_call_name,
     module_call_name,
     python_call_name,
 )
@@ -98,6 +102,27 @@ NO_TOTAL = -(1 << 62)
 _PYTHON_FRAME = re.compile(r"(.+)\((\d{1,9})\): (.+)")
 # Kineto's event for a module's call: its class and the module's index among that class's ("Linear_3").
 _MODULE_CALL = re.compile(r"nn\.Module: ([A-Za-z_][A-Za-z0-9_]*?)(?:_\d+)?")
+# The capture helper's mark of the line that called a torch op (model/memory.LINE_MARK_PREFIX): a record_function.
+ANNOTATION_CATEGORY = "user_annotation"
+_LINE_MARK = re.compile(re.escape(LINE_MARK_PREFIX) + r"(.+)\((\d{1,9})\): (.+)")
+
+
+def call_name(category: object, name: str) -> str | None:
+    """The host call name of a complete event that is one: a Python function (`python_function` named
+    `file.py(line): func`), a module's call (`nn.Module: <Class>_<k>`), or the capture helper's line mark; else None
+    (built-ins, other annotations)."""
+    if category == PYTHON_CATEGORY:
+        if frame := _PYTHON_FRAME.fullmatch(name):
+            return python_call_name(frame.group(1), frame.group(2), frame.group(3))
+        if module := _MODULE_CALL.fullmatch(name):
+            return module_call_name(module.group(1))
+    elif (category == ANNOTATION_CATEGORY or category in OP_CATEGORIES) and (mark := _LINE_MARK.fullmatch(name)):
+        # PyTorch's C record_function (what the capture helper uses) writes its mark as a cpu_op, the Python one as
+        # a user_annotation.
+        return line_call_name(mark.group(1), mark.group(2), mark.group(3))
+    return None
+
+
 # An event's op is found this many steps down its line's stack at once for all events; deeper, one event at a time.
 MAX_STACK_STEPS = 16
 # A line of this many ops or more has its ops after all earlier ones on it found at once (`_op_stacks`).
@@ -237,16 +262,10 @@ class _Scan:
                     raise not_readable(self.path, f"event {k}'s step number {digits[:40]}... is out of range")
                 self._complete(self.steps, ts, dur, event, STEP_SPAN)
                 self.step_num.append(int(digits))
+            elif (call := call_name(category, name)) is not None:
+                self._complete(self.calls, ts, dur, event, call)
             elif category in OP_CATEGORIES:
                 self._complete(self.ops, ts, dur, event, name, _shape(args))
-            elif category == PYTHON_CATEGORY:
-                frame = _PYTHON_FRAME.fullmatch(name)
-                module = _MODULE_CALL.fullmatch(name)
-                if frame:
-                    call = python_call_name(frame.group(1), frame.group(2), frame.group(3))
-                    self._complete(self.calls, ts, dur, event, call)
-                elif module:
-                    self._complete(self.calls, ts, dur, event, module_call_name(module.group(1)))
 
     def _complete(self, into: _Complete, ts: float, dur: float, event: dict[str, Any], name: str, shape: str = "") -> None:
         into.start.append(ts)

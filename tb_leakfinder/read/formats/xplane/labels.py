@@ -5,11 +5,12 @@ host RAM or records only part of what it allocates."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
 
-from tb_leakfinder.model.memory import NO_ALLOCATOR_KEY, AllocatorInfo, HostProfile, MemoryEvents
+from tb_leakfinder.model.memory import ALLOC, NO_ALLOCATOR_KEY, AllocatorInfo, HostProfile, MemoryEvents
 from tb_leakfinder.read.formats.xplane.names import MKLCPU_ID
 
 # TensorFlow's DataType enum (types.proto), as memory events carry it.
@@ -68,6 +69,50 @@ def allocator_label(memory_id: str, device_planes: list[str]) -> str:
         if device and ordinal is not None and int(device.group(2)) == int(ordinal) and (not gpu or device.group(1) == "GPU"):
             return f"{device.group(1)}:{device.group(2)}"
     return memory_id
+
+
+def spoken_name(memory_id: str, label: str) -> str:
+    """What a verdict calls an allocator whose label is its raw memory id: the memory it hands out, then the id that
+    XProf's Memory Profile lists it by ("CPU allocator (bfc_cpu_allocator_for_gpu)", "GPU:0 allocator (GPU_0_bfc)",
+    "pinned host memory allocator (gpu_host_bfc)"); "" when the label already names a device ("GPU:0") or the id
+    says nothing more."""
+    if label != memory_id or not memory_id:
+        return ""
+    gpu = _GPU_BFC.fullmatch(memory_id)
+    if gpu:
+        kind = f"GPU:{gpu.group(1)}"
+    elif memory_id in HOST_PINNED_IDS:
+        kind = "pinned host memory"
+    elif "cpu" in memory_id.lower():
+        kind = "CPU"
+    elif memory_id.isdecimal():
+        return f"device {memory_id} allocator"  # an index_on_host or device_ordinal without its device plane
+    else:
+        return ""
+    return f"{kind} allocator" + ("" if memory_id.lower() == kind.lower() else f" ({memory_id})")
+
+
+# Memory ids only one framework's runtime writes: TensorFlow's CPU allocators (BFC, oneDNN's) and its GPU client's
+# pinned host memory; PJRT's (JAX's) GPU client's pinned host memory.
+TENSORFLOW_IDS = frozenset({"bfc_cpu_allocator_for_gpu", MKLCPU_ID, "gpu_host_bfc"})
+PJRT_IDS = frozenset({"xla_gpu_host_bfc"})
+# JAX names the programs it compiles by the transformation and the function: jit_train_step, pmap_update.
+_JAX_MODULE = re.compile(r"(?:jit|pmap)_.*")
+TENSORFLOW, JAX = "TensorFlow", "JAX"
+
+
+def framework_of(events: MemoryEvents, modules: Iterable[str]) -> str:
+    """TensorFlow or JAX, when the file says which, "" when it does not (or says both): TensorFlow names its
+    buffers' ops (tf_op; PJRT writes placeholders, blanked before) and has allocators of its own; JAX's programs
+    are named jit_<function> or pmap_<function> (`modules`: the profile's HLO modules, "<module>(<id>)") and
+    PJRT's GPU client has its own pinned host memory."""
+    ids = set(events.allocator_names)
+    said = set()
+    if ids & TENSORFLOW_IDS or bool(np.any(events.op[events.kind == ALLOC] != 0)):
+        said.add(TENSORFLOW)
+    if ids & PJRT_IDS or any(_JAX_MODULE.fullmatch(name) for name in modules):
+        said.add(JAX)
+    return said.pop() if len(said) == 1 else ""
 
 
 def is_host_memory(memory_id: str) -> bool:
@@ -159,12 +204,10 @@ def in_neutral_terms(profile: HostProfile) -> HostProfile:
             dtype = np.asarray(names, np.int32)[np.searchsorted(present, codes)]
         events = replace(events, dtype=dtype)
     events = _without_layouts(_unnamed_as_empty(events))
-    allocators = {
-        memory_id: AllocatorInfo(
-            allocator_label(memory_id, profile.device_planes),
-            is_host_memory(memory_id),
-            MKLCPU_NOTE if memory_id == MKLCPU_ID else None,
-        )
-        for memory_id in events.allocator_names
-    }
-    return replace(profile, events=events, allocators=allocators)
+    allocators = {}
+    for memory_id in events.allocator_names:
+        label = allocator_label(memory_id, profile.device_planes)
+        note = MKLCPU_NOTE if memory_id == MKLCPU_ID else None
+        allocators[memory_id] = AllocatorInfo(label, is_host_memory(memory_id), note, spoken=spoken_name(memory_id, label))
+    framework = framework_of(events, profile.hlo_protos)
+    return replace(profile, events=events, allocators=allocators, framework=framework)

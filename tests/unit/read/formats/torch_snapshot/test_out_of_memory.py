@@ -123,4 +123,23 @@ def test_the_after_run_twin_is_its_live_blocks_named_by_their_frames(tmp_path):
     assert allocator["out_of_memory"] is None
     rows = {(r["category"], r["where"]) for r in allocator["peak_breakdown"]}
     assert ("before_window", "") not in rows
-    assert ("buffers", "pytorch_backend.py:190 in allocate") in rows
+    assert ("buffers", "flex_opt.py:171 in init_weight") in rows
+
+
+@pytest.mark.parametrize("out_of_memory", [True, False], ids=["at_the_error", "after_the_run"])
+def test_families_and_the_breakdown_name_the_weights_by_the_lines_that_called_the_helper(tmp_path, out_of_memory):
+    """As the post-mortem does: every weight is made through pytorch_backend.py:190 in allocate, so the line that
+    tells them apart is its caller's; the helper stays the innermost frame of their stack."""
+    layers = 6
+    path = helper_job("2.0", out_of_memory=out_of_memory, layers=layers).write(tmp_path / "snapshot.pickle")
+    (allocator,) = analyze_file(str(path), HOST, str(tmp_path)).json()["allocators"]
+    weights = {f"flex_opt.py:{line} in {name}": layers * count for line, name, count in INIT_WEIGHTS}
+    expected = {where: (count, count * 64 * MIB) for where, count in weights.items()}
+    expected["flex_opt.py:702 in forward"] = (1, 16 * MIB)
+    families = allocator["families"]
+    assert {f["where"]: (f["count"], f["chunk_bytes"]) for f in families} == expected
+    assert {f["label"] for f in families} == {f"made at {where}" for where in expected}
+    helped = [f for f in families if f["where"] in weights]
+    assert {f["site"]["stack"][0] for f in helped} == {"pytorch_backend.py:190 in allocate"}
+    rows = [r for r in allocator["peak_breakdown"] if r["category"] == "buffers"]
+    assert {r["where"]: (r["count"], r["bytes"]) for r in rows} == expected

@@ -413,3 +413,18 @@ def test_device_columns_of_a_few_devices_equal_each_device_apart(monkeypatch: py
     apart = reader._device_columns(device, nbytes, allocated, capacity, "t.json")
     for got, expected in zip(few, apart, strict=True):
         assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("category", ["cpu_op", "user_annotation"])
+def test_the_capture_helpers_line_marks_are_calls_not_ops(tmp_path, category):
+    """PyTorch's C record_function writes a mark as a cpu_op, the Python one as a user_annotation: either names the
+    line, never the allocation's op."""
+    events = [
+        complete("prog.py(5): make", 0.0, 50.0, cat="python_function"),
+        complete("tb_leakfinder line /src/prog.py(8): make", 10.0, 20.0, cat=category),
+        complete("aten::mul", 12.0, 10.0),
+        memory(15.0, 4096, Addr=0x1000),
+    ]
+    body = analyze_file(str(write(tmp_path / "m.pt.trace.json", events)), "m", str(tmp_path)).json()
+    (row,) = [r for r in body["allocators"][0]["peak_breakdown"] if r["category"] == "buffers"]
+    assert (row["op"], row["where"]) == ("aten::mul", "prog.py:8 in make")

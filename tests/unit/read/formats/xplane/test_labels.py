@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tb_leakfinder.model.memory import ALLOC, NO_ALLOCATOR_KEY
-from tb_leakfinder.read.formats.xplane.labels import allocator_label, dtype_name, in_neutral_terms, is_host_memory
+from tb_leakfinder.read.formats.xplane.labels import (
+    JAX,
+    TENSORFLOW,
+    allocator_label,
+    dtype_name,
+    in_neutral_terms,
+    is_host_memory,
+    spoken_name,
+)
 from tests.support.columns import host_profile, memory_events
 
 TPU_PLANES = [f"/device:TPU:{n}" for n in range(4)]
@@ -76,3 +84,40 @@ def test_a_tpu_shape_loses_its_layout_and_joins_the_same_shape_without_one():
         "",
     ]
     assert neutral.shape[0] == neutral.shape[1]  # one shape: one group
+
+
+@pytest.mark.parametrize(
+    ("memory_id", "planes", "spoken"),
+    [
+        ("bfc_cpu_allocator_for_gpu", [], "CPU allocator (bfc_cpu_allocator_for_gpu)"),  # TF's CPU allocator with BFC
+        ("mklcpu", [], "CPU allocator (mklcpu)"),  # TF's oneDNN CPU allocator
+        ("cpu", [], "CPU allocator"),  # the id says no more than the words
+        ("gpu_host_bfc", GPU_PLANES, "pinned host memory allocator (gpu_host_bfc)"),
+        ("xla_gpu_host_bfc", GPU_PLANES, "pinned host memory allocator (xla_gpu_host_bfc)"),
+        ("GPU_7_bfc", GPU_PLANES, "GPU:7 allocator (GPU_7_bfc)"),  # no plane of that GPU: its ordinal and its id
+        ("GPU_0_bfc", GPU_PLANES, ""),  # labelled by its device plane, GPU:0: the label says it
+        ("2", TPU_PLANES, ""),
+        ("2", [], "device 2 allocator"),
+        ("hbm", [], ""),  # an id that says nothing more is said as it is
+    ],
+)
+def test_a_verdict_names_an_allocator_by_its_memory_and_the_id_xprof_lists(memory_id, planes, spoken):
+    assert spoken_name(memory_id, allocator_label(memory_id, planes)) == spoken
+
+
+def _framework(allocator: str, op: str = "", modules: tuple[str, ...] = ()) -> str:
+    events = memory_events([0, 1], ALLOC, [0x10, 0x20], 4, allocator=allocator, op=op)
+    protos = {name: b"" for name in modules}
+    return in_neutral_terms(host_profile(events, hlo_protos=protos)).framework
+
+
+def test_the_framework_is_what_the_file_says():
+    # TensorFlow names its buffers' ops and has allocators of its own; JAX names its programs jit_/pmap_<function>,
+    # and PJRT's GPU client has its own pinned host memory. PJRT's placeholder op says nothing.
+    assert _framework("GPU_0_bfc", op="MatMul") == TENSORFLOW
+    assert _framework("bfc_cpu_allocator_for_gpu") == _framework("gpu_host_bfc") == TENSORFLOW
+    assert _framework("GPU_0_bfc", op="dummy", modules=("jit_train_step(12)",)) == JAX
+    assert _framework("xla_gpu_host_bfc") == _framework("0", modules=("pmap_update(3)",)) == JAX
+    # Nothing said, or both (TensorFlow and JAX in one process): not told.
+    assert _framework("GPU_0_bfc", op="dummy") == _framework("0", modules=("a_inference_step_7(1)",)) == ""
+    assert _framework("GPU_0_bfc", op="MatMul", modules=("jit_train_step(12)",)) == ""
