@@ -8,6 +8,7 @@ import {CompareView} from './compare';
 import {DataCache} from './data';
 import {el, errorMessage, notice} from './dom';
 import {countOf, shortProgram} from './format';
+import {LatestRequest, type Panel} from './panel';
 import {captureCount, tensorboardRun} from './panels/history';
 import {OverviewView} from './panels/overview';
 import {VERDICT_LABEL} from './panels/verdict';
@@ -56,9 +57,9 @@ export class App {
   private readonly moduleLabel = el('label', {'data-label': 'module'}, 'Module', this.selectors.module);
   private readonly links = el('span', {class: 'lf-links'});
   private readonly content = el('div', {class: 'lf-content'});
-  private view: RunView | CompareView | OverviewView | null = null;
-  /** Bumped by each show(): an older one still fetching drops what it gets. */
-  private generation = 0;
+  private view: Panel | null = null;
+  /** The newest show(): an older one still fetching drops what it gets. */
+  private readonly shows = new LatestRequest();
   /** How many show() calls are fetching: they fetch fresh data anyway, so a reload then is moot. */
   private showing = 0;
   /** Set by a Where link: the next view scrolls to the static view's selected buffer. */
@@ -124,14 +125,14 @@ export class App {
     const {state, data} = this;
     const b = state.comparing ? state.cmp : null;
     if (!data.runs || !data.cachedReport(state.a) || (b && !data.cachedComparison(state.a, b))) return this.show();
-    const generation = this.generation;
-    const changed = await data.refresh(state.a, b, () => generation !== this.generation);
+    const shown = this.shows.signal;
+    const changed = await data.refresh(state.a, b, () => shown.aborted);
     if (changed) await this.show();
   }
 
   setTheme(theme: Theme): void {
     document.documentElement.dataset.theme = theme;
-    this.view?.redraw();
+    this.view?.update();
   }
 
   private setStatus(status: Status, ...message: (Node | string)[]): void {
@@ -153,8 +154,8 @@ export class App {
   }
 
   private async showNow(): Promise<void> {
-    const generation = ++this.generation;
-    const stale = () => generation !== this.generation;
+    const signal = this.shows.begin();
+    const stale = () => signal.aborted;
     const {state, data} = this;
     this.setStatus('loading', notice('loading', 'Loading…'));
     try {
@@ -248,13 +249,17 @@ export class App {
     this.state.save();
     this.updateLinks();
     this.view?.destroy();
-    this.view = new OverviewView(this.data, this.state.sel.run, (row) => {
-      this.state.set('host', row.host);
-      this.state.set('allocator', row.memory_id ?? '');
-      void this.show();
+    this.view = new OverviewView({
+      cache: this.data,
+      run: this.state.sel.run,
+      onOpen: (row) => {
+        this.state.set('host', row.host);
+        this.state.set('allocator', row.memory_id ?? '');
+        void this.show();
+      },
     });
     this.content.replaceChildren(this.view.element);
-    this.view.start();
+    this.view.mount();
     this.setStatus('ready');
   }
 
@@ -450,7 +455,7 @@ export class App {
         });
     this.revealStatic = false;
     this.content.replaceChildren(this.view.element);
-    this.view.start();
+    this.view.mount();
     this.setStatus('ready');
   }
 

@@ -4,6 +4,7 @@
 import uPlot from 'uplot';
 import {breakableChild, type Child, cssVar, el} from './dom';
 import {byteTicks} from './format';
+import {Disposables, live} from './panel';
 
 /** Runs `paint` with the canvas clipped to the plotting area (canvas pixels). */
 export function clipped(u: uPlot, paint: (ctx: CanvasRenderingContext2D, box: uPlot.BBox) => void): void {
@@ -130,8 +131,15 @@ export function steppedPath(): uPlot.Series.PathBuilder {
   return stepped({align: 1});
 }
 
-/** Keeps a chart as wide as its container. Returns a disposer. */
-export function autoWidth(chart: uPlot, container: HTMLElement, height: number): () => void {
+/** A uPlot chart in `target`, counted in `live.plots` until destroyed. */
+function newPlot(opts: uPlot.Options, data: uPlot.AlignedData, target: HTMLElement): uPlot {
+  live.plots++;
+  const hooks = opts.hooks ?? {};
+  return new uPlot({...opts, hooks: {...hooks, destroy: [...(hooks.destroy ?? []), () => void live.plots--]}}, data, target);
+}
+
+/** Keeps a chart as wide as its container, until the observer returned is disconnected. */
+function autoWidth(chart: uPlot, container: HTMLElement, height: number): ResizeObserver {
   let last = 0;
   const observer = new ResizeObserver(() => {
     const width = Math.max(200, Math.floor(container.clientWidth));
@@ -141,7 +149,7 @@ export function autoWidth(chart: uPlot, container: HTMLElement, height: number):
     }
   });
   observer.observe(container);
-  return () => observer.disconnect();
+  return observer;
 }
 
 export function chartWidth(container: HTMLElement): number {
@@ -160,7 +168,8 @@ export function takeSelection(u: uPlot): [number, number] | null {
 /** One uPlot chart at a time in `container`, kept as wide as it. */
 export class SizedPlot {
   plot: uPlot | null = null;
-  private dispose: (() => void) | null = null;
+  /** The chart shown and its observer. */
+  private owned = new Disposables();
 
   constructor(
     private readonly container: HTMLElement,
@@ -170,17 +179,16 @@ export class SizedPlot {
   /** Replaces the chart; `onDoubleClick` typically resets the zoom. */
   create(opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData, onDoubleClick?: () => void): uPlot {
     this.destroy();
-    const plot = new uPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container);
+    this.owned = new Disposables();
+    const plot = this.owned.own(newPlot({...opts, width: chartWidth(this.container), height: this.height}, data, this.container));
     if (onDoubleClick) plot.over.addEventListener('dblclick', onDoubleClick);
-    this.dispose = autoWidth(plot, this.container, this.height);
+    this.owned.observe(autoWidth(plot, this.container, this.height));
     this.plot = plot;
     return plot;
   }
 
   destroy(): void {
-    this.dispose?.();
-    this.dispose = null;
-    this.plot?.destroy();
+    this.owned.dispose();
     this.plot = null;
   }
 }
@@ -257,7 +265,7 @@ export class RectChart<R extends Rect> {
   private rects: R[] = [];
   private xRange: [number, number] = [0, 1];
   private yRange: [number, number] = [0, 1];
-  private readonly dispose: () => void;
+  private readonly owned = new Disposables();
   hovered: R | null = null;
   /** The rect the keyboard is on; null for none. */
   private keyed: R | null = null;
@@ -297,7 +305,7 @@ export class RectChart<R extends Rect> {
         ],
       },
     };
-    this.plot = new uPlot(opts, [[], []], this.element);
+    this.plot = this.owned.own(newPlot(opts, [[], []], this.element));
     this.plot.over.addEventListener('mouseleave', () => this.tooltip.hide());
     this.plot.over.addEventListener('dblclick', () => this.zoom(null));
     const pick = options.onPick;
@@ -309,7 +317,7 @@ export class RectChart<R extends Rect> {
         if (this.hovered && Math.hypot(e.clientX - down.x, e.clientY - down.y) < 4) pick(this.hovered);
       });
     }
-    this.dispose = autoWidth(this.plot, this.element, options.height);
+    this.owned.observe(autoWidth(this.plot, this.element, options.height));
   }
 
   setData(rects: R[], xRange: [number, number], yRange: [number, number]): void {
@@ -331,8 +339,7 @@ export class RectChart<R extends Rect> {
   }
 
   destroy(): void {
-    this.dispose();
-    this.plot.destroy();
+    this.owned.dispose();
   }
 
   /** The rects in the x range shown, by their start (then their y): the keyboard's order. */

@@ -4,7 +4,8 @@
 import type {AllocatorDiff, AllocatorReport, ComparisonAnswer, HostReport, Limits} from './api';
 import type {DataCache} from './data';
 import {el, notice, section} from './dom';
-import {renderDeltas, renderFamilies, renderModules, renderRegression, renderVerdicts, sideName, sideTag} from './panels/compare';
+import {type Panel, Panels} from './panel';
+import {deltasPanel, familyChangesPanel, moduleChangesPanel, regressionBanner, sideName, sideTag, verdictsBanner} from './panels/compare';
 import {CompareTimeline, type SideSelection} from './panels/compare_timeline';
 
 export interface CompareData {
@@ -37,9 +38,9 @@ function outOfMemoryBanner(alloc: AllocatorDiff | undefined): HTMLElement | null
   );
 }
 
-export class CompareView {
+export class CompareView implements Panel {
   readonly element: HTMLElement;
-  private timeline: CompareTimeline | null = null;
+  private readonly panels = new Panels();
 
   constructor({cache, comparison: c, a, allocator, b, limits, hostOf}: CompareData) {
     this.element = el('div', {class: 'lf-view lf-compare', 'data-run-a': c.run_a, 'data-run-b': c.run_b});
@@ -51,8 +52,8 @@ export class CompareView {
     const oom = outOfMemoryBanner(alloc);
     // An out-of-memory error is never "no regression": its banner replaces the green one, and leads a red one.
     if (oom) this.element.append(oom);
-    if (!oom || c.regression) this.element.append(renderRegression(c, host));
-    this.element.append(renderVerdicts(c, host, alloc));
+    if (!oom || c.regression) this.element.append(regressionBanner(c, host));
+    this.element.append(verdictsBanner(c, host, alloc));
     if (c.unmatched_hosts.length) {
       this.element.append(notice('empty', `Hosts in one run only, left out: ${c.unmatched_hosts.join(', ')}.`));
     }
@@ -74,40 +75,41 @@ export class CompareView {
     }
     if (alloc) {
       const name = alloc.allocator_a === alloc.allocator_b || !alloc.allocator_b ? (alloc.allocator_a ?? '') : `${alloc.allocator_a ?? '—'} / ${alloc.allocator_b}`;
-      this.timeline = new CompareTimeline(
+      const timeline = new CompareTimeline({
         cache,
-        {
+        sides: {
           a: alloc.allocator_a === null ? null : {run: a.run, host: host.host_a, allocator: alloc.allocator_a},
           b: alloc.allocator_b === null ? null : {run: b.run, host: host.host_b, allocator: alloc.allocator_b},
         },
         limits,
-      );
+      });
+      // Not drawn when a side records no times (its section is left out).
+      if (!untimed.length) this.panels.add(timeline);
       this.element.append(
-        section(`Changes from A to B (allocator ${name})`, 'compare-deltas', renderDeltas(alloc)),
+        section(`Changes from A to B (allocator ${name})`, 'compare-deltas', this.panels.add(deltasPanel(alloc)).element),
         ...(untimed.length
           ? []
-          : [section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), this.timeline.element)]),
-        section(`Families, A → B (${alloc.families.length})`, 'compare-families', renderFamilies(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})),
+          : [section('Memory timelines', 'compare-timeline', el('div', {class: 'lf-legend'}, sideTag('a'), ` ${sideName(c.run_a, host.host_a)}`, sideTag('b'), ` ${sideName(c.run_b, host.host_b)}`), timeline.element)]),
+        section(`Families, A → B (${alloc.families.length})`, 'compare-families', this.panels.add(familyChangesPanel(alloc.families, {...runs, allocator_a: alloc.allocator_a, allocator_b: alloc.allocator_b})).element),
       );
     } else {
       this.element.append(notice('empty', 'Neither run has memory events (a BFC allocator), so only their compiled programs are compared.'));
     }
     if (host.modules.length) {
-      this.element.append(section(`Compiled programs (${host.modules.length})`, 'compare-modules', renderModules(host.modules, runs)));
+      this.element.append(section(`Compiled programs (${host.modules.length})`, 'compare-modules', this.panels.add(moduleChangesPanel(host.modules, runs)).element));
     }
   }
 
   /** Starts the timelines' requests; call once the element is in the page. */
-  start(): void {
-    // Not drawn when a side records no times (its section is left out).
-    if (this.timeline?.element.isConnected) void this.timeline.load();
+  mount(): void {
+    this.panels.mount();
   }
 
-  redraw(): void {
-    this.timeline?.draw();
+  update(): void {
+    this.panels.update();
   }
 
   destroy(): void {
-    this.timeline?.destroy();
+    this.panels.destroy();
   }
 }

@@ -54,7 +54,6 @@ export function clear(node: Node): void {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
-/** A message shown in place of a panel: loading, empty or error. */
 /** A sentence whose `code` is in backticks (a format's own words), as text and <code> elements. */
 export function withCode(text: string): Child[] {
   return text
@@ -63,6 +62,7 @@ export function withCode(text: string): Child[] {
     .filter((part) => part !== '');
 }
 
+/** A message shown in place of a panel: loading, empty or error. */
 export function notice(kind: 'loading' | 'empty' | 'error', ...children: Child[]): HTMLElement {
   return el('div', {class: `lf-notice lf-notice-${kind}`, role: kind === 'error' ? 'alert' : 'status'}, ...children);
 }
@@ -78,8 +78,4 @@ export function cssVar(name: string): string {
 
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-export function isAbort(err: unknown): boolean {
-  return err instanceof DOMException && err.name === 'AbortError';
 }

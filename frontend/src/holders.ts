@@ -57,8 +57,8 @@ export function ambiguousText(count: number, bytes: number): string {
   return `${countOf(count, 'never-freed buffer')} (${formatBytes(bytes)}) ${one ? 'is' : 'are'} ambiguous: more live objects share ${one ? 'its' : 'their'} shape and dtype than there are buffers, so no holder is named`;
 }
 
-/** A text with its `code` spans (as the server's reasons quote a holder's path) as code elements. */
-export function withCode(text: string): Node[] {
+/** A text with its `code` spans (as the server's reasons quote a holder's path) as code elements, both breakable (dom.ts's withCode keeps words whole). */
+export function breakableWithCode(text: string): Node[] {
   return text.split(/(`[^`]+`)/).map((part) => (part.length > 2 && part.startsWith('`') && part.endsWith('`') ? el('code', {}, breakable(part.slice(1, -1))) : breakable(part)));
 }
 
@@ -71,7 +71,7 @@ export function verdictCause(families: Family[]): HTMLElement | null {
     {class: 'lf-verdict-cause', 'data-cause': cause.id},
     el('strong', {}, `Likely cause: ${CAUSE_TITLES[cause.id] ?? cause.id}.`),
     ' Fix: ',
-    ...withCode(cause.fix),
+    ...breakableWithCode(cause.fix),
     '. ',
     el('span', {class: 'lf-muted'}, `(The evidence is under the families; ${CAUSES_PAGE}#${cause.id} explains it.)`),
   );
@@ -86,7 +86,7 @@ export function holderLine(h: Holder, family: Family): HTMLElement {
   return el(
     'li',
     {'data-holder': h.path, 'data-holder-kind': h.kind, 'data-holder-match': h.match},
-    ...withCode(said[0]?.toUpperCase() + said.slice(1)),
+    ...breakableWithCode(said[0]?.toUpperCase() + said.slice(1)),
     el('span', {class: 'lf-muted'}, ` (${HOLDER_KIND_WORDS[h.kind] ?? h.kind}`, ...made, ')', ...(h.match === 'shape' ? [` (${SHAPE_MATCH_WORDS})`] : [])),
   );
 }
@@ -127,7 +127,7 @@ export function causeNodes(cause: Cause): Child[] {
   return [
     el('strong', {}, `Likely cause: ${CAUSE_TITLES[cause.id] ?? cause.id}`),
     ` (${cause.evidence}). `,
-    el('span', {'data-fix': 'true'}, 'Fix: ', ...withCode(cause.fix), '. '),
+    el('span', {'data-fix': 'true'}, 'Fix: ', ...breakableWithCode(cause.fix), '. '),
     el('span', {class: 'lf-muted', 'data-doc': `${CAUSES_PAGE}#${cause.id}`}, `Explained, with an example, in the project's ${CAUSES_PAGE}, section ${cause.id}.`),
   ];
 }

@@ -3,14 +3,23 @@
 
 import uplotCss from 'uplot/dist/uPlot.min.css';
 import {App} from './app';
+import {live} from './panel';
 import styles from './styles.css';
 import {TensorBoardChannel, watchTheme} from './tensorboard';
+
+declare global {
+  interface Window {
+    /** What the tab holds now (panel.ts's live counts): read by the browser tests, to find leaks. */
+    tbLeakfinder?: {live: typeof live};
+  }
+}
 
 let started = false;
 
 export async function render(): Promise<void> {
   if (started) return;
   started = true;
+  window.tbLeakfinder = {live};
   const style = document.createElement('style');
   style.textContent = `${uplotCss}\n${styles}`;
   document.head.appendChild(style);

@@ -4,6 +4,7 @@
 import {csvButton, type CsvWhere, fetchAll} from './csv';
 import {append, breakableChild, type Child, clear, el} from './dom';
 import {formatCount} from './format';
+import {LatestRequest, STALE} from './panel';
 
 export interface Column<T> {
   key: string;
@@ -66,7 +67,8 @@ export class DataTable<T> {
   private readonly query: PageQuery;
   private rows: T[] = [];
   private selected: string | null = null;
-  private controller: AbortController | null = null;
+  /** The page being fetched: a newer page (sort, filter, page) drops it. */
+  private readonly request = new LatestRequest();
   private filterTimer = 0;
 
   constructor(private readonly options: TableOptions<T>) {
@@ -122,13 +124,11 @@ export class DataTable<T> {
 
   /** (Re)loads the current page from the source. */
   async load(): Promise<void> {
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
     this.status.textContent = 'Loading…';
     try {
-      const page = await this.options.source({...this.query}, controller.signal);
-      if (controller.signal.aborted) return;
+      const query = {...this.query};
+      const page = await this.request.run((signal) => this.options.source(query, signal));
+      if (page === STALE) return;
       if (page.total > 0 && this.query.offset >= page.total) {
         this.query.offset = Math.max(0, Math.floor((page.total - 1) / this.query.limit) * this.query.limit);
         return this.load();
@@ -136,9 +136,14 @@ export class DataTable<T> {
       this.rows = page.rows;
       this.renderRows(page.total);
     } catch (err) {
-      if (controller.signal.aborted) return;
       this.status.textContent = `Could not load: ${err instanceof Error ? err.message : String(err)}`;
     }
+  }
+
+  /** Drops the page being fetched and a filter not yet applied (the table is going away). */
+  destroy(): void {
+    clearTimeout(this.filterTimer);
+    this.request.cancel();
   }
 
   /** Every row, in the table's sort and filter, as the CSV has them. */

@@ -7,15 +7,16 @@ import type {CsvWhere} from './csv';
 import type {DataCache} from './data';
 import {el, notice, section, withCode} from './dom';
 import {countOf, formatBytes, formatCount, hostClock, shortProgram} from './format';
-import {renderBreakdown} from './panels/breakdown';
-import {type FamiliesPanel, renderFamilies} from './panels/families';
+import {type Panel, Panels} from './panel';
+import {breakdownPanel} from './panels/breakdown';
+import {type FamiliesPanel, familiesPanel} from './panels/families';
 import {type CaptureTarget, HistoryPanel} from './panels/history';
 import {LifetimesPanel} from './panels/lifetimes';
-import {renderOutOfMemory} from './panels/out_of_memory';
+import {outOfMemoryPanel} from './panels/out_of_memory';
 import {StaticPanel} from './panels/static';
-import {renderSummary} from './panels/summary';
+import {summaryPanel} from './panels/summary';
 import {TimelinePanel, type TimeRange} from './panels/timeline';
-import {renderVerdict} from './panels/verdict';
+import {verdictPanel} from './panels/verdict';
 import {processBanner} from './panels/process_memory';
 import type {SiteLinks} from './sites';
 
@@ -98,7 +99,7 @@ export function compiledPrograms(host: HostReport): HTMLElement | null {
 }
 
 /** In place of a timeline for a file of one moment: it records what was live, not when. */
-function oneMoment(a: AllocatorReport): HTMLElement {
+function oneMomentNote(a: AllocatorReport): HTMLElement {
   const node = notice(
     'empty',
     `This file records what was live at one moment (${formatBytes(a.peak_bytes_in_use)}) and no times, so there is no timeline: what was live is grouped below, by family and in the breakdown.`,
@@ -107,59 +108,86 @@ function oneMoment(a: AllocatorReport): HTMLElement {
   return node;
 }
 
-export class RunView {
+export class RunView implements Panel {
   readonly element: HTMLElement;
+  private readonly panels = new Panels();
   private timeline: TimelinePanel | null = null;
   private lifetimes: LifetimesPanel | null = null;
-  private staticPanel: StaticPanel | null = null;
-  private history: HistoryPanel | null = null;
   private families: FamiliesPanel | null = null;
-  /** The program buffer selected in the static view when the view opens, picked in the dynamic view too. */
-  private picked: ProgramBuffer | null = null;
 
   constructor(data: ViewData) {
     const {cache, sel, run, host, allocator, limits, sites} = data;
+    const {panels} = this;
     this.element = el('div', {class: 'lf-view', 'data-run': sel.run});
     // A run of several captures: its history's verdict leads the page, this capture's own below it.
     if (data.history) {
-      this.history = new HistoryPanel(cache, data.history.run, data.history.captures, sel, data.onOpenCapture);
-      this.element.append(this.history.element);
+      const {run: tbRun, captures} = data.history;
+      this.element.append(panels.add(new HistoryPanel({cache, tbRun, captures, shown: sel, onOpen: data.onOpenCapture})).element);
     }
-    const capture = data.history ? `This capture (${sel.run}), on its own:` : undefined;
-    this.element.append(renderVerdict(host, allocator, data.onPickAllocator, capture, (family) => this.selectFamily(family, true)));
+    const title = data.history ? `This capture (${sel.run}), on its own:` : undefined;
+    this.element.append(panels.add(verdictPanel({host, allocator, onPick: data.onPickAllocator, title, onFamily: (family) => this.selectFamily(family, true)})).element);
     const process = processBanner(host);
     if (process) this.element.append(process);
     if (allocator) {
       // The CLI's CSV names the allocator by its `name`; the selection may hold its memory id.
       const where: CsvWhere = {run: run.run, host: host.host, allocator: allocator.allocator};
-      if (allocator.out_of_memory) this.element.append(section('Held at the out-of-memory error', 'out-of-memory', renderOutOfMemory(allocator.out_of_memory)));
+      if (allocator.out_of_memory) this.element.append(section('Held at the out-of-memory error', 'out-of-memory', panels.add(outOfMemoryPanel(allocator.out_of_memory)).element));
       const clock = hostClock(host);
-      this.element.append(renderSummary(allocator, host.step_source, host.format_hints, clock, host.one_moment));
+      const oneMoment = host.one_moment;
+      this.element.append(panels.add(summaryPanel({allocator, steps: host.step_source, hints: host.format_hints, clock, oneMoment})).element);
       // One moment has no time axis to draw: what was live is grouped in the families and the breakdown.
-      this.timeline = host.one_moment ? null : new TimelinePanel(cache, sel, limits, (range) => this.onRange(range), clock, (w) => this.lifetimes?.setWindow(w), host.process_memory);
-      this.lifetimes = new LifetimesPanel(
+      const shapeLabel = host.format_hints.shape_label;
+      const timeline = oneMoment
+        ? null
+        : panels.add(
+            new TimelinePanel({
+              cache,
+              sel,
+              limits,
+              clock,
+              onRange: (range) => this.onRange(range),
+              onWindow: (w) => this.lifetimes?.setWindow(w),
+              process: host.process_memory,
+            }),
+          );
+      const lifetimes = new LifetimesPanel({
         cache,
         sel,
         where,
         limits,
         sites,
-        host.duration_ps,
-        (times) => this.timeline?.setMarks(times),
-        (range) => {
+        durationPs: host.duration_ps,
+        clock,
+        onFamilyAllocations: (times) => this.timeline?.setMarks(times),
+        onZoom: (range) => {
           void this.timeline?.setRange(range);
           this.onRange(range);
         },
-        clock,
-        {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel: host.format_hints.shape_label, programs: host.format_hints.static_modules},
-      );
+        families: {families: allocator.families, onSelect: (family) => this.selectFamily(family, true), shapeLabel, programs: host.format_hints.static_modules},
+        // Followed from an allocation's Where link: that program buffer's allocations are the ones shown.
+        programBuffer: data.module && host.format_hints.static_modules && data.allocation !== null ? {program: data.module.name, allocation: data.allocation} : null,
+      });
+      this.timeline = timeline;
       const growing = allocator.families.filter((g) => g.kind === 'growing').length;
-      const shapes = host.format_hints.shape_label;
-      this.families = renderFamilies(allocator.families, where, (family) => this.selectFamily(family), sites, stackHint(allocator), host.one_moment, shapes, host.holder_search);
+      this.families = panels.add(
+        familiesPanel({
+          families: allocator.families,
+          where,
+          onSelect: (family) => this.selectFamily(family),
+          sites,
+          stackHint: stackHint(allocator),
+          oneMoment,
+          shapeLabel,
+          search: host.holder_search,
+        }),
+      );
+      this.lifetimes = panels.add(lifetimes);
+      const breakdown = panels.add(breakdownPanel({allocator, where, sites, clock, onFamily: (family) => this.selectFamily(family, true), shapeLabel}));
       this.element.append(
-        this.timeline ? section('Memory timeline', 'timeline', this.timeline.element) : section('Live buffers', 'timeline', oneMoment(allocator)),
+        timeline ? section('Memory timeline', 'timeline', timeline.element) : section('Live buffers', 'timeline', oneMomentNote(allocator)),
         section(`Families (${formatCount(allocator.families.length)}; ${formatCount(growing)} growing)`, 'families', this.families.element),
-        section(host.one_moment ? 'Buffers live at that moment' : 'Buffer lifetimes', 'lifetimes', this.lifetimes.element),
-        section('Peak breakdown', 'breakdown', renderBreakdown(allocator, where, sites, clock, (family) => this.selectFamily(family, true), shapes)),
+        section(oneMoment ? 'Buffers live at that moment' : 'Buffer lifetimes', 'lifetimes', lifetimes.element),
+        section('Peak breakdown', 'breakdown', breakdown.element),
       );
     } else {
       this.element.append(noMemoryEvents(host));
@@ -169,41 +197,31 @@ export class RunView {
     if (data.module && host.format_hints.static_modules) {
       const lifetimes = this.lifetimes;
       // The static view's program buffer, picked, is picked in the dynamic view too: its allocations highlighted.
-      const show = lifetimes
+      const onShowAllocations = lifetimes
         ? (picked: ProgramBuffer) => {
             void lifetimes.setProgramBuffer(picked);
             lifetimes.element.scrollIntoView({block: 'start'});
           }
         : null;
-      this.staticPanel = new StaticPanel(cache, sel.run, sel.host, data.module, limits, data.allocation, data.reveal, show);
-      this.element.append(section(`Static view: ${shortProgram(sel.module)}`, 'static', this.staticPanel.element));
-      if (lifetimes && data.allocation !== null) this.picked = {program: data.module.name, allocation: data.allocation};
+      const staticPanel = panels.add(
+        new StaticPanel({cache, run: sel.run, host: sel.host, module: data.module, limits, selected: data.allocation, reveal: data.reveal, onShowAllocations}),
+      );
+      this.element.append(section(`Static view: ${shortProgram(sel.module)}`, 'static', staticPanel.element));
     }
   }
 
   /** Starts the panels' own requests; call once the element is in the page. */
-  start(): void {
-    this.history?.start();
-    void this.timeline?.setRange(null);
-    // Followed from an allocation's Where link: that program buffer's allocations are the ones shown.
-    if (this.picked) void this.lifetimes?.setProgramBuffer(this.picked);
-    this.lifetimes?.start();
-    void this.staticPanel?.load();
+  mount(): void {
+    this.panels.mount();
   }
 
   /** Redraws the charts with the current theme's colours. */
-  redraw(): void {
-    this.history?.draw();
-    this.timeline?.draw();
-    this.lifetimes?.draw();
-    this.staticPanel?.draw();
+  update(): void {
+    this.panels.update();
   }
 
   destroy(): void {
-    this.history?.destroy();
-    this.timeline?.destroy();
-    this.lifetimes?.destroy();
-    this.staticPanel?.destroy();
+    this.panels.destroy();
   }
 
   private onRange(range: TimeRange | null): void {

@@ -90,7 +90,7 @@ async function topFamily(frame) {
 test('a leak that starts late: the verdict says from when, the family row shows its onset and its rate from then on', async () => {
   const frame = await open(run('fam_late'));
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
-  assert.match(await text(frame, '.lf-verdict-reason'), /^in the [^:]+ allocator: \+256 KiB per step from Mul \[64,1024\] output from step 20 on, 20 of 40 steps never freed/);
+  assert.match(await text(frame, '.lf-verdict-reason'), /^in TensorFlow's GPU:0 allocator \(GPU_0_bfc\): \+256 KiB per step from Mul \[64,1024\] output from step 20 on, 20 of 40 steps never freed/);
   const top = await topFamily(frame);
   assert.equal(top.Kind, 'growing');
   assert.equal(top.Family, 'Mul [64,1024] output');
@@ -113,7 +113,7 @@ test('a leak that starts late: the verdict says from when, the family row shows 
 test('one buffer regrown every step: the regrown wording, the marker, and the family line on the timeline', async () => {
   const frame = await open(run('fam_regrown'));
   assert.equal(await frame.$eval('.lf-verdict', (e) => e.dataset.verdict), 'leak');
-  assert.match(await text(frame, '.lf-verdict-reason'), /^in the [^:]+ allocator: \+64 KiB per step from one buffer regrown each step by ConcatV2, now \[480,1024\]/);
+  assert.match(await text(frame, '.lf-verdict-reason'), /^in TensorFlow's GPU:0 allocator \(GPU_0_bfc\): \+64 KiB per step from one buffer regrown each step by ConcatV2, now \[480,1024\]/);
   const top = await topFamily(frame);
   assert.equal(top.Kind, 'growing regrown');
   assert.equal(top.Family, 'one buffer regrown each step by ConcatV2, now [480,1024]');

@@ -7,6 +7,7 @@ import type {AllocatorReport, BreakdownCategory, BreakdownRow, Family} from '../
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import {el} from '../dom';
 import {countOf, formatBytes, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock} from '../format';
+import {type Panel, staticPanel} from '../panel';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {kindPill, labelWithoutWhere} from './families';
@@ -21,18 +22,22 @@ const key = (r: {op: string; shape: string; dtype: string; region: string}) => [
 // A family is one per (op, dtype, region), whatever the shapes: its pattern ([32,*]) matches no row's shape.
 const familyKey = (r: {op: string; dtype: string; region: string}) => [r.op, r.dtype, r.region].join('\u0000');
 
+export interface BreakdownOptions {
+  allocator: AllocatorReport;
+  /** The CSV's columns naming the run, host and allocator. */
+  where: CsvWhere;
+  sites: SiteLinks | null;
+  clock: HostClock;
+  /** Selects the family of a row (click, or Enter). */
+  onFamily?: ((family: Family | null) => void) | null;
+  /** What a shape is in this format ("input shapes" of a PyTorch op). */
+  shapeLabel?: string;
+}
+
 /**
- * The peak breakdown. A row of a family's op, dtype and region selects that family (click, or Enter): `onFamily`.
- * `shapeLabel` says what a shape is in this format ("input shapes" of a PyTorch op).
+ * The peak breakdown. A row of a family's op, dtype and region selects that family (click, or Enter).
  */
-export function renderBreakdown(
-  a: AllocatorReport,
-  where: CsvWhere,
-  sites: SiteLinks | null,
-  clock: HostClock,
-  onFamily: ((family: Family | null) => void) | null = null,
-  shapeLabel = 'shape',
-): HTMLElement {
+export function breakdownPanel({allocator: a, where, sites, clock, onFamily = null, shapeLabel = 'shape'}: BreakdownOptions): Panel {
   const rows = a.peak_breakdown;
   const peak = a.peak_bytes_in_use;
   const families = new Map(a.families.map((g) => [familyKey(g), g]));
@@ -71,7 +76,7 @@ export function renderBreakdown(
   void table.load();
   const total = (category: BreakdownCategory) => rows.filter((r) => r.category === category).reduce((sum, r) => sum + r.bytes, 0);
   const parts = (['buffers', 'stack', 'before_window'] as const).filter((c) => total(c) > 0).map((c) => `${CATEGORY_LABEL[c]} ${formatBytes(total(c))}`);
-  return el(
+  return staticPanel(el(
     'div',
     {},
     el(
@@ -80,5 +85,5 @@ export function renderBreakdown(
       `${countOf(rows.length, 'row')} add up to the peak of ${formatBytes(peak)} (${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)})${parts.length ? `: ${parts.join(', ')}` : ''}. Largest first, no size cutoff.`,
     ),
     table.element,
-  );
+  ));
 }

@@ -7,6 +7,7 @@ import type {AllocatorDiff, ComparisonAnswer, Delta, FamilyDiff, FamilyStatus, H
 import type {CsvWhere} from '../csv';
 import {type Child, el} from '../dom';
 import {countOf, formatBytes, formatBytesDelta, formatCount, formatCountDelta} from '../format';
+import {type Panel, staticPanel} from '../panel';
 import {byField, DataTable, memorySource} from '../table';
 import {REASON_LABEL} from './static';
 import {card, HEAP_TREND, info} from './summary';
@@ -38,7 +39,7 @@ export function sideName(run: string, host: string): string {
   return host ? `${run} (${host})` : run;
 }
 
-export function renderRegression(c: ComparisonAnswer, host: HostDiff | undefined): HTMLElement {
+export function regressionBanner(c: ComparisonAnswer, host: HostDiff | undefined): HTMLElement {
   if (c.regression) {
     return el(
       'div',
@@ -62,7 +63,7 @@ function sideVerdict(side: 'a' | 'b', label: string, name: string, verdict: Verd
 }
 
 /** Both verdicts, each with its reason: the allocator's when both runs have it, else the host's. */
-export function renderVerdicts(c: ComparisonAnswer, host: HostDiff | undefined, alloc: AllocatorDiff | undefined): HTMLElement {
+export function verdictsBanner(c: ComparisonAnswer, host: HostDiff | undefined, alloc: AllocatorDiff | undefined): HTMLElement {
   const verdict = (side: 'a' | 'b'): [Verdict, string] => {
     const v = side === 'a' ? alloc?.verdict_a : alloc?.verdict_b;
     const r = side === 'a' ? alloc?.reason_a : alloc?.reason_b;
@@ -86,7 +87,7 @@ function deltaCard(label: string, d: Delta, value: (n: number) => string, delta:
   return node;
 }
 
-export function renderDeltas(a: AllocatorDiff): HTMLElement {
+export function deltasPanel(a: AllocatorDiff): Panel {
   const perStep = (n: number) => `${formatBytesDelta(n)} / step`;
   // Beside B's "No leak" a rise is not red. The heap's trend is no leak rate: beside the verdicts' rates it would be a
   // second one, so it is the peak's tooltip, not a figure of its own.
@@ -95,13 +96,13 @@ export function renderDeltas(a: AllocatorDiff): HTMLElement {
   const trend = `The heap’s trend at step ends: A ${perStep(g.a)}, B ${perStep(g.b)}; ${HEAP_TREND}`;
   const peak = deltaCard('Peak heap in use', a.peak_bytes_in_use, formatBytes, formatBytesDelta, true, trend, rise);
   peak.dataset.trend = String(g.delta);
-  return el(
+  return staticPanel(el(
     'div',
     {class: 'lf-cards', 'aria-label': 'Changes from A to B'},
     peak,
     deltaCard('Never freed', a.never_freed_requested_bytes, formatBytes, formatBytesDelta, true, 'tensor bytes of the buffers never freed', rise),
     deltaCard('Allocations', a.num_allocations, formatCount, formatCountDelta, false),
-  );
+  ));
 }
 
 function kinds(a: LeakKind | null, b: LeakKind | null): Child {
@@ -116,7 +117,7 @@ function onsetCell(g: FamilyDiff): Child {
 }
 
 /** `where`: the CLI's compare_families.csv columns (run_a, run_b, host_a, host_b, allocator_a, allocator_b). */
-export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLElement {
+export function familyChangesPanel(families: FamilyDiff[], where: CsvWhere): Panel {
   // By status, then in server order: the default sort. Kept beside the rows, so that their CSV is the server's keys.
   const rank = new Map(families.map((g, i) => [g, STATUS_ORDER.indexOf(g.status) * 1e6 + i]));
   const sortValue = (g: FamilyDiff, sort: string) => (sort === 'rank' ? (rank.get(g) ?? null) : byField(g, sort));
@@ -151,7 +152,7 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
     source: memorySource(families, sortValue, (g) => [g.status, g.label, g.op, g.shape, g.dtype, g.region, g.kind_a ?? '', g.kind_b ?? ''].join(' ')),
   });
   void table.load();
-  return el(
+  return staticPanel(el(
     'div',
     {'data-table': 'compare-families'},
     el(
@@ -163,7 +164,7 @@ export function renderFamilies(families: FamilyDiff[], where: CsvWhere): HTMLEle
       ),
     ),
     table.element,
-  );
+  ));
 }
 
 function bufferList(buffers: ListedWholeProgramBuffer[]): Child {
@@ -185,7 +186,7 @@ function deltaCell(d: Delta): Child {
 }
 
 /** `where`: the runs and hosts compared (run_a, run_b, host_a, host_b). */
-export function renderModules(modules: ModuleDiff[], where: CsvWhere): HTMLElement {
+export function moduleChangesPanel(modules: ModuleDiff[], where: CsvWhere): Panel {
   type Row = ModuleDiff & {peak_delta: number; live_out_delta: number};
   const rows: Row[] = modules.map((m) => ({...m, peak_delta: m.peak_heap_bytes.delta, live_out_delta: m.live_out_bytes.delta}));
   const table = new DataTable<Row>({
@@ -213,10 +214,10 @@ export function renderModules(modules: ModuleDiff[], where: CsvWhere): HTMLEleme
     ),
   });
   void table.load();
-  return el(
+  return staticPanel(el(
     'div',
     {'data-table': 'compare-modules'},
     el('p', {class: 'lf-muted'}, 'Programs are matched by name without their program id (jit_step(10) and jit_step(31) match); whole-program buffers by instruction, shape and reason.'),
     table.element,
-  );
+  ));
 }

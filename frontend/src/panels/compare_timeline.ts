@@ -8,8 +8,9 @@ import uPlot from 'uplot';
 import type {Limits, Selection, TimelineAnswer} from '../api';
 import {axisStyle, byteAxis, chartWidth, clipped, paintPeak, peakMarker, SizedPlot, steppedPath, takeSelection} from '../chart';
 import type {DataCache} from '../data';
-import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
+import {clear, cssVar, el, errorMessage, notice} from '../dom';
 import {countOf, formatBytes, formatPs, timeTicks} from '../format';
+import {OwningPanel, STALE} from '../panel';
 
 const HEIGHT = 300;
 
@@ -50,29 +51,32 @@ function heldValue(data: (number | null | undefined)[], idx: number): number | n
   return null;
 }
 
-export class CompareTimeline {
+export interface CompareTimelineOptions {
+  cache: Pick<DataCache, 'timeline'>;
+  /** A side is null when that run has no allocator to draw. */
+  sides: Record<Side, SideSelection | null>;
+  limits: Limits;
+}
+
+export class CompareTimeline extends OwningPanel {
   readonly element: HTMLElement;
   private readonly chartBox: HTMLElement;
   private readonly note: HTMLElement;
   private readonly chart: SizedPlot;
-  private controller: AbortController | null = null;
+  private readonly request = this.owned.latest();
   private data: Partial<Record<Side, TimelineAnswer>> = {};
   private errors: Partial<Record<Side, string>> = {};
   private zoom: [number, number] | null = null;
 
-  /** A side is null when that run has no allocator to draw. */
-  constructor(
-    private readonly cache: Pick<DataCache, 'timeline'>,
-    private readonly sides: Record<Side, SideSelection | null>,
-    private readonly limits: Limits,
-  ) {
+  constructor(private readonly options: CompareTimelineOptions) {
+    super();
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'compare-timeline',
       role: 'img',
       'aria-label': 'Memory timelines of runs A and B on the same axes: heap in use and bytes never freed, over the time from each window start',
     });
-    this.chart = new SizedPlot(this.chartBox, HEIGHT);
+    this.chart = this.owned.own(new SizedPlot(this.chartBox, HEIGHT));
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     this.element = el(
       'div',
@@ -83,26 +87,40 @@ export class CompareTimeline {
     );
   }
 
-  async load(): Promise<void> {
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
+  mount(): void {
+    void this.load();
+  }
+
+  /** Redraws with the current theme's colours. */
+  update(): void {
+    this.draw();
+  }
+
+  private async load(): Promise<void> {
     this.data = {};
     this.errors = {};
     this.chartBox.replaceChildren(notice('loading', 'Loading both timelines…'));
+    const {cache, sides, limits} = this.options;
     // About two points per pixel, as many as the server gives.
-    const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
-    const fetchSide = async (side: Side) => {
-      const sel = this.sides[side];
-      if (!sel) return;
-      try {
-        this.data[side] = await this.cache.timeline(sel, points, null, null, controller.signal);
-      } catch (err) {
-        if (!isAbort(err)) this.errors[side] = errorMessage(err);
-      }
-    };
-    await Promise.all([fetchSide('a'), fetchSide('b')]);
-    if (controller.signal.aborted) return;
+    const points = Math.min(limits.max_points, chartWidth(this.chartBox) * 2);
+    const answers = await this.request.run(async (signal) => {
+      const data: Partial<Record<Side, TimelineAnswer>> = {};
+      const errors: Partial<Record<Side, string>> = {};
+      const fetchSide = async (side: Side) => {
+        const sel = sides[side];
+        if (!sel) return;
+        try {
+          data[side] = await cache.timeline(sel, points, null, null, signal);
+        } catch (err) {
+          // One side's error is said beside the other side's timeline.
+          errors[side] = errorMessage(err);
+        }
+      };
+      await Promise.all([fetchSide('a'), fetchSide('b')]);
+      return {data, errors};
+    });
+    if (answers === STALE) return;
+    ({data: this.data, errors: this.errors} = answers);
     this.draw();
   }
 
@@ -116,14 +134,14 @@ export class CompareTimeline {
   }
 
   /** Builds the chart from the loaded timelines (again after a theme change). */
-  draw(): void {
+  private draw(): void {
     this.chart.destroy();
     clear(this.chartBox);
     const {a, b} = this.data;
     const messages = (['a', 'b'] as const).flatMap((side) => {
       const name = side.toUpperCase();
       if (this.errors[side]) return [notice('error', `Could not load the timeline of ${name}: ${this.errors[side]}`)];
-      if (!this.sides[side]) return [notice('empty', `${name} has no memory events: its line is left out.`)];
+      if (!this.options.sides[side]) return [notice('empty', `${name} has no memory events: its line is left out.`)];
       return [];
     });
     this.chartBox.append(...messages);
@@ -189,10 +207,6 @@ export class CompareTimeline {
     this.note.textContent = [describe('A', a), describe('B', b)].filter(Boolean).join(' ');
   }
 
-  destroy(): void {
-    this.controller?.abort();
-    this.chart.destroy();
-  }
 
   private setZoom(range: [number, number] | null): void {
     this.zoom = range;

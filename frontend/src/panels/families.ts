@@ -9,6 +9,7 @@ import {type CsvWhere, siteColumns, withCause, withSite} from '../csv';
 import {breakable, type Child, el} from '../dom';
 import {formatBytesDelta, formatCount, tensorAndChunks} from '../format';
 import {familyDetail, hasDetail, searchNote} from '../holders';
+import {type Panel, staticPanel} from '../panel';
 import {type SiteLinks, whereCell, whereHelp} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {info} from './summary';
@@ -76,8 +77,7 @@ function steps(g: Family): string {
 }
 
 /** The families table, and a way to select a row from elsewhere (the verdict, the peak breakdown). */
-export interface FamiliesPanel {
-  element: HTMLElement;
+export interface FamiliesPanel extends Panel {
   /** Marks `family` (its index) selected, or none; does not call onSelect. */
   setSelected(family: number | null): void;
 }
@@ -87,22 +87,25 @@ export const FAMILIES_HELP =
   'Its kind follows its live bytes from step to step: growing families are the leak. Buffers and bytes count its never-freed buffers in tensor bytes ' +
   '(the allocator’s chunks in parentheses where they differ); per step is the growth of its live bytes from its onset on.';
 
-/**
- * The families; `stackHint` (how to get Python frames), when set, is shown
- * once above them. A `one_moment`'s buffers are live at one moment, not never freed.
- * `shapeLabel` says what a shape is in this format ("input shapes" of a PyTorch op). Below a family's row: its
- * holders (`search`: how the capture helper's search for them went, null without a companion file) and its likely cause.
- */
-export function renderFamilies(
-  families: Family[],
-  where: CsvWhere,
-  onSelect: (family: Family | null) => void,
-  sites: SiteLinks | null = null,
-  stackHint: string | null = null,
-  oneMoment = false,
-  shapeLabel = 'shape',
-  search: HolderSearch | null = null,
-): FamiliesPanel {
+export interface FamiliesOptions {
+  families: Family[];
+  /** The CSV's columns naming the run, host and allocator. */
+  where: CsvWhere;
+  /** A row selected (click, or Enter), or none. */
+  onSelect(family: Family | null): void;
+  sites?: SiteLinks | null;
+  /** How to get Python frames: shown once above the families when set. */
+  stackHint?: string | null;
+  /** The buffers are live at one moment (a snapshot), not never freed. */
+  oneMoment?: boolean;
+  /** What a shape is in this format ("input shapes" of a PyTorch op). */
+  shapeLabel?: string;
+  /** How the capture helper's search for holders went; null without a companion file. */
+  search?: HolderSearch | null;
+}
+
+/** The families; below a family's row, its holders and its likely cause. */
+export function familiesPanel({families, where, onSelect, sites = null, stackHint = null, oneMoment = false, shapeLabel = 'shape', search = null}: FamiliesOptions): FamiliesPanel {
   const counted = oneMoment ? 'live' : 'never-freed';
   const table = new DataTable<Family>({
     caption: 'Families',
@@ -150,7 +153,7 @@ export function renderFamilies(
     ? el('p', {class: 'lf-muted'}, 'The buffers of one op, dtype and region live when the snapshot was saved; growth shows across snapshots, in the run’s history. ', info(FAMILIES_HELP))
     : el('p', {class: 'lf-muted'}, 'Growing families are the leak. Select a row (click, or Enter) to draw its live bytes on the timeline and highlight its buffers. ', info(FAMILIES_HELP));
   return {
-    element: el('div', {}, about, stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null, searchNote(search), table.element),
+    ...staticPanel(el('div', {}, about, stackHint ? el('p', {class: 'lf-hint', role: 'note', 'data-hint': 'stack'}, stackHint) : null, searchNote(search), table.element)),
     setSelected: (family) => table.setSelected(family === null ? null : String(family)),
   };
 }

@@ -11,8 +11,9 @@ import {allocatorKey} from '../allocators';
 import type {HistoryAnswer, HistoryCapture, HistoryFamily, HistorySeries, Selection, UnreadableFile} from '../api';
 import {axisStyle, byteAxis, SizedPlot, Tooltip} from '../chart';
 import type {DataCache} from '../data';
-import {cssVar, el, errorMessage, isAbort, notice, section} from '../dom';
+import {cssVar, el, errorMessage, notice, section} from '../dom';
 import {clockTicks, countOf, formatBytes, formatBytesDelta, formatCount, formatDateTime} from '../format';
+import {OwningPanel, STALE} from '../panel';
 import {NO_SITE, whereCell} from '../sites';
 import {byField, DataTable, memorySource} from '../table';
 import {VERDICT_LABEL, verdictBanner} from './verdict';
@@ -92,7 +93,19 @@ export interface CaptureTarget {
   allocator: string;
 }
 
-export class HistoryPanel {
+export interface HistoryOptions {
+  cache: Pick<DataCache, 'history'>;
+  /** The TensorBoard run. */
+  tbRun: string;
+  /** How many sessions `runs` lists for it. */
+  captures: number;
+  /** The selection shown: its session is marked, its host and allocator's series drawn first. */
+  shown: Pick<Selection, 'run' | 'host' | 'allocator'>;
+  /** Opens another capture of the run (a point clicked, or chosen with the keys). */
+  onOpen(target: CaptureTarget): void;
+}
+
+export class HistoryPanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly body: HTMLElement;
   private readonly chartBox: HTMLElement;
@@ -100,7 +113,7 @@ export class HistoryPanel {
   private readonly seriesBox: HTMLElement;
   private readonly chart: SizedPlot;
   private readonly tooltip: Tooltip;
-  private readonly controller = new AbortController();
+  private readonly request = this.owned.latest();
   private history: HistoryAnswer | null = null;
   private series: HistorySeries | null = null;
   private axis: HistoryAxis = {kind: 'time', xs: []};
@@ -110,18 +123,9 @@ export class HistoryPanel {
   /** The session shown, marked on the chart. */
   private readonly current: string;
 
-  /**
-   * `tbRun`: the TensorBoard run; `captures`: how many sessions `runs` lists
-   * for it; `shown`: the selection shown (its session is marked, its host and
-   * allocator's series drawn first).
-   */
-  constructor(
-    private readonly cache: Pick<DataCache, 'history'>,
-    private readonly tbRun: string,
-    captures: number,
-    private readonly shown: Pick<Selection, 'run' | 'host' | 'allocator'>,
-    private readonly onOpen: (target: CaptureTarget) => void,
-  ) {
+  constructor(private readonly options: HistoryOptions) {
+    super();
+    const {tbRun, captures, shown} = options;
     this.current = shown.run;
     this.chartBox = el('div', {
       class: 'lf-chart lf-history-chart',
@@ -130,7 +134,7 @@ export class HistoryPanel {
       role: 'group',
       'aria-label': 'The run’s captures over time: what outlives every step and the heap’s peak in each. A point opens its capture: click it, or move with the arrow keys and press Enter.',
     });
-    this.chart = new SizedPlot(this.chartBox, HEIGHT);
+    this.chart = this.owned.own(new SizedPlot(this.chartBox, HEIGHT));
     this.tooltip = new Tooltip(this.chartBox);
     this.chartBox.addEventListener('keydown', (event) => this.onKey(event));
     this.chartNote = el('div', {class: 'lf-chart-note', role: 'status'});
@@ -140,28 +144,22 @@ export class HistoryPanel {
     this.element = section(`Run history: ${name}, ${countOf(captures, 'capture')}`, 'history', this.body);
   }
 
-  start(): void {
+  mount(): void {
     void this.load();
   }
 
-  destroy(): void {
-    this.controller.abort();
-    this.chart.destroy();
-  }
-
   /** Redraws the chart with the current theme's colours. */
-  draw(): void {
+  update(): void {
     if (this.series) this.drawChart(this.series);
   }
 
   private async load(): Promise<void> {
     try {
-      const history = await this.cache.history(this.tbRun, this.controller.signal);
-      if (this.controller.signal.aborted) return;
+      const history = await this.request.run((signal) => this.options.cache.history(this.options.tbRun, signal));
+      if (history === STALE) return;
       this.history = history;
       this.render(history);
     } catch (err) {
-      if (isAbort(err) || this.controller.signal.aborted) return;
       this.body.replaceChildren(notice('error', `Could not load the run’s history: ${errorMessage(err)}`));
     }
   }
@@ -177,7 +175,7 @@ export class HistoryPanel {
     }
     const parts: HTMLElement[] = [banner, ...(unreadable ? [unreadable] : [])];
     // The series of the host and allocator shown, else the worst.
-    const first = Math.max(0, h.series.findIndex((s) => s.host === this.shown.host && allocatorKey(s) === this.shown.allocator));
+    const first = Math.max(0, h.series.findIndex((s) => s.host === this.options.shown.host && allocatorKey(s) === this.options.shown.allocator));
     if (h.series.length > 1) {
       const select = el('select', {'aria-label': 'Allocator of the history', 'data-select': 'history-series'});
       h.series.forEach((s, i) => {
@@ -280,7 +278,7 @@ export class HistoryPanel {
     const s = this.series;
     const c = s?.captures[i];
     if (!s || !c || c.capture === this.current) return;
-    this.onOpen({capture: c.capture, host: s.host, allocator: allocatorKey(s)});
+    this.options.onOpen({capture: c.capture, host: s.host, allocator: allocatorKey(s)});
   }
 
   /** A ring around the shown capture's point; the points' positions for the tests (CSS pixels in the plot). */
@@ -363,7 +361,7 @@ export class HistoryPanel {
       order: 'desc',
       emptyText: 'No family grew in these captures.',
       rowKey: (f) => f.key,
-      where: {run: this.tbRun, host: s.host, allocator: s.allocator},
+      where: {run: this.options.tbRun, host: s.host, allocator: s.allocator},
       columns: [
         {
           key: 'label',

@@ -12,8 +12,9 @@ import type {Buffer, BuffersAnswer, BufferStatus, Family, Limits, ProgramBuffer,
 import {type Rect, RectChart, swatch} from '../chart';
 import {type CsvWhere, siteColumns, withSite} from '../csv';
 import type {DataCache} from '../data';
-import {cssVar, el, errorMessage, isAbort} from '../dom';
+import {cssVar, el, errorMessage} from '../dom';
 import {allocationIncrs, axisLabel, countOf, formatBytes, formatCount, formatPs, formatStepIn, formatWhen, type HostClock, shortProgram, tellsTime, whenTicks} from '../format';
+import {OwningPanel, STALE} from '../panel';
 import {hasProgramBuffer, NO_SITE, type SiteLinks, siteLines, whereCell, whereHelp} from '../sites';
 import {DataTable} from '../table';
 import {kindPill, labelWithoutWhere} from './families';
@@ -28,6 +29,25 @@ export interface BufferFamilies {
   shapeLabel: string;
   /** The format has compiled programs, so a static view whose program buffers a bar can open. */
   programs: boolean;
+}
+
+export interface LifetimesOptions {
+  cache: Pick<DataCache, 'buffers'>;
+  sel: Selection;
+  /** The CSV's columns naming the run, host and allocator. */
+  where: CsvWhere;
+  limits: Limits;
+  sites: SiteLinks | null;
+  /** The host's duration: the chart's span until the timeline's window is known. */
+  durationPs: number;
+  clock: HostClock;
+  /** When the selected family's never-freed buffers were allocated (the timeline marks them). */
+  onFamilyAllocations(times: number[]): void;
+  /** The range dragged across the chart (null: reset), for the timeline to zoom to. */
+  onZoom(range: TimeRange | null): void;
+  families?: BufferFamilies;
+  /** The program buffer picked in the static view when the view opens (a Where link was followed), null for none. */
+  programBuffer?: ProgramBuffer | null;
 }
 
 interface BufferRect extends Rect {
@@ -73,7 +93,7 @@ export function packAddresses(spans: {address: number; size: number}[]): (addres
   };
 }
 
-export class LifetimesPanel {
+export class LifetimesPanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly chart: RectChart<BufferRect>;
   private readonly note: HTMLElement;
@@ -98,40 +118,40 @@ export class LifetimesPanel {
   /** Above the table: every buffer, or the selected family's never-freed ones that it then lists. */
   private readonly tableHeading = el('h3', {'data-heading': 'buffers'}, 'All buffers');
   private readonly pickedSwatch = swatch('var(--lf-accent)', 'allocations of the program buffer picked in the static view');
-  private largestRequest: AbortController | null = null;
-  private groupRequest: AbortController | null = null;
-  private pickRequest: AbortController | null = null;
+  private readonly largestRequest = this.owned.latest();
+  private readonly groupRequest = this.owned.latest();
+  private readonly pickRequest = this.owned.latest();
   /** Each loaded buffer's site, from the page it came in (its `site` indexes that page's `sites`). */
   private readonly siteOf = new WeakMap<Buffer, Site>();
+  private readonly cache: LifetimesOptions['cache'];
+  private readonly sel: Selection;
+  private readonly limits: Limits;
+  private readonly sites: SiteLinks | null;
+  private readonly clock: HostClock;
+  private readonly families: BufferFamilies;
 
-  constructor(
-    private readonly cache: Pick<DataCache, 'buffers'>,
-    private readonly sel: Selection,
-    where: CsvWhere,
-    private readonly limits: Limits,
-    private readonly sites: SiteLinks | null,
-    private readonly durationPs: number,
-    private readonly onFamilyAllocations: (times: number[]) => void,
-    private readonly onZoom: (range: TimeRange | null) => void,
-    private readonly clock: HostClock,
-    private readonly families: BufferFamilies = {families: [], onSelect: () => undefined, shapeLabel: 'shape', programs: true},
-  ) {
+  constructor(private readonly options: LifetimesOptions) {
+    super();
+    const {where, clock, families = {families: [], onSelect: () => undefined, shapeLabel: 'shape', programs: true}} = options;
+    ({cache: this.cache, sel: this.sel, limits: this.limits, sites: this.sites, clock: this.clock} = options);
+    this.families = families;
+    this.programBuffer = options.programBuffer ?? null;
     const inputShapes = families.shapeLabel !== 'shape';
     this.fadedSwatch = swatch('var(--lf-buffer-faded)', `the other buffers, while a family${families.programs ? ' or program buffer' : ''} is highlighted`);
-    this.chart = new RectChart<BufferRect>({
+    this.chart = this.owned.own(new RectChart<BufferRect>({
       height: 320,
       xLabel: axisLabel(clock),
       xIncrs: allocationIncrs(clock),
       yLabel: 'address (unused gaps removed)',
       xValues: (values) => whenTicks(values, clock),
       describe: (r) => this.describe(r.buffer),
-      onZoom: (r) => this.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
+      onZoom: (r) => options.onZoom(r ? {start_ps: Math.max(0, r.min), end_ps: r.max} : null),
       // A buffer made for a program buffer opens it in the static view, as its Where link does.
       onPick: (r) => {
         const site = this.siteOf.get(r.buffer);
         if (hasProgramBuffer(site) && this.sites?.href(site)) this.sites.open(site);
       },
-    });
+    }));
     this.chart.element.dataset.chart = 'lifetimes';
     // One moment has no time to draw its buffers over: the table alone lists them.
     this.chart.element.hidden = !!clock.moment;
@@ -154,7 +174,7 @@ export class LifetimesPanel {
       this.status = statusSelect.value as BufferStatus | '';
       void this.table.reset();
     });
-    this.table = new DataTable<Buffer>({
+    this.table = this.owned.own(new DataTable<Buffer>({
       caption: 'Buffers',
       pageSize: 10,
       sort: 'bytes',
@@ -216,7 +236,7 @@ export class LifetimesPanel {
         );
         return {rows: this.withSites(page), total: page.total};
       },
-    });
+    }));
     const legend = el(
       'div',
       {class: 'lf-legend'},
@@ -248,56 +268,47 @@ export class LifetimesPanel {
 
   /** The largest buffers of the time range, as many as one page holds: what the chart draws. */
   private async loadLargest(): Promise<void> {
-    this.largestRequest?.abort();
-    const controller = new AbortController();
-    this.largestRequest = controller;
     const range = {start_ps: this.range?.start_ps ?? null, end_ps: this.range?.end_ps ?? null};
     this.note.textContent = 'Loading buffers…';
     try {
-      const page = await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'bytes', order: 'desc', ...range}, controller.signal);
-      if (controller.signal.aborted) return;
+      const page = await this.largestRequest.run((signal) => this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'bytes', order: 'desc', ...range}, signal));
+      if (page === STALE) return;
       this.largest = this.withSites(page);
       this.total = page.total;
       this.draw();
     } catch (err) {
-      if (isAbort(err) || controller.signal.aborted) return;
       this.note.textContent = `Could not load buffers: ${errorMessage(err)}`;
     }
   }
 
   /** The never-freed buffers of the selected family (up to a page), drawn on top whatever their size. */
   private async loadFamily(): Promise<void> {
-    this.groupRequest?.abort();
-    const controller = new AbortController();
-    this.groupRequest = controller;
+    const family = this.family;
     try {
-      const page = this.family
-        ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', family: this.family.family}, controller.signal)
-        : null;
-      if (controller.signal.aborted) return;
+      const page = await this.groupRequest.run(async (signal) =>
+        family ? this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', family: family.family}, signal) : null,
+      );
+      if (page === STALE) return;
       this.grouped = page ? this.withSites(page) : [];
-      this.onFamilyAllocations(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
+      this.options.onFamilyAllocations(this.grouped.map((b) => b.alloc_time_ps).filter((t): t is number => t !== null));
       this.draw();
     } catch (err) {
-      if (isAbort(err) || controller.signal.aborted) return;
       this.note.textContent = `Could not load the family's never-freed buffers: ${errorMessage(err)}`;
     }
   }
 
   /** The allocations of the picked program buffer (up to a page), drawn on top in the accent colour. */
   private async loadPicked(): Promise<void> {
-    this.pickRequest?.abort();
-    const controller = new AbortController();
-    this.pickRequest = controller;
     const picked = this.programBuffer;
     try {
-      const page = picked ? await this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', ...picked}, controller.signal) : null;
-      if (controller.signal.aborted) return;
+      const page = await this.pickRequest.run(async (signal) =>
+        picked ? this.cache.buffers(this.sel, {limit: this.limits.page_size, sort: 'alloc_time_ps', order: 'asc', ...picked}, signal) : null,
+      );
+      if (page === STALE) return;
       this.picked = page ? this.withSites(page) : [];
       this.describePicked(page?.total ?? 0);
       this.draw();
     } catch (err) {
-      if (isAbort(err) || controller.signal.aborted) return;
       this.note.textContent = `Could not load the program buffer's allocations: ${errorMessage(err)}`;
     }
   }
@@ -345,13 +356,19 @@ export class LifetimesPanel {
   }
 
   private windowEnd(): number {
-    return this.window?.end_ps ?? this.durationPs;
+    return this.window?.end_ps ?? this.options.durationPs;
   }
 
-  /** First load: the chart and the first page of the table. */
-  start(): void {
+  /** First load: the chart and the first page of the table (and the allocations of a program buffer picked already). */
+  mount(): void {
+    if (this.programBuffer) void this.loadPicked();
     void this.loadLargest();
     void this.table.load();
+  }
+
+  /** Redraws with the current theme's colours. */
+  update(): void {
+    this.draw();
   }
 
   setFamily(family: Family | null): Promise<void> {
@@ -379,7 +396,7 @@ export class LifetimesPanel {
   }
 
   /** Rebuilds the rects from loaded buffers (after load or a theme change). */
-  draw(): void {
+  private draw(): void {
     const byId = new Map<number, Buffer>();
     for (const b of this.largest) byId.set(b.id, b);
     for (const b of this.grouped) byId.set(b.id, b);
@@ -445,13 +462,6 @@ export class LifetimesPanel {
       ? ` Highlighted: ${countOf(highlighted, 'never-freed buffer')} of the family ${this.family.label}.`
       : picked || (this.clock.moment ? '' : ' Click an op family above to highlight its never-freed buffers.');
     this.note.textContent = `Showing ${shown}${where}.${hl}`;
-  }
-
-  destroy(): void {
-    this.largestRequest?.abort();
-    this.groupRequest?.abort();
-    this.pickRequest?.abort();
-    this.chart.destroy();
   }
 
   /** The family a buffer belongs to, from the allocator's families; null when none. */

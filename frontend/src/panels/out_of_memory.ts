@@ -6,6 +6,7 @@
 import type {OutOfMemory} from '../api';
 import {el} from '../dom';
 import {countOf, formatBytes, formatFraction} from '../format';
+import {type Panel, staticPanel} from '../panel';
 
 /** The figures of the error itself: what was asked, what the device had free, what the allocator cached unused. */
 function figures(oom: OutOfMemory): HTMLElement {
@@ -16,7 +17,7 @@ function figures(oom: OutOfMemory): HTMLElement {
   return el('dl', {class: 'lf-oom-figures'}, ...items.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
 }
 
-export function renderOutOfMemory(oom: OutOfMemory): HTMLElement {
+export function outOfMemoryPanel(oom: OutOfMemory): Panel {
   const rows = oom.held_at_error.map((h) => {
     const share = oom.held_bytes ? formatFraction(h.bytes / oom.held_bytes) : '—';
     const what = h.count ? countOf(h.count, 'buffer') : 'not listed';
@@ -27,11 +28,11 @@ export function renderOutOfMemory(oom: OutOfMemory): HTMLElement {
       : el('p', {class: 'lf-muted'}, 'No Python frames recorded for these buffers.');
     return el('details', {class: 'lf-oom-holder', 'data-holder': h.where}, head, stack);
   });
-  return el(
+  return staticPanel(el(
     'div',
     {class: 'lf-oom', 'data-out-of-memory-rows': String(oom.held_at_error.length)},
     figures(oom),
     el('p', {class: 'lf-muted'}, `Taken at an out-of-memory error: ${oom.cause}. Where the held memory was made, largest first, by the line that tells its buffers apart (below a helper many allocations share); open a row for its whole stack.`),
     ...rows,
-  );
+  ));
 }

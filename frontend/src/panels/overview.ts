@@ -4,8 +4,9 @@
 
 import type {OverviewAnswer, OverviewRow} from '../api';
 import type {DataCache} from '../data';
-import {el, errorMessage, isAbort, notice} from '../dom';
+import {el, errorMessage, notice} from '../dom';
 import {formatBytesDelta, formatBytesOf, formatCount} from '../format';
+import {OwningPanel, STALE} from '../panel';
 import {byField, DataTable, memorySource} from '../table';
 import {HEAP_TREND} from './summary';
 import {VERDICT_LABEL} from './verdict';
@@ -36,36 +37,41 @@ function sortValue(row: RankedRow, sort: string): number | string | null {
   return byField(row, sort);
 }
 
+export interface OverviewOptions {
+  cache: Pick<DataCache, 'overview'>;
+  run: string;
+  /** Opens a row's host and allocator. */
+  onOpen(row: OverviewRow): void;
+}
+
 /** The view shown for a multi-host run until a host is chosen. */
-export class OverviewView {
+export class OverviewView extends OwningPanel {
   readonly element = el('section', {class: 'lf-overview', 'data-panel': 'overview'});
-  private readonly controller = new AbortController();
+  private readonly request = this.owned.latest();
+  /** TensorBoard's reloads: apart from the first load, which a failed reload must not cancel. */
+  private readonly reloads = this.owned.latest();
+  /** The table shown: replaced by a reload whose answer differs. */
+  private table: DataTable<RankedRow> | null = null;
   /** The answer shown, as sent: a reload redraws only when it differs. */
   private shown = '';
 
-  constructor(
-    private readonly cache: Pick<DataCache, 'overview'>,
-    private readonly run: string,
-    private readonly onOpen: (row: OverviewRow) => void,
-  ) {
-    this.element.append(notice('loading', `Loading the overview of ${run}…`));
+  constructor(private readonly options: OverviewOptions) {
+    super();
+    this.element.append(notice('loading', `Loading the overview of ${options.run}…`));
+    this.owned.add(() => this.table?.destroy());
   }
 
-  start(): void {
+  mount(): void {
     void this.load();
   }
 
-  destroy(): void {
-    this.controller.abort();
-  }
-
-  redraw(): void {}
+  update(): void {}
 
   /** TensorBoard reloaded: asks again (a host may have been added or analysed since). */
   async reload(): Promise<void> {
     try {
-      const overview = await this.cache.overview(this.run, this.controller.signal);
-      if (JSON.stringify(overview) !== this.shown) await this.load(overview);
+      const overview = await this.reloads.run((signal) => this.options.cache.overview(this.options.run, signal));
+      if (overview !== STALE && JSON.stringify(overview) !== this.shown) await this.load(overview);
     } catch {
       // the table shown stays; the next reload tries again
     }
@@ -73,7 +79,8 @@ export class OverviewView {
 
   private async load(answer?: OverviewAnswer): Promise<void> {
     try {
-      const overview = answer ?? (await this.cache.overview(this.run, this.controller.signal));
+      const overview = answer ?? (await this.request.run((signal) => this.options.cache.overview(this.options.run, signal)));
+      if (overview === STALE) return;
       this.shown = JSON.stringify(overview);
       const rows: RankedRow[] = overview.rows.map((row, rank) => ({...row, rank}));
       const table = new DataTable<RankedRow>({
@@ -87,7 +94,7 @@ export class OverviewView {
         // No CLI table of its own: the run says which pod the rows are of.
         where: {run: overview.run},
         onSelect: (r) => {
-          if (r) this.onOpen(r);
+          if (r) this.options.onOpen(r);
         },
         columns: [
           {key: 'rank', label: '#', sort: 'rank', numeric: true, title: 'worst first: leaks, then the fastest leak, then the fastest-rising heap, then the fullest memory', cell: (r) => r.rank + 1},
@@ -100,8 +107,10 @@ export class OverviewView {
         ],
         source: memorySource(rows, sortValue, (r) => [r.host, r.allocator ?? '', r.memory_id ?? '', r.verdict].join(' ')),
       });
+      this.table?.destroy();
+      this.table = table;
       await table.load();
-      if (this.controller.signal.aborted) return;
+      if (this.request.signal.aborted) return;
       const leaking = overview.num_leaking_hosts;
       this.element.replaceChildren(
         el(
@@ -113,7 +122,6 @@ export class OverviewView {
         table.element,
       );
     } catch (err) {
-      if (isAbort(err)) return;
       this.element.replaceChildren(notice('error', el('p', {}, el('strong', {}, 'Could not load the overview: '), errorMessage(err))));
     }
   }

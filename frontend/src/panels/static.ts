@@ -12,8 +12,9 @@ import type {HloBufferInfo, Limits, LogicalBuffer, ModuleAnswer, ModuleFigures, 
 import {axisStyle, byteAxis, chartWidth, clipped, type Rect, RectChart, SizedPlot, swatch} from '../chart';
 import type {CsvWhere} from '../csv';
 import type {DataCache} from '../data';
-import {type Child, clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
+import {type Child, clear, cssVar, el, errorMessage, notice} from '../dom';
 import {countOf, formatBytes, formatCount, shortProgram} from '../format';
+import {Disposables, OwningPanel, STALE} from '../panel';
 import {byField, type Column, DataTable, memorySource} from '../table';
 
 const HEAP_HEIGHT = 220;
@@ -110,45 +111,63 @@ export function moduleFacts(m: ModuleFigures): HTMLElement {
   );
 }
 
-export class StaticPanel {
+export interface StaticOptions {
+  cache: Pick<DataCache, 'module'>;
+  run: string;
+  host: string;
+  /** The program (module) shown. */
+  module: ModuleSummary;
+  limits: Limits;
+  /** The buffer allocation to select (its index in the program's buffer assignment), null for none. */
+  selected: number | null;
+  /** Scroll to the selected allocation once drawn (a Where link was followed). */
+  reveal: boolean;
+  /** Picks a buffer allocation of this program in the dynamic view; null when there is none to show it in. */
+  onShowAllocations: ((picked: ProgramBuffer) => void) | null;
+}
+
+export class StaticPanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly body: HTMLElement;
-  private heapPlot: SizedPlot | null = null;
-  private blocks: RectChart<BlockRect> | null = null;
+  /** The charts of the module drawn: replaced by each draw. */
+  private charts = new Disposables();
+  private readonly request = this.owned.latest();
   private detail: ModuleAnswer | null = null;
-  private controller: AbortController | null = null;
+  private readonly run: string;
+  private readonly host: string;
+  private readonly summary: ModuleSummary;
+  private readonly limits: Limits;
+  private readonly selected: number | null;
+  private reveal: boolean;
+  private readonly onShowAllocations: StaticOptions['onShowAllocations'];
 
-  constructor(
-    private readonly cache: Pick<DataCache, 'module'>,
-    private readonly run: string,
-    private readonly host: string,
-    private readonly summary: ModuleSummary,
-    private readonly limits: Limits,
-    /** The buffer allocation to select (its index in the program's buffer assignment), null for none. */
-    private readonly selected: number | null = null,
-    /** Scroll to the selected allocation once drawn (a Where link was followed). */
-    private reveal = false,
-    /** Picks a buffer allocation of this program in the dynamic view; null when there is none to show it in. */
-    private readonly onShowAllocations: ((picked: ProgramBuffer) => void) | null = null,
-  ) {
+  constructor(private readonly options: StaticOptions) {
+    super();
+    ({run: this.run, host: this.host, module: this.summary, limits: this.limits, selected: this.selected, reveal: this.reveal, onShowAllocations: this.onShowAllocations} = options);
+    this.owned.add(() => this.charts.dispose());
     this.body = el('div', {});
-    this.element = el('div', {'data-module': summary.name, 'data-selected-allocation': selected === null ? null : String(selected)}, this.body);
+    this.element = el('div', {'data-module': this.summary.name, 'data-selected-allocation': this.selected === null ? null : String(this.selected)}, this.body);
   }
 
-  async load(): Promise<void> {
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
+  mount(): void {
+    void this.load();
+  }
+
+  /** Rebuilds the panel from the module loaded, with the current theme's colours. */
+  update(): void {
+    this.draw();
+  }
+
+  private async load(): Promise<void> {
     this.body.replaceChildren(notice('loading', 'Loading the program’s buffer assignment…'));
     try {
       // About two points per pixel, as many as the server gives.
       const points = Math.min(this.limits.max_points, chartWidth(this.element) * 2);
-      const detail = await this.cache.module(this.run, this.host, this.summary, points, controller.signal);
-      if (controller.signal.aborted) return;
+      const detail = await this.request.run((signal) => this.options.cache.module(this.run, this.host, this.summary, points, signal));
+      if (detail === STALE) return;
       this.detail = detail;
       this.draw();
     } catch (err) {
-      if (isAbort(err) || controller.signal.aborted) return;
       this.body.replaceChildren(moduleFacts(this.summary), notice('error', `Could not load module ${this.summary.name}: ${errorMessage(err)}`));
     }
   }
@@ -171,10 +190,11 @@ export class StaticPanel {
   }
 
   /** Builds the panel from the loaded module (again after a theme change). */
-  draw(): void {
+  private draw(): void {
     const d = this.detail;
     if (!d) return;
-    this.destroyCharts();
+    this.charts.dispose();
+    this.charts = new Disposables();
     clear(this.body);
     // As the CLI's static_buffers.csv: the module by its name (modules[].name).
     const where: CsvWhere = {run: this.run, host: this.host, module: this.summary.name};
@@ -256,18 +276,6 @@ export class StaticPanel {
     );
   }
 
-  destroy(): void {
-    this.controller?.abort();
-    this.destroyCharts();
-  }
-
-  private destroyCharts(): void {
-    this.heapPlot?.destroy();
-    this.heapPlot = null;
-    this.blocks?.destroy();
-    this.blocks = null;
-  }
-
   /**
    * Temporaries at their offset in the heap; whole-program buffers (each in
    * an allocation of its own) stacked above them across the whole program.
@@ -310,7 +318,7 @@ export class StaticPanel {
         ],
       }),
     });
-    this.blocks = blocks;
+    this.charts.own(blocks);
     blocks.element.dataset.chart = 'static-blocks';
     blocks.element.setAttribute('role', 'group');
     blocks.element.setAttribute('aria-roledescription', 'chart');
@@ -405,7 +413,6 @@ export class StaticPanel {
         ],
       },
     };
-    this.heapPlot = new SizedPlot(box, HEAP_HEIGHT);
-    this.heapPlot.create(opts, [d.curve.position, heap]);
+    this.charts.own(new SizedPlot(box, HEAP_HEIGHT)).create(opts, [d.curve.position, heap]);
   }
 }

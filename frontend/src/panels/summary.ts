@@ -7,6 +7,7 @@
 import type {AllocatorReport, FormatHints, StepSource} from '../api';
 import {type Child, el, notice} from '../dom';
 import {countOf, formatBytes, formatBytesDelta, formatBytesOf, formatCount, formatFraction, formatStepIn, formatWhen, type HostClock, tensorAndChunks} from '../format';
+import {type Panel, staticPanel} from '../panel';
 
 /** What `growth_bytes_per_step` measures, wherever it is shown: never as a figure beside the leak rate. */
 export const HEAP_TREND =
@@ -115,7 +116,17 @@ function xprofCountsNote(a: AllocatorReport): HTMLElement | null {
  * The summary cards; a `one_moment` (its buffers live at one moment) has no
  * allocations, frees or step ends to count: what is live then stands instead.
  */
-export function renderSummary(a: AllocatorReport, steps: StepSource | undefined, hints: FormatHints, clock: HostClock, oneMoment = false): HTMLElement {
+export interface SummaryOptions {
+  allocator: AllocatorReport;
+  /** Where the host's steps came from. */
+  steps: StepSource | undefined;
+  hints: FormatHints;
+  clock: HostClock;
+  /** The buffers are live at one moment (a snapshot). */
+  oneMoment?: boolean;
+}
+
+export function summaryPanel({allocator: a, steps, hints, clock, oneMoment = false}: SummaryOptions): Panel {
   const stack = a.peak_stack_reserved_bytes ? `heap ${formatBytes(a.peak_heap_bytes)} + stack ${formatBytes(a.peak_stack_reserved_bytes)}, ` : '';
   const when = a.peak_step === null ? `at ${formatWhen(a.peak_time_ps, clock)}` : `at ${formatWhen(a.peak_time_ps, clock)}, ${formatStepIn(a.peak_step, clock)}`;
   const [liveTensor, liveChunks] = tensorAndChunks(a.never_freed_requested_bytes, a.never_freed_bytes);
@@ -142,5 +153,5 @@ export function renderSummary(a: AllocatorReport, steps: StepSource | undefined,
     notes.push(note);
   }
   const shown = notes.filter((n): n is HTMLElement => n !== null);
-  return shown.length ? el('div', {}, cards, ...shown) : cards;
+  return staticPanel(shown.length ? el('div', {}, cards, ...shown) : cards);
 }

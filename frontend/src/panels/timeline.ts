@@ -15,8 +15,9 @@ import uPlot from 'uplot';
 import type {Limits, ProcessMemory, Selection, TimelineAnswer} from '../api';
 import {axisStyle, type Box, byteAxis, chartWidth, clipped, cssBox, overlaps, paintPeak, type PeakMarker, peakMarker, STEP_LABEL_ROW, SizedPlot, steppedPath, takeSelection, Tooltip} from '../chart';
 import type {DataCache} from '../data';
-import {clear, cssVar, el, errorMessage, isAbort, notice} from '../dom';
+import {clear, cssVar, el, errorMessage, notice} from '../dom';
 import {allocationIncrs, axisLabel, countOf, formatBytes, formatBytesDelta, formatFraction, formatStep, formatStepIn, formatWhen, type HostClock, whenTicks} from '../format';
+import {OwningPanel, STALE} from '../panel';
 import {processSeries} from './process_memory';
 
 export interface TimeRange {
@@ -26,7 +27,20 @@ export interface TimeRange {
 
 const HEIGHT = 280;
 
-export class TimelinePanel {
+export interface TimelineOptions {
+  cache: Pick<DataCache, 'timeline'>;
+  sel: Selection;
+  limits: Limits;
+  clock: HostClock;
+  /** The range zoomed to (dragged, or reset: null), told to the buffer lifetimes. */
+  onRange(range: TimeRange | null): void;
+  /** The window both charts span, once the first answer came. */
+  onWindow?(window: TimeRange): void;
+  /** The capture helper's recording of the process's memory, drawn beside the heap when there is one. */
+  process?: ProcessMemory;
+}
+
+export class TimelinePanel extends OwningPanel {
   readonly element: HTMLElement;
   private readonly chartBox: HTMLElement;
   private readonly note: HTMLElement;
@@ -43,20 +57,18 @@ export class TimelinePanel {
   private marks: number[] = [];
   /** The allocator reserves a stack: drawn as a band of its own, the heap above it. */
   private hasStack = false;
-  private controller: AbortController | null = null;
+  private readonly request = this.owned.latest();
+  private readonly sel: Selection;
+  private readonly limits: Limits;
+  private readonly clock: HostClock;
+  private readonly process: ProcessMemory | undefined;
   /** The sample the keyboard's cursor is on (null: the pointer's, or none). */
   private keyed: number | null = null;
 
-  constructor(
-    private readonly cache: Pick<DataCache, 'timeline'>,
-    private readonly sel: Selection,
-    private readonly limits: Limits,
-    private readonly onRange: (range: TimeRange | null) => void,
-    private readonly clock: HostClock,
-    private readonly onWindow: (window: TimeRange) => void = () => {},
-    /** The capture helper's recording of the process's memory, drawn beside the heap when there is one. */
-    private readonly process?: ProcessMemory,
-  ) {
+  constructor(private readonly options: TimelineOptions) {
+    super();
+    const {clock} = options;
+    ({sel: this.sel, limits: this.limits, clock: this.clock, process: this.process} = options);
     this.chartBox = el('div', {
       class: 'lf-chart',
       'data-chart': 'timeline',
@@ -74,7 +86,7 @@ export class TimelinePanel {
     this.chartBox.addEventListener('blur', () => this.leaveCursor());
     // The pointer takes the cursor back (in the capture phase: before uPlot reads the move).
     this.chartBox.addEventListener('mousemove', () => (this.keyed = null), true);
-    this.chart = new SizedPlot(this.chartBox, HEIGHT);
+    this.chart = this.owned.own(new SizedPlot(this.chartBox, HEIGHT));
     this.tooltip = new Tooltip(this.chartBox);
     this.note = el('div', {class: 'lf-chart-note', role: 'status'});
     this.resetButton = el('button', {type: 'button', disabled: true}, 'Reset zoom');
@@ -88,30 +100,36 @@ export class TimelinePanel {
     );
   }
 
+  /** Loads the whole window; call once the element is in the page. */
+  mount(): void {
+    void this.setRange(null);
+  }
+
+  /** Redraws with the current theme's colours. */
+  update(): void {
+    this.draw();
+  }
+
   /** Loads the timeline of `range` (or the whole window). */
   async setRange(range: TimeRange | null, notify = false): Promise<void> {
     this.range = range;
     this.resetButton.disabled = range === null;
-    if (notify) this.onRange(range);
-    this.controller?.abort();
-    const controller = new AbortController();
-    this.controller = controller;
+    if (notify) this.options.onRange(range);
     if (!this.chart.plot) this.chartBox.replaceChildren(notice('loading', 'Loading the memory timeline…'));
     // About two points per pixel, as many as the server gives.
     const points = Math.min(this.limits.max_points, chartWidth(this.chartBox) * 2);
     try {
-      const data = await this.cache.timeline(this.sel, points, range, this.family, controller.signal);
-      if (controller.signal.aborted) return;
+      const data = await this.request.run((signal) => this.options.cache.timeline(this.sel, points, range, this.family, signal));
+      if (data === STALE) return;
       this.data = data;
       if (!this.window) {
         this.window = {start_ps: data.window_start_ps, end_ps: data.window_end_ps};
         this.chartBox.dataset.window = `${data.window_start_ps},${data.window_end_ps}`;
-        this.onWindow(this.window);
+        this.options.onWindow?.(this.window);
       }
       this.draw();
     } catch (err) {
-      if (isAbort(err) || controller.signal.aborted) return;
-      this.destroyPlot();
+      this.chart.destroy();
       this.chartBox.replaceChildren(notice('error', `Could not load the timeline: ${errorMessage(err)}`));
     }
   }
@@ -139,10 +157,10 @@ export class TimelinePanel {
   }
 
   /** Rebuilds the chart, e.g. after a theme change. */
-  draw(): void {
+  private draw(): void {
     const data = this.data;
     if (!data) return;
-    this.destroyPlot();
+    this.chart.destroy();
     clear(this.chartBox);
     // The samples are new: the keyboard's cursor starts again from the first.
     this.keyed = null;
@@ -199,15 +217,6 @@ export class TimelinePanel {
       `${countOf(data.total_events, 'memory event')}, drawn as ${countOf(shown, 'point')} (each bucket keeps its first, last, minimum and maximum; memory holds its value from one event to the next). ` +
       `Peak ${formatBytes(data.peak.bytes)} at ${formatWhen(data.peak.time_ps, this.clock)}` +
       (data.peak.step === null ? '.' : `, ${formatStepIn(data.peak.step, this.clock)}.`);
-  }
-
-  destroy(): void {
-    this.controller?.abort();
-    this.destroyPlot();
-  }
-
-  private destroyPlot(): void {
-    this.chart.destroy();
   }
 
   /** The x range drawn: the zoomed range, else the window; the samples' own range before the window is known. */

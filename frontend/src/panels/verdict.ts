@@ -6,7 +6,8 @@ import {allocatorKey, allocatorLabel, defaultAllocator} from '../allocators';
 import type {AllocatorReport, Family, HostReport, Verdict} from '../api';
 import {breakable, breakableChild, type Child, el} from '../dom';
 import {countOf, formatBytesDelta, formatBytesOf} from '../format';
-import {verdictCause, withCode} from '../holders';
+import {verdictCause, breakableWithCode} from '../holders';
+import {type Panel, staticPanel} from '../panel';
 
 export const VERDICT_LABEL: Record<Verdict, string> = {
   leak: 'Leak',
@@ -100,28 +101,31 @@ function formatCountWord(n: number): string {
  * families table, the timeline and the lifetime chart follow).
  */
 export function reasonNodes(text: string, families: Family[], onFamily: ((family: Family) => void) | null): (Node | string)[] {
-  if (!onFamily) return withCode(text);
+  if (!onFamily) return breakableWithCode(text);
   const named = families.filter((g) => g.kind === 'growing' && g.label && text.includes(g.label));
   const g = named[0];
-  if (!g) return withCode(text);
+  if (!g) return breakableWithCode(text);
   const at = text.indexOf(g.label);
   const button = el('button', {type: 'button', class: 'lf-link-button lf-family-link', 'data-select-family': String(g.family), title: 'Select this family: its live bytes on the timeline, its buffers highlighted'}, breakable(g.label));
   button.addEventListener('click', () => onFamily(g));
   // The rest may quote the family's holder (`total`): as code.
-  return [...withCode(text.slice(0, at)), button, ...withCode(text.slice(at + g.label.length))];
+  return [...breakableWithCode(text.slice(0, at)), button, ...breakableWithCode(text.slice(at + g.label.length))];
 }
 
-/**
- * The banner of one capture; `title` (a capture of a run with a history) says whose verdict it is, and the banner
- * is then not coloured: the history's verdict above it is the run's. `onFamily` selects a family the reason names.
- */
-export function renderVerdict(
-  host: HostReport,
-  allocator: AllocatorReport | null,
-  onPick: (key: string) => void,
-  title?: string,
-  onFamily: ((family: Family) => void) | null = null,
-): HTMLElement {
+export interface VerdictOptions {
+  host: HostReport;
+  /** The allocator shown; null for a host without memory events. */
+  allocator: AllocatorReport | null;
+  /** Shows another allocator of the host (by its key), from the list of leaking ones. */
+  onPick(key: string): void;
+  /** A capture of a run with a history: whose verdict it is; the banner is then not coloured (the history's above it is the run's). */
+  title?: string;
+  /** Selects a family the reason names. */
+  onFamily?: ((family: Family) => void) | null;
+}
+
+/** The banner of one capture. */
+export function verdictPanel({host, allocator, onPick, title, onFamily = null}: VerdictOptions): Panel {
   const verdict: Verdict = allocator?.verdict ?? host.verdict ?? 'inconclusive';
   const reason = allocator?.reason ?? host.reason ?? 'This run has no memory events, so there is nothing to judge.';
   const source = host.step_source;
@@ -144,5 +148,5 @@ export function renderVerdict(
     banner.dataset.capture = 'true';
     banner.classList.add('lf-verdict-capture');
   }
-  return banner;
+  return staticPanel(banner);
 }
