@@ -79,7 +79,8 @@ def read_schema(module: types.ModuleType) -> Schema:
     aliases: list[Alias] = []
     for i, node in enumerate(body):
         if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-            items.append(_interface(module, node, classes))
+            if typing.is_typeddict(getattr(module, node.name)):  # not what annotates one (an argument's `Bounds`)
+                items.append(_interface(module, node, classes))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             value = getattr(module, name)

@@ -30,11 +30,18 @@ export function formatBytes(bytes: number | null | undefined): string {
   return `${sign}${fixed(value, digits)} ${BYTE_UNITS[unit]}`;
 }
 
-/** Bytes of a capacity: "20 GiB of 31.3 GiB (64%)", or the bytes alone when the capacity is unknown (0). */
+/** The capacity a peak is shown of, 0 when unknown: one no larger than the peak means no free memory was reported
+ * or none was left (analyses/capacity.py's known_capacity; tests/cases/format.json holds both). */
+export function knownCapacity(capacity: number, peak: number): number {
+  return capacity > peak ? capacity : 0;
+}
+
+/** Bytes of a capacity: "20 GiB of 31.3 GiB (64%)", or the bytes alone when the capacity is unknown, as the CLI. */
 export function formatBytesOf(bytes: number | null | undefined, capacity: number | null | undefined): string {
-  // A capacity no larger than the bytes is unknown (no free memory reported) or reached: the bytes alone, as the CLI.
-  if (!capacity || bytes === null || bytes === undefined || capacity <= bytes) return formatBytes(bytes);
-  return `${formatBytes(bytes)} of ${formatBytes(capacity)} (${formatFraction(bytes / capacity)})`;
+  if (bytes === null || bytes === undefined) return formatBytes(bytes);
+  const known = knownCapacity(capacity ?? 0, bytes);
+  if (!known) return formatBytes(bytes);
+  return `${formatBytes(bytes)} of ${formatBytes(known)} (${formatFraction(bytes / known)})`;
 }
 
 /**

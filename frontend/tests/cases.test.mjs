@@ -11,7 +11,7 @@ let m;
 
 before(async () => {
   m = await importSources(`
-    export {countOf, formatBytes, formatFraction, shortProgram} from './format';
+    export {countOf, formatBytes, formatFraction, knownCapacity, shortProgram} from './format';
     export {captureCount, tensorboardRun} from './panels/history';
     export {answerKey, queryBuffers} from './inline';
     export {neutralise, siteColumns, toCsv, withSite} from './csv';
@@ -36,6 +36,7 @@ test('number formatting answers tests/cases/format.json', () => {
   each(c.fraction, m.formatFraction);
   each(c.short_program, m.shortProgram);
   each(c.count, ([n, word, many]) => m.countOf(n, word, many));
+  each(c.known_capacity, ([capacity, peak]) => m.knownCapacity(capacity, peak));
 });
 
 test('the TensorBoard run of a session answers tests/cases/tensorboard_run.json', () => {

@@ -92,6 +92,11 @@ class AllocatorAnalysis:
     holders: list[list[HolderResult]] = field(default_factory=list)
     where_texts: list[str] = field(default_factory=list)
 
+    @property
+    def python_frames(self) -> bool:
+        """Whether any of its buffers was made with Python frames recorded: without, its format's hint says how."""
+        return any(site.stack for site in self.sites)
+
 
 @dataclass
 class HostAnalysis:

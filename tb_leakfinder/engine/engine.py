@@ -282,7 +282,7 @@ class Engine:
     def outcome(self, run: Run, host: str) -> HostOutcome:
         """A host's report JSON or its error: a file that cannot even be stat'ed (a dangling or looping link)
         is that host's error, not its run's."""
-        return self._outcome(run, host, self.disk.load_json_member if self.disk is not None else None, HostResult.json)
+        return self._outcome(run, host, self.disk.load_report if self.disk is not None else None, HostResult.json)
 
     def points_outcome(self, run: Run, host: str) -> PointsOutcome:
         """A host's history points or its error, as `outcome`."""
@@ -292,18 +292,12 @@ class Engine:
         """A host's overview rows: from memory, else the disk entry's summary alone (a few hundred bytes); an
         unreadable host's row says why."""
         path = run.host_path(host)[1]
-        summary = self._summary if self.disk is not None else None
+        summary = self.disk.load_overview_rows if self.disk is not None else None
         rows, error, _ = self._outcome(run, host, summary, lambda made: overview_rows(host, path, made.json(), None))
         return rows if rows is not None else overview_rows(host, path, None, error)
 
-    def _summary(self, key: FileIdentity) -> Entry | None:
-        from tb_leakfinder.store.disk_cache import SUMMARY  # loaded already: this engine has a disk cache
-
-        assert self.disk is not None
-        return self.disk.load_json_member(key, SUMMARY)
-
     def _outcome(
-        self, run: Run, host: str, stored: Callable[[FileIdentity], Entry | None] | None, made: Callable[[HostResult], T]
+        self, run: Run, host: str, stored: Callable[[FileIdentity], Entry[T] | None] | None, made: Callable[[HostResult], T]
     ) -> tuple[T | None, LeakfinderError | None, FileIdentity | None]:
         """What `made` gives of a host, or its error: from memory, else the disk entry's member (`stored`) alone,
         else the whole entry (`_host`). The one way to a host's cached analysis: every public entry point

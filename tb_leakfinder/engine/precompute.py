@@ -98,7 +98,7 @@ def precompute(
 
     todo = []
     for task in tasks:
-        entry = disk.load_json_member(task.identity)
+        entry = disk.load_report(task.identity)
         if entry is None or isinstance(entry.error, WorkerDiedError):  # a dead worker's host is tried again
             todo.append(task)
         else:

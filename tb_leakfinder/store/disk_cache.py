@@ -41,7 +41,7 @@ import time
 import typing
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 import numpy as np
 
@@ -78,15 +78,17 @@ _END64_LOCATOR = struct.Struct("<4sIQI")
 _END64 = struct.Struct("<4sQHHIIQQQQ")
 
 
-@dataclasses.dataclass
-class Entry:
-    """What one member of a host's entry gives: its value, or the error its file gave."""
-
-    value: Any  # the member's value: a report object, the summary's list of overview rows, or the HostPoints
-    error: LeakfinderError | None
-
-
 T = TypeVar("T")
+Member = TypeVar("Member", covariant=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry(Generic[Member]):
+    """What one member of a host's entry gives: its value (a host's report, its overview rows or its history's
+    points, as the load that read it says), or the error its file gave and no value."""
+
+    value: Member | None
+    error: LeakfinderError | None
 
 
 def max_entry_bytes() -> int:
@@ -131,17 +133,20 @@ class DiskCache:
 
     # Reading -------------------------------------------------------------------------------
 
-    def load_json_member(self, identity: files.FileIdentity, member: str = REPORT) -> Entry | None:
-        """The report member alone (a few KB), or the summary's (`member=SUMMARY`): no arrays are read."""
-        shape = wire.HOST_SHAPE if member == REPORT else wire.OVERVIEW_ROWS_SHAPE
-        entry = self._read(identity, lambda zf: _entry(_json_member(zf, member), shape))
-        if entry is not None:
-            self._used(identity)
-        return entry
+    def load_report(self, identity: files.FileIdentity) -> Entry[wire.HostReport] | None:
+        """The host's report or its error, from the report member alone (a few KB): no arrays are read."""
+        return self._load_member(identity, lambda zf: _entry(_json_member(zf, REPORT), wire.HOST_SHAPE))
 
-    def load_points(self, identity: files.FileIdentity) -> Entry | None:
-        """The history's points of the host (`HostPoints`) or its error, from their member alone."""
-        entry = self._read(identity, lambda zf: _points_entry(_json_member(zf, POINTS)))
+    def load_overview_rows(self, identity: files.FileIdentity) -> Entry[list[wire.OverviewRow]] | None:
+        """The host's overview rows or its error, from the summary member alone (a few hundred bytes)."""
+        return self._load_member(identity, lambda zf: _entry(_json_member(zf, SUMMARY), wire.OVERVIEW_ROWS_SHAPE))
+
+    def load_points(self, identity: files.FileIdentity) -> Entry[HostPoints] | None:
+        """The history's points of the host or its error, from their member alone."""
+        return self._load_member(identity, lambda zf: _points_entry(_json_member(zf, POINTS)))
+
+    def _load_member(self, identity: files.FileIdentity, read: Callable[[zipfile.ZipFile], Entry[T]]) -> Entry[T] | None:
+        entry = self._read(identity, read)
         if entry is not None:
             self._used(identity)
         return entry
@@ -452,8 +457,8 @@ def _json_member(zf: zipfile.ZipFile, name: str) -> Any:
     return json.loads(_read_member(zf, name))  # nested past the recursion limit: RecursionError, a miss
 
 
-def _entry(meta: Any, shape: Shape) -> Entry:
-    """The report (of `shape`) or the error a member holds."""
+def _entry(meta: Any, shape: Shape) -> Entry[Any]:
+    """The JSON (of `shape`, which vouches for its type) or the error a member holds."""
     error, body = _error_or_body(meta)
     if error is not None:
         return Entry(None, error)
@@ -462,7 +467,7 @@ def _entry(meta: Any, shape: Shape) -> Entry:
     return Entry(body, None)
 
 
-def _points_entry(meta: Any) -> Entry:
+def _points_entry(meta: Any) -> Entry[HostPoints]:
     """The HostPoints or the error the points member holds; the codec checks every value against its type."""
     error, body = _error_or_body(meta)
     return Entry(None, error) if error is not None else Entry(Decoder({}).decode(body, HostPoints), None)

@@ -14,7 +14,6 @@ from tensorboard.plugins import base_plugin
 from werkzeug import Request, Response
 
 from tb_leakfinder import wire
-from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS
 from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.engine import DEFAULT_CACHE_BYTES, Engine
@@ -24,16 +23,16 @@ from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.store.disk_cache import DiskCache
 from tb_leakfinder.store.location import disabled_by_env
 from tb_leakfinder.views.route_args import (
+    PAGE_ARGS,
     ROUTE_ARGS,
     check_args,
     check_hosts,
-    given,
     host_arg,
     hosts_arg,
     int_arg,
     name_arg,
+    parsed_args,
     required_name,
-    str_arg,
 )
 
 logger = logging.getLogger(__name__)
@@ -199,16 +198,4 @@ class LeakfinderPlugin(base_plugin.TBPlugin):
         return queries.timeline(at, points, start_ps, end_ps, family)
 
     def _buffers(self, request: Request) -> wire.BuffersAnswer:
-        return queries.buffers(
-            self._allocator(request),
-            offset=int_arg(request, "offset", 0, 0),
-            limit=int_arg(request, "limit", DEFAULT_PAGE, 1, MAX_PAGE),
-            sort=str_arg(request, "sort") or "bytes",
-            order=str_arg(request, "order") or "desc",
-            family=int_arg(request, "family", None, 0),
-            status=str_arg(request, "status"),
-            start_ps=int_arg(request, "start_ps"),
-            end_ps=int_arg(request, "end_ps"),
-            program=given(request, "program"),  # a module key from the profile: any length or bytes
-            allocation=int_arg(request, "allocation", None, 0),
-        )
+        return queries.buffers(self._allocator(request), **parsed_args(request, PAGE_ARGS))

@@ -3,12 +3,13 @@ discovery found, a LeakfinderError (a 4xx) when it is not. Names are looked up, 
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from tb_leakfinder.errors import BadArgumentError, NotFoundError
 from tb_leakfinder.read.discovery import Run
-from tb_leakfinder.wire.schema import BuffersArgs
+from tb_leakfinder.wire.schema import Bounds, BuffersArgs
 
 if TYPE_CHECKING:
     from werkzeug import Request
@@ -126,6 +127,45 @@ def host_arg(request: Request, run: Run) -> str:
 def hosts_arg(request: Request, run: Run, name: str = "host") -> str | None:
     """A host of `run`, or None (every host) when not given."""
     return name_arg(request, name, lambda host: None if host is None else run.host_path(host)[0])
+
+
+def arg_parsers(args: type, skip: tuple[str, ...] = ()) -> dict[str, Callable[[Request], Any]]:
+    """How each argument of a route's `<Route>Args` declaration but `skip` is parsed, from its declared type: an
+    integer within its `Bounds`, a choice of strings as text a user types, a `str` as a name from the profile (any
+    length or bytes: the query says whether it names anything). Each parser gives None when its argument is not given."""
+    hints = typing.get_type_hints(args, include_extras=True)
+    return {name: _parser(f"{args.__name__}.{name}", name, hint) for name, hint in hints.items() if name not in skip}
+
+
+def _parser(declared: str, name: str, hint: object) -> Callable[[Request], Any]:
+    kind, *meta = typing.get_args(hint) if typing.get_origin(hint) is typing.Annotated else (hint,)
+    bounds = next((m for m in meta if isinstance(m, Bounds)), Bounds())
+
+    def integer(request: Request) -> int | None:
+        return int_arg(request, name, None, bounds.lo, bounds.hi)
+
+    def typed(request: Request) -> str | None:
+        return str_arg(request, name)
+
+    def named(request: Request) -> str | None:
+        return given(request, name)
+
+    if kind is int:
+        return integer
+    if typing.get_origin(kind) is typing.Literal:
+        return typed
+    if kind is str:
+        return named
+    raise TypeError(f"{declared}: a query argument is an int, a str or a Literal of strings, not {kind}")
+
+
+# The buffers route's arguments past where its page is found, each parsed as BuffersArgs declares it.
+PAGE_ARGS = arg_parsers(BuffersArgs, WHERE_ARGS)
+
+
+def parsed_args(request: Request, parsers: dict[str, Callable[[Request], Any]]) -> dict[str, Any]:
+    """The arguments given, parsed (a 400 when one is not as declared); one not given is left to the query's default."""
+    return {name: value for name, parse in parsers.items() if (value := parse(request)) is not None}
 
 
 def check_hosts(run: Run, host: str | None) -> None:

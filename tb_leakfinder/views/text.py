@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tb_leakfinder.analyses.capacity import known_capacity
 from tb_leakfinder.analyses.process_memory import NOT_RECORDED
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import (
@@ -19,7 +20,7 @@ from tb_leakfinder.analyses.words import (
 from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.views.terminal import visible_json
-from tb_leakfinder.wire import Json, known_capacity
+from tb_leakfinder.wire import Json
 
 VERDICT_WORDS = {LEAK: "LEAK", NO_LEAK: "no leak", INCONCLUSIVE: "inconclusive"}
 TOP_ROWS = 10
@@ -93,7 +94,8 @@ def cause_texts(families: list[Json]) -> list[str]:
 
 def peak_text(a: Json, unit: str = "step") -> str:
     """'peak 20.0 GiB of 31.3 GiB (64%) at step 7 (stack 20.0 GiB, heap 12 MiB)'; a window is no step: 'no steps'."""
-    peak, capacity = a["peak_bytes_in_use"], known_capacity(a)
+    peak = a["peak_bytes_in_use"]
+    capacity = known_capacity(a["memory_capacity_bytes"], peak)
     text = f"peak {format_bytes(peak)}"
     if capacity:
         text += f" of {format_bytes(capacity)} ({format_fraction(peak / capacity)})"

@@ -12,7 +12,9 @@ A class whose name starts with `_` holds the keys every object of a kind has, un
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal, NamedTuple, TypedDict
+
+from tb_leakfinder.analyses.buffer_paging import MAX_PAGE
 
 Verdict = Literal["leak", "no_leak", "inconclusive"]
 """The worst first: `leak` > `inconclusive` > `no_leak`."""
@@ -799,22 +801,38 @@ class _BuffersArgsKeys(TypedDict):
     run: Annotated[str, "the run"]
 
 
+class Bounds(NamedTuple):
+    """The values an integer query argument may take, beside its doc in the `Annotated`; None: int64's bound."""
+
+    lo: int | None = None
+    hi: int | None = None
+
+
+# The route parses each argument from its type here (views/route_args.py's arg_parsers): an integer within its
+# `Bounds`, a choice of strings as text a user types, a `str` as a name from the profile; one not given takes the
+# query's default. So a new argument is this one line and the query's parameter.
 class BuffersArgs(_BuffersArgsKeys, total=False):
     """`GET buffers`' query arguments: `run`, and the others when given (a route's arguments are declared as
     `<Route>Args`; the client builds its query from this declaration, and the route refuses any other)."""
 
     host: Annotated[str, "a host of the run; its first when not given"]
     allocator: Annotated[str, "an allocator's label or memory id; the host's `default_allocator` when not given"]
-    offset: Annotated[int, "the first row of the page, from 0"]
-    limit: Annotated[int, "rows in the page: the report's `limits.default_page_size` when not given, at most `limits.page_size`"]
+    offset: Annotated[int, "the first row of the page, from 0", Bounds(0)]
+    limit: Annotated[
+        int,
+        "rows in the page: the report's `limits.default_page_size` when not given, at most `limits.page_size`",
+        Bounds(1, MAX_PAGE),
+    ]
     sort: Annotated[BufferSort, "`bytes` when not given"]
     order: Annotated[BufferOrder, "`desc` when not given"]
-    family: Annotated[int, "only that never-freed family's buffers (its index in the allocator's `families`)"]
+    family: Annotated[int, "only that never-freed family's buffers (its index in the allocator's `families`)", Bounds(0)]
     status: Annotated[BufferStatus, "only buffers of that status"]
     start_ps: Annotated[int, "only buffers live at some time at or after this"]
     end_ps: Annotated[int, "only buffers live at some time at or before this"]
     program: Annotated[str, "only buffers made in that compiled program (a module's `name`)"]
-    allocation: Annotated[int, "with `program`: only those of that buffer allocation of it (the static view's program buffer)"]
+    allocation: Annotated[
+        int, "with `program`: only those of that buffer allocation of it (the static view's program buffer)", Bounds(0)
+    ]
 
 
 class BuffersAnswer(BufferPage):

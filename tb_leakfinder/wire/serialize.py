@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tb_leakfinder.analyses import capacity
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.breakdown import BreakdownRowResult
 from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, BufferPageResult
@@ -122,11 +121,6 @@ REPORT_VERSION = 3
 Json = Mapping[str, Any]
 
 
-def known_capacity(allocator: Mapping[str, Any]) -> int:
-    """An allocator report's memory capacity, 0 when unknown (`analyses.capacity.known_capacity`)."""
-    return capacity.known_capacity(int(allocator["memory_capacity_bytes"]), int(allocator["peak_bytes_in_use"]))
-
-
 def _verdict(value: str) -> Verdict:
     return cast("Verdict", value)
 
@@ -177,13 +171,6 @@ def site_json(site: SiteInfo) -> Site:
 
 def _site_at(sites: list[SiteInfo], index: int) -> SiteInfo:
     return sites[index] if 0 <= index < len(sites) else NO_SITE
-
-
-def stack_hint(a: AllocatorAnalysis, profile_format: str) -> str | None:
-    """How to get Python frames in a profile of that format, when none of the allocator's buffers has them."""
-    if any(site.stack for site in a.sites):
-        return None
-    return registry.hints(profile_format).python_frames
 
 
 def format_hints_json(profile_format: str) -> FormatHints:
@@ -320,7 +307,7 @@ def allocator_json(a: AllocatorAnalysis, profile_format: str, host_memory: bool)
         "warnings": a.warnings,
         "families": _families_json(a),
         "peak_breakdown": [_breakdown_json(a, r) for r in a.breakdown],
-        "stack_hint": stack_hint(a, profile_format),
+        "stack_hint": None if a.python_frames else registry.hints(profile_format).python_frames,
         "host_memory": host_memory,
         "cannot_tell": a.verdict.cannot_tell,
     }

@@ -91,7 +91,7 @@ def test_a_dead_worker_costs_only_its_host_and_a_rerun_resumes(logdir, tmp_path)
     assert "worker analysing host 'host2' died" in (outcomes["host2"].error or "")
     assert all(outcomes[h].error is None for h in ("host0", "host1", "host3"))
     (task2,) = [t for t in _tasks(logdir) if t.host == "host2"]
-    assert isinstance(disk.load_json_member(task2.identity).error, WorkerDiedError)
+    assert isinstance(disk.load_report(task2.identity).error, WorkerDiedError)
     # TensorBoard, on a copy of that folder, analyses the dead worker's host instead of showing its death.
     shutil.copytree(disk.folder, tmp_path / "copy")
     engine = Engine.for_path(str(logdir), disk=DiskCache(str(tmp_path / "copy")))
@@ -173,5 +173,5 @@ def test_a_dangling_and_a_looping_link_are_their_hosts_errors_and_the_good_trace
     out = capsys.readouterr()
     assert "3 hosts in" in out.out and "1 analysed, 0 already cached, 2 not readable" in out.out
     assert str(gone) in out.err and str(loop) in out.err and "Traceback" not in out.err
-    entry = DiskCache(str(cache), 1 << 30).load_json_member(files.identity(str(good)))
+    entry = DiskCache(str(cache), 1 << 30).load_report(files.identity(str(good)))
     assert entry is not None and entry.error is None and entry.value["verdict"] == "leak"

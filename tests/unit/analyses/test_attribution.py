@@ -87,6 +87,13 @@ def test_frames_or_the_hint_to_get_them(training):
         assert "python_tracer=True" in gpu["stack_hint"]
 
 
+@pytest.mark.parametrize("python_tracer", [True, False])
+def test_the_analysis_says_whether_its_buffers_have_python_frames(python_tracer):
+    builder, planted = jax_training(python_tracer=python_tracer)
+    gpu = next(a for a in analysis_of(builder.to_bytes(), reader.decode).allocators if a.memory_id == ALLOCATOR)
+    assert gpu.python_frames is bool(planted["stack"]) is python_tracer
+
+
 def test_outputs_of_one_size_are_ambiguous_and_say_so(training):
     host, _ = training
     rows = {r["op"]: r for r in allocator(host, ALLOCATOR)["peak_breakdown"]}

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tb_leakfinder.analyses.capacity import known_capacity
 from tb_leakfinder.analyses.history_points import host_points
 from tb_leakfinder.analyses.words import module_base_name, normalize_name
 from tb_leakfinder.engine.engine import Engine, HostResult
 from tb_leakfinder.engine.history import capture_points
 from tb_leakfinder.model.history import ONE_MOMENT, PROFILE, HostPoints
 from tb_leakfinder.testing.pprof_builder import PprofBuilder
-from tb_leakfinder.wire import known_capacity
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture
 
 PROFILES = ROOT.parent / "shared" / "profiles"
@@ -60,7 +60,8 @@ def test_the_points_state_what_the_report_states(path):
             )
             # Host memory is bounded by the machine's too (this one's: no profile records its host's).
             host_memory = a.memory_id in infos and infos[a.memory_id].host_memory
-            capacity = min((c for c in (known_capacity(stated), machine if host_memory else 0) if c > 0), default=0)
+            stated_capacity = known_capacity(stated["memory_capacity_bytes"], stated["peak_bytes_in_use"])
+            capacity = min((c for c in (stated_capacity, machine if host_memory else 0) if c > 0), default=0)
             assert (a.never_freed_bytes, a.capacity_bytes, a.verdict) == (
                 stated["never_freed_requested_bytes"],  # tensor bytes, the figure the capture's page shows
                 capacity,

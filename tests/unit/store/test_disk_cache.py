@@ -172,6 +172,26 @@ def test_a_corrupt_profile_keeps_its_error_entry(write_pod, tmp_path, monkeypatc
     assert Engine.for_path(str(tmp_path / "logs"), disk=cache).report() == expected
 
 
+def test_each_member_is_loaded_alone_as_what_it_holds(write_pod, tmp_path):
+    """A host's report, its overview rows and its history's points, each read from its own member, are what the
+    analysis made of them; an unreadable host's members each give its error and no value."""
+    paths = write_pod(tmp_path / "logs", 2)
+    Path(paths[1]).write_bytes(Path(paths[1]).read_bytes()[:-9])
+    cache = DiskCache(str(tmp_path / "cache"))
+    Engine.for_path(str(tmp_path / "logs"), disk=cache).report()
+    made = Engine.for_path(str(tmp_path / "logs"))  # in memory: what the entry's members must give back
+    (run,) = made.runs()
+    good, bad = (next(h for h in run.hosts if run.host_path(h)[1] == path) for path in paths)
+    result = made.host(run, good)
+    report, rows, points = (load(run.identity(good)) for load in (cache.load_report, cache.load_overview_rows, cache.load_points))
+    assert report is not None and report.error is None and report.value == result.json()
+    assert rows is not None and rows.error is None and rows.value == made.host_rows(run, good)
+    assert points is not None and points.value is not None and points.value == result.points()
+    for load in (cache.load_report, cache.load_overview_rows, cache.load_points):
+        entry = load(run.identity(bad))
+        assert entry is not None and entry.value is None and entry.error is not None and entry.error.status == 422
+
+
 def _folder_bytes(cache: DiskCache) -> int:
     total = 0
     for item in os.scandir(cache.folder):
@@ -191,7 +211,7 @@ def test_the_folder_is_bounded_least_recently_used_first(write_pod, tmp_path):
     first = _entry_path(cache, paths[0])
     os.utime(first, (1, 1))
     os.utime(_entry_path(cache, paths[1]), (0, 0))
-    assert cache.load_json_member(files.identity(paths[0])) is not None  # paths[0] is now the most recent
+    assert cache.load_report(files.identity(paths[0])) is not None  # paths[0] is now the most recent
     Engine.for_path(paths[2], disk=cache).report()
     assert first.exists() and _entry_path(cache, paths[2]).exists()
     assert not _entry_path(cache, paths[1]).exists()
@@ -352,7 +372,7 @@ def test_eviction_takes_the_least_recently_used_whoever_used_it(tmp_path, monkey
         os.utime(cache.path_for(_identity(k)), ns=(10**9 * (k + 1),) * 2)
     _another_process(monkeypatch)
     reader = DiskCache(folder, max_bytes=5_000)
-    assert reader.load_json_member(_identity(0)) is None  # not an entry of this profile's: a miss, not a use
+    assert reader.load_report(_identity(0)) is None  # not an entry of this profile's: a miss, not a use
     os.utime(cache.path_for(_identity(1)))  # another process read it: now the most recent
     order = []
     for k in range(5, 9):

@@ -151,7 +151,7 @@ def test_a_cache_entry_keeps_the_format_and_one_without_it_is_a_miss(tmp_path):
     key = run.identity(next(iter(run.hosts)))
     stored = disk.load(key, HostResult)
     assert stored is not None and stored.unwrap().profile.format == "torch_trace"
-    entry = disk.load_json_member(key)
+    entry = disk.load_report(key)
     assert entry is not None and entry.value["format"] == "torch_trace"
     again = Engine(lambda: [run], disk=disk)
     assert again.report() == first and again.analyses == 0  # answered from the entry
