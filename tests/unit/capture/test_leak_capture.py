@@ -113,6 +113,10 @@ class FakeServerTensorFlow(types.ModuleType):
         self.trace_module.enabled = lambda: self.recording
 
 
+def _tracer_hook(frame: types.FrameType, event: str, arg: object) -> None:
+    """A profile hook with the signature threads started while the fake tracer records call it with."""
+
+
 class FakeClient(types.ModuleType):
     """XProf's client against the fake server: a session from the call until Terminate (or `end_now`), then its file."""
 
@@ -128,7 +132,7 @@ class FakeClient(types.ModuleType):
         if self.error is not None:
             raise RuntimeError(self.error)
         self.tf.recording = True
-        threading.setprofile(self.trace)  # the Python tracer's hook, as it installs one
+        threading.setprofile(_tracer_hook)  # the Python tracer's hook, as it installs one for threads started later
         while not (self.terminated.is_set() or self.end_now.is_set()):
             time.sleep(0.001)
         session = pathlib.Path(logdir, "plugins", "profile", options["session_id"])
