@@ -100,8 +100,8 @@ for run in engine.runs():
     for host in run.hosts:
         analysis = engine.host(run, host).unwrap()
         for a in analysis.allocators:
-            report.timeline_json(a, analysis.profile.steps, timeline(a, 1000))
-            report.buffers_json(a, analysis.profile.steps, query_buffers(a))
+            wire.timeline_json(a, analysis.profile.steps, timeline(a, 1000))
+            wire.buffers_json(a, analysis.profile.steps, query_buffers(a))
 print(json.dumps(result))
 """
 
@@ -145,8 +145,8 @@ with open("/proc/self/clear_refs", "w") as f:
 analysis = analyze_host(profile)
 wire.host_json(analysis, [], decide_host(analysis, []))
 for a in analysis.allocators:
-    report.timeline_json(a, analysis.profile.steps, timeline(a, 1000))
-    report.buffers_json(a, analysis.profile.steps, query_buffers(a))
+    wire.timeline_json(a, analysis.profile.steps, timeline(a, 1000))
+    wire.buffers_json(a, analysis.profile.steps, query_buffers(a))
 print(json.dumps({"read": read, "analysis": high_water()}))
 """
 
