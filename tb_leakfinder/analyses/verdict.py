@@ -10,7 +10,7 @@ from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSourceResult
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, FamilyResult
-from tb_leakfinder.analyses.words import buffers_label, count_of, format_bytes
+from tb_leakfinder.analyses.words import buffers_label, format_bytes
 from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, SiteInfo
 
 LEAK = "leak"
@@ -79,9 +79,8 @@ def decide(
         if n == 1 and freed_in_one_step:
             return Verdict(
                 INCONCLUSIVE,
-                f"{inconclusive} {found}, too few to tell growth from warm-up: every allocation of the one step was "
-                f"freed ({count_of(freed_in_one_step, 'allocation')}); capture {MIN_STEPS} steps or more to rule out a "
-                f"leak.{lead}",
+                f"{inconclusive} {found}, too few to tell growth from warm-up: {_all_freed(freed_in_one_step)}; "
+                f"capture {MIN_STEPS} steps or more to rule out a leak.{lead}",
             )
         return Verdict(
             INCONCLUSIVE,
@@ -237,3 +236,10 @@ def combine(named: list[tuple[str, Verdict]], no_events: str = NO_EVENTS_REASON)
     reasons = chosen[:1] if verdict == NO_LEAK else chosen
     text = f"{word} on {len(chosen)} allocators ({names}). " + "; ".join(f"{n}: {r}" for n, r in reasons)
     return Verdict(verdict, text, doubted)
+
+
+def _all_freed(allocations: int) -> str:
+    """'all 40 allocations of the one step were freed'; for one, 'the one allocation of the one step was freed'."""
+    if allocations == 1:
+        return "the one allocation of the one step was freed"
+    return f"all {allocations:,} allocations of the one step were freed"

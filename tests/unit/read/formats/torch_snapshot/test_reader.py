@@ -293,14 +293,14 @@ def test_a_snapshot_of_one_step_is_one_step_and_nothing_grows(tmp_path, annotati
 def test_a_single_step_that_frees_everything_says_so(tmp_path):
     (allocator,) = _one_step(tmp_path, "Optimizer.step#AdamW.step", keep=False).allocators
     assert allocator.verdict.reason == (
-        "Inconclusive in the cuda:0 allocator: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: every "  # noqa: E501 - the verdict's sentence, whole
-        "allocation of the one step was freed (41 allocations); capture 3 steps or more to rule out a leak."
+        "Inconclusive in the cuda:0 allocator: 1 step from Optimizer.step#AdamW.step markers, too few to tell growth from warm-up: "  # noqa: E501 - the verdict's sentence, whole
+        "all 41 allocations of the one step were freed; capture 3 steps or more to rule out a leak."
     )
 
 
 def test_a_single_step_of_one_allocation_freed_says_so_in_the_singular(tmp_path):
     (allocator,) = _one_step(tmp_path, "ProfilerStep#3", keep=False, temporaries=0).allocators
-    assert "every allocation of the one step was freed (1 allocation); capture 3 steps" in allocator.verdict.reason
+    assert "the one allocation of the one step was freed; capture 3 steps" in allocator.verdict.reason
 
 
 def test_a_snapshot_of_one_step_ending_at_its_optimizer_step_is_one_step(tmp_path):
