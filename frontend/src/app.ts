@@ -66,6 +66,8 @@ export class App {
   private revealStatic = false;
   /** The run list the background scan (scanRuns) is going through; null when none is. */
   private scanning: RunEntry[] | null = null;
+  /** A refill of the run choices waits for the select the user has open to lose the focus (refillRunChoices). */
+  private refillOnBlur = false;
 
   constructor(private readonly channel: TensorBoardChannel) {
     const label = (text: string, select: HTMLSelectElement) => el('label', {}, text, select);
@@ -313,13 +315,34 @@ export class App {
         await this.data.report(side).catch(() => undefined);
         // A view being fetched fills the selectors itself when it is done.
         if (!current() || this.showing > 0) continue;
-        const runNames = runs.map((r) => r.run);
-        this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
-        this.fillCompare(runNames);
+        this.refillRunChoices(runs);
       }
     } finally {
       if (this.scanning === runs) this.scanning = null;
     }
+  }
+
+  /**
+   * The run select's labels and Compare's choices, from what the scan has
+   * learnt. Refilling a select the user has open would close it under the
+   * pointer: while one has the focus, they are refilled when it loses it.
+   */
+  private refillRunChoices(runs: RunEntry[]): void {
+    const open = [this.selectors.run, this.compareSelectors.run].find((select) => select === document.activeElement);
+    if (open) {
+      if (!this.refillOnBlur) {
+        this.refillOnBlur = true;
+        open.addEventListener('blur', () => {
+          this.refillOnBlur = false;
+          // Unless the run list was fetched anew or a view is being fetched: each fills the selectors itself.
+          if (this.data.runs === runs && this.showing === 0) this.refillRunChoices(runs);
+        }, {once: true});
+      }
+      return;
+    }
+    const runNames = runs.map((r) => r.run);
+    this.fillSelect(this.selectors.run, runNames, 'run', this.runLabels());
+    this.fillCompare(runNames);
   }
 
   private runLabels(): Map<string, string> {

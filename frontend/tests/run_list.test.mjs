@@ -55,6 +55,37 @@ test('on first load the run list marks runs never opened, and Compare leaves out
   await page.close();
 });
 
+test('the scan does not refill the run select the user has open: it relabels it once the select loses the focus', async () => {
+  const [clean, liveout] = ['jax_clean', 'jax_liveout'].map((r) => runName(suite.logdir, r));
+  const page = await suite.browser.context.newPage();
+  const seen = watch(page);
+  // The background scan's answers wait until the select has the focus, so that the order is certain.
+  let release;
+  const held = new Promise((resolve) => {
+    release = resolve;
+  });
+  await page.route('**/data/plugin/leakfinder/report?*', async (route) => {
+    if (new URL(route.request().url()).searchParams.get('run') !== clean) await held;
+    await route.continue();
+  });
+  const frame = await openLeaks(page, suite.tb.base, clean);
+  const select = '[data-select=run]';
+  await frame.focus(select);
+  await frame.$$eval(`${select} option`, (os) => os.forEach((o) => (o.dataset.before = 'yes')));
+  const answered = page.waitForResponse((r) => r.url().includes('/report?') && new URL(r.url()).searchParams.get('run') === liveout);
+  release();
+  await answered;
+  await frame.waitForTimeout(500);
+  // Focused: the same options, not yet relabelled.
+  assert.ok(await frame.$$eval(`${select} option`, (os) => os.length > 1 && os.every((o) => o.dataset.before === 'yes')));
+  assert.equal(await frame.$eval(`${select} option[value="${liveout}"]`, (o) => o.textContent), liveout);
+  await frame.$eval(select, (s) => s.blur());
+  await frame.waitForFunction((run) => /1 finding\)$/.test(document.querySelector(`[data-select=run] option[value="${run}"]`)?.textContent ?? ''), liveout, {timeout: 30_000});
+  assert.equal(await frame.$eval(select, (s) => s.value), clean);
+  assert.deepEqual([seen.errors, seen.dialogs], [[], []]);
+  await page.close();
+});
+
 test("jax_liveout's whole-program card says what its parts count twice: the donated parameters", async () => {
   const page = await suite.browser.context.newPage();
   const seen = watch(page);
