@@ -33,9 +33,10 @@ from tb_leakfinder.model.memory import LINE_CALL_PREFIX, MODULE_CALL_PREFIX, PYT
 MAX_FRAMES = 8
 # "$train.py:42 train_step"; the function may hold spaces ("<lambda>", "<genexpr>" do not, but be lenient). A
 # Windows path opens with its drive (C:\research\client.py), the one colon a file may hold.
-_PYTHON_FRAME = re.compile(rf"^{re.escape(PYTHON_CALL_PREFIX)}(?P<file>(?:[A-Za-z]:)?[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+_FRAME_NAME = r"(?P<file>(?:[A-Za-z]:)?[^:]*\.py):(?P<line>\d+) (?P<function>.+)$"
+_PYTHON_FRAME = re.compile(f"^{re.escape(PYTHON_CALL_PREFIX)}{_FRAME_NAME}")
 # The capture helper's mark of the line a frame ran when it called a torch op (model/memory.LINE_CALL_PREFIX).
-_LINE_CALL = re.compile(rf"^{re.escape(LINE_CALL_PREFIX)}(?P<file>(?:[A-Za-z]:)?[^:]*\.py):(?P<line>\d+) (?P<function>.+)$")
+_LINE_CALL = re.compile(f"^{re.escape(LINE_CALL_PREFIX)}{_FRAME_NAME}")
 _SEPARATORS = re.compile(r"[/\\]")
 _LIBRARY_PARTS = ("site-packages", "dist-packages")
 WINDOWS_STDLIB = "Lib"  # Python on Windows keeps its standard library in <prefix>\Lib, beside Lib\site-packages

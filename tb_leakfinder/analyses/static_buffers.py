@@ -120,7 +120,7 @@ class HeapCurveResult:
 @dataclass
 class ModuleFiguresResult:
     """One compiled program and memory space in figures: the wire's `ModuleFigures` (wire/schema.py), whose keys
-    tests/unit/report/test_schema.py holds to these fields; its `actionable` flags are each subclass's own field."""
+    tests/unit/wire/test_schema.py holds to these fields; its `actionable` flags are each subclass's own field."""
 
     name: str  # "<module>(<program_id>)"
     module: str

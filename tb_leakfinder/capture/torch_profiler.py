@@ -14,7 +14,7 @@ import os
 import pathlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType, ModuleType
 from typing import Any, cast
 
@@ -49,7 +49,7 @@ def line_marks(torch: ModuleType) -> contextlib.AbstractContextManager[object]:
     # PyTorch's C record_function (2.1 on): the Python one's own frames would open the mark inside its __enter__,
     # which ends before the op the mark is around, so that the mark would not nest the op's allocations.
     record = getattr(torch._C._profiler, "_RecordFunctionFast", torch.profiler.record_function)
-    compiling = torch.compiler.is_compiling
+    compiling = _is_compiling(torch)
 
     class LineMarks(torch.overrides.TorchFunctionMode):  # type: ignore[misc, name-defined]
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -66,6 +66,16 @@ def line_marks(torch: ModuleType) -> contextlib.AbstractContextManager[object]:
                 return func(*args, **kwargs)
 
     return cast("contextlib.AbstractContextManager[object]", LineMarks())
+
+
+def _is_compiling(torch: ModuleType) -> Callable[[], bool]:
+    """Whether torch.compile is tracing the caller: `torch.compiler.is_compiling` (PyTorch 2.3 on), else dynamo's own
+    (2.0 to 2.2), else never (before torch.compile)."""
+    for owner, name in (("compiler", "is_compiling"), ("_dynamo", "is_compiling")):
+        found = getattr(getattr(torch, owner, None), name, None)
+        if callable(found):
+            return cast("Callable[[], bool]", found)
+    return lambda: False
 
 
 class TorchProfiler:

@@ -263,7 +263,7 @@ class Engine:
             self._unreadable[path] = (key, error)
 
     def known_errors(self, run: Run) -> list[wire.UnreadableFile]:
-        """`report.error_json` of each host of `run` whose file was found unreadable and has not changed since:
+        """`wire.error_json` of each host of `run` whose file was found unreadable and has not changed since:
         what the run list can tell without reading anything (one stat per such file)."""
         found = []
         for host, path in run.hosts.items():
@@ -372,7 +372,7 @@ class Engine:
         return sessions
 
     def history(self, tb_run: str) -> wire.HistoryAnswer:
-        """The history of a TensorBoard run's captures (`report.history_json`), from their hosts' points; its
+        """The history of a TensorBoard run's captures (`wire.history_json`), from their hosts' points; its
         `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
         pairs = [(run, host) for run in sessions for host in run.hosts]

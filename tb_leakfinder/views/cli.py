@@ -221,7 +221,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _unreadable(errors: Sequence[Json]) -> bool:
-    """Names each file that could not be read (`report.error_json`) on stderr: a gate must not pass on a broken
+    """Names each file that could not be read (`wire.error_json`) on stderr: a gate must not pass on a broken
     capture, whatever the others say."""
     for e in errors:
         _error(f"{e['file']}: {e['reason']}")

@@ -469,7 +469,7 @@ def _files(n: int) -> str:
 
 
 def render_errors(errors: list[Json]) -> list[str]:
-    """One line per file that could not be read (`report.error_json`): its run and host, its path and why."""
+    """One line per file that could not be read (`wire.error_json`): its run and host, its path and why."""
     return [f"  {e['run']} host {e['host']}: {e['file']}: {e['reason']}" for e in errors]
 
 

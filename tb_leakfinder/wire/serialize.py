@@ -1,7 +1,7 @@
 """The analyses as the JSON objects `schema.py` declares: what the plugin, the CLI and the Python API all present.
 
 Each function returns its declared `TypedDict`, so mypy holds the keys it writes to the schema. The strings the
-analyses keep as `str` (a verdict, a kind) are cast to their declared choices; tests/unit/report holds those
+analyses keep as `str` (a verdict, a kind) are cast to their declared choices; tests/unit/wire holds those
 choices to the analyses' constants. The objects built by `dataclasses.asdict` are cast too; the same tests hold
 each such dataclass's fields to its declaration.
 """

@@ -33,7 +33,7 @@ class HostReading:
 @dataclass(frozen=True)
 class FormatHintsInfo:
     """What a format tells its users in its own words. The report carries them to the CLI and the tab
-    (`report.format_hints_json`); the CLI's help and discovery's errors list every format's `name`, `suffix` and
+    (`wire.serialize.format_hints_json`); the CLI's help and discovery's errors list every format's `name`, `suffix` and
     `layout`."""
 
     name: str  # one file's kind, singular: "PyTorch profiler trace"

@@ -116,9 +116,13 @@ def call_name(category: object, name: str) -> str | None:
             return python_call_name(frame.group(1), frame.group(2), frame.group(3))
         if module := _MODULE_CALL.fullmatch(name):
             return module_call_name(module.group(1))
-    elif (category == ANNOTATION_CATEGORY or category in OP_CATEGORIES) and (mark := _LINE_MARK.fullmatch(name)):
-        # PyTorch's C record_function (what the capture helper uses) writes its mark as a cpu_op, the Python one as
-        # a user_annotation.
+    # PyTorch's C record_function (what the capture helper uses) writes its mark as a cpu_op, the Python one as a
+    # user_annotation; the prefix is tested first, so that an op's name costs no regex.
+    elif (
+        name.startswith(LINE_MARK_PREFIX)
+        and (category == ANNOTATION_CATEGORY or category in OP_CATEGORIES)
+        and (mark := _LINE_MARK.fullmatch(name))
+    ):
         return line_call_name(mark.group(1), mark.group(2), mark.group(3))
     return None
 
