@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis, is_host_memory
@@ -17,7 +18,7 @@ ONLY = "only"  # the host's one allocator
 LEAKS = "leaks"  # the one allocator that leaks
 LEAKS_FASTEST = "leaks_fastest"  # of several that leak: device memory first, then the fastest leak
 HIGHEST_PEAK = "highest_peak"  # none leaks: device memory with the highest peak (host memory only when no other)
-NAMED = "named"  # the one a report was asked for (`--allocator`): not chosen here
+NAMED: Final = "named"  # the one a report was asked for (`--allocator`): not chosen here
 RULES = (ONLY, LEAKS, LEAKS_FASTEST, HIGHEST_PEAK, NAMED)
 NAMED_REASON = "the allocator asked for"
 

@@ -17,7 +17,7 @@ from tb_leakfinder.analyses import allocator_lookup, static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
-from tb_leakfinder.analyses.host_decisions import NAMED_REASON, with_process
+from tb_leakfinder.analyses.host_decisions import NAMED, NAMED_REASON, with_process
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
 from tb_leakfinder.analyses.pod_ranking import Standing, leaking_hosts, ranked
 from tb_leakfinder.analyses.timeline import timeline as sample_timeline
@@ -118,7 +118,7 @@ def _with_allocators(h: wire.HostReport, mine: list[wire.AllocatorReport]) -> wi
     chosen: DefaultAllocator = {
         "memory_id": mine[0]["memory_id"],
         "allocator": mine[0]["allocator"],
-        "rule": "named",
+        "rule": NAMED,
         "reason": NAMED_REASON,
     }
     return {
