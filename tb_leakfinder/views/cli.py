@@ -6,17 +6,16 @@ import argparse
 import atexit
 import contextlib
 import gc
-import importlib
 import io
 import json
 import os
 import sys
 import threading
 from collections.abc import Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError
+from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.plugin_flags import size_gib
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
@@ -24,13 +23,6 @@ from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disable
 from tb_leakfinder.views import export
 from tb_leakfinder.views.numpy_start import import_numpy_single_threaded
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
-
-
-class _Lazy(ModuleType):
-    """A module imported when one of its attributes is first read."""
-
-    def __getattr__(self, attribute: str) -> object:
-        return getattr(importlib.import_module(self.__name__), attribute)
 
 
 if TYPE_CHECKING:
@@ -48,21 +40,21 @@ else:
     # Cold start: the modules the commands use load when a command first reads from them, so that `--help` and a
     # usage error load no numpy, and a report neither the disk cache, precompute's worker pools, the watch's client,
     # nor the Markdown it was not asked for.
-    reports = _Lazy("tb_leakfinder.wire")
-    verdict = _Lazy("tb_leakfinder.analyses.verdict")
-    words = _Lazy("tb_leakfinder.analyses.words")
-    watch = _Lazy("tb_leakfinder.capture.watch")
-    engines = _Lazy("tb_leakfinder.engine.engine")
-    engine_history = _Lazy("tb_leakfinder.engine.history")
-    precompute = _Lazy("tb_leakfinder.engine.precompute")
-    queries = _Lazy("tb_leakfinder.engine.queries")
-    discovery = _Lazy("tb_leakfinder.read.discovery")
-    disk_cache = _Lazy("tb_leakfinder.store.disk_cache")
-    atomic = _Lazy("tb_leakfinder.views.atomic")
-    markdown = _Lazy("tb_leakfinder.views.markdown")
-    progress = _Lazy("tb_leakfinder.views.progress")
-    source_lines = _Lazy("tb_leakfinder.views.source_lines")
-    text = _Lazy("tb_leakfinder.views.text")
+    reports = LazyModule("tb_leakfinder.wire")
+    verdict = LazyModule("tb_leakfinder.analyses.verdict")
+    words = LazyModule("tb_leakfinder.analyses.words")
+    watch = LazyModule("tb_leakfinder.capture.watch")
+    engines = LazyModule("tb_leakfinder.engine.engine")
+    engine_history = LazyModule("tb_leakfinder.engine.history")
+    precompute = LazyModule("tb_leakfinder.engine.precompute")
+    queries = LazyModule("tb_leakfinder.engine.queries")
+    discovery = LazyModule("tb_leakfinder.read.discovery")
+    disk_cache = LazyModule("tb_leakfinder.store.disk_cache")
+    atomic = LazyModule("tb_leakfinder.views.atomic")
+    markdown = LazyModule("tb_leakfinder.views.markdown")
+    progress = LazyModule("tb_leakfinder.views.progress")
+    source_lines = LazyModule("tb_leakfinder.views.source_lines")
+    text = LazyModule("tb_leakfinder.views.text")
 
 EXIT_OK = 0
 EXIT_LEAK = 1
@@ -267,7 +259,7 @@ def _watch(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Runs a command. Without `argv` (the `tb-leakfinder` script, `python -m`) the command line is the process's
     own, and so is the process. What makes a cold command fast is here, and only here (docs/performance.md); the
-    commands' modules load lazily (`_Lazy`, above)."""
+    commands' modules load lazily (`LazyModule`, above)."""
     # A name from a profile or a file name that is not UTF-8 may hold what the terminal's encoding cannot write.
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):

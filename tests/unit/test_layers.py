@@ -18,6 +18,7 @@ ALL = frozenset(
         TOP,
         "api",
         "errors",
+        "lazy",
         "model",
         "proto",
         "read",
@@ -34,24 +35,27 @@ ALL = frozenset(
         "webapp",
     }
 )
-# What each part may import besides itself, as its docstring says; `errors` (the one error type) is everyone's.
+# What each part may import besides itself, as its docstring says; `errors` (the one error type) and `lazy` (a module
+# loaded on first use) are everyone's.
+EVERYONES = frozenset({"errors", "lazy"})
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
-    "model": frozenset(),
+    "lazy": frozenset(),
+    "model": frozenset({"lazy"}),  # plain data, raising no error of its own
     "proto": frozenset(),
-    "read": frozenset({"model", "proto", "errors"}),
-    "analyses": frozenset({"model", "errors"}),
-    "wire": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
-    "store": frozenset({"model", "analyses", "read", "wire", "errors"}),
+    "read": frozenset({"model", "proto"}) | EVERYONES,
+    "analyses": frozenset({"model"}) | EVERYONES,
+    "wire": frozenset({"analyses", "model", "read"}) | EVERYONES,  # read: the format registry's hints
+    "store": frozenset({"model", "analyses", "read", "wire"}) | EVERYONES,
     "engine": ALL - {TOP, "api", "engine", "views", "plugin_loader", "plugin_flags", "testing"},  # everything but the views
-    "capture": frozenset({"read", "model", "analyses", "api", "errors"}),
+    "capture": frozenset({"read", "model", "analyses", "api"}) | EVERYONES,
     "keras": frozenset({"capture"}),
     "views": ALL - {"views", "testing"},  # everything (but what only tests, benchmarks and tools import)
     "plugin_loader": frozenset({"read", "views", "plugin_flags"}),
     "plugin_flags": frozenset(),  # the plugin's name and its flags' parsers, apart from TensorBoard
-    "testing": frozenset({"model", "proto", "plugin_loader", "errors"}),
+    "testing": frozenset({"model", "proto", "plugin_loader"}) | EVERYONES,
     TOP: frozenset({"api", "capture"}),
-    "api": frozenset({"engine", "wire", "store", "errors"}),
+    "api": frozenset({"engine", "wire", "store"}) | EVERYONES,
     "webapp": frozenset(),  # the built frontend bundle
 }
 FORMATS = "tb_leakfinder.read.formats"

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
-import importlib
-import importlib.util
 import json
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -512,26 +508,6 @@ def test_a_command_imports_only_what_it_needs(argv, loaded, tmp_path):
     assert json.loads(out.stdout) == loaded
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(written) == ("--html" in argv) + 5 * ("--csv" in argv) and all(p.stat().st_size for p in written)
-
-
-def test_each_module_the_commands_load_lazily_is_the_one_its_name_is_typed_as():
-    """The commands' modules are named by strings (`cli._Lazy`), which neither mypy nor a rename sees: each name is
-    the module its import for the type checker names, and the lazy and typed names are the same set."""
-    from tb_leakfinder.views import cli as cli_module
-
-    tree = ast.parse(pathlib.Path(cli_module.__file__).read_text(encoding="utf-8"))
-    (guard,) = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
-    typed = {
-        alias.asname or alias.name: f"{node.module}.{alias.name}"
-        for node in guard.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-        if importlib.util.find_spec(f"{node.module}.{alias.name}") is not None  # a module, not a name (Json)
-    }
-    lazy = {name: value.__name__ for name, value in vars(cli_module).items() if isinstance(value, cli_module._Lazy)}
-    assert lazy == typed
-    for module in lazy.values():
-        assert importlib.import_module(module).__name__ == module
 
 
 def test_allocator_keeps_the_process_verdict_beside_it_and_check_fails_on_it(tmp_path):
