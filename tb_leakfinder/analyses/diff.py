@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis
-from tb_leakfinder.analyses.static_buffers import SMALL_BUFFER_BYTES, ModuleSummaryResult, WholeProgramBufferResult
+from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult, WholeProgramBufferResult
 from tb_leakfinder.analyses.suspects import GROWING
 from tb_leakfinder.analyses.verdict import LEAK, Verdict, family_label, worst
 from tb_leakfinder.analyses.words import format_bytes, module_base_name, normalize_name
+from tb_leakfinder.model.hlo import SMALL_BUFFER_BYTES
 
 NEW, FIXED, GROWN, SHRUNK, UNCHANGED = "new", "fixed", "grown", "shrunk", "unchanged"
 STATUS_ORDER = (NEW, GROWN, SHRUNK, FIXED, UNCHANGED)

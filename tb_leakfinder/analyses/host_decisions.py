@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis, is_host_memory
-from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.analyses.verdict import LEAK, Verdict
+
+if TYPE_CHECKING:
+    from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 
 # DefaultAllocatorChoice.rule: why the tab and the queries open on an allocator.
 ONLY = "only"  # the host's one allocator

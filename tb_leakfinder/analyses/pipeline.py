@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,16 +21,7 @@ from tb_leakfinder.analyses.capacity import (
     limits,
 )
 from tb_leakfinder.analyses.causes import with_causes
-from tb_leakfinder.analyses.holders import (
-    HolderResult,
-    HolderStatus,
-    family_holders,
-    family_where_texts,
-    holder_status,
-    never_freed_addresses,
-)
 from tb_leakfinder.analyses.lifetimes import pair_events
-from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis, analyze_process_memory
 from tb_leakfinder.analyses.step_sources import NONE, StepSourceResult, find_steps, step_period_ps
 from tb_leakfinder.analyses.summary import Summary, summarize
 from tb_leakfinder.analyses.suspects import Suspects, leak_suspects
@@ -45,6 +36,7 @@ from tb_leakfinder.analyses.verdict import (
     whose,
 )
 from tb_leakfinder.analyses.words import count_of, format_bytes, held_by
+from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
@@ -62,6 +54,14 @@ from tb_leakfinder.model.memory import (
 )
 from tb_leakfinder.model.recordings import PARTIAL, Recordings
 from tb_leakfinder.model.sites import NO_SITE, SiteInfo
+
+if TYPE_CHECKING:
+    from tb_leakfinder.analyses import holders as holder_analysis
+    from tb_leakfinder.analyses import process_memory as process_analysis
+else:
+    # Cold start: what the companion file adds (its holders, the process's memory) loads for a host that has one.
+    holder_analysis = LazyModule("tb_leakfinder.analyses.holders")
+    process_analysis = LazyModule("tb_leakfinder.analyses.process_memory")
 
 _NUMBERS = re.compile(r"(\d+)")
 SNAPSHOT_STEPS = "none: the file holds the buffers live at one moment, with no times"
@@ -89,7 +89,7 @@ class AllocatorAnalysis:
     limits: list[Limit] = field(default_factory=list)  # what bounds it at window end: its own, its device's, its machine's
     # From the companion file (analyses/holders.py), one entry per family when it has one, else []: each family's
     # holders, and the text of its line of code ("" when not recorded).
-    holders: list[list[HolderResult]] = field(default_factory=list)
+    holders: list[list[holder_analysis.HolderResult]] = field(default_factory=list)
     where_texts: list[str] = field(default_factory=list)
 
     @property
@@ -103,9 +103,10 @@ class HostAnalysis:
     profile: HostProfile  # without its events: each allocator holds its own, and a cache keeps one copy
     allocators: list[AllocatorAnalysis]  # device memory first, then host memory; in natural order of label in each
     step_source: StepSourceResult  # where profile.steps came from
-    holder_status: HolderStatus | None = None  # how the search for holders went; None without one (no companion file)
+    # How the search for holders went; None without one (no companion file).
+    holder_status: holder_analysis.HolderStatus | None = None
     # What grows outside the allocators, when the capture helper recorded the process's memory beside the profile.
-    process_memory: ProcessMemoryAnalysis | None = None
+    process_memory: process_analysis.ProcessMemoryAnalysis | None = None
 
 
 def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> HostAnalysis:
@@ -134,21 +135,22 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
     if recorded is not None:
         for a in result:
             _recorded(a, recorded, source)
-        status = holder_status(recorded, [never_freed_addresses(a.buffers) for a in result])
+        status = holder_analysis.holder_status(recorded, [holder_analysis.never_freed_addresses(a.buffers) for a in result])
         if recorded.process_memory is not None:
             host_memory = [(a.label, a.summary.growth_bytes_per_step) for a in result if _info(profile, a.memory_id).host_memory]
-            process = analyze_process_memory(recorded.process_memory, recorded.framework, source.steps, host_memory)
+            memory = recorded.process_memory
+            process = process_analysis.analyze_process_memory(memory, recorded.framework, source.steps, host_memory)
     return HostAnalysis(profile, result, source, status, process)
 
 
 def _recorded(a: AllocatorAnalysis, recordings: Recordings, source: StepSourceResult) -> None:
     """What the companion file adds to an allocator: its families' holders and lines' text; a leak's verdict names
     the holder of its top family."""
-    a.where_texts = family_where_texts(a.suspects, a.sites, recordings.sources)
+    a.where_texts = holder_analysis.family_where_texts(a.suspects, a.sites, recordings.sources)
     search = recordings.holders
     if search is None:
         return
-    a.holders = family_holders(a.buffers, a.suspects, search, recordings.sources)
+    a.holders = holder_analysis.family_holders(a.buffers, a.suspects, search, recordings.sources)
     leaking = leak_families(a.suspects.families, source) if a.verdict.verdict == LEAK else []
     if not leaking:
         return

@@ -15,9 +15,12 @@ shapes (buckets, a last short batch) are as many as the shapes: a capture of few
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.analyses.suspects import CauseResult
+
+if TYPE_CHECKING:
+    from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 
 RECOMPILE_PER_STEP = "recompile_per_step"
 RECOMPILE_FIX = (

@@ -18,10 +18,8 @@ import numpy as np
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS, MAX_POINTS, MIN_POINTS, downsample
 from tb_leakfinder.analyses.heap_simulation import Simulation, holders, simulate
 from tb_leakfinder.errors import BadArgumentError, LeakfinderError, NotFoundError
-from tb_leakfinder.model.hlo import HloModule
+from tb_leakfinder.model.hlo import SMALL_BUFFER_BYTES, HloModule
 
-# XProf's Memory Viewer groups buffers below this size as "small".
-SMALL_BUFFER_BYTES = 16 * 1024
 # The module route sends at most this many buffer ranges (the largest), enough to draw a program's blocks.
 MAX_BUFFER_RANGES = 5000
 # A returned buffer worth checking is at least this share of the peak (and not small).

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummaryResult
 from tb_leakfinder.analyses.step_sources import MIN_STEPS, NONE, TIME_WINDOWS, StepSourceResult
 from tb_leakfinder.analyses.summary import Summary
 from tb_leakfinder.analyses.suspects import BOUNDED, GROWING, PERSISTENT, WINDOW_END, FamilyResult
 from tb_leakfinder.analyses.words import buffers_label, format_bytes
 from tb_leakfinder.model.sites import CONTEXT_PROGRAM, MATCH_AMBIGUOUS, SiteInfo
+
+if TYPE_CHECKING:
+    from tb_leakfinder.analyses.static_buffers import Flag, ModuleSummaryResult
 
 LEAK = "leak"
 NO_LEAK = "no_leak"

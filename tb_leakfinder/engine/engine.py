@@ -10,16 +10,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from tb_leakfinder import wire
-from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses import verdict as verdicts
-from tb_leakfinder.analyses.history import count_unreadable, run_history
-from tb_leakfinder.analyses.history_points import host_points
 from tb_leakfinder.analyses.host_decisions import HostDecisions, decide_host
 from tb_leakfinder.analyses.pipeline import HostAnalysis, analyze_host
-from tb_leakfinder.analyses.static_buffers import ModuleSummaryResult
 from tb_leakfinder.engine.history import capture_points, several_captures, tensorboard_run
 from tb_leakfinder.errors import LeakfinderError, NotFoundError, WorkerDiedError
-from tb_leakfinder.model.history import HostPoints
+from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.model.memory import MACHINE_READER
 from tb_leakfinder.read import discovery
 from tb_leakfinder.read.discovery import Run
@@ -30,9 +26,19 @@ from tb_leakfinder.store.memory_cache import ComputeCache
 
 if TYPE_CHECKING:
     # A comparison's sides: the diff engine is imported only when one is made; the disk cache (hashlib, zipfile,
-    # logging) by whoever makes one, never by a report without it.
+    # logging) by whoever makes one, never by a report without it; the modules below load on first use.
+    from tb_leakfinder.analyses import history as history_analysis
+    from tb_leakfinder.analyses import history_points, static_buffers
     from tb_leakfinder.analyses.diff import HostSide, RunSide
+    from tb_leakfinder.model import history as history_model
     from tb_leakfinder.store.disk_cache import DiskCache, Entry
+else:
+    # Cold start: a host without compiled programs has no static view, a run of one capture no history, and a host's
+    # history points are made for the disk cache: none of their analyses loads for a report without them.
+    history_analysis = LazyModule("tb_leakfinder.analyses.history")
+    history_points = LazyModule("tb_leakfinder.analyses.history_points")
+    static_buffers = LazyModule("tb_leakfinder.analyses.static_buffers")
+    history_model = LazyModule("tb_leakfinder.model.history")
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -49,10 +55,10 @@ class HostResult:
     analysis: HostAnalysis | None
     error: LeakfinderError | None = None
     hlo_protos: dict[str, bytes] = field(default_factory=dict)  # "<module>(<id>)" -> HloProto bytes
-    modules: list[ModuleSummaryResult] = field(default_factory=list)
+    modules: list[static_buffers.ModuleSummaryResult] = field(default_factory=list)
     _decisions: HostDecisions | None = field(default=None, repr=False)
     _json: wire.HostReport | None = field(default=None, repr=False)
-    _points: HostPoints | None = field(default=None, repr=False)
+    _points: history_model.HostPoints | None = field(default=None, repr=False)
 
     def unwrap(self) -> HostAnalysis:
         if self.error is not None:
@@ -76,10 +82,10 @@ class HostResult:
             self._json = wire.host_json(self.unwrap(), self.modules, self.decisions())
         return self._json
 
-    def points(self) -> HostPoints | None:
+    def points(self) -> history_model.HostPoints | None:
         """What the run's history takes of this host, made once; None for an error."""
         if self.analysis is not None and self._points is None:
-            self._points = host_points(self.analysis, self.modules)
+            self._points = history_points.host_points(self.analysis, self.modules)
         return self._points
 
     def side(self, host: str) -> HostSide:
@@ -118,7 +124,7 @@ def analyze_file(path: str, host: str, session_dir: str, recordings: str | None 
             reading.profile.recordings_file = recordings
         except LeakfinderError as exc:
             reading.profile.warnings.append(f"{exc.message}; the profile is reported without it")
-    summaries, summary_warnings = static_buffers.module_summaries(reading.modules)
+    summaries, summary_warnings = static_buffers.module_summaries(reading.modules) if reading.modules else ([], [])
     reading.profile.warnings.extend(summary_warnings)
     return HostResult(analyze_host(reading.profile, reading.modules), hlo_protos=reading.hlo_protos, modules=summaries)
 
@@ -194,7 +200,7 @@ HostDone = Callable[[str, int], None]
 # A host's report JSON (or its history points) or its error, and its file's identity (None when its file cannot
 # even be stat'ed). A string: the report's schema is loaded on first use (wire/__init__.py).
 HostOutcome: TypeAlias = "tuple[wire.HostReport | None, LeakfinderError | None, FileIdentity | None]"
-PointsOutcome = tuple[HostPoints | None, LeakfinderError | None, FileIdentity | None]
+PointsOutcome: TypeAlias = "tuple[history_model.HostPoints | None, LeakfinderError | None, FileIdentity | None]"
 
 
 class Engine:
@@ -376,18 +382,18 @@ class Engine:
         `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
         pairs = [(run, host) for run in sessions for host in run.hosts]
-        points, errors = [], []
+        captured, errors = [], []
         outcomes = self._map_hosts(pairs, lambda p: self.points_outcome(*p))
         for (run, host), (found, error, key) in zip(pairs, outcomes, strict=True):
             if error is not None:
                 errors.append(wire.error_json(run.name, host, run.host_path(host)[1], error.message))
             elif found is not None and key is not None:
-                points += capture_points(run.name, found, key.mtime_ns)
+                captured += capture_points(run.name, found, key.mtime_ns)
         unreadable = len({e["run"] for e in errors})
         # Captures without memory events are told how their format records them, as each capture's report is.
-        advice = wire.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not points else ""
-        history = run_history(tb_run, points, len(sessions), advice)
-        return wire.history_json(count_unreadable(history, unreadable), errors)
+        advice = wire.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not captured else ""
+        history = history_analysis.run_history(tb_run, captured, len(sessions), advice)
+        return wire.history_json(history_analysis.count_unreadable(history, unreadable), errors)
 
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
         """`work` for each host, several at once: the scanner and numpy release the GIL for most of the work."""

@@ -15,8 +15,15 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from tb_leakfinder.model.history import FILE_MTIME, ONE_MOMENT, OWN_CLOCK, SESSION_NAME, CapturePoint, HostPoints
+from tb_leakfinder.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from tb_leakfinder.model import history as history_model
+else:
+    # Cold start: every report names its runs' TensorBoard runs; only a history of several captures makes points.
+    history_model = LazyModule("tb_leakfinder.model.history")
 
 _SESSION = re.compile(r"([0-9]{4}(?:_[0-9]{2}){5})(?:_[0-9]+)?")
 
@@ -36,21 +43,21 @@ def several_captures(names: Iterable[str]) -> list[str]:
     return sorted(t for t, n in counts.items() if n > 1)
 
 
-def capture_points(capture: str, host: HostPoints, mtime_ns: int) -> list[CapturePoint]:
+def capture_points(capture: str, host: history_model.HostPoints, mtime_ns: int) -> list[history_model.CapturePoint]:
     """One point per allocator of a host file found as `capture`. Its time is the capture's own, else its session
     folder's name, else its file's `mtime_ns` (when it was written, or copied) less its duration."""
     named = session_time(capture)
     if host.start_time_ns:
-        time_s, source = host.start_time_ns / 1e9, OWN_CLOCK
+        time_s, source = host.start_time_ns / 1e9, history_model.OWN_CLOCK
     elif named is not None:
-        time_s, source = named, SESSION_NAME
+        time_s, source = named, history_model.SESSION_NAME
     else:
-        time_s, source = mtime_ns / 1e9 - host.duration_s, FILE_MTIME
+        time_s, source = mtime_ns / 1e9 - host.duration_s, history_model.FILE_MTIME
     first, last = host.first_step, host.last_step
-    if first is None and host.kind == ONE_MOMENT:  # a snapshot has no markers: its name may say its step
+    if first is None and host.kind == history_model.ONE_MOMENT:  # a snapshot has no markers: its name may say its step
         first = last = _trailing_number(capture)
     return [
-        CapturePoint(
+        history_model.CapturePoint(
             **vars(a),
             capture=capture,
             host=host.host,

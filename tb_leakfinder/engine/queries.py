@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from tb_leakfinder import wire
-from tb_leakfinder.analyses import allocator_lookup, static_buffers
+from tb_leakfinder.analyses import allocator_lookup
 from tb_leakfinder.analyses import verdict as verdicts
 from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, query_buffers
 from tb_leakfinder.analyses.downsample import DEFAULT_POINTS
 from tb_leakfinder.analyses.host_decisions import NAMED, NAMED_REASON, with_process
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
-from tb_leakfinder.analyses.pod_ranking import Standing, leaking_hosts, ranked
-from tb_leakfinder.analyses.timeline import timeline as sample_timeline
 from tb_leakfinder.errors import NotFoundError
+from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.model.hlo import HloModule
 from tb_leakfinder.read.discovery import Run
 from tb_leakfinder.read.formats import registry
@@ -29,8 +28,16 @@ from tb_leakfinder.read.formats.registry import format_of
 
 # The engine serves the queries: typed against it, imported by the views that hold one.
 if TYPE_CHECKING:
+    from tb_leakfinder.analyses import pod_ranking, static_buffers
+    from tb_leakfinder.analyses import timeline as timelines
     from tb_leakfinder.engine.engine import Engine, HostDone
     from tb_leakfinder.wire.schema import DefaultAllocator, Verdict
+else:
+    # Cold start: what a report of one host does not ask for (a pod's ranking, a timeline, a module's buffers) loads
+    # when asked.
+    pod_ranking = LazyModule("tb_leakfinder.analyses.pod_ranking")
+    static_buffers = LazyModule("tb_leakfinder.analyses.static_buffers")
+    timelines = LazyModule("tb_leakfinder.analyses.timeline")
 
 
 @dataclass(frozen=True)
@@ -144,13 +151,13 @@ def run_overview(run: wire.RunReport) -> wire.OverviewAnswer:
 def overview_of(run: str, rows_per_host: Sequence[Sequence[wire.OverviewRow]]) -> wire.OverviewAnswer:
     """A run's overview from its hosts' rows: ranked worst first, its leaking hosts counted (analyses/pod_ranking.py)."""
     rows = [row for mine in rows_per_host for row in mine]
-    order = ranked([_standing(row) for row in rows])
-    leaking = leaking_hosts([[row["verdict"] for row in mine] for mine in rows_per_host])
+    order = pod_ranking.ranked([_standing(row) for row in rows])
+    leaking = pod_ranking.leaking_hosts([[row["verdict"] for row in mine] for mine in rows_per_host])
     return wire.overview_json(run, len(rows_per_host), leaking, [rows[i] for i in order])
 
 
-def _standing(row: wire.OverviewRow) -> Standing:
-    return Standing(
+def _standing(row: wire.OverviewRow) -> pod_ranking.Standing:
+    return pod_ranking.Standing(
         row["host"],
         row["verdict"],
         row["leak_bytes_per_step"],
@@ -195,7 +202,7 @@ def timeline(
 ) -> wire.TimelineAnswer:
     """An allocator's memory over time, at most `points` samples of [start_ps, end_ps], of one family or all."""
     a, steps = at.allocator, at.analysis.profile.steps
-    body = wire.timeline_json(a, steps, sample_timeline(a, points, start_ps, end_ps, family, steps))
+    body = wire.timeline_json(a, steps, timelines.timeline(a, points, start_ps, end_ps, family, steps))
     return {"run": at.run, "host": at.host, **body}
 
 

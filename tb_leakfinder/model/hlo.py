@@ -19,6 +19,9 @@ import numpy as np
 ALLOC = 0
 FREE = 1
 SHARE_WITH = 2
+# XProf's Memory Viewer groups buffers below this size as "small": the static view folds them (the report's
+# `limits` carry it to the frontend, with or without compiled programs, without their analyses).
+SMALL_BUFFER_BYTES = 16 * 1024
 
 
 @dataclass

@@ -24,7 +24,6 @@ from tb_leakfinder.views import export
 from tb_leakfinder.views.numpy_start import import_numpy_single_threaded
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
 
-
 if TYPE_CHECKING:
     from tb_leakfinder import wire as reports
     from tb_leakfinder.analyses import verdict, words

@@ -15,38 +15,28 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tb_leakfinder.analyses import verdict as verdicts
-from tb_leakfinder.analyses.breakdown import BreakdownRowResult
-from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE, BufferPageResult
-from tb_leakfinder.analyses.capacity import ForecastResult
+from tb_leakfinder.analyses.buffer_paging import DEFAULT_PAGE, MAX_PAGE
 from tb_leakfinder.analyses.downsample import MAX_POINTS
-from tb_leakfinder.analyses.history import History
-from tb_leakfinder.analyses.holders import HolderResult, HolderStatus
-from tb_leakfinder.analyses.host_decisions import DefaultAllocatorChoice, HostDecisions
-from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis, is_host_memory
-from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
+from tb_leakfinder.analyses.pipeline import is_host_memory
 from tb_leakfinder.analyses.recompiles import modules_cause
-from tb_leakfinder.analyses.static_buffers import (
-    SMALL_BUFFER_BYTES,
-    ModuleDetail,
-    ModuleSummaryResult,
-    PeakBufferResult,
-    WholeProgramBufferResult,
-)
 from tb_leakfinder.analyses.step_sources import NONE, StepSourceResult
-from tb_leakfinder.analyses.suspects import CauseResult
-from tb_leakfinder.analyses.timeline import Timeline
 from tb_leakfinder.analyses.words import format_bytes, short_program_ids
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.columns import sorted_distinct
-from tb_leakfinder.model.history import CapturePoint
+from tb_leakfinder.model.hlo import SMALL_BUFFER_BYTES
 from tb_leakfinder.model.lifetimes import NO_TIME, STATUS_NAMES
 from tb_leakfinder.model.memory import Steps
-from tb_leakfinder.model.sites import NO_SITE, SiteInfo
+from tb_leakfinder.model.sites import NO_SITE
 from tb_leakfinder.read.formats import registry
 
-# The comparison's types, for its JSON: the diff engine itself is imported only where a comparison is made. The
-# schema's classes only type the dicts built here (`wire/__init__.py` says why it loads them on first use).
+# The analyses' dataclasses only type what is serialized here: what a report of one capture without compiled programs
+# or a companion file does not make (a history, a module's buffers, holders, the process's memory, a comparison) is
+# not loaded for it. The schema's classes only type the dicts built here (`wire/__init__.py` says why it loads them
+# on first use).
 if TYPE_CHECKING:
+    from tb_leakfinder.analyses.breakdown import BreakdownRowResult
+    from tb_leakfinder.analyses.buffer_paging import BufferPageResult
+    from tb_leakfinder.analyses.capacity import ForecastResult
     from tb_leakfinder.analyses.diff import (
         AllocatorDiffResult,
         Comparison,
@@ -55,6 +45,21 @@ if TYPE_CHECKING:
         FamilySide,
         ModuleDiffResult,
     )
+    from tb_leakfinder.analyses.history import History
+    from tb_leakfinder.analyses.holders import HolderResult, HolderStatus
+    from tb_leakfinder.analyses.host_decisions import DefaultAllocatorChoice, HostDecisions
+    from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, HostAnalysis
+    from tb_leakfinder.analyses.process_memory import ProcessMemoryAnalysis
+    from tb_leakfinder.analyses.static_buffers import (
+        ModuleDetail,
+        ModuleSummaryResult,
+        PeakBufferResult,
+        WholeProgramBufferResult,
+    )
+    from tb_leakfinder.analyses.suspects import CauseResult
+    from tb_leakfinder.analyses.timeline import Timeline
+    from tb_leakfinder.model.history import CapturePoint
+    from tb_leakfinder.model.sites import SiteInfo
     from tb_leakfinder.wire.schema import (
         AllocatorDiff,
         AllocatorReport,

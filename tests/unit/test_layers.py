@@ -41,7 +41,7 @@ EVERYONES = frozenset({"errors", "lazy"})
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
     "lazy": frozenset(),
-    "model": frozenset({"lazy"}),  # plain data, raising no error of its own
+    "model": frozenset(),
     "proto": frozenset(),
     "read": frozenset({"model", "proto"}) | EVERYONES,
     "analyses": frozenset({"model"}) | EVERYONES,
