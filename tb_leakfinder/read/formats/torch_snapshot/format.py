@@ -9,10 +9,19 @@ folder's snapshots are a TensorBoard run's captures, in the order `common.file_s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 from tb_leakfinder.read.formats.common.file_sessions import session_order
-from tb_leakfinder.read.formats.torch_snapshot.unpickle import MAX_FILE_BYTES, looks_like_pickle
+
+if TYPE_CHECKING:
+    from tb_leakfinder.read.formats.torch_snapshot import unpickle
+else:
+    # Cold start: the registry loads every format's entry; the unpickler (and pickle) loads when a file named as a
+    # snapshot is sniffed, or the formats' limits are asked.
+    unpickle = LazyModule("tb_leakfinder.read.formats.torch_snapshot.unpickle")
 
 SUFFIXES = (".pickle", ".pkl")
 HOST = "memory_snapshot"  # the one host of a snapshot's session
@@ -53,13 +62,16 @@ def snapshot_stem(file_name: str) -> str:
 
 def looks_like_snapshot(head: bytes) -> bool:
     """Whether a file's first bytes open a pickle that names a snapshot's keys."""
-    return looks_like_pickle(head) and any(key in head[:HEAD_BYTES] for key in SNAPSHOT_KEYS)
+    return unpickle.looks_like_pickle(head) and any(key in head[:HEAD_BYTES] for key in SNAPSHOT_KEYS)
 
 
 class TorchSnapshotFormat:
     name = "torch_snapshot"
     hints = HINTS
-    max_file_bytes = MAX_FILE_BYTES
+
+    @property
+    def max_file_bytes(self) -> int:
+        return unpickle.MAX_FILE_BYTES
 
     def sniff(self, path: str) -> bool:
         return is_snapshot_name(files.basename(path)) and looks_like_snapshot(files.read_head(path, HEAD_BYTES))

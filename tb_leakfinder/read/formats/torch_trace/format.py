@@ -14,10 +14,18 @@ from __future__ import annotations
 
 import re
 import zlib
+from typing import TYPE_CHECKING
 
+from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
-from tb_leakfinder.read.formats.torch_trace.stream import MAX_TRACE_BYTES
+
+if TYPE_CHECKING:
+    from tb_leakfinder.read.formats.torch_trace import stream
+else:
+    # Cold start: the registry loads every format's entry; the trace's tokenizer loads with its reader, or when the
+    # formats' limits are asked.
+    stream = LazyModule("tb_leakfinder.read.formats.torch_trace.stream")
 
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -90,7 +98,10 @@ HINTS = FormatHintsInfo(
 class TorchTraceFormat:
     name = "torch_trace"
     hints = HINTS
-    max_file_bytes = MAX_TRACE_BYTES
+
+    @property
+    def max_file_bytes(self) -> int:
+        return stream.MAX_TRACE_BYTES
 
     def sniff(self, path: str) -> bool:
         name = files.basename(path)
