@@ -216,7 +216,7 @@ class _Program:
     near: bool = False  # found by time alone (a device's run at that moment): never an exact match
 
 
-@dataclass
+@dataclass(eq=False)
 class _Tops:
     """The host's executions (their outermost runtime calls), sorted by span row: what each runs (index into
     `programs`) and the call that launched it on another thread (line, time; line -1 when none)."""
@@ -227,7 +227,7 @@ class _Tops:
     programs: list[_Program]
 
 
-@dataclass
+@dataclass(eq=False)
 class CallIndex:
     """A host's calls by thread, to look up what encloses an allocation. Built once per host, used per allocator."""
 
@@ -545,7 +545,7 @@ def _jitted_program(call: str) -> str:
     return f"jit_{jitted['function']}" if jitted else ""
 
 
-@dataclass
+@dataclass(eq=False)
 class Attribution:
     site: np.ndarray  # int32 per event: index into `sites` (0 for frees and what the profile does not tell)
     sites: list[SiteInfo]
@@ -686,7 +686,7 @@ def _anchored_chains(index: CallIndex, times: np.ndarray, lines: np.ndarray, cal
     return chain
 
 
-@dataclass
+@dataclass(eq=False)
 class _Executions:
     """Per allocation: its execution (a span row, -1: none), what that runs (index into `programs`), whether it is
     freed before its execution ends, and the execution's caller (line, time; line -1: none)."""
@@ -808,7 +808,7 @@ def _device_of(events: MemoryEvents, device_planes: Sequence[str]) -> int:
     return planes[0] if len(planes) == 1 else -1
 
 
-@dataclass
+@dataclass(eq=False)
 class _Naming:
     """One allocator's allocations (event positions) being named: their executions, and the rows of results
     (site, op label, shape, dtype) found so far."""

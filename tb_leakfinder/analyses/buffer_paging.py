@@ -17,7 +17,7 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 5000
 
 
-@dataclass
+@dataclass(eq=False)
 class BufferPageResult:
     total: int  # buffers that pass the filters
     offset: int

@@ -27,7 +27,7 @@ from tb_leakfinder.model.hlo import ALLOC, FREE, SHARE_WITH, HeapTrace, HloModul
 _INT64_MAX = (1 << 63) - 1
 
 
-@dataclass
+@dataclass(eq=False)
 class Simulation:
     space: int
     trace: HeapTrace | None

@@ -80,14 +80,14 @@ class FamilyResult:
     cause: CauseResult | None = None  # likely cause, growing families of a leaking allocator only (analyses/causes.py)
 
 
-@dataclass
+@dataclass(eq=False)
 class Suspects:
     families: list[FamilyResult]  # most suspicious first
     never_freed_family: np.ndarray  # index into families of each never-freed buffer, -1 for the others
     family_of_buffer: np.ndarray  # index into families of each buffer that outlives a step or is never freed, else -1
 
 
-@dataclass
+@dataclass(eq=False)
 class _Trend:
     """How one family's live bytes moved: `rises` are step ordinals, from the onset on."""
 

@@ -13,7 +13,7 @@ from tb_leakfinder.model.lifetimes import NEVER_FREED, Buffers
 from tb_leakfinder.model.memory import ALLOC, Steps
 
 
-@dataclass
+@dataclass(eq=False)
 class Timeline:
     """Samples of one allocator's counters, at the events `downsample` keeps."""
 

@@ -39,7 +39,7 @@ class Instructions:
         return len(self.name)
 
 
-@dataclass
+@dataclass(eq=False)
 class LogicalBuffers:
     id: np.ndarray  # int64, XLA's logical buffer id
     size: np.ndarray  # int64 bytes
@@ -53,7 +53,7 @@ class LogicalBuffers:
         return int(self.id.shape[0])
 
 
-@dataclass
+@dataclass(eq=False)
 class Allocations:
     index: np.ndarray  # int64, XLA's allocation index
     size: np.ndarray  # int64 bytes
@@ -75,7 +75,7 @@ class Allocations:
         return indefinite
 
 
-@dataclass
+@dataclass(eq=False)
 class HeapTrace:
     """One heap-simulator trace: the events of a heap in program order."""
 

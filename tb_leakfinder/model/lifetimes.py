@@ -16,7 +16,7 @@ STATUS_NAMES = ("freed", "never_freed", "before_window")
 NO_TIME = -1  # alloc_time_ps of a buffer allocated before the window, free_time_ps of a live one
 
 
-@dataclass
+@dataclass(eq=False)
 class Buffers:
     """One row per buffer: an allocation paired with its free, or one of them alone.
 

@@ -35,7 +35,7 @@ EVENT_COLUMNS: dict[str, type] = {
 }
 
 
-@dataclass
+@dataclass(eq=False)
 class MemoryEvents:
     """Every allocation and free of a host's allocators: each allocator's in time order, and the host's either
     all in time order or grouped by allocator in index order.
@@ -130,7 +130,7 @@ def grouping_order(allocator: np.ndarray, count: int, order: np.ndarray | None =
     return np.take(order, grouping, out=grouping, mode="clip")
 
 
-@dataclass
+@dataclass(eq=False)
 class Steps:
     """Step markers (`step_num` events), sorted by start time."""
 
@@ -218,7 +218,7 @@ def is_transfer_name(name: str) -> bool:
     return name in TRANSFER_NAMES or any(part in name for part in TRANSFER_PARTS)
 
 
-@dataclass
+@dataclass(eq=False)
 class Spans:
     """Candidate step spans, sorted by start (then end, source, device, name, root, line).
 
@@ -256,7 +256,7 @@ class Spans:
         )
 
 
-@dataclass
+@dataclass(eq=False)
 class Groups:
     """Extent of each `group_id` seen on /host:CPU events: the earliest start and latest end, sorted by start."""
 

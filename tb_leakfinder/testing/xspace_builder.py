@@ -138,7 +138,7 @@ def _const(raw: bytes, n: int) -> np.ndarray:
     return np.broadcast_to(np.frombuffer(raw, np.uint8), (n, len(raw)))
 
 
-@dataclass
+@dataclass(eq=False)
 class _Piece:
     """A run of bytes per row: row i's bytes are matrix[i, :lengths[i]]."""
 
@@ -160,7 +160,7 @@ def _assemble(pieces: Sequence[_Piece]) -> bytes:
     return out.tobytes()
 
 
-@dataclass
+@dataclass(eq=False)
 class _StatColumn:
     """One stat over many events. `values` are stat-metadata ids for kind 'ref'."""
 
