@@ -39,10 +39,6 @@ MENTIONED_BYTES_PER_STEP = 64 << 10
 ALIKE_SHARE = 0.25
 RSS, USS, PSS = "rss", "uss", "pss"
 MEASURE_WORDS = {RSS: "RSS", USS: "USS", PSS: "PSS"}
-NOT_RECORDED = (
-    "Process memory was not recorded: record it with tb_leakfinder.capture(...), which writes the training process's"
-    " and its DataLoader workers' memory beside the profile (psutil, or /proc on Linux)."
-)
 
 
 @dataclass

@@ -6,7 +6,6 @@ import time
 from collections.abc import Callable
 
 from tb_leakfinder.analyses.capacity import known_capacity
-from tb_leakfinder.analyses.process_memory import NOT_RECORDED
 from tb_leakfinder.analyses.verdict import INCONCLUSIVE, LEAK, NO_LEAK
 from tb_leakfinder.analyses.words import (
     buffers_label,
@@ -21,6 +20,12 @@ from tb_leakfinder.engine import queries
 from tb_leakfinder.engine.history import tensorboard_run
 from tb_leakfinder.views.terminal import visible_json
 from tb_leakfinder.wire import Json
+
+# What a host analysed without a recording of its process's memory says (the tab says it too: panels/process_memory.ts).
+NOT_RECORDED = (
+    "Process memory was not recorded: record it with tb_leakfinder.capture(...), which writes the training process's"
+    " and its DataLoader workers' memory beside the profile (psutil, or /proc on Linux)."
+)
 
 VERDICT_WORDS = {LEAK: "LEAK", NO_LEAK: "no leak", INCONCLUSIVE: "inconclusive"}
 TOP_ROWS = 10

@@ -467,6 +467,16 @@ def test_tensorboards_size_flags_are_refused_when_parsed(flag, value, capsys):
     assert f"argument {flag}: a number of " in capsys.readouterr().err
 
 
+# What only some inputs reach: compiled programs (the static view), and a standalone page, which gathers every answer
+# its views may ask for (each run's overview, each allocator's timeline, each TensorBoard run's history).
+STATIC_VIEW = ["tb_leakfinder.analyses.heap_simulation", "tb_leakfinder.analyses.static_buffers"]
+PAGE = ["tb_leakfinder.analyses.pod_ranking", "tb_leakfinder.analyses.timeline"]
+HISTORY = [  # a history's points name the process's memory too
+    "tb_leakfinder.analyses.history",
+    "tb_leakfinder.analyses.history_points",
+    "tb_leakfinder.model.history",
+    "tb_leakfinder.analyses.process_memory",
+]
 _MODULES_AFTER = """
 import contextlib, io, json, sys
 from tb_leakfinder.views import cli
@@ -477,6 +487,10 @@ heavy = (
     "numpy", "tensorboard", "werkzeug", "tensorflow", "torch", "jax", "ray", "tqdm", "tb_leakfinder.analyses.diff",
     "tb_leakfinder.engine.precompute", "tb_leakfinder.read.formats.torch_snapshot.reader", "tb_leakfinder.capture",
     "tb_leakfinder.capture.torch_profiler", "tb_leakfinder.store.disk_cache", "tb_leakfinder.views.markdown",
+    "tb_leakfinder.read.formats.torch_snapshot.unpickle", "tb_leakfinder.read.formats.torch_trace.stream",
+    "tb_leakfinder.analyses.static_buffers", "tb_leakfinder.analyses.heap_simulation", "tb_leakfinder.analyses.history",
+    "tb_leakfinder.model.history", "tb_leakfinder.analyses.history_points", "tb_leakfinder.analyses.holders",
+    "tb_leakfinder.analyses.process_memory", "tb_leakfinder.analyses.pod_ranking", "tb_leakfinder.analyses.timeline",
 )
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
@@ -488,13 +502,16 @@ print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
         (["--help"], []),
         (["report", "--help"], []),
         (["check"], []),  # a usage error
-        (["report", "--json", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
-        (["check", "--no-cache", str(DEMO_LOGS)], ["numpy"]),
-        (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--html", "OUT/page.html"], ["numpy"]),
+        (["report", "--json", "--no-cache", str(DEMO_LOGS / "tf_leak" / "plugins" / "profile")], ["numpy"]),
+        (["report", "--no-cache", str(DEMO_LOGS / "tf_leak")], ["numpy"]),
+        (["report", "--json", "--no-cache", str(DEMO_LOGS)], ["numpy", *STATIC_VIEW]),  # JAX's compiled programs
+        (["check", "--no-cache", str(DEMO_LOGS)], ["numpy", *STATIC_VIEW]),
+        (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--html", "OUT/page.html"], ["numpy", *PAGE]),
         (["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--csv", "OUT/tables"], ["numpy"]),
         (
             ["diff", "--no-cache", str(DEMO_LOGS / "tf_fixed"), str(DEMO_LOGS / "tf_leak"), "--html", "OUT/diff.html"],
-            ["numpy", "tb_leakfinder.analyses.diff", "tb_leakfinder.views.markdown"],  # its text is Markdown
+            # Its text is Markdown; the diff's own types name compiled programs.
+            ["numpy", "tb_leakfinder.analyses.diff", "tb_leakfinder.views.markdown", *STATIC_VIEW, *PAGE, *HISTORY],
         ),
     ],
 )
@@ -502,10 +519,13 @@ def test_a_command_imports_only_what_it_needs(argv, loaded, tmp_path):
     """`--help` and a usage error load neither numpy, TensorBoard, a framework nor the capture helper; a report
     loads numpy, not the diff engine nor Ray's precompute, nor the reader of a format it does not read, nor the
     disk cache it was told not to use, nor the Markdown it was not asked for, nor the progress bar when stderr is no
-    terminal; its HTML and CSV files come from the queries, without TensorBoard or its web server."""
+    terminal, nor an analysis its input does not reach: the static view without compiled programs (TensorFlow's
+    demo runs have none), the history and its points without several captures of a run, holders and the process's
+    memory without a companion file, a pod's ranking without several hosts; nor the timeline it does not draw. Its
+    HTML and CSV files come from the queries, without TensorBoard or its web server."""
     argv = [arg.replace("OUT", str(tmp_path)) for arg in argv]
     out = subprocess.run([sys.executable, "-c", _MODULES_AFTER, *argv], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert json.loads(out.stdout) == loaded
+    assert json.loads(out.stdout) == sorted(loaded)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(written) == ("--html" in argv) + 5 * ("--csv" in argv) and all(p.stat().st_size for p in written)
 
