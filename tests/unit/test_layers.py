@@ -18,6 +18,7 @@ ALL = frozenset(
         TOP,
         "api",
         "errors",
+        "compiled",
         "model",
         "proto",
         "read",
@@ -37,10 +38,11 @@ ALL = frozenset(
 # What each part may import besides itself, as its docstring says; `errors` (the one error type) is everyone's.
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
+    "compiled": frozenset(),  # the compiled parts' loader, which the readers and the analyses share
     "model": frozenset(),
     "proto": frozenset(),
-    "read": frozenset({"model", "proto", "errors"}),
-    "analyses": frozenset({"model", "errors"}),
+    "read": frozenset({"model", "proto", "compiled", "errors"}),
+    "analyses": frozenset({"model", "compiled", "errors"}),
     "wire": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
     "store": frozenset({"model", "analyses", "read", "wire", "errors"}),
     "engine": ALL - {TOP, "api", "engine", "views", "plugin_loader", "plugin_flags", "testing"},  # everything but the views
