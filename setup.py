@@ -51,6 +51,8 @@ ext_modules = (
     # A file cut short while mapped reads as zeros past its end, not SIGBUS (read/files.py's read_private): POSIX only;
     # without it, local profiles are copied rather than mapped.
     Extension("tb_leakfinder.read._map_guard", ["tb_leakfinder/read/_map_guard.c"], extra_compile_args=["-O2"]),
+    # Buffer lifetimes paired in two passes (analyses/lifetimes.py); without it, numpy's passes, to the same columns.
+    Extension("tb_leakfinder.analyses._pairing", ["tb_leakfinder/analyses/_pairing.c"], extra_compile_args=["-O2"]),
 ]
 
 setup(

@@ -1,6 +1,6 @@
 """A module imported on its first use, for what a cold command need not load: what only some inputs reach (a
 companion file, compiled programs, several captures) and what only some commands do. Imports nothing of
-tb_leakfinder; any part that may import the error type may import it.
+tb_leakfinder: the readers, the analyses, the engine and the views share it.
 
 Each lazy module is bound in place of its import, which stays, under `TYPE_CHECKING`, for mypy and the layer test
 (tests/unit/test_layers.py) to see; tests/unit/test_lazy.py holds each bound name to that import. Its names are

@@ -1,2 +1,3 @@
 """Pure functions over the model, returning dataclasses: pairing, families, verdicts, forecasts, the static view,
-diffs, queries. May import the model, errors and lazy only: no I/O, no formats, no TensorBoard, no JSON."""
+diffs, queries. May import the model, errors, lazy and the compiled parts' loader (compiled) only: no I/O, no formats,
+no TensorBoard, no JSON."""

@@ -60,7 +60,7 @@ def timeline(
         fragmentation=e.fragmentation[at],
         never_freed_bytes=never_freed_bytes(a.buffers, at),
         event_bytes=signed,
-        event_buffer=buffer_of_events(a.buffers, len(e))[at],
+        event_buffer=buffer_of_events(a.buffers, len(e), at),
         window_start_ps=start,
         window_end_ps=end,
         family=family,
@@ -84,14 +84,19 @@ def window(a: AllocatorAnalysis, steps: Steps | None = None) -> tuple[int, int]:
     return start, end
 
 
-def buffer_of_events(buffers: Buffers, events: int) -> np.ndarray:
-    """Per event of the allocator, the row of the buffer it allocates or frees; -1 when none."""
-    found = np.full(events, -1, np.int64)
-    rows = np.arange(len(buffers), dtype=np.int64)
+def buffer_of_events(buffers: Buffers, events: int, at: np.ndarray) -> np.ndarray:
+    """For each of the allocator's events `at` (of `events`), the row of the buffer it allocates or frees; -1 when
+    none. The buffers whose events are sampled are picked out by a mask of the samples: scattering every buffer's
+    row into a map of all the events took 9 ms of a 1M-event timeline, for the thousand samples it keeps."""
+    wanted, back = np.unique(at, return_inverse=True)
+    sampled = np.zeros(events, bool)
+    sampled[wanted] = True
+    found = np.full(len(wanted), -1, np.int64)
     for column in (buffers.alloc_event, buffers.free_event):
-        seen = column >= 0
-        found[column[seen]] = rows[seen]
-    return found
+        rows = np.flatnonzero(sampled[np.maximum(column, 0)] & (column >= 0))
+        found[np.searchsorted(wanted, column[rows])] = rows
+    result: np.ndarray = found[back]
+    return result
 
 
 def live_bytes(buffers: Buffers, mask: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tb_leakfinder import compiled
 from tb_leakfinder.errors import LeakfinderError
-from tb_leakfinder.read.formats.common import compiled
 
 # A remote file is read in blocks of this size: one block, not the whole file, is held twice.
 REMOTE_BLOCK_BYTES = 16 << 20

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tb_leakfinder import proto, wire
+from tb_leakfinder import compiled, proto, wire
 from tb_leakfinder.analyses import static_buffers
 from tb_leakfinder.analyses.buffer_paging import query_buffers
 from tb_leakfinder.analyses.host_decisions import decide_host
@@ -32,7 +32,6 @@ from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.read.formats.common import compiled
 from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 

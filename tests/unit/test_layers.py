@@ -18,6 +18,7 @@ ALL = frozenset(
         TOP,
         "api",
         "errors",
+        "compiled",
         "lazy",
         "model",
         "proto",
@@ -35,27 +36,26 @@ ALL = frozenset(
         "webapp",
     }
 )
-# What each part may import besides itself, as its docstring says; `errors` (the one error type) and `lazy` (a module
-# loaded on first use) are everyone's.
-EVERYONES = frozenset({"errors", "lazy"})
+# What each part may import besides itself, as its docstring says; `errors` (the one error type) is everyone's.
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "errors": frozenset(),
-    "lazy": frozenset(),
+    "compiled": frozenset(),  # the compiled parts' loader, which the readers and the analyses share
+    "lazy": frozenset(),  # a module loaded on first use: what only some inputs reach
     "model": frozenset(),
     "proto": frozenset(),
-    "read": frozenset({"model", "proto"}) | EVERYONES,
-    "analyses": frozenset({"model"}) | EVERYONES,
-    "wire": frozenset({"analyses", "model", "read"}) | EVERYONES,  # read: the format registry's hints
-    "store": frozenset({"model", "analyses", "read", "wire"}) | EVERYONES,
+    "read": frozenset({"model", "proto", "compiled", "lazy", "errors"}),
+    "analyses": frozenset({"model", "compiled", "lazy", "errors"}),
+    "wire": frozenset({"analyses", "model", "read", "errors"}),  # read: the format registry's hints
+    "store": frozenset({"model", "analyses", "read", "wire", "errors"}),
     "engine": ALL - {TOP, "api", "engine", "views", "plugin_loader", "plugin_flags", "testing"},  # everything but the views
-    "capture": frozenset({"read", "model", "analyses", "api"}) | EVERYONES,
+    "capture": frozenset({"read", "model", "analyses", "api", "errors"}),
     "keras": frozenset({"capture"}),
     "views": ALL - {"views", "testing"},  # everything (but what only tests, benchmarks and tools import)
     "plugin_loader": frozenset({"read", "views", "plugin_flags"}),
     "plugin_flags": frozenset(),  # the plugin's name and its flags' parsers, apart from TensorBoard
-    "testing": frozenset({"model", "proto", "plugin_loader"}) | EVERYONES,
+    "testing": frozenset({"model", "proto", "plugin_loader", "errors"}),
     TOP: frozenset({"api", "capture"}),
-    "api": frozenset({"engine", "wire", "store"}) | EVERYONES,
+    "api": frozenset({"engine", "wire", "store", "errors"}),
     "webapp": frozenset(),  # the built frontend bundle
 }
 FORMATS = "tb_leakfinder.read.formats"

@@ -74,3 +74,17 @@ def test_query(query: dict[str, Any]) -> None:
         return
     page = query_buffers(a, **query["args"])
     assert (page.rows.tolist(), page.total) == (query["ids"], query["total"])
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_a_page_of_many_equal_sizes_is_the_stable_sorts(order: str) -> None:
+    # Few sizes among many buffers, as a training loop's: the page is cut by a selection, not a sort, and must be
+    # the same rows as the whole stable sort gives (reversed, ties too, when descending).
+    sizes = np.random.default_rng(12).choice([4, 4096, 2 << 20, 16 << 20], 5_000, p=[0.5, 0.45, 0.04, 0.01])
+    a = _analysis(CASES)
+    a = dataclasses.replace(a, buffers=columns.buffers(np.arange(len(sizes)), [NO_TIME] * len(sizes), sizes))
+    ranked = np.argsort(sizes, kind="stable")
+    ranked = ranked[::-1] if order == "desc" else ranked
+    for offset, limit in ((0, 100), (40, 60), (4_900, 100)):
+        page = query_buffers(a, offset=offset, limit=limit, sort="bytes", order=order)
+        assert page.rows.tolist() == ranked[offset : offset + limit].tolist()

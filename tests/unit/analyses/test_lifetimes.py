@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-import numpy as np
+import os
+from dataclasses import fields
 
+import numpy as np
+import pytest
+
+from tb_leakfinder import compiled
 from tb_leakfinder.analyses.host_decisions import default_allocator
 from tb_leakfinder.analyses.lifetimes import pair_events
 from tb_leakfinder.analyses.pipeline import analyze_host
-from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME
-from tb_leakfinder.model.memory import ALLOC
+from tb_leakfinder.model.lifetimes import BEFORE_WINDOW, FREED, NEVER_FREED, NO_TIME, Buffers
+from tb_leakfinder.model.memory import ALLOC, FREE
 from tb_leakfinder.read.formats.xplane.decoder import decode
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.support.columns import memory_events, steps
+from tests.support.fuzzing import REQUIRE_SCANNER_ENV
 
 MIB = 1 << 20
+_pairing = compiled.built("tb_leakfinder.analyses._pairing")
+if _pairing is None and os.environ.get(REQUIRE_SCANNER_ENV) == "1":  # CI builds it: not skipping there
+    raise RuntimeError(f"{REQUIRE_SCANNER_ENV}=1 but the pairing pass is not built (python setup.py build_ext --inplace)")
 
 
 def _analyze(builder: ProfileBuilder):
@@ -113,3 +122,75 @@ def test_events_get_the_step_whose_marker_contains_them():
     events = memory_events([50, 150, 250, 350], ALLOC, [0x1, 0x2, 0x3, 0x4], MIB)
     buffers = pair_events(events, steps((7, 100, 200), (8, 300, 400))).buffers
     assert buffers.alloc_step.tolist() == [-1, 0, -1, 1]
+
+
+def _paired_both_ways(events, marks, monkeypatch):
+    """The pairing of the compiled pass (analyses/_pairing.c) and of numpy's path, on the same events."""
+    compiled_pairing = pair_events(events, marks)
+    monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "1")
+    numpy_pairing = pair_events(events, marks)
+    monkeypatch.delenv(compiled.PURE_PYTHON_ENV)
+    return compiled_pairing, numpy_pairing
+
+
+def _assert_same_pairing(got, expected):
+    assert (got.double_allocations, got.unmatched_frees) == (expected.double_allocations, expected.unmatched_frees)
+    for name in fields(Buffers):
+        column, want = getattr(got.buffers, name.name), getattr(expected.buffers, name.name)
+        assert column.dtype == want.dtype, name.name
+        assert np.array_equal(column, want), name.name
+
+
+def _fuzzed_events(rng: np.random.Generator, n: int, addresses: int, times: int):
+    """A stream as hostile as a profile's can be: few addresses (reuse, double allocations, frees of a free
+    address, frees before any allocation), times with ties and negative ones (a clock run backwards)."""
+    time_ps = np.sort(rng.integers(-3, times, n))
+    kind = rng.integers(0, 2, n).astype(np.int8)
+    addr = rng.integers(0, addresses, n).astype(np.uint64) * np.uint64(0x100) + np.uint64(0xFFFF_0000_0000_0000)
+    return memory_events(time_ps, kind, addr, rng.integers(1, MIB, n), op=[f"Op{i % 7}" for i in range(n)])
+
+
+@pytest.mark.skipif(_pairing is None, reason="the compiled pairing pass is not built")
+def test_the_compiled_pass_pairs_as_numpy_does(monkeypatch):
+    rng = np.random.default_rng(43)
+    # A step from before the profile's start: an event at time -1 (NO_TIME's value) is in it.
+    marks = steps((0, -5, 40), (1, 40, 90), (2, 120, 200))
+    cases = [(0, 4, 10), (1, 1, 10), (2, 1, 10)]
+    cases += [(int(rng.integers(2, 400)), int(rng.integers(1, 60)), int(rng.integers(1, 300))) for _ in range(300)]
+    for n, addresses, times in cases:
+        events = _fuzzed_events(rng, n, addresses, times)
+        _assert_same_pairing(*_paired_both_ways(events, marks, monkeypatch))
+
+
+@pytest.mark.skipif(_pairing is None, reason="the compiled pairing pass is not built")
+def test_the_compiled_pass_holds_many_live_addresses(monkeypatch):
+    # 20,000 buffers live at once, then freed in another order: the pass's table of live addresses grows and
+    # empties again; addresses spaced by a power of two, as allocators hand them out.
+    rng = np.random.default_rng(7)
+    live = 20_000
+    addr = (np.arange(live, dtype=np.uint64) << np.uint64(20)).repeat(2)
+    kind = np.tile(np.array([ALLOC, FREE], np.int8), live)
+    freed_order = rng.permutation(live)
+    addr = np.concatenate([addr[0::2], addr[1::2][freed_order]])
+    kind = np.concatenate([kind[0::2], kind[1::2]])
+    events = memory_events(np.arange(2 * live), kind, addr, MIB)
+    got, expected = _paired_both_ways(events, steps((0, 0, 2 * live)), monkeypatch)
+    _assert_same_pairing(got, expected)
+    assert (got.buffers.status == FREED).all() and len(got.buffers) == live
+
+
+@pytest.mark.skipif(_pairing is None, reason="the compiled pairing pass is not built")
+def test_an_event_of_neither_kind_is_paired_by_numpy(monkeypatch):
+    # Not one a reader makes: the compiled pass leaves it to numpy's path, which pairs it as it always did.
+    events = memory_events([10, 20, 30], [ALLOC, 2, FREE], [0x10, 0x10, 0x10], MIB)
+    assert _pairing.link(events.addr, events.kind, ALLOC, FREE, 0, np.empty(3, np.intp), np.empty(3, np.uint8)) is None
+    _assert_same_pairing(*_paired_both_ways(events, steps((0, 0, 40)), monkeypatch))
+
+
+@pytest.mark.skipif(_pairing is None, reason="the compiled pairing pass is not built")
+def test_the_compiled_pass_refuses_columns_of_the_wrong_size():
+    n = 4
+    with pytest.raises(ValueError, match="following"):
+        _pairing.link(
+            np.zeros(n, np.uint64), np.zeros(n, np.int8), ALLOC, FREE, 0, np.empty(n - 1, np.intp), np.empty(n, np.uint8)
+        )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from tb_leakfinder.analyses.pipeline import AllocatorAnalysis, analyze_host
-from tb_leakfinder.analyses.timeline import timeline, window
+from tb_leakfinder.analyses.timeline import buffer_of_events, timeline, window
 from tb_leakfinder.model.memory import ALLOC, FREE, Steps
 from tests.support import columns
 
@@ -40,3 +42,19 @@ def test_each_sample_names_its_event():
     # The free names the buffer it frees: MatMul's.
     assert ops == ["MatMul", "Add", "MatMul"]
     assert (t.window_start_ps, t.window_end_ps) == (10, 40)
+
+
+def test_each_sample_names_the_buffer_its_event_makes_or_frees():
+    # Reused addresses, frees before any allocation, frees of a freed address, and samples repeated and out of
+    # order: each sampled event's buffer is the one whose allocation or free it is.
+    rng = np.random.default_rng(5)
+    n = 3_000
+    kind = rng.integers(0, 2, n).astype(np.int8)
+    events = columns.memory_events(np.arange(n), kind, rng.integers(0, 40, n) * 0x100, KIB)
+    (a,) = analyze_host(columns.host_profile(events)).allocators
+    at = rng.integers(0, n, 500)
+    made = {int(e): row for row, e in enumerate(a.buffers.alloc_event.tolist()) if e >= 0}
+    freed = {int(e): row for row, e in enumerate(a.buffers.free_event.tolist()) if e >= 0}
+    expected = [freed.get(e, made.get(e, -1)) for e in at.tolist()]
+    assert buffer_of_events(a.buffers, n, at).tolist() == expected
+    assert -1 in expected and len(set(expected)) > 100

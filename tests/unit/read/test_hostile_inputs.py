@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_leakfinder.read.formats.common import compiled, limits
+from tb_leakfinder import compiled
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.torch_trace import reader
 from tb_leakfinder.testing import hostile
 

@@ -1,3 +1,3 @@
 """What several formats' readers share: capped counts (limits), string tables (interning), the model's spans,
-groups and steps from rows (rows), the order of a folder's snapshots (snapshots), the compiled scanners' loading
-(compiled). Imports the model, `read.files` and errors; never a format."""
+groups and steps from rows (rows), the order of a folder's snapshots (snapshots). Imports the
+model, `read.files` and errors; never a format."""

@@ -30,7 +30,8 @@ import msgspec
 import numpy as np
 from msgspec import UNSET, UnsetType
 
-from tb_leakfinder.read.formats.common import compiled, limits
+from tb_leakfinder import compiled
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.torch_trace.reader import (
     CPU_TYPE,
     DEVICE_TYPES,

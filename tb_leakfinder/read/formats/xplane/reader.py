@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from tb_leakfinder import compiled
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps, event_order
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.common import compiled, limits
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.common import rows as model_rows
 from tb_leakfinder.read.formats.xplane import clock, decoder, hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms

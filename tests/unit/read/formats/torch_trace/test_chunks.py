@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tb_leakfinder import compiled
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.common import compiled
 from tb_leakfinder.read.formats.torch_trace import chunks, reader, stream
 from tests.support.fuzzing import REQUIRE_SCANNER_ENV, ROOT
 from tests.unit.read.formats.torch_trace.test_real_traces import QWEN, RESNET

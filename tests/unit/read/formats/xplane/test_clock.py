@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tb_leakfinder.read.formats.common import compiled
+from tb_leakfinder import compiled
 from tb_leakfinder.read.formats.xplane import clock, reader
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder
 from tests.support.demo import DEMO_LOGS

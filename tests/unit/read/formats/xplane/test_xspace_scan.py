@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from google.protobuf import descriptor
 
-from tb_leakfinder import proto
+from tb_leakfinder import compiled, proto
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import (
     ALLOC,
@@ -37,7 +37,7 @@ from tb_leakfinder.model.memory import (
     HostProfile,
 )
 from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.common import compiled, limits
+from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.xplane import reader, stat_spec
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
