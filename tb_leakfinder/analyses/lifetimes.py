@@ -74,7 +74,7 @@ def pair_events(events: MemoryEvents, steps: Steps, site: np.ndarray | None = No
     return Pairing(buffers, linked.reused, linked.unmatched_frees)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Linked:
     """The buffers in time order, before their sort by (allocation time, free time): those allocated before the
     window (the first `before_window` rows), then one per allocation."""
