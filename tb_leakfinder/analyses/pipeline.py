@@ -138,8 +138,9 @@ def analyze_host(profile: HostProfile, modules: Sequence[HloModule] = ()) -> Hos
         status = holder_analysis.holder_status(recorded, [holder_analysis.never_freed_addresses(a.buffers) for a in result])
         if recorded.process_memory is not None:
             host_memory = [(a.label, a.summary.growth_bytes_per_step) for a in result if _info(profile, a.memory_id).host_memory]
-            memory = recorded.process_memory
-            process = process_analysis.analyze_process_memory(memory, recorded.framework, source.steps, host_memory)
+            process = process_analysis.analyze_process_memory(
+                recorded.process_memory, recorded.framework, source.steps, host_memory
+            )
     return HostAnalysis(profile, result, source, status, process)
 
 

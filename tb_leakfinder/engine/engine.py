@@ -382,17 +382,17 @@ class Engine:
         `errors` are the captures' files that could not be read."""
         sessions = self.captures(tb_run)
         pairs = [(run, host) for run in sessions for host in run.hosts]
-        captured, errors = [], []
+        points, errors = [], []
         outcomes = self._map_hosts(pairs, lambda p: self.points_outcome(*p))
         for (run, host), (found, error, key) in zip(pairs, outcomes, strict=True):
             if error is not None:
                 errors.append(wire.error_json(run.name, host, run.host_path(host)[1], error.message))
             elif found is not None and key is not None:
-                captured += capture_points(run.name, found, key.mtime_ns)
+                points += capture_points(run.name, found, key.mtime_ns)
         unreadable = len({e["run"] for e in errors})
         # Captures without memory events are told how their format records them, as each capture's report is.
-        advice = wire.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not captured else ""
-        history = history_analysis.run_history(tb_run, captured, len(sessions), advice)
+        advice = wire.record_events(format_of(pairs[0][0].hosts[pairs[0][1]]).name) if pairs and not points else ""
+        history = history_analysis.run_history(tb_run, points, len(sessions), advice)
         return wire.history_json(history_analysis.count_unreadable(history, unreadable), errors)
 
     def _map_hosts(self, hosts: Sequence[U], work: Callable[[U], T]) -> list[T]:
