@@ -6,12 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# The companion file: `<profile's name less its format's suffix>.leakfinder.json`, beside the profile.
-COMPANION_SUFFIX = ".leakfinder.json"
-RECORDINGS_FORMAT = "tb_leakfinder.recordings"
-RECORDINGS_VERSION = 1
-MAX_COMPANION_BYTES = 1 << 20
-
 # RecorderStatus: how a recorder's window ended.
 COMPLETE = "complete"  # it ran to the end of its window
 PARTIAL = "partial"  # a bound (objects visited, time) was hit: what it found is true, but not everything
