@@ -75,8 +75,8 @@ print(json.dumps({name: int(p["profileSummary"]["peakStats"]["heapAllocatedBytes
 # (the scan runs there with threads=1), so that load from other processes inflates it little.
 SCAN_CHILD = """
 import json, sys, time
-from tb_leakfinder.read.formats.xplane import reader
-scanner = reader.compiled_scanner()
+from tb_leakfinder.read.formats.xplane import scan
+scanner = scan.compiled_scanner()
 data = open(sys.argv[1], "rb").read()
 cpu = []
 for _ in range(int(sys.argv[2])):
@@ -532,9 +532,9 @@ def main() -> int:
     parser.add_argument("--skip-spread", action="store_true", help="not the file spread over host lines")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tb_leakfinder.read.formats.xplane import reader
+    from tb_leakfinder.read.formats.xplane import scan
 
-    if reader.compiled_scanner() is None:
+    if scan.compiled_scanner() is None:
         print(
             "warning: the compiled scanner is not built (python setup.py build_ext --inplace); measuring the pure-Python decoder",
             flush=True,

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_memory import profile  # noqa: E402 - the same synthesised 1M-event profile
 
 from tb_leakfinder import proto  # noqa: E402
-from tb_leakfinder.read.formats.xplane import reader  # noqa: E402
+from tb_leakfinder.read.formats.xplane import reader, scan  # noqa: E402
 
 
 def timed(work: Callable[[], object]) -> tuple[float, float]:
@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/tb_leakfinder_bench"))
     args = parser.parse_args()
-    scanner = reader.compiled_scanner()
+    scanner = scan.compiled_scanner()
     if scanner is None:
         print("the C scanner is not built (python setup.py build_ext --inplace)", file=sys.stderr)
         return 2
@@ -57,7 +57,7 @@ def main() -> int:
     path = session / "host0.xplane.pb"
     data = path.read_bytes()
     megabytes = len(data) / 1e6
-    threads = reader.SCAN_THREADS
+    threads = scan.SCAN_THREADS
     cases: dict[str, Callable[[], object]] = {
         "scanner, 1 thread": lambda: scanner.scan(data, threads=1),
         f"scanner, {threads} threads": lambda: scanner.scan(data, threads=threads),

@@ -235,10 +235,13 @@ class Engine:
         return cls(lambda: discovery.discover(logdir), cache_bytes, disk=disk)
 
     @classmethod
-    def for_path(cls, path: str, workers: int | None = None, disk: DiskCache | None = None) -> Engine:
-        """A logdir, a session folder or one `.xplane.pb`, as the CLI and API take them."""
-        runs = discovery.runs_for_path(path)
-        return cls(lambda: runs, workers=workers, disk=disk)
+    def for_path(
+        cls, path: str, workers: int | None = None, disk: DiskCache | None = None, runs: list[Run] | None = None
+    ) -> Engine:
+        """A logdir, a session folder or one `.xplane.pb`, as the CLI and API take them; `runs`: the path's, when
+        the caller has discovered them already."""
+        found = discovery.runs_for_path(path) if runs is None else runs
+        return cls(lambda: found, workers=workers, disk=disk)
 
     @property
     def computations(self) -> int:

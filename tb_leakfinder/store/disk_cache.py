@@ -52,7 +52,7 @@ from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tb_leakfinder.store.folder_index import TEMP_PREFIX, FolderIndex
-from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir
+from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, ENTRY_SUFFIX, default_dir, entry_path
 from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
 from tb_leakfinder.wire.shape import Shape, conforms
 
@@ -66,7 +66,6 @@ TREE = "tree.json"
 DATA = "data.npy"
 MEMBERS = (IDENTITY, REPORT, SUMMARY, POINTS, TREE, DATA)
 ALIGN = 64  # each array starts at a multiple of this in the data member
-SUFFIX = ".npz"
 MAX_DIRECTORY_BYTES = 64 << 10  # five members' directory records take a few hundred bytes
 MAX_IDENTITY_BYTES = 1024
 READ_BLOCK_BYTES = 16 << 20
@@ -128,8 +127,7 @@ class DiskCache:
         return cache
 
     def path_for(self, identity: files.FileIdentity) -> str:
-        name = hashlib.sha256(f"{self.version}\0{identity.real_path}".encode()).hexdigest()[:40]
-        return os.path.join(self.folder, name + SUFFIX)
+        return entry_path(self.folder, self.version, identity.real_path)
 
     # Reading -------------------------------------------------------------------------------
 
@@ -212,7 +210,7 @@ class DiskCache:
         path = self.path_for(identity)
         try:
             os.makedirs(self.folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=SUFFIX, dir=self.folder)
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=ENTRY_SUFFIX, dir=self.folder)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
@@ -248,13 +246,13 @@ def _folder_index(folder: str) -> FolderIndex:
     with _INDEXES_LOCK:
         index = _INDEXES.get(folder)
         if index is None:
-            index = _INDEXES[folder] = FolderIndex(folder, SUFFIX)
+            index = _INDEXES[folder] = FolderIndex(folder, ENTRY_SUFFIX)
         return index
 
 
 def _name(path: str) -> str:
     """An entry's name in the index: its file name without the suffix."""
-    return os.path.basename(path)[: -len(SUFFIX)]
+    return os.path.basename(path)[: -len(ENTRY_SUFFIX)]
 
 
 def encode_entry(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 DEFAULT_MAX_BYTES = 20 << 30
 ENV_DIR = "TB_LEAKFINDER_CACHE_DIR"
 ENV_OFF = "TB_LEAKFINDER_NO_CACHE"
+# A host entry's file name ends so (an uncompressed zip of numpy members: disk_cache.py).
+ENTRY_SUFFIX = ".npz"
 
 
 def default_dir() -> str:
@@ -19,3 +22,9 @@ def default_dir() -> str:
 
 def disabled_by_env() -> bool:
     return os.environ.get(ENV_OFF, "") not in ("", "0")
+
+
+def entry_path(folder: str, version: str, real_path: str) -> str:
+    """Where the entry of the profile at `real_path`, analysed by code of `version`, lies in the cache `folder`."""
+    name = hashlib.sha256(f"{version}\0{real_path}".encode()).hexdigest()[:40]
+    return os.path.join(folder, name + ENTRY_SUFFIX)

@@ -19,7 +19,7 @@ from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.plugin_flags import size_gib
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env
+from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env, entry_path
 from tb_leakfinder.views import export
 from tb_leakfinder.views.numpy_start import import_numpy_single_threaded
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
@@ -127,13 +127,46 @@ def _add_watch(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     watch.add_argument("--timeout", help=f"stop this long after the start {durations}; exit 1 if --count is not reached")
 
 
-def _disk(args: argparse.Namespace, path: str) -> disk_cache.DiskCache | None:
+def _cache_folder(args: argparse.Namespace) -> str | None:
+    """The disk cache's folder as the options and environment give it, or None when the command uses no cache."""
     explicit = args.command == "precompute" or args.cache_dir is not None
     if getattr(args, "no_cache", False) or args.cache_gb <= 0 or (disabled_by_env() and not explicit):
         return None
+    return str(args.cache_dir or default_dir())
 
+
+def _disk(args: argparse.Namespace, path: str) -> disk_cache.DiskCache | None:
+    folder = _cache_folder(args)
+    if folder is None:
+        return None
     logdir = path if files.isdir(path) else files.dirname(path)
-    return disk_cache.DiskCache.for_logdir(args.cache_dir, int(args.cache_gb * (1 << 30)), logdir)
+    return disk_cache.DiskCache.for_logdir(folder, int(args.cache_gb * (1 << 30)), logdir)
+
+
+def _read_ahead(args: argparse.Namespace) -> list[discovery.Run] | None:
+    """Cold start: the runs a report or check covers, found before numpy loads, and the file of the first host it
+    analyses begun reading on a thread meanwhile (read/read_ahead.py), unless the disk cache holds that host's
+    analysis. None for other commands, and for a path or name that is wrong: the command says why."""
+    if args.command not in ("report", "check"):
+        return None
+    try:
+        runs = discovery.runs_for_path(args.path)
+        run = runs[0] if args.run is None else discovery.find_run(runs, args.run)
+        path = run.host_path(getattr(args, "host", None))[1]
+    except LeakfinderError:
+        return None
+    folder = _cache_folder(args)
+
+    def wanted() -> bool:
+        if folder is None:
+            return True
+        from tb_leakfinder.store.version import analysis_version
+
+        real_path = files.identity(path).real_path
+        return not os.path.exists(entry_path(os.path.abspath(os.path.expanduser(folder)), analysis_version(), real_path))
+
+    registry.read_ahead(path, wanted)
+    return runs
 
 
 def _progress(engine: engines.Engine, what: str) -> progress.HostProgress:
@@ -264,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors=ENCODING_ERRORS)
     args = _parser().parse_args(argv)
+    runs = _read_ahead(args)
     # Cold start: numpy loads with one OpenBLAS thread (views/numpy_start.py), whose idle workers would spin on the
     # other cores; after parsing, so that `--help` loads no numpy.
     import_numpy_single_threaded()
@@ -273,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     thresholds = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION_OBJECTS, *thresholds[1:])
     try:
-        status = _command(args)
+        status = _command(args, runs)
     finally:
         gc.set_threshold(*thresholds)
     # Cold start: the script's process ends without the interpreter's teardown, whose collections and frees of
@@ -284,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def _command(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace, runs: list[discovery.Run] | None) -> int:
     if args.command == "watch":
         return _watch(args)
     try:
@@ -294,7 +328,7 @@ def _command(args: argparse.Namespace) -> int:
             return _precompute(args)
         if args.command == "history":
             return _history(args)
-        return _report(args)
+        return _report(args, runs)
     except LeakfinderError as exc:
         _error(exc.message)
         return EXIT_BAD_INPUT
@@ -310,10 +344,10 @@ def _end_process(status: int) -> NoReturn:
     os._exit(status)
 
 
-def _report(args: argparse.Namespace) -> int:
-    """`report` and `check`."""
+def _report(args: argparse.Namespace, runs: list[discovery.Run] | None) -> int:
+    """`report` and `check`; `runs`: those of the path, when already discovered (by `_read_ahead`)."""
     try:
-        engine = engines.Engine.for_path(args.path, disk=_disk(args, args.path))
+        engine = engines.Engine.for_path(args.path, disk=_disk(args, args.path), runs=runs)
         with _progress(engine, args.command) as shown:
             done: engines.HostDone = shown
             run = None if args.run is None else engine.run(args.run)

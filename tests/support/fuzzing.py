@@ -32,7 +32,7 @@ from tb_leakfinder.analyses.timeline import timeline
 from tb_leakfinder.engine.engine import analyze_file
 from tb_leakfinder.errors import LeakfinderError
 from tb_leakfinder.model.memory import ALLOC, FREE
-from tb_leakfinder.read.formats.xplane import decoder, hlo, reader
+from tb_leakfinder.read.formats.xplane import decoder, hlo, reader, scan
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, encode_varint, synthesize_devices, synthesize_training
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -442,7 +442,7 @@ def run_input(tally: Tally, name: str, data: bytes, path: Path) -> str:
 
 def decoder_paths() -> list[str]:
     """The reference decoder, and the C scanner where it is built (always where CI requires it)."""
-    if reader.compiled_scanner() is not None or os.environ.get(REQUIRE_SCANNER_ENV) == "1":
+    if scan.compiled_scanner() is not None or os.environ.get(REQUIRE_SCANNER_ENV) == "1":
         return ["pure", "compiled"]
     return ["pure"]
 
@@ -453,7 +453,7 @@ def decoder_path(name: str) -> Iterator[None]:
     saved = os.environ.get(PURE_ENV)
     os.environ[PURE_ENV] = "1" if name == "pure" else ""
     try:
-        if name == "compiled" and reader.compiled_scanner() is None:
+        if name == "compiled" and scan.compiled_scanner() is None:
             raise RuntimeError("the C scanner is not built (python setup.py build_ext --inplace)")
         yield
     finally:

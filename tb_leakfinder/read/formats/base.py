@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 # Types only: the registry, and so every format's entry, loads without numpy (`tb-leakfinder --help` lists them).
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tb_leakfinder.model.hlo import HloModule
     from tb_leakfinder.model.memory import HostProfile
     from tb_leakfinder.model.recordings import Recordings
@@ -102,6 +104,16 @@ class Companions(Protocol):
 
     def companions(self, names: list[str]) -> tuple[str, ...]:
         """The names of a session folder that a host's analysis also depends on (in its cache key), sorted."""
+        ...
+
+
+@runtime_checkable
+class ReadsAhead(Protocol):
+    """A format whose host files can be read ahead, on a thread begun before a cold command loads numpy and the
+    analyses (read/read_ahead.py); its `read` takes what was read."""
+
+    def read_ahead(self, path: str, wanted: Callable[[], bool]) -> None:
+        """Begins reading the host file `path` on a thread, unless `wanted()` (asked on that thread) says no."""
         ...
 
 

@@ -16,6 +16,7 @@ from tb_leakfinder.read.formats.base import (
     FormatHintsInfo,
     HostReading,
     ProfileFormat,
+    ReadsAhead,
     RecordingsFormat,
     StaticModules,
 )
@@ -26,7 +27,7 @@ from tb_leakfinder.read.formats.torch_trace.format import TORCH_TRACE
 from tb_leakfinder.read.formats.xplane.format import XPLANE
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
 
     from tb_leakfinder.model.hlo import HloModule
     from tb_leakfinder.model.recordings import Recordings
@@ -70,6 +71,13 @@ def format_of(path: str) -> ProfileFormat:
         if candidate.sniff(path):
             return candidate
     raise LeakfinderError(f"{path}: not a profile file of any known format", source=path)
+
+
+def read_ahead(path: str, wanted: Callable[[], bool]) -> None:
+    """Begins reading a host's file ahead (read/read_ahead.py), when its format can; its reader takes it."""
+    profile_format = next((f for f in FORMATS if f.sniff(path)), None)
+    if isinstance(profile_format, ReadsAhead):
+        profile_format.read_ahead(path, wanted)
 
 
 # The hints of a host whose file is of no format any more (a link gone dangling): the defaults, said of no format.

@@ -196,7 +196,7 @@ def _folder_bytes(cache: DiskCache) -> int:
     total = 0
     for item in os.scandir(cache.folder):
         with contextlib.suppress(FileNotFoundError):  # evicted by another process meanwhile
-            total += item.stat().st_size if item.name.endswith(disk_cache.SUFFIX) else 0
+            total += item.stat().st_size if item.name.endswith(disk_cache.ENTRY_SUFFIX) else 0
     return total
 
 
@@ -240,7 +240,7 @@ def test_filling_the_folder_stats_each_entry_a_bounded_number_of_times(tmp_path,
 
 
 def _entries(folder: str) -> list[Path]:
-    return sorted(p for p in Path(folder).iterdir() if p.name.endswith(disk_cache.SUFFIX))
+    return sorted(p for p in Path(folder).iterdir() if p.name.endswith(disk_cache.ENTRY_SUFFIX))
 
 
 def _another_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -343,7 +343,7 @@ def test_a_hostile_index_is_never_trusted(tmp_path, monkeypatch, hostile):
     for k in range(6):
         cache.store_bytes(_identity(k), b"x" * 1000)
         os.utime(cache.path_for(_identity(k)), ns=(k * 10**9, k * 10**9))
-    (folder / ("f" * 40 + disk_cache.SUFFIX)).symlink_to(victim)  # named like an entry: not one, never deleted
+    (folder / ("f" * 40 + disk_cache.ENTRY_SUFFIX)).symlink_to(victim)  # named like an entry: not one, never deleted
     (folder / ("e" * 40 + ".keep")).write_bytes(b"k" * 100_000)
     names = [Path(cache.path_for(_identity(k))).name[:40] for k in range(6)]
     HOSTILE_INDEXES[hostile](folder, names)
@@ -356,7 +356,7 @@ def test_a_hostile_index_is_never_trusted(tmp_path, monkeypatch, hostile):
         regular = sum(p.stat().st_size for p in _entries(str(folder)) if not p.is_symlink())
         assert cache.estimate == regular <= cache.max_bytes
     assert victim.read_bytes() == b"v" * 100_000 and (folder / ("e" * 40 + ".keep")).exists()
-    assert (folder / ("f" * 40 + disk_cache.SUFFIX)).is_symlink()
+    assert (folder / ("f" * 40 + disk_cache.ENTRY_SUFFIX)).is_symlink()
     assert [p.name for p in _entries(str(folder)) if not p.is_symlink()] == sorted(
         Path(cache.path_for(_identity(k))).name for k in range(8, 18)
     )

@@ -16,6 +16,8 @@ import pytest
 from tb_leakfinder import analyze as analyze_logdir
 from tb_leakfinder import wire
 from tb_leakfinder.plugin_loader import LeakfinderLoader
+from tb_leakfinder.read.formats import registry
+from tb_leakfinder.read.formats.xplane import scan
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.torch_snapshot_builder import helper_job
 from tb_leakfinder.testing.tpu_profile import tpu_inference
@@ -28,6 +30,7 @@ from tb_leakfinder.wire.shape import conforms
 from tests.support.cli_process import run_cli as cli
 from tests.support.demo import DEMO_LOGS, ROOT, demo_capture, demo_xplane
 from tests.support.names import TERMINAL, local_logdir, memory_logdir, remove_memory_logdir
+from tests.support.scans import record_scans
 from tests.support.unreadable import FORMATS, one_cut_short, with_bad_links
 
 TF_CPU = "in TensorFlow's CPU allocator (bfc_cpu_allocator_for_gpu):"  # the allocator verdict names whose memory it judged
@@ -554,3 +557,27 @@ def test_allocator_keeps_the_process_verdict_beside_it_and_check_fails_on_it(tmp
     assert (named["verdict"], named["reason"]) == (whole["verdict"], whole["reason"])
     assert named["default_allocator"]["rule"] == "named" and named["default_allocator"]["memory_id"] == allocator["memory_id"]
     assert cli("check", str(tmp_path), "--allocator", allocator["memory_id"], "--no-cache").returncode == 1
+
+
+@pytest.mark.skipif(scan.compiled_scanner() is None, reason="the compiled scanner is not built")
+def test_a_report_reads_its_host_ahead_unless_the_disk_cache_holds_it(tmp_path, monkeypatch, capsys):
+    """A cold report begins reading its host's file before numpy loads (read/read_ahead.py) and answers as one
+    that does not; with the host's entry in the disk cache it reads no file at all."""
+    path = str(demo_xplane("tf_leak"))
+    scanned_on = record_scans(monkeypatch)
+    answers = []
+    for ahead in (True, False):
+        with monkeypatch.context() as m:
+            if not ahead:
+                m.setattr(registry, "read_ahead", lambda *args: None)
+            assert main(["report", "--json", "--no-cache", path]) == EXIT_OK
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0] == answers[1]
+    assert scanned_on == [f"read ahead {path}", "MainThread"]
+
+    cache = str(tmp_path / "cache")
+    for _ in range(2):
+        scanned_on.clear()
+        assert main(["report", "--json", "--cache-dir", cache, path]) == EXIT_OK
+        assert json.loads(capsys.readouterr().out) == answers[0]
+    assert scanned_on == []  # the second report's host came from its entry

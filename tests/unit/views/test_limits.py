@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tb_leakfinder.analyses import static_buffers
-from tb_leakfinder.read.formats.xplane import reader
+from tb_leakfinder.read.formats.xplane import reader, scan
 from tb_leakfinder.testing.plugin_client import PREFIX, make_client
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, write_session
 from tb_leakfinder.views import plugin, route_args
@@ -37,7 +37,7 @@ def _get(client, route: str, **args) -> tuple[int, dict]:
 
 def test_a_file_over_the_size_limit_is_refused_without_reading_it(tmp_path, monkeypatch):
     path = write_session(tmp_path, "big", SESSION, {"host0": _small_profile("host0")})[0]
-    monkeypatch.setattr(reader, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(scan, "MAX_FILE_BYTES", 100)
     client, _ = make_client(str(tmp_path))
     status, body = _get(client, "report", run=f"big/{SESSION}")
     assert status == 422
@@ -49,7 +49,7 @@ def test_a_sparse_file_past_the_real_limit_costs_no_memory(tmp_path):
     folder.mkdir(parents=True)
     path = folder / "host0.xplane.pb"
     with open(path, "wb") as out:
-        out.truncate(reader.MAX_FILE_BYTES + 1)  # sparse: no disk used, but stat says 4 GiB + 1
+        out.truncate(scan.MAX_FILE_BYTES + 1)  # sparse: no disk used, but stat says 4 GiB + 1
     client, _ = make_client(str(tmp_path))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
     start = time.monotonic()
@@ -128,7 +128,7 @@ def test_thousands_of_runs_list_quickly_without_decoding(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "text",
     [
-        f"| {reader.MAX_FILE_BYTES >> 30} GiB |",
+        f"| {scan.MAX_FILE_BYTES >> 30} GiB |",
         f"| {route_args.MAX_HOSTS_PER_REQUEST} |",
         f"| {plugin.REQUEST_TIMEOUT_S:g} s |",
         f"| {route_args.MAX_ARG_CHARS} characters |",

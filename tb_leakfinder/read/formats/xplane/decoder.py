@@ -34,11 +34,11 @@ from tb_leakfinder.model.memory import (
     is_runtime_name,
     is_transfer_name,
 )
-from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.common import limits
 from tb_leakfinder.read.formats.common.rows import groups_from_rows, spans_from_rows, steps_from_markers
 from tb_leakfinder.read.formats.xplane import clock, hlo
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
+from tb_leakfinder.read.formats.xplane.scan import corrupt_profile, refuse_empty
 from tb_leakfinder.read.formats.xplane.stat_spec import (
     FILL_OF_STAT,
     FILLS,
@@ -83,24 +83,6 @@ def is_host_span_name(name: str) -> bool:
 def is_host_call_name(name: str) -> bool:
     """Whether a /host:CPU event of this name is a host call (a Python function, a transfer), when not a span."""
     return (len(name) > 1 and name.startswith(PYTHON_CALL_PREFIX)) or is_transfer_name(name)
-
-
-# A top-level field said to end beyond this is garbage, not the end of a file cut short.
-WHOLE_FILE_BYTES = 1 << 40
-
-
-def refuse_empty(data: bytes | memoryview, path: str) -> None:
-    """Refuses an empty file, and one cut short: its top-level fields (planes) run past its end."""
-    if not data:
-        raise LeakfinderError(f"{path}: the file is empty, not an XSpace profile", source=path)
-    needs = files.protobuf_needs(data, WHOLE_FILE_BYTES)
-    if needs is not None:
-        raise corrupt_profile(path, files.truncated(len(data), needs, "its last plane runs past the end of the file"))
-
-
-def corrupt_profile(path: str, detail: object) -> LeakfinderError:
-    """The error for bytes that do not decode as an XSpace, in the words of both decoders."""
-    return LeakfinderError(f"{path}: incomplete or corrupt profile, not a readable XSpace ({detail})", source=path)
 
 
 def beyond_limits(path: str, detail: object) -> LeakfinderError:

@@ -10,6 +10,8 @@ from tb_leakfinder.read.formats.base import FormatHintsInfo, HostReading
 from tb_leakfinder.read.formats.xplane.names import HLO_SUFFIX, XPLANE_SUFFIX
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tb_leakfinder.model.hlo import HloModule
 
 HINTS = FormatHintsInfo(
@@ -42,9 +44,9 @@ class XplaneFormat:
 
     @property
     def max_file_bytes(self) -> int:
-        from tb_leakfinder.read.formats.xplane import reader
+        from tb_leakfinder.read.formats.xplane import scan
 
-        return reader.MAX_FILE_BYTES
+        return scan.MAX_FILE_BYTES
 
     def sniff(self, path: str) -> bool:
         return path.endswith(XPLANE_SUFFIX)
@@ -60,6 +62,15 @@ class XplaneFormat:
     def companions(self, names: list[str]) -> tuple[str, ...]:
         # XProf writes one per module when the Profile tab first opens a session: a stored analysis goes stale.
         return tuple(sorted(n for n in names if n.endswith(HLO_SUFFIX)))
+
+    def read_ahead(self, path: str, wanted: Callable[[], bool]) -> None:
+        # The compiled scanner's part alone, which loads no numpy: without it there is nothing to overlap.
+        from tb_leakfinder.read import read_ahead
+        from tb_leakfinder.read.formats.xplane import scan
+
+        scanner = scan.compiled_scanner()
+        if scanner is not None:
+            read_ahead.begin(path, lambda p: scan.scan_file(scanner, p), wanted)
 
     def read(self, path: str, host: str, session_dir: str) -> HostReading:
         from tb_leakfinder.read.formats.xplane import hlo, reader

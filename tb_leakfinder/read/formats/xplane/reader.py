@@ -9,26 +9,17 @@ TB_LEAKFINDER_PURE_PYTHON=1 asks for the reference decoder.
 
 from __future__ import annotations
 
-import os
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from tb_leakfinder import compiled
 from tb_leakfinder.model.columns import permute
 from tb_leakfinder.model.memory import EVENT_COLUMNS, HostProfile, MemoryEvents, Steps, event_order
-from tb_leakfinder.read import files
-from tb_leakfinder.read.formats.common import limits
+from tb_leakfinder.read import files, read_ahead
 from tb_leakfinder.read.formats.common import rows as model_rows
-from tb_leakfinder.read.formats.xplane import clock, decoder, hlo
+from tb_leakfinder.read.formats.xplane import clock, decoder, hlo, scan
 from tb_leakfinder.read.formats.xplane.labels import in_neutral_terms
 
-# Not built (no compiler at install time): the reference decoder serves.
-_scanner = compiled.built("tb_leakfinder.read.formats.xplane._xspace_scan")
-
-# Profiles larger than this are refused rather than read into memory.
-MAX_FILE_BYTES = 4 << 30
 # The scanner's span rows (its SpanRow struct).
 SPAN_ROW = np.dtype(
     [
@@ -45,49 +36,29 @@ SPAN_ROW = np.dtype(
         ("program_id", "<i8"),
     ]
 )
-# Threads that scan one profile's /host:CPU events (in chunks of about 1 MB; smaller profiles use one).
-SCAN_THREADS = min(os.cpu_count() or 1, 4)
-
-
-def compiled_scanner() -> ModuleType | None:
-    """The compiled scanner module, or None when it is not built or TB_LEAKFINDER_PURE_PYTHON=1."""
-    return None if compiled.pure_python() else _scanner
 
 
 def read_host(path: str, host: str) -> HostProfile:
     """Decode `path` (one host's XSpace) into memory events, steps and HLO modules."""
-    scanner = compiled_scanner()
+    scanner = scan.compiled_scanner()
     if scanner is None:
-        return decode(files.read_bytes(path, limit=MAX_FILE_BYTES), host, path)
-    # A lower peak: the scanner gives back the pages of this private copy (of a local or remote file) once
-    # scanned, so the file's bytes are not all held while its columns grow.
-    with files.read_private(path, limit=MAX_FILE_BYTES) as data:
-        start_ns = clock.profile_start_ns(data)  # before the scan gives the pages back
-        scanned = _scan(scanner, data, path, drop=True)
-    return _host_profile(scanned, host, path, start_ns)
+        return decode(files.read_bytes(path, limit=scan.MAX_FILE_BYTES), host, path)
+    ahead: scan.ScannedFile | None = read_ahead.take(path)
+    read = ahead if ahead is not None else scan.scan_file(scanner, path)
+    return _host_profile(read.scanned, host, path, read.start_ns)
 
 
 def decode(data: bytes, host: str, path: str) -> HostProfile:
     """Decode one host's serialized XSpace, read from `path`."""
-    scanner = compiled_scanner()
+    scanner = scan.compiled_scanner()
     if scanner is None:
         return decoder.decode(data, host, path)
     start_ns = clock.profile_start_ns(data)
-    scanned = _scan(scanner, data, path)
+    scanned = scan.scan_bytes(scanner, data, path)
     # The bytes go once scanned, before the columns are sorted: a lower peak (read_host keeps
     # no reference to them, and CPython 3.11+ hands an argument over to the callee).
     del data
     return _host_profile(scanned, host, path, start_ns)
-
-
-def _scan(scanner: ModuleType, data: bytes | memoryview, path: str, drop: bool = False) -> dict[str, Any]:
-    """`drop`: `data` is writable memory whose scanned pages may go (see read_host)."""
-    decoder.refuse_empty(data, path)
-    try:
-        scanned: dict[str, Any] = scanner.scan(data, threads=SCAN_THREADS, drop=drop, max_planes=limits.MAX_PLANES)
-        return scanned
-    except scanner.ScanError as exc:
-        raise decoder.corrupt_profile(path, exc) from exc
 
 
 def _host_profile(scanned: dict[str, Any], host: str, path: str, start_ns: int | None) -> HostProfile:

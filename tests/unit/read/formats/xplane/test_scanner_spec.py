@@ -102,8 +102,8 @@ WITHOUT_SCANNER = """
 import hashlib, json, sys
 sys.modules["tb_leakfinder.read.formats.xplane._xspace_scan"] = None
 from tb_leakfinder.model.memory import EVENT_COLUMNS
-from tb_leakfinder.read.formats.xplane import reader
-assert reader.compiled_scanner() is None
+from tb_leakfinder.read.formats.xplane import reader, scan
+assert scan.compiled_scanner() is None
 events = reader.read_host(sys.argv[1], "h").events
 print(json.dumps({name: hashlib.sha256(getattr(events, name).tobytes()).hexdigest() for name in EVENT_COLUMNS}))
 """

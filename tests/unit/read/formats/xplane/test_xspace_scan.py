@@ -38,13 +38,13 @@ from tb_leakfinder.model.memory import (
 )
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats.common import limits
-from tb_leakfinder.read.formats.xplane import reader, stat_spec
+from tb_leakfinder.read.formats.xplane import reader, scan, stat_spec
 from tb_leakfinder.testing.pjrt_profile import jax_training
 from tb_leakfinder.testing.xspace_builder import ProfileBuilder, synthesize_devices, synthesize_training
 from tests.support.demo import DEMO_LOGS, ROOT
 from tests.support.xprof_oracle import xprof_tool
 
-scanner = reader.compiled_scanner()
+scanner = scan.compiled_scanner()
 if scanner is None and os.environ.get("TB_LEAKFINDER_REQUIRE_SCANNER") == "1":  # CI builds it: not skipping there
     raise RuntimeError("TB_LEAKFINDER_REQUIRE_SCANNER=1 but the C scanner is not built (python setup.py build_ext --inplace)")
 pytestmark = pytest.mark.skipif(scanner is None, reason="the C scanner (read/formats/xplane/_xspace_scan.c) is not built")
@@ -211,9 +211,9 @@ def test_every_string_and_message_field_of_the_schema_is_walked():
 
 def test_pure_python_env_forces_the_reference_decoder(monkeypatch):
     monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "1")
-    assert reader.compiled_scanner() is None
+    assert scan.compiled_scanner() is None
     monkeypatch.setenv(compiled.PURE_PYTHON_ENV, "0")
-    assert reader.compiled_scanner() is scanner
+    assert scan.compiled_scanner() is scanner
 
 
 # --- identical results -------------------------------------------------------------------
@@ -771,7 +771,7 @@ def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile
     """A local file is mapped (its scanned pages leave the process's resident set), or copied (they are zeroed)."""
     monkeypatch.setattr(files, "ALLOW_MAP", mapped)
     data = _multi_chunk_profile()
-    assert len(data) > reader.SCAN_THREADS << 20  # several chunks for each thread
+    assert len(data) > scan.SCAN_THREADS << 20  # several chunks for each thread
     path = tmp_path / "host0.xplane.pb"
     path.write_bytes(data)
     given_back = []
@@ -786,10 +786,10 @@ def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile
         given_back.append(len(data) - (_resident_kib(start) << 10) if mapped else bytes(buffer).count(0) - data.count(0))
         return scanned
 
-    monkeypatch.setattr(reader, "_scanner", SimpleNamespace(scan=scan_then_look, ScanError=scanner.ScanError))
+    monkeypatch.setattr(scan, "_scanner", SimpleNamespace(scan=scan_then_look, ScanError=scanner.ScanError))
     dropped = reader.read_host(str(path), "host0")
     assert given_back[0] > len(data) // 2
-    monkeypatch.setattr(reader, "_scanner", scanner)
+    monkeypatch.setattr(scan, "_scanner", scanner)
     assert_same(dropped, reader.decode(data, "host0", str(path)))  # the whole file as bytes, nothing dropped
     for cut in (data[: len(data) // 3], b""):  # the same errors as the plain path
         path.write_bytes(cut)
@@ -802,9 +802,9 @@ def test_read_host_drops_the_pages_of_a_private_copy_and_gives_the_plain_profile
 
 _UNDER_AN_ADDRESS_SPACE_LIMIT = """
 import hashlib, json, resource, sys
-from tb_leakfinder.read.formats.xplane import reader
+from tb_leakfinder.read.formats.xplane import scan
 data = open(sys.argv[1], "rb").read()
-scanner = reader.compiled_scanner()
+scanner = scan.compiled_scanner()
 with open("/proc/self/status") as f:
     used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
 outcomes = []
