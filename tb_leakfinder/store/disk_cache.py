@@ -52,7 +52,7 @@ from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
 from tb_leakfinder.store.codec import CodecError, Decoder, Encoder
 from tb_leakfinder.store.folder_index import TEMP_PREFIX, FolderIndex
-from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, ENTRY_SUFFIX, default_dir, entry_path
+from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, ENTRY_SUFFIX, default_dir, entry_path, resolved_folder
 from tb_leakfinder.store.version import ENTRY_FORMAT, analysis_version
 from tb_leakfinder.wire.shape import Shape, conforms
 
@@ -105,7 +105,7 @@ class DiskCache:
     """A folder of host entries, bounded by `max_bytes` (least recently used evicted)."""
 
     def __init__(self, folder: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.folder = os.path.abspath(os.path.expanduser(folder))
+        self.folder = resolved_folder(folder)
         self.max_bytes = max_bytes
         self.version = analysis_version()
         self.hits = 0

@@ -24,6 +24,11 @@ def disabled_by_env() -> bool:
     return os.environ.get(ENV_OFF, "") not in ("", "0")
 
 
+def resolved_folder(folder: str) -> str:
+    """The cache folder as given (`~` allowed, relative to the working folder), as an absolute path."""
+    return os.path.abspath(os.path.expanduser(folder))
+
+
 def entry_path(folder: str, version: str, real_path: str) -> str:
     """Where the entry of the profile at `real_path`, analysed by code of `version`, lies in the cache `folder`."""
     name = hashlib.sha256(f"{version}\0{real_path}".encode()).hexdigest()[:40]

@@ -19,7 +19,7 @@ from tb_leakfinder.lazy import LazyModule
 from tb_leakfinder.plugin_flags import size_gib
 from tb_leakfinder.read import files
 from tb_leakfinder.read.formats import registry
-from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env, entry_path
+from tb_leakfinder.store.location import DEFAULT_MAX_BYTES, default_dir, disabled_by_env, entry_path, resolved_folder
 from tb_leakfinder.views import export
 from tb_leakfinder.views.numpy_start import import_numpy_single_threaded
 from tb_leakfinder.views.terminal import ENCODING_ERRORS, visible
@@ -151,8 +151,6 @@ def _read_ahead(args: argparse.Namespace) -> list[discovery.Run] | None:
         return None
     try:
         runs = discovery.runs_for_path(args.path)
-        run = runs[0] if args.run is None else discovery.find_run(runs, args.run)
-        path = run.host_path(getattr(args, "host", None))[1]
     except LeakfinderError:
         return None
     folder = _cache_folder(args)
@@ -163,9 +161,14 @@ def _read_ahead(args: argparse.Namespace) -> list[discovery.Run] | None:
         from tb_leakfinder.store.version import analysis_version
 
         real_path = files.identity(path).real_path
-        return not os.path.exists(entry_path(os.path.abspath(os.path.expanduser(folder)), analysis_version(), real_path))
+        return not os.path.exists(entry_path(resolved_folder(folder), analysis_version(), real_path))
 
-    registry.read_ahead(path, wanted)
+    try:
+        run = runs[0] if args.run is None else discovery.find_run(runs, args.run)
+        path = run.host_path(getattr(args, "host", None))[1]
+        registry.read_ahead(path, wanted)
+    except LeakfinderError:
+        pass  # a run or host of no such name: the report says so, from these runs
     return runs
 
 

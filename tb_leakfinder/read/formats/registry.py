@@ -75,7 +75,7 @@ def format_of(path: str) -> ProfileFormat:
 
 def read_ahead(path: str, wanted: Callable[[], bool]) -> None:
     """Begins reading a host's file ahead (read/read_ahead.py), when its format can; its reader takes it."""
-    profile_format = next((f for f in FORMATS if f.sniff(path)), None)
+    profile_format = format_of(path)
     if isinstance(profile_format, ReadsAhead):
         profile_format.read_ahead(path, wanted)
 

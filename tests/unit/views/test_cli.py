@@ -581,3 +581,17 @@ def test_a_report_reads_its_host_ahead_unless_the_disk_cache_holds_it(tmp_path, 
         assert main(["report", "--json", "--cache-dir", cache, path]) == EXIT_OK
         assert json.loads(capsys.readouterr().out) == answers[0]
     assert scanned_on == []  # the second report's host came from its entry
+
+
+def test_a_report_discovers_its_runs_once_even_for_a_run_of_no_such_name(monkeypatch, capsys):
+    """The runs found before numpy loads are the report's: the logdir is walked once, also when `--run` names
+    none of them (the report's error then lists them)."""
+    from tb_leakfinder.read import discovery
+
+    walks: list[str] = []
+    runs_for_path = discovery.runs_for_path
+    monkeypatch.setattr(discovery, "runs_for_path", lambda p: walks.append(p) or runs_for_path(p))
+    assert main(["report", "--no-cache", str(DEMO_LOGS / "tf_leak")]) == EXIT_OK
+    assert main(["report", "--no-cache", str(DEMO_LOGS / "tf_leak"), "--run", "nope"]) == EXIT_BAD_INPUT
+    assert walks == [str(DEMO_LOGS / "tf_leak")] * 2
+    assert "nope" in capsys.readouterr().err
